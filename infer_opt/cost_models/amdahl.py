@@ -1,0 +1,201 @@
+"""Amdahl's law, generalised to several disjoint parts and added overhead.
+
+``S = 1 / ((1 - Σf_i) + Σ f_i/s_i + a)`` where part i takes a fraction ``f_i`` of the
+original time and is sped up ``s_i`` times, and ``a`` is new overhead (a layout
+conversion, an extra synchronisation) as a fraction of the original time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from infer_opt.errors import InvalidInput
+from infer_opt.results import Result
+
+#: Σf may exceed 1 by this much (rounding of user-entered fractions).
+FRACTION_SUM_TOLERANCE = 1e-9
+
+
+@dataclass(frozen=True)
+class Part:
+    name: str
+    fraction: float
+    speedup: float
+
+
+@dataclass(frozen=True)
+class PartResult:
+    name: str
+    fraction: float
+    speedup: float
+    #: this part's time after the change, as a fraction of the original total time: f/s
+    time_after: float
+    #: this part's share of the new total time
+    share_after: float
+    #: speedup of this part alone (others as given) that reaches the target, if one was set
+    required_speedup: float | None = None
+    slowdown: bool = False
+
+
+@dataclass(frozen=True)
+class AmdahlResult(Result):
+    KIND = "amdahl"
+
+    parts: tuple[PartResult, ...]
+    added: float
+    #: fraction of the original time no part touches: 1 - Σf
+    untouched_fraction: float
+    #: new total time as a fraction of the original: (1 - Σf) + Σf/s + a
+    new_time: float
+    speedup: float
+    #: the parts made free (s -> ∞), overhead kept: 1 / ((1 - Σf) + a)
+    ceiling: float
+    target: float | None = None
+    #: the one speedup that, applied to every part, reaches the target (None: see reason)
+    required_speedup: float | None = None
+    reason: str | None = None
+
+
+def validate_part(part: Part, option: str = "--part") -> None:
+    f, s = part.fraction, part.speedup
+    if not isinstance(f, (int, float)) or math.isnan(f) or not 0.0 <= f <= 1.0:
+        raise InvalidInput(option, f"{part.name}={f}", "fraction must be in [0, 1]")
+    if not isinstance(s, (int, float)) or math.isnan(s) or s <= 0:
+        raise InvalidInput(option, f"{part.name} speedup {s}", "speedup must be > 0 (inf allowed)")
+
+
+def _validate(parts: Sequence[Part], added: float) -> float:
+    if not parts:
+        raise InvalidInput("--part", "none", "give at least one part (or --fraction and --speedup)")
+    for part in parts:
+        validate_part(part)
+    names = [p.name for p in parts]
+    if len(set(names)) != len(names):
+        raise InvalidInput("--part", ",".join(names), "part names must be distinct")
+    if math.isnan(added) or added < 0 or math.isinf(added):
+        raise InvalidInput("--added", added, "added overhead must be a finite fraction >= 0")
+    total = math.fsum(p.fraction for p in parts)
+    if total > 1.0 + FRACTION_SUM_TOLERANCE:
+        raise InvalidInput("--part", f"Σf = {total:g}", "fractions of disjoint parts must sum to <= 1")
+    return min(total, 1.0)
+
+
+def amdahl_speedup(fraction: float, speedup: float, added: float = 0.0) -> float:
+    """``S = 1 / ((1 - f) + f/s + a)``. Worked check: f = 0.4, s = 4 -> 1/0.7 ≈ 1.4286."""
+    return combined(parts=[Part("part", fraction, speedup)], added=added).speedup
+
+
+def _new_time(untouched: float, parts: Sequence[Part], added: float) -> float:
+    return untouched + math.fsum(p.fraction / p.speedup for p in parts) + added
+
+
+def _ratio(numerator: float, denominator: float) -> float:
+    return math.inf if denominator == 0 else numerator / denominator
+
+
+def combined(parts: Sequence[Part], added: float = 0.0, target: float | None = None) -> AmdahlResult:
+    """End-to-end speedup of several disjoint parts plus added overhead, the ceiling, and
+    (with ``target``) the speedup the parts need to reach it."""
+    total_f = _validate(parts, added)
+    untouched = max(0.0, 1.0 - total_f)
+    new_time = _new_time(untouched, parts, added)
+    speedup = _ratio(1.0, new_time)
+    ceiling = _ratio(1.0, untouched + added)
+
+    required: float | None = None
+    reason: str | None = None
+    per_part_required: list[float | None] = [None] * len(parts)
+    if target is not None:
+        if math.isnan(target) or target <= 0 or math.isinf(target):
+            raise InvalidInput("--target", target, "target speedup must be a finite number > 0")
+        required, reason = solve_required(total_f, target, untouched + added)
+        for i, part in enumerate(parts):
+            others = new_time - part.fraction / part.speedup
+            per_part_required[i], _ = _solve_one(part.fraction, target, others)
+
+    results = tuple(
+        PartResult(
+            name=p.name,
+            fraction=p.fraction,
+            speedup=p.speedup,
+            time_after=p.fraction / p.speedup,
+            share_after=_ratio(p.fraction / p.speedup, new_time) if new_time > 0 else 0.0,
+            required_speedup=per_part_required[i],
+            slowdown=p.speedup < 1,
+        )
+        for i, p in enumerate(parts)
+    )
+    return AmdahlResult(
+        parts=results,
+        added=added,
+        untouched_fraction=untouched,
+        new_time=new_time,
+        speedup=speedup,
+        ceiling=ceiling,
+        target=target,
+        required_speedup=required,
+        reason=reason,
+    )
+
+
+def _solve_one(fraction: float, target: float, rest_time: float) -> tuple[float | None, str | None]:
+    """Solve ``1 / (rest + f/s) = target`` for s. ``rest`` is the time that does not change."""
+    budget = 1.0 / target - rest_time  # time the part may still take: f/s = budget
+    if fraction == 0:
+        if budget >= 0:
+            return None, "the part takes none of the time: the target holds for any speedup"
+        return None, "the part takes none of the time, and the target is above what the rest allows"
+    if budget <= 0:
+        limit = _ratio(1.0, rest_time)
+        return None, (
+            f"impossible: target {target:g}x is at or above the ceiling {limit:.4g}x "
+            "(the part would have to take no time at all)"
+        )
+    return fraction / budget, None
+
+
+def solve_required(
+    fraction: float, target: float, rest_time: float | None = None
+) -> tuple[float | None, str | None]:
+    """Speedup ``s`` a part of fraction ``f`` needs so that the end-to-end speedup is
+    ``target``: ``s = f / (1/S* - (1 - f) - a)``. ``rest_time`` defaults to ``1 - f``
+    (no overhead). Returns ``(None, reason)`` when ``S* >= 1/(1 - f + a)`` (impossible)."""
+    rest = 1.0 - fraction if rest_time is None else rest_time
+    return _solve_one(fraction, target, rest)
+
+
+def speedup_curve(fraction: float, speedups: Sequence[float], added: float = 0.0) -> list[float]:
+    """End-to-end speedup for each part speedup in ``speedups`` (for plots and sweeps)."""
+    return [_ratio(1.0, (1.0 - fraction) + fraction / s + added) for s in speedups]
+
+
+@dataclass(frozen=True)
+class Curve:
+    """End-to-end speedup as one part's speedup varies, the others held as given."""
+
+    name: str
+    part_speedups: tuple[float, ...]
+    end_to_end: tuple[float, ...]
+    #: the curve's asymptote: this part made free
+    asymptote: float
+    #: the point given on the command line
+    at_speedup: float
+    at_end_to_end: float
+
+
+def part_curves(result: AmdahlResult, points: int = 200) -> list[Curve]:
+    """One curve per part over part speedups from 1/10 of the smallest given (at most 0.5)
+    to 100× the largest finite one (at least 1000), log-spaced."""
+    finite = [p.speedup for p in result.parts if math.isfinite(p.speedup)] or [1.0]
+    low = min(0.5, min(finite) / 10)
+    high = max(1000.0, max(finite) * 100)
+    step = (math.log10(high) - math.log10(low)) / (points - 1)
+    grid = tuple(10 ** (math.log10(low) + i * step) for i in range(points))
+    curves = []
+    for part in result.parts:
+        rest = result.new_time - part.time_after
+        values = tuple(_ratio(1.0, rest + part.fraction / s) for s in grid)
+        curves.append(Curve(part.name, grid, values, _ratio(1.0, rest), part.speedup, result.speedup))
+    return curves

@@ -1,0 +1,51 @@
+"""Shared figure style and deterministic PNG output."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+from matplotlib.ticker import FuncFormatter
+
+STYLE = {
+    "figure.figsize": (7.5, 4.6),
+    "figure.dpi": 110,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.titlesize": 12,
+    "axes.labelsize": 10.5,
+    "legend.fontsize": 9,
+    "legend.frameon": False,
+    "savefig.bbox": "tight",
+    "svg.hashsalt": "infer-opt",
+}
+
+PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
+
+
+def figure(nrows: int = 1, ncols: int = 1, **kwargs: Any) -> tuple[Any, Any]:
+    with plt.rc_context(STYLE):
+        return plt.subplots(nrows, ncols, **kwargs)
+
+
+def plain_log_ticks(axis: Any) -> None:
+    """Readable tick labels on a log axis (1, 10, 100 rather than 10⁰, 10¹, 10²)."""
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+
+
+def save(fig: Any, path: str | os.PathLike[str]) -> Path:
+    """Write a PNG without a timestamp in its metadata, so the same plot gives the same file."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with plt.rc_context(STYLE):
+        fig.savefig(target, format="png", metadata={"Software": None})
+    plt.close(fig)
+    return target

@@ -1,0 +1,80 @@
+"""The one intermediate shape every renderer formats.
+
+A result kind's view builder (``reports/<kind>.py``) turns the result into a
+:class:`View` once; the console, markdown, CSV and JSON renderers only format it.
+Rows hold raw values (floats in SI base units); a :class:`Column` says how to show them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from infer_opt.units import format_number
+
+Formatter = Callable[[Any], str]
+
+
+def _default_format(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (int, float)):
+        return format_number(value)
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: ``key`` into the row dicts, a human ``header``, how to format a cell,
+    and the ``csv_header`` (with the SI unit of the raw value, e.g. ``time_s``)."""
+
+    key: str
+    header: str
+    fmt: Formatter = _default_format
+    align: Literal["left", "right"] = "right"
+    csv_header: str | None = None
+
+    def format(self, value: Any) -> str:
+        return self.fmt(value) if value is not None else "—"
+
+
+@dataclass
+class Table:
+    title: str
+    columns: Sequence[Column]
+    rows: list[dict[str, Any]]
+    caption: str | None = None
+    #: a row index -> style hint ("best", "bad", "muted") used by rich renderers
+    highlight: dict[int, str] = field(default_factory=dict)
+
+
+@dataclass
+class View:
+    """What a result says, in the order a reader wants it."""
+
+    title: str
+    summary: list[tuple[str, str]] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    verdict: str | None = None
+    verdict_ok: bool = True
+
+
+#: result kind -> "module:function" building its View (lazy imports keep startup fast)
+VIEW_BUILDERS: dict[str, str] = {
+    "amdahl": "infer_opt.reports.amdahl:build_view",
+}
+
+
+def build_view(result: Any) -> View:
+    """The view of any registered result kind."""
+    kind = result.KIND
+    if kind not in VIEW_BUILDERS:
+        raise KeyError(f"no view builder registered for result kind {kind!r}")
+    module_name, _, func = VIEW_BUILDERS[kind].partition(":")
+    return getattr(importlib.import_module(module_name), func)(result)

@@ -1,0 +1,299 @@
+"""Parse and format durations, sizes, rates and counts.
+
+One parser per quantity; every option that takes a duration goes through
+:func:`parse_duration`, every printed duration through :func:`format_duration`.
+A bare number is in the unit the option names (``default_unit``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from infer_opt.errors import InvalidInput
+
+_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_QUANTITY = re.compile(rf"^\s*(?P<num>{_NUMBER}|[-+]?inf(?:inity)?|nan)\s*(?P<unit>[A-Za-zµ/]*)\s*$")
+
+DURATION_UNITS: dict[str, float] = {
+    "ns": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    "sec": 1.0,
+    "min": 60.0,
+    "h": 3600.0,
+}
+
+SIZE_UNITS: dict[str, float] = {
+    "b": 1.0,
+    "kb": 1e3,
+    "mb": 1e6,
+    "gb": 1e9,
+    "tb": 1e12,
+    "kib": 2.0**10,
+    "mib": 2.0**20,
+    "gib": 2.0**30,
+    "tib": 2.0**40,
+}
+
+_SI_PREFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15}
+
+
+def _split(text: str, option: str, what: str) -> tuple[float, str]:
+    match = _QUANTITY.match(str(text))
+    if not match:
+        raise InvalidInput(option, text, f"expected a {what} such as {_EXAMPLES[what]}")
+    value = float(match.group("num"))
+    if math.isnan(value):
+        raise InvalidInput(option, text, f"expected a {what}, not NaN")
+    return value, match.group("unit")
+
+
+_EXAMPLES = {
+    "duration": "3s, 1.5ms, 800us or 120ns",
+    "size": "512MiB, 4GiB or 1e6 (bytes)",
+    "bandwidth": "1.2TB/s or 900GB/s",
+    "compute rate": "312TFLOP/s or 5e12 (FLOP/s)",
+    "number": "0.4, 3 or inf",
+}
+
+
+def parse_duration(
+    text: str | float,
+    *,
+    option: str = "duration",
+    default_unit: str = "s",
+    allow_zero: bool = True,
+) -> float:
+    """Parse a duration into seconds: ``"3s"`` -> 3.0, ``"800us"`` -> 8e-4.
+
+    A bare number is in ``default_unit``. Negative, infinite or NaN durations are rejected.
+    """
+    if isinstance(text, (int, float)):
+        value, unit = float(text), ""
+        if math.isnan(value):
+            raise InvalidInput(option, text, "expected a duration, not NaN")
+    else:
+        value, unit = _split(text, option, "duration")
+    unit = unit or default_unit
+    if unit not in DURATION_UNITS:
+        raise InvalidInput(option, text, f"unknown duration unit {unit!r}; use one of ns, us, ms, s, min, h")
+    seconds = value * DURATION_UNITS[unit]
+    if math.isinf(seconds):
+        raise InvalidInput(option, text, "expected a finite duration")
+    if seconds < 0 or (seconds == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise InvalidInput(option, text, f"duration must be {bound}")
+    return seconds
+
+
+def parse_size(text: str | float, *, option: str = "size") -> float:
+    """Parse a byte count: ``"4GiB"`` -> 4·2³⁰, ``"1.5GB"`` -> 1.5e9; bare numbers are bytes."""
+    if isinstance(text, (int, float)):
+        value, unit = float(text), ""
+    else:
+        value, unit = _split(text, option, "size")
+    key = (unit or "b").lower()
+    if key not in SIZE_UNITS:
+        raise InvalidInput(option, text, f"unknown size unit {unit!r}; use B, KB, MB, GB, KiB, MiB, GiB")
+    out = value * SIZE_UNITS[key]
+    if not math.isfinite(out) or out < 0:
+        raise InvalidInput(option, text, "size must be a finite number >= 0")
+    return out
+
+
+def parse_bandwidth(text: str | float, *, option: str = "bandwidth") -> float:
+    """Parse bytes per second: ``"1.2TB/s"`` -> 1.2e12; bare numbers are bytes/s."""
+    if isinstance(text, (int, float)):
+        value, unit = float(text), ""
+    else:
+        value, unit = _split(text, option, "bandwidth")
+    key = unit.lower().removesuffix("/s").removesuffix("ps")
+    if key not in SIZE_UNITS and key != "":
+        raise InvalidInput(option, text, f"unknown bandwidth unit {unit!r}; use e.g. GB/s or TB/s")
+    out = value * SIZE_UNITS.get(key, 1.0)
+    if not math.isfinite(out) or out <= 0:
+        raise InvalidInput(option, text, "bandwidth must be a finite number > 0")
+    return out
+
+
+def parse_flops_rate(text: str | float, *, option: str = "compute rate") -> float:
+    """Parse FLOP/s: ``"312TFLOP/s"``, ``"312 TFLOPS"`` -> 3.12e14; bare numbers are FLOP/s."""
+    if isinstance(text, (int, float)):
+        value, unit = float(text), ""
+    else:
+        value, unit = _split(text, option, "compute rate")
+    key = unit.lower().replace("flop/s", "").replace("flops", "").replace("flop", "")
+    if key not in _SI_PREFIX:
+        raise InvalidInput(option, text, f"unknown rate unit {unit!r}; use e.g. TFLOP/s")
+    out = value * _SI_PREFIX[key]
+    if not math.isfinite(out) or out <= 0:
+        raise InvalidInput(option, text, "compute rate must be a finite number > 0")
+    return out
+
+
+def parse_float(
+    text: str | float,
+    *,
+    option: str,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+    allow_inf: bool = False,
+) -> float:
+    """Parse a plain number and check it lies in the stated interval."""
+    if isinstance(text, (int, float)):
+        value = float(text)
+    else:
+        value, unit = _split(text, option, "number")
+        if unit:
+            raise InvalidInput(option, text, "expected a plain number without a unit")
+    if math.isnan(value):
+        raise InvalidInput(option, text, "expected a number, not NaN")
+    if math.isinf(value) and not allow_inf:
+        raise InvalidInput(option, text, "expected a finite number")
+    too_low = low is not None and (value <= low if low_open else value < low)
+    too_high = high is not None and (value >= high if high_open else value > high)
+    if too_low or too_high:
+        left = "(" if low_open else "["
+        right = ")" if high_open else "]"
+        lo = "-inf" if low is None else _g(low)
+        hi = ("inf" if allow_inf else "+inf") if high is None else _g(high)
+        raise InvalidInput(option, text, f"must be in {left}{lo}, {hi}{right}")
+    return value
+
+
+def parse_float_list(text: str, *, option: str, **bounds: object) -> list[float]:
+    """Parse ``"0.9,0.7,0.5"`` into floats, each checked with :func:`parse_float` bounds."""
+    items = [item for item in str(text).replace(" ", "").split(",") if item != ""]
+    if not items:
+        raise InvalidInput(option, text, "expected a comma-separated list of numbers")
+    return [parse_float(item, option=option, **bounds) for item in items]  # type: ignore[arg-type]
+
+
+def _g(value: float) -> str:
+    return f"{value:g}"
+
+
+# ---------------------------------------------------------------------------- formatting
+
+
+def round_sig(value: float, sig: int = 3) -> float:
+    """Round to ``sig`` significant figures (0, inf and NaN pass through)."""
+    if value == 0 or not math.isfinite(value):
+        return value
+    return round(value, sig - 1 - math.floor(math.log10(abs(value))))
+
+
+def format_number(value: float | None, sig: int = 4) -> str:
+    """A plain number with ``sig`` significant figures and thousands separators when large."""
+    if value is None:
+        return "—"
+    if isinstance(value, float) and math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "∞" if value > 0 else "-∞"
+    if value == int(value) and abs(value) < 1e15:
+        return f"{int(value):,}"
+    if abs(value) >= 10**sig:
+        return f"{round(value):,}"
+    text = f"{value:.{sig}g}"
+    if "e" in text:
+        return text
+    return text
+
+
+def format_ratio(value: float | None, sig: int = 4) -> str:
+    """A dimensionless factor: ``1.429×``."""
+    if value is None:
+        return "—"
+    if math.isinf(value):
+        return "∞"
+    return f"{value:.{sig}g}×"
+
+
+def format_percent(fraction: float | None, digits: int = 1) -> str:
+    """A fraction as a percentage: 0.4 -> ``40.0%``."""
+    if fraction is None:
+        return "—"
+    return f"{100.0 * fraction:.{digits}f}%"
+
+
+def _scaled(value: float, steps: list[tuple[float, str]], sig: int, sep: str = " ") -> str:
+    if value is None:
+        return "—"
+    if not math.isfinite(value):
+        return "∞" if value > 0 else ("-∞" if value < 0 else "nan")
+    magnitude = abs(value)
+    for factor, unit in steps:
+        if magnitude >= factor * 0.9995:
+            return f"{value / factor:.{sig}g}{sep}{unit}"
+    factor, unit = steps[-1]
+    return f"{value / factor:.{sig}g}{sep}{unit}"
+
+
+_DURATION_STEPS = [
+    (3600.0, "h"),
+    (60.0, "min"),
+    (1.0, "s"),
+    (1e-3, "ms"),
+    (1e-6, "µs"),
+    (1e-9, "ns"),
+]
+_BYTE_STEPS = [(2.0**40, "TiB"), (2.0**30, "GiB"), (2.0**20, "MiB"), (2.0**10, "KiB"), (1.0, "B")]
+_DEC_STEPS = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")]
+
+
+def format_duration(seconds: float | None, sig: int = 3) -> str:
+    """Auto-scaled duration: 0.0015 -> ``1.5 ms``; 0 -> ``0 s``."""
+    if seconds is None:
+        return "—"
+    if seconds == 0:
+        return "0 s"
+    if math.isfinite(seconds) and abs(seconds) >= 60:
+        return _scaled(seconds, [*_DURATION_STEPS[:2], (1.0, "s")], sig)
+    return _scaled(seconds, _DURATION_STEPS[2:], sig)
+
+
+def format_bytes(n_bytes: float | None, sig: int = 3) -> str:
+    """Auto-scaled binary size: 134217728 -> ``128 MiB``."""
+    if n_bytes is None:
+        return "—"
+    if n_bytes == 0:
+        return "0 B"
+    return _scaled(n_bytes, _BYTE_STEPS, sig)
+
+
+def format_si(value: float | None, unit: str, sig: int = 3) -> str:
+    """Auto-scaled decimal quantity: (3.1e12, "FLOP/s") -> ``3.1 TFLOP/s``."""
+    if value is None:
+        return "—"
+    if value == 0:
+        return f"0 {unit}"
+    return _scaled(value, _DEC_STEPS, sig, sep=" ") + unit
+
+
+def format_flops(value: float | None, sig: int = 3) -> str:
+    """FLOP count, decimal prefixes: 2.5e9 -> ``2.5 GFLOP``."""
+    return format_si(value, "FLOP", sig)
+
+
+def format_flop_rate(value: float | None, sig: int = 3) -> str:
+    return format_si(value, "FLOP/s", sig)
+
+
+def format_bandwidth(value: float | None, sig: int = 3) -> str:
+    """Bytes per second with decimal prefixes, as vendors quote them: ``1.2 TB/s``."""
+    return format_si(value, "B/s", sig)
+
+
+def format_with_spread(center: float, spread: float, formatter: object = format_duration) -> str:
+    """``1.52 ms ± 0.04 ms``: the spread decides how many digits the centre keeps."""
+    fmt = formatter  # type: ignore[assignment]
+    if not math.isfinite(spread) or spread <= 0 or center == 0:
+        return fmt(center)  # type: ignore[operator]
+    digits = max(2, min(6, 1 + math.floor(math.log10(abs(center))) - math.floor(math.log10(spread)) + 1))
+    return f"{fmt(center, digits)} ± {fmt(spread, 2)}"  # type: ignore[operator]

@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from infer_opt.cost_models.amdahl import Part, combined
+from infer_opt.errors import InvalidInput
+from infer_opt.results import envelope, load_result, parse_envelope, save_result
+
+
+def test_envelope_round_trip_keeps_infinity(tmp_path):
+    result = combined([Part("p", 1.0, math.inf)])
+    path = save_result(tmp_path / "r.json", result)
+    raw = json.loads(path.read_text())  # strict JSON: no Infinity literals
+    assert raw["schema"] == "infer-opt/amdahl" and raw["version"] == 1
+    assert raw["result"]["speedup"] == "inf"
+    loaded = load_result(path)
+    assert loaded.result == result
+
+
+def test_refuses_unknown_major_version():
+    data = envelope(combined([Part("p", 0.5, 2.0)]))
+    data["version"] = 99
+    with pytest.raises(InvalidInput, match="unsupported schema version"):
+        parse_envelope(data)
+
+
+def test_refuses_non_infer_opt_json(tmp_path):
+    path = tmp_path / "x.json"
+    path.write_text('{"hello": 1}')
+    with pytest.raises(InvalidInput, match="not an infer-opt result"):
+        load_result(path)
+
+
+def test_tolerates_missing_optional_keys():
+    data = envelope(combined([Part("p", 0.5, 2.0)]))
+    del data["result"]["target"], data["result"]["reason"]
+    assert parse_envelope(data).result.target is None

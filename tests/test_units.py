@@ -1,0 +1,83 @@
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from infer_opt.errors import InvalidInput
+from infer_opt.units import (
+    format_bytes,
+    format_duration,
+    format_flop_rate,
+    format_with_spread,
+    parse_bandwidth,
+    parse_duration,
+    parse_float,
+    parse_flops_rate,
+    parse_size,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("3s", 3.0),
+        ("2ms", 2e-3),
+        ("1.5ms", 1.5e-3),
+        ("800us", 8e-4),
+        ("800µs", 8e-4),
+        ("120ns", 1.2e-7),
+        ("1min", 60.0),
+        ("0", 0.0),
+        (" 2 ms ", 2e-3),
+    ],
+)
+def test_parse_duration(text, seconds):
+    assert parse_duration(text) == pytest.approx(seconds)
+
+
+def test_bare_number_uses_default_unit():
+    assert parse_duration("2", default_unit="ms") == pytest.approx(2e-3)
+
+
+@pytest.mark.parametrize("text", ["3 parsecs", "ms", "-1ms", "nan", "inf", "1..2s"])
+def test_parse_duration_rejects(text):
+    with pytest.raises(InvalidInput):
+        parse_duration(text, option="--eager")
+
+
+def test_zero_rejected_when_asked():
+    with pytest.raises(InvalidInput, match="> 0"):
+        parse_duration("0ms", allow_zero=False)
+
+
+def test_sizes_and_rates():
+    assert parse_size("4GiB") == 4 * 2**30
+    assert parse_size("1.5GB") == 1.5e9
+    assert parse_bandwidth("1.2TB/s") == pytest.approx(1.2e12)
+    assert parse_flops_rate("312TFLOP/s") == pytest.approx(3.12e14)
+    assert parse_flops_rate("989 TFLOPS") == pytest.approx(9.89e14)
+
+
+def test_parse_float_bounds_message():
+    with pytest.raises(InvalidInput, match=r"\[0, 1\]"):
+        parse_float("1.5", option="--alpha", low=0, high=1)
+    assert parse_float("inf", option="-s", low=0, low_open=True, allow_inf=True) == math.inf
+
+
+def test_formatting():
+    assert format_duration(1.5e-3) == "1.5 ms"
+    assert format_duration(0) == "0 s"
+    assert format_duration(90) == "1.5 min"
+    assert format_bytes(128 * 2**20) == "128 MiB"
+    assert format_bytes(4 * 2**30) == "4 GiB"
+    assert format_flop_rate(3.1e12) == "3.1 TFLOP/s"
+    assert format_with_spread(1.523e-3, 4e-5) == "1.523 ms ± 40 µs"
+
+
+@given(st.floats(min_value=1e-9, max_value=1e4))
+def test_duration_round_trip(seconds):
+    text = format_duration(seconds, sig=12).replace("µs", "us").replace(" ", "")
+    assert parse_duration(text) == pytest.approx(seconds, rel=1e-9)
