@@ -96,9 +96,12 @@ def _root(
 
 
 def _register() -> None:
-    from infer_opt.cli import amdahl
+    # One line per command module. Modules must import only light things at import time.
+    from infer_opt.cli import amdahl, attention, speculative
 
     amdahl.register(app)
+    app.add_typer(speculative.app, name="speculative")
+    app.add_typer(attention.app, name="attention")
 
 
 _register()
