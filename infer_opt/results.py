@@ -35,6 +35,20 @@ SCHEMA_VERSION = 1
 #: kind -> "module:Class". Lazy so that loading a file imports only what it needs.
 RESULT_CLASSES: dict[str, str] = {
     "amdahl": "infer_opt.cost_models.amdahl:AmdahlResult",
+    "kernels": "infer_opt.profilers.kernels:KernelSuiteResult",
+    "roofline": "infer_opt.cost_models.roofline:RooflineFit",
+    "attention-check": "infer_opt.checks.mask_alignment:AttentionCheckResult",
+    "speculative-verify": "infer_opt.checks.spec_sampler:SpeculativeVerifyResult",
+    "speculative-speedup": "infer_opt.cost_models.speculative:SpeedupResult",
+    "speculative-acceptance": "infer_opt.cost_models.speculative:AcceptanceResult",
+    "speculative-plans": "infer_opt.cost_models.speculative:PlansResult",
+    "speculative-metrics": "infer_opt.cost_models.speculative:MetricsResult",
+    "attention-memory": "infer_opt.cost_models.attention:AttentionMemoryResult",
+    "attention-window": "infer_opt.cost_models.attention:WindowBoundResult",
+    "amortize": "infer_opt.cost_models.amortization:AmortizeResult",
+    "amortize-buckets": "infer_opt.cost_models.amortization:AmortizeBucketsResult",
+    "buckets": "infer_opt.cost_models.bucketing:BucketsResult",
+    "profile": "infer_opt.profilers.model_profile:ProfileResult",
 }
 
 R = TypeVar("R", bound="Result")

@@ -174,6 +174,21 @@ def parse_float_list(text: str, *, option: str, **bounds: object) -> list[float]
     return [parse_float(item, option=option, **bounds) for item in items]  # type: ignore[arg-type]
 
 
+def parse_int(text: str | int, *, option: str, low: int | None = None, high: int | None = None) -> int:
+    """Parse a whole number (``"8"``, ``"1e3"``) and check ``low <= n <= high``; ``"2.5"`` is rejected."""
+    if isinstance(text, bool):
+        raise InvalidInput(option, text, "expected a whole number")
+    value = parse_float(text, option=option) if not isinstance(text, int) else float(text)
+    if value != math.floor(value) or abs(value) > 2**53:
+        raise InvalidInput(option, text, "expected a whole number")
+    n = int(value)
+    if (low is not None and n < low) or (high is not None and n > high):
+        lo = "-inf" if low is None else str(low)
+        hi = "+inf" if high is None else str(high)
+        raise InvalidInput(option, text, f"must be a whole number in [{lo}, {hi}]")
+    return n
+
+
 def _g(value: float) -> str:
     return f"{value:g}"
 

@@ -98,10 +98,15 @@ def _root(
 def _register() -> None:
     # One line per command module. Modules must import only light things at import time.
     from infer_opt.cli import amdahl, attention, speculative
+    from infer_opt.cli import attention_check, speculative_verify  # noqa: F401 - add their commands
 
     amdahl.register(app)
     app.add_typer(speculative.app, name="speculative")
     app.add_typer(attention.app, name="attention")
+    from infer_opt.cli import amortize, buckets
+
+    app.add_typer(amortize.app, name="amortize")
+    buckets.register(app)
 
 
 _register()

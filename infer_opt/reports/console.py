@@ -12,9 +12,13 @@ _ROW_STYLES = {"best": "bold green", "bad": "red", "muted": "dim"}
 
 
 def rich_table(table: Table) -> RichTable:
-    out = RichTable(title=table.title, caption=table.caption, title_justify="left")
+    out = RichTable(
+        title=escape(table.title),
+        caption=escape(table.caption) if table.caption else None,
+        title_justify="left",
+    )
     for col in table.columns:
-        out.add_column(col.header, justify=col.align, no_wrap=col.align == "right")
+        out.add_column(escape(col.header), justify=col.align, no_wrap=col.align == "right")
     for i, row in enumerate(table.rows):
         out.add_row(
             *(escape(col.format(row.get(col.key))) for col in table.columns),
@@ -30,7 +34,7 @@ def render(view: View, console: Console | None = None) -> None:
     if view.summary:
         width = max(len(k) for k, _ in view.summary)
         for key, value in view.summary:
-            console.print(f"  {escape(key).ljust(width)}  {escape(value)}", highlight=False)
+            console.print(f"  {escape(key.ljust(width))}  {escape(value)}", highlight=False)
     for table in view.tables:
         console.print()
         console.print(rich_table(table))

@@ -68,6 +68,20 @@ class View:
 #: result kind -> "module:function" building its View (lazy imports keep startup fast)
 VIEW_BUILDERS: dict[str, str] = {
     "amdahl": "infer_opt.reports.amdahl:build_view",
+    "kernels": "infer_opt.reports.kernels:build_view",
+    "roofline": "infer_opt.reports.roofline:build_view",
+    "attention-check": "infer_opt.reports.checks:build_attention_check_view",
+    "speculative-verify": "infer_opt.reports.checks:build_speculative_verify_view",
+    "speculative-speedup": "infer_opt.reports.speculative:build_speedup_view",
+    "speculative-acceptance": "infer_opt.reports.speculative:build_acceptance_view",
+    "speculative-plans": "infer_opt.reports.speculative:build_plans_view",
+    "speculative-metrics": "infer_opt.reports.speculative:build_metrics_view",
+    "attention-memory": "infer_opt.reports.attention:build_memory_view",
+    "attention-window": "infer_opt.reports.attention:build_window_view",
+    "amortize": "infer_opt.reports.amortize:build_view",
+    "amortize-buckets": "infer_opt.reports.amortize:build_buckets_view",
+    "buckets": "infer_opt.reports.buckets:build_view",
+    "profile": "infer_opt.reports.profile:build_view",
 }
 
 

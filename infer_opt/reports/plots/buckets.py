@@ -1,0 +1,61 @@
+"""Shape-bucket plot: the length histogram with the bounds, and the padded area between
+the sorted lengths and their buckets."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+from infer_opt.cost_models.bucketing import BucketPlotData, BucketsResult
+from infer_opt.reports.plots._style import PALETTE, figure, save
+from infer_opt.units import format_number, format_percent
+
+
+def plot(result: BucketsResult, data: BucketPlotData, path: Path) -> Path:
+    fig, (top, bottom) = figure(2, 1, figsize=(8, 7.2), gridspec_kw={"height_ratios": [1, 1.15]})
+    edges = data.bin_edges
+    widths = [b - a for a, b in itertools.pairwise(edges)]
+    top.bar(
+        edges[:-1], data.bin_counts, width=widths, align="edge", color=PALETTE[0], alpha=0.8, label="lengths"
+    )
+    if any(data.unbucketed_bin_counts):
+        top.bar(
+            edges[:-1],
+            data.unbucketed_bin_counts,
+            width=widths,
+            align="edge",
+            color="#b0b0b0",
+            label=f"above the largest bound ({format_number(result.unbucketed_count)}, excluded)",
+        )
+    shown = ", ".join(str(b) for b in data.bounds[:8]) + (", …" if len(data.bounds) > 8 else "")
+    for i, bound in enumerate(data.bounds):
+        top.axvline(
+            bound, color=PALETTE[1], ls="--", lw=1, label=f"bucket bounds ({shown})" if i == 0 else None
+        )
+    top.set_xlim(0, edges[-1])
+    top.set_xlabel("length T (tokens)")
+    top.set_ylabel("requests per bin")
+    top.set_title(f"Length sample ({format_number(result.sample_size)} requests) and bucket bounds")
+    top.legend(loc="upper right")
+
+    q, lengths, padded = data.quantiles, data.lengths, data.padded
+    bottom.plot(q, padded, color=PALETTE[1], lw=1.5, label="padded length b(T)")
+    bottom.plot(q, lengths, color=PALETTE[0], lw=1.5, label="length T")
+    bottom.fill_between(
+        q,
+        lengths,
+        padded,
+        color=PALETTE[1],
+        alpha=0.25,
+        label=f"padding: area = E[b(T) − T] = {format_number(result.expected_padding, 4)} tokens "
+        f"({format_percent(result.relative_padding)} of E[T])",
+    )
+    bottom.set_xlim(0, 1)
+    bottom.set_ylim(bottom=0)
+    which = "bucketed requests" if result.unbucketed_count else "requests"
+    bottom.set_xlabel(f"fraction of {which}, sorted by length")
+    bottom.set_ylabel("tokens")
+    bottom.set_title("Sorted lengths and their buckets: the shaded area is the expected padding")
+    bottom.legend(loc="upper left")
+    fig.tight_layout()
+    return save(fig, path)

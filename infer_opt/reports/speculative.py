@@ -1,0 +1,373 @@
+"""Views of the speculative-decoding results: speedup, acceptance, plans, engine counters."""
+
+from __future__ import annotations
+
+from infer_opt.cost_models.speculative import (
+    AcceptanceResult,
+    Costs,
+    MetricsResult,
+    PlansResult,
+    SpeedupResult,
+)
+from infer_opt.reports.view import Column, Table, View
+from infer_opt.units import format_duration, format_number, format_percent, format_ratio
+
+PREDICTION_NOTE = "Speedup and costs per token are model predictions from the costs given, not measurements."
+
+#: the acceptance table lists every token up to this vocabulary size, else the largest ones
+MAX_TOKEN_ROWS = 64
+
+
+def _prob(value: float | None) -> str:
+    return "—" if value is None else f"{value:.4g}"
+
+
+def _tokens(value: float | None) -> str:
+    return "—" if value is None else f"{value:.4g}"
+
+
+def _verify_text(costs: Costs, k: int) -> str:
+    c_v = costs.verify_s(k)
+    if costs.verify_assumed:
+        return f"{format_duration(c_v)} (assumed c_v = c_t: no --verify-cost given)"
+    if costs.verify_per_k_s:
+        return (
+            f"{format_duration(c_v)} = {format_duration(costs.verify_base_s)} + "
+            f"{format_duration(costs.verify_per_k_s)}·k"
+        )
+    return format_duration(c_v)
+
+
+def _round_text(costs: Costs, k: int, round_time_s: float) -> str:
+    return (
+        f"{format_duration(round_time_s)} = {k} × {format_duration(costs.draft_s)} draft + "
+        f"{format_duration(costs.verify_s(k))} verify + {format_duration(costs.overhead_s)} overhead"
+    )
+
+
+def build_speedup_view(result: SpeedupResult) -> View:
+    costs = result.costs
+    if result.alpha is not None:
+        acceptance = f"α = {result.alpha:g} at every position"
+    else:
+        acceptance = "α_i = " + ", ".join(f"{a:g}" for a in result.alphas_used) + " (per position)"
+    summary = [
+        ("Draft length k", str(result.k)),
+        ("Acceptance", acceptance),
+        ("Committed tokens per round E[N]", f"{_tokens(result.expected_tokens)} (bonus token included)"),
+    ]
+    if result.budget is not None:
+        summary.append(
+            (
+                f"Within budget L = {result.budget}",
+                f"E[min(N, L)] = {_tokens(result.expected_tokens_within_budget)}",
+            )
+        )
+    summary += [
+        ("Target step c_t", format_duration(costs.target_s)),
+        ("Verify cost c_v(k)", _verify_text(costs, result.k)),
+        ("Round time", _round_text(costs, result.k, result.round_time_s)),
+        ("Speedup S (predicted)", format_ratio(result.speedup)),
+        (
+            "Cost per committed token",
+            f"{format_duration(result.cost_per_token_s)} (plain decoding: {format_duration(costs.target_s)})",
+        ),
+    ]
+    if result.best_k is not None:
+        summary.append(
+            (f"Best k in 1..{result.sweep_kmax}", f"k = {result.best_k}: {format_ratio(result.best_speedup)}")
+        )
+
+    rows = [
+        {
+            "position": i,
+            "alpha": None if i == 0 else result.alphas_used[i - 1],
+            "survival": result.survival[i],
+            "counted": result.budget is None or i < result.budget,
+        }
+        for i in range(result.k + 1)
+    ]
+    columns = [
+        Column("position", "Draft position i", csv_header="position"),
+        Column("alpha", "α_i", _prob, csv_header="alpha"),
+        Column("survival", "P(N ≥ i+1) = Π_{j≤i} α_j", _prob, csv_header="p_n_at_least_i_plus_1"),
+    ]
+    caption = "E[N] = Σ P(N ≥ i+1); i = 0: the target's own token"
+    highlight = {}
+    if result.budget is not None:
+        columns.append(Column("counted", f"counts within L = {result.budget}", csv_header="within_budget"))
+        highlight = {i: "muted" for i, r in enumerate(rows) if not r["counted"]}
+    tables = [Table("Committed-token distribution", columns, rows, caption=caption, highlight=highlight)]
+
+    if result.curve:
+        curve_rows = [
+            {
+                "k": p.k,
+                "expected_tokens": p.expected_tokens,
+                "round_time_s": p.round_time_s,
+                "speedup": p.speedup,
+                "cost_per_token_s": p.cost_per_token_s,
+            }
+            for p in result.curve
+        ]
+        curve_highlight = {i: "bad" for i, p in enumerate(result.curve) if p.speedup < 1}
+        curve_highlight.update({i: "best" for i, p in enumerate(result.curve) if p.k == result.best_k})
+        tables.append(
+            Table(
+                f"Draft length sweep (k = 1..{result.sweep_kmax})",
+                [
+                    Column("k", "k", csv_header="k"),
+                    Column(
+                        "expected_tokens",
+                        "Tokens per round"
+                        if result.budget is None
+                        else f"Tokens per round (≤ L = {result.budget})",
+                        _tokens,
+                        csv_header="expected_tokens",
+                    ),
+                    Column("round_time_s", "Round time", format_duration, csv_header="round_time_s"),
+                    Column("speedup", "Speedup", format_ratio, csv_header="speedup"),
+                    Column(
+                        "cost_per_token_s", "Cost per token", format_duration, csv_header="cost_per_token_s"
+                    ),
+                ],
+                curve_rows,
+                caption="best k in green; red: slower than plain decoding",
+                highlight=curve_highlight,
+            )
+        )
+
+    notes = []
+    warnings = []
+    if costs.verify_assumed:
+        warnings.append(
+            "verification cost assumed equal to one target step (c_v = c_t); give --verify-cost or "
+            "--verify-cost-model for your engine"
+        )
+    if result.averaged_alpha is not None:
+        notes.append(
+            f"Averaging the α_i into one ᾱ = {result.averaged_alpha:.4g} would give E[N] = "
+            f"{_tokens(result.averaged_alpha_expected_tokens)} instead of {_tokens(result.expected_tokens)}: "
+            "wrong, because acceptance at position i needs every earlier position accepted."
+        )
+    if result.budget is not None:
+        notes.append(
+            f"Speedup and cost per token use E[min(N, L)] = {_tokens(result.expected_tokens_within_budget)} "
+            f"(a round can commit at most L = {result.budget} tokens)."
+        )
+        if result.budget <= result.k:
+            notes.append(
+                f"With L = {result.budget} ≤ k, draft positions beyond L - 1 = {result.budget - 1} cannot be "
+                "committed; drafting fewer tokens would cost less."
+            )
+    notes.append(PREDICTION_NOTE)
+    verdict = None
+    verdict_ok = True
+    if result.slowdown:
+        verdict = (
+            f"Slower than plain decoding: S = {format_ratio(result.speedup)} < 1 (a round costs "
+            f"{format_duration(result.round_time_s)}; plain decoding commits the same tokens in "
+            f"{format_duration(result.plain_time_s)})."
+        )
+        verdict_ok = False
+    if result.best_speedup is not None and result.best_speedup < 1:
+        verdict = (verdict + " " if verdict else "") + (
+            f"No draft length in 1..{result.sweep_kmax} beats plain decoding with these costs."
+        )
+        verdict_ok = False
+    return View(
+        title="Speculative decoding: committed tokens and speedup",
+        summary=summary,
+        tables=tables,
+        notes=notes,
+        warnings=warnings,
+        verdict=verdict,
+        verdict_ok=verdict_ok,
+    )
+
+
+def build_acceptance_view(result: AcceptanceResult) -> View:
+    tokens = list(result.per_token)
+    caption = "a(x) is shown only where q(x) > 0 (a token never drafted has no acceptance test)."
+    if len(tokens) > MAX_TOKEN_ROWS:
+        keep = sorted(tokens, key=lambda t: max(t.p, t.q), reverse=True)[:MAX_TOKEN_ROWS]
+        tokens = sorted(keep, key=lambda t: t.token)
+        caption += (
+            f" Showing the {MAX_TOKEN_ROWS} of {len(result.per_token)} tokens with the largest max(p, q); "
+            "--json has every token."
+        )
+    rows = [
+        {
+            "token": t.token,
+            "p": t.p,
+            "q": t.q,
+            "accept_prob": t.accept_prob,
+            "accepted_mass": t.accepted_mass,
+            "residual": t.residual,
+            "output": t.output,
+            "wrong_output": t.wrong_output,
+        }
+        for t in tokens
+    ]
+    columns = [
+        Column("token", "Token", csv_header="token"),
+        Column("p", "p(x)", _prob, csv_header="p"),
+        Column("q", "q(x)", _prob, csv_header="q"),
+        Column("accept_prob", "a(x) = min(1, p/q)", _prob, csv_header="accept_prob"),
+        Column("accepted_mass", "min(p, q)", _prob, csv_header="accepted_mass"),
+        Column("residual", "r(x)", _prob, csv_header="residual"),
+        Column("output", "Output, exact rule", _prob, csv_header="output_exact"),
+        Column("wrong_output", "Output, wrong rule", _prob, csv_header="output_wrong"),
+    ]
+    summary = [
+        ("Acceptance rate A = Σ min(p, q)", f"{result.acceptance_rate:.6g}"),
+        ("Rejection mass Z = 1 - A", f"{result.rejection_mass:.6g}"),
+        ("Total variation TV(p, q)", f"{result.total_variation:.6g} (A = 1 - TV)"),
+        (
+            "Exact rule's output",
+            f"min(p, q) + Z·r = p (largest difference {result.exact_rule_max_error:.2g})",
+        ),
+        (
+            "Wrong rule (resample from p)",
+            f"min(p, q) + Z·p: off from p by up to {result.wrong_rule_max_error:.4g}",
+        ),
+    ]
+    notes = []
+    if result.residual is None:
+        notes.append("Z = 0 (p ≤ q everywhere, so p = q): rejection cannot happen and no residual is built.")
+    if result.from_logits:
+        notes.append(
+            f"p and q are softmax of the given logits at temperatures T_p = {result.p_temperature:g}, "
+            f"T_q = {result.q_temperature:g}; q must be the distribution actually sampled from."
+        )
+    elif result.normalized:
+        notes.append("p and q were rescaled by their sums (--normalize).")
+    else:
+        notes.append(f"p and q were checked to sum to 1 within {result.tolerance:g} (absolute).")
+    return View(
+        title="Speculative sampling: acceptance and residual",
+        summary=summary,
+        tables=[Table("Per token", columns, rows, caption=caption)],
+        notes=notes,
+    )
+
+
+def build_plans_view(result: PlansResult) -> View:
+    rows = [
+        {
+            "plan": s.plan,
+            "rounds": s.rounds,
+            "total_tokens": s.total_tokens,
+            "total_time_s": s.total_time_s,
+            "tokens_per_round": s.tokens_per_round,
+            "time_per_round_s": s.time_per_round_s,
+            "cost_per_token_s": s.cost_per_token_s,
+            "relative_cost": s.relative_cost,
+            "mean_of_ratios_s": s.mean_of_ratios_s,
+            "naive_rank": s.naive_rank,
+        }
+        for s in result.plans
+    ]
+    columns = [
+        Column("plan", "Plan", align="left", csv_header="plan"),
+        Column("rounds", "Rounds", csv_header="rounds"),
+        Column("total_tokens", "Tokens", csv_header="total_tokens"),
+        Column("total_time_s", "Time", format_duration, csv_header="total_time_s"),
+        Column("tokens_per_round", "Tokens/round", lambda v: f"{v:.4g}", csv_header="tokens_per_round"),
+        Column("time_per_round_s", "Time/round", format_duration, csv_header="time_per_round_s"),
+        Column("cost_per_token_s", "Cost/token Σt/Σn", format_duration, csv_header="cost_per_token_s"),
+        Column("relative_cost", "vs best", format_ratio, csv_header="relative_cost"),
+        Column("mean_of_ratios_s", "Mean of t/n (naive)", format_duration, csv_header="mean_of_ratios_s"),
+        Column("naive_rank", "Naive rank", csv_header="naive_rank"),
+    ]
+    best = result.plans[0]
+    warnings = []
+    if result.naive_ranking_differs:
+        warnings.append(
+            "the mean of per-round time/tokens ranks the plans differently"
+            + (f" (it would pick {result.naive_best})" if result.naive_best != result.best else "")
+            + "; it over-weights rounds that commit few tokens. The long-run cost is Σ time / Σ tokens."
+        )
+    return View(
+        title="Speculative plans from logged rounds",
+        summary=[
+            ("Best plan", f"{result.best}: {format_duration(best.cost_per_token_s)} per committed token"),
+            ("Plans compared", str(len(result.plans))),
+        ],
+        tables=[
+            Table(
+                "Plans, cheapest first",
+                columns,
+                rows,
+                caption="Cost per token is Σ round time / Σ committed tokens (ranked by it); rank 1 = best.",
+                highlight={0: "best"},
+            )
+        ],
+        notes=["Measured from the log: rounds, times and tokens are as recorded."],
+        warnings=warnings,
+        verdict=f"Best plan: {result.best}",
+    )
+
+
+def build_metrics_view(result: MetricsResult) -> View:
+    rows = [
+        {
+            "position": p.position,
+            "accepted": p.accepted,
+            "unconditional": p.unconditional,
+            "conditional": p.conditional,
+        }
+        for p in result.positions
+    ]
+    columns = [
+        Column("position", "Position i", csv_header="position"),
+        Column("accepted", "Accepted", csv_header="accepted"),
+        Column("unconditional", "u_i = acc_i/drafts", _prob, csv_header="unconditional_rate"),
+        Column("conditional", "α_i = acc_i/acc_{i-1}", _prob, csv_header="conditional_rate"),
+    ]
+    k = len(result.positions)
+    summary = [
+        ("Drafts", format_number(result.drafts)),
+        ("Draft positions k", str(k)),
+        (
+            "E[N] = 1 + Σ u_i",
+            f"{_tokens(result.expected_tokens)} committed tokens per round (bonus included)",
+        ),
+        ("Accepted draft tokens per round", _tokens(result.mean_accepted)),
+        ("Draft acceptance rate", format_percent(result.draft_acceptance_rate)),
+    ]
+    notes = ["Rates are computed from the counters given (measured)."]
+    warnings = []
+    if result.short_drafts:
+        warnings.append(
+            f"draft tokens ({result.draft_tokens}) < drafts × k ({result.drafts * k}): some rounds "
+            "drafted fewer than k tokens, so the later positions' rates are biased low"
+        )
+    if any(p.conditional is None for p in result.positions):
+        notes.append("α_i is undefined (—) after a position that was never accepted.")
+    verdict = None
+    verdict_ok = True
+    if result.costs is not None and result.speedup is not None:
+        summary += [
+            ("Verify cost c_v(k)", _verify_text(result.costs, k)),
+            ("Round time", _round_text(result.costs, k, result.round_time_s or 0.0)),
+            ("Speedup S (predicted)", format_ratio(result.speedup)),
+            ("Cost per committed token", format_duration(result.cost_per_token_s)),
+        ]
+        notes.append(PREDICTION_NOTE)
+        if result.costs.verify_assumed:
+            warnings.append(
+                "verification cost assumed equal to one target step (c_v = c_t); give --verify-cost"
+            )
+        if result.speedup < 1:
+            verdict = f"Slower than plain decoding: S = {format_ratio(result.speedup)} < 1."
+            verdict_ok = False
+    return View(
+        title="Speculative decoding from engine counters",
+        summary=summary,
+        tables=[Table("Per draft position", columns, rows)],
+        notes=notes,
+        warnings=warnings,
+        verdict=verdict,
+        verdict_ok=verdict_ok,
+    )
