@@ -46,7 +46,7 @@ def main() -> None:
         for name, cmd in cases.items():
             samples[name].append(_time(cmd))
     base = statistics.median(samples[next(iter(cases))])
-    print(f"| command | median (ms) | ratio to baseline |\n|---|---:|---:|")
+    print("| command | median (ms) | ratio to baseline |\n|---|---:|---:|")
     for name, values in samples.items():
         med = statistics.median(values)
         print(f"| `{name}` | {med * 1e3:.0f} | {med / base:.2f} |")

@@ -47,8 +47,11 @@ RESULT_CLASSES: dict[str, str] = {
     "attention-window": "infer_opt.cost_models.attention:WindowBoundResult",
     "amortize": "infer_opt.cost_models.amortization:AmortizeResult",
     "amortize-buckets": "infer_opt.cost_models.amortization:AmortizeBucketsResult",
+    "amortize-measure": "infer_opt.profilers.compile_measure:AmortizeMeasureResult",
+    "speculative-measure": "infer_opt.profilers.spec_measure:SpecMeasureResult",
     "buckets": "infer_opt.cost_models.bucketing:BucketsResult",
     "profile": "infer_opt.profilers.model_profile:ProfileResult",
+    "compare": "infer_opt.cost_models.compare:CompareResult",
 }
 
 R = TypeVar("R", bound="Result")
@@ -183,11 +186,18 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file normal permissions
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return target
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def save_result(path: str | os.PathLike[str], result: Result, **kwargs: Any) -> Path:

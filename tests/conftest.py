@@ -19,8 +19,21 @@ def _cuda_available() -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if any("gpu" in item.keywords for item in items) and not _cuda_available():
+    gpu_items = [item for item in items if item.get_closest_marker("gpu") is not None]
+    if gpu_items and not _cuda_available():
         skip = pytest.mark.skip(reason="needs a CUDA device")
-        for item in items:
-            if "gpu" in item.keywords:
-                item.add_marker(skip)
+        for item in gpu_items:
+            item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache_dir(tmp_path_factory: pytest.TempPathFactory):
+    """No test reads or writes the user's ~/.cache/infer-opt (a saved roofline fit there
+    would make results depend on the machine's history)."""
+    old = os.environ.get("INFER_OPT_CACHE")
+    os.environ["INFER_OPT_CACHE"] = str(tmp_path_factory.mktemp("infer-opt-cache"))
+    yield
+    if old is None:
+        os.environ.pop("INFER_OPT_CACHE", None)
+    else:
+        os.environ["INFER_OPT_CACHE"] = old

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from infer_opt.cli.common import CsvOpt, JsonOpt, MarkdownOpt, OutOpt, PlotOpt, emit
+from infer_opt.cli.common import CsvOpt, FormatOpt, JsonOpt, MarkdownOpt, OutOpt, PlotOpt, emit
 from infer_opt.cost_models import amdahl as model
 from infer_opt.errors import InvalidInput
 from infer_opt.units import parse_float
@@ -62,6 +62,7 @@ def amdahl(
     out: OutOpt = None,
     markdown: MarkdownOpt = None,
     csv: CsvOpt = None,
+    fmt: FormatOpt = None,
     plot: PlotOpt = None,
 ) -> None:
     parts = [parse_part(p) for p in part or []]
@@ -84,13 +85,13 @@ def amdahl(
     a = parse_float(added, option="--added", low=0)
     x = None if target is None else parse_float(target, option="--target", low=0, low_open=True)
     result = model.combined(parts, added=a, target=x)
-    emit(result, json_out=json_out, out=out, markdown=markdown, csv=csv, plot=plot, plot_fn=_plot)
+    emit(result, json_out=json_out, out=out, markdown=markdown, csv=csv, fmt=fmt, plot=plot)
 
 
-def _plot(result: model.AmdahlResult, path: Path) -> None:
+def _plot(result: model.AmdahlResult, path: Path) -> Path:
     from infer_opt.reports.plots import amdahl as plots
 
-    plots.plot(result, model.part_curves(result), path)
+    return plots.plot(result, model.part_curves(result), path)
 
 
 def register(app: typer.Typer) -> None:

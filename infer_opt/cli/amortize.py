@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from infer_opt.cli.buckets import parse_count, read_input
-from infer_opt.cli.common import CsvOpt, JsonOpt, MarkdownOpt, OutOpt, PlotOpt, emit
+from infer_opt.cli.common import CsvOpt, FormatOpt, JsonOpt, MarkdownOpt, OutOpt, PlotOpt, emit
 from infer_opt.cost_models import amortization as model
 from infer_opt.cost_models import bucketing
 from infer_opt.errors import InvalidInput
@@ -71,6 +71,7 @@ def amortize(
     out: OutOpt = None,
     markdown: MarkdownOpt = None,
     csv: CsvOpt = None,
+    fmt: FormatOpt = None,
     plot: PlotOpt = None,
 ) -> None:
     if ctx.invoked_subcommand is not None:
@@ -91,7 +92,6 @@ def amortize(
                 given[0], one_shape[given[0]], "use either --buckets FILE or the one-shape options"
             )
         result = _buckets(buckets, lengths, requests)
-        plot_fn = _plot_buckets
     else:
         for option, value in (("--lengths", lengths), ("--requests", requests)):
             if value is not None:
@@ -107,8 +107,7 @@ def amortize(
             parse_duration(compiled, option="--compiled", default_unit="ms"),  # type: ignore[arg-type]
             None if calls is None else parse_count(calls, "--calls", low=0),
         )
-        plot_fn = _plot_one
-    emit(result, json_out=json_out, out=out, markdown=markdown, csv=csv, plot=plot, plot_fn=plot_fn)
+    emit(result, json_out=json_out, out=out, markdown=markdown, csv=csv, fmt=fmt, plot=plot)
 
 
 def _buckets(path: str, lengths: str | None, requests: str | None) -> model.AmortizeBucketsResult:
@@ -126,13 +125,13 @@ def _buckets(path: str, lengths: str | None, requests: str | None) -> model.Amor
     return model.amortize_buckets(rows, source=source, calls_source=how)
 
 
-def _plot_one(result: model.AmortizeResult, path: Path) -> None:
+def _plot_one(result: model.AmortizeResult, path: Path) -> Path:
     from infer_opt.reports.plots import amortize as plots
 
-    plots.plot_one_shape(result, model.time_curve(result), path)
+    return plots.plot_one_shape(result, model.time_curve(result), path)
 
 
-def _plot_buckets(result: model.AmortizeBucketsResult, path: Path) -> None:
+def _plot_buckets(result: model.AmortizeBucketsResult, path: Path) -> Path:
     from infer_opt.reports.plots import amortize as plots
 
-    plots.plot_buckets(result, path)
+    return plots.plot_buckets(result, path)

@@ -96,17 +96,35 @@ def _root(
 
 
 def _register() -> None:
-    # One line per command module. Modules must import only light things at import time.
-    from infer_opt.cli import amdahl, attention, speculative
-    from infer_opt.cli import attention_check, speculative_verify  # noqa: F401 - add their commands
+    """Register every command, in the order ``infer-opt --help`` lists them. Command modules
+    import only light things at import time (torch and friends load inside the commands)."""
+    from infer_opt.cli import (
+        amdahl,
+        amortize,
+        amortize_measure,  # noqa: F401 - adds `amortize measure` to the amortize group
+        attention,
+        attention_check,  # noqa: F401 - adds `attention check` to the attention group
+        buckets,
+        compare,
+        kernels,
+        profile,
+        report,
+        roofline,
+        speculative,
+        speculative_measure,  # noqa: F401 - adds `speculative measure` to the speculative group
+        speculative_verify,  # noqa: F401 - adds `speculative verify` to the speculative group
+    )
 
+    profile.register(app)
+    kernels.register(app)
+    roofline.register(app)
     amdahl.register(app)
-    app.add_typer(speculative.app, name="speculative")
-    app.add_typer(attention.app, name="attention")
-    from infer_opt.cli import amortize, buckets
-
     app.add_typer(amortize.app, name="amortize")
     buckets.register(app)
+    app.add_typer(speculative.app, name="speculative")
+    app.add_typer(attention.app, name="attention")
+    report.register(app)
+    compare.register(app)
 
 
 _register()

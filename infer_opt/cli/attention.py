@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from infer_opt.cli.common import CsvOpt, JsonOpt, MarkdownOpt, OutOpt, emit
+from infer_opt.cli.common import CsvOpt, FormatOpt, JsonOpt, MarkdownOpt, OutOpt, emit
 from infer_opt.cost_models import attention as model
 from infer_opt.units import parse_float, parse_int
 
@@ -51,6 +51,7 @@ def memory(
     out: OutOpt = None,
     markdown: MarkdownOpt = None,
     csv: CsvOpt = None,
+    fmt: FormatOpt = None,
 ) -> None:
     result = model.attention_memory(
         tq=parse_int(tq, option="--tq", low=1),
@@ -61,7 +62,7 @@ def memory(
         dtype=dtype,
         causal=causal,
     )
-    emit(result, json_out=json_out, out=out, markdown=markdown, csv=csv)
+    emit(result, json_out=json_out, out=out, markdown=markdown, csv=csv, fmt=fmt)
 
 
 WINDOW_HELP = """Bound on the output error of sliding-window (or any key-dropping) attention.
@@ -92,10 +93,11 @@ def window(
     out: OutOpt = None,
     markdown: MarkdownOpt = None,
     csv: CsvOpt = None,
+    fmt: FormatOpt = None,
 ) -> None:
     delta = parse_float(dropped_mass, option="--dropped-mass", low=0, high=1, high_open=True)
     norm = parse_float(value_norm, option="--value-norm", low=0)
-    emit(model.window_bound(delta, norm), json_out=json_out, out=out, markdown=markdown, csv=csv)
+    emit(model.window_bound(delta, norm), json_out=json_out, out=out, markdown=markdown, csv=csv, fmt=fmt)
 
 
 app.command("memory", help=MEMORY_HELP)(memory)

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from infer_opt.cli.attention import app
-from infer_opt.cli.common import CsvOpt, JsonOpt, MarkdownOpt, OutOpt, emit
+from infer_opt.cli.common import CsvOpt, FormatOpt, JsonOpt, MarkdownOpt, OutOpt, emit
 from infer_opt.errors import InvalidInput, RunFailure
 from infer_opt.units import parse_int
 
@@ -53,6 +53,7 @@ def check(
     out: OutOpt = None,
     markdown: MarkdownOpt = None,
     csv: CsvOpt = None,
+    fmt: FormatOpt = None,
 ) -> None:
     sizes = {
         "tq": _count(tq, "--tq"),
@@ -72,7 +73,7 @@ def check(
     from infer_opt.checks.mask_alignment import check_attention
 
     result = check_attention(dtype=dtype, **sizes)
-    emit(result, json_out=json_out, out=out, markdown=markdown, csv=csv)
+    emit(result, json_out=json_out, out=out, markdown=markdown, csv=csv, fmt=fmt)
     if not result.passed:
         failed = sum(not c.passed for c in result.cases)
         raise RunFailure(f"attention check failed: {failed} of {len(result.cases)} rows (see the table)")

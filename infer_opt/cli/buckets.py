@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from infer_opt.cli.common import CsvOpt, JsonOpt, MarkdownOpt, OutOpt, PlotOpt, emit
+from infer_opt.cli.common import CsvOpt, FormatOpt, JsonOpt, MarkdownOpt, OutOpt, PlotOpt, emit
 from infer_opt.cost_models import bucketing as model
 from infer_opt.errors import InvalidInput
 from infer_opt.units import parse_duration, parse_float
@@ -117,6 +117,7 @@ def buckets(
     out: OutOpt = None,
     markdown: MarkdownOpt = None,
     csv: CsvOpt = None,
+    fmt: FormatOpt = None,
     plot: PlotOpt = None,
 ) -> None:
     if cost not in model.COST_POWER:
@@ -166,15 +167,16 @@ def buckets(
         out=out,
         markdown=markdown,
         csv=csv,
+        fmt=fmt,
         plot=plot,
         plot_fn=lambda res, path: _plot(res, sample, path),
     )
 
 
-def _plot(result: model.BucketsResult, sample: model.LengthSample, path: Path) -> None:
+def _plot(result: model.BucketsResult, sample: model.LengthSample, path: Path) -> Path:
     from infer_opt.reports.plots import buckets as plots
 
-    plots.plot(result, model.plot_data(sample, result.bounds), path)
+    return plots.plot(result, model.plot_data(sample, result.bounds), path)
 
 
 def register(app: typer.Typer) -> None:

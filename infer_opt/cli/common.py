@@ -1,9 +1,11 @@
-"""Options and output plumbing every command shares: one ``--json`` envelope, one way to
-write ``--out``/``--markdown``/``--csv``/``--plot`` files."""
+"""Options and output plumbing every command shares: ``--json``/``--format`` on stdout and
+``--out``/``--markdown``/``--csv`` files, all through the one renderer registry
+(:mod:`infer_opt.reports.render`), and ``--plot`` through the one plot registry
+(:data:`PLOTTERS`, also used by ``infer-opt report``)."""
 
 from __future__ import annotations
 
-import os
+import importlib
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -12,7 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from infer_opt.errors import InvalidInput
-from infer_opt.results import Result, atomic_write_text, dumps
+from infer_opt.results import Result, atomic_write_text
 
 JsonOpt = Annotated[
     bool,
@@ -23,7 +25,8 @@ OutOpt = Annotated[
     typer.Option(
         "--out",
         "-o",
-        help="Write the result to FILE; the extension picks the format (.json, .csv, .md). Repeatable.",
+        help="Write the result to FILE; the extension picks the format (.json, .csv, .md, .html, .txt). "
+        "Repeatable.",
     ),
 ]
 MarkdownOpt = Annotated[
@@ -35,30 +38,65 @@ CsvOpt = Annotated[
     typer.Option("--csv", help="Write the main table as CSV to FILE ('-' = stdout)."),
 ]
 PlotOpt = Annotated[Path | None, typer.Option("--plot", help="Write a plot to FILE.png.")]
+FormatOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--format",
+        help="Print the result on stdout as console (default), markdown, csv, json or html.",
+    ),
+]
 
-_FORMATS = {".json": "json", ".csv": "csv", ".md": "markdown", ".markdown": "markdown"}
+#: result kind -> "module:function(result, path) -> Path | list[Path] | None" writing the
+#: plot(s) of a result. The functions live where the curve data is prepared from the cost
+#: models (mostly the command's own module); ``infer-opt report`` uses them for saved files.
+PLOTTERS: dict[str, str] = {
+    "amdahl": "infer_opt.cli.amdahl:_plot",
+    "amortize": "infer_opt.cli.amortize:_plot_one",
+    "amortize-buckets": "infer_opt.cli.amortize:_plot_buckets",
+    "buckets": "infer_opt.reports.plots.buckets:plot_per_bucket",
+    "speculative-speedup": "infer_opt.cli.speculative:_plot_curves",
+    "roofline": "infer_opt.cli.roofline:_plot",
+    "profile": "infer_opt.cli.profile:_plot",
+    "compare": "infer_opt.reports.plots.compare:plot",
+    "amortize-measure": "infer_opt.cli.amortize_measure:plot_measured",
+    "speculative-measure": "infer_opt.cli.speculative_measure:plot_measured",
+}
 
 
 def format_for(path: Path) -> str:
-    fmt = _FORMATS.get(path.suffix.lower())
-    if fmt is None:
-        raise InvalidInput("--out", str(path), "extension must be one of .json, .csv, .md")
-    return fmt
+    """The output format a file's extension asks for (the renderer registry decides)."""
+    from infer_opt.reports.render import format_for_path
+
+    return format_for_path(path)
+
+
+def plotter(kind: str) -> Callable[[Any, Path], Any] | None:
+    """The function that writes ``kind``'s plot(s), or None if the kind has no plot."""
+    if kind not in PLOTTERS:
+        return None
+    module_name, _, func = PLOTTERS[kind].partition(":")
+    return getattr(importlib.import_module(module_name), func)
+
+
+def write_plots(result: Result, path: Path, plot_fn: Callable[[Any, Path], Any] | None = None) -> list[Path]:
+    """Write the plot(s) of ``result`` to ``path`` (extra figures beside it, e.g.
+    ``FILE-roofline.png``); returns every file written, ``path`` first."""
+    fn = plot_fn or plotter(result.KIND)
+    if fn is None:
+        raise InvalidInput("--plot", str(path), f"results of kind {result.KIND!r} have no plot")
+    written = fn(result, path)
+    if written is None:
+        return [path]
+    if isinstance(written, (str, Path)):
+        return [Path(written)]
+    return [Path(p) for p in written]
 
 
 def _render(result: Result, fmt: str) -> str:
-    if fmt == "json":
-        return dumps(result) + "\n"
-    from infer_opt.reports.view import build_view
+    """``result`` as a file in format ``fmt`` gets it (used for partial saves during a run)."""
+    from infer_opt.reports.render import render
 
-    view = build_view(result)
-    if fmt == "csv":
-        from infer_opt.reports.serialize import render_csv
-
-        return render_csv(view)
-    from infer_opt.reports.markdown import render
-
-    return render(view)
+    return render(result, fmt)
 
 
 def _write(path: Path, text: str) -> None:
@@ -69,13 +107,6 @@ def _write(path: Path, text: str) -> None:
         typer.echo(f"wrote {path}", err=True)
 
 
-def console() -> Any:
-    from rich.console import Console
-
-    width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "120"))
-    return Console(width=width)
-
-
 def emit(
     result: Result,
     *,
@@ -83,29 +114,35 @@ def emit(
     out: list[Path] | None = None,
     markdown: Path | None = None,
     csv: Path | None = None,
+    fmt: str | None = None,
     plot: Path | None = None,
     plot_fn: Callable[[Any, Path], Any] | None = None,
 ) -> None:
-    """Show a result (console table, or the JSON envelope with ``--json``) and write the
-    files asked for."""
-    if plot is not None and plot_fn is None:
-        raise InvalidInput("--plot", str(plot), "this command has no plot")
-    if plot is not None and plot.suffix.lower() != ".png":
-        raise InvalidInput("--plot", str(plot), "plots are written as PNG; use a .png file name")
+    """Show a result on stdout (console tables, or ``--format``; ``--json`` = ``--format
+    json``) and write the files asked for, each in the format its extension names. Every
+    format is one renderer of the same :class:`~infer_opt.reports.render.Document`."""
+    from infer_opt.reports.render import Document, get_renderer, renderer_class
+
+    if fmt is not None and json_out and fmt != "json":
+        raise InvalidInput("--format", fmt, "--json already asks for json; give one of them")
+    stdout_fmt = "json" if json_out else (fmt or "console")
+    renderer_class(stdout_fmt)
+    if plot is not None:
+        if plot_fn is None and plotter(result.KIND) is None:
+            raise InvalidInput("--plot", str(plot), "this command has no plot")
+        if plot.suffix.lower() != ".png":
+            raise InvalidInput("--plot", str(plot), "plots are written as PNG; use a .png file name")
     targets = [(p, format_for(p)) for p in (out or [])]
     if markdown is not None:
         targets.append((markdown, "markdown"))
     if csv is not None:
         targets.append((csv, "csv"))
-    if json_out:
-        sys.stdout.write(dumps(result) + "\n")
-    elif not any(str(p) == "-" for p, _ in targets):
-        from infer_opt.reports.console import render
-        from infer_opt.reports.view import build_view
-
-        render(build_view(result), console())
-    for path, fmt in targets:
-        _write(path, _render(result, fmt))
-    if plot is not None and plot_fn is not None:
-        plot_fn(result, plot)
-        typer.echo(f"wrote {plot}", err=True)
+    doc = Document.of(result)
+    if json_out or fmt is not None or not any(str(p) == "-" for p, _ in targets):
+        options = {"terminal": True} if stdout_fmt == "console" else {}
+        sys.stdout.write(get_renderer(stdout_fmt, **options).render(doc))
+    for path, name in targets:
+        _write(path, get_renderer(name).render(doc))
+    if plot is not None:
+        for written in write_plots(result, plot, plot_fn):
+            typer.echo(f"wrote {written}", err=True)

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from infer_opt.cli.common import CsvOpt, JsonOpt, MarkdownOpt, OutOpt, PlotOpt, emit
+from infer_opt.cli.common import CsvOpt, FormatOpt, JsonOpt, MarkdownOpt, OutOpt, PlotOpt, emit
 from infer_opt.cost_models import speculative as model
 from infer_opt.errors import InvalidInput
 from infer_opt.units import parse_duration, parse_float, parse_float_list, parse_int
@@ -160,6 +160,7 @@ def speedup(
     out: OutOpt = None,
     markdown: MarkdownOpt = None,
     csv: CsvOpt = None,
+    fmt: FormatOpt = None,
     plot: PlotOpt = None,
 ) -> None:
     if (alpha is None) == (alphas is None):
@@ -178,16 +179,16 @@ def speedup(
     limit = None if budget is None else parse_int(budget, option="--budget", low=1)
     _check_png("--plot-grid", plot_grid)
     result = model.speculative_speedup(k_val, costs, alpha=a, alphas=rates, budget=limit, sweep_kmax=kmax)
-    emit(result, json_out=json_out, out=out, markdown=markdown, csv=csv, plot=plot, plot_fn=_plot_curves)
+    emit(result, json_out=json_out, out=out, markdown=markdown, csv=csv, fmt=fmt, plot=plot)
     if plot_grid is not None:
         _plot_grid(result, plot_grid)
         typer.echo(f"wrote {plot_grid}", err=True)
 
 
-def _plot_curves(result: model.SpeedupResult, path: Path) -> None:
+def _plot_curves(result: model.SpeedupResult, path: Path) -> Path:
     from infer_opt.reports.plots import speculative as plots
 
-    plots.plot_speedup_curves(result, model.speedup_curves(result), path)
+    return plots.plot_speedup_curves(result, model.speedup_curves(result), path)
 
 
 def _plot_grid(result: model.SpeedupResult, path: Path) -> None:
@@ -292,6 +293,7 @@ def acceptance(
     out: OutOpt = None,
     markdown: MarkdownOpt = None,
     csv: CsvOpt = None,
+    fmt: FormatOpt = None,
 ) -> None:
     p_vals, p_name = _vector(p, p_file, "p", logits)
     q_vals, q_name = _vector(q, q_file, "q", logits)
@@ -315,7 +317,7 @@ def acceptance(
         p_temperature=temps[0],
         q_temperature=temps[1],
     )
-    emit(result, json_out=json_out, out=out, markdown=markdown, csv=csv)
+    emit(result, json_out=json_out, out=out, markdown=markdown, csv=csv, fmt=fmt)
 
 
 # -------------------------------------------------------------------------------------- plans
@@ -377,9 +379,10 @@ def plans(
     out: OutOpt = None,
     markdown: MarkdownOpt = None,
     csv: CsvOpt = None,
+    fmt: FormatOpt = None,
 ) -> None:
     result = model.compare_plans(read_plan_log(file))
-    emit(result, json_out=json_out, out=out, markdown=markdown, csv=csv)
+    emit(result, json_out=json_out, out=out, markdown=markdown, csv=csv, fmt=fmt)
 
 
 # ------------------------------------------------------------------------------- from-metrics
@@ -482,6 +485,7 @@ def from_metrics(
     out: OutOpt = None,
     markdown: MarkdownOpt = None,
     csv: CsvOpt = None,
+    fmt: FormatOpt = None,
 ) -> None:
     if file is not None:
         if drafts is not None or accepted_per_position is not None or draft_tokens is not None:
@@ -505,7 +509,7 @@ def from_metrics(
             "--target-cost", "missing", "costs need c_t too (the cost of one plain target step)"
         )
     result = model.rates_from_counts(**counters, costs=costs)
-    emit(result, json_out=json_out, out=out, markdown=markdown, csv=csv)
+    emit(result, json_out=json_out, out=out, markdown=markdown, csv=csv, fmt=fmt)
 
 
 app.command("speedup", help=SPEEDUP_HELP)(speedup)

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from infer_opt.cli.common import CsvOpt, JsonOpt, MarkdownOpt, OutOpt, emit
+from infer_opt.cli.common import CsvOpt, FormatOpt, JsonOpt, MarkdownOpt, OutOpt, emit
 from infer_opt.cli.speculative import app
 from infer_opt.errors import RunFailure
 from infer_opt.units import parse_float, parse_int
@@ -47,6 +47,7 @@ def verify(
     out: OutOpt = None,
     markdown: MarkdownOpt = None,
     csv: CsvOpt = None,
+    fmt: FormatOpt = None,
 ) -> None:
     v = parse_int(vocab, option="--vocab", low=2)
     kk = parse_int(k, option="--k", low=1)
@@ -58,6 +59,6 @@ def verify(
     from infer_opt.checks.spec_sampler import verify_sampler
 
     result = verify_sampler(vocab=v, k=kk, trials=n, seed=s, alpha_target=a)
-    emit(result, json_out=json_out, out=out, markdown=markdown, csv=csv)
+    emit(result, json_out=json_out, out=out, markdown=markdown, csv=csv, fmt=fmt)
     if not result.passed:
         raise RunFailure("speculative verify failed (see the verdict above)")

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 from typing import Any
 
-from infer_opt.reports.view import Table, View
+from infer_opt.reports.render import Document, Renderer, Section, titled_tables
+from infer_opt.reports.view import Column, Table, View
+from infer_opt.results import Result, envelope
 
 
 def _raw(value: Any) -> Any:
@@ -35,3 +38,52 @@ def render_csv(view: View) -> str:
     if len(view.tables) == 1:
         return table_csv(view.tables[0])
     return "\n".join(f"# {t.title}\n{table_csv(t)}" for t in view.tables)
+
+
+def fields_table(result: Result) -> Table:
+    """A result without tables as CSV rows: each scalar field and its raw value."""
+    rows = [
+        {"field": key, "value": value}
+        for key, value in result.to_dict().items()
+        if not isinstance(value, (dict, list))
+    ]
+    return Table("Fields", [Column("field", "field"), Column("value", "value")], rows)
+
+
+class CsvRenderer(Renderer):
+    """Raw values in SI units, one CSV block per table (a ``# title`` line before each
+    when there are several); a result without tables gives its scalar fields."""
+
+    name = "csv"
+    extensions = (".csv",)
+    description = "CSV of the tables, raw values in SI units"
+
+    def render(self, doc: Document) -> str:
+        tables = titled_tables(doc)
+        if not tables:
+            tables = [(s.view.title, fields_table(s.result)) for s in doc.sections if s.result is not None]
+        if len(tables) == 1:
+            return table_csv(tables[0][1])
+        return "\n".join(f"# {title}\n{table_csv(t)}" for title, t in tables)
+
+
+def section_envelope(section: Section) -> dict[str, Any]:
+    """The envelope a section came with, or a fresh one for a result computed just now."""
+    if section.envelope is not None:
+        return section.envelope
+    if section.result is None:
+        raise ValueError(f"section {section.view.title!r} has no result to serialize")
+    return envelope(section.result)
+
+
+class JsonRenderer(Renderer):
+    """The versioned envelope of the result; a list of envelopes for several results."""
+
+    name = "json"
+    extensions = (".json",)
+    description = "the versioned JSON envelope"
+
+    def render(self, doc: Document) -> str:
+        envelopes = [section_envelope(s) for s in doc.sections]
+        data: Any = envelopes[0] if len(envelopes) == 1 else envelopes
+        return json.dumps(data, indent=2, allow_nan=False) + "\n"

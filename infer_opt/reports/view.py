@@ -80,8 +80,11 @@ VIEW_BUILDERS: dict[str, str] = {
     "attention-window": "infer_opt.reports.attention:build_window_view",
     "amortize": "infer_opt.reports.amortize:build_view",
     "amortize-buckets": "infer_opt.reports.amortize:build_buckets_view",
+    "amortize-measure": "infer_opt.reports.measure:build_amortize_view",
+    "speculative-measure": "infer_opt.reports.measure:build_speculative_view",
     "buckets": "infer_opt.reports.buckets:build_view",
     "profile": "infer_opt.reports.profile:build_view",
+    "compare": "infer_opt.reports.compare:build_view",
 }
 
 

@@ -59,3 +59,48 @@ def plot(result: BucketsResult, data: BucketPlotData, path: Path) -> Path:
     bottom.legend(loc="upper left")
     fig.tight_layout()
     return save(fig, path)
+
+
+def plot_per_bucket(result: BucketsResult, path: Path) -> Path:
+    """From a saved result alone (the sample is not stored): the share of requests in each
+    bucket and the share of each bucket's padded tokens that are padding."""
+    buckets = result.per_bucket
+    labels = [f"{b.lower}–{b.bound}" for b in buckets]
+    xs = list(range(len(buckets)))
+    rotate = len(buckets) > 6
+    fig, (left, right) = figure(1, 2, figsize=(10, 4.2))
+    bars = left.bar(xs, [100 * b.share for b in buckets], color=PALETTE[0])
+    left.bar_label(bars, labels=[format_number(b.count) for b in buckets], padding=2, fontsize=8)
+    left.set_ylabel("requests in the bucket (% of bucketed)")
+    left.set_title(f"Requests per bucket ({format_number(result.sample_size)} in the sample)")
+    padding = [b.expected_padding or 0.0 for b in buckets]
+    bars = right.bar(
+        xs, padding, color=PALETTE[1], label="per bucket (in brackets: share of its padded tokens)"
+    )
+    right.bar_label(
+        bars,
+        labels=[
+            f"{p:.3g} ({format_percent(b.padding_fraction, 0)})"
+            for p, b in zip(padding, buckets, strict=True)
+        ],
+        padding=2,
+        fontsize=8,
+    )
+    right.axhline(
+        result.expected_padding,
+        color="black",
+        ls="--",
+        lw=1,
+        label=f"all buckets: E[b(T) − T] = {format_number(result.expected_padding, 3)} tokens "
+        f"({format_percent(result.relative_padding)} of E[T])",
+    )
+    right.set_ylabel("E[b − T | bucket] (padding tokens per request)")
+    right.set_title("Expected padding per request")
+    right.legend(loc="upper left", fontsize=8)
+    for ax in (left, right):
+        ax.set_xticks(xs, labels, rotation=30 if rotate else 0, ha="right" if rotate else "center")
+        ax.set_xlabel("bucket: lengths lower–bound (tokens), padded to the bound")
+        ax.margins(y=0.25)
+        ax.grid(axis="x", visible=False)
+    fig.tight_layout()
+    return save(fig, path)

@@ -1,0 +1,134 @@
+"""``infer-opt report``: saved results (any mix of kinds) -> one markdown report with its
+plots beside it, and optionally the same report as one self-contained HTML file."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import sys
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from infer_opt import __version__
+from infer_opt.cli.common import plotter, write_plots
+from infer_opt.errors import InvalidInput
+from infer_opt.results import LoadedResult, atomic_write_text, load_result
+
+if TYPE_CHECKING:
+    from infer_opt.reports.render import Figure
+
+# Rich keeps single newlines in help text, so each paragraph is one (concatenated) line.
+HELP = (
+    "Assemble saved results (profile, kernels, roofline, amdahl, amortize, buckets, speculative-*, "
+    "attention-*, checks, compare) into one markdown report.\n\n"
+    "The report opens with what matters (largest category, best Amdahl opportunity, bound of the top "
+    "operators, the fitted roofline, any failed check) and the environment and command of each "
+    "result, then one section per result with its tables and plots. Plots go to FILE_assets/ next "
+    "to FILE.md, linked relatively (GitHub renders them); --html also writes FILE.html, one "
+    "self-contained page with the plots embedded.\n\n"
+    "Examples:\n\n"
+    "  infer-opt profile --out p.json; infer-opt roofline --out r.json\n\n"
+    "  infer-opt report p.json r.json -o report.md --html\n\n"
+    "  infer-opt report results/*.json -o - > report.md   (no plots on stdout)\n"
+)
+
+
+def report_format(out: Path) -> str:
+    """``markdown`` or ``html``, from the file's extension (the renderer registry decides)."""
+    from infer_opt.reports.render import extension_map
+
+    fmt = extension_map().get(out.suffix.lower())
+    if fmt not in ("markdown", "html"):
+        raise InvalidInput("--out", str(out), "the report is written as FILE.md or FILE.html (or '-')")
+    return fmt
+
+
+def assets_dir(out: Path) -> Path:
+    """``docs/report.md`` -> ``docs/report_assets``."""
+    return out.with_name(f"{out.stem}_assets")
+
+
+def _figures(
+    loaded: list[LoadedResult], titles: list[str], folder: Path, link_prefix: str
+) -> list[list[Figure]]:
+    """Each result's plot(s), written to ``folder`` as ``NN-<kind>.png`` (+ extras beside)."""
+    from infer_opt.reports.render import Figure
+
+    out: list[list[Figure]] = []
+    for i, (item, title) in enumerate(zip(loaded, titles, strict=True), start=1):
+        if plotter(item.kind) is None:
+            out.append([])
+            continue
+        base = folder / f"{i:02d}-{item.kind}.png"
+        figures = []
+        for path in write_plots(item.result, base):
+            extra = path.stem[len(base.stem) :].strip("-_ ")
+            caption = f"{title} ({extra})" if extra else title
+            figures.append(Figure(path, f"{link_prefix}{path.name}", caption))
+        out.append(figures)
+    return out
+
+
+def report(
+    results: Annotated[
+        list[Path], typer.Argument(metavar="RESULT.json...", help="Saved results (any --out FILE.json).")
+    ],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out", "-o", help="The report: FILE.md (plots in FILE_assets/), FILE.html, or '-' for stdout."
+        ),
+    ] = Path("report.md"),
+    html: Annotated[
+        bool, typer.Option("--html", help="Also write FILE.html: the same report, self-contained.")
+    ] = False,
+    title: Annotated[str, typer.Option("--title", help="The report's title.")] = "infer-opt report",
+    no_plots: Annotated[bool, typer.Option("--no-plots", help="Leave the plots out.")] = False,
+) -> None:
+    from infer_opt.reports.console import ConsoleRenderer
+    from infer_opt.reports.render import Document, get_renderer
+    from infer_opt.reports.report import build_report
+    from infer_opt.reports.view import build_view
+
+    to_stdout = str(out) == "-"
+    fmt = "markdown" if to_stdout else report_format(out)
+    html_only = fmt == "html"
+    if html and (to_stdout or html_only):
+        raise InvalidInput("--html", str(out), "--html writes FILE.html next to a FILE.md given with --out")
+    loaded = [load_result(p) for p in results]
+    titles = [build_view(item.result).title for item in loaded]
+    generated = (
+        _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC") + f" by infer-opt {__version__}"
+    )
+    with tempfile.TemporaryDirectory(prefix="infer-opt-report-") as tmp:
+        if no_plots or to_stdout:
+            figures: list[list[Figure]] = [[] for _ in loaded]
+        elif html_only:
+            figures = _figures(loaded, titles, Path(tmp), "")
+        else:
+            folder = assets_dir(out)
+            figures = _figures(loaded, titles, folder, f"{folder.name}/")
+        doc = build_report(
+            loaded,
+            sources=[str(p) for p in results],
+            figures=figures,
+            title=title,
+            generated=generated,
+        )
+        if to_stdout:
+            sys.stdout.write(get_renderer("markdown").render(doc))
+            return
+        written = [atomic_write_text(out, get_renderer(fmt).render(doc))]
+        if html:
+            written.append(atomic_write_text(out.with_suffix(".html"), get_renderer("html").render(doc)))
+    summary = Document(sections=[], title=title, highlights=doc.highlights)
+    sys.stdout.write(ConsoleRenderer(terminal=True).render(summary))
+    n_figures = sum(len(f) for f in figures)
+    for path in written:
+        typer.echo(f"wrote {path} ({len(loaded)} results, {n_figures} plots)", err=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report", help=HELP)(report)

@@ -1,0 +1,245 @@
+"""Which device and dtype a measurement runs on, and what that device is.
+
+``--device auto|cpu|cuda[:N]`` and ``--dtype float32|bfloat16|float16`` are resolved here
+once; every profiler and command goes through these functions so the errors read the same.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import platform
+import re
+from pathlib import Path
+from typing import Any
+
+from infer_opt.errors import InvalidInput, UnsupportedOnDevice
+
+#: flush buffer size when the last-level cache size cannot be read (CPU)
+DEFAULT_LLC_BYTES = 64 * 2**20
+#: flush buffer size when the GPU's L2 size cannot be read
+DEFAULT_L2_FLUSH_BYTES = 256 * 2**20
+
+DTYPE_ALIASES = {
+    "float32": "float32",
+    "fp32": "float32",
+    "f32": "float32",
+    "float": "float32",
+    "bfloat16": "bfloat16",
+    "bf16": "bfloat16",
+    "float16": "float16",
+    "fp16": "float16",
+    "f16": "float16",
+    "half": "float16",
+}
+DTYPE_CHOICES = "float32, bfloat16, float16"
+
+_DEVICE_RE = re.compile(r"^(auto|cpu|cuda(?::(\d+))?)$")
+
+
+def resolve_device(spec: Any = "auto", *, option: str = "--device") -> Any:
+    """``auto`` -> ``cuda`` when CUDA is available, else ``cpu``; ``cuda[:N]`` is checked
+    against the devices present. Returns a ``torch.device``."""
+    import torch
+
+    if isinstance(spec, torch.device):
+        spec = str(spec)
+    text = str(spec).strip().lower()
+    match = _DEVICE_RE.match(text)
+    if not match:
+        raise InvalidInput(option, spec, "expected auto, cpu, cuda or cuda:N")
+    if text == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if text == "cpu":
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        why = "this torch build has no CUDA" if torch.version.cuda is None else "no CUDA device is visible"
+        raise UnsupportedOnDevice(f"{option}: CUDA is not available ({why}); use --device cpu (got {spec!r})")
+    index = int(match.group(2)) if match.group(2) is not None else torch.cuda.current_device()
+    count = torch.cuda.device_count()
+    if index >= count:
+        raise InvalidInput(option, spec, f"CUDA device index must be in [0, {count - 1}]")
+    return torch.device("cuda", index)
+
+
+def is_cuda(device: Any) -> bool:
+    """True for a CUDA device given as ``torch.device`` or string."""
+    return str(device).startswith("cuda")
+
+
+def dtype_name(dtype: Any) -> str:
+    """``torch.float32`` -> ``"float32"`` (strings pass through their canonical alias)."""
+    text = str(dtype).removeprefix("torch.")
+    return DTYPE_ALIASES.get(text.lower(), text)
+
+
+def parse_dtype(name: Any, device: Any = "cpu", *, option: str = "--dtype") -> Any:
+    """``float32|bfloat16|float16`` (or fp32/bf16/fp16) -> ``torch.dtype``, checked to work on
+    ``device`` with a tiny matmul and softmax."""
+    import torch
+
+    if isinstance(name, torch.dtype):
+        name = dtype_name(name)
+    key = DTYPE_ALIASES.get(str(name).strip().lower())
+    if key is None:
+        raise InvalidInput(option, name, f"expected one of {DTYPE_CHOICES}")
+    dtype = getattr(torch, key)
+    if is_cuda(device) and dtype == torch.bfloat16 and not torch.cuda.is_bf16_supported():
+        raise InvalidInput(option, name, f"bfloat16 is not supported on {device_name(device)}")
+    if not _dtype_works(str(device), key):
+        raise InvalidInput(option, name, f"{key} matmul/softmax is not supported on {device}")
+    return dtype
+
+
+@functools.cache
+def _dtype_works(device: str, key: str) -> bool:
+    import torch
+
+    try:
+        x = torch.ones(4, 4, dtype=getattr(torch, key), device=device)
+        torch.softmax(x @ x, dim=-1)
+    except (RuntimeError, TypeError, NotImplementedError):
+        return False
+    return True
+
+
+def synchronize(device: Any) -> None:
+    """Wait for queued work on ``device`` (a no-op on the CPU)."""
+    if is_cuda(device):
+        import torch
+
+        torch.cuda.synchronize(device)
+
+
+def device_name(device: Any) -> str:
+    """``"NVIDIA H200"`` or the CPU model name (``"AMD EPYC"``)."""
+    if is_cuda(device):
+        import torch
+
+        return torch.cuda.get_device_name(device)
+    return cpu_model_name()
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_model_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "cpu"
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "unknown"
+
+
+def device_key(device: Any, dtype: Any) -> str:
+    """A filesystem-safe key per device model and dtype, e.g. ``cuda-nvidia-h200-bfloat16``.
+
+    On the CPU the thread count is part of the key (``cpu-amd-epyc-2t-float32``): the
+    compute rate scales with it, so a fit made with other threads is not reused."""
+    kind = "cuda" if is_cuda(device) else "cpu"
+    parts = [kind, _slug(device_name(device))]
+    if kind == "cpu":
+        import torch
+
+        parts.append(f"{torch.get_num_threads()}t")
+    parts.append(dtype_name(dtype))
+    return "-".join(parts)
+
+
+def _parse_cache_size(text: str) -> int | None:
+    match = re.match(r"^\s*(\d+)\s*([KMG]?)", text.strip(), re.IGNORECASE)
+    if not match:
+        return None
+    scale = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}[match.group(2).upper()]
+    return int(match.group(1)) * scale
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_llc_bytes() -> int | None:
+    """Size of the last-level cache from sysfs (highest level, data or unified), else from
+    ``sysconf``; ``None`` when neither tells."""
+    base = Path("/sys/devices/system/cpu/cpu0/cache")
+    best: tuple[int, int] | None = None
+    try:
+        for index in sorted(base.glob("index*")):
+            kind = (index / "type").read_text().strip()
+            if kind not in ("Data", "Unified"):
+                continue
+            level = int((index / "level").read_text().strip())
+            size = _parse_cache_size((index / "size").read_text())
+            if size and (best is None or level > best[0]):
+                best = (level, size)
+    except (OSError, ValueError):
+        best = None
+    if best is not None:
+        return best[1]
+    for name in ("SC_LEVEL3_CACHE_SIZE", "SC_LEVEL2_CACHE_SIZE"):
+        try:
+            size = os.sysconf(name)
+        except (ValueError, OSError):
+            continue
+        if size and size > 0:
+            return int(size)
+    return None
+
+
+def gpu_l2_bytes(device: Any) -> int | None:
+    """The GPU's L2 size from ``torch.cuda.get_device_properties`` where torch exposes it."""
+    import torch
+
+    props = torch.cuda.get_device_properties(device)
+    size = getattr(props, "L2_cache_size", None)
+    return int(size) if size else None
+
+
+def flush_buffer_bytes(device: Any) -> int:
+    """Bytes to write between repetitions to evict the inputs: twice the L2 (GPU) or the
+    last-level cache (CPU), with fallbacks of 256 MiB (GPU) and 64 MiB (CPU)."""
+    if is_cuda(device):
+        l2 = gpu_l2_bytes(device)
+        return 2 * l2 if l2 else DEFAULT_L2_FLUSH_BYTES
+    llc = cpu_llc_bytes()
+    return 2 * llc if llc else DEFAULT_LLC_BYTES
+
+
+def device_info(device: Any) -> dict[str, Any]:
+    """What the measurement ran on: name, kind, threads, CUDA/driver, cache and memory."""
+    import torch
+
+    info: dict[str, Any] = {
+        "name": device_name(device),
+        "kind": "cuda" if is_cuda(device) else "cpu",
+        "device": str(device),
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+    }
+    if is_cuda(device):
+        props = torch.cuda.get_device_properties(device)
+        info.update(
+            cuda=torch.version.cuda,
+            capability=f"{props.major}.{props.minor}",
+            multiprocessors=getattr(props, "multi_processor_count", None),
+            memory_bytes=int(props.total_memory),
+            l2_bytes=gpu_l2_bytes(device),
+        )
+        driver = getattr(torch._C, "_cuda_getDriverVersion", None)
+        if driver is not None:
+            with contextlib.suppress(RuntimeError):
+                info["driver"] = int(driver())
+    else:
+        info.update(
+            cpu_count=os.cpu_count(),
+            llc_bytes=cpu_llc_bytes(),
+            machine=platform.machine(),
+        )
+        try:
+            pages, page_size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+            info["memory_bytes"] = int(pages * page_size)
+        except (ValueError, OSError):
+            pass
+    return info

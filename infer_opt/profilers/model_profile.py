@@ -1,0 +1,872 @@
+"""Profile one model step: where the time goes, per operator, category and module, against the
+device's fitted roofline, and what optimizing each category could buy (SPEC §3.4).
+
+The procedure, for a step ``fn`` (a prefill forward, one decode token over a KV cache, or a
+whole greedy generation):
+
+1. The very first call of the step is timed apart (cold), then
+   :func:`op_recorder.record_ops` records what ran (names, shapes, FLOPs, bytes, modules).
+2. The step is timed **without instrumentation** with :func:`timing.measure` (CUDA events on
+   a GPU, the monotonic clock on a CPU) after ``warmup`` calls, ``reps`` samples, and
+3. :func:`op_recorder.time_ops` times every op under ``torch.profiler`` (kernel time on a
+   GPU; op time minus the profiler's own cost on a CPU). Steps 2 and 3 alternate in up to
+   four chunks, so a change in machine load during the run hits both figures alike.
+4. Ops are grouped (by op and shapes, category, module); each op is placed against the
+   roofline fit ``t ≈ t0 + max(F/R, Q/b)`` (bound, efficiency); the categories go through
+   :mod:`infer_opt.cost_models.profile_amdahl`.
+
+``coverage = Σ per-op time / step time``; the rest is host, launch and framework time (Python,
+module calls, the dispatcher; on a GPU: time the device sat idle between kernels).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import statistics
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from infer_opt.cost_models import profile_amdahl as pa
+from infer_opt.cost_models.roofline import RooflineFit, classify
+from infer_opt.errors import InferOptError, InvalidInput, RunFailure
+from infer_opt.profilers import op_recorder as rec
+from infer_opt.profilers.models import DecoderLM, LoadedModel, random_tokens
+from infer_opt.results import Result
+from infer_opt.stats import Summary, variance_warning
+
+Progress = Callable[[int, int, str], None]
+
+MODES = ("prefill", "decode", "generate")
+GROUPS = ("op", "category", "module")
+#: unattributed time above this share of the step is warned about
+UNATTRIBUTED_WARNING = 0.15
+#: per-op total above the step by more than this is warned about
+OVERCOVERAGE_WARNING = 1.10
+#: profiled repetitions are capped so that about this many op calls are parsed in all
+#: (parsing the trace costs ~10 µs per event)
+MAX_PROFILED_CALLS = 30_000
+#: an op taking this share of the step whose efficiency is above FAST_OP_EFFICIENCY (faster than
+#: the fitted bound) suggests a stale fit
+FAST_OP_SHARE = 0.02
+FAST_OP_EFFICIENCY = 1.5
+#: an op with no FLOP formula is named when it takes at least this share of the step
+ZERO_FLOP_SHARE = 0.01
+
+
+@dataclass(frozen=True)
+class OpStat:
+    """One operator with one set of input shapes, summed over its calls in a step."""
+
+    name: str
+    shapes: tuple[tuple[int, ...], ...]
+    dtype: str
+    category: str
+    calls: int
+    #: Σ over calls of the per-call median time over repetitions
+    time_s: float
+    #: per repetition, the total over calls (for statistics in ``compare``)
+    time_samples_s: tuple[float, ...]
+    #: time / step time
+    share: float
+    flops: float
+    bytes: float
+    #: "infer-opt", "torch", "nominal" or "none"
+    flops_source: str
+    #: the module running it most often (layer indices as ``*``)
+    module: str
+    intensity: float | None
+    achieved_flops_per_s: float
+    achieved_bytes_per_s: float
+    #: roofline prediction t0 + max(F/R, Q/b) per call × calls (a model prediction)
+    predicted_s: float
+    bound: str
+    #: predicted / measured
+    efficiency: float
+
+
+@dataclass(frozen=True)
+class CategoryStat:
+    category: str
+    time_s: float
+    #: time / step time: the Amdahl fraction f
+    fraction: float
+    calls: int
+    flops: float
+    bytes: float
+    #: Σ min(measured, roofline prediction) over the category's ops (a model prediction)
+    bound_time_s: float
+    #: the category's own speedup at its roofline bound, s = time / bound time
+    part_speedup: float
+    #: 1 / (1 - f): end to end if the category were free
+    ceiling_speedup: float
+    #: 1 / ((1 - f) + f/s): end to end if every op in it ran at its roofline bound (predicted)
+    roofline_speedup: float
+    achieved_flops_per_s: float = 0.0
+    achieved_bytes_per_s: float = 0.0
+    time_samples_s: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class ModuleStat:
+    module: str
+    time_s: float
+    share: float
+    calls: int
+    flops: float
+    bytes: float
+
+
+@dataclass(frozen=True)
+class StepTiming:
+    """The uninstrumented step."""
+
+    samples_s: tuple[float, ...]
+    median_s: float
+    q1_s: float
+    q3_s: float
+    min_s: float
+    max_s: float
+    #: the first call in this process (after loading the model), timed apart
+    cold_s: float | None
+    warmup_calls: int
+    #: "cpu-clock" or "cuda-events"
+    timer: str
+
+
+@dataclass(frozen=True)
+class GenerationStats:
+    prompt_tokens: int
+    new_tokens: int
+    #: time to first token: prefill of the prompt plus the first greedy pick (median)
+    ttft_s: float
+    ttft_samples_s: tuple[float, ...]
+    #: time per output token after the first (median over repetitions of the mean step)
+    tpot_s: float | None
+    tpot_samples_s: tuple[float, ...]
+    #: new tokens / median generation time
+    tokens_per_s: float
+    cold_ttft_s: float | None
+    cold_tpot_s: float | None
+
+
+@dataclass(frozen=True)
+class RooflineRef:
+    """The roofline fit the ops were placed against."""
+
+    compute_rate_flops: float
+    bandwidth_bytes_per_s: float
+    launch_overhead_s: float
+    median_abs_rel_error: float
+    #: "saved fit", "calibrated now", or the file given with --roofline
+    source: str
+    device_name: str = ""
+    dtype: str = ""
+
+
+@dataclass(frozen=True)
+class ProfileResult(Result):
+    """Where one model step's time goes (SPEC §3.4)."""
+
+    KIND = "profile"
+
+    model: str
+    model_source: str
+    description: str
+    n_params: int
+    device: str
+    device_name: str
+    dtype: str
+    mode: str
+    #: batch and sequence length of the token inputs (None when the inputs are not tokens)
+    batch: int | None
+    seq_len: int | None
+    #: the step's tensor inputs, e.g. "arg0 1×128 int64"
+    inputs: str
+    context: int | None
+    new_tokens: int | None
+    #: tokens one step processes (prefill B·T, decode B, generate B·N new tokens)
+    tokens_per_step: int | None
+    step: StepTiming
+    step_time_s: float
+    tokens_per_s: float | None
+    #: Σ per-op time / step time
+    coverage: float
+    op_time_s: float
+    #: step - Σ per-op time: host, launch and framework overhead (negative: ops over-counted)
+    unattributed_s: float
+    #: max(0, unattributed) / step time
+    unattributed_fraction: float
+    #: how per-op times were taken
+    op_timer: str
+    #: profiler cost per nested event subtracted from CPU op times, and the total per step
+    profiler_overhead_per_event_s: float
+    profiler_overhead_subtracted_s: float
+    #: the step under the profiler (CPU: wall time of a profiled repetition; CUDA: kernel time
+    #: launched in it), median — compare with step_time_s to see the instrumentation's cost
+    profiled_step_s: float
+    #: profiled_step_s / step_time_s
+    profiled_step_ratio: float
+    ops: tuple[OpStat, ...]
+    categories: tuple[CategoryStat, ...]
+    modules: tuple[ModuleStat, ...]
+    roofline: RooflineRef
+    #: every category at its roofline bound together / every op free (predictions)
+    all_at_bound_speedup: float
+    all_free_ceiling: float
+    #: Σ per-op time / max(step, Σ per-op time): the Amdahl fraction of all operators together
+    attributed_fraction: float
+    flops_counted: float
+    #: counted FLOPs / step time
+    achieved_flops_per_s: float
+    #: 2·P_matmul·tokens + 4·B·H·Tq·Tk·d·L for built-ins (None otherwise)
+    flops_analytic: float | None
+    #: counted / analytic - 1
+    flops_vs_analytic: float | None
+    #: op names that count zero FLOPs (no formula) and are not memory/layout ops
+    zero_flop_ops: tuple[str, ...]
+    unmatched_calls: int
+    reps: int
+    warmup: int
+    warnings: tuple[str, ...] = ()
+    generation: GenerationStats | None = None
+    ttft_s: float | None = None
+    tpot_s: float | None = None
+    top: int = 15
+    group_by: str = "op"
+    trace_path: str | None = None
+
+
+# ---------------------------------------------------------------------------- errors
+
+
+def _describe(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    if len(text) > 300:
+        text = text[:297] + "..."
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _is_oom(exc: BaseException) -> bool:
+    oom = getattr(torch.cuda, "OutOfMemoryError", None)
+    return (oom is not None and isinstance(exc, oom)) or "out of memory" in str(exc).lower()
+
+
+@contextmanager
+def guard(what: str, hint: str = "") -> Iterator[None]:
+    """Turn a model failure into a one-line :class:`RunFailure` naming the cause."""
+    try:
+        yield
+    except InferOptError:
+        raise
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:
+        if _is_oom(exc):
+            raise RunFailure(
+                f"out of memory while {what}{hint}: lower --batch, --seq-len or --context, or use a "
+                "smaller --dtype (bfloat16) or model"
+            ) from exc
+        raise RunFailure(
+            f"the model raised {_describe(exc)} while {what}; rerun with --debug for the traceback"
+        ) from exc
+
+
+# ---------------------------------------------------------------------------- steps
+
+
+@dataclass
+class Step:
+    """What one mode measures."""
+
+    fn: Callable[[], object]
+    tokens: int | None
+    flops_analytic: float | None
+    description: str
+    #: generate only: runs one generation and returns per-token marks (seconds)
+    generate: Callable[[], list[float]] | None = None
+    prompt_tokens: int = 0
+    new_tokens: int = 0
+
+
+def build_step(
+    loaded: LoadedModel,
+    mode: str,
+    *,
+    context: int,
+    new_tokens: int,
+    device: Any,
+) -> Step:
+    """The callable each mode times (module docstring). Decode and generate need a built-in;
+    their batch is the loaded token batch's, and generate's prompt is that batch."""
+    if mode not in MODES:
+        raise InvalidInput("--mode", mode, f"expected one of {', '.join(MODES)}")
+    model = loaded.model
+    if mode != "prefill" and not isinstance(model, DecoderLM):
+        raise InvalidInput(
+            "--mode",
+            mode,
+            "decode and generate need a built-in model (tiny, gpt2-small, llama-tiny, llama-small); "
+            "factory and hf: models profile --mode prefill",
+        )
+    if not isinstance(model, DecoderLM):
+        return Step(_no_grad(loaded.prefill), loaded.tokens, None, "forward on the example inputs")
+    config = model.config
+    batch, seq_len = loaded.args[0].shape
+    if mode == "prefill":
+        ids = loaded.args[0]
+        cache = model.new_cache(ids.shape[0], ids.shape[1])
+
+        def prefill() -> object:
+            cache.reset(0)
+            return model(ids, cache)
+
+        return Step(
+            _no_grad(prefill),
+            ids.numel(),
+            float(config.forward_flops(ids.shape[0], ids.shape[1])),
+            f"prefill of {ids.shape[1]} tokens into an empty KV cache",
+        )
+    if mode == "decode":
+        if context + 1 > config.max_seq_len:
+            raise InvalidInput(
+                "--context", context, f"model {config.name!r} has {config.max_seq_len} positions"
+            )
+        ctx = random_tokens(batch, context, config.vocab_size, device=device)
+        token = random_tokens(batch, 1, config.vocab_size, device=device, seed=7)
+        cache = model.new_cache(batch, context + 1)
+        with guard("filling the KV cache"), torch.no_grad():
+            if context:
+                model(ctx, cache)
+
+        def decode() -> object:
+            cache.reset(context)
+            return model(token, cache)
+
+        return Step(
+            _no_grad(decode),
+            batch,
+            float(config.forward_flops(batch, 1, context + 1)),
+            f"one token over a KV cache of {context} tokens",
+        )
+    if seq_len + new_tokens > config.max_seq_len:
+        raise InvalidInput(
+            "--new-tokens",
+            new_tokens,
+            f"prompt + new tokens exceed the {config.max_seq_len} positions of {config.name!r}",
+        )
+    prompt = loaded.args[0]
+    cache = model.new_cache(batch, seq_len + new_tokens)
+    on_cuda = str(device).startswith("cuda")
+
+    def generate_marks(mark: Callable[[], Any] | None = None) -> list[Any]:
+        marks = [mark()] if mark else []
+        cache.reset(0)
+        logits = model(prompt, cache)
+        token = logits[:, -1:].argmax(-1)
+        if mark:
+            marks.append(mark())
+        for _ in range(new_tokens - 1):
+            logits = model(token, cache)
+            token = logits[:, -1:].argmax(-1)
+            if mark:
+                marks.append(mark())
+        return marks
+
+    def timed_generation() -> list[float]:
+        with torch.no_grad():
+            if on_cuda:
+                events = generate_marks(_cuda_mark)
+                torch.cuda.synchronize(device)
+                return [0.0] + [events[0].elapsed_time(e) * 1e-3 for e in events[1:]]
+            marks = generate_marks(time.perf_counter_ns)
+            return [(m - marks[0]) * 1e-9 for m in marks]
+
+    analytic = config.forward_flops(batch, seq_len) + sum(
+        config.forward_flops(batch, 1, seq_len + k + 1) for k in range(new_tokens - 1)
+    )
+    return Step(
+        _no_grad(generate_marks),
+        batch * new_tokens,
+        float(analytic),
+        f"greedy generation of {new_tokens} tokens after a {seq_len}-token prompt",
+        generate=timed_generation,
+        prompt_tokens=seq_len,
+        new_tokens=new_tokens,
+    )
+
+
+def _cuda_mark() -> Any:
+    event = torch.cuda.Event(enable_timing=True)
+    event.record()
+    return event
+
+
+def _no_grad(fn: Callable[[], object]) -> Callable[[], object]:
+    def run() -> object:
+        with torch.no_grad():
+            return fn()
+
+    return run
+
+
+# ---------------------------------------------------------------------------- aggregation
+
+
+_LAYER_INDEX = re.compile(r"(?<=\.)\d+(?=\.|$)|^\d+(?=\.|$)")
+
+
+def module_key(path: str) -> str:
+    """``blocks.3.attn.q_proj`` -> ``blocks.*.attn.q_proj`` (layers folded); ``""`` -> ``(top level)``."""
+    return _LAYER_INDEX.sub("*", path) if path else "(top level)"
+
+
+def _per_call_samples(timings: rec.OpTimings, n_calls: int) -> tuple[list[float], list[list[float]]]:
+    """Per-call medians and per-repetition times with unmatched entries filled by the median."""
+    medians = timings.median_per_call_s()
+    filled = [
+        [rep[i] if rep[i] is not None else medians[i] for i in range(n_calls)] for rep in timings.per_rep_s
+    ]
+    return medians, filled
+
+
+def _group_samples(indices: Sequence[int], reps: list[list[float]]) -> tuple[float, ...]:
+    return tuple(math.fsum(rep[i] for i in indices) for rep in reps)
+
+
+def aggregate(
+    calls: Sequence[rec.OpCall],
+    timings: rec.OpTimings,
+    fit: RooflineFit,
+    step_time_s: float,
+) -> tuple[list[OpStat], list[CategoryStat], list[ModuleStat], pa.ProfileAmdahl]:
+    """Group per-call times into ops, categories and modules, and rank the categories."""
+    medians, reps = _per_call_samples(timings, len(calls))
+    step = max(step_time_s, math.fsum(medians))
+    groups: dict[tuple[str, tuple[tuple[int, ...], ...]], list[int]] = defaultdict(list)
+    for i, call in enumerate(calls):
+        groups[(call.name, call.shapes)].append(i)
+    ops: list[OpStat] = []
+    bound_by_category: dict[str, float] = defaultdict(float)
+    for (name, shapes), idx in groups.items():
+        first = calls[idx[0]]
+        n = len(idx)
+        t = math.fsum(medians[i] for i in idx)
+        flops = float(sum(calls[i].flops for i in idx))
+        nbytes = float(sum(calls[i].bytes for i in idx))
+        per_call_t = t / n
+        bound, efficiency, predicted = classify(fit, flops / n, nbytes / n, per_call_t)
+        bound_by_category[first.category] += pa.capped_bound(t, predicted * n)
+        sources = Counter(calls[i].flops_source for i in idx)
+        modules = Counter(module_key(calls[i].module) for i in idx)
+        ops.append(
+            OpStat(
+                name=name,
+                shapes=shapes,
+                dtype=first.dtype,
+                category=first.category,
+                calls=n,
+                time_s=t,
+                time_samples_s=_group_samples(idx, reps),
+                share=t / step if step > 0 else 0.0,
+                flops=flops,
+                bytes=nbytes,
+                flops_source=sources.most_common(1)[0][0],
+                module=modules.most_common(1)[0][0],
+                intensity=flops / nbytes if nbytes > 0 else None,
+                achieved_flops_per_s=flops / t if t > 0 else 0.0,
+                achieved_bytes_per_s=nbytes / t if t > 0 else 0.0,
+                predicted_s=predicted * n,
+                bound=bound,
+                efficiency=efficiency,
+            )
+        )
+    ops.sort(key=lambda o: (-o.time_s, o.name))
+
+    by_category: dict[str, list[int]] = defaultdict(list)
+    by_module: dict[str, list[int]] = defaultdict(list)
+    for i, call in enumerate(calls):
+        by_category[call.category].append(i)
+        by_module[module_key(call.module)].append(i)
+    times = {c: math.fsum(medians[i] for i in idx) for c, idx in by_category.items()}
+    amdahl = pa.profile_amdahl(
+        [pa.CategoryTime(c, times[c], min(times[c], bound_by_category[c])) for c in by_category], step_time_s
+    )
+    categories = []
+    for opp in amdahl.opportunities:
+        idx = by_category[opp.category]
+        flops = float(sum(calls[i].flops for i in idx))
+        nbytes = float(sum(calls[i].bytes for i in idx))
+        categories.append(
+            CategoryStat(
+                category=opp.category,
+                time_s=opp.time_s,
+                fraction=opp.fraction,
+                calls=len(idx),
+                flops=flops,
+                bytes=nbytes,
+                achieved_flops_per_s=flops / opp.time_s if opp.time_s > 0 else 0.0,
+                achieved_bytes_per_s=nbytes / opp.time_s if opp.time_s > 0 else 0.0,
+                bound_time_s=opp.bound_time_s,
+                part_speedup=opp.part_speedup,
+                ceiling_speedup=opp.ceiling_speedup,
+                roofline_speedup=opp.roofline_speedup,
+                time_samples_s=_group_samples(idx, reps),
+            )
+        )
+    modules = []
+    for key, idx in by_module.items():
+        t = math.fsum(medians[i] for i in idx)
+        modules.append(
+            ModuleStat(
+                module=key,
+                time_s=t,
+                share=t / step if step > 0 else 0.0,
+                calls=len(idx),
+                flops=float(sum(calls[i].flops for i in idx)),
+                bytes=float(sum(calls[i].bytes for i in idx)),
+            )
+        )
+    modules.sort(key=lambda m: (-m.time_s, m.module))
+    return ops, categories, modules, amdahl
+
+
+# ---------------------------------------------------------------------------- roofline
+
+
+def roofline_ref(fit: RooflineFit, source: str) -> RooflineRef:
+    return RooflineRef(
+        compute_rate_flops=fit.compute_rate_flops,
+        bandwidth_bytes_per_s=fit.bandwidth_bytes_per_s,
+        launch_overhead_s=fit.launch_overhead_s,
+        median_abs_rel_error=fit.median_abs_rel_error,
+        source=source,
+        device_name=fit.device_name,
+        dtype=fit.dtype,
+    )
+
+
+def resolve_fit(
+    device: Any, dtype: Any, path: str | Path | None = None, progress: Progress | None = None
+) -> tuple[RooflineFit, str]:
+    """The roofline fit to use: the file given (``--roofline``), else the one saved for this
+    device and dtype, else a quick calibration sweep now, saved for next time. Returns
+    ``(fit, source)``."""
+    from infer_opt.profilers import roofline_store
+
+    rec.quiet_kineto()
+    if path is not None:
+        try:
+            fit = roofline_store.load_fit(device, dtype, Path(path))
+        except InvalidInput as exc:
+            raise InvalidInput("--roofline", str(path), exc.expected) from None
+        assert fit is not None
+        return fit, str(path)
+    fit = roofline_store.load_fit(device, dtype)
+    if fit is not None:
+        return fit, f"saved fit ({roofline_store.fit_path(device, dtype)})"
+    fit = roofline_store.calibrate(device, dtype, progress=progress)
+    try:
+        saved = roofline_store.save_fit(fit, device, dtype)
+    except OSError:
+        return fit, "calibrated now (not saved: cache directory not writable)"
+    return fit, f"calibrated now, saved to {saved}"
+
+
+# ---------------------------------------------------------------------------- the profile
+
+
+def _generation_stats(step: Step, warmup: int, reps: int) -> GenerationStats:
+    assert step.generate is not None
+    runs = [step.generate() for _ in range(1 + warmup + reps)]
+    cold, timed = runs[0], runs[1 + warmup :]
+    new = step.new_tokens
+
+    def tpot(marks: list[float]) -> float | None:
+        return (marks[-1] - marks[1]) / (new - 1) if new > 1 else None
+
+    ttft = [m[1] for m in timed]
+    tpots = [v for v in (tpot(m) for m in timed) if v is not None]
+    totals = [m[-1] for m in timed]
+    return GenerationStats(
+        prompt_tokens=step.prompt_tokens,
+        new_tokens=new,
+        ttft_s=statistics.median(ttft),
+        ttft_samples_s=tuple(ttft),
+        tpot_s=statistics.median(tpots) if tpots else None,
+        tpot_samples_s=tuple(tpots),
+        tokens_per_s=new / statistics.median(totals) if statistics.median(totals) > 0 else math.inf,
+        cold_ttft_s=cold[1],
+        cold_tpot_s=tpot(cold),
+    )
+
+
+def _chunks(reps: int, most: int = 4, least: int = 3, count: int | None = None) -> list[int]:
+    """Split ``reps`` into ``count`` chunks, or up to ``most`` chunks of at least ``least`` (the
+    step timing and the operator pass alternate chunk by chunk, so a change in load hits both
+    alike)."""
+    if count is None:
+        count = max(1, min(most, reps // least))
+    count = max(1, min(count, reps))
+    base, extra = divmod(reps, count)
+    return [base + (1 if i < extra else 0) for i in range(count)]
+
+
+def _machine_load() -> tuple[float, int] | None:
+    """(1-minute load average, CPU count), where the OS reports it."""
+    try:
+        return os.getloadavg()[0], os.cpu_count() or 1
+    except (AttributeError, OSError):
+        return None
+
+
+def _warnings(
+    step: StepTiming,
+    coverage: float,
+    unattributed: float,
+    zero_flop: Sequence[str],
+    unmatched: int,
+    flops_counted: float,
+    flops_analytic: float | None,
+    on_cuda: bool,
+    load: tuple[float, int] | None,
+) -> list[str]:
+    out: list[str] = []
+    variance = variance_warning(Summary.from_samples(step.samples_s))
+    if variance:
+        out.append(f"step time: {variance}")
+    share = unattributed / step.median_s if step.median_s > 0 else 0.0
+    if share > UNATTRIBUTED_WARNING:
+        where = (
+            "the GPU sat idle between kernels (host/launch overhead: Python, module calls, kernel launches)"
+            if on_cuda
+            else "host/framework overhead outside the ops (Python, nn.Module calls, the dispatcher)"
+        )
+        fix = (
+            "CUDA graphs or torch.compile cut it"
+            if on_cuda
+            else "torch.compile or a larger --batch/--seq-len amortise it"
+        )
+        out.append(f"{100 * share:.0f}% of the step is not attributed to any operator: {where}; {fix}")
+    if coverage > OVERCOVERAGE_WARNING:
+        out.append(
+            f"per-op times add up to {100 * coverage:.0f}% of the step: the machine was busier during the "
+            "operator pass than during the step timing; raise --reps or quiet the machine"
+        )
+    if not on_cuda and load is not None and load[0] > load[1]:
+        out.append(
+            f"the machine is busy (load average {load[0]:.1f} on {load[1]} cores): CPU timings are noisy and "
+            "intra-op threads stall each other; quiet the machine or use fewer threads (OMP_NUM_THREADS)"
+        )
+    if zero_flop:
+        out.append("ops with no FLOP formula (counted as 0 FLOPs) take real time: " + ", ".join(zero_flop))
+    if unmatched:
+        out.append(
+            f"{unmatched} recorded op calls were not found in the profiler trace; "
+            "their time counts as unattributed"
+        )
+    if flops_analytic and abs(flops_counted - flops_analytic) > 0.05 * flops_analytic:
+        out.append(
+            "counted FLOPs differ from the analytic count by "
+            f"{100 * (flops_counted / flops_analytic - 1):+.1f}%"
+        )
+    return out
+
+
+def profile_model(
+    loaded: LoadedModel,
+    *,
+    device: Any,
+    dtype: Any,
+    mode: str = "prefill",
+    context: int = 128,
+    new_tokens: int = 32,
+    warmup: int = 3,
+    reps: int = 20,
+    fit: RooflineFit,
+    fit_source: str = "",
+    trace_path: str | Path | None = None,
+    top: int = 15,
+    group_by: str = "op",
+    progress: Progress | None = None,
+) -> ProfileResult:
+    """Profile one step of ``loaded`` (module docstring)."""
+    from infer_opt.profilers import timing
+    from infer_opt.profilers.device import device_key, device_name, dtype_name, is_cuda
+
+    if group_by not in GROUPS:
+        raise InvalidInput("--by", group_by, f"expected one of {', '.join(GROUPS)}")
+    on_cuda = is_cuda(device)
+    load_at_start = _machine_load()
+    total_units = 5 if mode == "generate" else 4
+
+    def report(done: int, label: str) -> None:
+        if progress is not None:
+            progress(done, total_units, label)
+
+    report(0, "building the step")
+    step = build_step(loaded, mode, context=context, new_tokens=new_tokens, device=device)
+    report(1, "recording operators")
+    with guard(f"running the {mode} step"):
+        # the very first call of the step, timed apart (cold) before anything else runs it
+        cold = timing.measure(step.fn, device=device, warmup=0, reps=1, time_cold=True)
+    with guard(f"recording the {mode} step's operators"):
+        calls = rec.record_ops(step.fn, loaded.model)
+    if not calls:
+        raise RunFailure("the step ran no aten operators: nothing to profile (is the model a torch model?)")
+    overhead = 0.0 if on_cuda else rec.profiler_overhead_per_event_s()
+    op_reps = min(reps, max(3, MAX_PROFILED_CALLS // len(calls)))
+    chunks = _chunks(reps, count=len(_chunks(op_reps)))
+    op_chunks = _chunks(op_reps, count=len(chunks))
+    samples: list[float] = []
+    parts: list[rec.OpTimings] = []
+    warmup_calls = 0
+    for k, (n, n_ops) in enumerate(zip(chunks, op_chunks, strict=True)):
+        report(2 + k * 2 // len(chunks), f"timing the step ({k + 1}/{len(chunks)})")
+        with guard(f"running the {mode} step"):
+            m = timing.measure(
+                step.fn, device=device, warmup=warmup if k == 0 else 1, reps=n, time_cold=False
+            )
+        samples.extend(m.samples_s)
+        warmup_calls += m.warmup_calls
+        report(2 + k * 2 // len(chunks), f"profiling operators ({k + 1}/{len(chunks)})")
+        with guard(f"profiling the {mode} step"):
+            parts.append(
+                rec.time_ops(
+                    step.fn,
+                    calls,
+                    device=device,
+                    reps=n_ops,
+                    trace_path=trace_path if k == 0 else None,
+                    overhead_per_event_s=overhead,
+                )
+            )
+    timings = rec.merge_timings(parts)
+    summary = Summary.from_samples(samples)
+    step_timing = StepTiming(
+        samples_s=tuple(samples),
+        median_s=summary.median_s,
+        q1_s=summary.q1_s,
+        q3_s=summary.q3_s,
+        min_s=summary.min_s,
+        max_s=summary.max_s,
+        cold_s=cold.cold_s,
+        warmup_calls=warmup_calls,
+        timer=cold.mode,
+    )
+    generation = None
+    if step.generate is not None:
+        report(4, "timing time-to-first-token and time per token")
+        with guard("generating"):
+            generation = _generation_stats(step, warmup, max(3, min(reps, 10)))
+
+    ops, categories, modules, amdahl = aggregate(calls, timings, fit, summary.median_s)
+    op_time = math.fsum(o.time_s for o in ops)
+    coverage = op_time / summary.median_s if summary.median_s > 0 else math.inf
+    unattributed = summary.median_s - op_time
+    zero_flop = sorted(
+        {
+            o.name
+            for o in ops
+            if o.flops_source == "none" and o.category != "memory" and o.share >= ZERO_FLOP_SHARE
+        }
+    )
+    flops_counted = float(sum(c.flops for c in calls))
+    warnings = _warnings(
+        step_timing,
+        coverage,
+        unattributed,
+        zero_flop,
+        len(timings.unmatched),
+        flops_counted,
+        step.flops_analytic,
+        on_cuda,
+        load_at_start,
+    )
+    beyond = [
+        o
+        for o in ops
+        if o.bound != "launch" and o.share >= FAST_OP_SHARE and o.efficiency > FAST_OP_EFFICIENCY
+    ]
+    if beyond:
+        worst = max(beyond, key=lambda o: o.efficiency)
+        warnings.append(
+            f"{len(beyond)} large ops run faster than the roofline fit allows (up to "
+            f"{worst.efficiency:.2g}× its bound, {worst.name}): the fit looks stale or was measured "
+            "under load; refit with infer-opt roofline"
+        )
+    fit_key, run_key = fit.device_key, device_key(device, dtype)
+    if fit_key and fit_key != run_key:
+        warnings.append(
+            f"the roofline fit is for {fit_key} but this run is {run_key}: bounds and efficiencies may not "
+            "apply (run infer-opt roofline on this device, or drop --roofline)"
+        )
+    report(total_units, "done")
+    op_timer = (
+        "torch.profiler: CUDA kernel time per op (CUPTI)"
+        if on_cuda
+        else "torch.profiler: CPU time per op, minus the profiler's cost per nested event"
+    )
+    tokens_per_s = None
+    if step.tokens and summary.median_s > 0:
+        tokens_per_s = step.tokens / summary.median_s
+    return ProfileResult(
+        model=loaded.name,
+        model_source=loaded.source,
+        description=f"{loaded.description}; {step.description}" if loaded.description else step.description,
+        n_params=loaded.n_params(),
+        device=str(device),
+        device_name=device_name(device),
+        dtype=dtype_name(dtype),
+        mode=mode,
+        batch=loaded.batch,
+        seq_len=loaded.seq_len,
+        inputs=loaded.inputs(),
+        context=context if mode == "decode" else None,
+        new_tokens=new_tokens if mode == "generate" else None,
+        tokens_per_step=step.tokens,
+        step=step_timing,
+        step_time_s=summary.median_s,
+        tokens_per_s=tokens_per_s,
+        coverage=coverage,
+        op_time_s=op_time,
+        unattributed_s=unattributed,
+        unattributed_fraction=max(0.0, unattributed) / summary.median_s if summary.median_s > 0 else 0.0,
+        op_timer=op_timer,
+        profiler_overhead_per_event_s=timings.overhead_per_event_s,
+        profiler_overhead_subtracted_s=timings.overhead_subtracted_s,
+        profiled_step_s=statistics.median(timings.rep_total_s),
+        profiled_step_ratio=statistics.median(timings.rep_total_s) / summary.median_s
+        if summary.median_s > 0
+        else 0.0,
+        ops=tuple(ops),
+        categories=tuple(categories),
+        modules=tuple(modules),
+        roofline=roofline_ref(fit, fit_source),
+        all_at_bound_speedup=amdahl.all_at_bound_speedup,
+        all_free_ceiling=amdahl.all_free_ceiling,
+        attributed_fraction=1.0 - amdahl.unattributed_fraction,
+        flops_counted=flops_counted,
+        achieved_flops_per_s=flops_counted / summary.median_s if summary.median_s > 0 else 0.0,
+        flops_analytic=step.flops_analytic,
+        flops_vs_analytic=flops_counted / step.flops_analytic - 1 if step.flops_analytic else None,
+        zero_flop_ops=tuple(zero_flop),
+        unmatched_calls=len(timings.unmatched),
+        reps=reps,
+        warmup=warmup,
+        warnings=tuple(warnings),
+        generation=generation,
+        ttft_s=generation.ttft_s if generation else None,
+        tpot_s=generation.tpot_s if generation else None,
+        top=top,
+        group_by=group_by,
+        trace_path=str(trace_path) if trace_path is not None else None,
+    )

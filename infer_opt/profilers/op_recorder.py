@@ -1,0 +1,532 @@
+"""Per-operator record of one model step: what ran (aten op, shapes, module, FLOPs, bytes) and
+how long each op took.
+
+Two passes over the same step, because no single instrument gives both honestly:
+
+1. **What ran** — :func:`record_ops`: a ``TorchDispatchMode`` sees every aten call that reaches
+   a kernel, in program order, with its real arguments; FLOPs and bytes come from
+   :mod:`infer_opt.profilers.flops`, the ``nn.Module`` path from forward pre/post hooks. The
+   step runs under ``torch.no_grad()`` (not ``inference_mode``, under which composite ops such
+   as ``linear`` would reach the mode undecomposed and hide the kernels that actually run).
+   Nothing is timed here: a Python callback per op would add microseconds to every op and
+   let the CPU's worker threads fall asleep between ops.
+2. **How long** — :func:`time_ops`: ``torch.profiler`` over R repetitions of the step, each
+   wrapped in a ``record_function`` marker. Each recorded call is matched, in order, to the
+   profiler event with the same name and tensor shapes (an event inside an already matched
+   one is the op's own internals; an unmatched event around matched ones — ``aten::linear``
+   around ``aten::addmm`` — is a composite wrapper whose own time is framework overhead).
+
+   * On a GPU the op's time is the device time of the kernels it (and its internals)
+     launched, as CUPTI measured them — the kernel time, not the host's launch time.
+   * On the CPU it is the op's wall time on the calling thread (it includes the work of the
+     intra-op worker threads it waits for). The profiler's own cost for each event nested in
+     an op (typically 0.3-1 µs) lies inside the op's interval; it is estimated once per run
+     (:func:`profiler_overhead_per_event_s`) and subtracted per nested event, so
+     instrumentation is not passed off as op time.
+
+The uninstrumented step time is measured separately (:mod:`infer_opt.profilers.timing`); the
+per-op total divided by it is the *coverage*, the rest is host / launch / framework time.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from infer_opt.profilers import flops as fl
+
+CATEGORIES = ("matmul", "attention", "normalization", "elementwise", "memory", "other")
+CATEGORY_LABELS = {
+    "matmul": "matmul",
+    "attention": "attention",
+    "normalization": "normalization",
+    "elementwise": "elementwise/activation",
+    "memory": "memory/layout",
+    "other": "other",
+}
+
+_MATMUL = frozenset(
+    {
+        "aten::mm",
+        "aten::addmm",
+        "aten::bmm",
+        "aten::baddbmm",
+        "aten::matmul",
+        "aten::linear",
+        "aten::_scaled_mm",
+        "aten::addmv",
+        "aten::mv",
+        "aten::dot",
+        "aten::convolution",
+        "aten::_convolution",
+        "aten::cudnn_convolution",
+        "aten::mkldnn_convolution",
+        "aten::_slow_conv2d_forward",
+        "aten::_int_mm",
+        "aten::_weight_int8pack_mm",
+        "aten::_weight_int4pack_mm",
+    }
+)
+_ATTENTION_RE = re.compile(r"scaled_dot_product|flash_attention|efficient_attention|flex_attention")
+_NORMALIZATION = frozenset(
+    {
+        "aten::native_layer_norm",
+        "aten::layer_norm",
+        "aten::rms_norm",
+        "aten::_fused_rms_norm",
+        "aten::native_batch_norm",
+        "aten::_native_batch_norm_legit_no_training",
+        "aten::native_group_norm",
+        "aten::group_norm",
+    }
+)
+_ELEMENTWISE_EXTRA = frozenset(
+    {
+        "aten::_softmax",
+        "aten::softmax",
+        "aten::_log_softmax",
+        "aten::where",
+        "aten::masked_fill",
+        "aten::clamp",
+    }
+)
+_MEMORY = frozenset(
+    {
+        "aten::copy_",
+        "aten::clone",
+        "aten::contiguous",
+        "aten::_to_copy",
+        "aten::cat",
+        "aten::stack",
+        "aten::index_select",
+        "aten::embedding",
+        "aten::index",
+        "aten::index_put_",
+        "aten::index_copy_",
+        "aten::gather",
+        "aten::scatter",
+        "aten::scatter_",
+        "aten::slice_scatter",
+        "aten::repeat",
+        "aten::repeat_interleave",
+        "aten::fill_",
+        "aten::zero_",
+        "aten::zeros",
+        "aten::ones",
+        "aten::full",
+        "aten::zeros_like",
+        "aten::ones_like",
+        "aten::full_like",
+        "aten::constant_pad_nd",
+        "aten::roll",
+        "aten::flip",
+        "aten::tril",
+        "aten::triu",
+    }
+)
+_ATTENTION_CORE = frozenset(
+    {"aten::bmm", "aten::baddbmm", "aten::matmul", "aten::_softmax", "aten::softmax", "aten::masked_fill"}
+)
+
+
+def categorize(name: str, func: Any = None, module_type: str = "") -> str:
+    """An op's category from its name, refined by the innermost module: pointwise ops inside a
+    ``*Norm`` module are normalization; a batched matmul or softmax whose innermost module is an
+    ``*Attention`` module is the attention core (eager attention in e.g. transformers)."""
+    module_type_l = module_type.lower()
+    if _ATTENTION_RE.search(name):
+        return "attention"
+    if name in _ATTENTION_CORE and "attention" in module_type_l:
+        return "attention"
+    if name in _MATMUL:
+        return "matmul"
+    if name in _NORMALIZATION:
+        return "normalization"
+    if name in fl.ALIAS_OPS or name in fl.EMPTY_OPS or name in _MEMORY:
+        return "memory"
+    tags = getattr(func, "tags", ()) if func is not None else ()
+    if name in _ELEMENTWISE_EXTRA or any(tag in tags for tag in fl.ELEMENTWISE_TAGS):
+        return "normalization" if "norm" in module_type_l else "elementwise"
+    if func is not None and fl.is_alias_op(func):
+        return "memory"
+    return "other"
+
+
+@dataclass(frozen=True)
+class OpCall:
+    """One aten call of the step, in program order."""
+
+    index: int
+    name: str
+    #: shapes of the tensor arguments (tensor lists flattened)
+    shapes: tuple[tuple[int, ...], ...]
+    dtype: str
+    flops: int
+    #: "infer-opt", "torch", "nominal" or "none" (see flops.py)
+    flops_source: str
+    bytes: int
+    #: dotted nn.Module path of the innermost module running it ("" = outside any module)
+    module: str
+    module_type: str
+    category: str
+    #: shapes the profiler reports for this call: non-scalar tensor arguments in schema order
+    match_shapes: tuple[tuple[int, ...], ...] = field(default=(), repr=False)
+
+
+def _match_shapes(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[int, ...], ...]:
+    out = []
+    for i, arg in enumerate(func._schema.arguments):
+        value = args[i] if i < len(args) else kwargs.get(arg.name)
+        if isinstance(value, torch.Tensor) and value.ndim > 0:
+            out.append(tuple(int(s) for s in value.shape))
+    return tuple(out)
+
+
+class OpRecorder(TorchDispatchMode):
+    """Records every aten call (name, shapes, FLOPs, bytes, module) without timing it."""
+
+    def __init__(self, module_stack: list[tuple[str, str]] | None = None) -> None:
+        super().__init__()
+        self.calls: list[OpCall] = []
+        self.module_stack = module_stack if module_stack is not None else []
+
+    def __torch_dispatch__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
+    ) -> Any:
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        name = fl.op_name(func)
+        module, module_type = self.module_stack[-1] if self.module_stack else ("", "")
+        flops, source = fl.op_flops(func, args, kwargs, out)
+        self.calls.append(
+            OpCall(
+                index=len(self.calls),
+                name=name,
+                shapes=fl.shapes_of(args),
+                dtype=fl.dtype_of(args, out),
+                flops=flops,
+                flops_source=source,
+                bytes=fl.op_bytes(func, args, kwargs, out),
+                module=module,
+                module_type=module_type,
+                category=categorize(name, func, module_type),
+                match_shapes=_match_shapes(func, args, kwargs),
+            )
+        )
+        return out
+
+
+def _module_hooks(model: Any, stack: list[tuple[str, str]]) -> list[Any]:
+    if not isinstance(model, torch.nn.Module):
+        return []
+    handles = []
+    for name, module in model.named_modules():
+        entry = (name, type(module).__name__)
+
+        def pre(_m: Any, _inputs: Any, entry: tuple[str, str] = entry) -> None:
+            stack.append(entry)
+
+        def post(_m: Any, _inputs: Any, _out: Any) -> None:
+            if stack:
+                stack.pop()
+
+        handles.append(module.register_forward_pre_hook(pre))
+        handles.append(module.register_forward_hook(post))
+    return handles
+
+
+def record_ops(fn: Callable[[], object], model: Any = None) -> list[OpCall]:
+    """Run ``fn`` once under :class:`OpRecorder` (and ``no_grad``) and return its calls."""
+    stack: list[tuple[str, str]] = []
+    handles = _module_hooks(model, stack)
+    recorder = OpRecorder(stack)
+    try:
+        with torch.no_grad(), recorder:
+            fn()
+    finally:
+        for handle in handles:
+            handle.remove()
+    return recorder.calls
+
+
+# ---------------------------------------------------------------------------- timing
+
+
+@dataclass
+class OpTimings:
+    """Per-call times from the profiler: ``per_rep_s[r][i]`` is call i in repetition r
+    (``None`` when that call could not be matched in that repetition)."""
+
+    per_rep_s: list[list[float | None]]
+    #: "cpu" (op wall time on the calling thread) or "cuda" (kernel time)
+    clock: str
+    #: per repetition: the whole step as the profiler saw it (CPU: marker wall time;
+    #: CUDA: all kernel time launched inside the marker)
+    rep_total_s: list[float]
+    #: profiler cost per nested event subtracted from CPU op times (0 on CUDA)
+    overhead_per_event_s: float
+    #: profiler overhead subtracted per repetition, summed over the matched ops
+    overhead_subtracted_s: float
+    #: calls never matched to a profiler event (by index)
+    unmatched: list[int]
+
+    def median_per_call_s(self) -> list[float]:
+        out = []
+        for i in range(len(self.per_rep_s[0]) if self.per_rep_s else 0):
+            values = [rep[i] for rep in self.per_rep_s if rep[i] is not None]
+            out.append(statistics.median(values) if values else 0.0)
+        return out
+
+
+def profiler_overhead_per_event_s(samples: int = 7, calls: int = 300) -> float:
+    """The profiler's cost per recorded op on the CPU (with shapes recorded): the time of
+    ``calls`` trivial ``aten::view`` calls with the profiler on minus off, per call, median of
+    ``samples`` tries. This is what an event nested inside an op adds to the op's interval."""
+    x = torch.ones(4, 4)
+    view = torch.ops.aten.view.default
+
+    def loop() -> None:
+        for _ in range(calls):
+            view(x, [16])
+
+    def timed() -> float:
+        start = time.perf_counter_ns()
+        loop()
+        return (time.perf_counter_ns() - start) * 1e-9 / calls
+
+    quiet_kineto()
+    loop()
+    off = [timed() for _ in range(samples)]
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True):
+        loop()
+        on = [timed() for _ in range(samples)]
+    return max(0.0, statistics.median(on) - statistics.median(off))
+
+
+_REP_PREFIX = "infer_opt::rep"
+_WARMUP_MARK = "infer_opt::profiler_warmup"
+_MARKS = (_REP_PREFIX, _WARMUP_MARK)
+#: kineto prints a line on every profiler start/stop at its default log level; 6 silences it
+#: (set only when the user has not chosen a level)
+_KINETO_LOG_LEVEL = "6"
+
+
+def quiet_kineto() -> None:
+    """Silence kineto's per-start/stop log lines (unless the user set ``KINETO_LOG_LEVEL``);
+    it reads the level when the first profiler starts in the process."""
+    os.environ.setdefault("KINETO_LOG_LEVEL", _KINETO_LOG_LEVEL)
+
+
+class _Node:
+    """A CPU op event of the profiler trace, with the device time of the kernels it launched."""
+
+    __slots__ = ("_shapes", "children", "device_s", "end_ns", "event", "name", "start_ns")
+
+    def __init__(self, name: str, start_ns: int, end_ns: int, event: Any = None) -> None:
+        self.name = name
+        self.start_ns = start_ns
+        self.end_ns = end_ns
+        self.event = event
+        self._shapes: tuple[tuple[int, ...], ...] | None = None
+        self.children: list[_Node] = []
+        self.device_s = 0.0
+
+    @property
+    def shapes(self) -> tuple[tuple[int, ...], ...]:
+        """Non-scalar tensor input shapes (read from the event only when asked: it is slow)."""
+        if self._shapes is None:
+            self._shapes = _shape_key(self.event.shapes()) if self.event is not None else ()
+        return self._shapes
+
+    @property
+    def wall_s(self) -> float:
+        return (self.end_ns - self.start_ns) * 1e-9
+
+    def device_total_s(self) -> float:
+        return self.device_s + sum(child.device_total_s() for child in self.children)
+
+    def descendants(self) -> int:
+        return sum(1 + child.descendants() for child in self.children)
+
+
+def _shape_key(shapes: Any) -> tuple[tuple[int, ...], ...]:
+    return tuple(tuple(int(s) for s in shape) for shape in shapes or () if isinstance(shape, list) and shape)
+
+
+def _trace_forest(kineto_events: Sequence[Any]) -> list[_Node]:
+    """The repetition markers (``infer_opt::rep<i>``, in order) with their nested CPU ops;
+    kernels are attached to the CPU op that launched them (linked correlation id). Built from
+    the raw kineto events: torch's own ``FunctionEvent`` post-processing costs ~0.1 ms per
+    event and leaves reference cycles behind."""
+    from torch.autograd import DeviceType
+
+    by_thread: dict[int, list[tuple[int, int, Any]]] = {}
+    kernels: list[tuple[int, float]] = []
+    for event in kineto_events:
+        device_type = event.device_type()
+        if device_type == DeviceType.CPU:
+            if event.is_async() or event.linked_correlation_id() > 0:
+                continue
+            start = event.start_ns()
+            by_thread.setdefault(event.start_thread_id(), []).append(
+                (start, start + event.duration_ns(), event)
+            )
+        elif not event.name().startswith(_MARKS):
+            # kernels, memcpy and memset on the device; the GPU-side copies of our own
+            # record_function markers ("gpu_user_annotation") are not work
+            kernels.append((event.linked_correlation_id(), event.duration_ns() * 1e-9))
+    markers: list[tuple[int, _Node]] = []
+    by_correlation: dict[int, _Node] = {}
+    for items in by_thread.values():
+        items.sort(key=lambda item: (item[0], -item[1]))
+        stack: list[_Node] = []
+        for start, end, event in items:
+            name = event.name()
+            node = _Node(name, start, end, event)
+            by_correlation[event.correlation_id()] = node
+            while stack and stack[-1].end_ns <= start:
+                stack.pop()
+            if name.startswith(_REP_PREFIX):
+                markers.append((int(name[len(_REP_PREFIX) :]), node))
+                stack = [node]
+                continue
+            if stack:
+                stack[-1].children.append(node)
+            stack.append(node)
+    for correlation, seconds in kernels:
+        node = by_correlation.get(correlation)
+        if node is not None:
+            node.device_s += seconds
+    markers.sort(key=lambda item: item[0])
+    return [node for _, node in markers]
+
+
+def match_rep(
+    rep: _Node, calls: Sequence[OpCall], on_cuda: bool, overhead_per_event_s: float
+) -> tuple[list[float | None], float]:
+    """Times of ``calls`` inside one repetition marker, matched in program order (module
+    docstring). Returns the per-call times and the profiler overhead subtracted."""
+    times: list[float | None] = [None] * len(calls)
+    subtracted = 0.0
+    position = 0
+
+    def visit(node: _Node) -> None:
+        nonlocal position, subtracted
+        if position >= len(calls):
+            return
+        call = calls[position]
+        if node.name == call.name and node.shapes == call.match_shapes:
+            if on_cuda:
+                times[position] = node.device_total_s()
+            else:
+                raw = node.wall_s
+                correction = min(node.descendants() * overhead_per_event_s, 0.5 * raw)
+                subtracted += correction
+                times[position] = raw - correction
+            position += 1
+            return
+        for child in node.children:
+            visit(child)
+
+    for child in rep.children:
+        visit(child)
+    return times, subtracted
+
+
+def time_ops(
+    fn: Callable[[], object],
+    calls: Sequence[OpCall],
+    *,
+    device: Any = "cpu",
+    reps: int = 10,
+    trace_path: str | os.PathLike[str] | None = None,
+    overhead_per_event_s: float | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> OpTimings:
+    """Run ``fn`` ``reps`` times under ``torch.profiler`` (after one profiled warm-up call)
+    and time every recorded call (module docstring). ``trace_path`` writes the raw trace in
+    Chrome/Perfetto JSON."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    quiet_kineto()
+    on_cuda = str(device).startswith("cuda")
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_cuda else [])
+    if overhead_per_event_s is None:
+        overhead_per_event_s = 0.0 if on_cuda else profiler_overhead_per_event_s()
+
+    def sync() -> None:
+        if on_cuda:
+            torch.cuda.synchronize(device)
+
+    with torch.no_grad(), profile(activities=activities, record_shapes=True) as prof:
+        with record_function(_WARMUP_MARK):
+            fn()
+        sync()
+        for r in range(reps):
+            with record_function(f"{_REP_PREFIX}{r}"):
+                fn()
+            sync()
+            if progress is not None:
+                progress(r + 1, reps)
+    if trace_path is not None:
+        _export_trace(prof, Path(trace_path))
+    markers = _trace_forest(prof.profiler.kineto_results.events())
+    del prof
+    per_rep: list[list[float | None]] = []
+    totals: list[float] = []
+    subtracted: list[float] = []
+    for marker in markers:
+        times, sub = match_rep(marker, calls, on_cuda, overhead_per_event_s)
+        per_rep.append(times)
+        subtracted.append(sub)
+        totals.append(marker.device_total_s() if on_cuda else marker.wall_s)
+    if not per_rep:
+        raise RuntimeError("torch.profiler recorded no repetitions (is another profiler running?)")
+    unmatched = [i for i in range(len(calls)) if all(rep[i] is None for rep in per_rep)]
+    return OpTimings(
+        per_rep_s=per_rep,
+        clock="cuda" if on_cuda else "cpu",
+        rep_total_s=totals,
+        overhead_per_event_s=overhead_per_event_s,
+        overhead_subtracted_s=statistics.median(subtracted) if subtracted else 0.0,
+        unmatched=unmatched,
+    )
+
+
+def merge_timings(parts: Sequence[OpTimings]) -> OpTimings:
+    """Several profiler sessions over the same calls as one (repetitions concatenated)."""
+    if not parts:
+        raise ValueError("merge_timings needs at least one OpTimings")
+    per_rep = [rep for part in parts for rep in part.per_rep_s]
+    unmatched = [i for i in parts[0].unmatched if all(i in part.unmatched for part in parts[1:])]
+    subtracted = [part.overhead_subtracted_s for part in parts for _ in part.per_rep_s]
+    return OpTimings(
+        per_rep_s=per_rep,
+        clock=parts[0].clock,
+        rep_total_s=[t for part in parts for t in part.rep_total_s],
+        overhead_per_event_s=parts[0].overhead_per_event_s,
+        overhead_subtracted_s=statistics.median(subtracted) if subtracted else 0.0,
+        unmatched=unmatched,
+    )
+
+
+def _export_trace(prof: Any, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".json", dir=path.parent)
+    os.close(fd)
+    try:
+        prof.export_chrome_trace(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

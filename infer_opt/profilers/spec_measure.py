@@ -1,0 +1,827 @@
+"""Speculative decoding from measured costs: ``infer-opt speculative measure``.
+
+What is measured (batch 1; target and draft share the vocabulary), each with
+:func:`infer_opt.profilers.timing.measure` (median and IQR over the repetitions):
+
+* ``c_t`` — one target decode step: one new token over a KV cache of ``context`` positions.
+* ``c_d`` — one draft decode step, the same way.
+* ``c_v(k)``, k = 1..k_max — the verification pass: one target forward over ``k + 1`` new
+  positions (the token carried over from the previous round and the k drafts) over the same
+  cache. The built-in models give several new positions over a cache the bottom-right-aligned
+  causal mask (:func:`infer_opt.profilers.models.attention`).
+* ``c_m`` — the round's cache bookkeeping: roll both KV caches back over the rejected drafts
+  and commit the accepted ones. The built-in cache is preallocated and the verification pass
+  (the draft steps, for the draft's cache) already wrote every position in place, so the real
+  operation is setting each cache's length (:meth:`KVCache.reset`): no copy, host time only.
+  Sampling and the accept/reject arithmetic are left out of c_t, c_d and c_m alike.
+
+Every repetition starts from the same state: the cache length is reset to the context before
+each call, so each call overwrites the same slots. c_t, c_d and the c_v(k) are measured in
+interleaved rounds, so a change in machine load during the run shows up as spread in all of
+them rather than as a bias between them.
+
+From the costs (pure functions below, no torch): the least-squares fit ``c_v(k) ≈ a + b·k``,
+the predicted speedup ``S = c_t·E[N] / (k·c_d + c_v(k) + c_m)`` over a grid of α and k through
+:mod:`infer_opt.cost_models.speculative`, the best k per α, and per k the break-even α below
+which speculation loses: the root of ``E[N](α) = (k·c_d + c_v(k) + c_m)/c_t`` (``E[N]`` rises
+monotonically from 1 at α = 0 to k + 1 at α = 1).
+
+``simulate_acceptance`` runs the reference sampler (:mod:`infer_opt.checks.spec_sampler`) with
+the two models' next-token distributions. The built-ins have random weights, so the α it
+finds is a plumbing check of the whole path, not an estimate of a trained pair's acceptance.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from infer_opt.cost_models import speculative as calc
+from infer_opt.errors import InvalidInput
+from infer_opt.results import Result
+from infer_opt.stats import Summary, variance_warning
+
+#: the α grid of the speedup table and plots
+ALPHA_GRID: tuple[float, ...] = tuple(round(0.5 + 0.05 * i, 2) for i in range(10))
+#: a c_v(k) fit worse than this (max relative error) is flagged
+FIT_WARN_REL_ERROR = 0.10
+#: c_m is a sub-microsecond host operation: batch calls until a sample lasts this long
+BOOKKEEPING_SAMPLE_S = 1e-3
+SIMULATION_NOTE = (
+    "random weights: this α only checks the measurement and sampler plumbing end to end; "
+    "it says nothing about the acceptance of a trained draft/target pair"
+)
+
+Progress = Callable[[int, int, str], None]
+
+
+# ----------------------------------------------------------------------------- result types
+
+
+@dataclass(frozen=True)
+class MeasuredCost:
+    """One measured cost and its spread."""
+
+    name: str
+    what: str
+    summary: Summary
+    cold_s: float | None = None
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def median_s(self) -> float:
+        return self.summary.median_s
+
+
+@dataclass(frozen=True)
+class VerifyPoint:
+    """c_v(k) as measured, and the fit's value there."""
+
+    k: int
+    time_s: float
+    iqr_s: float
+    fit_s: float
+    #: |fit - measured| / measured
+    fit_rel_error: float
+
+
+@dataclass(frozen=True)
+class VerifyFit:
+    """``c_v(k) ≈ base_s + per_k_s·k`` by least squares over the measured k."""
+
+    base_s: float
+    per_k_s: float
+    max_rel_error: float
+    median_rel_error: float
+    #: None, or which coefficient was held at 0 to keep both >= 0 ("slope", "intercept");
+    #: "single point" when only k = 1 was measured
+    constrained: str | None = None
+
+
+@dataclass(frozen=True)
+class AlphaRow:
+    """Predicted speedup at one constant α for k = 1..k_max."""
+
+    alpha: float
+    speedups: tuple[float, ...]
+    best_k: int
+    best_speedup: float
+
+
+@dataclass(frozen=True)
+class BestK:
+    alpha: float
+    k: int
+    speedup: float
+
+
+@dataclass(frozen=True)
+class BreakEvenPoint:
+    """Below ``alpha`` speculation with this k is slower than plain decoding.
+
+    ``alpha = 0``: it never loses (a round costs no more than one target step);
+    ``alpha = None``: it never wins (even α = 1 commits too few tokens for the round's cost)."""
+
+    k: int
+    alpha: float | None
+    round_time_s: float
+    #: E[N] a round must commit to break even: round time / c_t
+    required_tokens: float
+
+
+@dataclass(frozen=True)
+class AcceptanceSimulation:
+    """The reference sampler run with the two models' next-token distributions."""
+
+    k: int
+    prompts: int
+    rounds: int
+    seed: int
+    #: rounds in which draft position i was accepted, i = 1..k
+    accepted_per_position: tuple[int, ...]
+    #: conditional acceptance α_i = acc_i / acc_{i-1}; None where no round got that far
+    alphas: tuple[float | None, ...]
+    #: mean committed tokens per round (bonus included)
+    mean_tokens: float
+    #: mean of Σ min(p, q) = 1 - TV(p, q) over the positions the rounds verified
+    mean_overlap: float
+    positions_compared: int
+    elapsed_s: float
+    note: str = SIMULATION_NOTE
+
+
+@dataclass(frozen=True)
+class SpecMeasureResult(Result):
+    KIND = "speculative-measure"
+
+    target: str
+    draft: str
+    vocab_size: int
+    context: int
+    k_max: int
+    device: str
+    device_name: str
+    dtype: str
+    threads: int | None
+    warmup: int
+    reps: int
+    #: c_t, c_d, c_m medians (seconds)
+    target_step_s: float
+    draft_step_s: float
+    bookkeeping_s: float
+    #: c_d / c_t
+    draft_to_target: float
+    verify_s: tuple[VerifyPoint, ...]
+    fit: VerifyFit
+    #: every measurement with its spread: c_t, c_d, c_v(1..k_max), c_m
+    measurements: tuple[MeasuredCost, ...]
+    #: what the calculators were given (c_v from the fit)
+    costs: calc.Costs
+    speedup_by_alpha: tuple[AlphaRow, ...]
+    best_k_by_alpha: tuple[BestK, ...]
+    break_even_alpha_by_k: tuple[BreakEvenPoint, ...]
+    #: the single prediction asked for (--alpha, --alphas, --metrics or the simulation)
+    prediction: calc.SpeedupResult | None = None
+    prediction_source: str | None = None
+    simulation: AcceptanceSimulation | None = None
+    draft_note: str | None = None
+    warnings: tuple[str, ...] = ()
+
+
+# ----------------------------------------------------------------------------- pure analysis
+
+
+def fit_verify(ks: Sequence[int], times_s: Sequence[float]) -> VerifyFit:
+    """Least-squares ``c_v(k) = a + b·k`` with a, b >= 0 (a negative coefficient from noise
+    is held at 0 and the other refitted); relative errors ``|fit - t|/t`` summarised."""
+    k = np.asarray(ks, dtype=np.float64)
+    t = np.asarray(times_s, dtype=np.float64)
+    if k.size == 0 or k.size != t.size:
+        raise InvalidInput("verify costs", f"{k.size} k, {t.size} times", "need one time per k, at least one")
+    if np.any(~np.isfinite(t)) or np.any(t <= 0):
+        raise InvalidInput("verify costs", t.tolist(), "times must be finite and > 0")
+    constrained = None
+    if np.unique(k).size < 2:
+        a, b, constrained = float(t.mean()), 0.0, "single point"
+    else:
+        design = np.stack([np.ones_like(k), k], axis=1)
+        (a, b), *_ = np.linalg.lstsq(design, t, rcond=None)
+        a, b = float(a), float(b)
+        if b < 0:
+            a, b, constrained = float(t.mean()), 0.0, "slope"
+        elif a < 0:
+            a, b, constrained = 0.0, float(k @ t / (k @ k)), "intercept"
+    rel = np.abs(a + b * k - t) / t
+    return VerifyFit(a, b, float(rel.max()), float(np.median(rel)), constrained)
+
+
+def break_even_alpha(costs: calc.Costs, k: int) -> BreakEvenPoint:
+    """The α at which ``S(α) = 1`` for draft length k: solve ``E[N](α) = round(k)/c_t`` with
+    brentq on the monotone ``E[N](α) = (1 - α^{k+1})/(1 - α)``."""
+    k = calc.validate_k(k)
+    calc.validate_costs(costs)
+    round_s = float(costs.round_time_s(k))
+    need = round_s / costs.target_s
+    if need <= 1.0:
+        alpha: float | None = 0.0
+    elif need >= k + 1:
+        alpha = None
+    else:
+        from scipy.optimize import brentq
+
+        alpha = float(
+            brentq(
+                lambda a: float(calc.expected_tokens_constant(a, k)) - need, 0.0, 1.0, xtol=1e-13, rtol=1e-13
+            )
+        )
+    return BreakEvenPoint(k, alpha, round_s, need)
+
+
+def speedup_rows(costs: calc.Costs, alphas: Sequence[float], k_max: int) -> tuple[AlphaRow, ...]:
+    """For each constant α, the calculator's sweep over k = 1..k_max and its best k."""
+    rows = []
+    for a in alphas:
+        sweep = calc.speculative_speedup(1, costs, alpha=float(a), sweep_kmax=k_max)
+        rows.append(
+            AlphaRow(
+                float(a),
+                tuple(p.speedup for p in sweep.curve),
+                int(sweep.best_k),  # type: ignore[arg-type]
+                float(sweep.best_speedup),  # type: ignore[arg-type]
+            )
+        )
+    return tuple(rows)
+
+
+def predict(
+    costs: calc.Costs,
+    k_max: int,
+    *,
+    alpha: float | None = None,
+    alphas: Sequence[float] | None = None,
+    k: int | None = None,
+) -> calc.SpeedupResult:
+    """The calculator's prediction for one acceptance profile: at ``k`` when given, else at
+    the best k in 1..k_max (1..len(alphas) for per-position rates)."""
+    if (alpha is None) == (alphas is None):
+        raise InvalidInput("--alpha", "both or neither", "give one constant --alpha or per-position --alphas")
+    top = k_max if alphas is None else min(k_max, len(alphas))
+    if k is not None and k > top:
+        raise InvalidInput(
+            "--k", k, f"must be <= {top} (the measured --k-max and the number of per-position rates)"
+        )
+    sweep = calc.speculative_speedup(k or 1, costs, alpha=alpha, alphas=alphas, sweep_kmax=top)
+    if k is None and sweep.best_k != sweep.k:
+        sweep = calc.speculative_speedup(sweep.best_k, costs, alpha=alpha, alphas=alphas, sweep_kmax=top)  # type: ignore[arg-type]
+    return sweep
+
+
+def defined_alphas(alphas: Sequence[float | None]) -> list[float]:
+    """The leading per-position rates that are defined (a position no round reached has none)."""
+    out = []
+    for a in alphas:
+        if a is None:
+            break
+        out.append(float(a))
+    return out
+
+
+def analyze(
+    measurements: Sequence[MeasuredCost],
+    *,
+    target: str,
+    draft: str,
+    vocab_size: int,
+    context: int,
+    device: str,
+    device_name: str,
+    dtype: str,
+    threads: int | None,
+    warmup: int,
+    reps: int,
+    alpha: float | None = None,
+    alphas: Sequence[float] | None = None,
+    alphas_source: str | None = None,
+    k: int | None = None,
+    simulation: AcceptanceSimulation | None = None,
+    draft_note: str | None = None,
+) -> SpecMeasureResult:
+    """Turn the measured costs (c_t, c_d, c_v(1..k_max), c_m by ``name``) into the result:
+    the c_v fit, the speedup grid, best k per α, break-even α per k and the prediction."""
+    by_name = {m.name: m for m in measurements}
+    verify = sorted((int(m.name[4:-1]), m) for m in measurements if m.name.startswith("c_v("))
+    if not verify or not {"c_t", "c_d", "c_m"} <= set(by_name):
+        raise InvalidInput("measurements", sorted(by_name), "need c_t, c_d, c_m and c_v(k) for k >= 1")
+    ks = [kk for kk, _ in verify]
+    k_max = max(ks)
+    fit = fit_verify(ks, [m.median_s for _, m in verify])
+    points = tuple(
+        VerifyPoint(
+            kk,
+            m.median_s,
+            m.summary.iqr_s,
+            fit.base_s + fit.per_k_s * kk,
+            abs(fit.base_s + fit.per_k_s * kk - m.median_s) / m.median_s,
+        )
+        for kk, m in verify
+    )
+    c_t, c_d, c_m = by_name["c_t"].median_s, by_name["c_d"].median_s, by_name["c_m"].median_s
+    costs = calc.validate_costs(calc.Costs(c_t, c_d, fit.base_s, fit.per_k_s, c_m))
+    rows = speedup_rows(costs, ALPHA_GRID, k_max)
+    warnings = [f"{m.name}: {w}" for m in measurements for w in m.warnings]
+    if fit.max_rel_error > FIT_WARN_REL_ERROR:
+        warnings.append(
+            f"c_v(k) is not close to a + b·k here (fit error up to {100 * fit.max_rel_error:.0f}%): "
+            "the predictions use the fit; compare with the measured c_v(k)"
+        )
+    prediction = source = None
+    if alpha is not None:
+        prediction, source = predict(costs, k_max, alpha=alpha, k=k), f"--alpha {alpha:g}"
+    elif alphas is not None:
+        prediction, source = predict(costs, k_max, alphas=alphas, k=k), alphas_source or "--alphas"
+    elif simulation is not None:
+        rates = defined_alphas(simulation.alphas)
+        if rates:
+            prediction = predict(costs, k_max, alphas=rates, k=k if k is None or k <= len(rates) else None)
+            source = "the simulated α (random weights: a plumbing check, not a quality estimate)"
+    return SpecMeasureResult(
+        target=target,
+        draft=draft,
+        vocab_size=vocab_size,
+        context=context,
+        k_max=k_max,
+        device=device,
+        device_name=device_name,
+        dtype=dtype,
+        threads=threads,
+        warmup=warmup,
+        reps=reps,
+        target_step_s=c_t,
+        draft_step_s=c_d,
+        bookkeeping_s=c_m,
+        draft_to_target=c_d / c_t,
+        verify_s=points,
+        fit=fit,
+        measurements=tuple(measurements),
+        costs=costs,
+        speedup_by_alpha=rows,
+        best_k_by_alpha=tuple(BestK(r.alpha, r.best_k, r.best_speedup) for r in rows),
+        break_even_alpha_by_k=tuple(break_even_alpha(costs, kk) for kk in range(1, k_max + 1)),
+        prediction=prediction,
+        prediction_source=source,
+        simulation=simulation,
+        draft_note=draft_note,
+        warnings=tuple(warnings),
+    )
+
+
+@dataclass(frozen=True)
+class PlotData:
+    """What the plot draws, precomputed from the result's costs by the calculators."""
+
+    ks: tuple[int, ...]
+    #: (α, predicted speedups over ks), one curve per α
+    curves: tuple[tuple[float, tuple[float, ...]], ...]
+    #: (k, break-even α): 0 = never loses, None = never wins
+    break_even: tuple[tuple[int, float | None], ...]
+    #: (k, measured c_v(k) median, IQR)
+    verify_measured: tuple[tuple[int, float, float], ...]
+    #: (k, fitted a + b·k) for k = 0..k_max
+    verify_fit: tuple[tuple[int, float], ...]
+    #: c_t, for reference beside c_v
+    target_step_s: float
+
+
+PLOT_ALPHAS: tuple[float, ...] = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
+
+
+def plot_data(result: SpecMeasureResult) -> PlotData:
+    """Speedup vs k for a few α, the break-even α per k and c_v(k) measured vs fitted."""
+    ks = tuple(range(1, result.k_max + 1))
+    rows = speedup_rows(result.costs, PLOT_ALPHAS, result.k_max)
+    return PlotData(
+        ks=ks,
+        curves=tuple((r.alpha, r.speedups) for r in rows),
+        break_even=tuple((b.k, b.alpha) for b in result.break_even_alpha_by_k),
+        verify_measured=tuple((v.k, v.time_s, v.iqr_s) for v in result.verify_s),
+        verify_fit=tuple((kk, float(result.costs.verify_s(kk))) for kk in (0, *ks)),
+        target_step_s=result.target_step_s,
+    )
+
+
+# ----------------------------------------------------------------------------- models
+
+
+@dataclass
+class ModelPair:
+    target: Any
+    draft: Any
+    target_name: str
+    draft_name: str
+    vocab_size: int
+    #: e.g. "tiny built with the target's vocabulary (50257; its own is 1024)"
+    draft_note: str | None = None
+
+
+_NEEDS_CACHE = (
+    "needs a model with the built-in KV cache: a built-in (tiny, gpt2-small, llama-tiny, llama-small) "
+    "or a factory returning infer_opt.profilers.models.DecoderLM"
+)
+
+
+def _load_decoder(spec: str, option: str, device: Any, dtype: Any, vocab_size: int | None) -> tuple[Any, str]:
+    from infer_opt.profilers import models
+
+    if spec.startswith("hf:"):
+        raise InvalidInput(option, spec, _NEEDS_CACHE)
+    if ":" not in spec:
+        key = models.ALIASES.get(spec, spec)
+        if key not in models.BUILTIN_CONFIGS:
+            raise InvalidInput(
+                option,
+                spec,
+                f"unknown built-in model; known: {', '.join(models.builtin_names())} "
+                "(or module:factory, path/to/file.py:factory)",
+            )
+        return models.build_builtin(key, device=device, dtype=dtype, vocab_size=vocab_size), key
+    try:
+        loaded = models.load_model(spec, batch_size=1, seq_len=1, device=device, dtype=dtype)
+    except InvalidInput as exc:
+        raise InvalidInput(option, exc.value, exc.expected) from None
+    if not isinstance(loaded.model, models.DecoderLM):
+        raise InvalidInput(option, spec, _NEEDS_CACHE)
+    return loaded.model, loaded.name
+
+
+def load_pair(target: str, draft: str, *, device: Any, dtype: Any) -> ModelPair:
+    """The target, then the draft. A built-in draft is built with the target's vocabulary
+    (speculation needs one shared vocabulary); a factory's draft must already share it."""
+    from infer_opt.profilers import models
+    from infer_opt.profilers.model_profile import guard
+
+    with guard(f"building the target {target}"):
+        target_model, target_name = _load_decoder(target, "--target", device, dtype, None)
+    vocab = target_model.config.vocab_size
+    builtin_draft = ":" not in draft
+    with guard(f"building the draft {draft}"):
+        draft_model, draft_name = _load_decoder(
+            draft, "--draft", device, dtype, vocab if builtin_draft else None
+        )
+    note = None
+    if builtin_draft:
+        own = models.BUILTIN_CONFIGS[draft_name].vocab_size
+        if own != vocab:
+            note = f"{draft_name} built with the target's vocabulary of {vocab} tokens; its own has {own}"
+    elif draft_model.config.vocab_size != vocab:
+        raise InvalidInput(
+            "--draft",
+            f"{draft} with vocabulary {draft_model.config.vocab_size}",
+            f"the draft must share the target's vocabulary ({vocab} tokens)",
+        )
+    return ModelPair(target_model, draft_model, target_name, draft_name, vocab, note)
+
+
+def _check_positions(pair: ModelPair, context: int, k_max: int) -> None:
+    for model, name in ((pair.target, pair.target_name), (pair.draft, pair.draft_name)):
+        limit = model.config.max_seq_len
+        if context + k_max + 1 > limit:
+            raise InvalidInput(
+                "--context",
+                context,
+                f"context + k_max + 1 = {context + k_max + 1} exceeds the {limit} positions of {name}",
+            )
+
+
+# ----------------------------------------------------------------------------- measuring
+
+
+def _forward_from(model: Any, cache: Any, start: int, tokens: Any) -> Callable[[], object]:
+    """One forward of ``tokens`` over the cache cut back to ``start`` positions: the same
+    state at every call (each call overwrites the same slots)."""
+    import torch
+
+    def run() -> object:
+        with torch.no_grad():
+            cache.reset(start)
+            return model(tokens, cache)
+
+    return run
+
+
+def measure_costs(
+    pair: ModelPair,
+    *,
+    context: int,
+    k_max: int,
+    device: Any,
+    warmup: int = 3,
+    reps: int = 20,
+    progress: Progress | None = None,
+    seed: int = 0,
+    rounds: int = 5,
+    measure_fn: Callable[..., Any] | None = None,
+) -> list[MeasuredCost]:
+    """c_t, c_d, c_v(1..k_max) and c_m (module docstring) through ``timing.measure``: the
+    model steps in ``rounds`` interleaved rounds of about ``reps/rounds`` repetitions each
+    (``warmup`` calls before a step's first round, one before later rounds), c_m on its own."""
+    import torch
+
+    from infer_opt.profilers import models
+    from infer_opt.profilers.model_profile import guard
+    from infer_opt.profilers.timing import measure
+
+    timer = measure_fn or measure
+    if k_max < 1:
+        raise InvalidInput("--k-max", k_max, "must be an integer >= 1")
+    _check_positions(pair, context, k_max)
+    length = context + k_max + 1
+    prompt = models.random_tokens(1, context, pair.vocab_size, device=device, seed=seed)
+    new = models.random_tokens(1, k_max + 1, pair.vocab_size, device=device, seed=seed + 100)
+    t_cache = pair.target.new_cache(1, length)
+    d_cache = pair.draft.new_cache(1, length)
+    with guard("filling the KV caches"), torch.no_grad():
+        if context:
+            pair.target(prompt, t_cache)
+            pair.draft(prompt, d_cache)
+
+    one = new[:, :1]
+    jobs: list[tuple[str, str, Callable[[], object], dict[str, Any]]] = [
+        (
+            "c_t",
+            f"target decode step (1 token over {context} cached)",
+            _forward_from(pair.target, t_cache, context, one),
+            {},
+        ),
+        (
+            "c_d",
+            f"draft decode step (1 token over {context} cached)",
+            _forward_from(pair.draft, d_cache, context, one),
+            {},
+        ),
+    ]
+    for k in range(1, k_max + 1):
+        jobs.append(
+            (
+                f"c_v({k})",
+                f"target verification: {k + 1} new positions over {context} cached",
+                _forward_from(pair.target, t_cache, context, new[:, : k + 1]),
+                {},
+            )
+        )
+    accepted = k_max // 2
+    keep = context + 1 + accepted
+
+    def bookkeeping() -> None:
+        t_cache.reset(keep)
+        d_cache.reset(keep)
+
+    jobs.append(
+        (
+            "c_m",
+            f"cache rollback/commit of both models (keep {accepted} of {k_max} drafts; host time)",
+            bookkeeping,
+            {"device": "cpu", "min_sample_time_s": BOOKKEEPING_SAMPLE_S},
+        )
+    )
+    # c_t, c_d and c_v(k) are compared with each other: measure them in interleaved rounds so
+    # a change in machine load during the run widens their spread instead of biasing one of them
+    steps = jobs[:-1]
+    n_rounds = max(1, min(rounds, reps))
+    sizes = [reps // n_rounds + (1 if r < reps % n_rounds else 0) for r in range(n_rounds)]
+    samples: dict[str, list[float]] = {name: [] for name, *_ in steps}
+    cold: dict[str, float | None] = {}
+    total = n_rounds * len(steps) + 1
+    done = 0
+    for r, size in enumerate(sizes):
+        for name, _, fn, _ in steps:
+            if progress:
+                progress(done, total, f"measuring {name} (round {r + 1} of {n_rounds})")
+            with guard(f"measuring {name}"):
+                m = timer(
+                    fn,
+                    device=device,
+                    warmup=warmup if r == 0 else min(warmup, 1),
+                    reps=size,
+                    time_cold=r == 0,
+                )
+            samples[name].extend(m.samples_s)
+            cold.setdefault(name, m.cold_s)
+            done += 1
+    out = []
+    for name, what, _, _ in steps:
+        summary = Summary.from_samples(samples[name])
+        warning = variance_warning(summary)
+        out.append(MeasuredCost(name, what, summary, cold[name], (warning,) if warning else ()))
+    name, what, fn, extra = jobs[-1]
+    if progress:
+        progress(done, total, f"measuring {name}")
+    m = timer(fn, warmup=warmup, reps=reps, **extra)
+    out.append(MeasuredCost(name, what, m.summary, m.cold_s, tuple(m.warnings)))
+    if progress:
+        progress(total, total, "measured")
+    return out
+
+
+# ----------------------------------------------------------------------------- acceptance
+
+
+class _NextToken:
+    """``f(round_prefix) -> p(· | prompt + round_prefix)`` for a model with the built-in cache:
+    the prompt but its last token is cached once; each query feeds the last prompt token and
+    the round's tokens. A query for a prefix of a known longer sequence (the drafts) runs one
+    forward over the whole sequence and keeps the distribution at every position, as a real
+    verification pass does."""
+
+    def __init__(self, model: Any, prompt: Any, extra: int) -> None:
+        import torch
+
+        self.model = model
+        self.prompt = prompt
+        self.cache = model.new_cache(1, prompt.shape[1] + extra + 1)
+        self.start = prompt.shape[1] - 1
+        with torch.no_grad():
+            if self.start:
+                model(prompt[:, : self.start], self.cache)
+        self.memo: dict[tuple[int, ...], np.ndarray] = {}
+        self.lookahead: tuple[int, ...] = ()
+        self.forwards = 0
+
+    def __call__(self, prefix: tuple[int, ...]) -> np.ndarray:
+        if prefix not in self.memo:
+            import torch
+
+            seq = self.lookahead if self.lookahead[: len(prefix)] == prefix else prefix
+            ids = torch.tensor([[int(self.prompt[0, -1]), *seq]], device=self.prompt.device)
+            with torch.no_grad():
+                self.cache.reset(self.start)
+                logits = self.model(ids, self.cache)[0].double().cpu().numpy()
+            self.forwards += 1
+            for i in range(len(seq) + 1):
+                self.memo.setdefault(seq[:i], calc.softmax(logits[i]))
+        return self.memo[prefix]
+
+
+class _Recording:
+    """Wraps the draft's ``f(prefix)`` and remembers the longest prefix it was asked about,
+    so the target can verify the round's drafts in one forward."""
+
+    def __init__(self, fn: _NextToken) -> None:
+        self.fn = fn
+        self.longest: tuple[int, ...] = ()
+
+    def __call__(self, prefix: tuple[int, ...]) -> np.ndarray:
+        if len(prefix) >= len(self.longest):
+            self.longest = prefix
+        return self.fn(prefix)
+
+
+def simulate_acceptance(
+    pair: ModelPair,
+    *,
+    context: int,
+    k: int,
+    device: Any,
+    prompts: int = 4,
+    rounds: int = 32,
+    seed: int = 0,
+    progress: Progress | None = None,
+) -> AcceptanceSimulation:
+    """``rounds`` speculative rounds of draft length k (spread over ``prompts`` seeded random
+    prompts of ``context`` tokens) with :func:`spec_sampler.speculative_round` and the models'
+    softmax distributions; per-position conditional acceptance from the counts. Also the mean
+    of ``Σ min(p, q)`` over the verified positions (the exact per-position acceptance)."""
+    from infer_opt.checks import spec_sampler
+    from infer_opt.profilers import models
+    from infer_opt.profilers.model_profile import guard
+
+    k = calc.validate_k(k)
+    if context < 1:
+        raise InvalidInput("--context", context, "the acceptance simulation needs a context of >= 1 token")
+    _check_positions(pair, context, k)
+    prompts = max(1, min(prompts, rounds))
+    rng = np.random.default_rng(seed)
+    accepted = np.zeros(k + 1, dtype=np.int64)
+    tokens = overlap = 0.0
+    compared = 0
+    done = 0
+    start = time.perf_counter()
+    with guard("simulating acceptance"):
+        for j in range(prompts):
+            prompt = models.random_tokens(1, context, pair.vocab_size, device=device, seed=seed + 1000 + j)
+            p_fn = _NextToken(pair.target, prompt, k + 1)
+            q_fn = _Recording(_NextToken(pair.draft, prompt, k + 1))
+            share = rounds // prompts + (1 if j < rounds % prompts else 0)
+            for _ in range(share):
+                q_fn.longest = ()
+                p_fn.lookahead = ()
+
+                def p_model(
+                    prefix: tuple[int, ...], p_fn: _NextToken = p_fn, q_fn: _Recording = q_fn
+                ) -> np.ndarray:
+                    p_fn.lookahead = q_fn.longest
+                    return p_fn(prefix)
+
+                outcome = spec_sampler.speculative_round(p_model, q_fn, k, rng)
+                accepted[outcome.accepted] += 1
+                tokens += outcome.emitted
+                done += 1
+                if progress:
+                    progress(done, rounds, "simulating acceptance")
+            for prefix, q in q_fn.fn.memo.items():
+                p = p_fn.memo.get(prefix)
+                if p is not None and len(prefix) < k:
+                    overlap += float(np.minimum(p, q).sum())
+                    compared += 1
+    reached = [int(accepted[i:].sum()) for i in range(1, k + 1)]
+    counts = calc.rates_from_counts(done, reached)
+    return AcceptanceSimulation(
+        k=k,
+        prompts=prompts,
+        rounds=done,
+        seed=seed,
+        accepted_per_position=tuple(reached),
+        alphas=tuple(p.conditional for p in counts.positions),
+        mean_tokens=tokens / done,
+        mean_overlap=overlap / compared if compared else math.nan,
+        positions_compared=compared,
+        elapsed_s=time.perf_counter() - start,
+    )
+
+
+# ----------------------------------------------------------------------------- the command
+
+
+def measure_speculative(
+    target: str = "gpt2-small",
+    draft: str = "tiny",
+    *,
+    k_max: int = 8,
+    context: int = 128,
+    device: Any = "cpu",
+    dtype: Any = None,
+    warmup: int = 3,
+    reps: int = 20,
+    alpha: float | None = None,
+    alphas: Sequence[float] | None = None,
+    alphas_source: str | None = None,
+    k: int | None = None,
+    simulate: bool = False,
+    simulate_rounds: int = 32,
+    seed: int = 0,
+    progress: Progress | None = None,
+) -> SpecMeasureResult:
+    """Load the pair, measure the costs, optionally simulate acceptance, and analyze."""
+    import torch
+
+    from infer_opt.profilers import device as devices
+
+    if k_max < 1:
+        raise InvalidInput("--k-max", k_max, "must be an integer >= 1")
+    dtype = dtype if dtype is not None else torch.float32
+    pair = load_pair(target, draft, device=device, dtype=dtype)
+    _check_positions(pair, context, k_max)
+    measured = measure_costs(
+        pair,
+        context=context,
+        k_max=k_max,
+        device=device,
+        warmup=warmup,
+        reps=reps,
+        progress=progress,
+        seed=seed,
+    )
+    simulation = None
+    if simulate:
+        simulation = simulate_acceptance(
+            pair,
+            context=context,
+            k=k_max,
+            device=device,
+            rounds=simulate_rounds,
+            seed=seed,
+            progress=progress,
+        )
+    return analyze(
+        measured,
+        target=pair.target_name,
+        draft=pair.draft_name,
+        vocab_size=pair.vocab_size,
+        context=context,
+        device=str(device),
+        device_name=devices.device_name(device),
+        dtype=devices.dtype_name(dtype),
+        threads=None if devices.is_cuda(device) else torch.get_num_threads(),
+        warmup=warmup,
+        reps=reps,
+        alpha=alpha,
+        alphas=alphas,
+        alphas_source=alphas_source,
+        k=k,
+        simulation=simulation,
+        draft_note=pair.draft_note,
+    )

@@ -1,0 +1,211 @@
+"""The "what matters" lines at the top of a report: a small function per result kind picks
+the few numbers a reader should see first (largest category, best Amdahl opportunity, the
+bound of the top operators, the fitted roofline, any failed exactness check). They select
+and format values the result already holds; nothing is computed here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from infer_opt.reports.render import Highlight
+from infer_opt.reports.view import View
+from infer_opt.units import (
+    format_bandwidth,
+    format_duration,
+    format_flop_rate,
+    format_percent,
+    format_ratio,
+)
+
+HighlightFn = Callable[[Any, View], list[Highlight]]
+
+
+def _verdict(view: View) -> list[Highlight]:
+    if not view.verdict:
+        return []
+    return [Highlight(view.title, view.verdict, "good" if view.verdict_ok else "bad")]
+
+
+def _profile(r: Any, view: View) -> list[Highlight]:
+    from infer_opt.reports.profile import CATEGORY_LABELS, short_name
+
+    topic = f"Profile of {r.model} ({r.mode})"
+    out = [Highlight(topic, f"step {format_duration(r.step.median_s)} median on {r.device_name}, {r.dtype}")]
+    if r.categories:
+        largest = max(r.categories, key=lambda c: c.time_s)
+        label = CATEGORY_LABELS.get(largest.category, largest.category)
+        out.append(
+            Highlight(
+                topic,
+                f"largest category: {label}, {format_percent(largest.fraction)} of the step "
+                f"({format_duration(largest.time_s)})",
+            )
+        )
+        best = max(r.categories, key=lambda c: c.roofline_speedup)
+        label = CATEGORY_LABELS.get(best.category, best.category)
+        out.append(
+            Highlight(
+                topic,
+                f"best Amdahl opportunity: {label} at its roofline bound → step "
+                f"{format_ratio(best.roofline_speedup)} faster (predicted); "
+                f"{format_ratio(best.ceiling_speedup)} if it took no time",
+            )
+        )
+    top = sorted(r.ops, key=lambda o: -o.time_s)[:3]
+    if top:
+        ops = "; ".join(
+            f"{short_name(o.name)} {format_percent(o.share, 0)}, {o.bound}-bound "
+            f"(efficiency {format_percent(o.efficiency, 0)})"
+            for o in top
+        )
+        out.append(Highlight(topic, f"top operators: {ops}"))
+    if r.unattributed_fraction > 0.1:
+        out.append(
+            Highlight(
+                topic,
+                f"{format_percent(r.unattributed_fraction)} of the step is outside any operator "
+                "(host/launch/framework overhead)",
+            )
+        )
+    return out
+
+
+def _roofline(fit: Any, view: View) -> list[Highlight]:
+    where = ", ".join(x for x in (fit.device_name or fit.device, fit.dtype) if x)
+    return [
+        Highlight(
+            "Roofline" + (f" ({where})" if where else ""),
+            f"fitted R = {format_flop_rate(fit.compute_rate_flops)}, "
+            f"b = {format_bandwidth(fit.bandwidth_bytes_per_s)}, "
+            f"t0 = {format_duration(fit.launch_overhead_s)}; ridge {fit.ridge_point:.3g} FLOP/byte; "
+            f"median fit error {format_percent(fit.median_abs_rel_error, 0)}",
+        )
+    ]
+
+
+def _kernels(r: Any, view: View) -> list[Highlight]:
+    topic = f"Kernel suite {r.suite} ({r.device_name}, {r.dtype})"
+    timed = [row for row in r.rows if row.time_s is not None]
+    out = []
+    failed = [row.name for row in r.rows if row.passed is False]
+    if failed:
+        out.append(Highlight(topic, f"output check FAILED for {', '.join(failed)}", "bad"))
+    with_flops = [row for row in timed if row.flops > 0 and row.achieved_flops_per_s]
+    if with_flops:
+        best = max(with_flops, key=lambda row: row.achieved_flops_per_s)
+        out.append(
+            Highlight(
+                topic,
+                f"best compute rate {format_flop_rate(best.achieved_flops_per_s)} ({best.name} {best.label})",
+            )
+        )
+    with_bytes = [row for row in timed if row.achieved_bytes_per_s]
+    if with_bytes:
+        best = max(with_bytes, key=lambda row: row.achieved_bytes_per_s)
+        out.append(
+            Highlight(
+                topic,
+                f"best bandwidth {format_bandwidth(best.achieved_bytes_per_s)} ({best.name} {best.label})",
+            )
+        )
+    checked = [row for row in r.rows if row.passed is not None]
+    if checked and not failed:
+        out.append(Highlight(topic, f"all {len(checked)} optimized variants match their reference", "good"))
+    return out
+
+
+def _amdahl(r: Any, view: View) -> list[Highlight]:
+    parts = [
+        f"{p.name} ({format_percent(p.fraction)} of the time) {format_ratio(p.speedup)}" for p in r.parts
+    ]
+    text = ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
+    return [
+        Highlight(
+            "Amdahl",
+            f"speeding up {text} gives {format_ratio(r.speedup)} end to end (predicted); "
+            f"ceiling {format_ratio(r.ceiling)} if they took no time",
+        )
+    ]
+
+
+def _speedup(r: Any, view: View) -> list[Highlight]:
+    text = (
+        f"k = {r.k}: predicted speedup {format_ratio(r.speedup)}, E[N] = {r.expected_tokens:.3g} tokens/round"
+    )
+    if r.best_k is not None and r.best_speedup is not None:
+        text += f"; best k = {r.best_k} ({format_ratio(r.best_speedup)})"
+    return [Highlight("Speculative decoding", text, "bad" if r.slowdown else "info")]
+
+
+def _buckets(r: Any, view: View) -> list[Highlight]:
+    bounds = ", ".join(str(b) for b in r.bounds[:8]) + (", …" if len(r.bounds) > 8 else "")
+    return [
+        Highlight(
+            "Shape buckets",
+            f"bounds {bounds}: padding {format_percent(r.relative_padding)} of the tokens "
+            f"(linear), {format_percent(r.relative_quadratic_padding)} of dense-attention work",
+        )
+    ]
+
+
+def _amortize(r: Any, view: View) -> list[Highlight]:
+    if r.break_even_calls is None:
+        text = (
+            f"compiling never pays (compiled {format_duration(r.compiled_s)} "
+            f"≥ eager {format_duration(r.eager_s)})"
+        )
+    else:
+        text = f"compiling pays after {r.break_even_calls:,.6g} calls"
+        if r.calls is not None and r.net_gain_s is not None:
+            text += f"; at {r.calls:,} calls net {format_duration(r.net_gain_s)}"
+    return [Highlight("Compile amortization", text)]
+
+
+def _amortize_buckets(r: Any, view: View) -> list[Highlight]:
+    return [
+        Highlight(
+            "Compile amortization per bucket",
+            f"compile {r.compiled_count} of {len(r.buckets)} buckets: net gain "
+            f"{format_duration(r.total_net_gain_s)} "
+            f"(compiling all: {format_duration(r.compile_all_net_gain_s)})",
+        )
+    ]
+
+
+def _compare(r: Any, view: View) -> list[Highlight]:
+    from infer_opt.reports.compare import headline_text
+
+    slower = [row.label for row in r.rows if row.verdict == "slower"]
+    out = [Highlight("Compare", headline_text(r), "bad" if r.headline.verdict == "slower" else "info")]
+    if slower:
+        shown = ", ".join(slower[:4]) + (f" and {len(slower) - 4} more" if len(slower) > 4 else "")
+        out.append(Highlight("Compare", f"slower beyond noise and threshold: {shown}", "bad"))
+    return out
+
+
+#: result kind -> its highlights; kinds not listed contribute their view's verdict
+HIGHLIGHTS: dict[str, HighlightFn] = {
+    "profile": _profile,
+    "roofline": _roofline,
+    "kernels": _kernels,
+    "amdahl": _amdahl,
+    "speculative-speedup": _speedup,
+    "buckets": _buckets,
+    "amortize": _amortize,
+    "amortize-buckets": _amortize_buckets,
+    "compare": _compare,
+}
+
+
+def highlights(result: Any, view: View) -> list[Highlight]:
+    """The highlights of one result: its kind's function, else its view's verdict, else
+    the first line of its summary."""
+    fn = HIGHLIGHTS.get(result.KIND)
+    if fn is not None:
+        return fn(result, view)
+    out = _verdict(view)
+    if not out and view.summary:
+        key, value = view.summary[0]
+        out = [Highlight(view.title, f"{key}: {value}")]
+    return out

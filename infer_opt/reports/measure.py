@@ -1,0 +1,421 @@
+"""Views of the measured-cost results: ``speculative measure`` and ``amortize measure``."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from infer_opt.profilers.compile_measure import AmortizeMeasureResult
+from infer_opt.profilers.spec_measure import SpecMeasureResult
+from infer_opt.reports.view import Column, Table, View
+from infer_opt.units import (
+    format_bytes,
+    format_duration,
+    format_number,
+    format_percent,
+    format_ratio,
+    format_with_spread,
+)
+
+SPEC_NOTE = (
+    "Costs are measurements on this device (median and IQR over the repetitions); speedups, best k "
+    "and break-even α are model predictions from them, with c_v(k) taken from the fit."
+)
+BOOKKEEPING_NOTE = (
+    "c_m is the KV-cache rollback/commit of a round: the built-in cache is preallocated and already "
+    "holds the accepted positions, so it is a length reset on each model's cache (host time, no copy). "
+    "Sampling and the accept/reject arithmetic are not in c_t, c_d or c_m."
+)
+AMORTIZE_NOTE = (
+    "Times are measurements (medians over the repetitions); break-even calls, net gains and the "
+    "decision are the model's prediction n·(t_e − t_c) − C from them."
+)
+
+
+class _Spread(float):
+    """A median carrying its IQR: the cell reads ``1.52 ms ± 0.04 ms`` (± IQR/2), the CSV
+    keeps the plain number."""
+
+    iqr: float = 0.0
+
+
+def _with_iqr(median: float | None, iqr: float | None) -> _Spread | None:
+    if median is None:
+        return None
+    value = _Spread(median)
+    value.iqr = iqr or 0.0
+    return value
+
+
+def _time_spread(value: Any) -> str:
+    return format_with_spread(float(value), getattr(value, "iqr", 0.0) / 2)
+
+
+def _ratio(value: float | None) -> str:
+    return "—" if value is None else format_ratio(value)
+
+
+def _alpha(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+def _signed(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    return ("+" if seconds > 0 else "") + format_duration(seconds)
+
+
+def _calls(value: float | None) -> str:
+    if value is None:
+        return "—"
+    if math.isinf(value):
+        return "never"
+    return f"{value:,.0f}" if abs(value) >= 1000 else format_number(value, 4)
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else format_percent(value)
+
+
+# ----------------------------------------------------------------------------- speculative
+
+
+def fit_formula(base_s: float, per_k_s: float) -> str:
+    """``74.4 ms + 1.2 ms·k`` (``74.4 ms, constant`` without a slope)."""
+    if per_k_s == 0:
+        return f"{format_duration(base_s)}, constant in k"
+    if base_s == 0:
+        return f"{format_duration(per_k_s)}·k"
+    return f"{format_duration(base_s)} + {format_duration(per_k_s)}·k"
+
+
+def _fit_text(result: SpecMeasureResult) -> str:
+    fit = result.fit
+    text = f"c_v(k) ≈ {fit_formula(fit.base_s, fit.per_k_s)} " + (
+        f"(max error {format_percent(fit.max_rel_error)}, median {format_percent(fit.median_rel_error)})"
+    )
+    if fit.constrained == "single point":
+        text += "; one k measured: c_v taken as constant"
+    elif fit.constrained:
+        text += f"; {fit.constrained} held at 0 to keep both coefficients >= 0"
+    return text
+
+
+def _cost_rows(result: SpecMeasureResult) -> list[dict[str, Any]]:
+    fitted = {f"c_v({v.k})": v for v in result.verify_s}
+    rows = []
+    for m in result.measurements:
+        point = fitted.get(m.name)
+        rows.append(
+            {
+                "name": m.name,
+                "what": m.what,
+                "median_s": m.summary.median_s,
+                "iqr_s": m.summary.iqr_s,
+                "n": m.summary.n,
+                "fit_s": None if point is None else point.fit_s,
+                "fit_error": None if point is None else point.fit_rel_error,
+            }
+        )
+    return rows
+
+
+def _prediction_summary(result: SpecMeasureResult) -> list[tuple[str, str]]:
+    p = result.prediction
+    if p is None:
+        return []
+    if p.alpha is not None:
+        acceptance = f"α = {p.alpha:g}"
+    else:
+        acceptance = "α_i = " + ", ".join(f"{a:.3g}" for a in p.alphas_used)
+    slower = " — a slowdown" if p.slowdown else ""
+    return [
+        ("Prediction from", result.prediction_source or "—"),
+        (
+            "Predicted speedup",
+            f"{format_ratio(p.speedup)} at k = {p.k} ({acceptance}; E[N] = {p.expected_tokens:.3f}){slower}",
+        ),
+    ]
+
+
+def build_speculative_view(result: SpecMeasureResult) -> View:
+    threads = f", {result.threads} threads" if result.threads else ""
+    models = f"target {result.target}, draft {result.draft}, vocabulary {result.vocab_size}"
+    if result.draft_note:
+        models += f" ({result.draft_note})"
+    summary = [
+        ("Models", models),
+        ("Device", f"{result.device_name} ({result.device}), {result.dtype}{threads}"),
+        (
+            "KV cache",
+            f"{result.context} cached tokens, batch 1; {result.reps} reps after {result.warmup} warm-up",
+        ),
+        ("Target step c_t", format_duration(result.target_step_s)),
+        (
+            "Draft step c_d",
+            f"{format_duration(result.draft_step_s)} (c_d/c_t = {result.draft_to_target:.3g})",
+        ),
+        ("Bookkeeping c_m", format_duration(result.bookkeeping_s)),
+        ("Verification fit", _fit_text(result)),
+        *_prediction_summary(result),
+    ]
+
+    costs = Table(
+        "Measured costs",
+        [
+            Column("name", "Cost", align="left", csv_header="cost"),
+            Column("what", "What was timed", align="left", csv_header="what"),
+            Column("median_s", "Median", format_duration, csv_header="median_s"),
+            Column("iqr_s", "IQR", format_duration, csv_header="iqr_s"),
+            Column("n", "Reps", csv_header="reps"),
+            Column("fit_s", "Fit a + b·k", format_duration, csv_header="fit_s"),
+            Column("fit_error", "Fit error", _pct, csv_header="fit_rel_error"),
+        ],
+        _cost_rows(result),
+    )
+
+    ks = range(1, result.k_max + 1)
+    grid_columns = [Column("alpha", "α", lambda v: f"{v:.2f}", align="left", csv_header="alpha")]
+    grid_columns += [Column(f"k{k}", f"k={k}", _ratio, csv_header=f"speedup_k{k}") for k in ks]
+    grid_columns += [
+        Column("best_k", "Best k", csv_header="best_k"),
+        Column("best", "Best S", _ratio, csv_header="best_speedup"),
+    ]
+    grid_rows = []
+    highlight = {}
+    for i, row in enumerate(result.speedup_by_alpha):
+        cells: dict[str, Any] = {"alpha": row.alpha, "best_k": row.best_k, "best": row.best_speedup}
+        cells.update({f"k{k}": s for k, s in zip(ks, row.speedups, strict=True)})
+        grid_rows.append(cells)
+        highlight[i] = "best" if row.best_speedup > 1 else "bad"
+    grid = Table(
+        "Predicted speedup S(α, k) from the measured costs",
+        grid_columns,
+        grid_rows,
+        caption="S = c_t·E[N] / (k·c_d + c_v(k) + c_m), E[N] = (1 − α^(k+1))/(1 − α); S < 1 is a slowdown.",
+        highlight=highlight,
+    )
+
+    be_rows = []
+    be_highlight = {}
+    for i, b in enumerate(result.break_even_alpha_by_k):
+        if b.alpha is None:
+            meaning = "never wins: even α = 1 is slower"
+        elif b.alpha == 0:
+            meaning = "never loses: a round costs at most one target step"
+        else:
+            meaning = f"wins for α > {b.alpha:.3f}"
+        be_rows.append(
+            {
+                "k": b.k,
+                "round_s": b.round_time_s,
+                "need": b.required_tokens,
+                "alpha": b.alpha,
+                "meaning": meaning,
+            }
+        )
+        be_highlight[i] = "bad" if b.alpha is None else "muted"
+    break_even = Table(
+        "Break-even acceptance per draft length (predicted)",
+        [
+            Column("k", "k", csv_header="k"),
+            Column("round_s", "Round k·c_d + c_v + c_m", format_duration, csv_header="round_time_s"),
+            Column("need", "E[N] needed", lambda v: f"{v:.3f}", csv_header="required_tokens"),
+            Column("alpha", "Break-even α", _alpha, csv_header="break_even_alpha"),
+            Column("meaning", "Meaning", align="left", csv_header="meaning"),
+        ],
+        be_rows,
+        caption="Solves E[N](α) = round time / c_t (brentq on the monotone E[N]); below it S < 1.",
+        highlight=be_highlight,
+    )
+    tables = [costs, grid, break_even]
+    notes = [SPEC_NOTE, BOOKKEEPING_NOTE]
+    sim = result.simulation
+    if sim is not None:
+        sim_rows = [
+            {"position": i + 1, "accepted": acc, "alpha": a}
+            for i, (acc, a) in enumerate(zip(sim.accepted_per_position, sim.alphas, strict=True))
+        ]
+        tables.append(
+            Table(
+                f"Simulated acceptance: {sim.rounds} rounds of k = {sim.k} over {sim.prompts} random prompts "
+                f"(seed {sim.seed})",
+                [
+                    Column("position", "Draft position i", csv_header="position"),
+                    Column("accepted", "Rounds accepting i", csv_header="accepted"),
+                    Column("alpha", "α_i (conditional)", _alpha, csv_header="alpha"),
+                ],
+                sim_rows,
+                caption=(
+                    f"Mean committed tokens per round {sim.mean_tokens:.3f}; mean Σ min(p, q) over "
+                    f"{sim.positions_compared} drafted positions {sim.mean_overlap:.3f} "
+                    f"({format_duration(sim.elapsed_s)})."
+                ),
+            )
+        )
+        notes.append(f"Simulated α: {sim.note}.")
+
+    best = list(result.best_k_by_alpha)
+    wins = [b for b in best if b.speedup > 1]
+    if not wins:
+        verdict = (
+            f"Speculation loses at every α in {best[0].alpha:g}–{best[-1].alpha:g} with these costs "
+            "(predicted): the draft or the verification pass is too expensive."
+        )
+        ok = False
+    else:
+        first = wins[0]
+        verdict = (
+            f"Speculation pays from α ≈ {first.alpha:g} (best k = {first.k}, {format_ratio(first.speedup)}); "
+            f"at α = {best[-1].alpha:g}: best k = {best[-1].k}, {format_ratio(best[-1].speedup)} (predicted)."
+        )
+        ok = True
+    if result.prediction is not None:
+        p = result.prediction
+        how = ": a slowdown." if p.slowdown else "."
+        verdict = (
+            f"Predicted speedup {format_ratio(p.speedup)} at k = {p.k}, from {result.prediction_source}{how}"
+        )
+        ok = not p.slowdown
+    return View(
+        title=f"Speculative decoding from measured costs: {result.target} + {result.draft} draft",
+        summary=summary,
+        tables=tables,
+        notes=notes,
+        warnings=list(result.warnings),
+        verdict=verdict,
+        verdict_ok=ok,
+    )
+
+
+# ----------------------------------------------------------------------------- amortize
+
+
+def _decision(row: Any) -> str:
+    if row.error:
+        return "no (failed)"
+    if row.compile is None:
+        return "depends on calls"
+    return "yes" if row.compile else "no"
+
+
+def build_amortize_view(result: AmortizeMeasureResult) -> View:
+    graphs = result.cuda_graphs
+    peaks = any(b.eager_peak_bytes is not None for b in result.buckets)
+    notes_col = any(b.error for b in result.buckets)
+    columns = [
+        Column("bucket", "Bucket B×T", align="left", csv_header="bucket"),
+        Column("eager_s", "Eager t_e ± IQR/2", _time_spread, csv_header="eager_s"),
+        Column(
+            "compiled_s",
+            ("Graph replay" if graphs else "Compiled") + " t_c ± IQR/2",
+            _time_spread,
+            csv_header="compiled_s",
+        ),
+    ]
+    if graphs:
+        columns.append(
+            Column("graph_capture_s", "Graph capture", format_duration, csv_header="graph_capture_s")
+        )
+    columns += [
+        Column("compile_s", "Compile C", format_duration, csv_header="compile_s"),
+        Column("calls", "Calls", _calls, csv_header="calls"),
+        Column("break_even", "Break-even", _calls, csv_header="break_even_calls"),
+        Column("net", "Net gain", _signed, csv_header="net_gain_s"),
+        Column("decision", "Compile?", align="left", csv_header="compile"),
+    ]
+    if peaks:
+        columns += [
+            Column("eager_peak", "Peak eager", format_bytes, csv_header="eager_peak_bytes"),
+            Column("compiled_peak", "Peak compiled", format_bytes, csv_header="compiled_peak_bytes"),
+        ]
+    if notes_col:
+        columns.append(Column("note", "Note", align="left", csv_header="note"))
+    rows = []
+    highlight = {}
+    for i, b in enumerate(result.buckets):
+        note = b.error
+        # a compiled step no faster than eager never pays: shown as an infinite break-even
+        never = b.break_even_calls is None and not b.error and b.reason is not None
+        rows.append(
+            {
+                "bucket": b.bucket,
+                "eager_s": _with_iqr(b.eager_s, b.eager.iqr_s),
+                "compiled_s": _with_iqr(b.compiled_s, None if b.compiled is None else b.compiled.iqr_s),
+                "graph_capture_s": b.graph_capture_s,
+                "compile_s": b.compile_s,
+                "calls": b.calls,
+                "break_even": math.inf if never else b.break_even_calls,
+                "net": b.net_gain_s,
+                "decision": _decision(b),
+                "eager_peak": b.eager_peak_bytes,
+                "compiled_peak": b.compiled_peak_bytes,
+                "note": note,
+            }
+        )
+        highlight[i] = "bad" if b.error else ("best" if b.compile else "muted")
+    caption = (
+        "C = first compiled call − t_e"
+        + (" + CUDA graph capture" if graphs else "")
+        + "; break-even = C/(t_e − t_c) calls (never: t_c ≥ t_e); net gain = n·(t_e − t_c) − C; "
+        "compile iff net gain > 0."
+    )
+    table = Table(
+        "Per bucket (measured times, predicted gains)", columns, rows, caption=caption, highlight=highlight
+    )
+    n = len(result.buckets)
+    summary = [
+        ("Model", result.model),
+        ("Device", f"{result.device_name} ({result.device}), {result.dtype}"),
+        (
+            "Compiler",
+            f"torch.compile(dynamic=False, backend={result.backend!r})"
+            + (" + CUDA graph capture" if graphs else ""),
+        ),
+        ("Compile caches", result.compile_caches),
+        (
+            "Compiler start-up",
+            "—"
+            if result.compiler_startup_s is None
+            else f"{format_duration(result.compiler_startup_s)} (once per process; not in any bucket's C)",
+        ),
+        ("Timing", f"{result.reps} reps after {result.warmup} warm-up calls per step"),
+        ("Peak memory", "per bucket below" if peaks else "not reported on this device"),
+        ("Measured", f"{n} bucket(s) in {format_duration(result.measured_s)} of measuring"),
+    ]
+    if result.pending:
+        summary.append(("Not measured yet", ", ".join(result.pending) + " (resume with --resume FILE)"))
+    if result.calls_source:
+        summary.append(("Calls from", f"{result.calls_source}; {_calls(result.total_calls)} in total"))
+        summary.append(("Compile", f"{result.compiled_count} of {n} bucket(s)"))
+        summary.append(("Net gain, chosen set", _signed(result.total_net_gain_s)))
+        summary.append(("Net gain, compile every bucket", _signed(result.compile_all_net_gain_s)))
+    warnings = [f"bucket {b.bucket} not compiled: {b.error}" for b in result.buckets if b.error]
+    warnings += [f"bucket {b.bucket}: {w}" for b in result.buckets for w in b.warnings]
+    notes = [AMORTIZE_NOTE]
+    if result.total_net_gain_s is None:
+        verdict = (
+            "Compile a bucket if it will run more than its break-even number of calls "
+            "(give --calls or --lengths to decide)."
+        )
+        ok = True
+    elif result.compiled_count:
+        verdict = (
+            f"Compile {result.compiled_count} of {n} bucket(s): net {_signed(result.total_net_gain_s)} "
+            f"(vs {_signed(result.compile_all_net_gain_s)} compiling all)."
+        )
+        ok = True
+    else:
+        verdict = "Compile no bucket: none recovers its compile cost at these call counts."
+        ok = False
+    if result.failed_count:
+        notes.append(f"{result.failed_count} bucket(s) failed to compile and are treated as not compiled.")
+    return View(
+        title=f"Compile amortization from measurements: {result.model}",
+        summary=summary,
+        tables=[table],
+        notes=notes,
+        warnings=warnings,
+        verdict=verdict,
+        verdict_ok=ok,
+    )

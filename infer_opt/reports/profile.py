@@ -1,0 +1,358 @@
+"""View of a model profile: header, top operators (or modules), categories, and the Amdahl
+opportunities (labelled as roofline predictions)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from infer_opt.profilers.model_profile import CategoryStat, OpStat, ProfileResult
+from infer_opt.reports.view import Column, Table, View
+from infer_opt.units import (
+    format_bandwidth,
+    format_bytes,
+    format_duration,
+    format_flop_rate,
+    format_flops,
+    format_number,
+    format_percent,
+    format_ratio,
+)
+
+CATEGORY_LABELS = {
+    "matmul": "matmul",
+    "attention": "attention",
+    "normalization": "normalization",
+    "elementwise": "elementwise/activation",
+    "memory": "memory/layout",
+    "other": "other",
+}
+
+
+def format_shapes(shapes: Sequence[Sequence[int]]) -> str:
+    """``((128, 128), (128, 512))`` -> ``128×128, 128×512``; repeats folded (``1×4×128×32 ×3``)."""
+    parts: list[str] = []
+    counts: list[int] = []
+    for shape in shapes:
+        text = "×".join(str(s) for s in shape) if shape else "scalar"
+        if parts and parts[-1] == text:
+            counts[-1] += 1
+        else:
+            parts.append(text)
+            counts.append(1)
+    return ", ".join(p if c == 1 else f"{p} ×{c}" for p, c in zip(parts, counts, strict=True))
+
+
+def _intensity(value: float | None) -> str:
+    return "—" if value is None else format_number(value, 3)
+
+
+def _eff(value: float | None) -> str:
+    return "—" if value is None else format_percent(value, 0)
+
+
+#: display abbreviations of long kernel names (the JSON and CSV keep the full names)
+ABBREVIATIONS = (
+    ("_scaled_dot_product_flash_attention_for_cpu", "sdpa_flash_cpu"),
+    ("_scaled_dot_product_flash_attention", "sdpa_flash"),
+    ("_scaled_dot_product_efficient_attention", "sdpa_efficient"),
+    ("_scaled_dot_product_cudnn_attention", "sdpa_cudnn"),
+    ("_scaled_dot_product_fused_attention_overrideable", "sdpa_fused"),
+)
+
+
+def short_name(name: str) -> str:
+    """``aten::addmm`` -> ``addmm``; the fused SDPA kernels -> ``sdpa_*``."""
+    text = name.removeprefix("aten::")
+    for long, short in ABBREVIATIONS:
+        if text == long:
+            return short
+    return text
+
+
+def _op_rows(ops: Sequence[OpStat], top: int) -> list[dict[str, object]]:
+    return [
+        {
+            "name": o.name,
+            "shapes": format_shapes(o.shapes),
+            "category": CATEGORY_LABELS.get(o.category, o.category),
+            "calls": o.calls,
+            "time_s": o.time_s,
+            "share": o.share,
+            "flops": o.flops,
+            "bytes": o.bytes,
+            "intensity": o.intensity,
+            "flop_rate": o.achieved_flops_per_s,
+            "byte_rate": o.achieved_bytes_per_s,
+            "predicted_s": o.predicted_s,
+            "bound": o.bound,
+            "efficiency": o.efficiency,
+        }
+        for o in ops[:top]
+    ]
+
+
+def op_tables(ops: Sequence[OpStat], top: int) -> list[Table]:
+    """Two tables over the same top ops: where the time goes, and the work and rates."""
+    rows = _op_rows(ops, top)
+    name = Column("name", "Operator", short_name, align="left", csv_header="name")
+    timing = Table(
+        "Top operators by time (measured)",
+        [
+            name,
+            Column("shapes", "Input shapes", align="left"),
+            Column("category", "Category", align="left"),
+            Column("calls", "Calls", csv_header="calls"),
+            Column("time_s", "Time", format_duration, csv_header="time_s"),
+            Column("share", "Share", format_percent, csv_header="share"),
+            Column("bound", "Bound", align="left", csv_header="bound"),
+            Column("efficiency", "Eff.", _eff, csv_header="efficiency"),
+        ],
+        rows,
+        caption=(
+            f"Top {len(rows)} of {len(ops)} operator/shape groups; times summed over calls. Bound and "
+            "efficiency (roofline time / measured time) against the fitted roofline t0 + max(F/R, Q/b)."
+        ),
+    )
+    work = Table(
+        "Top operators: work and achieved rates",
+        [
+            name,
+            Column("flops", "FLOPs", format_flops, csv_header="flops"),
+            Column("bytes", "Bytes", format_bytes, csv_header="bytes"),
+            Column("intensity", "FLOP/B", _intensity, csv_header="intensity_flop_per_byte"),
+            Column("flop_rate", "FLOP/s", format_flop_rate, csv_header="achieved_flop_per_s"),
+            Column("byte_rate", "B/s", format_bandwidth, csv_header="achieved_bytes_per_s"),
+            Column("predicted_s", "Roofline time", format_duration, csv_header="roofline_time_s"),
+        ],
+        rows,
+        caption="FLOPs and bytes per step (inputs read once, outputs written once, views 0). "
+        "Roofline time is a prediction.",
+    )
+    return [timing, work]
+
+
+def category_table(categories: Sequence[CategoryStat]) -> Table:
+    columns = [
+        Column("category", "Category", align="left"),
+        Column("time_s", "Time", format_duration, csv_header="time_s"),
+        Column("fraction", "Share f", format_percent, csv_header="fraction"),
+        Column("calls", "Calls", csv_header="calls"),
+        Column("flops", "FLOPs", format_flops, csv_header="flops"),
+        Column("bytes", "Bytes", format_bytes, csv_header="bytes"),
+        Column("flop_rate", "FLOP/s", format_flop_rate, csv_header="achieved_flop_per_s"),
+        Column("byte_rate", "B/s", format_bandwidth, csv_header="achieved_bytes_per_s"),
+    ]
+    ordered = sorted(categories, key=lambda c: -c.time_s)
+    rows = [
+        {
+            "category": CATEGORY_LABELS.get(c.category, c.category),
+            "time_s": c.time_s,
+            "fraction": c.fraction,
+            "calls": c.calls,
+            "flops": c.flops,
+            "bytes": c.bytes,
+            "flop_rate": c.achieved_flops_per_s,
+            "byte_rate": c.achieved_bytes_per_s,
+        }
+        for c in ordered
+    ]
+    return Table("Time by category (measured)", columns, rows)
+
+
+def amdahl_table(result: ProfileResult) -> Table:
+    columns = [
+        Column("rank", "#", csv_header="rank"),
+        Column("category", "Category", align="left"),
+        Column("fraction", "f", format_percent, csv_header="fraction"),
+        Column("part_speedup", "Category at bound", format_ratio, csv_header="category_speedup_at_bound"),
+        Column("roofline_speedup", "End to end at bound", format_ratio, csv_header="roofline_speedup"),
+        Column("ceiling_speedup", "End to end if free", format_ratio, csv_header="ceiling_speedup"),
+    ]
+    rows: list[dict[str, object]] = [
+        {
+            "rank": i,
+            "category": CATEGORY_LABELS.get(c.category, c.category),
+            "fraction": c.fraction,
+            "part_speedup": c.part_speedup,
+            "roofline_speedup": c.roofline_speedup,
+            "ceiling_speedup": c.ceiling_speedup,
+        }
+        for i, c in enumerate(result.categories, start=1)
+    ]
+    rows.append(
+        {
+            "rank": None,
+            "category": "all operators",
+            "fraction": result.attributed_fraction,
+            "roofline_speedup": result.all_at_bound_speedup,
+            "ceiling_speedup": result.all_free_ceiling,
+        }
+    )
+    return Table(
+        "Where optimization pays (Amdahl over the profile — predictions, not measurements)",
+        columns,
+        rows,
+        caption=(
+            "f = category time / step time. If free: 1/(1-f). At bound: every op of the category at "
+            "its roofline time t0 + max(F/R, Q/b) (never slower than now), S = 1/((1-f) + f/s)."
+        ),
+        highlight={0: "best"} if rows else {},
+    )
+
+
+def module_table(result: ProfileResult) -> Table:
+    columns = [
+        Column("module", "Module (layers folded)", align="left"),
+        Column("calls", "Op calls", csv_header="calls"),
+        Column("time_s", "Time", format_duration, csv_header="time_s"),
+        Column("share", "Share", format_percent, csv_header="share"),
+        Column("flops", "FLOPs", format_flops, csv_header="flops"),
+        Column("bytes", "Bytes", format_bytes, csv_header="bytes"),
+    ]
+    rows = [
+        {
+            "module": m.module,
+            "calls": m.calls,
+            "time_s": m.time_s,
+            "share": m.share,
+            "flops": m.flops,
+            "bytes": m.bytes,
+        }
+        for m in result.modules[: result.top]
+    ]
+    caption = f"Top {len(rows)} of {len(result.modules)} modules by the time of the ops they run directly."
+    return Table("Time by module", columns, rows, caption=caption)
+
+
+def _shape_line(r: ProfileResult) -> str:
+    if r.mode == "decode":
+        return f"batch {r.batch}, 1 new token over a KV cache of {r.context} tokens"
+    if r.mode == "generate":
+        return f"batch {r.batch}, prompt {r.seq_len} tokens, {r.new_tokens} new tokens (greedy)"
+    if r.model_source == "factory":
+        return f"the factory's example inputs: {r.inputs}"
+    return f"batch {r.batch} × {r.seq_len} tokens"
+
+
+def _spread(r: ProfileResult) -> str:
+    s = r.step
+    return (
+        f"{format_duration(s.median_s)} median (IQR {format_duration(s.q1_s)}–{format_duration(s.q3_s)}, "
+        f"n = {len(s.samples_s)}, {s.timer})"
+    )
+
+
+def _summary(r: ProfileResult) -> list[tuple[str, str]]:
+    params = f"{r.n_params / 1e6:.3g} M parameters" if r.n_params else "parameters unknown"
+    out = [
+        ("Model", f"{r.model} ({r.model_source}, {params})"),
+        ("Device", f"{r.device} — {r.device_name}, {r.dtype}"),
+        ("Shapes", _shape_line(r)),
+        ("Step time (whole generation)" if r.mode == "generate" else "Step time", _spread(r)),
+    ]
+    if r.step.cold_s is not None:
+        out.append(
+            ("First call (cold)", f"{format_duration(r.step.cold_s)} (timed apart, not in the median)")
+        )
+    if r.generation is not None:
+        g = r.generation
+        out.append(
+            (
+                "Time to first token",
+                f"{format_duration(g.ttft_s)} median (cold {format_duration(g.cold_ttft_s)})",
+            )
+        )
+        if g.tpot_s is not None:
+            out.append(
+                (
+                    "Time per output token",
+                    f"{format_duration(g.tpot_s)} median (cold {format_duration(g.cold_tpot_s)})",
+                )
+            )
+        out.append(("Generation throughput", f"{format_number(g.tokens_per_s, 4)} tokens/s"))
+    elif r.tokens_per_s is not None:
+        out.append(("Throughput", f"{format_number(r.tokens_per_s, 4)} tokens/s"))
+    flops = (
+        f"{format_flops(r.flops_counted)} counted, {format_flop_rate(r.achieved_flops_per_s)} over the step"
+    )
+    if r.flops_analytic and r.flops_vs_analytic is not None:
+        flops += f" (analytic {format_flops(r.flops_analytic)}, {100 * r.flops_vs_analytic:+.1f}%)"
+    out.append(("FLOPs", flops))
+    overhead = max(0.0, r.unattributed_s)
+    out.append(
+        (
+            "Coverage",
+            f"{format_percent(r.coverage)} of the step is in operators ({format_duration(r.op_time_s)}); "
+            f"{format_duration(overhead)} host/launch/framework overhead",
+        )
+    )
+    rf = r.roofline
+    out.append(
+        (
+            "Roofline",
+            f"R = {format_flop_rate(rf.compute_rate_flops)}, "
+            f"b = {format_bandwidth(rf.bandwidth_bytes_per_s)}, "
+            f"t0 = {format_duration(rf.launch_overhead_s)} (fitted; median error "
+            f"{format_percent(rf.median_abs_rel_error, 0)})",
+        )
+    )
+    return out
+
+
+def _notes(r: ProfileResult) -> list[str]:
+    notes = [f"Per-op time: {r.op_timer}.", f"Roofline fit: {r.roofline.source}."]
+    if any(o.name.startswith("aten::_scaled_dot_product") for o in r.ops[: r.top]):
+        notes.append("sdpa_* = aten::_scaled_dot_product_*_attention* (the fused attention kernels).")
+    if r.profiler_overhead_per_event_s > 0:
+        notes.append(
+            f"Under the profiler the step took {format_duration(r.profiled_step_s)} "
+            f"({format_ratio(r.profiled_step_ratio, 3)} the uninstrumented step); "
+            f"{format_duration(r.profiler_overhead_subtracted_s)} of profiler cost inside ops "
+            f"({format_duration(r.profiler_overhead_per_event_s)} per nested event) was subtracted, the rest "
+            "is outside the ops. The step time itself is measured without any instrumentation."
+        )
+    notes.append(
+        "FLOPs: torch's formulas (matmul/conv), infer-opt's for fused attention (dense 4·B·H·Tq·Tk·d, "
+        "not halved for causal masks), 1 per element for pointwise ops; views move 0 bytes."
+    )
+    if r.coverage < 1:
+        gap = (
+            "the GPU idled between kernels"
+            if r.device.startswith("cuda")
+            else "Python, module calls, dispatch"
+        )
+        notes.append(f"Not in any operator: {format_percent(1 - r.coverage)} of the step ({gap}).")
+    if r.trace_path:
+        notes.append(f"Raw torch.profiler trace: {r.trace_path} (open in Perfetto or chrome://tracing).")
+    return notes
+
+
+def _verdict(r: ProfileResult) -> str | None:
+    if not r.categories:
+        return None
+    best = r.categories[0]
+    label = CATEGORY_LABELS.get(best.category, best.category)
+    return (
+        f"Most to gain: {label} ({format_percent(best.fraction)} of the step). At its roofline bound "
+        f"the step would run {format_ratio(best.roofline_speedup)} faster (predicted); "
+        f"{format_ratio(best.ceiling_speedup)} if it took no time."
+    )
+
+
+def build_view(result: ProfileResult) -> View:
+    tables: list[Table] = []
+    if result.group_by == "op":
+        tables.extend(op_tables(result.ops, result.top))
+    elif result.group_by == "module":
+        tables.append(module_table(result))
+    tables.append(category_table(result.categories))
+    tables.append(amdahl_table(result))
+    return View(
+        title=f"Profile of {result.model} — {result.mode} on {result.device}",
+        summary=_summary(result),
+        tables=tables,
+        notes=_notes(result),
+        warnings=list(result.warnings),
+        verdict=_verdict(result),
+        verdict_ok=True,
+    )

@@ -1,0 +1,195 @@
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from infer_opt.cost_models.roofline import RooflineFit
+from infer_opt.errors import RunFailure
+from infer_opt.results import load_result, save_result
+from tests.helpers import Run, assert_one_line_error, invoke
+
+FIT = RooflineFit(
+    compute_rate_flops=100e9, bandwidth_bytes_per_s=10e9, launch_overhead_s=1e-6, median_abs_rel_error=0.05
+)
+FAST = ("--reps", "3", "--warmup", "1", "--seq-len", "32")
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "my_model.py"
+
+
+@pytest.fixture(autouse=True)
+def _one_thread_and_private_cache(tmp_path, monkeypatch):
+    """One intra-op thread (two stall each other on a shared 2-core machine) and a private
+    roofline cache holding a hand-made fit, so no test calibrates."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    monkeypatch.setenv("INFER_OPT_CACHE", str(tmp_path / "cache"))
+    from infer_opt.profilers import roofline_store
+
+    roofline_store.save_fit(FIT, "cpu", torch.float32)
+    yield
+    torch.set_num_threads(before)
+
+
+def _profile(*args: str) -> Run:
+    return invoke("profile", *FAST, *args)
+
+
+def test_default_model_json_has_the_documented_keys():
+    run = _profile("--json")
+    assert run.exit_code == 0, run.stderr
+    data = run.json()
+    assert data["schema"] == "infer-opt/profile"
+    result = data["result"]
+    assert result["model"] == "tiny" and result["mode"] == "prefill" and result["device"] == "cpu"
+    assert result["step_time_s"] > 0 and result["coverage"] > 0
+    assert len(result["step"]["samples_s"]) == 3
+    for op in result["ops"]:
+        assert {"name", "shapes", "calls", "time_s", "flops", "bytes", "bound", "efficiency"} <= set(op)
+        assert len(op["time_samples_s"]) == 3
+    names = {op["name"] for op in result["ops"]}
+    assert {"aten::addmm", "aten::_scaled_dot_product_flash_attention_for_cpu"} <= names
+    for cat in result["categories"]:
+        assert {"category", "fraction", "ceiling_speedup", "roofline_speedup"} <= set(cat)
+    assert result["roofline"]["source"].startswith("saved fit")
+    assert result["ttft_s"] is None and result["tpot_s"] is None
+
+
+def test_table_output_has_the_header_tables_and_opportunities():
+    run = _profile("--top", "40")
+    assert run.exit_code == 0, run.stderr
+    out = run.stdout
+    for needle in (
+        "Profile of tiny — prefill on cpu",
+        "Step time",
+        "Coverage",
+        "Top operators by time (measured)",
+        "Time by category (measured)",
+        "Where optimization pays",
+        "predictions, not measurements",
+        "Most to gain:",
+        "sdpa_flash_cpu",
+    ):
+        assert needle in out, needle
+    assert "operator/shape groups" in out
+
+
+def test_decode_mode():
+    data = _profile("--mode", "decode", "--context", "40", "--json").json()["result"]
+    assert data["mode"] == "decode" and data["context"] == 40 and data["tokens_per_step"] == 1
+    attention = [op for op in data["ops"] if op["category"] == "attention"]
+    assert attention and attention[0]["shapes"][1][2] == 41
+
+
+def test_generate_mode_reports_ttft_and_tpot():
+    data = _profile("--mode", "generate", "--new-tokens", "3", "--json").json()["result"]
+    assert data["ttft_s"] > 0 and data["tpot_s"] > 0
+    assert data["generation"]["new_tokens"] == 3
+    run = _profile("--mode", "generate", "--new-tokens", "3")
+    assert "Time to first token" in run.stdout and "Time per output token" in run.stdout
+
+
+@pytest.mark.parametrize(("by", "title"), [("module", "Time by module"), ("category", "Time by category")])
+def test_group_by(by, title):
+    run = _profile("--by", by)
+    assert run.exit_code == 0 and title in run.stdout
+    if by == "module":
+        assert "blocks.*.attn.q_proj" in run.stdout
+    else:
+        assert "Top operators" not in run.stdout
+
+
+def test_writes_plots_trace_markdown_and_a_loadable_result(tmp_path):
+    png, trace, md, out = tmp_path / "p.png", tmp_path / "t.json", tmp_path / "p.md", tmp_path / "r.json"
+    run = _profile("--plot", str(png), "--trace", str(trace), "--markdown", str(md), "--out", str(out))
+    assert run.exit_code == 0, run.stderr
+    for path in (png, tmp_path / "p-roofline.png"):
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "traceEvents" in json.loads(trace.read_text())
+    assert "**Where optimization pays" in md.read_text()
+    loaded = load_result(out)
+    assert loaded.kind == "profile" and loaded.result.model == "tiny"
+
+
+def test_explicit_roofline_file(tmp_path):
+    path = save_result(tmp_path / "fit.json", FIT)
+    data = _profile("--roofline", str(path), "--json").json()["result"]
+    assert data["roofline"]["source"] == str(path)
+    assert data["roofline"]["compute_rate_flops"] == 100e9
+
+
+def test_user_factory_from_a_file():
+    run = _profile(f"{EXAMPLE}:make_model", "--batch", "2", "--json")
+    assert run.exit_code == 0, run.stderr
+    data = run.json()["result"]
+    assert data["model"] == "my_model.py:make_model" and data["model_source"] == "factory"
+    assert data["tokens_per_step"] == 2 * 32
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["nope"], ["MODEL", "tiny, gpt2-small, llama-tiny, llama-small"]),
+        (["--mode", "train"], ["--mode", "prefill, decode, generate"]),
+        (["--by", "layer"], ["--by"]),
+        (["--batch", "0"], ["--batch"]),
+        (["--seq-len", "abc"], ["--seq-len", "abc"]),
+        (["--seq-len", "5000"], ["--seq-len", "2048 positions"]),
+        (["--mode", "decode", "--context", "4000"], ["--context"]),
+        (["--reps", "0"], ["--reps"]),
+        (["--device", "tpu"], ["--device", "auto, cpu, cuda"]),
+        (["--dtype", "int3"], ["--dtype"]),
+        (["--plot", "x.svg"], ["--plot", ".png"]),
+        (["--out", "x.xyz"], ["--out"]),
+        (["--hf-config", "n_layer"], ["--hf-config", "KEY=VALUE"]),
+        (["--hf-config", "n_layer=2"], ["--hf-config", "hf:<model_type>"]),
+        (["missing/file.py:make"], ["MODEL", "does not exist"]),
+        (["no_such_pkg_xyz.mod:make"], ["MODEL", "cannot import module"]),
+        ([f"{EXAMPLE}:make_model", "--mode", "decode"], ["--mode", "built-in model"]),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(args, needles):
+    assert_one_line_error(_profile(*args), *needles)
+
+
+def test_cuda_without_cuda_is_a_clear_error():
+    if torch.cuda.is_available():
+        pytest.skip("CUDA is available")
+    assert_one_line_error(_profile("--device", "cuda"), "CUDA is not available", "--device cpu")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("transformers") is not None, reason="transformers is installed")
+def test_hf_without_transformers_says_how_to_install():
+    assert_one_line_error(_profile("hf:gpt2"), "pip install 'infer-opt[hf]'")
+
+
+RAISING = """
+import torch
+
+class Broken(torch.nn.Module):
+    def forward(self, x):
+        raise RuntimeError("shape mismatch in layer 3")
+
+def make():
+    return Broken(), torch.ones(2)
+"""
+
+
+def test_a_model_that_raises_exits_1_with_one_line(tmp_path):
+    path = tmp_path / "broken.py"
+    path.write_text(RAISING)
+    run = _profile(f"{path}:make")
+    assert run.exit_code == 1
+    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("Error: the model raised RuntimeError")
+    assert "shape mismatch in layer 3" in lines[0] and "Traceback" not in run.stderr
+
+
+def test_debug_shows_the_traceback(tmp_path):
+    path = tmp_path / "broken.py"
+    path.write_text(RAISING)
+    with pytest.raises(RunFailure) as info:
+        _profile(f"{path}:make", "--debug")
+    assert isinstance(info.value.__cause__, RuntimeError)

@@ -1,0 +1,213 @@
+"""The roofline fit recovers known R, b and t0; prediction and classification rules."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from infer_opt.cost_models.roofline import (
+    KernelPoint,
+    RooflineFit,
+    classify,
+    fit_roofline,
+    lower_bound_time,
+    predict_time,
+    roofline_curve,
+    with_datasheet,
+)
+from infer_opt.errors import InvalidInput
+
+R, B, T0 = 2e11, 5e10, 3e-6
+
+
+def synthetic(noise: float = 0.0, seed: int = 1, rate: float = R, bandwidth: float = B, t0: float = T0):
+    """A suite shaped like the real one: matmuls, copies/adds, tiny kernels."""
+    rng = np.random.default_rng(seed)
+    specs = []
+    for n in (64, 128, 256, 512, 1024, 2048):
+        specs.append((f"matmul{n}", "matmul", 2.0 * n**3, 12.0 * n * n))
+    for e in range(12, 25, 2):
+        n = 2**e
+        specs.append((f"copy{n}", "elementwise", 0.0, 8.0 * n))
+        specs.append((f"add{n}", "elementwise", float(n), 12.0 * n))
+    for n in (1, 4, 16):
+        specs.append((f"tiny{n}", "launch", float(n), 12.0 * n))
+    points = []
+    for name, family, f, q in specs:
+        t = t0 + max(f / rate, q / bandwidth)
+        if noise:
+            t *= math.exp(rng.normal(0.0, noise))
+        points.append(KernelPoint(name, family, f, q, t))
+    return points
+
+
+def test_exact_data_recovers_parameters():
+    fit = fit_roofline(synthetic(), bootstrap=0)
+    assert fit.compute_rate_flops == pytest.approx(R, rel=1e-4)
+    assert fit.bandwidth_bytes_per_s == pytest.approx(B, rel=1e-4)
+    assert fit.launch_overhead_s == pytest.approx(T0, rel=1e-4)
+    assert fit.median_abs_rel_error < 1e-5
+    assert fit.ridge_point == pytest.approx(R / B, rel=1e-4)
+
+
+def test_noise_and_outliers_still_recover_parameters():
+    points = synthetic(noise=0.05, seed=3)
+    # two gross outliers: a matmul 3x slow (a fallback), a copy 2.5x fast (cache resident)
+    points[3] = KernelPoint(points[3].name, "matmul", points[3].flops, points[3].bytes, points[3].time_s * 3)
+    i = next(i for i, p in enumerate(points) if p.name == "copy1048576")
+    p = points[i]
+    points[i] = KernelPoint(p.name, p.family, p.flops, p.bytes, p.time_s / 2.5)
+    fit = fit_roofline(points, bootstrap=100, seed=0)
+    assert fit.compute_rate_flops == pytest.approx(R, rel=0.12)
+    assert fit.bandwidth_bytes_per_s == pytest.approx(B, rel=0.08)
+    assert fit.launch_overhead_s == pytest.approx(T0, rel=0.15)
+    assert fit.median_abs_rel_error < 0.08
+    lo, hi = fit.bandwidth_interval
+    assert lo <= fit.bandwidth_bytes_per_s <= hi
+    assert lo <= B <= hi
+
+
+def test_bootstrap_is_seeded_and_brackets_the_estimate():
+    points = synthetic(noise=0.05, seed=7)
+    a = fit_roofline(points, bootstrap=60, seed=5)
+    b = fit_roofline(points, bootstrap=60, seed=5)
+    c = fit_roofline(points, bootstrap=60, seed=6)
+    assert a.compute_rate_interval == b.compute_rate_interval
+    assert a.compute_rate_interval != c.compute_rate_interval
+    for value, (lo, hi) in (
+        (a.compute_rate_flops, a.compute_rate_interval),
+        (a.bandwidth_bytes_per_s, a.bandwidth_interval),
+        (a.launch_overhead_s, a.launch_overhead_interval),
+    ):
+        assert lo <= value * 1.02 and value <= hi * 1.02
+    assert a.bootstrap == 60
+
+
+def test_envelope_is_the_best_achieved_rate():
+    points = synthetic(noise=0.0)
+    fit = fit_roofline(points, bootstrap=0)
+    assert fit.envelope_flops == pytest.approx(max(p.flops / p.time_s for p in points))
+    assert fit.envelope_bytes_per_s == pytest.approx(max(p.bytes / p.time_s for p in points))
+    assert fit.envelope_flops <= fit.compute_rate_flops * 1.0001
+
+
+def test_only_bandwidth_kernels_leave_r_unconstrained():
+    points = [
+        KernelPoint(f"copy{n}", "elementwise", 0.0, 8.0 * n, T0 + 8.0 * n / B)
+        for n in (2**k for k in range(10, 24, 2))
+    ]
+    fit = fit_roofline(points, bootstrap=20)
+    assert math.isinf(fit.compute_rate_flops)
+    assert fit.compute_rate_interval is None
+    assert fit.bandwidth_bytes_per_s == pytest.approx(B, rel=1e-3)
+    assert math.isinf(fit.ridge_point)
+
+
+def _fit(rate=R, bandwidth=B, t0=T0) -> RooflineFit:
+    return RooflineFit(
+        compute_rate_flops=rate,
+        bandwidth_bytes_per_s=bandwidth,
+        launch_overhead_s=t0,
+        median_abs_rel_error=0.0,
+    )
+
+
+def test_predict_and_lower_bound():
+    fit = _fit()
+    assert lower_bound_time(fit, 2e9, 1e6) == pytest.approx(2e9 / R)
+    assert predict_time(fit, 2e9, 1e6) == pytest.approx(T0 + 2e9 / R)
+    assert lower_bound_time(fit, 0.0, 5e7) == pytest.approx(5e7 / B)
+
+
+@pytest.mark.parametrize(
+    ("flops", "nbytes", "bound"),
+    [(2e9, 1e6, "compute"), (1e6, 5e8, "bandwidth"), (16.0, 192.0, "launch"), (0.0, 5e8, "bandwidth")],
+)
+def test_classify_picks_the_largest_term(flops, nbytes, bound):
+    fit = _fit()
+    predicted = predict_time(fit, flops, nbytes)
+    got, efficiency, pred = classify(fit, flops, nbytes, predicted * 2)
+    assert got == bound
+    assert efficiency == pytest.approx(0.5)
+    assert pred == pytest.approx(predicted)
+
+
+@given(
+    f=st.floats(0, 1e13),
+    q=st.floats(1, 1e11),
+    scale=st.floats(1.0, 10.0),
+)
+def test_prediction_is_monotone_and_above_the_bound(f, q, scale):
+    fit = _fit()
+    assert predict_time(fit, f, q) >= lower_bound_time(fit, f, q)
+    assert predict_time(fit, f * scale, q * scale) >= predict_time(fit, f, q)
+
+
+@pytest.mark.parametrize(
+    ("points", "needle"),
+    [
+        ([KernelPoint("a", "", 1, 1, 1.0)] * 2, "at least 3"),
+        ([KernelPoint("a", "", 1, 1, 0.0)] * 3, "> 0"),
+        ([KernelPoint("a", "", 1, 1, -1.0)] * 3, "> 0"),
+        ([KernelPoint("a", "", 1, 1, float("nan"))] * 3, "> 0"),
+        ([KernelPoint("a", "", -1, 1, 1.0)] * 3, ">= 0"),
+        ([KernelPoint("a", "", 0, 0, 1.0)] * 3, "flops > 0 or bytes > 0"),
+    ],
+)
+def test_rejects_bad_points(points, needle):
+    with pytest.raises(InvalidInput, match=needle):
+        fit_roofline(points, bootstrap=0)
+
+
+def test_kernel_rows_carry_bound_and_efficiency():
+    fit = fit_roofline(synthetic(), bootstrap=0)
+    by_name = {k.name: k for k in fit.kernels}
+    assert by_name["matmul2048"].bound == "compute"
+    assert by_name["copy16777216"].bound == "bandwidth"
+    assert by_name["tiny1"].bound == "launch"
+    assert all(k.efficiency == pytest.approx(1.0, rel=1e-4) for k in fit.kernels)
+    assert by_name["copy4096"].intensity == 0.0
+
+
+def test_round_trips_through_json():
+    fit = with_datasheet(fit_roofline(synthetic(noise=0.02), bootstrap=20), flops=9.89e14, bytes_per_s=4.8e12)
+    again = RooflineFit.from_dict(fit.to_dict())
+    assert again == fit
+    assert again.datasheet_flops == 9.89e14
+
+
+def test_curve_spans_points_and_ridge():
+    fit = fit_roofline(synthetic(), bootstrap=0)
+    curve = roofline_curve(fit)
+    assert curve.intensity[0] < min(k.intensity for k in curve.points)
+    assert curve.intensity[-1] > max(k.intensity for k in curve.points)
+    assert np.all(curve.attainable <= fit.compute_rate_flops * (1 + 1e-12))
+    assert {k.name for k in curve.zero_flop} == {k.name for k in fit.kernels if k.flops == 0}
+
+
+def test_module_imports_no_heavy_libraries():
+    import subprocess
+
+    code = (
+        "import sys, infer_opt.cost_models.roofline; "
+        "heavy = ('torch', 'scipy', 'pandas', 'matplotlib', 'rich', 'typer'); "
+        "print(','.join(m for m in heavy if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+
+
+def test_a_parameter_the_data_cannot_pin_is_flagged():
+    # small copies that each "take" a scheduler quantum (8 ms), one big copy at 130 GB/s:
+    # most points ask for a bandwidth 100x below the best achieved one
+    points = [KernelPoint(f"tiny{n}", "launch", float(n), 12.0 * n, 1e-6) for n in (1, 4, 16)]
+    points += [KernelPoint(f"copy{n}", "elementwise", 0.0, 8.0 * n, 8e-3) for n in (2**10, 2**12, 2**14)]
+    points += [KernelPoint("copy_big", "elementwise", 0.0, 8.0 * 2**24, 1e-3)]
+    fit = fit_roofline(points, bootstrap=0)
+    assert "b" in fit.parameters_at_bound
+    assert "b" not in fit_roofline(synthetic(), bootstrap=0).parameters_at_bound

@@ -1,0 +1,266 @@
+"""The kernel registry, F/Q bookkeeping, reference checks and the sweep's failure handling
+(with tiny cases so the file stays fast)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+
+from infer_opt.errors import InvalidInput, UnsupportedOnDevice
+from infer_opt.profilers import kernels as K
+
+FAST = K.SuiteSettings(warmup=1, reps=3)
+
+
+def _case(name, build, *, family="toy", label="n=8", reference=None, compiles=False, inputs=None):
+    def default_inputs(ctx):
+        g = ctx.generator()
+        return {"x": ctx.randn(8, generator=g), "y": ctx.randn(8, generator=g)}
+
+    return K.KernelCase(
+        name,
+        family,
+        label,
+        8,
+        cost=lambda s: (8.0, 24.0 * s / 4),
+        inputs=inputs or default_inputs,
+        build=build,
+        reference=reference,
+        compiles=compiles,
+    )
+
+
+ADD = _case("toy_add", lambda x: lambda: x["x"] + x["y"])
+
+
+def test_quick_cpu_suite_has_every_family_and_compiled_cases_last():
+    cases = K.all_cases("cpu", "quick")
+    families = {c.family for c in cases}
+    assert {"matmul", "elementwise", "launch", "softmax", "layer_norm", "attention", "bias_gelu"} <= families
+    assert {"copy", "add", "scale", "tiny_add", "attention_explicit", "attention_sdpa"} <= {
+        c.name for c in cases
+    }
+    first_compiling = next(i for i, c in enumerate(cases) if c.compiles)
+    assert all(c.compiles for c in cases[first_compiling:])
+    keys = [c.key for c in cases]
+    assert len(keys) == len(set(keys))
+
+
+def test_full_suite_is_a_superset_in_sizes():
+    quick = {c.key for c in K.all_cases("cuda", "quick")}
+    full = {c.key for c in K.all_cases("cuda", "full")}
+    assert len(full) > len(quick)
+    assert {k for k in quick if k.startswith("matmul")} <= full
+
+
+def test_costs_follow_the_documented_formulas():
+    cases = {c.key: c for c in K.all_cases("cpu", "quick")}
+    assert cases["matmul[n=512]"].cost(4) == (2.0 * 512**3, 3.0 * 512 * 512 * 4)
+    assert cases["copy[N=2^16]"].cost(2) == (0.0, 2.0 * 2**16 * 2)
+    assert cases["add[N=2^16]"].cost(4) == (2.0**16, 3.0 * 2**16 * 4)
+    assert cases["tiny_add[N=1]"].cost(4) == (1.0, 12.0)
+    flops, nbytes = cases["attention_sdpa[1×8×256×64]"].cost(2)
+    assert flops == 4.0 * 8 * 256 * 256 * 64 + 6.0 * 8 * 256 * 256
+    assert nbytes == 4.0 * 8 * 256 * 64 * 2
+    assert cases["attention_explicit[1×8×256×64]"].cost(2) == (flops, nbytes)
+
+
+def test_select_by_name_family_and_commas():
+    cases = K.all_cases("cpu", "quick")
+    assert {c.name for c in K.select(cases, ["copy"])} == {"copy"}
+    assert {c.name for c in K.select(cases, ["elementwise"])} == {"copy", "add", "scale"}
+    assert {c.name for c in K.select(cases, ["matmul,tiny_add"])} == {"matmul", "tiny_add"}
+    assert K.select(cases, None) == cases
+    with pytest.raises(InvalidInput, match=r"--only.*nope"):
+        K.select(cases, ["matmul", "nope"])
+
+
+def test_unknown_suite():
+    with pytest.raises(InvalidInput, match="--suite"):
+        K.all_cases("cpu", "medium")
+
+
+def test_inputs_are_seeded_per_family_and_label_and_never_zero():
+    explicit, blocked, sdpa = (
+        c for c in K.all_cases("cpu", "quick") if c.family == "attention" and c.label == "1×8×256×64"
+    )
+    assert explicit.seed() == sdpa.seed() == blocked.seed()
+    a = explicit.inputs(K.KernelContext("cpu", torch.float32, explicit.seed()))
+    b = sdpa.inputs(K.KernelContext("cpu", torch.float32, sdpa.seed()))
+    assert torch.equal(a["q"], b["q"]) and torch.equal(a["v"], b["v"])
+    assert not torch.equal(a["q"], a["k"])
+    assert a["q"].abs().sum() > 0
+
+
+def test_registered_family_is_listed_and_removable():
+    def provider(kind, suite):
+        yield _case("extra", lambda x: lambda: x["x"] * 2)
+
+    K.register_family(provider)
+    try:
+        assert any(c.name == "extra" for c in K.all_cases("cpu", "quick"))
+    finally:
+        K._FAMILIES.remove(provider)
+    assert not any(c.name == "extra" for c in K.all_cases("cpu", "quick"))
+
+
+def test_register_case_respects_kinds_and_suites():
+    provider = K.register_case(_case("gpu_only", lambda x: lambda: x["x"]), kinds=("cuda",), suites=("full",))
+    try:
+        assert not any(c.name == "gpu_only" for c in K.all_cases("cpu", "full"))
+        assert any(c.name == "gpu_only" for c in K.all_cases("cuda", "full"))
+        assert not any(c.name == "gpu_only" for c in K.all_cases("cuda", "quick"))
+    finally:
+        K._FAMILIES.remove(provider)
+
+
+def test_attention_case_helper_builds_a_checked_variant():
+    shape = K.attention_shapes("cpu", "quick")[0]
+    case = K.attention_case("attention_blocked", shape, K._sdpa)
+    explicit = next(
+        c for c in K.all_cases("cpu", "quick") if c.name == "attention_explicit" and c.label == case.label
+    )
+    row = K.run_case(
+        case, torch.device("cpu"), torch.float32, FAST, {(case.family, case.label, explicit.name): explicit}
+    )
+    assert row.passed is True and row.error < 1e-5 and row.time_s > 0
+
+
+def test_relative_error():
+    ref = torch.tensor([3.0, 4.0])
+    assert K.relative_error(ref, ref) == 0.0
+    assert K.relative_error(torch.tensor([3.0, 4.5]), ref) == pytest.approx(0.1)
+    assert K.relative_error(torch.zeros(3), ref) == float("inf")
+
+
+def run(cases, **kwargs):
+    return K.run_suite(cases, torch.device("cpu"), torch.float32, kwargs.pop("settings", FAST), **kwargs)
+
+
+def test_rows_record_time_flops_bytes_and_achieved_rates():
+    result = run([ADD])
+    (row,) = result.rows
+    assert row.time_s > 0 and row.summary.n == 3 and len(row.samples_s) == 3
+    assert row.flops == 8.0 and row.bytes == 24.0
+    assert row.achieved_flops_per_s == pytest.approx(8.0 / row.time_s)
+    assert row.cold_s is not None and row.mode == "cpu-clock"
+    assert result.complete and result.device == "cpu" and result.dtype == "float32"
+    assert result.device_info["kind"] == "cpu"
+
+
+def test_variant_matching_its_reference_is_timed():
+    good = _case("toy_add_fast", lambda x: lambda: torch.add(x["x"], x["y"]), reference="toy_add")
+    result = run([good], all_known=[ADD])
+    (row,) = result.rows
+    assert row.passed is True and row.error == 0.0 and row.tolerance == 1e-4
+    assert row.time_s is not None
+
+
+def test_variant_that_differs_is_reported_and_not_timed():
+    bad = _case("toy_add_wrong", lambda x: lambda: x["x"] - x["y"], reference="toy_add")
+    result = run([ADD, bad])
+    row = result.rows[1]
+    assert row.passed is False and row.error > 0.1
+    assert row.time_s is None
+    assert "differs from toy_add" in row.skipped_reason
+
+
+def test_bf16_tolerance_is_looser():
+    almost = _case("toy_add_bf16", lambda x: lambda: (x["x"] + x["y"]) * 1.01, reference="toy_add")
+    result = K.run_suite([ADD, almost], torch.device("cpu"), torch.bfloat16, FAST)
+    assert result.rows[1].tolerance == 2e-2
+    assert result.rows[1].passed is True
+
+
+def test_failures_and_oom_are_rows_and_the_sweep_goes_on():
+    def oom(x):
+        raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    def broken(x):
+        raise ValueError("no kernel for this shape")
+
+    cases = [_case("oom", oom), _case("broken", broken), ADD]
+    result = run(cases)
+    assert [r.name for r in result.rows] == ["oom", "broken", "toy_add"]
+    assert result.rows[0].skipped_reason.startswith("out of memory")
+    assert result.rows[1].skipped_reason == "failed: ValueError: no kernel for this shape"
+    assert result.rows[2].time_s > 0
+    assert result.complete
+
+
+def test_interrupt_keeps_finished_rows_and_saves_after_each_case():
+    def interrupt(x):
+        raise KeyboardInterrupt
+
+    saved = []
+    result = run([ADD, _case("stop", interrupt), ADD], on_row=saved.append)
+    assert not result.complete
+    assert [r.name for r in result.rows] == ["toy_add"]
+    assert len(saved) == 1 and saved[0].rows[0].name == "toy_add"
+
+
+def test_progress_reports_each_case():
+    seen = []
+    run([ADD, ADD], progress=lambda i, n, d: seen.append((i, n, d)))
+    assert seen == [(0, 2, "toy_add[n=8]"), (1, 2, "toy_add[n=8]"), (2, 2, "done")]
+
+
+def test_slow_compile_is_skipped_with_the_reason():
+    def slow(x):
+        time.sleep(1.0)
+        return lambda: x["x"]
+
+    settings = K.SuiteSettings(warmup=1, reps=3, compile_timeout_s=0.1)
+    result = run([_case("slow_compile", slow, compiles=True)], settings=settings)
+    assert "longer than 0.1 s; skipped" in result.rows[0].skipped_reason
+
+
+def test_failing_compile_is_skipped_not_fatal():
+    def fails(x):
+        raise RuntimeError("InductorError: C++ compile error")
+
+    result = run([_case("bad_compile", fails, compiles=True), ADD])
+    assert result.rows[0].skipped_reason.startswith("torch.compile failed: RuntimeError")
+    assert result.rows[1].time_s > 0
+
+
+def test_cuda_graphs_on_cpu_are_refused():
+    with pytest.raises(UnsupportedOnDevice, match="--cuda-graphs"):
+        run([ADD], settings=K.SuiteSettings(cuda_graphs=True))
+
+
+def test_points_and_json_round_trip():
+    bad = _case("toy_add_wrong", lambda x: lambda: x["x"] - x["y"], reference="toy_add")
+    result = run([ADD, bad])
+    points = K.kernel_points(result)
+    assert [p.name for p in points] == ["toy_add[n=8]"]
+    again = K.KernelSuiteResult.from_dict(result.to_dict())
+    assert again.rows[0].summary == result.rows[0].summary
+    assert again.rows[0].samples_s == result.rows[0].samples_s
+    assert again.settings == result.settings
+    assert again.rows[1].passed is False
+
+
+def test_real_quick_cases_run_on_the_cpu():
+    cases = [c for c in K.all_cases("cpu", "quick") if c.key in {"matmul[n=64]", "softmax[1024×1024]"}]
+    result = run(cases)
+    assert all(r.time_s and r.time_s > 0 for r in result.rows)
+    assert result.rows[0].achieved_flops_per_s > 1e6
+
+
+@pytest.mark.gpu
+def test_quick_subset_on_cuda_with_graphs_and_flush():
+    dev = torch.device("cuda")
+    cases = [
+        c
+        for c in K.all_cases("cuda", "quick")
+        if c.name in ("matmul", "tiny_add", "attention_sdpa", "attention_explicit") and c.size <= 1024
+    ]
+    settings = K.SuiteSettings(warmup=3, reps=10, flush_cache=True, cuda_graphs=True)
+    result = K.run_suite(cases, dev, torch.bfloat16, settings, all_known=K.all_cases("cuda", "quick"))
+    timed = [r for r in result.rows if r.time_s is not None]
+    assert timed, [r.skipped_reason for r in result.rows]
+    assert all(r.mode == "cuda-graph" and r.eager_time_s for r in timed)
+    assert all(r.passed is not False for r in result.rows)

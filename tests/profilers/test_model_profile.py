@@ -1,0 +1,197 @@
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from infer_opt.cost_models.roofline import RooflineFit
+from infer_opt.errors import InvalidInput, RunFailure
+from infer_opt.profilers import model_profile as mp
+from infer_opt.profilers import models
+from infer_opt.profilers import op_recorder as rec
+from infer_opt.results import save_result
+
+#: a hand-made fit: R = 100 GFLOP/s, b = 10 GB/s (ridge 10 FLOP/B), t0 = 1 µs
+FIT = RooflineFit(
+    compute_rate_flops=100e9, bandwidth_bytes_per_s=10e9, launch_overhead_s=1e-6, median_abs_rel_error=0.05
+)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """One intra-op thread: on a shared 2-core machine two OpenMP threads stall each other."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _profile(name="tiny", mode="prefill", seq_len=32, **kwargs):
+    loaded = models.load_model(name, seq_len=seq_len)
+    options = {"warmup": 1, "reps": 3, "context": 24, "new_tokens": 4, **kwargs}
+    return mp.profile_model(
+        loaded, device=torch.device("cpu"), dtype=torch.float32, mode=mode, fit=FIT, **options
+    )
+
+
+# ---------------------------------------------------------------------------- FLOPs
+
+
+@pytest.mark.parametrize("name", ["tiny", "llama-tiny"])
+@pytest.mark.parametrize(("mode", "seq_len", "context"), [("prefill", 64, 0), ("decode", 1, 40)])
+def test_counted_flops_are_within_5_percent_of_the_analytic_count(name, mode, seq_len, context):
+    loaded = models.load_model(name, batch_size=2, seq_len=seq_len)
+    step = mp.build_step(loaded, mode, context=context, new_tokens=1, device="cpu")
+    calls = rec.record_ops(step.fn, loaded.model)
+    counted = sum(c.flops for c in calls)
+    assert counted == pytest.approx(step.flops_analytic, rel=0.05)
+    # the matmul + attention part alone is exact: 2·P·tokens + 4·B·H·Tq·Tk·d·L (dense, not halved)
+    heavy = sum(c.flops for c in calls if c.category in ("matmul", "attention"))
+    assert heavy == step.flops_analytic
+
+
+# ---------------------------------------------------------------------------- aggregation
+
+
+def _call(i, name, category, flops, nbytes, module, shapes=((4, 4),)):
+    return rec.OpCall(
+        i, name, shapes, "float32", flops, "torch", nbytes, module, "", category, match_shapes=shapes
+    )
+
+
+def test_aggregate_sums_calls_and_places_them_on_the_roofline():
+    calls = [
+        _call(0, "aten::mm", "matmul", 2_000_000, 1000, "blocks.0.mlp"),
+        _call(1, "aten::mm", "matmul", 2_000_000, 1000, "blocks.1.mlp"),
+        _call(2, "aten::add", "elementwise", 100, 40_000, "blocks.1"),
+        _call(3, "aten::view", "memory", 0, 0, "blocks.1"),
+    ]
+    timings = rec.OpTimings(
+        per_rep_s=[[40e-6, 40e-6, 9e-6, 1e-6], [44e-6, 36e-6, 11e-6, 1e-6], [40e-6, 40e-6, 10e-6, 3e-6]],
+        clock="cpu",
+        rep_total_s=[1e-4] * 3,
+        overhead_per_event_s=0.0,
+        overhead_subtracted_s=0.0,
+        unmatched=[],
+    )
+    ops, categories, modules, amdahl = mp.aggregate(calls, timings, FIT, step_time_s=200e-6)
+    mm = ops[0]
+    assert (mm.name, mm.calls) == ("aten::mm", 2)
+    assert mm.time_s == pytest.approx(80e-6) and mm.share == pytest.approx(0.4)
+    assert mm.time_samples_s == pytest.approx((80e-6, 80e-6, 80e-6))
+    assert mm.module == "blocks.*.mlp"
+    # per call: F/R = 20 µs > Q/b = 0.1 µs -> compute-bound, predicted 21 µs of 40 µs
+    assert mm.bound == "compute" and mm.predicted_s == pytest.approx(42e-6)
+    assert mm.efficiency == pytest.approx(21 / 40)
+    add = next(o for o in ops if o.name == "aten::add")
+    assert add.bound == "bandwidth" and add.predicted_s == pytest.approx(5e-6)
+    view = next(o for o in ops if o.name == "aten::view")
+    assert view.bound == "launch" and view.predicted_s == pytest.approx(1e-6)
+    matmul = next(c for c in categories if c.category == "matmul")
+    assert matmul.fraction == pytest.approx(0.4) and matmul.part_speedup == pytest.approx(80 / 42)
+    assert matmul.roofline_speedup == pytest.approx(1 / (0.6 + 0.4 * 42 / 80))
+    assert categories[0].category == "matmul"
+    assert {m.module: m.calls for m in modules} == {"blocks.*.mlp": 2, "blocks.*": 2}
+    assert amdahl.unattributed_fraction == pytest.approx(1 - 91e-6 / 200e-6)
+
+
+def test_module_key_folds_layer_indices():
+    assert mp.module_key("blocks.11.attn.q_proj") == "blocks.*.attn.q_proj"
+    assert mp.module_key("layers.0") == "layers.*"
+    assert mp.module_key("") == "(top level)"
+    assert mp.module_key("lm_head") == "lm_head"
+
+
+def test_chunks_split_the_repetitions():
+    assert mp._chunks(20) == [5, 5, 5, 5]
+    assert mp._chunks(7) == [4, 3]
+    assert mp._chunks(2) == [2]
+    assert mp._chunks(10, count=3) == [4, 3, 3]
+
+
+# ---------------------------------------------------------------------------- whole profiles
+
+
+def test_prefill_profile_of_the_tiny_model():
+    result = _profile()
+    assert result.mode == "prefill" and result.tokens_per_step == 32
+    assert result.step_time_s > 0 and math.isfinite(result.coverage) and result.coverage > 0
+    assert result.unmatched_calls == 0
+    assert result.op_time_s == pytest.approx(sum(o.time_s for o in result.ops))
+    assert result.coverage == pytest.approx(result.op_time_s / result.step_time_s)
+    assert [o.time_s for o in result.ops] == sorted((o.time_s for o in result.ops), reverse=True)
+    assert {"matmul", "attention", "normalization"} <= {c.category for c in result.categories}
+    assert result.flops_vs_analytic == pytest.approx(result.flops_counted / result.flops_analytic - 1)
+    assert abs(result.flops_vs_analytic) < 0.05
+    assert result.zero_flop_ops == ()
+    assert len(result.step.samples_s) == 3 and result.step.cold_s is not None
+    assert ProfileRoundTrip.same(result)
+
+
+class ProfileRoundTrip:
+    @staticmethod
+    def same(result):
+        again = mp.ProfileResult.from_dict(result.to_dict())
+        return again == result
+
+
+def test_decode_repeats_the_same_step_over_the_cache():
+    result = _profile(mode="decode", context=24)
+    attention = [o for o in result.ops if o.category == "attention"]
+    assert attention and all(o.shapes[1][2] == 25 for o in attention)  # keys: 24 cached + 1 new
+    assert result.tokens_per_step == 1 and result.context == 24
+    assert result.flops_analytic == models.BUILTIN_CONFIGS["tiny"].forward_flops(1, 1, 25)
+
+
+def test_generate_reports_time_to_first_token_and_per_token():
+    result = _profile(mode="generate", seq_len=16, new_tokens=4)
+    gen = result.generation
+    assert gen is not None and gen.new_tokens == 4 and gen.prompt_tokens == 16
+    assert result.ttft_s == gen.ttft_s > 0 and result.tpot_s == gen.tpot_s > 0
+    assert gen.tokens_per_s > 0 and gen.cold_ttft_s is not None
+
+
+def test_user_models_profile_prefill_only(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text("import torch\ndef make():\n    return torch.nn.Linear(4, 4), torch.ones(2, 4)\n")
+    loaded = models.load_model(f"{path}:make")
+    with pytest.raises(InvalidInput, match="decode and generate need a built-in"):
+        mp.profile_model(loaded, device="cpu", dtype=torch.float32, mode="decode", fit=FIT)
+    result = mp.profile_model(loaded, device="cpu", dtype=torch.float32, warmup=0, reps=3, fit=FIT)
+    assert result.ops[0].name == "aten::addmm" and result.tokens_per_step is None
+
+
+def test_a_model_that_raises_is_a_run_failure(tmp_path):
+    path = tmp_path / "bad.py"
+    path.write_text(
+        "import torch\n"
+        "class Bad(torch.nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        raise KeyError('missing layer')\n"
+        "def make():\n    return Bad(), torch.ones(1)\n"
+    )
+    loaded = models.load_model(f"{path}:make")
+    with pytest.raises(
+        RunFailure, match=r"the model raised KeyError: 'missing layer' while running the prefill step"
+    ):
+        mp.profile_model(loaded, device="cpu", dtype=torch.float32, reps=1, fit=FIT)
+
+
+def test_out_of_memory_names_the_cause_and_the_fix():
+    with pytest.raises(RunFailure, match=r"out of memory while running.*lower --batch"), mp.guard("running"):
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+
+def test_resolve_fit_prefers_the_file_then_the_saved_fit(tmp_path, monkeypatch):
+    from infer_opt.profilers import roofline_store
+
+    monkeypatch.setenv("INFER_OPT_CACHE", str(tmp_path / "cache"))
+    path = save_result(tmp_path / "fit.json", FIT)
+    fit, source = mp.resolve_fit("cpu", torch.float32, path)
+    assert fit == FIT and source == str(path)
+    roofline_store.save_fit(FIT, "cpu", torch.float32)
+    fit, source = mp.resolve_fit("cpu", torch.float32)
+    assert fit == FIT and source.startswith("saved fit")
+    with pytest.raises(InvalidInput, match="--roofline"):
+        mp.resolve_fit("cpu", torch.float32, tmp_path / "missing.json")

@@ -1,0 +1,289 @@
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import torch
+
+from infer_opt.errors import InvalidInput, RunFailure
+from infer_opt.profilers import models
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """One intra-op thread: on a shared 2-core machine two OpenMP threads stall each other."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _tokens(model: models.DecoderLM, batch: int, length: int) -> torch.Tensor:
+    return models.random_tokens(batch, length, model.config.vocab_size, seed=3)
+
+
+@pytest.fixture(scope="module", params=["tiny", "llama-tiny"])
+def model64(request):
+    return models.build_builtin(request.param, dtype=torch.float64)
+
+
+def test_builtin_parameter_counts_match_the_config():
+    for name in ("tiny", "llama-tiny"):
+        model = models.build_builtin(name)
+        assert sum(p.numel() for p in model.parameters()) == models.param_count_analytic(model.config)
+    # GPT-2 small with the LM head tied to the embedding: the well-known 124,439,808
+    assert models.param_count_analytic(models.BUILTIN_CONFIGS["gpt2-small"]) == 124_439_808
+
+
+def test_weights_are_seeded():
+    a, b = models.build_builtin("tiny"), models.build_builtin("tiny")
+    assert torch.equal(a.blocks[0].attn.q_proj.weight, b.blocks[0].attn.q_proj.weight)
+    assert a.lm_head.weight is a.embed.weight
+
+
+def test_llama_style_uses_grouped_query_attention_and_no_learned_positions():
+    model = models.build_builtin("llama-tiny")
+    c = model.config
+    assert c.n_kv_heads < c.n_heads
+    assert model.blocks[0].attn.k_proj.out_features == c.n_kv_heads * c.head_dim
+    assert not hasattr(model, "pos_embed") and isinstance(model.blocks[0].attn_norm, models.RMSNorm)
+
+
+def test_decode_one_token_at_a_time_equals_the_full_forward(model64):
+    ids = _tokens(model64, 2, 12)
+    with torch.no_grad():
+        full = model64(ids)
+        cache = model64.new_cache(2, 16)
+        steps = torch.cat([model64(ids[:, i : i + 1], cache) for i in range(ids.shape[1])], dim=1)
+    assert cache.length == 12
+    torch.testing.assert_close(steps, full, rtol=0, atol=1e-10)
+
+
+def test_several_tokens_over_a_cache_equal_the_full_forward(model64):
+    ids = _tokens(model64, 2, 12)
+    with torch.no_grad():
+        full = model64(ids)
+        cache = model64.new_cache(2, 16)
+        chunks = [model64(ids[:, a:b], cache) for a, b in ((0, 5), (5, 8), (8, 12))]
+    torch.testing.assert_close(torch.cat(chunks, dim=1), full, rtol=0, atol=1e-10)
+
+
+def test_float32_cached_decode_matches_within_a_tight_tolerance():
+    model = models.build_builtin("llama-tiny")
+    ids = _tokens(model, 1, 9)
+    with torch.no_grad():
+        full = model(ids)
+        cache = model.new_cache(1, 9)
+        out = torch.cat(
+            [model(ids[:, :4], cache), model(ids[:, 4:5], cache), model(ids[:, 5:], cache)], dim=1
+        )
+    torch.testing.assert_close(out, full, rtol=1e-4, atol=1e-5)
+
+
+def test_top_left_is_causal_over_a_cache_would_be_caught(monkeypatch, model64):
+    """The test above can fail: SDPA's is_causal=True over a cache (Tq < Tk) aligns top-left."""
+
+    def top_left(q, k, v, *, gqa):
+        kwargs = {"enable_gqa": True} if gqa else {}
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=q.shape[2] > 1, **kwargs)
+
+    ids = _tokens(model64, 1, 10)
+    with torch.no_grad():
+        full = model64(ids)
+        monkeypatch.setattr(models, "attention", top_left)
+        cache = model64.new_cache(1, 10)
+        out = torch.cat([model64(ids[:, :6], cache), model64(ids[:, 6:], cache)], dim=1)
+    assert (out[:, 6:] - full[:, 6:]).abs().max() > 1e-3
+    torch.testing.assert_close(out[:, :6], full[:, :6], rtol=0, atol=1e-10)
+
+
+def test_mask_rule():
+    mask = models.causal_mask_lower_right(2, 5)
+    assert mask.tolist() == [[True, True, True, True, False], [True, True, True, True, True]]
+
+
+def test_model_attention_passes_the_mask_alignment_check():
+    mask_alignment = pytest.importorskip("infer_opt.checks.mask_alignment")
+    result = mask_alignment.check_attention_fn(
+        lambda q, k, v, offset: models.attention(q, k, v, gqa=False), name="models.attention", tq=3, tk=17
+    )
+    assert result.passed, [c for c in result.cases if not c.passed]
+
+
+def test_cache_reset_repeats_the_same_step():
+    model = models.build_builtin("tiny")
+    ctx, token = _tokens(model, 1, 8), _tokens(model, 1, 1)
+    cache = model.new_cache(1, 9)
+    with torch.no_grad():
+        model(ctx, cache)
+        first = model(token, cache)
+        cache.reset(8)
+        again = model(token, cache)
+    assert cache.length == 9
+    assert torch.equal(first, again)
+
+
+def test_too_long_for_the_cache_or_positions_is_bad_input():
+    model = models.build_builtin("tiny")
+    cache = model.new_cache(1, 4)
+    with pytest.raises(InvalidInput, match="at most 4"), torch.no_grad():
+        model(_tokens(model, 1, 5), cache)
+    with pytest.raises(InvalidInput, match="--seq-len"):
+        models.load_model("tiny", seq_len=5000)
+
+
+def test_unknown_builtin_lists_the_known_ones():
+    with pytest.raises(InvalidInput) as info:
+        models.load_model("nope")
+    assert "tiny, gpt2-small, llama-tiny, llama-small" in str(info.value)
+
+
+def test_aliases():
+    assert models.load_model("llama", seq_len=4).name == "llama-tiny"
+
+
+def test_load_builtin_gives_the_token_batch():
+    loaded = models.load_model("tiny", batch_size=3, seq_len=7)
+    assert loaded.args[0].shape == (3, 7) and loaded.tokens == 21 and loaded.supports_decode
+    assert loaded.inputs() == "arg0 3×7 int64"
+
+
+# ---------------------------------------------------------------------------- user factories
+
+
+FACTORY = """
+import torch
+
+def make(batch_size, seq_len):
+    return torch.nn.Linear(8, 4), torch.ones(batch_size, seq_len, 8, dtype=torch.float64)
+
+def make_dict(**kwargs):
+    make_dict.seen = kwargs
+    return torch.nn.Linear(8, 4), {"input": torch.ones(2, 8)}
+
+def make_tuple():
+    return torch.nn.Bilinear(3, 3, 2), (torch.ones(1, 3), torch.ones(1, 3))
+
+def wrong():
+    return torch.nn.Linear(2, 2)
+
+def not_callable():
+    return 3, torch.ones(1)
+
+def bad_inputs():
+    return torch.nn.Linear(2, 2), 7
+
+def raises(seq_len):
+    raise ValueError(f"no weights for {seq_len}")
+"""
+
+
+@pytest.fixture
+def factory_file(tmp_path):
+    path = tmp_path / "user_model.py"
+    path.write_text(FACTORY)
+    return path
+
+
+def test_factory_gets_only_the_arguments_it_names_and_inputs_are_cast(factory_file):
+    loaded = models.load_factory(
+        f"{factory_file}:make", batch_size=2, seq_len=5, device="cpu", dtype=torch.float32
+    )
+    assert loaded.source == "factory" and loaded.name == "user_model.py:make"
+    (x,) = loaded.args
+    assert x.shape == (2, 5, 8) and x.dtype == torch.float32  # no dtype argument: cast by infer-opt
+    assert loaded.prefill().shape == (2, 5, 4)
+
+
+def test_factory_with_kwargs_gets_everything_and_dict_inputs(factory_file):
+    loaded = models.load_factory(
+        f"{factory_file}:make_dict", batch_size=2, seq_len=5, device="cpu", dtype=torch.float32
+    )
+    assert loaded.kwargs["input"].shape == (2, 8) and loaded.args == ()
+    module = __import__("sys").modules[type(loaded.model).__module__]
+    assert module is torch.nn.modules.linear
+
+
+def test_factory_tuple_inputs(factory_file):
+    loaded = models.load_factory(
+        f"{factory_file}:make_tuple", batch_size=1, seq_len=1, device="cpu", dtype=torch.float32
+    )
+    assert loaded.prefill().shape == (1, 2)
+
+
+@pytest.mark.parametrize(
+    ("attr", "needle"),
+    [
+        ("wrong", "(model, example_inputs)"),
+        ("not_callable", "not callable"),
+        ("bad_inputs", "example_inputs must be"),
+        ("missing", "no attribute 'missing'"),
+    ],
+)
+def test_bad_factories_are_bad_input(factory_file, attr, needle):
+    with pytest.raises(InvalidInput, match=None) as info:
+        models.load_factory(
+            f"{factory_file}:{attr}", batch_size=1, seq_len=1, device="cpu", dtype=torch.float32
+        )
+    assert needle in str(info.value)
+
+
+def test_factory_that_raises_is_a_run_failure(factory_file):
+    with pytest.raises(RunFailure, match=r"raised ValueError: no weights for 3"):
+        models.load_factory(
+            f"{factory_file}:raises", batch_size=1, seq_len=3, device="cpu", dtype=torch.float32
+        )
+
+
+def test_unimportable_factories(tmp_path):
+    with pytest.raises(InvalidInput, match="does not exist"):
+        models.load_model(f"{tmp_path}/none.py:make")
+    with pytest.raises(InvalidInput, match="cannot import module"):
+        models.load_model("no_such_package_xyz.models:make")
+    broken = tmp_path / "broken.py"
+    broken.write_text("import no_such_module_xyz\n")
+    with pytest.raises(InvalidInput, match=r"importing .* failed: ModuleNotFoundError"):
+        models.load_model(f"{broken}:make")
+    with pytest.raises(InvalidInput, match="module:factory"):
+        models.load_model("pkg.mod:")
+
+
+def test_worked_example_factory():
+    example = Path(__file__).resolve().parents[2] / "examples" / "my_model.py"
+    loaded = models.load_model(f"{example}:make_model", batch_size=2, seq_len=16)
+    assert loaded.tokens == 32
+    assert loaded.prefill().shape == (2, 10)
+
+
+# ---------------------------------------------------------------------------- hf:
+
+
+def test_hf_overrides_are_parsed():
+    assert models.parse_hf_overrides(["n_layer=2", "scale_attn_weights=false", "act=gelu", "eps=1e-5"]) == {
+        "n_layer": 2,
+        "scale_attn_weights": False,
+        "act": "gelu",
+        "eps": 1e-5,
+    }
+    with pytest.raises(InvalidInput, match="KEY=VALUE"):
+        models.parse_hf_overrides(["n_layer"])
+
+
+@pytest.mark.skipif(importlib.util.find_spec("transformers") is not None, reason="transformers is installed")
+def test_hf_without_transformers_says_how_to_install():
+    with pytest.raises(InvalidInput) as info:
+        models.load_model("hf:gpt2")
+    assert models.HF_EXTRA_MESSAGE in str(info.value)
+
+
+def test_hf_builds_from_config_without_download():
+    pytest.importorskip("transformers")
+    loaded = models.load_model(
+        "hf:gpt2", seq_len=8, hf_overrides={"n_layer": 1, "n_embd": 64, "n_head": 2, "vocab_size": 256}
+    )
+    assert loaded.source == "hf" and loaded.tokens == 8
+    with torch.no_grad():
+        assert loaded.prefill().logits.shape == (1, 8, 256)
+    with pytest.raises(InvalidInput):
+        models.load_model("hf:no-such-model-type")

@@ -1,0 +1,219 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from infer_opt.profilers import flops as fl
+from infer_opt.profilers import models
+from infer_opt.profilers import op_recorder as rec
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """One intra-op thread: on a shared 2-core machine two OpenMP threads stall each other."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _only(calls, name):
+    found = [c for c in calls if c.name == name]
+    assert found, (name, [c.name for c in calls])
+    return found
+
+
+def test_linear_is_recorded_as_addmm_with_torch_flops_and_bytes():
+    layer = nn.Linear(64, 32)
+    x = torch.randn(16, 64)
+    (call,) = _only(rec.record_ops(lambda: layer(x), layer), "aten::addmm")
+    assert call.flops == 2 * 16 * 64 * 32 and call.flops_source == "torch"
+    # bias 32, x 16×64, weightᵀ 64×32 read once; out 16×32 written once (float32)
+    assert call.bytes == 4 * (32 + 16 * 64 + 64 * 32 + 16 * 32)
+    assert call.category == "matmul" and call.module == "" and call.module_type == "Linear"
+    assert call.shapes == ((32,), (16, 64), (64, 32))
+
+
+def test_cpu_sdpa_kernel_counts_our_attention_flops_including_gqa():
+    q = torch.randn(2, 8, 16, 32)
+    k = torch.randn(2, 2, 24, 32)
+    v = torch.randn(2, 2, 24, 32)
+    calls = rec.record_ops(lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True))
+    (call,) = [c for c in calls if c.category == "attention"]
+    assert call.name == "aten::_scaled_dot_product_flash_attention_for_cpu"
+    assert call.flops == 4 * 2 * 8 * 16 * 24 * 32 and call.flops_source == "infer-opt"
+
+
+def test_sdpa_flops_formula_matches_torchs_where_torch_has_one():
+    from torch.utils.flop_counter import sdpa_flop_count
+
+    shapes = ((2, 4, 16, 32), (2, 4, 24, 32), (2, 4, 24, 32))
+    assert fl.sdpa_flops(*shapes) == sdpa_flop_count(*shapes)
+
+
+def test_views_move_no_bytes_and_are_memory_ops():
+    x = torch.randn(4, 8, 16)
+
+    def views():
+        return x.view(32, 16).t().unsqueeze(0).expand(3, 16, 32).transpose(1, 2)[:, 1:].select(0, 1)
+
+    calls = rec.record_ops(views)
+    assert {c.name for c in calls} >= {
+        "aten::view",
+        "aten::t",
+        "aten::unsqueeze",
+        "aten::expand",
+        "aten::slice",
+    }
+    assert all(c.bytes == 0 and c.flops == 0 and c.category == "memory" for c in calls)
+
+
+def test_broadcast_input_is_read_once():
+    x, bias = torch.randn(64, 128), torch.randn(128)
+    (call,) = _only(rec.record_ops(lambda: x + bias.expand(64, 128)), "aten::add")
+    assert call.bytes == 4 * (64 * 128 + 128 + 64 * 128)
+    assert call.flops == 64 * 128 and call.flops_source == "nominal"
+
+
+def test_copy_into_a_cache_slice_reads_the_source_and_writes_the_slice_only():
+    cache = torch.zeros(1, 2, 100, 8)
+    new = torch.randn(1, 2, 3, 8)
+
+    def write():
+        cache[:, :, 10:13] = new
+
+    (call,) = _only(rec.record_ops(write), "aten::copy_")
+    assert call.bytes == 2 * 4 * new.numel()
+
+
+def test_module_paths_and_norm_refinement():
+    model = models.build_builtin("llama-tiny")
+    ids = models.random_tokens(1, 8, model.config.vocab_size)
+    calls = rec.record_ops(lambda: model(ids), model)
+    q_proj = [c for c in calls if c.module == "blocks.1.attn.q_proj"]
+    assert [c.name for c in q_proj if c.category == "matmul"] == ["aten::mm"]
+    norm_ops = [c for c in calls if c.module == "blocks.0.attn_norm"]
+    assert norm_ops and all(c.category == "normalization" for c in norm_ops if c.bytes)
+    assert {c.category for c in calls if c.module == "blocks.0.attn"} >= {"attention", "memory"}
+
+
+def test_categorize_by_name():
+    assert rec.categorize("aten::mm") == "matmul"
+    assert rec.categorize("aten::_scaled_dot_product_efficient_attention") == "attention"
+    assert rec.categorize("aten::native_layer_norm") == "normalization"
+    assert rec.categorize("aten::bmm", module_type="GPT2Attention") == "attention"
+    assert rec.categorize("aten::_softmax") == "elementwise"
+    assert rec.categorize("aten::cat") == "memory"
+    assert rec.categorize("aten::argmax") == "other"
+
+
+# ---------------------------------------------------------------------------- matching
+
+
+def _node(name, start, end, shapes=(), children=(), device_s=0.0):
+    node = rec._Node(name, start, end)
+    node._shapes = tuple(shapes)
+    node.children = list(children)
+    node.device_s = device_s
+    return node
+
+
+def _call(i, name, shapes):
+    return rec.OpCall(i, name, shapes, "float32", 0, "none", 0, "", "", "other", match_shapes=shapes)
+
+
+def test_match_rep_takes_the_outermost_event_with_the_name_and_shapes_in_order():
+    a, b = ((4, 4),), ((4, 8),)
+    calls = [_call(0, "aten::t", a), _call(1, "aten::addmm", b), _call(2, "aten::view", a)]
+    rep = _node(
+        "infer_opt::rep0",
+        0,
+        1000,
+        children=[
+            # a composite wrapper (not recorded) around two recorded ops; its own time is overhead
+            _node(
+                "aten::linear",
+                0,
+                500,
+                children=[
+                    _node("aten::t", 10, 30, a, children=[_node("aten::transpose", 12, 28, a)]),
+                    _node(
+                        "aten::addmm", 40, 440, b, children=[_node("aten::copy_", 50, 90, b)], device_s=2e-6
+                    ),
+                ],
+            ),
+            _node("aten::view", 600, 605, ((9, 9),)),  # same name, other shapes: not this call
+            _node("aten::view", 700, 704, a),
+        ],
+    )
+    times, subtracted = rec.match_rep(rep, calls, on_cuda=False, overhead_per_event_s=5e-9)
+    assert times == pytest.approx([20e-9 - 5e-9, 400e-9 - 5e-9, 4e-9])
+    assert subtracted == pytest.approx(10e-9)
+    cuda_times, _ = rec.match_rep(rep, calls, on_cuda=True, overhead_per_event_s=0.0)
+    assert cuda_times == pytest.approx([0.0, 2e-6, 0.0])
+
+
+def test_match_rep_caps_the_overhead_correction_at_half_the_op():
+    calls = [_call(0, "aten::mm", ((2, 2),))]
+    rep = _node("r", 0, 100, children=[_node("aten::mm", 0, 10, ((2, 2),), children=[_node("x", 1, 2)] * 5)])
+    times, _ = rec.match_rep(rep, calls, on_cuda=False, overhead_per_event_s=1e-6)
+    assert times == [pytest.approx(5e-9)]
+
+
+def test_unmatched_calls_are_reported_as_none():
+    calls = [_call(0, "aten::mm", ((2, 2),))]
+    times, _ = rec.match_rep(_node("r", 0, 10, children=[_node("aten::add", 0, 5)]), calls, False, 0.0)
+    assert times == [None]
+
+
+def test_time_ops_matches_every_call_of_a_real_step_and_writes_the_trace(tmp_path):
+    model = models.build_builtin("tiny")
+    ids = models.random_tokens(1, 16, model.config.vocab_size)
+
+    def step():
+        with torch.no_grad():
+            return model(ids)
+
+    calls = rec.record_ops(step, model)
+    trace = tmp_path / "trace.json"
+    timings = rec.time_ops(step, calls, reps=2, trace_path=trace, overhead_per_event_s=0.0)
+    assert timings.unmatched == [] and len(timings.per_rep_s) == 2
+    assert all(t is not None and t >= 0 for rep in timings.per_rep_s for t in rep)
+    per_call = timings.median_per_call_s()
+    assert 0 < sum(per_call) <= min(timings.rep_total_s)
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert any(e.get("name") == "aten::addmm" for e in events)
+
+
+def test_profiler_overhead_estimate_is_small():
+    assert 0.0 <= rec.profiler_overhead_per_event_s(samples=3, calls=100) < 50e-6
+
+
+def test_merge_timings_concatenates_repetitions():
+    a = rec.OpTimings([[1.0, None]], "cpu", [2.0], 0.1, 0.5, [1])
+    b = rec.OpTimings([[3.0, 4.0]], "cpu", [5.0], 0.1, 0.7, [])
+    merged = rec.merge_timings([a, b])
+    assert merged.per_rep_s == [[1.0, None], [3.0, 4.0]]
+    assert merged.unmatched == [] and merged.rep_total_s == [2.0, 5.0]
+    assert merged.median_per_call_s() == [2.0, 4.0]
+
+
+def test_composite_ops_under_inference_mode_still_count_flops():
+    layer = nn.Linear(64, 32)
+    x = torch.randn(4, 16, 64)
+    q = torch.randn(1, 2, 8, 16)
+
+    def step():
+        with torch.inference_mode():
+            layer(x)
+            F.scaled_dot_product_attention(q, q, q, is_causal=True)
+
+    calls = rec.record_ops(step)
+    by_name = {c.name: c for c in calls}
+    assert by_name["aten::linear"].flops == 2 * 4 * 16 * 64 * 32
+    assert by_name["aten::scaled_dot_product_attention"].flops == 4 * 2 * 8 * 8 * 16
+    assert by_name["aten::scaled_dot_product_attention"].category == "attention"

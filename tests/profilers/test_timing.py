@@ -1,0 +1,345 @@
+"""The timer's control flow, driven by a fake clock and fake CUDA events."""
+
+from __future__ import annotations
+
+import itertools
+from contextlib import nullcontext
+
+import pytest
+
+from infer_opt.errors import InvalidInput, UnsupportedOnDevice
+from infer_opt.profilers.timing import (
+    GRAPH_SIDE_STREAM_WARMUP,
+    MODE_CPU,
+    MODE_EVENTS,
+    MODE_GRAPH,
+    measure,
+)
+
+
+class FakeTime:
+    """A nanosecond clock that only moves when the fake work runs."""
+
+    def __init__(self) -> None:
+        self.now = 0
+        self.log: list[str] = []
+
+    def clock(self) -> int:
+        return self.now
+
+    def work(self, durations_ns):
+        """A callable whose n-th call takes ``durations_ns[n]`` (cycled)."""
+        it = itertools.cycle(durations_ns)
+
+        def fn():
+            self.log.append("call")
+            self.now += next(it)
+
+        return fn
+
+    def sync(self) -> None:
+        self.log.append("sync")
+
+
+def test_fixed_reps_give_exact_samples_and_separate_cold_call():
+    t = FakeTime()
+    # cold 5 ms, then 3 warm-up calls of 2 µs, then reps of 1, 2, 3, 4 µs
+    durations = [5_000_000, 2_000, 2_000, 2_000, 1_000, 2_000, 3_000, 4_000]
+    fn = t.work(durations)
+    m = measure(fn, warmup=3, reps=5, clock=t.clock, synchronize=t.sync)
+    assert m.cold_s == pytest.approx(5e-3)
+    assert m.warmup_calls == 3
+    assert m.samples_s == pytest.approx((1e-6, 2e-6, 3e-6, 4e-6, 5e-3))
+    assert t.log.count("call") == 1 + 3 + 5
+    assert m.mode == MODE_CPU
+    assert m.summary.median_s == pytest.approx(3e-6)
+    assert m.summary.n == 5
+
+
+def test_samples_exclude_warmup_and_cold_when_cold_is_off():
+    t = FakeTime()
+    fn = t.work([7_000, 1_000])
+    m = measure(fn, warmup=0, reps=4, time_cold=False, clock=t.clock, synchronize=t.sync)
+    assert m.cold_s is None
+    assert m.warmup_calls == 0
+    assert m.samples_s == pytest.approx((7e-6, 1e-6, 7e-6, 1e-6))
+
+
+def test_calls_per_sample_divides_each_sample():
+    t = FakeTime()
+    fn = t.work([1_000, 3_000])
+    m = measure(fn, warmup=0, reps=3, calls_per_sample=2, time_cold=False, clock=t.clock, synchronize=t.sync)
+    assert m.samples_s == pytest.approx((2e-6, 2e-6, 2e-6))
+    assert m.calls_per_sample == 2
+    assert t.log.count("call") == 6
+
+
+def test_warmup_by_time_runs_until_the_duration_is_reached():
+    t = FakeTime()
+    fn = t.work([1_000_000])  # 1 ms a call
+    m = measure(
+        fn, warmup=None, warmup_time_s=0.0045, reps=2, time_cold=False, clock=t.clock, synchronize=t.sync
+    )
+    assert m.warmup_calls == 5  # 4 ms < 4.5 ms, 5 ms >= 4.5 ms
+    assert len(m.samples_s) == 2
+
+
+def test_warmup_needs_both_count_and_time():
+    t = FakeTime()
+    fn = t.work([1_000_000])
+    m = measure(fn, warmup=8, warmup_time_s=0.002, reps=1, time_cold=False, clock=t.clock, synchronize=t.sync)
+    assert m.warmup_calls == 8
+
+
+def test_adaptive_stops_once_spread_settles():
+    t = FakeTime()
+    # noisy first samples, then a steady 10 µs
+    fn = t.work([10_000, 30_000, 5_000, 50_000, 10_000] + [10_000] * 100)
+    m = measure(
+        fn,
+        warmup=0,
+        reps=None,
+        min_reps=5,
+        max_reps=100,
+        target_rel_iqr=0.05,
+        time_cold=False,
+        clock=t.clock,
+        synchronize=t.sync,
+    )
+    n = len(m.samples_s)
+    assert 5 < n < 100
+    assert m.summary.rel_iqr <= 0.05
+    # one fewer sample and it had not settled yet
+    from infer_opt.stats import Summary
+
+    assert Summary.from_samples(m.samples_s[:-1]).rel_iqr > 0.05
+    assert not any("did not settle" in w for w in m.warnings)
+
+
+def test_adaptive_hits_the_cap_and_warns():
+    t = FakeTime()
+    fn = t.work([1_000, 3_000])  # never settles: IQR/median ~ 100%
+    m = measure(fn, warmup=0, reps=None, max_reps=12, time_cold=False, clock=t.clock, synchronize=t.sync)
+    assert len(m.samples_s) == 12
+    assert any("did not settle" in w and "12 repetitions" in w for w in m.warnings)
+    assert any("high variance" in w and "--reps" in w for w in m.warnings)
+
+
+def test_time_cap_stops_a_fixed_run_after_min_reps():
+    t = FakeTime()
+    fn = t.work([1_000_000])  # 1 ms
+    m = measure(
+        fn,
+        warmup=0,
+        reps=100,
+        min_reps=3,
+        max_time_s=0.0055,
+        time_cold=False,
+        clock=t.clock,
+        synchronize=t.sync,
+    )
+    assert len(m.samples_s) == 6
+    assert any("stopped after 6 of 100" in w for w in m.warnings)
+
+
+def test_flush_runs_outside_the_timed_region():
+    t = FakeTime()
+    flushes = []
+
+    def flush():
+        flushes.append(1)
+        t.now += 1_000_000_000  # a slow flush must not show up in the samples
+
+    fn = t.work([2_000])
+    m = measure(
+        fn,
+        warmup=1,
+        reps=4,
+        flush_cache=True,
+        flush=flush,
+        time_cold=False,
+        clock=t.clock,
+        synchronize=t.sync,
+    )
+    assert len(flushes) == 4
+    assert m.samples_s == pytest.approx((2e-6,) * 4)
+    assert m.flushed
+
+
+def test_min_sample_time_batches_short_calls():
+    t = FakeTime()
+    fn = t.work([500])  # 0.5 µs
+    m = measure(
+        fn, warmup=4, reps=3, min_sample_time_s=10e-6, time_cold=False, clock=t.clock, synchronize=t.sync
+    )
+    assert m.calls_per_sample == 20
+    assert m.samples_s == pytest.approx((5e-7,) * 3)
+
+
+def test_steady_samples_give_no_warnings():
+    t = FakeTime()
+    m = measure(t.work([1_000]), warmup=1, reps=10, clock=t.clock, synchronize=t.sync)
+    assert m.warnings == ()
+
+
+class FakeEvent:
+    def __init__(self, backend):
+        self.backend = backend
+        self.at = None
+
+    def record(self):
+        self.backend.log.append("record")
+        self.at = self.backend.t.now
+
+    def elapsed_time(self, end):
+        assert self.backend.synced_after_record, "elapsed_time read before synchronize"
+        return (end.at - self.at) / 1e6  # milliseconds, like torch.cuda.Event
+
+
+class FakeCuda:
+    def __init__(self, t):
+        self.t = t
+        self.log = t.log
+        self.syncs = 0
+        self.synced_after_record = False
+        self.captured = None
+
+    def event(self):
+        self.synced_after_record = False
+        return FakeEvent(self)
+
+    def synchronize(self):
+        self.syncs += 1
+        self.log.append("sync")
+        self.synced_after_record = True
+
+    def activate(self):
+        return nullcontext()
+
+    def capture(self, fn, calls):
+        for _ in range(GRAPH_SIDE_STREAM_WARMUP):
+            fn()
+        self.captured = calls
+
+        def replay():
+            self.log.append("replay")
+            self.t.now += 1_500 * calls  # a graph replays each call in 1.5 µs
+
+        return replay
+
+
+def test_cuda_events_one_sync_for_a_fixed_run():
+    t = FakeTime()
+    cuda = FakeCuda(t)
+    fn = t.work([4_000, 2_000])
+    m = measure(fn, device="cuda:0", warmup=2, reps=6, time_cold=False, clock=t.clock, cuda_backend=cuda)
+    assert m.mode == MODE_EVENTS
+    assert m.samples_s == pytest.approx((4e-6, 2e-6) * 3)
+    # warm-up ends with a sync, then the 6 repetitions share exactly one
+    after_warmup = t.log[t.log.index("record") :]
+    assert after_warmup.count("sync") == 1 and after_warmup[-1] == "sync"
+    assert after_warmup.count("record") == 12
+
+
+def test_cuda_events_adaptive_synchronises_per_batch():
+    t = FakeTime()
+    cuda = FakeCuda(t)
+    fn = t.work([1_000, 3_000])
+    m = measure(
+        fn, device="cuda", warmup=0, reps=None, min_reps=5, max_reps=25, clock=t.clock, cuda_backend=cuda
+    )
+    assert len(m.samples_s) == 25  # 5 + 10 + 10
+    assert cuda.syncs == 2 + 1 + 3  # cold call (2), end of warm-up (1), one per batch (3)
+
+
+def test_cuda_graph_mode_times_replays_and_divides_by_calls():
+    t = FakeTime()
+    cuda = FakeCuda(t)
+    fn = t.work([9_000])
+    m = measure(
+        fn,
+        device="cuda",
+        warmup=3,
+        reps=4,
+        cuda_graph=True,
+        calls_per_sample=10,
+        clock=t.clock,
+        cuda_backend=cuda,
+    )
+    assert m.mode == MODE_GRAPH
+    assert cuda.captured == 10
+    assert m.samples_s == pytest.approx((1.5e-6,) * 4)
+    assert m.warmup_calls == 3 + GRAPH_SIDE_STREAM_WARMUP
+    assert m.cold_s == pytest.approx(9e-6)
+    assert t.log.count("replay") == 4
+
+
+def test_cuda_graph_on_cpu_is_unsupported():
+    with pytest.raises(UnsupportedOnDevice, match="--cuda-graphs"):
+        measure(lambda: None, device="cpu", cuda_graph=True)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"reps": 0},
+        {"warmup": -1},
+        {"calls_per_sample": 0},
+        {"max_time_s": -1.0},
+        {"target_rel_iqr": 0.0},
+        {"min_reps": 10, "max_reps": 5},
+    ],
+)
+def test_rejects_bad_settings(kwargs):
+    with pytest.raises(InvalidInput):
+        measure(lambda: None, **kwargs)
+
+
+def test_real_clock_on_a_cpu_kernel():
+    import torch
+
+    x = torch.randn(256, 256)
+    m = measure(lambda: x @ x, warmup=2, reps=5)
+    assert m.summary.n == 5
+    assert all(s > 0 for s in m.samples_s)
+    assert m.summary.min_s <= m.summary.median_s <= m.summary.max_s
+
+
+def test_real_cpu_flush_buffer_exceeds_the_llc():
+    import torch
+
+    from infer_opt.profilers.device import cpu_llc_bytes
+    from infer_opt.profilers.timing import _FLUSH_BUFFERS, cache_flusher
+
+    flush = cache_flusher("cpu")
+    flush()
+    buf = _FLUSH_BUFFERS["cpu"]
+    assert buf.dtype == torch.int32
+    assert buf.numel() * 4 > (cpu_llc_bytes() or 0)
+    assert int(buf[0]) == int(buf[-1]) >= 2
+
+
+@pytest.mark.gpu
+def test_real_cuda_events_and_graph_agree_roughly():
+    import torch
+
+    x = torch.randn(2048, 2048, device="cuda")
+    eager = measure(lambda: x @ x, device="cuda", warmup=5, reps=20)
+    graph = measure(lambda: x @ x, device="cuda", warmup=5, reps=20, cuda_graph=True, calls_per_sample=5)
+    flushed = measure(lambda: x @ x, device="cuda", warmup=5, reps=20, flush_cache=True)
+    assert eager.mode == MODE_EVENTS and graph.mode == MODE_GRAPH and flushed.flushed
+    # a 17 GFLOP matmul is kernel-bound: the three ways agree within 25%
+    assert graph.median_s == pytest.approx(eager.median_s, rel=0.25)
+    assert flushed.median_s == pytest.approx(eager.median_s, rel=0.25)
+
+
+def test_stopping_checks_grow_geometrically():
+    import itertools as it
+
+    from infer_opt.profilers.timing import _batches
+
+    sizes = list(it.islice(_batches(False, 10**6, 5, 1), 60))
+    assert sizes[:3] == [5, 1, 1]
+    totals = list(it.accumulate(sizes))
+    assert totals[-1] > 1000  # 60 checks reach over a thousand samples
+    assert list(_batches(True, 40, 5, 1)) == [40]

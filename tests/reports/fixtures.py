@@ -1,0 +1,248 @@
+"""One deterministic result per result kind, for the renderer and plot tests.
+
+Calculators and checks are computed by their core functions from fixed inputs. The
+measured kinds (profile, kernels, roofline) are read from ``fixtures/<kind>.json``:
+trimmed real CPU runs with rounded numbers, so the snapshots stay readable and never
+depend on the machine; ``amortize-measure`` is built by its core function from
+hand-made bucket measurements, ``speculative-measure`` is a frozen ``analyze`` output.
+``compare`` compares two of those kernel runs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import replace
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+from infer_opt.results import Result, result_class
+
+DATA = Path(__file__).parent / "fixtures"
+
+LENGTHS = [12, 40, 40, 57, 100, 100, 128, 130, 200, 256, 300, 333, 480, 512, 700, 1000]
+
+AMORTIZE_CSV = """bucket,compile_s,calls,eager_ms,compiled_ms
+128,20,50000,2,1.5
+256,25,40000,3.5,2.6
+512,30,8000,7,5.5
+1024,40,1000,15,12
+"""
+
+
+def _from_json(kind: str) -> Result:
+    data = json.loads((DATA / f"{kind}.json").read_text(encoding="utf-8"))
+    return result_class(kind).from_dict(data)
+
+
+def amdahl() -> Result:
+    from infer_opt.cost_models.amdahl import Part, combined
+
+    return combined([Part("attention", 0.35, 3.0), Part("mlp", 0.4, 1.2)], added=0.02, target=1.5)
+
+
+def amortize() -> Result:
+    from infer_opt.cost_models.amortization import amortize as run
+
+    return run(3.0, 2e-3, 1.5e-3, 10_000)
+
+
+def amortize_buckets() -> Result:
+    from infer_opt.cost_models.amortization import amortize_buckets as run
+    from infer_opt.cost_models.amortization import read_bucket_csv
+
+    return run(read_bucket_csv(AMORTIZE_CSV, source="buckets.csv"), source="buckets.csv")
+
+
+def buckets() -> Result:
+    from infer_opt.cost_models.bucketing import optimize, sample_from_lengths
+
+    sample = sample_from_lengths(LENGTHS, source="lengths.txt")
+    return optimize(sample, 3, batch_size=4, given_bounds=(128, 256, 512, 1024))
+
+
+def _costs():
+    from infer_opt.cost_models.speculative import Costs
+
+    return Costs(target_s=10e-3, draft_s=1e-3, verify_base_s=12e-3, overhead_s=1e-3)
+
+
+def speculative_speedup() -> Result:
+    from infer_opt.cost_models.speculative import speculative_speedup as run
+
+    return run(3, _costs(), alpha=0.8, sweep_kmax=8)
+
+
+def speculative_acceptance() -> Result:
+    from infer_opt.cost_models.speculative import acceptance_report
+
+    return acceptance_report(np.array([0.5, 0.25, 0.15, 0.1]), np.array([0.4, 0.4, 0.1, 0.1]))
+
+
+def speculative_plans() -> Result:
+    from infer_opt.cost_models.speculative import PlanRound, compare_plans
+
+    rounds = [
+        PlanRound("k=2", 0.013, 2),
+        PlanRound("k=2", 0.014, 3),
+        PlanRound("k=4", 0.016, 1),
+        PlanRound("k=4", 0.017, 5),
+        PlanRound("plain", 0.010, 1),
+    ]
+    return compare_plans(rounds)
+
+
+def speculative_metrics() -> Result:
+    from infer_opt.cost_models.speculative import rates_from_counts
+
+    return rates_from_counts(1000, [800, 600, 400], costs=_costs())
+
+
+def attention_memory() -> Result:
+    from infer_opt.cost_models.attention import attention_memory as run
+
+    return run(1024, 1024, 16, 2, 64, dtype="float16", causal=True)
+
+
+def attention_window() -> Result:
+    from infer_opt.cost_models.attention import window_bound
+
+    return window_bound(0.01, 2.0)
+
+
+def attention_check() -> Result:
+    from infer_opt.checks.mask_alignment import AttentionCase, AttentionCheckResult
+
+    def case(name: str, path: str, mask: str, tq: int, error: float, *, wrong: bool = False) -> AttentionCase:
+        matches = error <= 1e-5
+        return AttentionCase(
+            case=name,
+            path=path,
+            mask=mask,
+            tq=tq,
+            tk=128,
+            causal_offset=128 - tq,
+            max_abs_error=error,
+            tolerance=1e-5,
+            finite=True,
+            matches_reference=matches,
+            expected_to_fail=wrong,
+            passed=(not matches) if wrong else matches,
+        )
+
+    cases = (
+        case("decode", "sdpa", "none", 1, 2.4e-7),
+        case("chunk", "sdpa", "bottom-right", 4, 3.1e-7),
+        case("chunk", "blocked", "bottom-right", 4, 4.8e-7),
+        case("chunk", "sdpa", "top-left (is_causal)", 4, 0.31, wrong=True),
+    )
+    return AttentionCheckResult(
+        dtype="float32", batch=2, heads=4, head_dim=32, seed=0, device="cpu", cases=cases, passed=True,
+        block_size=32, sdpa_is_causal_top_left=True, torch_version="2.13.0",
+    )  # fmt: skip
+
+
+def speculative_verify() -> Result:
+    from infer_opt.checks.spec_sampler import verify_sampler
+
+    return verify_sampler(vocab=3, k=2, trials=2000, seed=0)
+
+
+def _summary(median_s: float, rel: float = 0.02):
+    from infer_opt.stats import Summary
+
+    return Summary.from_samples([median_s * (1 - rel), median_s, median_s * (1 + rel)])
+
+
+def amortize_measure() -> Result:
+    from infer_opt.profilers import compile_measure as cm
+
+    def bucket(batch: int, seq_len: int, eager_s: float, compiled_s: float, compile_s: float):
+        return cm.MeasuredBucket(
+            bucket=f"{batch}x{seq_len}", batch=batch, seq_len=seq_len,
+            eager_s=eager_s, eager=_summary(eager_s), eager_cold_s=eager_s * 3,
+            compiled_s=compiled_s, compiled=_summary(compiled_s),
+            first_call_s=compile_s + eager_s, compile_s=compile_s, output_rel_error=2e-7,
+            measure_s=compile_s + 1,
+        )  # fmt: skip
+
+    rows = [bucket(1, 128, 2e-3, 1.5e-3, 20.0), bucket(1, 512, 7e-3, 5.5e-3, 30.0)]
+    failed = cm.MeasuredBucket(
+        "1x2048", 1, 2048, 30e-3, _summary(30e-3), error="backend raised: out of memory"
+    )
+    specs = [cm.BucketSpec(1, 128), cm.BucketSpec(1, 512), cm.BucketSpec(1, 2048), cm.BucketSpec(1, 4096)]
+    return cm.build_result(
+        [*rows, failed], model="tiny", device="cpu", device_name="Example CPU", dtype="float32",
+        backend="inductor", cuda_graphs=False, warmup=3, reps=3,
+        compile_caches="disabled: every compile is cold", requested=specs,
+        calls={"1x128": 50_000, "1x512": 8_000, "1x2048": 100}, calls_source="calls.csv",
+    )  # fmt: skip
+
+
+def speculative_measure() -> Result:
+    """Frozen output of ``spec_measure.analyze`` on c_t = 10 ms, c_d = 1 ms, c_m = 0.2 ms,
+    c_v(k) = 9 ms + 1 ms·k (k = 1..4), α = 0.8: its fit must not make the snapshot depend
+    on the last bits of a least-squares solve."""
+    return _from_json("speculative-measure")
+
+
+def profile() -> Result:
+    return _from_json("profile")
+
+
+def kernels() -> Result:
+    return _from_json("kernels")
+
+
+def roofline() -> Result:
+    return _from_json("roofline")
+
+
+def kernels_new() -> Result:
+    """The kernel run of :func:`kernels` with the matmuls 1.5× faster and one case dropped."""
+    base = kernels()
+    rows = []
+    for row in base.rows[:-1]:  # type: ignore[attr-defined]
+        factor = 1 / 1.5 if row.family == "matmul" else 1.0
+        samples = tuple(s * factor for s in row.samples_s)
+        rows.append(replace(row, samples_s=samples, time_s=row.time_s * factor if row.time_s else None))
+    return replace(base, rows=tuple(rows))
+
+
+def compare() -> Result:
+    from infer_opt.cost_models.compare import compare_results
+
+    return compare_results(
+        kernels(), kernels_new(), base_name="base.json", new_name="new.json", bootstrap=500
+    )
+
+
+#: result kind -> a function building its fixture (every kind in RESULT_CLASSES needs one)
+FIXTURES: dict[str, Callable[[], Result]] = {
+    "amdahl": amdahl,
+    "amortize": amortize,
+    "amortize-buckets": amortize_buckets,
+    "buckets": buckets,
+    "speculative-speedup": speculative_speedup,
+    "speculative-acceptance": speculative_acceptance,
+    "speculative-plans": speculative_plans,
+    "speculative-metrics": speculative_metrics,
+    "attention-memory": attention_memory,
+    "attention-window": attention_window,
+    "attention-check": attention_check,
+    "speculative-verify": speculative_verify,
+    "profile": profile,
+    "kernels": kernels,
+    "roofline": roofline,
+    "compare": compare,
+    "amortize-measure": amortize_measure,
+    "speculative-measure": speculative_measure,
+}
+
+
+@cache
+def fixture(kind: str) -> Result:
+    """The (cached) fixture result of ``kind``."""
+    return FIXTURES[kind]()

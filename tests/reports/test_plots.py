@@ -1,0 +1,48 @@
+"""Every plot kind renders from a saved result: a non-empty PNG per figure, and the same
+input gives the same bytes."""
+
+from __future__ import annotations
+
+import pytest
+
+from infer_opt.cli.common import PLOTTERS, plotter, write_plots
+from infer_opt.errors import InvalidInput
+from infer_opt.results import RESULT_CLASSES
+from tests.reports.fixtures import fixture
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == PNG_SIGNATURE and data[12:16] == b"IHDR"
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def test_every_plotter_names_a_known_kind_and_an_importable_function():
+    assert set(PLOTTERS) <= set(RESULT_CLASSES)
+    for kind in PLOTTERS:
+        assert callable(plotter(kind))
+    assert plotter("attention-window") is None
+
+
+@pytest.mark.parametrize("kind", sorted(PLOTTERS))
+def test_plot_kind_writes_non_empty_pngs(kind, tmp_path):
+    target = tmp_path / f"{kind}.png"
+    written = write_plots(fixture(kind), target)
+    assert written[0] == target
+    for path in written:
+        data = path.read_bytes()
+        width, height = _png_size(data)
+        assert len(data) > 10_000, path.name
+        assert 300 <= width <= 2000 and 250 <= height <= 1500, (path.name, width, height)
+
+
+def test_same_result_gives_the_same_bytes(tmp_path):
+    first = write_plots(fixture("compare"), tmp_path / "a.png")[0].read_bytes()
+    second = write_plots(fixture("compare"), tmp_path / "b.png")[0].read_bytes()
+    assert first == second
+
+
+def test_a_kind_without_a_plot_is_refused(tmp_path):
+    with pytest.raises(InvalidInput, match="have no plot"):
+        write_plots(fixture("attention-window"), tmp_path / "x.png")
