@@ -4,7 +4,7 @@
 #   OUT=/some/dir bash scripts/gpu_check.sh        # from anywhere; runs from the repo root
 #
 # Runs, each step under `timeout`, carrying on past failures, within a total budget
-# (TOTAL_BUDGET_S, default 450 s) so the whole script ends well under 8 minutes:
+# (TOTAL_BUDGET_S, default 510 s) so the whole script ends well under 9 minutes:
 #   1. environment (nvidia-smi, torch/CUDA/triton versions)
 #   2. python -m pytest -q -m gpu
 #   3. the quick kernel suite on CUDA: bfloat16 and float32, with and without L2 flush,
@@ -12,6 +12,7 @@
 #   4. roofline fits + plots from the flushed runs (datasheet H200 figures beside them)
 #   5. the timer agreement benchmark (measure vs torch.utils.benchmark vs do_bench)
 #   6. infer-opt profile of gpt2-small in bfloat16 (prefill and decode)
+#   7. speculative measure and amortize measure (CUDA graphs included)
 # Everything is logged to $OUT/log.txt. Results go to $OUT/gpu_check/ and are packed into
 # $OUT/gpu_check.tar.gz at the end; the roofline PNGs are also copied to $OUT itself.
 set -uo pipefail
@@ -25,7 +26,7 @@ export INFER_OPT_CACHE="$W/cache"
 export COLUMNS=160
 LOG="$OUT/log.txt"
 : >"$LOG"
-TOTAL_BUDGET_S="${TOTAL_BUDGET_S:-450}"
+TOTAL_BUDGET_S="${TOTAL_BUDGET_S:-510}"
 START=$(date +%s)
 FAILED=()
 
@@ -86,6 +87,13 @@ step profile-prefill 90 "${IO[@]}" profile gpt2-small --device cuda --dtype bflo
   --mode prefill --out "$W/profile-gpt2-bf16-prefill.json" --plot "$W/profile-gpt2-bf16-prefill.png"
 step profile-decode 90 "${IO[@]}" profile gpt2-small --device cuda --dtype bfloat16 --batch 8 --mode decode \
   --context 1024 --out "$W/profile-gpt2-bf16-decode.json"
+
+# 7. measured costs feeding the calculators: speculative decoding (gpt2-small target, tiny
+#    draft) and compile amortization per bucket (inductor + CUDA-graph capture)
+step spec-measure 90 "${IO[@]}" speculative measure --target gpt2-small --draft tiny --device cuda \
+  --dtype bfloat16 --k-max 8 --context 512 --out "$W/spec-measure-cuda-bf16.json" --plot "$W/spec-measure-cuda-bf16.png"
+step amortize-measure 150 "${IO[@]}" amortize measure --device cuda --dtype bfloat16 --bounds 64,256 \
+  --calls 20000,5000 --out "$W/amortize-measure-cuda-bf16.json"
 
 cp "$W"/roofline-cuda-*.png "$OUT"/ 2>/dev/null
 tar czf "$OUT/gpu_check.tar.gz" -C "$OUT" gpu_check && rm -rf "$W"

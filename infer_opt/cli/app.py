@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 from typing import Any
 
 import typer
+import typer.main
 from typer.core import TyperGroup
 
 try:  # typer >= 0.20 vendors click as typer._click; older releases use click itself
@@ -45,6 +47,14 @@ class InferOptGroup(TyperGroup):
             return rv
         sys.exit(rv if isinstance(rv, int) else 0)
 
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*COMMANDS, *(n for n in super().list_commands(ctx) if n not in COMMANDS)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> Any:
+        if cmd_name in COMMANDS:
+            return _load_command(cmd_name)
+        return super().get_command(ctx, cmd_name)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -52,6 +62,61 @@ class InferOptGroup(TyperGroup):
             if ctx.obj and ctx.obj.get("debug"):
                 raise
             raise _UserError(str(exc), exc.exit_code) from None
+
+
+#: command name -> the modules that define it, imported only when the command is used (so
+#: ``infer-opt amdahl`` never pays for importing the profilers, or even the other
+#: calculators). The first module either has ``register(app)`` (one command) or ``app`` (a
+#: group); the others add subcommands to that group when imported. Order = ``--help`` order.
+COMMANDS: dict[str, tuple[str, ...]] = {
+    "profile": ("infer_opt.cli.profile",),
+    "kernels": ("infer_opt.cli.kernels",),
+    "roofline": ("infer_opt.cli.roofline",),
+    "amdahl": ("infer_opt.cli.amdahl",),
+    "amortize": ("infer_opt.cli.amortize", "infer_opt.cli.amortize_measure"),
+    "buckets": ("infer_opt.cli.buckets",),
+    "speculative": (
+        "infer_opt.cli.speculative",
+        "infer_opt.cli.speculative_verify",
+        "infer_opt.cli.speculative_measure",
+    ),
+    "attention": ("infer_opt.cli.attention", "infer_opt.cli.attention_check"),
+    "report": ("infer_opt.cli.report",),
+    "compare": ("infer_opt.cli.compare",),
+}
+
+_LOADED: dict[str, Any] = {}
+
+
+def _load_command(name: str) -> Any:
+    """Import a command's modules and build its click command (cached)."""
+    if name not in _LOADED:
+        modules = [importlib.import_module(m) for m in COMMANDS[name]]
+        main_module = modules[0]
+        if hasattr(main_module, "register"):
+            holder = typer.Typer()
+            main_module.register(holder)
+            command = typer.main.get_command(holder)
+        else:
+            command = typer.main.get_command(main_module.app)
+        command.name = name
+        _reflow_help(command)
+        _LOADED[name] = command
+    return _LOADED[name]
+
+
+def _reflow_help(command: Any) -> None:
+    """Join the wrapped lines of each prose paragraph of a command's help (and its
+    subcommands'), so the help renderer wraps them to the terminal; indented lines
+    (examples) keep their line breaks."""
+    if command.help:
+        paragraphs = command.help.strip("\n").split("\n\n")
+        command.help = "\n\n".join(
+            p if any(line.startswith(" ") for line in p.splitlines()) else " ".join(p.split())
+            for p in paragraphs
+        )
+    for sub in getattr(command, "commands", {}).values():
+        _reflow_help(sub)
 
 
 class _UserError(click.ClickException):
@@ -93,41 +158,6 @@ def _root(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors."),
 ) -> None:
     ctx.obj = {"debug": debug}
-
-
-def _register() -> None:
-    """Register every command, in the order ``infer-opt --help`` lists them. Command modules
-    import only light things at import time (torch and friends load inside the commands)."""
-    from infer_opt.cli import (
-        amdahl,
-        amortize,
-        amortize_measure,  # noqa: F401 - adds `amortize measure` to the amortize group
-        attention,
-        attention_check,  # noqa: F401 - adds `attention check` to the attention group
-        buckets,
-        compare,
-        kernels,
-        profile,
-        report,
-        roofline,
-        speculative,
-        speculative_measure,  # noqa: F401 - adds `speculative measure` to the speculative group
-        speculative_verify,  # noqa: F401 - adds `speculative verify` to the speculative group
-    )
-
-    profile.register(app)
-    kernels.register(app)
-    roofline.register(app)
-    amdahl.register(app)
-    app.add_typer(amortize.app, name="amortize")
-    buckets.register(app)
-    app.add_typer(speculative.app, name="speculative")
-    app.add_typer(attention.app, name="attention")
-    report.register(app)
-    compare.register(app)
-
-
-_register()
 
 
 def main() -> None:

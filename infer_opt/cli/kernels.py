@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 HELP = """Time real kernels with known FLOPs F and minimum bytes Q: matmul sweep (compute
 bound), copy/add/scale sweep (bandwidth bound), tiny adds (launch floor), softmax, layer
-norm, explicit vs SDPA attention, eager vs torch.compile bias+GELU.
+norm, attention explicit vs blocked (online softmax) vs SDPA, eager vs torch.compile bias+GELU.
 
 achieved FLOP/s = F / t, bytes/s = Q / t, t = median over repetitions (first call timed apart).
 

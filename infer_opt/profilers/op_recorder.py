@@ -16,6 +16,16 @@ Two passes over the same step, because no single instrument gives both honestly:
    one is the op's own internals; an unmatched event around matched ones — ``aten::linear``
    around ``aten::addmm`` — is a composite wrapper whose own time is framework overhead).
 
+   The two passes do not always run the very same kernels: with a dispatch mode active, ATen
+   treats every tensor as a subclass, and composite ops take their subclass-safe path — a
+   ``reshape`` that needs no copy reaches the mode as ``aten::view`` but runs as
+   ``aten::_reshape_alias`` without it (``transformers`` models reshape everywhere). Such known
+   pairs are matched as the same op (:data:`TRACE_EQUIVALENTS`). Any other call missing from the
+   trace is skipped, not waited for: when the search for a call meets the event of one of the
+   next :data:`MATCH_LOOKAHEAD` calls first, the call did not run there; it stays unmatched (and
+   is reported) and matching goes on with the next one. A call is only ever given the time of
+   an event with its own name and shapes.
+
    * On a GPU the op's time is the device time of the kernels it (and its internals)
      launched, as CUPTI measured them — the kernel time, not the host's launch time.
    * On the CPU it is the op's wall time on the calling thread (it includes the work of the
@@ -327,13 +337,27 @@ def quiet_kineto() -> None:
     os.environ.setdefault("KINETO_LOG_LEVEL", _KINETO_LOG_LEVEL)
 
 
+#: profiler event name -> the recorded name of the same operation (module docstring): without a
+#: dispatch mode a ``reshape`` that needs no copy runs ``aten::_reshape_alias``, under the
+#: recording mode ``aten::view`` (same input, same result, no data moved)
+TRACE_EQUIVALENTS = {"aten::_reshape_alias": "aten::view"}
+#: the search for a call gives up (the call is not in the trace here) when it meets the event of
+#: one of this many following calls first
+MATCH_LOOKAHEAD = 16
+#: events visited per repetition, at most, per event and call (a trace unlike the recorded step
+#: must not make matching quadratic); calls left when it runs out stay unmatched
+MATCH_WORK_FACTOR = 16
+
+
 class _Node:
     """A CPU op event of the profiler trace, with the device time of the kernels it launched."""
 
-    __slots__ = ("_shapes", "children", "device_s", "end_ns", "event", "name", "start_ns")
+    __slots__ = ("_shapes", "children", "device_s", "end_ns", "event", "match_name", "name", "start_ns")
 
     def __init__(self, name: str, start_ns: int, end_ns: int, event: Any = None) -> None:
         self.name = name
+        #: the name a recorded call of this operation has (:data:`TRACE_EQUIVALENTS`)
+        self.match_name = TRACE_EQUIVALENTS.get(name, name)
         self.start_ns = start_ns
         self.end_ns = end_ns
         self.event = event
@@ -411,35 +435,66 @@ def _trace_forest(kineto_events: Sequence[Any]) -> list[_Node]:
     return [node for _, node in markers]
 
 
+def _preorder(rep: _Node) -> tuple[list[_Node], list[int]]:
+    """The events inside ``rep`` in program order (parents before their children), and for each
+    the index just past its subtree."""
+    nodes: list[_Node] = []
+    ends: list[int] = []
+
+    def walk(node: _Node) -> None:
+        k = len(nodes)
+        nodes.append(node)
+        ends.append(0)
+        for child in node.children:
+            walk(child)
+        ends[k] = len(nodes)
+
+    for child in rep.children:
+        walk(child)
+    return nodes, ends
+
+
 def match_rep(
     rep: _Node, calls: Sequence[OpCall], on_cuda: bool, overhead_per_event_s: float
 ) -> tuple[list[float | None], float]:
     """Times of ``calls`` inside one repetition marker, matched in program order (module
-    docstring). Returns the per-call times and the profiler overhead subtracted."""
+    docstring): each call takes the first event after the previous match (outside its subtree)
+    with the call's name and shapes; a call whose search meets one of the next calls' events
+    first is not in the trace here and stays ``None``. Returns the per-call times and the
+    profiler overhead subtracted."""
+    nodes, ends = _preorder(rep)
     times: list[float | None] = [None] * len(calls)
     subtracted = 0.0
     position = 0
-
-    def visit(node: _Node) -> None:
-        nonlocal position, subtracted
-        if position >= len(calls):
-            return
-        call = calls[position]
-        if node.name == call.name and node.shapes == call.match_shapes:
-            if on_cuda:
-                times[position] = node.device_total_s()
-            else:
-                raw = node.wall_s
-                correction = min(node.descendants() * overhead_per_event_s, 0.5 * raw)
-                subtracted += correction
-                times[position] = raw - correction
-            position += 1
-            return
-        for child in node.children:
-            visit(child)
-
-    for child in rep.children:
-        visit(child)
+    budget = MATCH_WORK_FACTOR * (len(nodes) + len(calls))
+    for i, call in enumerate(calls):
+        ahead = calls[i + 1 : i + 1 + MATCH_LOOKAHEAD]
+        ahead_names = {c.name for c in ahead}
+        found = -1
+        k = position
+        while k < len(nodes) and budget > 0:
+            budget -= 1
+            node = nodes[k]
+            name = node.match_name
+            if name == call.name and node.shapes == call.match_shapes:
+                found = k
+                break
+            if name in ahead_names and any(name == c.name and node.shapes == c.match_shapes for c in ahead):
+                break  # a later call's op comes first: this call did not run here
+            k += 1  # into the event's children (a composite wrapper), then on
+        if found < 0:
+            if budget <= 0:
+                break
+            continue
+        node = nodes[found]
+        if on_cuda:
+            times[i] = node.device_total_s()
+        else:
+            raw = node.wall_s
+            correction = min((ends[found] - found - 1) * overhead_per_event_s, 0.5 * raw)
+            subtracted += correction
+            times[i] = raw - correction
+        position = ends[found]
     return times, subtracted
 
 

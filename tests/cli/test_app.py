@@ -1,0 +1,53 @@
+"""The root app: every command loads lazily, has help, and the error boundary holds."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from infer_opt.cli.app import COMMANDS, _load_command
+from tests.helpers import assert_one_line_error, invoke
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_every_command_loads_and_has_help(name):
+    command = _load_command(name)
+    assert command.name == name
+    run = invoke(name, "--help")
+    assert run.exit_code == 0, run.stderr
+    assert "Usage:" in run.stdout
+    for sub in getattr(command, "commands", {}):
+        sub_run = invoke(name, sub, "--help")
+        assert sub_run.exit_code == 0, (sub, sub_run.stderr)
+
+
+def test_root_help_lists_commands_in_order():
+    out = invoke("--help").stdout
+    positions = [out.index(f"│ {name} ") for name in COMMANDS]
+    assert positions == sorted(positions)
+
+
+def test_unknown_command_is_one_line_error():
+    assert_one_line_error(invoke("frobnicate"), "frobnicate")
+
+
+def test_version():
+    run = invoke("--version")
+    assert run.exit_code == 0 and run.stdout.startswith("infer-opt ")
+
+
+def test_a_calculator_imports_no_other_command():
+    code = (
+        "import sys\n"
+        "from infer_opt.cli.app import app\n"
+        "try:\n"
+        "    app(['amdahl', '-f', '0.4', '-s', '4', '--json'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('LOADED:' + ','.join(sorted(m for m in sys.modules if m.startswith('infer_opt.cli.'))))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    loaded = proc.stdout.strip().splitlines()[-1].removeprefix("LOADED:").split(",")
+    assert set(loaded) <= {"infer_opt.cli.app", "infer_opt.cli.amdahl", "infer_opt.cli.common"}, loaded
