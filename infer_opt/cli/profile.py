@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from infer_opt.cli.common import FormatOpt, JsonOpt, MarkdownOpt, OutOpt, PlotOpt, emit, format_for
+from infer_opt.cli.kernels import ThreadsOpt
 from infer_opt.errors import InvalidInput
 from infer_opt.units import parse_int
 
@@ -105,6 +106,7 @@ def profile(
         Path | None,
         typer.Option("--trace", help="Write the raw torch.profiler trace (Chrome/Perfetto JSON)."),
     ] = None,
+    threads: ThreadsOpt = None,
     hf_config: Annotated[
         list[str] | None,
         typer.Option("--hf-config", help="Config override for hf: models, KEY=VALUE (repeatable)."),
@@ -140,7 +142,12 @@ def profile(
     for path in out or []:
         format_for(path)
     overrides = models.parse_hf_overrides(hf_config or [])
+    n_threads = None if threads is None else parse_int(threads, option="--threads", low=1, high=4096)
     dev = devices.resolve_device(device)
+    if n_threads is not None:
+        import torch
+
+        torch.set_num_threads(n_threads)  # before the roofline lookup: the CPU fit is per thread count
     torch_dtype = _dtype(dtype, dev)
 
     from infer_opt.cli.kernels import progress_bar

@@ -227,7 +227,7 @@ class ProfileResult(Result):
     flops_counted: float
     #: counted FLOPs / step time
     achieved_flops_per_s: float
-    #: 2·P_matmul·tokens + 4·B·H·Tq·Tk·d·L for built-ins (None otherwise)
+    #: 2·P_matmul·tokens + 4·B·H·Tq·Tk·d·L for built-ins and dense hf: models (None otherwise)
     flops_analytic: float | None
     #: counted / analytic - 1
     flops_vs_analytic: float | None
@@ -318,7 +318,9 @@ def build_step(
             "factory and hf: models profile --mode prefill",
         )
     if not isinstance(model, DecoderLM):
-        return Step(_no_grad(loaded.prefill), loaded.tokens, None, "forward on the example inputs")
+        return Step(
+            _no_grad(loaded.prefill), loaded.tokens, loaded.flops_analytic, "forward on the example inputs"
+        )
     config = model.config
     batch, seq_len = loaded.args[0].shape
     if mode == "prefill":

@@ -439,6 +439,9 @@ class LoadedModel:
     #: batch and sequence length of the token inputs, when the inputs are tokens
     batch: int | None = None
     seq_len: int | None = None
+    #: analytic prefill FLOPs when the architecture gives them (dense hf: models,
+    #: :func:`hf_prefill_flops`); built-ins compute theirs per mode from ``config``
+    flops_analytic: float | None = None
 
     def inputs(self) -> str:
         """The example inputs in one line: ``input_ids 4×128 int64``."""
@@ -726,17 +729,65 @@ def load_hf(
     if max_pos is not None and seq_len > int(max_pos):
         raise InvalidInput("--seq-len", seq_len, f"hf:{model_type} has {max_pos} positions")
     ids = random_tokens(batch_size, seq_len, vocab, device=device)
+    analytic = hf_prefill_flops(model, config, batch_size, seq_len)
     return LoadedModel(
         f"hf:{model_type}",
         "hf",
         model,
         (),
+        # no KV cache: every call is the same prefill over the same tokens (the recording and the
+        # profiler pass must run the same ops)
         {"input_ids": ids, "use_cache": False},
         tokens=batch_size * seq_len,
-        description=f"transformers {type(model).__name__} from its config (random weights)",
+        description=f"transformers {type(model).__name__} from its config (random weights), "
+        f"{getattr(model.config, '_attn_implementation', None) or 'default'} attention",
         batch=batch_size,
         seq_len=seq_len,
+        flops_analytic=float(analytic) if analytic is not None else None,
     )
+
+
+#: config attributes that make a model a mixture of experts (only some weights run per token)
+_MOE_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
+
+
+def matmul_weight_count(model: nn.Module) -> int:
+    """Weights that multiply activations: the 2-D parameters of every module that is not an
+    embedding (``Linear``, transformers' ``Conv1D``, the LM head; a tied head counted once)."""
+    seen: set[int] = set()
+    total = 0
+    for module in model.modules():
+        if isinstance(module, nn.Embedding):
+            continue
+        for param in module.parameters(recurse=False):
+            if param.ndim == 2 and id(param) not in seen:
+                seen.add(id(param))
+                total += param.numel()
+    return total
+
+
+def _config_int(config: Any, name: str) -> int | None:
+    value = getattr(config, name, None)
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def hf_prefill_flops(model: nn.Module, config: Any, batch: int, seq_len: int) -> int | None:
+    """Analytic prefill FLOPs of a dense transformers decoder, as for the built-ins:
+    ``2·P_matmul·B·T + 4·B·H·T²·d·L`` (:func:`matmul_weight_count`; attention dense, not halved
+    for the causal mask). ``None`` for a mixture of experts or when the config does not name
+    heads and layers."""
+    if any((_config_int(config, key) or 0) > 1 for key in _MOE_KEYS):
+        return None
+    heads = _config_int(config, "num_attention_heads")
+    layers = _config_int(config, "num_hidden_layers")
+    hidden = _config_int(config, "hidden_size")
+    if heads is None or layers is None:
+        return None
+    head_dim = _config_int(config, "head_dim") or (hidden // heads if hidden else None)
+    if head_dim is None:
+        return None
+    tokens = batch * seq_len
+    return 2 * matmul_weight_count(model) * tokens + 4 * batch * heads * seq_len * seq_len * head_dim * layers
 
 
 def param_count_analytic(config: TransformerConfig) -> int:

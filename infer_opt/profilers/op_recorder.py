@@ -18,13 +18,15 @@ Two passes over the same step, because no single instrument gives both honestly:
 
    The two passes do not always run the very same kernels: with a dispatch mode active, ATen
    treats every tensor as a subclass, and composite ops take their subclass-safe path — a
-   ``reshape`` that needs no copy reaches the mode as ``aten::view`` but runs as
-   ``aten::_reshape_alias`` without it (``transformers`` models reshape everywhere). Such known
-   pairs are matched as the same op (:data:`TRACE_EQUIVALENTS`). Any other call missing from the
-   trace is skipped, not waited for: when the search for a call meets the event of one of the
-   next :data:`MATCH_LOOKAHEAD` calls first, the call did not run there; it stays unmatched (and
-   is reported) and matching goes on with the next one. A call is only ever given the time of
-   an event with its own name and shapes.
+   ``reshape`` of a non-contiguous tensor that needs no copy reaches the mode as ``aten::view``
+   but runs as ``aten::_reshape_alias`` without it (``transformers`` models do this in every
+   attention layer). Such known pairs are matched as the same op (:data:`TRACE_EQUIVALENTS`).
+   Any other call missing from the trace is skipped, not waited for: when the search for a call
+   meets the event of one of the next :data:`MATCH_LOOKAHEAD` calls first, the call can only be
+   inside that event (a composite overload with the same name, e.g. ``where`` with a scalar
+   around ``scalar_tensor`` and ``where``); if it is not, it did not run there, stays unmatched
+   (and is reported), and matching goes on with the next call. A call is only ever given the
+   time of an event with its own name and shapes.
 
    * On a GPU the op's time is the device time of the kernels it (and its internals)
      launched, as CUPTI measured them — the kernel time, not the host's launch time.
@@ -338,8 +340,9 @@ def quiet_kineto() -> None:
 
 
 #: profiler event name -> the recorded name of the same operation (module docstring): without a
-#: dispatch mode a ``reshape`` that needs no copy runs ``aten::_reshape_alias``, under the
-#: recording mode ``aten::view`` (same input, same result, no data moved)
+#: dispatch mode a ``reshape`` of a non-contiguous tensor that needs no copy runs
+#: ``aten::_reshape_alias``, under the recording mode ``aten::view`` (same input, same result,
+#: no data moved)
 TRACE_EQUIVALENTS = {"aten::_reshape_alias": "aten::view"}
 #: the search for a call gives up (the call is not in the trace here) when it meets the event of
 #: one of this many following calls first
@@ -460,8 +463,8 @@ def match_rep(
     """Times of ``calls`` inside one repetition marker, matched in program order (module
     docstring): each call takes the first event after the previous match (outside its subtree)
     with the call's name and shapes; a call whose search meets one of the next calls' events
-    first is not in the trace here and stays ``None``. Returns the per-call times and the
-    profiler overhead subtracted."""
+    first, and is not inside it, is not in the trace here and stays ``None``. Returns the
+    per-call times and the profiler overhead subtracted."""
     nodes, ends = _preorder(rep)
     times: list[float | None] = [None] * len(calls)
     subtracted = 0.0
@@ -472,7 +475,8 @@ def match_rep(
         ahead_names = {c.name for c in ahead}
         found = -1
         k = position
-        while k < len(nodes) and budget > 0:
+        limit = len(nodes)
+        while k < limit and budget > 0:
             budget -= 1
             node = nodes[k]
             name = node.match_name
@@ -480,7 +484,10 @@ def match_rep(
                 found = k
                 break
             if name in ahead_names and any(name == c.name and node.shapes == c.match_shapes for c in ahead):
-                break  # a later call's op comes first: this call did not run here
+                # a later call's op comes first: this call can only be inside it (a composite
+                # overload sharing the name: where(cond, x, scalar) runs scalar_tensor and
+                # where), else it did not run here
+                limit = ends[k]
             k += 1  # into the event's children (a composite wrapper), then on
         if found < 0:
             if budget <= 0:

@@ -193,3 +193,16 @@ def test_debug_shows_the_traceback(tmp_path):
     with pytest.raises(RunFailure) as info:
         _profile(f"{path}:make", "--debug")
     assert isinstance(info.value.__cause__, RuntimeError)
+
+
+def test_threads_option_sets_torch_threads_and_rejects_zero():
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        run = _profile("--threads", "1", "--json")
+        assert run.exit_code == 0, run.stderr
+        assert run.json()["environment"]["torch_num_threads"] == 1
+    finally:
+        torch.set_num_threads(before)
+    assert_one_line_error(_profile("--threads", "0"), "--threads", "[1, 4096]")

@@ -287,3 +287,47 @@ def test_hf_builds_from_config_without_download():
         assert loaded.prefill().logits.shape == (1, 8, 256)
     with pytest.raises(InvalidInput):
         models.load_model("hf:no-such-model-type")
+
+
+#: a tiny Llama through transformers: GQA (4 query heads, 2 key/value heads of 16), untied head
+HF_LLAMA = {
+    "num_hidden_layers": 1,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "vocab_size": 256,
+}
+
+
+def test_hf_llama_builds_from_small_overrides_with_analytic_flops():
+    pytest.importorskip("transformers")
+    loaded = models.load_model("hf:llama", seq_len=16, hf_overrides=HF_LLAMA)
+    assert loaded.kwargs["use_cache"] is False  # every call the same prefill, no cache to return
+    with torch.no_grad():
+        assert loaded.prefill().logits.shape == (1, 16, 256)
+    d, f, kv, vocab, t = 64, 128, 2 * 16, 256, 16
+    p_matmul = (d * d + 2 * d * kv + d * d + 3 * d * f) + d * vocab  # q, k, v, o, SwiGLU, LM head
+    assert models.matmul_weight_count(loaded.model) == p_matmul
+    # 2·P·T + 4·B·H·T²·d_head·L
+    assert loaded.flops_analytic == 2 * p_matmul * t + 4 * 4 * t * t * 16 * 1
+
+
+def test_hf_tied_lm_head_counts_once_and_embeddings_not_at_all():
+    pytest.importorskip("transformers")
+    loaded = models.load_model(
+        "hf:gpt2", seq_len=8, hf_overrides={"n_layer": 1, "n_embd": 64, "n_head": 2, "vocab_size": 256}
+    )
+    d, vocab = 64, 256
+    # Conv1D c_attn, attn c_proj, c_fc, mlp c_proj; the LM head shares the token embedding
+    assert models.matmul_weight_count(loaded.model) == d * 3 * d + d * d + 2 * d * 4 * d + d * vocab
+    assert loaded.model.lm_head.weight is loaded.model.transformer.wte.weight
+
+
+def test_hf_analytic_flops_are_left_out_for_a_mixture_of_experts():
+    from types import SimpleNamespace
+
+    config = SimpleNamespace(num_attention_heads=2, num_hidden_layers=1, hidden_size=8, num_local_experts=4)
+    assert models.hf_prefill_flops(torch.nn.Linear(8, 8), config, 1, 4) is None
+    dense = SimpleNamespace(num_attention_heads=2, num_hidden_layers=1, hidden_size=8)
+    assert models.hf_prefill_flops(torch.nn.Linear(8, 8), dense, 1, 4) == 2 * 64 * 4 + 4 * 2 * 16 * 4

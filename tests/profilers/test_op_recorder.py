@@ -170,6 +170,39 @@ def test_unmatched_calls_are_reported_as_none():
     assert times == [None]
 
 
+def test_a_call_missing_from_the_trace_does_not_stop_the_later_ones():
+    a, b = ((4, 4),), ((8, 8),)
+    calls = [_call(0, "aten::mul", a), _call(1, "aten::t", b), _call(2, "aten::mul", a)]
+    # the first mul never ran under the profiler: the mul there is call 2's, not call 0's
+    rep = _node("r", 0, 100, children=[_node("aten::t", 0, 10, b), _node("aten::mul", 20, 50, a)])
+    times, _ = rec.match_rep(rep, calls, False, 0.0)
+    assert times == [None, pytest.approx(10e-9), pytest.approx(30e-9)]
+
+
+def test_a_call_can_sit_inside_a_composite_with_a_later_calls_name():
+    # where(cond, x, scalar) is a composite named like the where(cond, x, y) it runs
+    m, none = ((1, 1, 8, 8),), ()
+    calls = [_call(0, "aten::scalar_tensor", none), _call(1, "aten::where", m)]
+    inner = [_node("aten::scalar_tensor", 12, 15), _node("aten::to", 16, 17), _node("aten::where", 20, 40, m)]
+    rep = _node("r", 0, 100, children=[_node("aten::where", 10, 50, m, children=inner)])
+    times, _ = rec.match_rep(rep, calls, False, 0.0)
+    assert times == [pytest.approx(3e-9), pytest.approx(20e-9)]
+
+
+def test_reshape_alias_in_the_trace_is_the_recorded_view():
+    x = torch.randn(3, 4, 5)
+
+    def step():
+        # a reshape of a non-contiguous tensor that needs no copy: aten::view under the
+        # recording mode, aten::_reshape_alias under the profiler
+        return x.transpose(0, 1).reshape(4, 3, 1, 5) * 2
+
+    calls = rec.record_ops(step)
+    assert [c.name for c in calls] == ["aten::transpose", "aten::view", "aten::mul"]
+    timings = rec.time_ops(step, calls, reps=2, overhead_per_event_s=0.0)
+    assert timings.unmatched == []
+
+
 def test_time_ops_matches_every_call_of_a_real_step_and_writes_the_trace(tmp_path):
     model = models.build_builtin("tiny")
     ids = models.random_tokens(1, 16, model.config.vocab_size)
