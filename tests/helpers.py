@@ -39,3 +39,29 @@ def assert_one_line_error(run: Run, *needles: str) -> None:
     assert "Traceback" not in run.stderr
     for needle in needles:
         assert needle in lines[0], (needle, lines[0])
+
+
+HEAVY_MODULES = ("torch", "pandas", "matplotlib", "scipy")
+
+
+def heavy_modules_imported(*argvs: list[str]) -> list[str]:
+    """Run each ``infer-opt ARGV`` in one fresh interpreter (each must exit 0) and return
+    which of torch, pandas, matplotlib and scipy ended up imported."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from infer_opt.cli.app import app\n"
+        f"for argv in {[list(a) for a in argvs]!r}:\n"
+        "    try:\n"
+        "        app(argv)\n"
+        "    except SystemExit as exc:\n"
+        "        assert exc.code in (0, None), (argv, exc.code)\n"
+        f"print('HEAVY:' + ','.join(m for m in {HEAVY_MODULES!r} if m in sys.modules))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    last = proc.stdout.strip().splitlines()[-1]
+    assert last.startswith("HEAVY:"), proc.stdout
+    return [m for m in last.removeprefix("HEAVY:").split(",") if m]

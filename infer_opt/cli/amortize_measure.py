@@ -116,7 +116,6 @@ def _model_key(model: str) -> str:
 
 @app.command("measure", help=HELP)
 def measure(
-    ctx: typer.Context,
     model: Annotated[
         str,
         typer.Argument(
@@ -171,13 +170,7 @@ def measure(
     markdown: MarkdownOpt = None,
     csv: CsvOpt = None,
     plot: PlotOpt = None,
-    debug: Annotated[
-        bool, typer.Option("--debug", help="Show tracebacks instead of one-line errors.")
-    ] = False,
 ) -> None:
-    if debug:
-        root = ctx.find_root()
-        root.obj = {**(root.obj or {}), "debug": True}
     seq_bounds, _, specs = _buckets(bounds, batch_sizes)
     call_map, calls_source = _calls(calls, lengths, requests, specs, seq_bounds)
     n_warmup = parse_int(warmup, option="--warmup", low=0, high=MAX_REPS)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from typing import Any
 
@@ -28,7 +29,10 @@ class InferOptGroup(TyperGroup):
         self, args: Any = None, prog_name: Any = None, standalone_mode: bool = True, **extra: Any
     ) -> Any:  # type: ignore[override]
         argv = list(sys.argv[1:] if args is None else args)
-        debug = "--debug" in argv
+        # --debug may stand anywhere (`infer-opt profile m.py:f --debug`): take it out here
+        debug = "--debug" in argv or os.environ.get("INFER_OPT_DEBUG", "") not in ("", "0")
+        argv = [a for a in argv if a != "--debug"]
+        self.debug = debug
         try:
             rv = super().main(args=argv, prog_name=prog_name or "infer-opt", standalone_mode=False, **extra)
         except click.ClickException as exc:
@@ -59,7 +63,7 @@ class InferOptGroup(TyperGroup):
         try:
             return super().invoke(ctx)
         except InferOptError as exc:
-            if ctx.obj and ctx.obj.get("debug"):
+            if getattr(self, "debug", False):
                 raise
             raise _UserError(str(exc), exc.exit_code) from None
 
@@ -151,13 +155,15 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    ctx: typer.Context,
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Show the version and exit."
     ),
-    debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors."),
+    debug: bool = typer.Option(
+        False, "--debug", help="Show tracebacks instead of one-line errors (may follow any command)."
+    ),
 ) -> None:
-    ctx.obj = {"debug": debug}
+    """Measure where inference time goes, fit the device roofline, and turn measurements
+    into decisions."""
 
 
 def main() -> None:

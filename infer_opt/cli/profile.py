@@ -58,7 +58,6 @@ def _dtype(spec: str, dev: Any) -> Any:
 
 
 def profile(
-    ctx: typer.Context,
     model: Annotated[
         str,
         typer.Argument(
@@ -116,13 +115,7 @@ def profile(
     markdown: MarkdownOpt = None,
     fmt: FormatOpt = None,
     plot: PlotOpt = None,
-    debug: Annotated[
-        bool, typer.Option("--debug", help="Show tracebacks instead of one-line errors.")
-    ] = False,
 ) -> None:
-    if debug:
-        root = ctx.find_root()
-        root.obj = {**(root.obj or {}), "debug": True}
     from infer_opt.profilers import device as devices
     from infer_opt.profilers import model_profile, models
 

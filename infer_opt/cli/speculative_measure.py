@@ -59,7 +59,6 @@ def _alpha_inputs(alpha: str | None, alphas: str | None, metrics: Path | None) -
 
 @app.command("measure", help=HELP)
 def measure(
-    ctx: typer.Context,
     target: Annotated[
         str, typer.Option("--target", help="Target model: built-in name or a factory returning DecoderLM.")
     ] = "gpt2-small",
@@ -108,13 +107,7 @@ def measure(
     markdown: MarkdownOpt = None,
     csv: CsvOpt = None,
     plot: PlotOpt = None,
-    debug: Annotated[
-        bool, typer.Option("--debug", help="Show tracebacks instead of one-line errors.")
-    ] = False,
 ) -> None:
-    if debug:
-        root = ctx.find_root()
-        root.obj = {**(root.obj or {}), "debug": True}
     k_top = parse_int(k_max, option="--k-max", low=1, high=MAX_K)
     n_context = parse_int(context, option="--context", low=0, high=MAX_CONTEXT)
     n_warmup = parse_int(warmup, option="--warmup", low=0, high=MAX_REPS)

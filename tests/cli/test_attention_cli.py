@@ -1,14 +1,10 @@
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from infer_opt.results import load_result
-from tests.helpers import assert_one_line_error, invoke
+from tests.helpers import assert_one_line_error, heavy_modules_imported, invoke
 
-HEAVY = ("torch", "pandas", "matplotlib", "scipy")
 SHAPE = ["--tq", "8192", "--tk", "8192", "--heads", "32", "--batch", "1", "--head-dim", "128"]
 
 
@@ -116,16 +112,4 @@ def test_attention_commands_do_not_import_heavy_modules():
         ["attention", "memory", *SHAPE, "--json"],
         ["attention", "window", "--dropped-mass", "0.01", "--value-norm", "4"],
     ]
-    code = (
-        "import sys\n"
-        "from infer_opt.cli.app import app\n"
-        f"for argv in {argvs!r}:\n"
-        "    try:\n"
-        "        app(argv)\n"
-        "    except SystemExit as exc:\n"
-        "        assert exc.code in (0, None), (argv, exc.code)\n"
-        f"print('HEAVY:' + ','.join(m for m in {HEAVY!r} if m in sys.modules))\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip().splitlines()[-1] == "HEAVY:", proc.stdout
+    assert heavy_modules_imported(*argvs) == []

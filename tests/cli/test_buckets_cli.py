@@ -1,13 +1,8 @@
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
-from tests.helpers import assert_one_line_error, invoke
-
-HEAVY = ("torch", "pandas", "matplotlib", "scipy")
+from tests.helpers import assert_one_line_error, heavy_modules_imported, invoke
 
 
 @pytest.fixture
@@ -161,15 +156,4 @@ def test_missing_file_argument_is_one_line_exit_2():
 )
 def test_calculator_does_not_import_heavy_modules(lengths, args):
     argv = ["buckets", str(lengths), *args]
-    code = (
-        "import sys\n"
-        "from infer_opt.cli.app import app\n"
-        "try:\n"
-        f"    app({argv!r})\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        f"print('HEAVY:' + ','.join(m for m in {HEAVY!r} if m in sys.modules))\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip().splitlines()[-1] == "HEAVY:", proc.stdout
+    assert heavy_modules_imported(argv) == []

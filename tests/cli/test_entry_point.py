@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-HEAVY = ("torch", "pandas", "matplotlib", "scipy")
+from tests.helpers import heavy_modules_imported
 
 
 @pytest.mark.skipif(shutil.which("infer-opt") is None, reason="package not installed")
@@ -44,15 +44,4 @@ def test_python_dash_m_reports_bad_input_with_exit_2():
     ],
 )
 def test_calculators_do_not_import_heavy_modules(argv):
-    code = (
-        "import sys\n"
-        "from infer_opt.cli.app import app\n"
-        "try:\n"
-        f"    app({argv!r})\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        f"print('HEAVY:' + ','.join(m for m in {HEAVY!r} if m in sys.modules))\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip().splitlines()[-1] == "HEAVY:", proc.stdout
+    assert heavy_modules_imported(argv) == []

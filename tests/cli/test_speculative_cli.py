@@ -1,16 +1,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from infer_opt.results import load_result
-from tests.helpers import assert_one_line_error, invoke
+from tests.helpers import assert_one_line_error, heavy_modules_imported, invoke
 
-HEAVY = ("torch", "pandas", "matplotlib", "scipy")
 SPEC = ["--k", "3", "--alpha", "0.8", "--target-cost", "10ms", "--draft-cost", "1ms", "--overhead", "1ms"]
 COSTS = ["--target-cost", "10ms", "--draft-cost", "1ms", "--verify-cost", "12ms"]
 
@@ -366,19 +363,7 @@ def test_speculative_commands_do_not_import_heavy_modules(tmp_path):
         ["speculative", "plans", str(log)],
         ["speculative", "from-metrics", "--drafts", "1000", "--accepted-per-position", "820,610,400"],
     ]
-    code = (
-        "import sys\n"
-        "from infer_opt.cli.app import app\n"
-        f"for argv in {argvs!r}:\n"
-        "    try:\n"
-        "        app(argv)\n"
-        "    except SystemExit as exc:\n"
-        "        assert exc.code in (0, None), (argv, exc.code)\n"
-        f"print('HEAVY:' + ','.join(m for m in {HEAVY!r} if m in sys.modules))\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip().splitlines()[-1] == "HEAVY:", proc.stdout
+    assert heavy_modules_imported(*argvs) == []
 
 
 @pytest.mark.parametrize(
