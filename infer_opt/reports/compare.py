@@ -40,6 +40,12 @@ def _p(value: float | None) -> str:
     return "< 1e-4" if value < 1e-4 else f"{value:.2g}"
 
 
+def _p_eq(value: float) -> str:
+    """``p = 0.16`` or ``p < 1e-4``."""
+    text = _p(value)
+    return f"p {text}" if text.startswith("<") else f"p = {text}"
+
+
 def _interval(row: CompareRow) -> str:
     if row.ratio_low is None or row.ratio_high is None:
         return "—"
@@ -77,7 +83,7 @@ def headline_text(result: CompareResult) -> str:
     text = f"{new} ran {format_with_spread(factor, std, _plain)} times {how} than {base} ({h.what}"
     text += ", approximate)" if h.approximate else ")"
     if h.verdict == NOISE:
-        p = f": Mann-Whitney p = {_p(h.p_value)}" if h.p_value is not None else ""
+        p = f": Mann-Whitney {_p_eq(h.p_value)}" if h.p_value is not None else ""
         text += f" — within noise{p}"
     elif h.verdict == BELOW_THRESHOLD:
         text += f" — below the {format_percent(result.threshold, 0)} threshold"
@@ -89,7 +95,7 @@ def _headline_detail(result: CompareResult) -> str:
     level = f"{100 * result.confidence:g}%"
     text = f"{_factor(h.speedup)} ({level} bootstrap CI {_factor(h.low)}–{_factor(h.high)})"
     if h.p_value is not None:
-        text += f", Mann-Whitney U p = {_p(h.p_value)}"
+        text += f", Mann-Whitney U {_p_eq(h.p_value)}"
     return f"{text}: {h.verdict}"
 
 
