@@ -243,6 +243,10 @@ def load_result(path: str | os.PathLike[str]) -> LoadedResult:
         data = json.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InvalidInput("result file", str(p), "file does not exist") from None
+    except IsADirectoryError:
+        raise InvalidInput("result file", str(p), "is a directory, expected a file") from None
+    except UnicodeDecodeError:
+        raise InvalidInput("result file", str(p), "not a UTF-8 text file") from None
     except json.JSONDecodeError as exc:
         raise InvalidInput("result file", str(p), f"not valid JSON ({exc.msg}, line {exc.lineno})") from None
     return parse_envelope(data, source=str(p))

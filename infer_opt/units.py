@@ -153,6 +153,7 @@ def parse_float(
             raise InvalidInput(option, text, "expected a plain number without a unit")
     if math.isnan(value):
         raise InvalidInput(option, text, "expected a number, not NaN")
+    value += 0.0  # "-0" -> 0.0: a negative zero would print as "-0.0%"
     if math.isinf(value) and not allow_inf:
         raise InvalidInput(option, text, "expected a finite number")
     too_low = low is not None and (value <= low if low_open else value < low)
@@ -224,6 +225,8 @@ def format_number(value: float | None, sig: int = 4) -> str:
         return "∞" if value > 0 else "-∞"
     if value == int(value) and abs(value) < 1e15:
         return f"{int(value):,}"
+    if abs(value) >= 1e15:  # every digit past ``sig`` would be float noise, not information
+        return f"{value:.{sig}g}"
     if abs(value) >= 10**sig:
         return f"{round(value):,}"
     text = f"{value:.{sig}g}"

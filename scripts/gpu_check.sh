@@ -4,21 +4,20 @@
 #   OUT=/some/dir bash scripts/gpu_check.sh        # from anywhere; runs from the repo root
 #
 # Runs, each step under `timeout`, carrying on past failures, within a total budget
-# (TOTAL_BUDGET_S, default 510 s) so the whole script ends well under 9 minutes:
-#   1. environment (nvidia-smi, torch/CUDA/triton versions)
-#   2. python -m pytest -q -m gpu
-#   3. the quick kernel suite on CUDA: bfloat16 and float32, with and without L2 flush,
-#      and once with --cuda-graphs
-#   4. roofline fits + plots from the flushed runs (datasheet H200 figures beside them)
-#   5. the timer agreement benchmark (measure vs torch.utils.benchmark vs do_bench)
-#   6. infer-opt profile of gpt2-small in bfloat16 (prefill and decode)
-#   7. speculative measure and amortize measure (CUDA graphs included)
+# (TOTAL_BUDGET_S, default 510 s) so the whole script ends well under 9 minutes, most
+# valuable first: environment; GPU tests; bf16 kernel suite with L2 flush and its roofline
+# fit; gpt2-small bf16 profiles (prefill, decode); speculative measure; timer agreement
+# against do_bench; CUDA graphs, float32 and unflushed repeats; amortize measure.
+# The device image has torch, numpy, scipy, pandas, matplotlib, typer, rich and triton but
+# maybe not pytest or hypothesis; prepare them here and carry them along:
+#   pip install --target .gpu_deps pytest hypothesis     # then run with carry [".gpu_deps"]
 # Everything is logged to $OUT/log.txt. Results go to $OUT/gpu_check/ and are packed into
 # $OUT/gpu_check.tar.gz at the end; the roofline PNGs are also copied to $OUT itself.
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
 export PYTHONPATH=.
+[[ -d .gpu_deps ]] && export PYTHONPATH=".:$PWD/.gpu_deps"
 OUT="${OUT:-$PWD/gpu_out}"
 W="$OUT/gpu_check"
 mkdir -p "$W"
@@ -64,36 +63,42 @@ step env 30 bash -c 'nvidia-smi; python -c "import torch, sys; print(sys.version
 # 2. GPU-marked tests (other test files may need hypothesis; keep going past collection errors)
 step pytest-gpu 150 python -m pytest -q -m gpu -p no:cacheprovider --continue-on-collection-errors
 
-# 3. quick kernel suite on CUDA (results saved after every case, so a timeout keeps rows)
-step kernels-bf16-flush 100 "${IO[@]}" kernels --device cuda --dtype bfloat16 --l2-flush --out "$W/kernels-cuda-bf16-flush.json"
-step kernels-fp32-flush 100 "${IO[@]}" kernels --device cuda --dtype float32 --l2-flush --out "$W/kernels-cuda-fp32-flush.json"
+# The steps run in order of value, so if the time budget runs out it is the repeats
+# (fp32, no flush) that get skipped, not the first bf16 results.
 
-# 4. roofline fits and plots (datasheet figures for the H200 SXM, labelled as not measured)
+# 3. quick kernel suite on CUDA in bfloat16 with L2 flush (saved after every case, so a
+#    timeout keeps rows), and its roofline fit (H200 SXM datasheet figures beside it,
+#    labelled as not measured)
+step kernels-bf16-flush 100 "${IO[@]}" kernels --device cuda --dtype bfloat16 --l2-flush --out "$W/kernels-cuda-bf16-flush.json"
 step roofline-bf16 40 "${IO[@]}" roofline "$W/kernels-cuda-bf16-flush.json" --peak-flops 989TFLOP/s \
   --peak-bandwidth 4.8TB/s --plot "$W/roofline-cuda-bf16.png" --out "$W/roofline-cuda-bf16.json"
-step roofline-fp32 40 "${IO[@]}" roofline "$W/kernels-cuda-fp32-flush.json" --peak-flops 67TFLOP/s \
-  --peak-bandwidth 4.8TB/s --plot "$W/roofline-cuda-fp32.png" --out "$W/roofline-cuda-fp32.json"
 
-step kernels-bf16-noflush 80 "${IO[@]}" kernels --device cuda --dtype bfloat16 --no-l2-flush --out "$W/kernels-cuda-bf16.json"
-step kernels-fp32-noflush 80 "${IO[@]}" kernels --device cuda --dtype float32 --no-l2-flush --out "$W/kernels-cuda-fp32.json"
-step kernels-bf16-graphs 80 "${IO[@]}" kernels --device cuda --dtype bfloat16 --cuda-graphs --out "$W/kernels-cuda-bf16-graphs.json"
-
-# 5. timer agreement: measure vs torch.utils.benchmark.Timer vs triton do_bench
-step agreement 90 python benchmarks/bench_timer_agreement.py --device cuda --rounds 3
-
-# 6. model profiles: the GPT-2-small-shaped model in bfloat16, prefill and decode, reusing
-#    the bf16 fit from step 4 (the cache dir is $W/cache)
+# 4. model profiles: the GPT-2-small-shaped model in bfloat16, prefill and decode, reusing
+#    the bf16 fit from step 3 (the cache dir is $W/cache). gpt2-small has 1024 positions
+#    and decode adds one token, so the longest cache is 1023.
 step profile-prefill 90 "${IO[@]}" profile gpt2-small --device cuda --dtype bfloat16 --batch 8 --seq-len 512 \
   --mode prefill --out "$W/profile-gpt2-bf16-prefill.json" --plot "$W/profile-gpt2-bf16-prefill.png"
 step profile-decode 90 "${IO[@]}" profile gpt2-small --device cuda --dtype bfloat16 --batch 8 --mode decode \
-  --context 1024 --out "$W/profile-gpt2-bf16-decode.json"
+  --context 1023 --out "$W/profile-gpt2-bf16-decode.json"
 
-# 7. measured costs feeding the calculators: speculative decoding (gpt2-small target, tiny
-#    draft) and compile amortization per bucket (inductor + CUDA-graph capture)
+# 5. measured speculative-decoding costs (gpt2-small target, tiny draft)
 step spec-measure 90 "${IO[@]}" speculative measure --target gpt2-small --draft tiny --device cuda \
   --dtype bfloat16 --k-max 8 --context 512 --out "$W/spec-measure-cuda-bf16.json" --plot "$W/spec-measure-cuda-bf16.png"
+
+# 6. timer agreement: measure vs torch.utils.benchmark.Timer vs triton do_bench
+step agreement 90 python benchmarks/bench_timer_agreement.py --device cuda --rounds 3
+
+# 7. launch overhead (CUDA graphs), float32, and the unflushed (L2-warm) runs
+step kernels-bf16-graphs 80 "${IO[@]}" kernels --device cuda --dtype bfloat16 --cuda-graphs --out "$W/kernels-cuda-bf16-graphs.json"
+step kernels-fp32-flush 100 "${IO[@]}" kernels --device cuda --dtype float32 --l2-flush --out "$W/kernels-cuda-fp32-flush.json"
+step roofline-fp32 40 "${IO[@]}" roofline "$W/kernels-cuda-fp32-flush.json" --peak-flops 67TFLOP/s \
+  --peak-bandwidth 4.8TB/s --plot "$W/roofline-cuda-fp32.png" --out "$W/roofline-cuda-fp32.json"
+step kernels-bf16-noflush 80 "${IO[@]}" kernels --device cuda --dtype bfloat16 --no-l2-flush --out "$W/kernels-cuda-bf16.json"
+
+# 8. compile amortization per bucket (cold inductor compiles + CUDA-graph capture: slowest)
 step amortize-measure 150 "${IO[@]}" amortize measure --device cuda --dtype bfloat16 --bounds 64,256 \
   --calls 20000,5000 --out "$W/amortize-measure-cuda-bf16.json"
+step kernels-fp32-noflush 80 "${IO[@]}" kernels --device cuda --dtype float32 --no-l2-flush --out "$W/kernels-cuda-fp32.json"
 
 cp "$W"/roofline-cuda-*.png "$OUT"/ 2>/dev/null
 tar czf "$OUT/gpu_check.tar.gz" -C "$OUT" gpu_check && rm -rf "$W"

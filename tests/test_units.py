@@ -81,3 +81,19 @@ def test_formatting():
 def test_duration_round_trip(seconds):
     text = format_duration(seconds, sig=12).replace("µs", "us").replace(" ", "")
     assert parse_duration(text) == pytest.approx(seconds, rel=1e-9)
+
+
+@pytest.mark.parametrize("text", ["-0", "-0.0", "-0e5", -0.0])
+def test_negative_zero_parses_as_plain_zero(text):
+    value = parse_float(text, option="-f", low=0, high=1)
+    assert value == 0 and math.copysign(1.0, value) == 1.0
+
+
+def test_format_number_does_not_invent_digits_for_huge_floats():
+    from infer_opt.units import format_number
+
+    assert format_number(1e308) == "1e+308"
+    assert format_number(2.0 * 0.01 * 1e308) == "2e+306"
+    assert format_number(4.6116860141203e18) == "4.612e+18"
+    assert format_number(123_456_789_012) == "123,456,789,012"  # exact integers below 1e15 stay whole
+    assert format_number(12345.6) == "12,346"

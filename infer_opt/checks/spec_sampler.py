@@ -779,7 +779,10 @@ def _rates(p: np.ndarray, q: np.ndarray, k: int, trials: int, mc: _MonteCarlo) -
         out.append(_rate(f"α_{i + 1} (acceptance at position {i + 1})", acc_i / n_i, float(alphas[i]), se))
     e_n = calc.expected_tokens(alphas)
     mean_n = mc.emitted_sum / trials
-    var_n = max(mc.emitted_sq_sum / trials - mean_n**2, 0.0) * trials / max(trials - 1, 1)
+    # the predicted spread of N, like the α_i above (a sample variance is 0 for few trials):
+    # E[N²] = Σ_j (2j - 1)·P(N ≥ j)
+    surv = calc.survival(alphas)
+    var_n = max(math.fsum((2 * j - 1) * s for j, s in enumerate(surv.tolist(), start=1)) - e_n**2, 0.0)
     out.append(_rate("E[N] (committed tokens per round)", mean_n, e_n, math.sqrt(var_n / trials)))
     return out
 

@@ -361,7 +361,10 @@ def _check_header(header: list[str], source: str, calls_required: bool) -> None:
 def _signed_duration(text: str, option: str) -> float:
     stripped = text.strip()
     negative = stripped.startswith("-")
-    value = parse_duration(stripped.lstrip("-+"), option=option, default_unit="ms")
+    body = stripped[1:] if stripped[:1] in ("-", "+") else stripped
+    if body.lstrip()[:1] in ("-", "+"):
+        raise InvalidInput(option, text, "expected at most one sign, e.g. -2 or 500us (bare number = ms)")
+    value = parse_duration(body, option=option, default_unit="ms")
     return -value if negative else value
 
 

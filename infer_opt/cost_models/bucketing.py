@@ -206,7 +206,7 @@ def _parse_lengths_csv(text: str, source: str) -> LengthSample:
 
 
 def validate_bounds(bounds: Sequence[float], option: str = "--bounds") -> tuple[int, ...]:
-    """Bounds must be positive integers, strictly increasing."""
+    """Bounds must be positive integers (at most ``MAX_LENGTH``), strictly increasing."""
     if len(bounds) == 0:
         raise InvalidInput(option, "none", "give at least one bucket bound")
     out: list[int] = []
@@ -215,6 +215,8 @@ def validate_bounds(bounds: Sequence[float], option: str = "--bounds") -> tuple[
             raise InvalidInput(option, b, "bounds must be positive integers")
         if b <= 0:
             raise InvalidInput(option, b, "bounds must be positive integers")
+        if b > MAX_LENGTH:
+            raise InvalidInput(option, b, f"bounds must be at most {MAX_LENGTH}")
         out.append(int(b))
     for prev, nxt in itertools.pairwise(out):
         if nxt <= prev:

@@ -340,7 +340,10 @@ def build_step(
     if mode == "decode":
         if context + 1 > config.max_seq_len:
             raise InvalidInput(
-                "--context", context, f"model {config.name!r} has {config.max_seq_len} positions"
+                "--context",
+                context,
+                f"must be at most {config.max_seq_len - 1}: model {config.name!r} has "
+                f"{config.max_seq_len} positions and decode adds one token",
             )
         ctx = random_tokens(batch, context, config.vocab_size, device=device)
         token = random_tokens(batch, 1, config.vocab_size, device=device, seed=7)
@@ -386,7 +389,9 @@ def build_step(
     def timed_generation() -> list[float]:
         with torch.no_grad():
             if on_cuda:
-                events = generate_marks(_cuda_mark)
+                # events record on the current stream of the current device: make it this one
+                with torch.cuda.device(device):
+                    events = generate_marks(_cuda_mark)
                 torch.cuda.synchronize(device)
                 return [0.0] + [events[0].elapsed_time(e) * 1e-3 for e in events[1:]]
             marks = generate_marks(time.perf_counter_ns)

@@ -55,6 +55,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from infer_opt.errors import RunFailure
 from infer_opt.profilers import flops as fl
 
 CATEGORIES = ("matmul", "attention", "normalization", "elementwise", "memory", "other")
@@ -554,6 +555,13 @@ def time_ops(
         totals.append(marker.device_total_s() if on_cuda else marker.wall_s)
     if not per_rep:
         raise RuntimeError("torch.profiler recorded no repetitions (is another profiler running?)")
+    if on_cuda and not any(total > 0 for total in totals):
+        # CUPTI missing or not allowed: the trace holds the host side only, and every op would
+        # show 0 s of kernel time
+        raise RunFailure(
+            "torch.profiler recorded no CUDA kernel activity (CUPTI unavailable?): per-operator GPU "
+            "times cannot be measured on this machine"
+        )
     unmatched = [i for i in range(len(calls)) if all(rep[i] is None for rep in per_rep)]
     return OpTimings(
         per_rep_s=per_rep,

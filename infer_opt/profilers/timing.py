@@ -107,23 +107,29 @@ class TorchCudaBackend:
         return self._torch.cuda.device(self.device)
 
     def capture(self, fn: Callable[[], object], calls: int) -> Callable[[], None]:
-        """Capture ``calls`` calls of ``fn`` into a CUDA graph; return its replay."""
+        """Capture ``calls`` calls of ``fn`` into a CUDA graph; return its replay.
+
+        Runs under this device's context (callers outside :func:`measure` need not set it):
+        ``torch.cuda.graph`` captures on a stream of the *current* device."""
         torch = self._torch
-        current = torch.cuda.current_stream(self.device)
-        side = torch.cuda.Stream(self.device)
-        side.wait_stream(current)
-        with torch.cuda.stream(side):
-            for _ in range(GRAPH_SIDE_STREAM_WARMUP):
-                fn()
-        current.wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        try:
-            with torch.cuda.graph(graph):
-                for _ in range(calls):
+        with torch.cuda.device(self.device):
+            current = torch.cuda.current_stream(self.device)
+            side = torch.cuda.Stream(self.device)
+            side.wait_stream(current)
+            with torch.cuda.stream(side):
+                for _ in range(GRAPH_SIDE_STREAM_WARMUP):
                     fn()
-        except Exception as exc:
-            raise RunFailure(f"CUDA graph capture failed: {type(exc).__name__}: {_first_line(exc)}") from exc
-        graph.replay()
+            current.wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            try:
+                with torch.cuda.graph(graph):
+                    for _ in range(calls):
+                        fn()
+            except Exception as exc:
+                raise RunFailure(
+                    f"CUDA graph capture failed: {type(exc).__name__}: {_first_line(exc)}"
+                ) from exc
+            graph.replay()
         self.synchronize()
         return graph.replay
 

@@ -247,3 +247,18 @@ def test_bad_distributions_are_rejected():
         ss.round_distribution(P, Q, 1, rule="greedy")  # type: ignore[arg-type]
     with pytest.raises(InvalidInput, match="rows"):
         ss.round_distribution(np.tile(P, (2, 1)), Q, 3)
+
+
+def test_mean_committed_tokens_uses_the_predicted_spread_not_the_sample_one():
+    # With one trial the sample variance of N is 0; judging E[N] against a zero standard
+    # error reported "measured rates disagree" (z = ∞) for a correct sampler.
+    result = ss.verify_sampler(trials=1)
+    en = next(r for r in result.rates if r.quantity.startswith("E[N]"))
+    p, q = ss.random_pair(4, 3, np.random.default_rng(np.random.SeedSequence(0).spawn(3)[0]))
+    alphas = [calc.acceptance(p[i], q[i]).acceptance_rate for i in range(3)]
+    surv = calc.survival(alphas)
+    e_n = surv.sum()
+    var = sum((2 * j - 1) * s for j, s in enumerate(surv, start=1)) - e_n**2
+    assert en.predicted == pytest.approx(e_n)
+    assert en.standard_error == pytest.approx(np.sqrt(var / 1))
+    assert en.within

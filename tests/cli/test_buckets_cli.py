@@ -157,3 +157,8 @@ def test_missing_file_argument_is_one_line_exit_2():
 def test_calculator_does_not_import_heavy_modules(lengths, args):
     argv = ["buckets", str(lengths), *args]
     assert heavy_modules_imported(argv) == []
+
+
+@pytest.mark.parametrize("bounds", ["1e20", "10,1e19", "2147483648"])
+def test_huge_bounds_one_line_error(lengths, bounds):
+    assert_one_line_error(invoke("buckets", str(lengths), "--bounds", bounds), "--bounds")

@@ -95,3 +95,13 @@ def test_missing_file_is_one_line_error(tmp_path):
     assert_one_line_error(
         invoke("compare", str(tmp_path / "no.json"), str(tmp_path / "x.json")), "does not exist"
     )
+
+
+@pytest.mark.parametrize("kind", ["directory", "binary"])
+def test_unreadable_result_file_one_line_error(tmp_path, kind):
+    bad = tmp_path / "bad.json"
+    if kind == "directory":
+        bad.mkdir()
+    else:
+        bad.write_bytes(b"\xff\xfe\x00\x81")
+    assert_one_line_error(invoke("compare", str(bad), str(bad)), "result file")

@@ -391,3 +391,23 @@ def test_plans_result_round_trips(tmp_path):
     assert invoke("speculative", "plans", str(log), "--out", str(out)).exit_code == 0
     loaded = load_result(out)
     assert loaded.kind == "speculative-plans" and loaded.result.best == "B"
+
+
+@pytest.mark.parametrize("kind", ["directory", "binary"])
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["plans", "{path}"], "FILE"),
+        (["acceptance", "--p-file", "{path}", "--q", "0.5,0.5"], "--p-file"),
+        (["from-metrics", "--file", "{path}"], "--file"),
+    ],
+)
+def test_unreadable_files_give_one_line_error(tmp_path, kind, args, needle):
+    if kind == "directory":
+        path = tmp_path / "adir.csv"
+        path.mkdir()
+    else:
+        path = tmp_path / "bin.csv"
+        path.write_bytes(b"\xff\xfe\x00\x81")
+    argv = [a.format(path=path) for a in args]
+    assert_one_line_error(invoke("speculative", *argv), needle)

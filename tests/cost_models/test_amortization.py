@@ -276,3 +276,19 @@ def test_bucket_bounds_must_be_positive_integers_with_lengths(bucket, needle):
 
 def test_net_gain_helper():
     assert net_gain(6001, 3.0, 0.0005) == pytest.approx(0.0005, rel=1e-12)
+
+
+@pytest.mark.parametrize("saving", ["+-3", "--3", "-+3", "++3"])
+def test_saving_with_two_signs_is_rejected(saving):
+    # "+-3" used to read as +3 ms and "--3" as -3 ms: a typo silently picked a sign.
+    text = f"bucket,compile_s,calls,saving_ms\na,1,10,{saving}\n"
+    with pytest.raises(InvalidInput, match="saving_ms"):
+        read_bucket_csv(text, source="b.csv")
+
+
+@pytest.mark.parametrize(
+    ("saving", "seconds"), [("-3", -3e-3), ("+3", 3e-3), ("3", 3e-3), (" -500us", -5e-4)]
+)
+def test_saving_with_one_sign(saving, seconds):
+    text = f"bucket,compile_s,calls,saving_ms\na,1,10,{saving}\n"
+    assert read_bucket_csv(text, source="b.csv")[0].saving_s == pytest.approx(seconds)

@@ -124,6 +124,8 @@ def test_integral_floats_are_accepted_as_lengths():
         ((-2,), "positive"),
         ((4, 4), "strictly increasing"),
         ((8, 4), "4 after 8"),
+        ((10**20,), "at most"),
+        ((4, 2**31), "at most"),
     ],
 )
 def test_bounds_must_be_positive_and_strictly_increasing(bounds, needle):

@@ -264,3 +264,35 @@ def test_quick_subset_on_cuda_with_graphs_and_flush():
     assert timed, [r.skipped_reason for r in result.rows]
     assert all(r.mode == "cuda-graph" and r.eager_time_s for r in timed)
     assert all(r.passed is not False for r in result.rows)
+
+
+def test_timed_callables_never_read_device_values_on_the_host():
+    """A device->host read inside a timed call (``.item()``, ``bool(tensor)``) breaks CUDA
+    graph capture (--cuda-graphs) and stalls the launch queue in eager CUDA timing: none of
+    the built-in (non-compiling) cases may make one. Checked on the CPU with a dispatch mode
+    that sees every aten call (such reads reach it as ``_local_scalar_dense``)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Reads(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.reads = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func.overloadpacket is torch.ops.aten._local_scalar_dense:
+                self.reads += 1
+            return func(*args, **(kwargs or {}))
+
+    smallest: dict[str, K.KernelCase] = {}
+    for case in K.all_cases("cpu", "quick"):
+        if not case.compiles and (case.name not in smallest or case.size < smallest[case.name].size):
+            smallest[case.name] = case
+    assert "attention_blocked" in smallest
+    offenders = []
+    for case in smallest.values():
+        fn = case.build(case.inputs(K.KernelContext("cpu", torch.float32, case.seed())))
+        with torch.no_grad(), Reads() as mode:
+            fn()
+        if mode.reads:
+            offenders.append(case.key)
+    assert offenders == []

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import pytest
 import torch
@@ -250,3 +251,84 @@ def test_composite_ops_under_inference_mode_still_count_flops():
     assert by_name["aten::linear"].flops == 2 * 4 * 16 * 64 * 32
     assert by_name["aten::scaled_dot_product_attention"].flops == 4 * 2 * 8 * 8 * 16
     assert by_name["aten::scaled_dot_product_attention"].category == "attention"
+
+
+class _KinetoEvent:
+    """The raw kineto event methods :func:`rec._trace_forest` reads (torch's ``_KinetoEvent``)."""
+
+    def __init__(self, name, start, dur, *, cuda=False, corr=0, linked=0, thread=1, shapes=()):
+        from torch.autograd import DeviceType
+
+        self._name, self._start, self._dur = name, start, dur
+        self._type = DeviceType.CUDA if cuda else DeviceType.CPU
+        self._corr, self._linked, self._thread, self._shapes = corr, linked, thread, shapes
+
+    def name(self):
+        return self._name
+
+    def device_type(self):
+        return self._type
+
+    def is_async(self):
+        return False
+
+    def start_ns(self):
+        return self._start
+
+    def duration_ns(self):
+        return self._dur
+
+    def start_thread_id(self):
+        return self._thread
+
+    def correlation_id(self):
+        return self._corr
+
+    def linked_correlation_id(self):
+        return self._linked
+
+    def shapes(self):
+        return [list(s) for s in self._shapes]
+
+
+def test_cuda_kernels_are_charged_to_the_cpu_op_that_launched_them():
+    """On a GPU each kernel (device event) carries the correlation id of the innermost CPU op
+    that launched it; the CUDA runtime call (a CPU event with that link) and the GPU copy of our
+    repetition marker are not op events nor work."""
+    b, s = ((4, 8),), ((4, 4),)
+    events = [
+        _KinetoEvent("infer_opt::rep0", 0, 10_000, corr=1),
+        _KinetoEvent("aten::linear", 100, 3_000, corr=2, shapes=b),
+        _KinetoEvent("aten::addmm", 200, 2_000, corr=3, shapes=b),
+        _KinetoEvent("cudaLaunchKernel", 300, 50, linked=3),  # runtime: skipped
+        _KinetoEvent("aten::softmax", 4_000, 1_000, corr=4, shapes=s),
+        _KinetoEvent("aten::_softmax", 4_100, 800, corr=5, shapes=s),
+        _KinetoEvent("cudaLaunchKernel", 4_200, 50, linked=5),
+        # device side
+        _KinetoEvent("infer_opt::rep0", 150, 9_000, cuda=True, linked=1),  # gpu_user_annotation
+        _KinetoEvent("sm90_xmma_gemm", 500, 7_000, cuda=True, linked=3),
+        _KinetoEvent("softmax_warp_forward", 8_000, 1_500, cuda=True, linked=5),
+    ]
+    (rep,) = rec._trace_forest(events)
+    assert rep.device_total_s() == pytest.approx(8.5e-6)
+    calls = [_call(0, "aten::addmm", b), _call(1, "aten::softmax", s)]
+    times, subtracted = rec.match_rep(rep, calls, on_cuda=True, overhead_per_event_s=0.0)
+    # kernel time, not the host's launch time: softmax's kernel sits in its _softmax child
+    assert times == pytest.approx([7e-6, 1.5e-6]) and subtracted == 0.0
+
+
+def test_time_ops_on_cuda_without_kernel_activity_is_a_clear_failure(monkeypatch):
+    """Without CUPTI the trace has the host side only: every op would read 0 s of kernel
+    time. Simulated on the CPU build (torch drops the CUDA activity with a warning)."""
+    from infer_opt.errors import RunFailure
+
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
+    x = torch.ones(8, 8)
+
+    def step():
+        return x @ x
+
+    calls = rec.record_ops(step)
+    with warnings.catch_warnings(), pytest.raises(RunFailure, match="no CUDA kernel activity"):
+        warnings.simplefilter("ignore")  # "CUDA is not available, disabling CUDA profiling"
+        rec.time_ops(step, calls, device="cuda", reps=2, overhead_per_event_s=0.0)

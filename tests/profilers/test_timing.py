@@ -343,3 +343,107 @@ def test_stopping_checks_grow_geometrically():
     totals = list(it.accumulate(sizes))
     assert totals[-1] > 1000  # 60 checks reach over a thousand samples
     assert list(_batches(True, 40, 5, 1)) == [40]
+
+
+class _FakeTorchCuda:
+    """Just the ``torch.cuda`` surface :class:`TorchCudaBackend.capture` uses, logging where
+    each call happens (device context, stream, graph capture)."""
+
+    def __init__(self, fail_capture: bool = False) -> None:
+        self.log: list[str] = []
+        self.where: list[str] = []  # context stack: "device:<d>", "stream:side", "capture"
+        self.fail_capture = fail_capture
+        fake = self
+
+        class Stream:
+            def __init__(self, device=None, name="side"):
+                fake.log.append(f"new stream on {device}")
+                self.name = name
+
+            def wait_stream(self, other):
+                fake.log.append(f"{self.name} waits for {other.name}")
+
+        class CUDAGraph:
+            def replay(self):
+                fake.log.append("replay")
+
+        self.Stream, self.CUDAGraph = Stream, CUDAGraph
+        self._current = Stream.__new__(Stream)
+        self._current.name = "current"
+
+    def _ctx(self, label):
+        from contextlib import contextmanager
+
+        @contextmanager
+        def ctx():
+            self.where.append(label)
+            try:
+                yield
+            finally:
+                self.where.pop()
+
+        return ctx()
+
+    def device(self, device):
+        return self._ctx(f"device:{device}")
+
+    def stream(self, stream):
+        return self._ctx(f"stream:{stream.name}")
+
+    def graph(self, graph):
+        if self.fail_capture:
+            raise RuntimeError("operation not permitted when stream is capturing\nmore")
+        return self._ctx("capture")
+
+    def current_stream(self, device=None):
+        self.log.append(f"current stream of {device}")
+        return self._current
+
+    def synchronize(self, device=None):
+        self.log.append(f"sync {device}")
+
+
+def _fake_backend(fake_cuda, device="cuda:1"):
+    from types import SimpleNamespace
+
+    from infer_opt.profilers.timing import TorchCudaBackend
+
+    backend = TorchCudaBackend.__new__(TorchCudaBackend)
+    backend._torch = SimpleNamespace(cuda=fake_cuda)
+    backend.device = device
+    return backend
+
+
+def test_real_backend_capture_warms_on_a_side_stream_then_captures_on_its_device():
+    fake = _FakeTorchCuda()
+    calls: list[tuple[str, ...]] = []
+
+    def fn():
+        calls.append(tuple(fake.where))
+        fake.log.append("call")
+
+    replay = _fake_backend(fake).capture(fn, 3)
+    # warm-up on the side stream, then the captured calls; all under the run's device
+    # (torch.cuda.graph captures on the current device, which need not be cuda:1)
+    assert (
+        calls
+        == [("device:cuda:1", "stream:side")] * GRAPH_SIDE_STREAM_WARMUP + [("device:cuda:1", "capture")] * 3
+    )
+    log = fake.log
+    assert log.index("side waits for current") < log.index("call")
+    warm_end = [i for i, e in enumerate(log) if e == "call"][GRAPH_SIDE_STREAM_WARMUP - 1]
+    assert warm_end < log.index("current waits for side") < [i for i, e in enumerate(log) if e == "call"][-1]
+    # one replay to settle the graph, then a synchronize, before the replay is handed back
+    assert log[-2:] == ["replay", "sync cuda:1"]
+    replay()
+    assert fake.log[-1] == "replay"
+
+
+def test_real_backend_capture_failure_is_a_one_line_run_failure():
+    from infer_opt.errors import RunFailure
+
+    fake = _FakeTorchCuda(fail_capture=True)
+    with pytest.raises(
+        RunFailure, match=r"^CUDA graph capture failed: RuntimeError: operation not permitted"
+    ):
+        _fake_backend(fake).capture(lambda: None, 2)
