@@ -84,7 +84,7 @@ def amdahl(
         raise InvalidInput("--fraction", "missing", "give --fraction and --speedup, or one or more --part")
     a = parse_float(added, option="--added", low=0)
     x = None if target is None else parse_float(target, option="--target", low=0, low_open=True)
-    result = model.combined(parts, added=a, target=x)
+    result = model.combined(parts, added=a, target=x, speedup_given=fraction is None or speedup is not None)
     emit(result, json_out=json_out, out=out, markdown=markdown, csv=csv, fmt=fmt, plot=plot)
 
 

@@ -56,6 +56,8 @@ class AmdahlResult(Result):
     #: the one speedup that, applied to every part, reaches the target (None: see reason)
     required_speedup: float | None = None
     reason: str | None = None
+    #: False when only --target was given: the parts were evaluated at s = 1 (unchanged)
+    speedup_given: bool = True
 
 
 def validate_part(part: Part, option: str = "--part") -> None:
@@ -95,7 +97,9 @@ def _ratio(numerator: float, denominator: float) -> float:
     return math.inf if denominator == 0 else numerator / denominator
 
 
-def combined(parts: Sequence[Part], added: float = 0.0, target: float | None = None) -> AmdahlResult:
+def combined(
+    parts: Sequence[Part], added: float = 0.0, target: float | None = None, speedup_given: bool = True
+) -> AmdahlResult:
     """End-to-end speedup of several disjoint parts plus added overhead, the ceiling, and
     (with ``target``) the speedup the parts need to reach it."""
     total_f = _validate(parts, added)
@@ -137,6 +141,7 @@ def combined(parts: Sequence[Part], added: float = 0.0, target: float | None = N
         target=target,
         required_speedup=required,
         reason=reason,
+        speedup_given=speedup_given,
     )
 
 

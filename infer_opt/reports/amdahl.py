@@ -31,7 +31,7 @@ def build_view(result: AmdahlResult) -> View:
         {
             "name": p.name + (" (slower)" if p.slowdown else ""),
             "fraction": p.fraction,
-            "speedup": p.speedup,
+            "speedup": p.speedup if result.speedup_given else None,
             "time_after": p.time_after,
             "share_after": p.share_after,
             "required": p.required_speedup,
@@ -72,6 +72,8 @@ def build_view(result: AmdahlResult) -> View:
         ("New time", f"{format_percent(result.new_time)} of the original"),
         ("Ceiling (parts free)", format_ratio(result.ceiling)),
     ]
+    if not result.speedup_given:
+        summary[:2] = [("End-to-end speedup", "— (no --speedup given: solving for --target)")]
     warnings: list[str] = []
     notes: list[str] = []
     if has_target:

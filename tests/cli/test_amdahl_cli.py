@@ -90,3 +90,10 @@ def test_out_picks_format_from_extension(tmp_path):
     loaded = load_result(target)
     assert loaded.kind == "amdahl"
     assert loaded.result.speedup == pytest.approx(1 / 0.7)
+
+
+def test_target_alone_does_not_print_a_speedup_as_if_given():
+    run = invoke("amdahl", "-f", "0.6", "--target", "2")
+    assert run.exit_code == 0
+    assert "no --speedup given" in run.stdout
+    assert invoke("amdahl", "-f", "0.6", "--target", "2", "--json").json()["result"]["speedup_given"] is False
