@@ -10,7 +10,20 @@ import typer
 
 from infer_opt.cli.amortize import app
 from infer_opt.cli.buckets import parse_bounds, parse_count, read_input
-from infer_opt.cli.common import CsvOpt, FormatOpt, JsonOpt, MarkdownOpt, OutOpt, PlotOpt, emit, format_for
+from infer_opt.cli.common import (
+    AutoDtypeOpt,
+    CsvOpt,
+    DeviceOpt,
+    FormatOpt,
+    HfConfigOpt,
+    JsonOpt,
+    MarkdownOpt,
+    ModelArg,
+    OutOpt,
+    PlotOpt,
+    emit,
+    format_for,
+)
 from infer_opt.errors import InvalidInput, UnsupportedOnDevice
 from infer_opt.units import format_duration, parse_int
 
@@ -116,12 +129,7 @@ def _model_key(model: str) -> str:
 
 @app.command("measure", help=HELP)
 def measure(
-    model: Annotated[
-        str,
-        typer.Argument(
-            help="Built-in name, package.module:factory, path/to/file.py:factory, or hf:<model_type>."
-        ),
-    ] = "tiny",
+    model: ModelArg = "tiny",
     bounds: Annotated[
         str, typer.Option("--bounds", help="Sequence-length bucket bounds, e.g. 32,64,128.")
     ] = "32,64",
@@ -138,13 +146,8 @@ def measure(
     requests: Annotated[
         str | None, typer.Option("--requests", help="With --lengths: scale the sample to N requests.")
     ] = None,
-    device: Annotated[
-        str, typer.Option("--device", help="auto (CUDA if available), cpu, cuda or cuda:N.")
-    ] = "auto",
-    dtype: Annotated[
-        str,
-        typer.Option("--dtype", help="auto (float32 on CPU, bfloat16 on CUDA), float32, bfloat16, float16."),
-    ] = "auto",
+    device: DeviceOpt = "auto",
+    dtype: AutoDtypeOpt = "auto",
     warmup: Annotated[str, typer.Option("--warmup", help="Untimed calls before each timing.")] = "3",
     reps: Annotated[str, typer.Option("--reps", help="Timed repetitions (eager and compiled).")] = "20",
     backend: Annotated[
@@ -161,9 +164,7 @@ def measure(
         Path | None,
         typer.Option("--resume", help="Skip the buckets this saved sweep (JSON) holds; saves back to it."),
     ] = None,
-    hf_config: Annotated[
-        list[str] | None, typer.Option("--hf-config", help="Config override for hf: models, KEY=VALUE.")
-    ] = None,
+    hf_config: HfConfigOpt = None,
     json_out: JsonOpt = False,
     fmt: FormatOpt = None,
     out: OutOpt = None,
@@ -190,13 +191,12 @@ def measure(
         outs.append(resume)
 
     from infer_opt.cli.kernels import progress_bar, save_partial
-    from infer_opt.cli.profile import _dtype as resolve_dtype
     from infer_opt.profilers import compile_measure as cm
     from infer_opt.profilers import device as devices
     from infer_opt.profilers.models import parse_hf_overrides
 
     dev = devices.resolve_device(device)
-    torch_dtype = resolve_dtype(dtype, dev)
+    torch_dtype = devices.parse_dtype(dtype, dev)
     graphs = devices.is_cuda(dev) if cuda_graphs is None else cuda_graphs
     if graphs and not devices.is_cuda(dev):
         raise UnsupportedOnDevice(f"--cuda-graphs: CUDA graphs need a CUDA device; this run is on {dev}")

@@ -16,6 +16,21 @@ import typer
 from infer_opt.errors import InvalidInput
 from infer_opt.results import Result, atomic_write_text
 
+DeviceOpt = Annotated[str, typer.Option("--device", help="auto (CUDA if available), cpu, cuda or cuda:N.")]
+AutoDtypeOpt = Annotated[
+    str,
+    typer.Option("--dtype", help="auto (float32 on CPU, bfloat16 on CUDA), float32, bfloat16, float16."),
+]
+ModelArg = Annotated[
+    str,
+    typer.Argument(
+        help="Built-in name, package.module:factory, path/to/file.py:factory, or hf:<model_type>."
+    ),
+]
+HfConfigOpt = Annotated[
+    list[str] | None,
+    typer.Option("--hf-config", help="Config override for hf: models, KEY=VALUE (repeatable)."),
+]
 JsonOpt = Annotated[
     bool,
     typer.Option("--json", help="Print the result as a JSON envelope on stdout, nothing else."),

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from infer_opt.cli.common import FormatOpt, JsonOpt, MarkdownOpt, OutOpt, emit, format_for
+from infer_opt.cli.common import DeviceOpt, FormatOpt, JsonOpt, MarkdownOpt, OutOpt, emit, format_for
 from infer_opt.errors import InvalidInput, RunFailure, UnsupportedOnDevice
 from infer_opt.units import parse_duration, parse_int
 
@@ -36,7 +36,6 @@ Examples:
   infer-opt kernels --only matmul --only copy --reps auto
 """
 
-DeviceOpt = Annotated[str, typer.Option("--device", help="auto (CUDA if available), cpu, cuda or cuda:N.")]
 DtypeOpt = Annotated[str, typer.Option("--dtype", help="float32, bfloat16 or float16.")]
 SuiteOpt = Annotated[
     str,

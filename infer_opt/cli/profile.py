@@ -7,7 +7,19 @@ from typing import Annotated, Any
 
 import typer
 
-from infer_opt.cli.common import FormatOpt, JsonOpt, MarkdownOpt, OutOpt, PlotOpt, emit, format_for
+from infer_opt.cli.common import (
+    AutoDtypeOpt,
+    DeviceOpt,
+    FormatOpt,
+    HfConfigOpt,
+    JsonOpt,
+    MarkdownOpt,
+    ModelArg,
+    OutOpt,
+    PlotOpt,
+    emit,
+    format_for,
+)
 from infer_opt.cli.kernels import ThreadsOpt
 from infer_opt.errors import InvalidInput
 from infer_opt.units import parse_int
@@ -49,28 +61,10 @@ def _choice(value: str, choices: tuple[str, ...], option: str) -> str:
     return text
 
 
-def _dtype(spec: str, dev: Any) -> Any:
-    from infer_opt.profilers import device as devices
-
-    if spec.strip().lower() == "auto":
-        spec = "bfloat16" if devices.is_cuda(dev) else "float32"
-    return devices.parse_dtype(spec, dev)
-
-
 def profile(
-    model: Annotated[
-        str,
-        typer.Argument(
-            help="Built-in name, package.module:factory, path/to/file.py:factory, or hf:<model_type>."
-        ),
-    ] = "tiny",
-    device: Annotated[
-        str, typer.Option("--device", help="auto (CUDA if available), cpu, cuda or cuda:N.")
-    ] = "auto",
-    dtype: Annotated[
-        str,
-        typer.Option("--dtype", help="auto (float32 on CPU, bfloat16 on CUDA), float32, bfloat16, float16."),
-    ] = "auto",
+    model: ModelArg = "tiny",
+    device: DeviceOpt = "auto",
+    dtype: AutoDtypeOpt = "auto",
     batch: Annotated[str, typer.Option("--batch", help="Batch size B.")] = "1",
     seq_len: Annotated[
         str, typer.Option("--seq-len", help="Sequence length T (prefill; the prompt for generate).")
@@ -106,10 +100,7 @@ def profile(
         typer.Option("--trace", help="Write the raw torch.profiler trace (Chrome/Perfetto JSON)."),
     ] = None,
     threads: ThreadsOpt = None,
-    hf_config: Annotated[
-        list[str] | None,
-        typer.Option("--hf-config", help="Config override for hf: models, KEY=VALUE (repeatable)."),
-    ] = None,
+    hf_config: HfConfigOpt = None,
     json_out: JsonOpt = False,
     out: OutOpt = None,
     markdown: MarkdownOpt = None,
@@ -141,7 +132,7 @@ def profile(
         import torch
 
         torch.set_num_threads(n_threads)  # before the roofline lookup: the CPU fit is per thread count
-    torch_dtype = _dtype(dtype, dev)
+    torch_dtype = devices.parse_dtype(dtype, dev)
 
     from infer_opt.cli.kernels import progress_bar
 

@@ -7,7 +7,17 @@ from typing import Annotated, Any
 
 import typer
 
-from infer_opt.cli.common import CsvOpt, FormatOpt, JsonOpt, MarkdownOpt, OutOpt, PlotOpt, emit
+from infer_opt.cli.common import (
+    AutoDtypeOpt,
+    CsvOpt,
+    DeviceOpt,
+    FormatOpt,
+    JsonOpt,
+    MarkdownOpt,
+    OutOpt,
+    PlotOpt,
+    emit,
+)
 from infer_opt.cli.speculative import app, read_metrics
 from infer_opt.errors import InvalidInput
 from infer_opt.units import parse_float, parse_float_list, parse_int
@@ -67,13 +77,8 @@ def measure(
     ] = "tiny",
     k_max: Annotated[str, typer.Option("--k-max", help="Measure c_v(k) for k = 1..K_MAX.")] = "8",
     context: Annotated[str, typer.Option("--context", help="KV-cache length the steps run over.")] = "128",
-    device: Annotated[
-        str, typer.Option("--device", help="auto (CUDA if available), cpu, cuda or cuda:N.")
-    ] = "auto",
-    dtype: Annotated[
-        str,
-        typer.Option("--dtype", help="auto (float32 on CPU, bfloat16 on CUDA), float32, bfloat16, float16."),
-    ] = "auto",
+    device: DeviceOpt = "auto",
+    dtype: AutoDtypeOpt = "auto",
     warmup: Annotated[str, typer.Option("--warmup", help="Untimed calls before each measurement.")] = "2",
     reps: Annotated[str, typer.Option("--reps", help="Timed repetitions per measurement.")] = "10",
     alpha: Annotated[
@@ -120,12 +125,11 @@ def measure(
         raise InvalidInput("--plot", str(plot), "plots are written as PNG; use a .png file name")
 
     from infer_opt.cli.kernels import progress_bar
-    from infer_opt.cli.profile import _dtype as resolve_dtype
     from infer_opt.profilers import device as devices
     from infer_opt.profilers.spec_measure import measure_speculative
 
     dev = devices.resolve_device(device)
-    torch_dtype = resolve_dtype(dtype, dev)
+    torch_dtype = devices.parse_dtype(dtype, dev)
     with progress_bar("speculative measure") as update:
         result = measure_speculative(
             target,

@@ -76,14 +76,16 @@ def dtype_name(dtype: Any) -> str:
 
 def parse_dtype(name: Any, device: Any = "cpu", *, option: str = "--dtype") -> Any:
     """``float32|bfloat16|float16`` (or fp32/bf16/fp16) -> ``torch.dtype``, checked to work on
-    ``device`` with a tiny matmul and softmax."""
+    ``device`` with a tiny matmul and softmax. ``auto`` is bfloat16 on CUDA, float32 elsewhere."""
     import torch
 
     if isinstance(name, torch.dtype):
         name = dtype_name(name)
+    if str(name).strip().lower() == "auto":
+        name = "bfloat16" if is_cuda(device) else "float32"
     key = DTYPE_ALIASES.get(str(name).strip().lower())
     if key is None:
-        raise InvalidInput(option, name, f"expected one of {DTYPE_CHOICES}")
+        raise InvalidInput(option, name, f"expected auto or one of {DTYPE_CHOICES}")
     dtype = getattr(torch, key)
     if is_cuda(device) and dtype == torch.bfloat16 and not torch.cuda.is_bf16_supported():
         raise InvalidInput(option, name, f"bfloat16 is not supported on {device_name(device)}")

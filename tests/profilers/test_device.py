@@ -102,3 +102,12 @@ def test_device_info_on_cuda():
     assert info["capability"]
     assert devices.flush_buffer_bytes(dev) > (info["l2_bytes"] or 0)
     assert devices.device_key(dev, torch.float32).startswith("cuda-")
+
+
+def test_auto_dtype_is_float32_on_the_cpu():
+    import torch
+
+    from infer_opt.profilers.device import parse_dtype
+
+    assert parse_dtype("auto", "cpu") is torch.float32
+    assert parse_dtype(" AUTO ", "cpu") is torch.float32
