@@ -21,8 +21,8 @@ from infer_opt.cli.common import (
     ModelArg,
     OutOpt,
     PlotOpt,
+    check_outputs,
     emit,
-    format_for,
 )
 from infer_opt.errors import InvalidInput, UnsupportedOnDevice
 from infer_opt.units import format_duration, parse_int
@@ -181,11 +181,8 @@ def measure(
 
     if backend_ not in BACKENDS:
         raise InvalidInput("--backend", backend, f"expected one of {', '.join(BACKENDS)}")
-    if plot is not None and plot.suffix.lower() != ".png":
-        raise InvalidInput("--plot", str(plot), "plots are written as PNG; use a .png file name")
+    check_outputs(out, plot)
     outs = list(out or [])
-    for path in outs:
-        format_for(path)
     previous = _previous(resume)
     if resume is not None and resume not in outs:
         outs.append(resume)

@@ -122,6 +122,20 @@ def _write(path: Path, text: str) -> None:
         typer.echo(f"wrote {path}", err=True)
 
 
+def check_png(option: str, path: Path | None) -> None:
+    """Plots are PNG files: refuse any other extension before any work is done."""
+    if path is not None and path.suffix.lower() != ".png":
+        raise InvalidInput(option, str(path), "plots are written as PNG; use a .png file name")
+
+
+def check_outputs(out: list[Path] | None = None, plot: Path | None = None) -> None:
+    """Validate ``--out`` extensions and the ``--plot`` name up front, so a long measurement
+    never ends in an error about a file name."""
+    for path in out or []:
+        format_for(path)
+    check_png("--plot", plot)
+
+
 def emit(
     result: Result,
     *,
@@ -142,11 +156,9 @@ def emit(
         raise InvalidInput("--format", fmt, "--json already asks for json; give one of them")
     stdout_fmt = "json" if json_out else (fmt or "console")
     renderer_class(stdout_fmt)
-    if plot is not None:
-        if plot_fn is None and plotter(result.KIND) is None:
-            raise InvalidInput("--plot", str(plot), "this command has no plot")
-        if plot.suffix.lower() != ".png":
-            raise InvalidInput("--plot", str(plot), "plots are written as PNG; use a .png file name")
+    if plot is not None and plot_fn is None and plotter(result.KIND) is None:
+        raise InvalidInput("--plot", str(plot), "this command has no plot")
+    check_outputs(out, plot)
     targets = [(p, format_for(p)) for p in (out or [])]
     if markdown is not None:
         targets.append((markdown, "markdown"))

@@ -11,7 +11,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from infer_opt.cli.common import DeviceOpt, FormatOpt, JsonOpt, MarkdownOpt, OutOpt, emit, format_for
+from infer_opt.cli.common import (
+    DeviceOpt,
+    FormatOpt,
+    JsonOpt,
+    MarkdownOpt,
+    OutOpt,
+    check_outputs,
+    emit,
+    format_for,
+)
 from infer_opt.errors import InvalidInput, RunFailure, UnsupportedOnDevice
 from infer_opt.units import parse_duration, parse_int
 
@@ -171,8 +180,7 @@ def run_suite_cli(
     kind = "cuda" if devices.is_cuda(dev) else "cpu"
     known = kernels.all_cases(kind, suite)
     cases = kernels.select(known, only)
-    for path in out or []:
-        format_for(path)
+    check_outputs(out)
     with progress_bar(label) as update:
         return kernels.run_suite(
             cases,

@@ -17,8 +17,8 @@ from infer_opt.cli.common import (
     ModelArg,
     OutOpt,
     PlotOpt,
+    check_outputs,
     emit,
-    format_for,
 )
 from infer_opt.cli.kernels import ThreadsOpt
 from infer_opt.errors import InvalidInput
@@ -121,10 +121,7 @@ def profile(
     n_warmup = parse_int(warmup, option="--warmup", low=0, high=10_000)
     n_reps = parse_int(reps, option="--reps", low=1, high=10_000)
     n_top = parse_int(top, option="--top", low=1, high=10_000)
-    if plot is not None and plot.suffix.lower() != ".png":
-        raise InvalidInput("--plot", str(plot), "plots are written as PNG; use a .png file name")
-    for path in out or []:
-        format_for(path)
+    check_outputs(out, plot)
     overrides = models.parse_hf_overrides(hf_config or [])
     n_threads = None if threads is None else parse_int(threads, option="--threads", low=1, high=4096)
     dev = devices.resolve_device(device)

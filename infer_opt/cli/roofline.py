@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from infer_opt.cli.common import CsvOpt, FormatOpt, JsonOpt, MarkdownOpt, OutOpt, PlotOpt, emit
+from infer_opt.cli.common import CsvOpt, FormatOpt, JsonOpt, MarkdownOpt, OutOpt, PlotOpt, check_png, emit
 from infer_opt.cli.kernels import DeviceOpt, DtypeOpt, FlushOpt, RepsOpt, SuiteOpt, ThreadsOpt, WarmupOpt
 from infer_opt.cost_models import roofline as model
 from infer_opt.errors import InvalidInput
@@ -87,8 +87,7 @@ def roofline_command(
     seed_value = parse_int(seed, option="--seed", low=0)
     sheet_r = None if peak_flops is None else parse_flops_rate(peak_flops, option="--peak-flops")
     sheet_b = None if peak_bandwidth is None else parse_bandwidth(peak_bandwidth, option="--peak-bandwidth")
-    if plot is not None and plot.suffix.lower() != ".png":
-        raise InvalidInput("--plot", str(plot), "plots are written as PNG; use a .png file name")
+    check_png("--plot", plot)
     if measurements is not None:
         from infer_opt.profilers.roofline_store import load_points
 

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from infer_opt.cli.common import CsvOpt, FormatOpt, JsonOpt, MarkdownOpt, OutOpt, PlotOpt, emit
+from infer_opt.cli.common import CsvOpt, FormatOpt, JsonOpt, MarkdownOpt, OutOpt, PlotOpt, check_png, emit
 from infer_opt.cost_models import speculative as model
 from infer_opt.errors import InvalidInput
 from infer_opt.units import parse_duration, parse_float, parse_float_list, parse_int
@@ -103,11 +103,6 @@ def parse_costs(
     return model.Costs(c_t, c_d, c_t, 0.0, c_m, verify_assumed=True)
 
 
-def _check_png(option: str, path: Path | None) -> None:
-    if path is not None and path.suffix.lower() != ".png":
-        raise InvalidInput(option, str(path), "plots are written as PNG; use a .png file name")
-
-
 # ------------------------------------------------------------------------------------ speedup
 
 SPEEDUP_HELP = (
@@ -177,7 +172,7 @@ def speedup(
         )
     costs = parse_costs(target_cost, draft_cost, verify_cost, verify_cost_model, overhead)
     limit = None if budget is None else parse_int(budget, option="--budget", low=1)
-    _check_png("--plot-grid", plot_grid)
+    check_png("--plot-grid", plot_grid)
     result = model.speculative_speedup(k_val, costs, alpha=a, alphas=rates, budget=limit, sweep_kmax=kmax)
     emit(result, json_out=json_out, out=out, markdown=markdown, csv=csv, fmt=fmt, plot=plot)
     if plot_grid is not None:

@@ -16,6 +16,7 @@ from infer_opt.cli.common import (
     MarkdownOpt,
     OutOpt,
     PlotOpt,
+    check_outputs,
     emit,
 )
 from infer_opt.cli.speculative import app, read_metrics
@@ -121,8 +122,7 @@ def measure(
     n_rounds = parse_int(rounds, option="--rounds", low=1, high=MAX_ROUNDS)
     n_seed = parse_int(seed, option="--seed", low=0)
     a, rates, rates_source = _alpha_inputs(alpha, alphas, metrics)
-    if plot is not None and plot.suffix.lower() != ".png":
-        raise InvalidInput("--plot", str(plot), "plots are written as PNG; use a .png file name")
+    check_outputs(out, plot)
 
     from infer_opt.cli.kernels import progress_bar
     from infer_opt.profilers import device as devices
