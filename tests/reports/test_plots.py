@@ -46,3 +46,38 @@ def test_same_result_gives_the_same_bytes(tmp_path):
 def test_a_kind_without_a_plot_is_refused(tmp_path):
     with pytest.raises(InvalidInput, match="have no plot"):
         write_plots(fixture("attention-window"), tmp_path / "x.png")
+
+
+def test_speedup_heat_map_colour_bar_is_drawn(tmp_path):
+    """A colour-bar tick just outside the norm's range (0.45 < vmin 0.4545 here) made
+    matplotlib produce NaN transforms and a blank bar; the render must be warning-free."""
+    import warnings
+
+    from infer_opt.cost_models import speculative as model
+    from infer_opt.reports.plots.speculative import plot_speedup_grid
+    from tests.helpers import invoke
+
+    run = invoke(
+        "speculative",
+        "speedup",
+        "--k",
+        "3",
+        "--alpha",
+        "0.8",
+        "--target-cost",
+        "10ms",
+        "--draft-cost",
+        "1ms",
+        "--verify-cost",
+        "12ms",
+        "--out",
+        str(tmp_path / "s.json"),
+    )
+    assert run.exit_code == 0, run.stderr
+    from infer_opt.results import load_result
+
+    result = load_result(tmp_path / "s.json").result
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        path = plot_speedup_grid(result, model.speedup_grid(result), tmp_path / "grid.png")
+    assert path.stat().st_size > 0

@@ -72,7 +72,8 @@ def plot_speedup_grid(result: SpeedupResult, grid: SpeedupGrid, path: Path) -> P
     bar = fig.colorbar(mesh, ax=ax, label="predicted speedup S (blue: faster, red: slower)")
     below = [round(norm.vmin + (1.0 - norm.vmin) * f, 2) for f in (0.0, 0.5)]
     above = [t for t in MaxNLocator(5).tick_values(1.0, norm.vmax) if 1.0 < t <= norm.vmax]
-    bar.set_ticks([*below, 1.0, *above])
+    # a tick outside [vmin, vmax] (rounding can put one just below vmin) blanks the whole bar
+    bar.set_ticks([t for t in (*below, 1.0, *above) if norm.vmin <= t <= norm.vmax])
     if vmin < 1 < vmax:
         contour = ax.contour(grid.ks, grid.alphas, s, levels=[1.0], colors="black", linewidths=1.2)
         ax.clabel(contour, fmt={1.0: "S = 1"}, fontsize=8)
