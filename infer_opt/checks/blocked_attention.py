@@ -290,6 +290,31 @@ def _torch_empty_rows(empty: torch.Tensor, empty_rows: str) -> None:
         raise EmptyRowError(int(empty.sum()), first)
 
 
+def _torch_setup(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    empty_rows: EmptyRows,
+    scale: float | None,
+    causal_offset: int | None,
+    window: int | None,
+    key_padding: torch.Tensor | None,
+    mask: torch.Tensor | None,
+) -> tuple[float, torch.dtype, torch.Tensor | None]:
+    """What the explicit and blocked torch paths share: ``(scale, compute dtype, visibility
+    mask or None)``, after checking ``empty_rows``."""
+    _check_empty_rows(empty_rows)
+    vis = visibility_torch(
+        q.shape[-2],
+        k.shape[-2],
+        device=q.device,
+        causal_offset=causal_offset,
+        window=window,
+        key_padding=key_padding,
+        mask=mask,
+    )
+    return _scale(scale, q.shape[-1]), _compute_dtype(q.dtype), vis
+
+
 def explicit_attention_torch(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -307,19 +332,7 @@ def explicit_attention_torch(
     visibility and empty-row rules as :func:`blocked_attention_torch`."""
     import torch
 
-    _check_empty_rows(empty_rows)
-    tq, tk = q.shape[-2], k.shape[-2]
-    sc = _scale(scale, q.shape[-1])
-    cd = _compute_dtype(q.dtype)
-    vis = visibility_torch(
-        tq,
-        tk,
-        device=q.device,
-        causal_offset=causal_offset,
-        window=window,
-        key_padding=key_padding,
-        mask=mask,
-    )
+    sc, cd, vis = _torch_setup(q, k, empty_rows, scale, causal_offset, window, key_padding, mask)
     s = (q.to(cd) * sc) @ k.to(cd).transpose(-1, -2)
     if vis is None:
         return (torch.softmax(s, dim=-1) @ v.to(cd)).to(q.dtype)
@@ -359,22 +372,11 @@ def blocked_attention_torch(
     """
     import torch
 
-    _check_empty_rows(empty_rows)
     tq, tk = q.shape[-2], k.shape[-2]
     if tk < 1:
         raise InvalidInput("k", "T_k = 0", "need at least one key")
+    sc, cd, vis = _torch_setup(q, k, empty_rows, scale, causal_offset, window, key_padding, mask)
     blocks = key_blocks(tk, block_size)
-    sc = _scale(scale, q.shape[-1])
-    cd = _compute_dtype(q.dtype)
-    vis = visibility_torch(
-        tq,
-        tk,
-        device=q.device,
-        causal_offset=causal_offset,
-        window=window,
-        key_padding=key_padding,
-        mask=mask,
-    )
     if mask is None and key_padding is None:
         live = visible_blocks(visibility(tq, tk, causal_offset=causal_offset, window=window), tk, block_size)
     else:
