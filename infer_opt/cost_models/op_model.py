@@ -1,0 +1,650 @@
+"""The calibrated operator model: predicted time of one aten call and of a whole step (SPEC §5.1).
+
+A step's predicted time is
+
+    t̂(step) = Σ_ops t̂(op) + h,    h = c_op · n_ops + c_mod · n_module_calls
+
+* **Per operator** ``t̂(op)`` comes from the device's calibration of the op's *family* (an aten
+  op with its operand layout, e.g. ``addmm.nt`` = ``addmm`` with a transposed weight as
+  ``nn.Linear`` calls it) in the *cache state* of its main operand (``warm``: just touched;
+  ``cold``: last touched more than half the last-level cache ago, see :func:`cold_fractions`).
+  Each family has a grid of measured shapes (features such as ``M, N, K``) and a fitted base
+  roofline ``b(F, Q) = t0_f + max(F/R_f, Q/b_f)`` (the device roofline with per-family
+  efficiencies ``R_f = η_f·R``, ``b_f = β_f·b``). What is interpolated is the residual
+  ``ρ = log t − log b(F, Q)``, linearly over the log₂ features (Delaunay simplices; exact at
+  every measured point), so ``t̂ = b(F, Q) · exp(ρ̂)``. A shape outside the grid's hull takes
+  the residual of the nearest measured shape and is flagged *extrapolated*; a family with no
+  calibration borrows a related one (:func:`fallbacks`), and an op no family covers gets the
+  device roofline ``t0 + max(F/R, Q/b)`` — both flagged.
+* **Host term** ``h``: what a step costs outside its operators (Python, ``nn.Module`` calls, the
+  dispatcher, composite wrappers), calibrated per dispatched op and per module call.
+* **Uncertainty**: every family carries its cross-validated error (median |t̂ − t|/t of its
+  grid points predicted with the point left out, an upper estimate for a shape between grid
+  points); a step's relative band is the time-weighted mean of its ops' errors (errors of one
+  family are correlated, so they are not averaged down).
+
+Accuracy is reported, never assumed: :func:`error_stats` gives MAPE and the p90 of
+``|t̂ − t| / t``.
+
+Pure: stdlib and numpy at import; scipy inside the functions that interpolate and fit.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from infer_opt.errors import InvalidInput
+from infer_opt.notices import Notice
+from infer_opt.results import Result
+
+STATES = ("warm", "cold")
+#: an operand counts as cold when more than this share of the last-level cache was touched since
+#: its last use (LRU caches keep well under their full size of a streaming working set)
+COLD_LLC_SHARE = 0.5
+#: a main operand this cold (share of its bytes) puts the op in the ``cold`` state
+COLD_OPERAND_SHARE = 0.5
+#: grid points held out for the cross-validated error, at most (seeded choice)
+CV_POINTS = 48
+#: relative uncertainty of an op predicted by the device roofline alone (no family)
+ROOFLINE_UNCERTAINTY = 0.5
+SOURCE_GRID = "grid"
+SOURCE_NEAREST = "nearest"
+SOURCE_FALLBACK = "fallback"
+SOURCE_ROOFLINE = "roofline"
+
+
+# ---------------------------------------------------------------------------- calibration data
+
+
+@dataclass(frozen=True)
+class GridPoint:
+    """One measured shape of a family: features (e.g. M, N, K), the median per-call time, its
+    spread, and the work the base roofline sees."""
+
+    features: tuple[float, ...]
+    time_s: float
+    #: IQR / median of the per-call times
+    rel_spread: float
+    flops: float
+    #: bytes the base roofline uses (an embedding counts the rows it gathers, not the table)
+    bytes: float
+
+
+@dataclass(frozen=True)
+class FamilyCalibration:
+    """The measured grid of one op family in one cache state, and its fitted base roofline
+    ``t0 + max(F/R, Q/b)`` (R or b infinite when the family does no FLOPs / moves no bytes)."""
+
+    family: str
+    state: str
+    feature_names: tuple[str, ...]
+    points: tuple[GridPoint, ...]
+    launch_s: float
+    rate_flops: float
+    bandwidth_bytes_per_s: float
+    #: median |t̂ − t|/t over held-out grid points (None: too few points to tell)
+    cv_rel_error: float | None = None
+    #: shapes not timed, with the reason (a failed correctness check, out of memory)
+    skipped: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return f"{self.family}@{self.state}"
+
+    def base_time(self, flops: float, nbytes: float) -> float:
+        """``t0 + max(F/R, Q/b)``."""
+        return self.launch_s + max(_div(flops, self.rate_flops), _div(nbytes, self.bandwidth_bytes_per_s))
+
+
+@dataclass(frozen=True)
+class HostCalibration:
+    """Host cost outside the operators: ``h = per_op_s · n_ops + per_module_call_s · n_modules``,
+    from two op chains timed with and without the profiler: the same ops called raw and through
+    ``nn.Module`` calls."""
+
+    per_op_s: float
+    per_module_call_s: float
+    #: the evidence: ops and module calls of the two chains, their wall and per-op times
+    chain_ops: int = 0
+    chain_module_calls: int = 0
+    raw_wall_s: float = 0.0
+    raw_op_time_s: float = 0.0
+    module_wall_s: float = 0.0
+    module_op_time_s: float = 0.0
+    #: relative spread (IQR/median) of the chain timings
+    rel_spread: float = 0.0
+
+
+@dataclass(frozen=True)
+class DeviceRoofline:
+    """The device roofline ``t0 + max(F/R, Q/b)`` fitted on the calibration's matmul and
+    elementwise grids (what uncovered ops are predicted with)."""
+
+    compute_rate_flops: float
+    bandwidth_bytes_per_s: float
+    launch_overhead_s: float
+    median_abs_rel_error: float = 0.0
+
+    @property
+    def ridge_point(self) -> float:
+        """R / b in FLOP/byte."""
+        return self.compute_rate_flops / self.bandwidth_bytes_per_s
+
+    def time(self, flops: float, nbytes: float) -> float:
+        return self.launch_overhead_s + max(
+            _div(flops, self.compute_rate_flops), _div(nbytes, self.bandwidth_bytes_per_s)
+        )
+
+
+@dataclass(frozen=True)
+class CalibrationResult(Result):
+    """An operator-level calibration of one device, dtype and thread count."""
+
+    KIND = "calibration"
+
+    device: str
+    device_name: str
+    #: cache key (device model, threads, dtype): see profilers.device.device_key
+    device_key: str
+    dtype: str
+    threads: int
+    #: last-level cache size the cold/warm rule uses
+    llc_bytes: int
+    families: tuple[FamilyCalibration, ...] = ()
+    host: HostCalibration | None = None
+    roofline: DeviceRoofline | None = None
+    #: families (by calibration group name) finished, in order: what --resume skips
+    groups_done: tuple[str, ...] = ()
+    complete: bool = False
+    wall_s: float = 0.0
+    torch_version: str = ""
+    #: how op times were taken (the same instrument profile uses)
+    op_timer: str = ""
+    #: torch.get_float32_matmul_precision() when calibrated
+    matmul_precision: str = ""
+    grid: str = ""
+    warnings: tuple[Notice, ...] = ()
+
+    def family_map(self) -> dict[str, FamilyCalibration]:
+        return {f.key: f for f in self.families}
+
+
+# ---------------------------------------------------------------------------- fitting a family
+
+
+def _div(work: float, rate: float) -> float:
+    return 0.0 if work == 0 else work / rate
+
+
+def fit_base(points: Sequence[GridPoint]) -> tuple[float, float, float]:
+    """``(t0, R, b)`` of ``t ≈ t0 + max(F/R, Q/b)`` over a family's grid, with
+    :func:`infer_opt.cost_models.roofline.fit_roofline` (robust, log space). Fewer than 3
+    points (or no work at all): ``t0`` = the median time, ``R = b = ∞``."""
+    from infer_opt.cost_models.roofline import KernelPoint, fit_roofline
+
+    usable = [p for p in points if p.flops > 0 or p.bytes > 0]
+    if len(usable) < 3:
+        return float(np.median([p.time_s for p in points])), math.inf, math.inf
+    fit = fit_roofline(
+        [KernelPoint(str(i), "family", p.flops, p.bytes, p.time_s) for i, p in enumerate(usable)],
+        bootstrap=0,
+    )
+    return fit.launch_overhead_s, fit.compute_rate_flops, fit.bandwidth_bytes_per_s
+
+
+def fit_family(
+    family: str,
+    state: str,
+    feature_names: Sequence[str],
+    points: Sequence[GridPoint],
+    skipped: Sequence[str] = (),
+    seed: int = 0,
+) -> FamilyCalibration:
+    """A family's calibration from its measured points: base roofline and cross-validated error."""
+    if state not in STATES:
+        raise InvalidInput("state", state, f"expected one of {', '.join(STATES)}")
+    if not points:
+        raise InvalidInput("points", family, "a family needs at least one measured shape")
+    for p in points:
+        if len(p.features) != len(feature_names):
+            raise InvalidInput("points", family, f"every point needs {len(feature_names)} features")
+        if not (math.isfinite(p.time_s) and p.time_s > 0):
+            raise InvalidInput("points", f"{family} time_s={p.time_s}", "times must be finite and > 0")
+    t0, rate, bandwidth = fit_base(points)
+    draft = FamilyCalibration(
+        family, state, tuple(feature_names), tuple(points), t0, rate, bandwidth, None, tuple(skipped)
+    )
+    return replace(draft, cv_rel_error=cross_validated_error(draft, seed=seed))
+
+
+def cross_validated_error(family: FamilyCalibration, *, seed: int = 0) -> float | None:
+    """Median ``|t̂ − t|/t`` of up to :data:`CV_POINTS` grid points (seeded choice), each predicted
+    from the others. ``None`` with fewer than 4 points."""
+    n = len(family.points)
+    if n < 4:
+        return None
+    rng = np.random.default_rng(seed)
+    chosen = rng.choice(n, size=min(n, CV_POINTS), replace=False)
+    errors = []
+    for i in chosen:
+        rest = replace(family, points=tuple(p for j, p in enumerate(family.points) if j != i))
+        point = family.points[i]
+        predicted, _ = FamilyInterpolator(rest).time(point.features, point.flops, point.bytes)
+        errors.append(abs(predicted - point.time_s) / point.time_s)
+    return float(np.median(errors))
+
+
+# ---------------------------------------------------------------------------- interpolation
+
+
+class FamilyInterpolator:
+    """``t̂ = b(F, Q) · exp(ρ̂(log₂ features))`` for one family (module docstring). Feature
+    dimensions with a single value on the grid are dropped (an op differing there is
+    extrapolated)."""
+
+    def __init__(self, family: FamilyCalibration) -> None:
+        self.family = family
+        raw = np.array([p.features for p in family.points], dtype=float).reshape(len(family.points), -1)
+        x = np.log2(np.maximum(raw, 1e-300))
+        self.varying = [j for j in range(x.shape[1]) if np.ptp(x[:, j]) > 1e-9]
+        self.constant = {j: x[0, j] for j in range(x.shape[1]) if j not in self.varying}
+        self.x = x[:, self.varying]
+        self.residual = np.array(
+            [math.log(p.time_s / family.base_time(p.flops, p.bytes)) for p in family.points]
+        )
+        self._linear: Callable[[np.ndarray], np.ndarray] | None = None
+        self._nearest: Any = None
+
+    def _build(self) -> None:
+        from scipy.interpolate import LinearNDInterpolator, NearestNDInterpolator
+
+        dims = self.x.shape[1]
+        if dims == 0:
+            value = float(np.median(self.residual))
+            self._linear = lambda q: np.full(len(q), value)
+            return
+        if dims == 1:
+            order = np.argsort(self.x[:, 0])
+            xs, ys = self.x[order, 0], self.residual[order]
+            lo, hi = xs[0], xs[-1]
+
+            def line(q: np.ndarray) -> np.ndarray:
+                out = np.interp(q[:, 0], xs, ys)
+                return np.where((q[:, 0] < lo - 1e-9) | (q[:, 0] > hi + 1e-9), np.nan, out)
+
+            self._linear = line
+        else:
+            try:
+                self._linear = LinearNDInterpolator(self.x, self.residual)
+            except Exception:  # a degenerate grid (points on a lower-dimensional plane)
+                self._linear = lambda q: np.full(len(q), np.nan)
+        self._nearest = NearestNDInterpolator(self.x, self.residual)
+
+    def residual_at(self, features: Sequence[float]) -> tuple[float, bool]:
+        """``(ρ̂, extrapolated)`` at ``features``."""
+        if self._linear is None:
+            self._build()
+        assert self._linear is not None
+        q = np.log2(np.maximum(np.asarray(features, dtype=float), 1e-300))
+        off_plane = any(abs(q[j] - v) > 1e-9 for j, v in self.constant.items())
+        point = q[self.varying].reshape(1, -1)
+        value = float(np.asarray(self._linear(point)).reshape(-1)[0])
+        if math.isfinite(value) and not off_plane:
+            return value, False
+        if self._nearest is None:
+            return float(np.median(self.residual)), True
+        return float(np.asarray(self._nearest(point)).reshape(-1)[0]), True
+
+    def time(self, features: Sequence[float], flops: float, nbytes: float) -> tuple[float, bool]:
+        """``(t̂, extrapolated)``."""
+        rho, extrapolated = self.residual_at(features)
+        return self.family.base_time(flops, nbytes) * math.exp(rho), extrapolated
+
+
+# ---------------------------------------------------------------------------- one op, one step
+
+
+@dataclass(frozen=True)
+class OpQuery:
+    """What the model needs to know about one aten call (recorded without running it)."""
+
+    name: str
+    family: str
+    features: tuple[float, ...]
+    flops: float
+    #: bytes for the base roofline (see GridPoint.bytes)
+    work_bytes: float
+    #: "warm" or "cold" (the main operand's cache state, :func:`cold_fractions`)
+    state: str = "warm"
+
+
+@dataclass(frozen=True)
+class OpEstimate:
+    time_s: float
+    #: "grid", "nearest" (outside the grid), "fallback" (a related family), "roofline"
+    source: str
+    #: the family (and state) that predicted it, "" for the device roofline
+    used: str
+    extrapolated: bool
+    #: relative uncertainty (the family's cross-validated error, larger when extrapolated)
+    rel_uncertainty: float
+    #: which term of the base roofline is largest: compute, bandwidth or launch
+    bound: str
+
+
+def fallbacks(family: str) -> list[str]:
+    """Related families to borrow from, best first: the same op without the non-contiguous
+    marker; ``addmm`` ↔ ``mm`` (same layout); ``baddbmm`` → ``bmm``; for pointwise ops the
+    ``add`` (binary patterns) or ``mul`` (scalar/unary pattern) family of the same pattern."""
+    out: list[str] = []
+    base = family.removesuffix(".nc")
+    if base != family:
+        out.append(base)
+    op, _, rest = base.partition(".")
+    swaps = {"addmm": "mm", "mm": "addmm", "baddbmm": "bmm"}
+    if op in swaps and rest:
+        out.append(f"{swaps[op]}.{rest}")
+    if rest in ("t", "b") and op != "add":
+        out.append(f"add.{rest}")
+    if rest == "s" and op != "mul":
+        out.append("mul.s")
+    return out
+
+
+def _bound(t0: float, rate: float, bandwidth: float, flops: float, nbytes: float) -> str:
+    """Which term of ``t0 + max(F/R, Q/b)`` is largest: launch, compute or bandwidth."""
+    compute, memory = _div(flops, rate), _div(nbytes, bandwidth)
+    if t0 > max(compute, memory):
+        return "launch"
+    return "compute" if compute >= memory else "bandwidth"
+
+
+class OpModel:
+    """Predicts op and step times from a :class:`CalibrationResult` (module docstring)."""
+
+    def __init__(self, calibration: CalibrationResult) -> None:
+        self.calibration = calibration
+        self.families = calibration.family_map()
+        self._interpolators: dict[str, FamilyInterpolator] = {}
+        self._cache: dict[tuple[Any, ...], OpEstimate] = {}
+
+    def _family(self, family: str, state: str) -> FamilyCalibration | None:
+        """The family in ``state``, else in the other state (a warm grid for a cold op)."""
+        for s in (state, *(x for x in STATES if x != state)):
+            found = self.families.get(f"{family}@{s}")
+            if found is not None:
+                return found
+        return None
+
+    def _interpolator(self, family: FamilyCalibration) -> FamilyInterpolator:
+        if family.key not in self._interpolators:
+            self._interpolators[family.key] = FamilyInterpolator(family)
+        return self._interpolators[family.key]
+
+    def estimate(self, query: OpQuery) -> OpEstimate:
+        """Predicted time of one call (module docstring)."""
+        key = (query.family, query.features, query.flops, query.work_bytes, query.state)
+        if key not in self._cache:
+            self._cache[key] = self._estimate(query)
+        return self._cache[key]
+
+    def _estimate(self, query: OpQuery) -> OpEstimate:
+        for i, name in enumerate([query.family, *fallbacks(query.family)]):
+            family = self._family(name, query.state)
+            if family is None:
+                continue
+            t, extrapolated = self._interpolator(family).time(query.features, query.flops, query.work_bytes)
+            cv = family.cv_rel_error if family.cv_rel_error is not None else ROOFLINE_UNCERTAINTY
+            borrowed = i > 0 or family.state != query.state
+            source = SOURCE_FALLBACK if borrowed else (SOURCE_NEAREST if extrapolated else SOURCE_GRID)
+            return OpEstimate(
+                time_s=t,
+                source=source,
+                used=family.key,
+                extrapolated=extrapolated or borrowed,
+                rel_uncertainty=cv * (2.0 if extrapolated or borrowed else 1.0),
+                bound=_bound(
+                    family.launch_s,
+                    family.rate_flops,
+                    family.bandwidth_bytes_per_s,
+                    query.flops,
+                    query.work_bytes,
+                ),
+            )
+        roof = self.calibration.roofline
+        if roof is None:
+            raise InvalidInput("calibration", self.calibration.device_key, "has no device roofline")
+        return OpEstimate(
+            time_s=roof.time(query.flops, query.work_bytes),
+            source=SOURCE_ROOFLINE,
+            used="",
+            extrapolated=True,
+            rel_uncertainty=ROOFLINE_UNCERTAINTY,
+            bound=_bound(
+                roof.launch_overhead_s,
+                roof.compute_rate_flops,
+                roof.bandwidth_bytes_per_s,
+                query.flops,
+                query.work_bytes,
+            ),
+        )
+
+    def host_time(self, n_ops: int, n_module_calls: int) -> float:
+        """``h = c_op · n_ops + c_mod · n_module_calls`` (0 without a host calibration)."""
+        host = self.calibration.host
+        if host is None:
+            return 0.0
+        return host.per_op_s * n_ops + host.per_module_call_s * n_module_calls
+
+
+@dataclass(frozen=True)
+class StepEstimate:
+    """A step's prediction: per op, the operators' sum, the host term, and the total."""
+
+    ops: tuple[OpEstimate, ...]
+    op_time_s: float
+    host_s: float
+    step_time_s: float
+    #: time-weighted relative uncertainty of the step (module docstring)
+    rel_uncertainty: float
+    extrapolated_share: float = 0.0
+    n_module_calls: int = 0
+
+    @property
+    def band_s(self) -> tuple[float, float]:
+        return self.step_time_s * (1 - self.rel_uncertainty), self.step_time_s * (1 + self.rel_uncertainty)
+
+
+def predict_step(model: OpModel, queries: Sequence[OpQuery], n_module_calls: int) -> StepEstimate:
+    """``Σ t̂(op) + h(n_ops, n_module_calls)`` over a recorded op list: one rank's step (a
+    tensor-parallel prediction applies it per rank and adds communication)."""
+    estimates = tuple(model.estimate(q) for q in queries)
+    op_time = math.fsum(e.time_s for e in estimates)
+    host = model.host_time(len(queries), n_module_calls)
+    host_spread = model.calibration.host.rel_spread if model.calibration.host is not None else 0.0
+    total = op_time + host
+    weighted = math.fsum(e.time_s * e.rel_uncertainty for e in estimates) + host * max(host_spread, 0.1)
+    extrapolated = math.fsum(e.time_s for e in estimates if e.extrapolated)
+    return StepEstimate(
+        ops=estimates,
+        op_time_s=op_time,
+        host_s=host,
+        step_time_s=total,
+        rel_uncertainty=weighted / total if total > 0 else 0.0,
+        extrapolated_share=extrapolated / op_time if op_time > 0 else 0.0,
+        n_module_calls=n_module_calls,
+    )
+
+
+# ---------------------------------------------------------------------------- cache state
+
+
+@dataclass(frozen=True)
+class Touches:
+    """The memory one call touches: ``reads`` and ``writes`` as (storage, bytes); ``main`` are
+    the indices into ``reads`` of the operand(s) whose cache state picks the family state (a
+    matmul's weight, attention's keys and values)."""
+
+    reads: tuple[tuple[int, int], ...] = ()
+    writes: tuple[tuple[int, int], ...] = ()
+    main: tuple[int, ...] = ()
+
+
+def cold_fractions(touches: Sequence[Touches], llc_bytes: float) -> list[float]:
+    """Per call, the share of its main operands' bytes that come cold from memory, in the
+    steady state of a repeated step (two passes over the calls; the second is reported).
+
+    An LRU stack-distance rule: a read of ``q`` bytes of a storage last touched ``d`` bytes ago
+    is cold when ``d > COLD_LLC_SHARE · llc_bytes``; when it is closer, only the part beyond what
+    was touched last time (``q − q_last``) is cold — a KV cache whose new row was just written is
+    warm for that row only."""
+    limit = COLD_LLC_SHARE * llc_bytes
+    clock = 0.0
+    last: dict[int, tuple[float, float]] = {}
+    out: list[float] = []
+    for second in (False, True):
+        for touch in touches:
+            cold = total = 0.0
+            for i, (storage, nbytes) in enumerate(touch.reads):
+                seen = last.get(storage)
+                if i in touch.main:
+                    total += nbytes
+                    if seen is None or clock - seen[0] > limit:
+                        cold += nbytes
+                    else:
+                        cold += max(0.0, nbytes - seen[1])
+                last[storage] = (clock, float(nbytes))
+                clock += nbytes
+            for storage, nbytes in touch.writes:
+                last[storage] = (clock, float(nbytes))
+                clock += nbytes
+            if second:
+                out.append(cold / total if total > 0 else 0.0)
+    return out
+
+
+def state_of(cold_fraction: float) -> str:
+    return "cold" if cold_fraction > COLD_OPERAND_SHARE else "warm"
+
+
+# ---------------------------------------------------------------------------- accuracy
+
+
+@dataclass(frozen=True)
+class ErrorStats:
+    """``rel_error = (t̂ − t)/t`` summarised: MAPE = mean |rel_error|, p90 of |rel_error|, the
+    largest, and the mean signed error (bias: signed errors may cancel, so it is not the
+    accuracy)."""
+
+    n: int
+    mape: float | None
+    p90_abs_rel_error: float | None
+    max_abs_rel_error: float | None
+    mean_signed_rel_error: float | None
+
+
+def relative_errors(predicted: Sequence[float], measured: Sequence[float]) -> np.ndarray:
+    """``(t̂ − t)/t`` element-wise; measured times must be > 0."""
+    p = np.asarray(predicted, dtype=float)
+    m = np.asarray(measured, dtype=float)
+    if p.shape != m.shape:
+        raise InvalidInput("predicted", len(p), f"needs as many values as measured ({len(m)})")
+    if np.any(~np.isfinite(m)) or np.any(m <= 0):
+        raise InvalidInput("measured", "non-positive time", "measured times must be finite and > 0")
+    if np.any(~np.isfinite(p)) or np.any(p < 0):
+        raise InvalidInput("predicted", "non-finite time", "predicted times must be finite and >= 0")
+    return (p - m) / m
+
+
+def error_stats(predicted: Sequence[float], measured: Sequence[float]) -> ErrorStats:
+    """MAPE, p90, max and bias of the relative errors (all None for an empty sample)."""
+    rel = relative_errors(predicted, measured)
+    if rel.size == 0:
+        return ErrorStats(0, None, None, None, None)
+    absolute = np.abs(rel)
+    return ErrorStats(
+        n=int(rel.size),
+        mape=float(absolute.mean()),
+        p90_abs_rel_error=float(np.percentile(absolute, 90)),
+        max_abs_rel_error=float(absolute.max()),
+        mean_signed_rel_error=float(rel.mean()),
+    )
+
+
+# ---------------------------------------------------------------------------- sweeps
+
+
+def ridge_crossing(xs: Sequence[float], intensities: Sequence[float], ridge: float) -> float | None:
+    """The sweep value where the arithmetic intensity ``F/Q`` first reaches the ridge ``R/b``
+    (interpolated linearly in log x and log intensity between the two sweep points around it);
+    ``xs[0]`` when it starts above, ``None`` when it never gets there. Decode at batch B reads the
+    weights once for all B sequences, so its intensity grows about linearly with B (SPEC §5.1)."""
+    if len(xs) != len(intensities):
+        raise InvalidInput("intensities", len(intensities), f"needs one value per sweep point ({len(xs)})")
+    if not (ridge > 0 and math.isfinite(ridge)):
+        raise InvalidInput("ridge", ridge, "must be finite and > 0")
+    pairs = [(float(x), float(i)) for x, i in zip(xs, intensities, strict=True) if x > 0 and i > 0]
+    if not pairs:
+        return None
+    if pairs[0][1] >= ridge:
+        return pairs[0][0]
+    for (x0, i0), (x1, i1) in itertools.pairwise(pairs):
+        if i0 < ridge <= i1:
+            frac = (math.log(ridge) - math.log(i0)) / (math.log(i1) - math.log(i0))
+            return math.exp(math.log(x0) + frac * (math.log(x1) - math.log(x0)))
+    return None
+
+
+@dataclass(frozen=True)
+class CategoryPrediction:
+    category: str
+    time_s: float
+    calls: int
+    flops: float
+    bytes: float
+
+
+def categories(
+    names: Sequence[str], times_s: Sequence[float], flops: Sequence[float], nbytes: Sequence[float]
+) -> list[CategoryPrediction]:
+    """Predicted time, calls, FLOPs and bytes per category (``names`` are the calls' categories),
+    largest time first."""
+    by: dict[str, list[float]] = {}
+    for name, t, f, q in zip(names, times_s, flops, nbytes, strict=True):
+        acc = by.setdefault(name, [0.0, 0.0, 0.0, 0.0])
+        acc[0] += t
+        acc[1] += 1
+        acc[2] += f
+        acc[3] += q
+    out = [CategoryPrediction(c, v[0], int(v[1]), v[2], v[3]) for c, v in by.items()]
+    return sorted(out, key=lambda c: (-c.time_s, c.category))
+
+
+__all__ = [
+    "CalibrationResult",
+    "DeviceRoofline",
+    "ErrorStats",
+    "FamilyCalibration",
+    "FamilyInterpolator",
+    "GridPoint",
+    "HostCalibration",
+    "OpEstimate",
+    "OpModel",
+    "OpQuery",
+    "StepEstimate",
+    "Touches",
+    "categories",
+    "cold_fractions",
+    "error_stats",
+    "fallbacks",
+    "fit_family",
+    "predict_step",
+    "ridge_crossing",
+    "state_of",
+]
