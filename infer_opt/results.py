@@ -52,6 +52,10 @@ RESULT_CLASSES: dict[str, str] = {
     "buckets": "infer_opt.cost_models.bucketing:BucketsResult",
     "profile": "infer_opt.profilers.model_profile:ProfileResult",
     "compare": "infer_opt.cost_models.compare:CompareResult",
+    # ---- calibrated performance model (calibrate, predict, validate)
+    "calibration": "infer_opt.cost_models.op_model:CalibrationResult",
+    "predict": "infer_opt.profilers.predict:PredictResult",
+    "validate": "infer_opt.profilers.validate:ValidateResult",
 }
 
 R = TypeVar("R", bound="Result")

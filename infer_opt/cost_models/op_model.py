@@ -262,7 +262,8 @@ class FamilyInterpolator:
         self._nearest: Any = None
 
     def _build(self) -> None:
-        from scipy.interpolate import LinearNDInterpolator, NearestNDInterpolator
+        from scipy.interpolate import LinearNDInterpolator
+        from scipy.spatial import cKDTree
 
         dims = self.x.shape[1]
         if dims == 0:
@@ -284,7 +285,7 @@ class FamilyInterpolator:
                 self._linear = LinearNDInterpolator(self.x, self.residual)
             except Exception:  # a degenerate grid (points on a lower-dimensional plane)
                 self._linear = lambda q: np.full(len(q), np.nan)
-        self._nearest = NearestNDInterpolator(self.x, self.residual)
+        self._nearest = cKDTree(self.x)
 
     def residual_at(self, features: Sequence[float]) -> tuple[float, bool]:
         """``(ρ̂, extrapolated)`` at ``features``."""
@@ -299,7 +300,8 @@ class FamilyInterpolator:
             return value, False
         if self._nearest is None:
             return float(np.median(self.residual)), True
-        return float(np.asarray(self._nearest(point)).reshape(-1)[0]), True
+        _, index = self._nearest.query(point[0])
+        return float(self.residual[int(index)]), True
 
     def time(self, features: Sequence[float], flops: float, nbytes: float) -> tuple[float, bool]:
         """``(t̂, extrapolated)``."""

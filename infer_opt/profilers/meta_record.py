@@ -33,7 +33,7 @@ from infer_opt.notices import Notice
 from infer_opt.profilers import models
 from infer_opt.profilers import op_recorder as rec
 from infer_opt.profilers.model_profile import build_step
-from infer_opt.profilers.op_families import FamilyRecorder, Signature
+from infer_opt.profilers.op_families import FamilyRecorder, ModuleCounter, Signature
 
 HOW_FAKE = "fake tensors"
 HOW_REAL = "real run"
@@ -175,28 +175,11 @@ def _real_mask_path() -> Iterator[None]:
 # ---------------------------------------------------------------------------- recording
 
 
-class _ModuleCounter:
-    """Counts ``nn.Module`` calls (a global forward pre-hook) while active."""
-
-    def __init__(self) -> None:
-        self.count = 0
-
-    def __enter__(self) -> _ModuleCounter:
-        self._handle = torch.nn.modules.module.register_module_forward_pre_hook(self._hook)
-        return self
-
-    def _hook(self, _module: Any, _inputs: Any) -> None:
-        self.count += 1
-
-    def __exit__(self, *_exc: object) -> None:
-        self._handle.remove()
-
-
 def _record(step: Any, model: Any, mode: str) -> tuple[FamilyRecorder, int, list[tuple[int, int, int]]]:
     """Run the step once under the recorder; for generate split the ops by token."""
     recorder = FamilyRecorder()
     marks: list[tuple[int, int]] = []
-    with _ModuleCounter() as counter:
+    with ModuleCounter() as counter:
 
         def mark() -> None:
             marks.append((len(recorder.calls), counter.count))

@@ -206,8 +206,10 @@ def family_of(
 ) -> tuple[str, tuple[int, ...], list[str]]:
     """``(family, features, main operand names)`` of one call (module docstring)."""
     name = fl.op_name(func)
-    short = name.removeprefix("aten::")
     bound = _bound_args(func, args, kwargs)
+    short = name.removeprefix("aten::")
+    if name == "aten::gelu" and bound.get("approximate") == "tanh":
+        short = "gelu_tanh"  # another algorithm, another cost
     structured = _structured(name, bound)
     if structured is not None:
         return structured
@@ -358,3 +360,20 @@ class FamilyRecorder(rec.OpRecorder):
         )
         self.signatures.append(Signature("other._local_scalar_dense", (), 1.0, Touches()))
         return True
+
+
+class ModuleCounter:
+    """Counts ``nn.Module`` calls (a global forward pre-hook) while active."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __enter__(self) -> ModuleCounter:
+        self._handle = torch.nn.modules.module.register_module_forward_pre_hook(self._hook)
+        return self
+
+    def _hook(self, _module: Any, _inputs: Any) -> None:
+        self.count += 1
+
+    def __exit__(self, *_exc: object) -> None:
+        self._handle.remove()
