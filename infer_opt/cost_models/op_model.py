@@ -260,6 +260,11 @@ class FamilyInterpolator:
         )
         self._linear: Callable[[np.ndarray], np.ndarray] | None = None
         self._nearest: Any = None
+        self.measured = {tuple(float(v) for v in p.features) for p in family.points}
+
+    def on_grid(self, features: Sequence[float]) -> bool:
+        """Whether ``features`` is a measured shape (never for a family without features)."""
+        return bool(features) and tuple(float(v) for v in features) in self.measured
 
     def _build(self) -> None:
         from scipy.interpolate import LinearNDInterpolator
@@ -338,6 +343,8 @@ class OpEstimate:
     rel_uncertainty: float
     #: which term of the base roofline is largest: compute, bandwidth or launch
     bound: str
+    #: the shape is one the calibration measured (a validation shape should not be)
+    on_grid: bool = False
 
 
 def fallbacks(family: str) -> list[str]:
@@ -401,7 +408,8 @@ class OpModel:
             family = self._family(name, query.state)
             if family is None:
                 continue
-            t, extrapolated = self._interpolator(family).time(query.features, query.flops, query.work_bytes)
+            interpolator = self._interpolator(family)
+            t, extrapolated = interpolator.time(query.features, query.flops, query.work_bytes)
             cv = family.cv_rel_error if family.cv_rel_error is not None else ROOFLINE_UNCERTAINTY
             borrowed = i > 0 or family.state != query.state
             source = SOURCE_FALLBACK if borrowed else (SOURCE_NEAREST if extrapolated else SOURCE_GRID)
@@ -418,6 +426,7 @@ class OpModel:
                     query.flops,
                     query.work_bytes,
                 ),
+                on_grid=i == 0 and interpolator.on_grid(query.features),
             )
         roof = self.calibration.roofline
         if roof is None:
@@ -502,30 +511,46 @@ def cold_fractions(touches: Sequence[Touches], llc_bytes: float) -> list[float]:
     """Per call, the share of its main operands' bytes that come cold from memory, in the
     steady state of a repeated step (two passes over the calls; the second is reported).
 
-    An LRU stack-distance rule: a read of ``q`` bytes of a storage last touched ``d`` bytes ago
-    is cold when ``d > COLD_LLC_SHARE · llc_bytes``; when it is closer, only the part beyond what
-    was touched last time (``q − q_last``) is cold — a KV cache whose new row was just written is
-    warm for that row only."""
+    An LRU stack-distance rule: bytes last touched ``d`` bytes of traffic ago are in the cache
+    when ``d ≤ COLD_LLC_SHARE · llc_bytes``. Per storage the rule keeps its latest touch and its
+    latest touch of at least half the bytes now read: when that larger touch is recent, the read
+    is warm; when only the latest (smaller) touch is, only the part beyond it is cold — a KV cache
+    whose new row was just written, read in full, is warm for that row only. Zero-byte touches
+    (an embedding's table, of which only a few rows are read) are not touches."""
     limit = COLD_LLC_SHARE * llc_bytes
     clock = 0.0
-    last: dict[int, tuple[float, float]] = {}
+    latest: dict[int, tuple[float, float]] = {}
+    largest: dict[int, tuple[float, float]] = {}
     out: list[float] = []
+
+    def touch(storage: int, nbytes: float) -> None:
+        latest[storage] = (clock, nbytes)
+        big = largest.get(storage)
+        if big is None or nbytes >= 0.5 * big[1] or clock - big[0] > limit:
+            largest[storage] = (clock, nbytes)
+
+    def cold_part(storage: int, nbytes: float) -> float:
+        big, last = largest.get(storage), latest.get(storage)
+        if big is not None and clock - big[0] <= limit and big[1] >= 0.5 * nbytes:
+            return 0.0
+        if last is not None and clock - last[0] <= limit:
+            return max(0.0, nbytes - last[1])
+        return nbytes
+
     for second in (False, True):
-        for touch in touches:
+        for call in touches:
             cold = total = 0.0
-            for i, (storage, nbytes) in enumerate(touch.reads):
-                seen = last.get(storage)
-                if i in touch.main:
+            for i, (storage, nbytes) in enumerate(call.reads):
+                if i in call.main:
                     total += nbytes
-                    if seen is None or clock - seen[0] > limit:
-                        cold += nbytes
-                    else:
-                        cold += max(0.0, nbytes - seen[1])
-                last[storage] = (clock, float(nbytes))
-                clock += nbytes
-            for storage, nbytes in touch.writes:
-                last[storage] = (clock, float(nbytes))
-                clock += nbytes
+                    cold += cold_part(storage, nbytes)
+                if nbytes > 0:
+                    touch(storage, float(nbytes))
+                    clock += nbytes
+            for storage, nbytes in call.writes:
+                if nbytes > 0:
+                    touch(storage, float(nbytes))
+                    clock += nbytes
             if second:
                 out.append(cold / total if total > 0 else 0.0)
     return out
