@@ -224,18 +224,21 @@ def fit_family(
 
 
 def cross_validated_error(family: FamilyCalibration, *, seed: int = 0) -> float | None:
-    """Median ``|t̂ − t|/t`` of up to :data:`CV_POINTS` grid points (seeded choice), each predicted
-    from the others. ``None`` with fewer than 4 points."""
+    """Median ``|t̂ − t|/t`` over a held-out set: up to :data:`CV_POINTS` grid points (at most a
+    quarter of them, seeded choice), each predicted by an interpolator built on the others. Points
+    held out together leave wider gaps than a shape between grid points faces, so this errs on the
+    high side. ``None`` with fewer than 4 points."""
     n = len(family.points)
     if n < 4:
         return None
     rng = np.random.default_rng(seed)
-    chosen = rng.choice(n, size=min(n, CV_POINTS), replace=False)
+    held = set(int(i) for i in rng.choice(n, size=max(1, min(CV_POINTS, n // 4)), replace=False))
+    rest = replace(family, points=tuple(p for j, p in enumerate(family.points) if j not in held))
+    interpolator = FamilyInterpolator(rest)
     errors = []
-    for i in chosen:
-        rest = replace(family, points=tuple(p for j, p in enumerate(family.points) if j != i))
+    for i in sorted(held):
         point = family.points[i]
-        predicted, _ = FamilyInterpolator(rest).time(point.features, point.flops, point.bytes)
+        predicted, _ = interpolator.time(point.features, point.flops, point.bytes)
         errors.append(abs(predicted - point.time_s) / point.time_s)
     return float(np.median(errors))
 
@@ -383,13 +386,20 @@ class OpModel:
         self._interpolators: dict[str, FamilyInterpolator] = {}
         self._cache: dict[tuple[Any, ...], OpEstimate] = {}
 
-    def _family(self, family: str, state: str) -> FamilyCalibration | None:
-        """The family in ``state``, else in the other state (a warm grid for a cold op)."""
-        for s in (state, *(x for x in STATES if x != state)):
-            found = self.families.get(f"{family}@{s}")
-            if found is not None:
-                return found
-        return None
+    def _choose(self, name: str, query: OpQuery) -> tuple[FamilyCalibration, float, bool] | None:
+        """The family ``name`` in the query's state, or in the other state where that one has the
+        shape inside its grid (a cold grid covers only the small, bandwidth-bound shapes: a large
+        matmul is compute-bound whatever its weights' state). Returns (family, t̂, extrapolated)."""
+        found: tuple[FamilyCalibration, float, bool] | None = None
+        for state in (query.state, *(x for x in STATES if x != query.state)):
+            family = self.families.get(f"{name}@{state}")
+            if family is None:
+                continue
+            t, extrapolated = self._interpolator(family).time(query.features, query.flops, query.work_bytes)
+            if not extrapolated:
+                return family, t, False
+            found = found or (family, t, True)
+        return found
 
     def _interpolator(self, family: FamilyCalibration) -> FamilyInterpolator:
         if family.key not in self._interpolators:
@@ -405,13 +415,15 @@ class OpModel:
 
     def _estimate(self, query: OpQuery) -> OpEstimate:
         for i, name in enumerate([query.family, *fallbacks(query.family)]):
-            family = self._family(name, query.state)
-            if family is None:
+            chosen = self._choose(name, query)
+            if chosen is None:
                 continue
-            interpolator = self._interpolator(family)
-            t, extrapolated = interpolator.time(query.features, query.flops, query.work_bytes)
+            family, t, extrapolated = chosen
             cv = family.cv_rel_error if family.cv_rel_error is not None else ROOFLINE_UNCERTAINTY
-            borrowed = i > 0 or family.state != query.state
+            # a warm grid answering a cold op outside the cold grid's (small, bandwidth-bound) range
+            # and inside its own is the right grid, not a loan
+            own_state = f"{name}@{query.state}" in self.families
+            borrowed = i > 0 or (family.state != query.state and (extrapolated or not own_state))
             source = SOURCE_FALLBACK if borrowed else (SOURCE_NEAREST if extrapolated else SOURCE_GRID)
             return OpEstimate(
                 time_s=t,
@@ -426,7 +438,7 @@ class OpModel:
                     query.flops,
                     query.work_bytes,
                 ),
-                on_grid=i == 0 and interpolator.on_grid(query.features),
+                on_grid=i == 0 and self._interpolator(family).on_grid(query.features),
             )
         roof = self.calibration.roofline
         if roof is None:

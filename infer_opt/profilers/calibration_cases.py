@@ -43,8 +43,9 @@ import torch.nn.functional as F
 from infer_opt.errors import InvalidInput
 
 GRIDS = ("standard", "tiny")
-#: matmuls with more rows than this are compute-bound: their weights' cache state does not matter
-COLD_MAX_M = 256
+#: a matmul's output is checked on this many rows and columns (float64 reference)
+CHECK_ROWS = 4
+CHECK_COLUMNS = 256
 WARM_COLD = ("warm", "cold")
 
 Inputs = dict[str, Any]
@@ -65,6 +66,9 @@ class Case:
     input_bytes: int = 0
     #: cache states measured: "warm" (inputs just touched) and/or "cold" (evicted first)
     states: tuple[str, ...] = ("warm",)
+    #: the part of the output the reference covers (a large matmul is checked on a sample of
+    #: rows and columns: a float64 reference of all of it would cost more than timing it)
+    sample: Callable[[Any], torch.Tensor] | None = None
 
 
 @dataclass(frozen=True)
@@ -91,12 +95,15 @@ def _d(t: torch.Tensor) -> torch.Tensor:
 _M_SMALL = tuple(range(1, 17))
 _SPEC: dict[str, dict[str, Any]] = {
     "standard": {
-        "linear_m": (*_M_SMALL, 20, 24, 32, 48, 64, 96, 128, 256, 512, 1024, 2048, 4096),
-        "linear_nk": (64, 128, 256, 512, 1024, 2048, 4096, 8192),
+        "linear_m": (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 128, 256, 512, 1024, 2048),
+        "linear_n": (64, 128, 256, 512, 1024, 2048, 4096, 8192),
+        "linear_k": (64, 128, 256, 512, 1024, 2048, 4096),
         "linear_wide": ((32768, 256), (32768, 1024)),
-        "linear_flops": 5e8,
-        "conv_m": (1, 2, 4, 8, 16, 64, 256, 1024),
-        "conv_nk": (64, 256, 1024, 4096),
+        "linear_flops": 2.5e8,
+        "max_weight": 2**23,
+        "cold_m": (1, 4, 8, 16, 32),
+        "coarse_m": (1, 2, 4, 8, 16, 32, 64, 256, 1024),
+        "coarse_nk": (64, 256, 1024, 4096),
         "bmm_batch": (1, 12, 48),
         "bmm_m": (1, 16, 64, 256, 1024),
         "bmm_long": (16, 64, 256, 1024, 4096),
@@ -116,11 +123,14 @@ _SPEC: dict[str, dict[str, Any]] = {
     },
     "tiny": {
         "linear_m": (1, 4, 16),
-        "linear_nk": (64, 256),
+        "linear_n": (64, 256),
+        "linear_k": (64, 256),
         "linear_wide": (),
         "linear_flops": 5e8,
-        "conv_m": (1, 16),
-        "conv_nk": (64, 256),
+        "max_weight": 2**24,
+        "cold_m": (1, 4),
+        "coarse_m": (1, 16),
+        "coarse_nk": (64, 256),
         "bmm_batch": (2,),
         "bmm_m": (1, 16),
         "bmm_long": (16, 64),
@@ -147,9 +157,10 @@ def grid_spec(grid: str, kind: str) -> dict[str, Any]:
         raise InvalidInput("grid", grid, f"expected one of {', '.join(GRIDS)}")
     spec = dict(_SPEC[grid])
     if kind == "cuda" and grid == "standard":
-        for key in ("linear_nk", "conv_nk", "bmm_long", "sdpa_t", "hidden", "embed_d"):
+        for key in ("linear_n", "linear_k", "coarse_nk", "bmm_long", "sdpa_t", "hidden", "embed_d"):
             spec[key] = tuple(4 * v for v in spec[key])
         spec["linear_flops"] *= 64
+        spec["max_weight"] *= 16
         spec["sdpa_flops"] *= 64
         spec["max_elements"] *= 16
         spec["sizes"] = tuple(v * 16 for v in spec["sizes"])
@@ -159,68 +170,73 @@ def grid_spec(grid: str, kind: str) -> dict[str, Any]:
 # ---------------------------------------------------------------------------- matmuls
 
 
-def _linear_case(m: int, n: int, k: int, bias: bool) -> Case:
+def _matmul_case(
+    group: str, label: str, m: int, n: int, k: int, bias: bool, transposed: bool, cold: bool
+) -> Case:
+    """``F.linear`` (weight N×K, used transposed) or ``addmm``/``mm`` with a K×N weight (row-major,
+    as ``transformers``' ``Conv1D``), checked on a sample of the output."""
+    rows, cols = min(m, CHECK_ROWS), min(n, CHECK_COLUMNS)
+
     def inputs(g: torch.Generator, dtype: torch.dtype) -> Inputs:
-        out = {"x": _randn(g, dtype, m, k), "w": _randn(g, dtype, n, k) / math.sqrt(k)}
-        out["b"] = _randn(g, dtype, n) if bias else None
-        return out
-
-    def reference(x: Inputs) -> torch.Tensor:
-        ref = _d(x["x"]) @ _d(x["w"]).T
-        return ref + _d(x["b"]) if x["b"] is not None else ref
-
-    return Case(
-        "linear",
-        f"linear{'+bias' if bias else ''} M={m} N={n} K={k}",
-        inputs,
-        lambda x: F.linear(x["x"], x["w"], x["b"]),
-        reference,
-        4 * (m * k + n * k + n),
-        WARM_COLD if m <= COLD_MAX_M else ("warm",),
-    )
-
-
-def linear_cases(spec: dict[str, Any]) -> Iterator[Case]:
-    shapes = [(n, k) for n in spec["linear_nk"] for k in spec["linear_nk"]]
-    shapes += [(n, k) for n, k in spec["linear_wide"]]
-    for bias in (True, False):
-        for m, (n, k) in itertools.product(spec["linear_m"], shapes):
-            wide = n > max(spec["linear_nk"])
-            if 2.0 * m * n * k <= spec["linear_flops"] and (not wide or m <= 64):
-                yield _linear_case(m, n, k, bias)
-
-
-def _conv1d_case(m: int, n: int, k: int, bias: bool) -> Case:
-    def inputs(g: torch.Generator, dtype: torch.dtype) -> Inputs:
+        w = _randn(g, dtype, n, k) if transposed else _randn(g, dtype, k, n)
         return {
             "x": _randn(g, dtype, m, k),
-            "w": _randn(g, dtype, k, n) / math.sqrt(k),
-            "b": _randn(g, dtype, n),
+            "w": w / math.sqrt(k),
+            "b": _randn(g, dtype, n) if bias else None,
         }
 
     def run(x: Inputs) -> torch.Tensor:
+        if transposed:
+            return F.linear(x["x"], x["w"], x["b"])
         return torch.addmm(x["b"], x["x"], x["w"]) if bias else torch.mm(x["x"], x["w"])
 
     def reference(x: Inputs) -> torch.Tensor:
-        ref = _d(x["x"]) @ _d(x["w"])
-        return ref + _d(x["b"]) if bias else ref
+        w = x["w"][:cols].T if transposed else x["w"][:, :cols]
+        ref = _d(x["x"][:rows]) @ _d(w)
+        return ref + _d(x["b"][:cols]) if bias else ref
 
     return Case(
-        "addmm_nn",
-        f"{'addmm' if bias else 'mm'} M={m} N={n} K={k}",
+        group,
+        label,
         inputs,
         run,
         reference,
-        4 * (m * k + n * k),
-        WARM_COLD if m <= COLD_MAX_M else ("warm",),
+        4 * (m * k + n * k + n),
+        WARM_COLD if cold else ("warm",),
+        lambda out: out[:rows, :cols],
     )
 
 
+def _fits(spec: dict[str, Any], m: int, n: int, k: int) -> bool:
+    return 2.0 * m * n * k <= spec["linear_flops"] and n * k <= spec["max_weight"]
+
+
+def linear_cases(spec: dict[str, Any]) -> Iterator[Case]:
+    """``F.linear`` with bias on the full grid, without bias on the coarse one."""
+    shapes = [
+        (m, n, k) for m, n, k in itertools.product(spec["linear_m"], spec["linear_n"], spec["linear_k"])
+    ]
+    shapes += [(m, n, k) for m in spec["linear_m"] for n, k in spec["linear_wide"] if m <= 64]
+    for m, n, k in shapes:
+        if 2.0 * m * n * k <= spec["linear_flops"] and (
+            n * k <= spec["max_weight"] or (n, k) in spec["linear_wide"]
+        ):
+            cold = m in spec["cold_m"]
+            yield _matmul_case("linear", f"linear+bias M={m} N={n} K={k}", m, n, k, True, True, cold)
+    for m, n, k in itertools.product(spec["coarse_m"], spec["coarse_nk"], spec["coarse_nk"]):
+        if _fits(spec, m, n, k):
+            cold = m in spec["cold_m"]
+            yield _matmul_case("linear", f"linear M={m} N={n} K={k}", m, n, k, False, True, cold)
+
+
 def conv1d_cases(spec: dict[str, Any]) -> Iterator[Case]:
+    """``addmm`` and ``mm`` with a row-major weight on the coarse grid."""
     for bias in (True, False):
-        for m, n, k in itertools.product(spec["conv_m"], spec["conv_nk"], spec["conv_nk"]):
-            if 2.0 * m * n * k <= spec["linear_flops"]:
-                yield _conv1d_case(m, n, k, bias)
+        for m, n, k in itertools.product(spec["coarse_m"], spec["coarse_nk"], spec["coarse_nk"]):
+            if _fits(spec, m, n, k):
+                name = "addmm" if bias else "mm"
+                cold = m in spec["cold_m"]
+                yield _matmul_case("addmm_nn", f"{name} M={m} N={n} K={k}", m, n, k, bias, False, cold)
 
 
 def _bmm_case(batch: int, m: int, n: int, k: int, transposed: bool) -> Case:
