@@ -1,0 +1,46 @@
+"""A calibration whose every prediction is the device roofline (exact numbers for tests)."""
+
+from __future__ import annotations
+
+from infer_opt.cost_models import op_model as om
+
+T0, R, B = 2e-6, 2e10, 1e10
+PER_OP_S, PER_MODULE_S = 1e-6, 3e-6
+
+
+def matmul_family(state: str = "warm", rate: float = R, bandwidth: float = B) -> list[om.FamilyCalibration]:
+    """``addmm.nt`` and ``mm.nt`` families whose points sit on their base roofline (residual 0:
+    every shape predicts ``t0 + max(F/R, Q/b)``)."""
+    out = []
+    for name in ("addmm.nt", "mm.nt"):
+        points = []
+        for m in (1.0, 64.0):
+            for n in (64.0, 4096.0):
+                flops, nbytes = 2 * m * n * 64, 4 * (m * 64 + n * 64 + m * n)
+                t = T0 + max(flops / rate, nbytes / bandwidth)
+                points.append(om.GridPoint((m, n, 64.0), t, 0.0, flops, nbytes))
+        out.append(
+            om.FamilyCalibration(name, state, ("M", "N", "K"), tuple(points), T0, rate, bandwidth, 0.05)
+        )
+    return out
+
+
+def synthetic_calibration(*, families: bool = False) -> om.CalibrationResult:
+    return om.CalibrationResult(
+        device="cpu",
+        device_name="synthetic cpu",
+        device_key="cpu-synthetic-1t-float32",
+        dtype="float32",
+        threads=1,
+        llc_bytes=64 * 2**20,
+        families=tuple(matmul_family()) if families else (),
+        host=om.HostCalibration(per_op_s=PER_OP_S, per_module_call_s=PER_MODULE_S),
+        roofline=om.DeviceRoofline(R, B, T0),
+        groups_done=("linear",),
+        complete=True,
+        grid="synthetic",
+    )
+
+
+def roofline_time(flops: float, nbytes: float) -> float:
+    return T0 + max(flops / R, nbytes / B)
