@@ -123,8 +123,12 @@ def _tolerance(dtype: torch.dtype) -> float:
     return TOLERANCE.get(str(dtype).removeprefix("torch."), 2e-2)
 
 
+def _on(inputs: cc.Inputs, device: Any) -> cc.Inputs:
+    return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
+
+
 def checked_inputs(
-    cases: Sequence[cc.Case], dtype: torch.dtype, seed: int = 0
+    cases: Sequence[cc.Case], dtype: torch.dtype, seed: int = 0, device: Any = "cpu"
 ) -> tuple[list[tuple[cc.Case, cc.Inputs]], list[str]]:
     """Build each case's inputs and check its output against the reference; returns the cases
     that passed with their inputs, and ``"label: reason"`` for each that did not."""
@@ -135,7 +139,7 @@ def checked_inputs(
         generator = torch.Generator().manual_seed(seed + i)
         try:
             with torch.no_grad():
-                inputs = case.inputs(generator, dtype)
+                inputs = _on(case.inputs(generator, dtype), device)
                 out = case.run(inputs)
                 if case.sample is not None:
                     out = case.sample(out[0] if isinstance(out, (tuple, list)) else out)
@@ -230,24 +234,26 @@ def measure_group(
     group: cc.Group,
     dtype: torch.dtype,
     *,
+    device: Any = "cpu",
     reps: int = DEFAULT_REPS,
     overhead_per_event_s: float | None = None,
     progress: Progress | None = None,
 ) -> tuple[list[_Sample], list[str]]:
     """Check, then time every case of ``group`` (module docstring). Returns the samples and the
     skipped cases."""
+    from infer_opt.profilers.device import is_cuda
     from infer_opt.profilers.timing import cache_flusher
 
     if overhead_per_event_s is None:
-        overhead_per_event_s = rec.profiler_overhead_per_event_s()
-    flush = cache_flusher("cpu")
+        overhead_per_event_s = 0.0 if is_cuda(device) else rec.profiler_overhead_per_event_s()
+    flush = cache_flusher(device)
     samples: list[_Sample] = []
     skipped: list[str] = []
     done = 0
     total = len(group.cases)
     for start in range(0, total, CHUNK_CASES):
         batch = group.cases[start : start + CHUNK_CASES]
-        passed, failed = checked_inputs(batch, dtype, seed=start)
+        passed, failed = checked_inputs(batch, dtype, seed=start, device=device)
         skipped.extend(failed)
         for chunk in _chunks(passed):
             for state in om.STATES:
@@ -255,7 +261,9 @@ def measure_group(
                 if not items:
                     continue
                 program, calls, kept = _timed_program(items, state, flush)
-                timings = rec.time_ops(program, calls, reps=reps, overhead_per_event_s=overhead_per_event_s)
+                timings = rec.time_ops(
+                    program, calls, device=device, reps=reps, overhead_per_event_s=overhead_per_event_s
+                )
                 samples.extend(_samples(timings, calls, kept, state))
             done += len(chunk)
             if progress is not None:
@@ -361,11 +369,15 @@ def _raw(module: nn.Module) -> Callable[[torch.Tensor], torch.Tensor]:
     return lambda x: F.layer_norm(x, module.normalized_shape, module.weight, module.bias, module.eps)
 
 
-def host_chains(dtype: torch.dtype) -> tuple[Callable[[], object], Callable[[], object], nn.Module]:
+def host_chains(
+    dtype: torch.dtype, device: Any = "cpu"
+) -> tuple[Callable[[], object], Callable[[], object], nn.Module]:
     """The plain and the module chain of :data:`HOST_LAYERS` layers on one 4-token sequence."""
     torch.manual_seed(0)
-    layers = nn.Sequential(*(_Layer(HOST_WIDTH) for _ in range(HOST_LAYERS))).to(dtype).eval()
-    x = torch.randn(1, 4, HOST_WIDTH).to(dtype)
+    layers = (
+        nn.Sequential(*(_Layer(HOST_WIDTH) for _ in range(HOST_LAYERS))).to(device=device, dtype=dtype).eval()
+    )
+    x = torch.randn(1, 4, HOST_WIDTH).to(device=device, dtype=dtype)
     plain = [
         [_raw(m) for m in (layer.norm1, layer.qkv, layer.out, layer.norm2, layer.up, layer.down)]
         for layer in layers
@@ -381,7 +393,7 @@ def host_chains(dtype: torch.dtype) -> tuple[Callable[[], object], Callable[[], 
 
 
 def _chain_times(
-    fn: Callable[[], object], model: nn.Module | None, reps: int
+    fn: Callable[[], object], model: nn.Module | None, reps: int, device: Any
 ) -> tuple[float, float, int, int, float]:
     """(wall median, Σ per-op medians, ops, module calls, wall IQR/median) of one chain."""
     from infer_opt.profilers.timing import measure
@@ -389,18 +401,20 @@ def _chain_times(
     with ModuleCounter() as counter, torch.no_grad():
         fn()
     with torch.no_grad():
-        wall = measure(fn, warmup=10, reps=max(30, 4 * reps), time_cold=False)
+        wall = measure(fn, device=device, warmup=10, reps=max(30, 4 * reps), time_cold=False)
     calls = rec.record_ops(fn, model)
-    timings = rec.time_ops(fn, calls, reps=reps)
+    timings = rec.time_ops(fn, calls, device=device, reps=reps)
     ops = math.fsum(timings.median_per_call_s())
     return wall.summary.median_s, ops, len(calls), counter.count, wall.summary.rel_iqr
 
 
-def calibrate_host(dtype: torch.dtype, *, reps: int = DEFAULT_REPS) -> om.HostCalibration:
+def calibrate_host(
+    dtype: torch.dtype, *, device: Any = "cpu", reps: int = DEFAULT_REPS
+) -> om.HostCalibration:
     """``c_op`` and ``c_mod`` from the plain and the module chain (module docstring)."""
-    raw_chain, module_chain, layers = host_chains(dtype)
-    raw_wall, raw_ops, n_ops, _, raw_spread = _chain_times(raw_chain, None, reps)
-    mod_wall, mod_ops, n_mod_ops, n_modules, mod_spread = _chain_times(module_chain, layers, reps)
+    raw_chain, module_chain, layers = host_chains(dtype, device)
+    raw_wall, raw_ops, n_ops, _, raw_spread = _chain_times(raw_chain, None, reps, device)
+    mod_wall, mod_ops, n_mod_ops, n_modules, mod_spread = _chain_times(module_chain, layers, reps, device)
     per_op = max(0.0, (raw_wall - raw_ops) / n_ops)
     extra = (mod_wall - mod_ops) - per_op * n_mod_ops
     return om.HostCalibration(
@@ -431,7 +445,11 @@ def new_result(device: Any, dtype: torch.dtype, grid: str) -> om.CalibrationResu
         threads=torch.get_num_threads(),
         llc_bytes=int(devices.flush_buffer_bytes(device) // 2),
         torch_version=torch.__version__,
-        op_timer="torch.profiler: CPU time per op, minus the profiler's cost per nested event",
+        op_timer=(
+            "torch.profiler: CUDA kernel time per op (CUPTI)"
+            if devices.is_cuda(device)
+            else "torch.profiler: CPU time per op, minus the profiler's cost per nested event"
+        ),
         matmul_precision=torch.get_float32_matmul_precision(),
         grid=grid,
     )
@@ -452,17 +470,14 @@ def calibrate(
     save it). ``resume_from`` skips its finished groups. Ctrl-C returns what finished."""
     from infer_opt.profilers import device as devices
 
-    if devices.is_cuda(device):
-        raise InvalidInput("device", str(device), "the operator calibration runs on the CPU in this version")
+    kind = "cuda" if devices.is_cuda(device) else "cpu"
     result = resume_from if resume_from is not None else new_result(device, dtype, grid)
     start = time.perf_counter() - result.wall_s
     wanted = None if not only else [name for name in only if name != HOST_GROUP]
     todo = (
-        []
-        if wanted == []
-        else [g for g in cc.groups(grid, "cpu", wanted) if g.name not in result.groups_done]
+        [] if wanted == [] else [g for g in cc.groups(grid, kind, wanted) if g.name not in result.groups_done]
     )
-    overhead = rec.profiler_overhead_per_event_s()
+    overhead = 0.0 if kind == "cuda" else rec.profiler_overhead_per_event_s()
     try:
         for group in todo:
             samples, skipped = measure_group(
@@ -522,25 +537,25 @@ def cache_path(device: Any, dtype: Any) -> Path:
     return cache_dir() / "calibration" / f"{calibration_key(device, dtype)}.json"
 
 
-def problems(result: om.CalibrationResult) -> list[str]:
-    """Why a calibration cannot be used (empty: it can): no families, a non-finite or
-    non-positive time, a base roofline that is not a number, no device roofline."""
+def problems(result: om.CalibrationResult, *, to_use: bool = True) -> list[str]:
+    """Why a calibration cannot be saved (a time or base roofline that is not a finite positive
+    number) or, with ``to_use``, used (no families, no device roofline). Empty: it can."""
     out = []
-    if not result.families:
-        out.append("it holds no measured families")
     for family in result.families:
         if any(not (math.isfinite(p.time_s) and p.time_s > 0) for p in family.points):
             out.append(f"family {family.key} has a time that is not a finite positive number")
         if not (math.isfinite(family.launch_s) and family.launch_s >= 0):
             out.append(f"family {family.key} has an invalid launch time")
-    if result.families and result.roofline is None:
+    if to_use and not result.families:
+        out.append("it holds no measured families")
+    if to_use and result.families and result.roofline is None:
         out.append("it has no device roofline (the linear and elementwise groups were not measured)")
     return out
 
 
 def save_calibration(result: om.CalibrationResult, path: str | os.PathLike[str]) -> Path:
-    """Write ``result`` (envelope JSON, atomically), after checking it is well formed."""
-    found = problems(result) if result.groups_done else []
+    """Write ``result`` (envelope JSON, atomically), after checking its numbers."""
+    found = problems(result, to_use=False)
     if found:
         raise InvalidInput("calibration", result.device_key, "not saved: " + "; ".join(found))
     return save_result(path, result)

@@ -162,7 +162,6 @@ class PredictResult(Result):
     compute_bound_from: float | None = None
     #: R_f / b_f of the matmul family that runs the step's matmuls (FLOP/byte)
     ridge_point: float | None = None
-    top: int = 15
     warnings: tuple[Notice, ...] = ()
 
 
@@ -304,8 +303,10 @@ def predict_recorded(
     new_tokens: int,
     dtype: torch.dtype,
     hf_overrides: Mapping[str, Any] | None = None,
+    device: str = "cpu",
 ) -> StepPrediction:
-    """Record one step on fake tensors and predict it."""
+    """Record one step on fake tensors (claiming ``device``: its kernels are chosen) and
+    predict it."""
     start = time.perf_counter()
     recorded = meta_record.record_step(
         spec,
@@ -316,6 +317,7 @@ def predict_recorded(
         new_tokens=new_tokens,
         dtype=dtype,
         hf_overrides=hf_overrides,
+        device=device,
     )
     elapsed = time.perf_counter() - start
     qs = queries(recorded, model.calibration.llc_bytes)
@@ -345,6 +347,16 @@ def matmul_ridge(prediction: StepPrediction, model: om.OpModel) -> float | None:
     if not (math.isfinite(family.rate_flops) and math.isfinite(family.bandwidth_bytes_per_s)):
         return None
     return family.rate_flops / family.bandwidth_bytes_per_s
+
+
+def recording_device(calibration: om.CalibrationResult) -> tuple[str, list[Notice]]:
+    """The device the fake tensors claim: the calibration's kind where this torch can pick that
+    device's kernels, else the CPU (with a notice: e.g. a GPU's fused attention differs)."""
+    if calibration.device.startswith("cuda"):
+        if torch.cuda.is_available():
+            return "cuda", []
+        return "cpu", [Notice("recorded_for_cpu_kernels", {"device": calibration.device_name})]
+    return "cpu", []
 
 
 # ---------------------------------------------------------------------------- the result
@@ -459,16 +471,17 @@ def predict(
     dtype: torch.dtype = torch.float32,
     hf_overrides: Mapping[str, Any] | None = None,
     sweep: tuple[str, Sequence[int]] | None = None,
-    top: int = 15,
     progress: Progress | None = None,
 ) -> PredictResult:
     """Predict one step of ``spec`` (module docstring); with ``sweep`` also each sweep value."""
     model = om.OpModel(calibration)
+    device, device_notices = recording_device(calibration)
     shape = {"mode": mode, "batch": batch, "seq_len": seq_len, "context": context, "new_tokens": new_tokens}
+    record = {"dtype": dtype, "hf_overrides": hf_overrides, "device": device}
     total = 1 + (len(sweep[1]) if sweep else 0)
     if progress is not None:
         progress(0, total, "recording the step on fake tensors")
-    base = predict_recorded(spec, model, dtype=dtype, hf_overrides=hf_overrides, **shape)
+    base = predict_recorded(spec, model, **record, **shape)
     fields = _step_fields(base, model)
     points: list[SweepPoint] = []
     ridge = matmul_ridge(base, model)
@@ -506,7 +519,6 @@ def predict(
         points=tuple(points),
         compute_bound_from=crossing,
         ridge_point=ridge,
-        top=top,
-        warnings=tuple(_notices(base, calibration, fields["extrapolated_share"])),
+        warnings=(*device_notices, *_notices(base, calibration, fields["extrapolated_share"])),
         **fields,
     )

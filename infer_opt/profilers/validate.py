@@ -184,23 +184,24 @@ def roofline_of(calibration: om.CalibrationResult) -> RooflineFit:
 def _measure(
     spec: str,
     mode: str,
-    batch: int,
-    seq_len: int,
-    context: int,
-    new_tokens: int,
+    shape: tuple[int, int, int, int],
+    *,
+    device: Any,
     dtype: torch.dtype,
     hf_overrides: Mapping[str, Any] | None,
     fit: RooflineFit,
     warmup: int,
     reps: int,
 ) -> model_profile.ProfileResult:
+    """``profile``'s measurement of one point: ``shape`` is (batch, seq_len, context, new_tokens)."""
+    batch, seq_len, context, new_tokens = shape
     with model_profile.guard(f"building model {spec}"):
         loaded = models.load_model(
-            spec, batch_size=batch, seq_len=seq_len, device="cpu", dtype=dtype, hf_overrides=hf_overrides
+            spec, batch_size=batch, seq_len=seq_len, device=device, dtype=dtype, hf_overrides=hf_overrides
         )
     return model_profile.profile_model(
         loaded,
-        device=torch.device("cpu"),
+        device=device,
         dtype=dtype,
         mode=mode,
         context=context,
@@ -326,9 +327,10 @@ def validate(
     hf_overrides: Mapping[str, Any] | None = None,
     warmup: int = 3,
     reps: int = 10,
+    device: Any = "cpu",
     progress: Progress | None = None,
 ) -> ValidateResult:
-    """Measure and predict every grid point (module docstring)."""
+    """Measure and predict every grid point (module docstring) on ``device``."""
     base = {"batch": 1, "seq_len": 128, "context": 128, **(defaults or {})}
     shapes = grid_points(modes, grid or {}, base)
     fit = roofline_of(calibration)
@@ -343,8 +345,9 @@ def validate(
         if progress is not None:
             progress(k, len(shapes), label)
         measured = _measure(
-            spec, mode, batch, seq_len, context, new_tokens, dtype, hf_overrides, fit, warmup, reps
-        )
+            spec, mode, (batch, seq_len, context, new_tokens), device=device, dtype=dtype,
+            hf_overrides=hf_overrides, fit=fit, warmup=warmup, reps=reps,
+        )  # fmt: skip
         predicted = pr.predict_recorded(
             spec,
             model,
@@ -355,6 +358,7 @@ def validate(
             new_tokens=new_tokens,
             dtype=dtype,
             hf_overrides=hf_overrides,
+            device="cuda" if str(device).startswith("cuda") else "cpu",
         )
         point = _point(mode, (batch, seq_len, context), measured, predicted)
         points.append(point)

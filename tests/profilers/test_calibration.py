@@ -104,8 +104,17 @@ def test_unusable_files_are_one_line_errors(tmp_path):
         llc_bytes=1,
         groups_done=("views",),
     )
-    with pytest.raises(InvalidInput, match="not saved: it holds no measured families"):
-        cal.save_calibration(empty, tmp_path / "empty.json")
+    cal.save_calibration(empty, tmp_path / "partial.json")  # an early save of a run: kept
+    with pytest.raises(InvalidInput, match="unusable calibration: it holds no measured families"):
+        cal.load_calibration(tmp_path / "partial.json")
+    broken = synthetic_calibration(families=True)
+    family = broken.families[0]
+    point = family.points[0].__class__(**{**family.points[0].__dict__, "time_s": float("nan")})
+    nan = broken.__class__(
+        **{**broken.__dict__, "families": (family.__class__(**{**family.__dict__, "points": (point,)}),)}
+    )
+    with pytest.raises(InvalidInput, match=r"not saved: family addmm\.nt@warm has a time"):
+        cal.save_calibration(nan, tmp_path / "nan.json")
 
 
 def test_a_corrupt_cache_file_is_ignored_not_fatal(tmp_path, monkeypatch):
