@@ -229,15 +229,26 @@ def family_of(
     return f"other.{short}", (), []
 
 
-def _storage(t: torch.Tensor) -> int:
+def _storage(t: torch.Tensor, keep: list[Any] | None) -> int:
+    """The identity of ``t``'s memory. Real tensors: the address (memory the allocator hands out
+    again is physically the same, and as warm). Fake tensors have no memory: their storage object
+    is kept alive in ``keep`` while recording, so a later one cannot take its address and pass
+    for it."""
     try:
-        return int(t.untyped_storage()._cdata)
-    except (RuntimeError, NotImplementedError, AttributeError):
+        storage = t.untyped_storage()
+    except (RuntimeError, NotImplementedError):
         return id(t)
+    if keep is not None and _is_fake(t):
+        keep.append(storage)
+        return int(storage._cdata)
+    return int(storage.data_ptr()) or int(storage._cdata)
 
 
-def signature(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> Signature:
-    """The call's :class:`Signature`: family, features, base-roofline bytes, touched memory."""
+def signature(
+    func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, keep: list[Any] | None = None
+) -> Signature:
+    """The call's :class:`Signature`: family, features, base-roofline bytes, touched memory
+    (``keep`` holds fake tensors' storages alive, see :func:`_storage`)."""
     family, features, main_names = family_of(func, args, kwargs, out)
     bound = _bound_args(func, args, kwargs)
     name = fl.op_name(func)
@@ -253,9 +264,9 @@ def signature(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any
             nbytes = fl.tensor_bytes(t)
             if family == "embedding" and arg_name in ("weight", "self"):
                 nbytes = 0  # the rows gathered are counted with the output
-            reads.append((_storage(t), nbytes))
+            reads.append((_storage(t, keep), nbytes))
     outs = _tensors([bound["self"]]) if write_only or name.endswith("_") else _tensors([out])
-    writes = [(_storage(t), fl.tensor_bytes(t)) for t in outs]
+    writes = [(_storage(t, keep), fl.tensor_bytes(t)) for t in outs]
     if fl.is_alias_op(func) or name in fl.EMPTY_OPS:
         reads, writes, main = [], [], []
     work = float(sum(b for _, b in reads) + sum(b for _, b in writes))
@@ -317,6 +328,8 @@ class FamilyRecorder(rec.OpRecorder):
     def __init__(self) -> None:
         super().__init__()
         self.signatures: list[Signature] = []
+        #: fake storages seen, kept alive so their identities stay unique
+        self.storages: list[Any] = []
 
     def __torch_dispatch__(
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
@@ -329,7 +342,7 @@ class FamilyRecorder(rec.OpRecorder):
         before = len(self.calls)
         out = super().__torch_dispatch__(func, types, args, kwargs)
         if len(self.calls) > before:
-            self.signatures.append(signature(func, args, kwargs, out))
+            self.signatures.append(signature(func, args, kwargs, out, self.storages))
         if func in _VIEWS and _is_fake(out):
             out = _with_aten_view_strides(args[0], out)
         return out

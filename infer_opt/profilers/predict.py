@@ -509,7 +509,7 @@ def predict(
         mode=mode,
         dtype=recorded.dtype,
         batch=recorded.batch,
-        seq_len=recorded.seq_len,
+        seq_len=recorded.seq_len if mode != "decode" else None,
         context=context if mode == "decode" else None,
         new_tokens=new_tokens if mode == "generate" else None,
         calibration=calibration_ref(calibration, calibration_source),
