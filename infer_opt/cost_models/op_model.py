@@ -51,6 +51,10 @@ COLD_LLC_SHARE = 0.5
 COLD_OPERAND_SHARE = 0.5
 #: grid points held out for the cross-validated error, at most (seeded choice)
 CV_POINTS = 48
+#: outside a grid the residual is the median of this many nearest measured shapes ...
+NEAREST_POINTS = 4
+#: ... shrunk to 0 (the family's roofline alone) at this distance, in log₂ units (8× beyond)
+EXTRAPOLATION_REACH = 3.0
 #: relative uncertainty of an op predicted by the device roofline alone (no family)
 ROOFLINE_UNCERTAINTY = 0.5
 SOURCE_GRID = "grid"
@@ -308,8 +312,21 @@ class FamilyInterpolator:
             return value, False
         if self._nearest is None:
             return float(np.median(self.residual)), True
-        _, index = self._nearest.query(point[0])
-        return float(self.residual[int(index)]), True
+        return self._extrapolated(point[0], q), True
+
+    def _extrapolated(self, point: np.ndarray, q: np.ndarray) -> float:
+        """Outside the grid: the median residual of the :data:`NEAREST_POINTS` nearest measured
+        shapes (log₂ space), shrunk toward 0 — the family's own roofline — with the distance
+        ``d`` to the nearest one, by ``max(0, 1 − d/EXTRAPOLATION_REACH)`` (off-plane features
+        count in ``d``): near the grid the neighbours' efficiency holds, far beyond it only the
+        family's fitted rates do."""
+        k = min(NEAREST_POINTS, len(self.residual))
+        distances, indices = self._nearest.query(point, k=k)
+        distances, indices = np.atleast_1d(distances), np.atleast_1d(indices)
+        off = sum((q[j] - v) ** 2 for j, v in self.constant.items())
+        nearest = math.sqrt(float(distances[0]) ** 2 + off)
+        shrink = max(0.0, 1.0 - nearest / EXTRAPOLATION_REACH)
+        return float(np.median(self.residual[indices])) * shrink
 
     def time(self, features: Sequence[float], flops: float, nbytes: float) -> tuple[float, bool]:
         """``(t̂, extrapolated)``."""

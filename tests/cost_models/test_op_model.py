@@ -71,11 +71,23 @@ def test_residual_is_interpolated_linearly_in_log_features():
     assert not om.FamilyInterpolator(fam).on_grid((128,))
 
 
-def test_outside_the_grid_takes_the_nearest_residual_and_is_flagged():
-    fam = line_family({64: 1.0, 256: 2.0})
-    t, extrapolated = om.FamilyInterpolator(fam).time((100_000,), 0.0, 8e5)
+def test_outside_the_grid_the_nearest_residuals_fade_into_the_family_roofline():
+    # four shapes at residual 0.3 and one noisy outlier (residual 3) at the edge of the grid
+    ratios = {
+        64: math.exp(0.3),
+        128: math.exp(0.3),
+        256: math.exp(0.3),
+        512: math.exp(0.3),
+        1024: math.exp(3.0),
+    }
+    interp = om.FamilyInterpolator(line_family(ratios))
+    # one octave beyond the grid: the median of the 4 nearest (0.3), shrunk by 1 - 1/3
+    t, extrapolated = interp.time((2048,), 0.0, 8.0 * 2048)
     assert extrapolated
-    assert t == pytest.approx(base(0.0, 8e5) * 2.0)
+    assert t == pytest.approx(base(0.0, 8.0 * 2048) * math.exp(0.3 * (1 - 1 / om.EXTRAPOLATION_REACH)))
+    # far beyond it (more than EXTRAPOLATION_REACH octaves): the family's own roofline
+    far, _ = interp.time((2**20,), 0.0, 8.0 * 2**20)
+    assert far == pytest.approx(base(0.0, 8.0 * 2**20))
 
 
 def test_a_constant_feature_on_the_grid_makes_other_values_extrapolated():
