@@ -162,33 +162,62 @@ def _record(case: cc.Case, inputs: cc.Inputs) -> tuple[list[rec.OpCall], list[Si
     return calls, recorder.signatures
 
 
+@dataclass(frozen=True)
+class _Scrubs:
+    """What a repetition writes to move data out of the caches: ``l2`` over the L2 (a warm
+    case's weights then come from the last-level cache, as a layer's do in a model step;
+    None on a GPU), ``llc`` over the last-level cache (cold)."""
+
+    l2: Callable[[], object] | None
+    llc: Callable[[], object]
+
+
+def _case_program(case: cc.Case, inputs: cc.Inputs, state: str, scrubs: _Scrubs) -> Callable[[], None]:
+    """One case's part of a repetition (module docstring): hot = twice in a row; warm (a case with
+    a main operand) = once, the L2 scrub, once more; cold = once (after the flush of the chunk)."""
+    if state == "cold":
+        return lambda: case.run(inputs)
+    if "cold" in case.states and scrubs.l2 is not None:
+        l2 = scrubs.l2
+
+        def warm() -> None:
+            case.run(inputs)
+            l2()
+            case.run(inputs)
+
+        return warm
+
+    def hot() -> None:
+        case.run(inputs)
+        case.run(inputs)
+
+    return hot
+
+
 def _timed_program(
-    items: Sequence[tuple[cc.Case, cc.Inputs]], state: str, flush: Callable[[], object] | None
+    items: Sequence[tuple[cc.Case, cc.Inputs]], state: str, scrubs: _Scrubs
 ) -> tuple[Callable[[], None], list[rec.OpCall], list[tuple[int, Signature]]]:
-    """The function one repetition runs, its recorded calls, and which calls are kept (module
-    docstring): warm runs each case twice and keeps the second; cold flushes, runs each once
-    and keeps calls with a main operand."""
+    """The function one repetition runs, its recorded calls, and which calls are kept: the last
+    call of each case (warm), or every call with a main operand (cold)."""
+    parts = [_case_program(case, inputs, state, scrubs) for case, inputs in items]
     calls: list[rec.OpCall] = []
     kept: list[tuple[int, Signature]] = []
     if state == "cold":
-        assert flush is not None
-        calls.extend(rec.record_ops(flush))
-    for case, inputs in items:
+        calls.extend(rec.record_ops(scrubs.llc))
+    for (case, inputs), part in zip(items, parts, strict=True):
         case_calls, signatures = _record(case, inputs)
-        if state == "warm":
-            calls.extend(case_calls)
+        everything = rec.record_ops(part)
+        calls.extend(everything[: len(everything) - len(case_calls)])
         for call, sig in zip(case_calls, signatures, strict=True):
             if state == "warm" or sig.touches.main:
                 kept.append((len(calls), sig))
             calls.append(call)
-    repeat = 2 if state == "warm" else 1
 
     def program() -> None:
-        if flush is not None and state == "cold":
-            flush()
-        for case, inputs in items:
-            for _ in range(repeat):
-                case.run(inputs)
+        if state == "cold":
+            scrubs.llc()
+        for part in parts:
+            part()
 
     return program, calls, kept
 
@@ -246,7 +275,7 @@ def measure_group(
 
     if overhead_per_event_s is None:
         overhead_per_event_s = 0.0 if is_cuda(device) else rec.profiler_overhead_per_event_s()
-    flush = cache_flusher(device)
+    scrubs = _Scrubs(None if is_cuda(device) else l2_scrubber(), cache_flusher(device))
     samples: list[_Sample] = []
     skipped: list[str] = []
     done = 0
@@ -260,7 +289,7 @@ def measure_group(
                 items = [item for item in chunk if state in item[0].states]
                 if not items:
                     continue
-                program, calls, kept = _timed_program(items, state, flush)
+                program, calls, kept = _timed_program(items, state, scrubs)
                 timings = rec.time_ops(
                     program, calls, device=device, reps=reps, overhead_per_event_s=overhead_per_event_s
                 )
@@ -273,6 +302,63 @@ def measure_group(
 
 
 # ---------------------------------------------------------------------------- families
+
+
+def cache_level_bytes(level: int) -> int | None:
+    """The size of the CPU's level-``level`` data or unified cache (sysfs), None if unknown."""
+    from infer_opt.profilers.device import _parse_cache_size
+
+    base = Path("/sys/devices/system/cpu/cpu0/cache")
+    try:
+        for index in sorted(base.glob("index*")):
+            if (
+                int((index / "level").read_text()) == level
+                and (index / "type").read_text().strip() != "Instruction"
+            ):
+                return _parse_cache_size((index / "size").read_text())
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+_L2_BUFFERS: dict[int, torch.Tensor] = {}
+
+
+def l2_scrubber() -> Callable[[], object]:
+    """A write over twice the L2 (4 MiB when unknown): afterwards a case's inputs are in the
+    last-level cache but not in L2."""
+    size = 2 * (cache_level_bytes(2) or 2 * 2**20)
+    if size not in _L2_BUFFERS:
+        _L2_BUFFERS[size] = torch.ones(size // 4, dtype=torch.int32)
+    buffer = _L2_BUFFERS[size]
+    return lambda: buffer.add_(1)
+
+
+#: scrub sizes tried when measuring the last-level cache a process gets (MiB)
+LLC_PROBE_MIB = (8, 16, 32, 64, 128, 256)
+
+
+def effective_llc_bytes(reps: int = 5) -> int:
+    """The last-level cache this process effectively gets (a virtual machine or other tenants
+    may leave less than the hardware's): the smallest write, among :data:`LLC_PROBE_MIB`, after
+    which reading a 2 MiB buffer takes more than halfway from its cached to its uncached time."""
+    probe = torch.ones(2**19)
+    source = torch.ones(LLC_PROBE_MIB[-1] * 2**20 // 4, dtype=torch.int32)
+
+    def read_after(mib: int) -> float:
+        times = []
+        for _ in range(reps):
+            probe.sum()
+            source[: mib * 2**18].add_(1)
+            start = time.perf_counter_ns()
+            probe.sum()
+            times.append(time.perf_counter_ns() - start)
+        return statistics.median(times)
+
+    curve = [read_after(mib) for mib in LLC_PROBE_MIB]
+    half = curve[0] + 0.5 * (curve[-1] - curve[0])
+    found = next((mib for mib, t in zip(LLC_PROBE_MIB, curve, strict=True) if t > half), LLC_PROBE_MIB[-1])
+    return found * 2**20
 
 
 def merge_families(
@@ -443,7 +529,9 @@ def new_result(device: Any, dtype: torch.dtype, grid: str) -> om.CalibrationResu
         device_key=calibration_key(device, dtype),
         dtype=devices.dtype_name(dtype),
         threads=torch.get_num_threads(),
-        llc_bytes=int(devices.flush_buffer_bytes(device) // 2),
+        llc_bytes=int(devices.flush_buffer_bytes(device) // 2)
+        if devices.is_cuda(device)
+        else effective_llc_bytes(),
         torch_version=torch.__version__,
         op_timer=(
             "torch.profiler: CUDA kernel time per op (CUPTI)"
