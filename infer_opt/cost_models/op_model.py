@@ -5,9 +5,10 @@ A step's predicted time is
     t̂(step) = Σ_ops t̂(op) + h,    h = c_op · n_ops + c_mod · n_module_calls
 
 * **Per operator** ``t̂(op)`` comes from the device's calibration of the op's *family* (an aten
-  op with its operand layout, e.g. ``addmm.nt`` = ``addmm`` with a transposed weight as
+  op with its operand layout, e.g. ``gemm.nt`` = ``mm``/``addmm`` with a transposed weight as
   ``nn.Linear`` calls it) in the *cache state* of its main operand (``warm``: just touched;
-  ``cold``: last touched more than half the last-level cache ago, see :func:`cold_fractions`).
+  ``cold``: last touched more than half the last-level cache ago, ``hot``: within about an L2;
+  see :func:`cache_states`).
   Each family has a grid of measured shapes (features such as ``M, N, K``) and a fitted base
   roofline ``b(F, Q) = t0_f + max(F/R_f, Q/b_f)`` (the device roofline with per-family
   efficiencies ``R_f = η_f·R``, ``b_f = β_f·b``). What is interpolated is the residual
@@ -43,12 +44,22 @@ from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
 from infer_opt.results import Result
 
-STATES = ("warm", "cold")
+#: cache states of an op's main operand: in L2 (hot), in the last-level cache (warm), in memory
+STATES = ("hot", "warm", "cold")
+#: the states to use, best first, when the calibration has no grid for an op's own state
+STATE_ORDER = {
+    "hot": ("hot", "warm", "cold"),
+    "warm": ("warm", "hot", "cold"),
+    "cold": ("cold", "warm", "hot"),
+}
 #: an operand counts as cold when more than this share of the last-level cache was touched since
 #: its last use (LRU caches keep well under their full size of a streaming working set)
 COLD_LLC_SHARE = 0.5
-#: a main operand this cold (share of its bytes) puts the op in the ``cold`` state
-COLD_OPERAND_SHARE = 0.5
+#: ... and as hot when at most this many L2s were touched since (an L2 of 2 MiB keeps a tiny
+#: model's 2 MiB of weights between decode steps: caches are not strictly LRU)
+HOT_L2_SHARE = 1.5
+#: a main operand with more than this share of its bytes cold (hot) puts the op in that state
+STATE_SHARE = 0.5
 #: grid points held out for the cross-validated error, at most (seeded choice)
 CV_POINTS = 48
 #: outside a grid the residual is the median of this many nearest measured shapes ...
@@ -158,9 +169,11 @@ class CalibrationResult(Result):
     device_key: str
     dtype: str
     threads: int
-    #: last-level cache size the cold/warm rule uses
+    #: last-level cache size the cold/warm rule uses (measured: what this process gets)
     llc_bytes: int
     families: tuple[FamilyCalibration, ...] = ()
+    #: L2 size the hot/warm rule uses (0: no hot state)
+    l2_bytes: int = 0
     host: HostCalibration | None = None
     roofline: DeviceRoofline | None = None
     #: families (by calibration group name) finished, in order: what --resume skips
@@ -347,7 +360,7 @@ class OpQuery:
     flops: float
     #: bytes for the base roofline (see GridPoint.bytes)
     work_bytes: float
-    #: "warm" or "cold" (the main operand's cache state, :func:`cold_fractions`)
+    #: "hot", "warm" or "cold" (the main operand's cache state, :func:`cache_states`)
     state: str = "warm"
 
 
@@ -369,14 +382,14 @@ class OpEstimate:
 
 def fallbacks(family: str) -> list[str]:
     """Related families to borrow from, best first: the same op without the non-contiguous
-    marker; ``addmm`` ↔ ``mm`` (same layout); ``baddbmm`` → ``bmm``; for pointwise ops the
+    marker; ``baddbmm`` → ``bmm``; for pointwise ops the
     ``add`` (binary patterns) or ``mul`` (scalar/unary pattern) family of the same pattern."""
     out: list[str] = []
     base = family.removesuffix(".nc")
     if base != family:
         out.append(base)
     op, _, rest = base.partition(".")
-    swaps = {"addmm": "mm", "mm": "addmm", "baddbmm": "bmm"}
+    swaps = {"baddbmm": "bmm"}
     if op in swaps and rest:
         out.append(f"{swaps[op]}.{rest}")
     if rest in ("t", "b") and op != "add":
@@ -408,7 +421,7 @@ class OpModel:
         shape inside its grid (a cold grid covers only the small, bandwidth-bound shapes: a large
         matmul is compute-bound whatever its weights' state). Returns (family, t̂, extrapolated)."""
         found: tuple[FamilyCalibration, float, bool] | None = None
-        for state in (query.state, *(x for x in STATES if x != query.state)):
+        for state in STATE_ORDER.get(query.state, STATES):
             family = self.families.get(f"{name}@{state}")
             if family is None:
                 continue
@@ -536,57 +549,72 @@ class Touches:
     main: tuple[int, ...] = ()
 
 
-def cold_fractions(touches: Sequence[Touches], llc_bytes: float) -> list[float]:
-    """Per call, the share of its main operands' bytes that come cold from memory, in the
-    steady state of a repeated step (two passes over the calls; the second is reported).
+class _Reuse:
+    """The LRU stack-distance bookkeeping of :func:`cache_states`: per storage its latest touch
+    and its latest touch of at least half the bytes now read, on a clock of bytes touched."""
 
-    An LRU stack-distance rule: bytes last touched ``d`` bytes of traffic ago are in the cache
-    when ``d ≤ COLD_LLC_SHARE · llc_bytes``. Per storage the rule keeps its latest touch and its
-    latest touch of at least half the bytes now read: when that larger touch is recent, the read
-    is warm; when only the latest (smaller) touch is, only the part beyond it is cold — a KV cache
-    whose new row was just written, read in full, is warm for that row only. Zero-byte touches
-    (an embedding's table, of which only a few rows are read) are not touches."""
-    limit = COLD_LLC_SHARE * llc_bytes
-    clock = 0.0
-    latest: dict[int, tuple[float, float]] = {}
-    largest: dict[int, tuple[float, float]] = {}
-    out: list[float] = []
+    def __init__(self, hot_limit: float, cold_limit: float) -> None:
+        self.hot_limit, self.cold_limit = hot_limit, cold_limit
+        self.clock = 0.0
+        self.latest: dict[int, tuple[float, float]] = {}
+        self.largest: dict[int, tuple[float, float]] = {}
 
-    def touch(storage: int, nbytes: float) -> None:
-        latest[storage] = (clock, nbytes)
-        big = largest.get(storage)
-        if big is None or nbytes >= 0.5 * big[1] or clock - big[0] > limit:
-            largest[storage] = (clock, nbytes)
+    def touch(self, storage: int, nbytes: float) -> None:
+        if nbytes <= 0:
+            return
+        self.latest[storage] = (self.clock, nbytes)
+        big = self.largest.get(storage)
+        if big is None or nbytes >= 0.5 * big[1] or self.clock - big[0] > self.cold_limit:
+            self.largest[storage] = (self.clock, nbytes)
+        self.clock += nbytes
 
-    def cold_part(storage: int, nbytes: float) -> float:
-        big, last = largest.get(storage), latest.get(storage)
-        if big is not None and clock - big[0] <= limit and big[1] >= 0.5 * nbytes:
-            return 0.0
-        if last is not None and clock - last[0] <= limit:
-            return max(0.0, nbytes - last[1])
-        return nbytes
+    def split(self, storage: int, nbytes: float) -> tuple[float, float]:
+        """``(hot bytes, cold bytes)`` of a read of ``nbytes`` now (the rest is warm)."""
+        big, last = self.largest.get(storage), self.latest.get(storage)
+        if big is not None and big[1] >= 0.5 * nbytes:
+            distance = self.clock - big[0]
+            if distance <= self.hot_limit:
+                return nbytes, 0.0
+            if distance <= self.cold_limit:
+                return 0.0, 0.0
+        if last is not None and self.clock - last[0] <= self.cold_limit:
+            fresh = min(nbytes, last[1])
+            return (fresh if self.clock - last[0] <= self.hot_limit else 0.0), nbytes - fresh
+        return 0.0, nbytes
 
+
+def cache_states(touches: Sequence[Touches], llc_bytes: float, l2_bytes: float = 0.0) -> list[str]:
+    """Per call, the cache state of its main operands in the steady state of a repeated step
+    (two passes over the calls; the second is reported): ``hot``, ``warm`` or ``cold``.
+
+    An LRU stack-distance rule: bytes last touched ``d`` bytes of traffic ago are hot when
+    ``d ≤ HOT_L2_SHARE · l2_bytes``, in the last-level cache when ``d ≤ COLD_LLC_SHARE ·
+    llc_bytes``, else cold. A read counts as its storage's latest touch of at least half its
+    size; when only a smaller touch is recent, that part is as recent and the rest cold — a KV
+    cache whose new row was just written is cold but for that row. The op takes the state of
+    more than :data:`STATE_SHARE` of its main bytes (warm otherwise); an op without a main
+    operand reads what the op before it wrote: hot."""
+    reuse = _Reuse(HOT_L2_SHARE * l2_bytes, COLD_LLC_SHARE * llc_bytes)
+    out: list[str] = []
     for second in (False, True):
         for call in touches:
-            cold = total = 0.0
+            hot = cold = total = 0.0
             for i, (storage, nbytes) in enumerate(call.reads):
                 if i in call.main:
-                    total += nbytes
-                    cold += cold_part(storage, nbytes)
-                if nbytes > 0:
-                    touch(storage, float(nbytes))
-                    clock += nbytes
+                    h, c = reuse.split(storage, nbytes)
+                    hot, cold, total = hot + h, cold + c, total + nbytes
+                reuse.touch(storage, float(nbytes))
             for storage, nbytes in call.writes:
-                if nbytes > 0:
-                    touch(storage, float(nbytes))
-                    clock += nbytes
+                reuse.touch(storage, float(nbytes))
             if second:
-                out.append(cold / total if total > 0 else 0.0)
+                out.append(_state(hot, cold, total))
     return out
 
 
-def state_of(cold_fraction: float) -> str:
-    return "cold" if cold_fraction > COLD_OPERAND_SHARE else "warm"
+def _state(hot: float, cold: float, total: float) -> str:
+    if total <= 0 or hot > STATE_SHARE * total:
+        return "hot"
+    return "cold" if cold > STATE_SHARE * total else "warm"
 
 
 # ---------------------------------------------------------------------------- accuracy
@@ -695,12 +723,11 @@ __all__ = [
     "OpQuery",
     "StepEstimate",
     "Touches",
+    "cache_states",
     "categories",
-    "cold_fractions",
     "error_stats",
     "fallbacks",
     "fit_family",
     "predict_step",
     "ridge_crossing",
-    "state_of",
 ]

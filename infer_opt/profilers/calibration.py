@@ -9,12 +9,17 @@ call's own interval under ``torch.profiler`` (:func:`infer_opt.profilers.op_reco
 minus the profiler's cost per nested event), in chunks that run every case in turn per
 repetition, so one profiler session covers hundreds of shapes:
 
-* **warm**: each case twice in a row per repetition; the second call is the one kept (its
-  inputs were just touched, as a layer's activations are);
+* **hot** (ops without a main operand: elementwise, norms, copies, views): each case twice in a
+  row per repetition, the second call kept — its inputs were just written, as a layer's
+  activations are;
+* **warm** (matmuls, attention, embeddings): the case, a write over twice the L2
+  (:func:`l2_scrubber`), the case again (kept) — its weights come from the last-level cache, as
+  in a model step that fits there;
 * **cold**: a write over twice the last-level cache first (:func:`timing.cache_flusher`), then
   each case once — its weights (a matmul's second operand, attention's keys and values) come
   from memory, as in a model larger than the cache. Only calls with such an operand are kept.
 
+The effective last-level cache the cold rule uses is measured (:func:`effective_llc_bytes`).
 Every call's time lands on its family's grid point (:func:`op_families.signature`), the median
 over repetitions; the families are then fitted (:func:`infer_opt.cost_models.op_model.fit_family`).
 
@@ -173,32 +178,26 @@ class _Scrubs:
 
 
 def _case_program(case: cc.Case, inputs: cc.Inputs, state: str, scrubs: _Scrubs) -> Callable[[], None]:
-    """One case's part of a repetition (module docstring): hot = twice in a row; warm (a case with
-    a main operand) = once, the L2 scrub, once more; cold = once (after the flush of the chunk)."""
+    """One case's part of a repetition (module docstring): hot = twice in a row; warm = once, the
+    L2 scrub, once more; cold = once (after the flush of the chunk)."""
     if state == "cold":
         return lambda: case.run(inputs)
-    if "cold" in case.states and scrubs.l2 is not None:
-        l2 = scrubs.l2
+    scrub = scrubs.l2 if state == "warm" else None
 
-        def warm() -> None:
-            case.run(inputs)
-            l2()
-            case.run(inputs)
-
-        return warm
-
-    def hot() -> None:
+    def run() -> None:
         case.run(inputs)
+        if scrub is not None:
+            scrub()
         case.run(inputs)
 
-    return hot
+    return run
 
 
 def _timed_program(
     items: Sequence[tuple[cc.Case, cc.Inputs]], state: str, scrubs: _Scrubs
 ) -> tuple[Callable[[], None], list[rec.OpCall], list[tuple[int, Signature]]]:
-    """The function one repetition runs, its recorded calls, and which calls are kept: the last
-    call of each case (warm), or every call with a main operand (cold)."""
+    """The function one repetition runs, its recorded calls, and which calls are kept: every call
+    of each case's last run (hot), or its calls with a main operand (warm, cold)."""
     parts = [_case_program(case, inputs, state, scrubs) for case, inputs in items]
     calls: list[rec.OpCall] = []
     kept: list[tuple[int, Signature]] = []
@@ -209,7 +208,7 @@ def _timed_program(
         everything = rec.record_ops(part)
         calls.extend(everything[: len(everything) - len(case_calls)])
         for call, sig in zip(case_calls, signatures, strict=True):
-            if state == "warm" or sig.touches.main:
+            if state == "hot" or sig.touches.main:
                 kept.append((len(calls), sig))
             calls.append(call)
 
@@ -286,6 +285,8 @@ def measure_group(
         skipped.extend(failed)
         for chunk in _chunks(passed):
             for state in om.STATES:
+                if state == "warm" and scrubs.l2 is None:
+                    continue  # a GPU's L2 is its last-level cache: hot and cold only
                 items = [item for item in chunk if state in item[0].states]
                 if not items:
                     continue
@@ -400,7 +401,7 @@ def _median_point(points: Sequence[om.GridPoint]) -> om.GridPoint:
 
 
 #: the families that define the device roofline (plain matmuls and streaming elementwise)
-ROOFLINE_FAMILIES = ("addmm.nt@warm", "mm.nt@warm", "add.t@warm", "copy.cc@warm")
+ROOFLINE_FAMILIES = ("gemm.nt@hot", "add.t@hot", "copy.cc@hot")
 
 
 def device_roofline(families: Sequence[om.FamilyCalibration]) -> om.DeviceRoofline | None:

@@ -4,16 +4,16 @@ Each *group* is a set of cases (one operator call on seeded inputs at one shape)
 (see :mod:`infer_opt.profilers.calibration`). The shapes are a generic log-spaced grid — the
 same for every model, never tuned to one — and every shape measured lands in the calibration
 file. What a case measures is whatever aten calls it makes: ``F.linear`` yields points for
-``addmm.nt`` *and* for the ``t`` view inside it; the family of each call comes from
+``gemm.nt`` *and* for the ``t`` view inside it; the family of each call comes from
 :func:`infer_opt.profilers.op_families.signature`, the same function the predictor uses.
 
 Groups (``standard`` grid on a CPU; ``tiny`` is a handful of shapes per group, for tests):
 
-* ``linear`` — ``F.linear`` with and without bias (``addmm.nt``, ``mm.nt``), M (tokens) over
-  1…16 one by one (small-M BLAS paths change every few rows) then log-spaced to 4096, N and K
-  log₂-spaced 64…8192 (N to 32768 for lm-head-like shapes), at most 5·10⁸ FLOPs a call; warm
-  and cold (weights not in any cache, as in a model larger than the last-level cache).
-* ``addmm_nn`` — ``addmm``/``mm`` with a row-major weight (``transformers``' ``Conv1D``).
+* ``linear`` — ``F.linear`` (``gemm.nt``), M (tokens) 1, 2, 3, 4, 6, 8, 12, 16 (small-M BLAS
+  paths change every few rows), then 24 … 2048; N 64…8192 and K 64…4096 log₂-spaced (N 32768
+  with K 256 and 1024 for lm-head-like shapes); at most 2.5·10⁸ FLOPs and 32 MiB of weight a
+  call; hot, warm (weights in the last-level cache) and, for M ≤ 32, cold (weights in memory).
+* ``addmm_nn`` — ``addmm`` with a row-major weight (``gemm.nn``, ``transformers``' ``Conv1D``).
 * ``bmm`` — batched matmuls of the explicit attention path, ``QKᵀ`` (``nt``) and ``PV`` (``nn``).
 * ``sdpa`` — ``scaled_dot_product_attention``: causal and unmasked square (prefill), one query
   over a long cache (decode, warm and cold), an explicit mask (several queries over a cache);
@@ -46,7 +46,10 @@ GRIDS = ("standard", "tiny")
 #: a matmul's output is checked on this many rows and columns (float64 reference)
 CHECK_ROWS = 4
 CHECK_COLUMNS = 256
-WARM_COLD = ("warm", "cold")
+#: the cache states a case with a main operand (weights, a KV cache, a table) is measured in:
+#: small-M matmuls (bandwidth-bound) in all three, larger ones (compute-bound) not cold
+ALL_STATES = ("hot", "warm", "cold")
+NOT_COLD = ("hot", "warm")
 
 Inputs = dict[str, Any]
 
@@ -64,8 +67,9 @@ class Case:
     reference: Callable[[Inputs], torch.Tensor]
     #: bytes the inputs take (to keep a chunk of cases within memory)
     input_bytes: int = 0
-    #: cache states measured: "warm" (inputs just touched) and/or "cold" (evicted first)
-    states: tuple[str, ...] = ("warm",)
+    #: cache states measured: "hot" (inputs just touched), "warm" (main operand in the last-level
+    #: cache, not in L2), "cold" (in memory); only cases with a main operand have the last two
+    states: tuple[str, ...] = ("hot",)
     #: the part of the output the reference covers (a large matmul is checked on a sample of
     #: rows and columns: a float64 reference of all of it would cost more than timing it)
     sample: Callable[[Any], torch.Tensor] | None = None
@@ -202,7 +206,7 @@ def _matmul_case(
         run,
         reference,
         4 * (m * k + n * k + n),
-        WARM_COLD if cold else ("warm",),
+        ALL_STATES if cold else NOT_COLD,
         lambda out: out[:rows, :cols],
     )
 
@@ -212,7 +216,7 @@ def _fits(spec: dict[str, Any], m: int, n: int, k: int) -> bool:
 
 
 def linear_cases(spec: dict[str, Any]) -> Iterator[Case]:
-    """``F.linear`` with bias on the full grid, without bias on the coarse one."""
+    """``F.linear`` (with a bias: ``mm`` and ``addmm`` share the ``gemm`` family) on the full grid."""
     shapes = [
         (m, n, k) for m, n, k in itertools.product(spec["linear_m"], spec["linear_n"], spec["linear_k"])
     ]
@@ -222,21 +226,15 @@ def linear_cases(spec: dict[str, Any]) -> Iterator[Case]:
             n * k <= spec["max_weight"] or (n, k) in spec["linear_wide"]
         ):
             cold = m in spec["cold_m"]
-            yield _matmul_case("linear", f"linear+bias M={m} N={n} K={k}", m, n, k, True, True, cold)
-    for m, n, k in itertools.product(spec["coarse_m"], spec["coarse_nk"], spec["coarse_nk"]):
-        if _fits(spec, m, n, k):
-            cold = m in spec["cold_m"]
-            yield _matmul_case("linear", f"linear M={m} N={n} K={k}", m, n, k, False, True, cold)
+            yield _matmul_case("linear", f"linear M={m} N={n} K={k}", m, n, k, True, True, cold)
 
 
 def conv1d_cases(spec: dict[str, Any]) -> Iterator[Case]:
-    """``addmm`` and ``mm`` with a row-major weight on the coarse grid."""
-    for bias in (True, False):
-        for m, n, k in itertools.product(spec["coarse_m"], spec["coarse_nk"], spec["coarse_nk"]):
-            if _fits(spec, m, n, k):
-                name = "addmm" if bias else "mm"
-                cold = m in spec["cold_m"]
-                yield _matmul_case("addmm_nn", f"{name} M={m} N={n} K={k}", m, n, k, bias, False, cold)
+    """``addmm`` with a row-major weight (``gemm.nn``) on the coarse grid."""
+    for m, n, k in itertools.product(spec["coarse_m"], spec["coarse_nk"], spec["coarse_nk"]):
+        if _fits(spec, m, n, k):
+            cold = m in spec["cold_m"]
+            yield _matmul_case("addmm_nn", f"addmm M={m} N={n} K={k}", m, n, k, True, False, cold)
 
 
 def _bmm_case(batch: int, m: int, n: int, k: int, transposed: bool) -> Case:
@@ -307,7 +305,7 @@ def _sdpa_case(kind: str, bh: int, tq: int, tk: int, d: int) -> Case:
         run,
         reference,
         4 * bh * (tq + 2 * tk) * d,
-        WARM_COLD if kind == "decode" else ("warm",),
+        ALL_STATES if kind == "decode" else ("hot",),
     )
 
 
@@ -542,6 +540,7 @@ def _embedding_case(n_idx: int, dim: int) -> Case:
         lambda x: F.embedding(x["i"], x["w"]),
         lambda x: _d(x["w"])[x["i"]],
         4 * vocab * dim,
+        ALL_STATES,
     )
 
 

@@ -7,9 +7,10 @@ through it, so a measured shape and a predicted one are keyed alike:
 ===================  ==========================================  ==========================
 family               calls                                        features
 ===================  ==========================================  ==========================
-``mm.<ab>``          ``mm(A, B)``; ``<ab>`` = each operand's       ``M, N, K``
-``addmm.<ab>``       layout, ``n`` row-major, ``t`` transposed     ``M, N, K``
-                     (``nn.Linear`` runs ``addmm.nt``/``mm.nt``)
+``gemm.<ab>``        ``mm(A, B)``, ``addmm(bias, A, B)``;           ``M, N, K``
+                     ``<ab>`` = each operand's layout, ``n``
+                     row-major, ``t`` transposed (``nn.Linear``
+                     runs ``gemm.nt``)
 ``bmm.<ab>``         ``bmm``, ``baddbmm`` (explicit attention)     ``batch, M, N, K``
 ``sdpa.causal``      fused attention, causal, ``Tq = Tk``          ``B·H, T, d``
 ``sdpa.full``        fused attention, no mask, ``Tq = Tk``         ``B·H, T, d``
@@ -32,7 +33,7 @@ family               calls                                        features
 
 :class:`FamilyRecorder` is the op recorder of :mod:`infer_opt.profilers.op_recorder` that also
 keeps each call's signature and the storages it touches (for the cache-state rule of
-:func:`infer_opt.cost_models.op_model.cold_fractions`). It leaves out ``prim::`` calls (tensor
+:func:`infer_opt.cost_models.op_model.cache_states`). It leaves out ``prim::`` calls (tensor
 metadata queries that fake tensors route through the dispatcher) and answers a boolean
 ``.item()`` on a fake tensor with ``True``, after recording it (models check "no padding" /
 "no packed sequences" that way; on real data the answer is the same for the inputs used here).
@@ -51,7 +52,9 @@ from infer_opt.errors import RunFailure
 from infer_opt.profilers import flops as fl
 from infer_opt.profilers import op_recorder as rec
 
-_MATMULS = {"aten::mm": "mm", "aten::addmm": "addmm"}
+#: ``mm`` and ``addmm`` share one family: the same GEMM (``addmm`` starts from the bias, a few
+#: percent at most, which its bytes in the base roofline carry)
+_MATMULS = {"aten::mm": "gemm", "aten::addmm": "gemm"}
 _BATCHED = {"aten::bmm": "bmm", "aten::baddbmm": "bmm"}
 _NORMS = {"aten::native_layer_norm": "layer_norm", "aten::_fused_rms_norm": "rms_norm"}
 _SOFTMAX = frozenset({"aten::_softmax", "aten::_safe_softmax", "aten::softmax"})
@@ -263,15 +266,13 @@ def signature(
                 main.append(len(reads))
             nbytes = fl.tensor_bytes(t)
             if family == "embedding" and arg_name in ("weight", "self"):
-                nbytes = 0  # the rows gathered are counted with the output
+                nbytes = sum(fl.tensor_bytes(o) for o in _tensors([out]))  # the rows gathered
             reads.append((_storage(t, keep), nbytes))
     outs = _tensors([bound["self"]]) if write_only or name.endswith("_") else _tensors([out])
     writes = [(_storage(t, keep), fl.tensor_bytes(t)) for t in outs]
     if fl.is_alias_op(func) or name in fl.EMPTY_OPS:
         reads, writes, main = [], [], []
     work = float(sum(b for _, b in reads) + sum(b for _, b in writes))
-    if family == "embedding":
-        work += float(sum(b for _, b in writes))  # rows read = rows written
     return Signature(family, features, work, Touches(tuple(reads), tuple(writes), tuple(main)))
 
 

@@ -4,7 +4,7 @@ running the model (SPEC §5.1).
 1. The step's ops are recorded on fake tensors (:mod:`infer_opt.profilers.meta_record`): names,
    shapes, FLOPs, bytes, families, the memory each touches, module calls.
 2. Each op's cache state comes from the LRU rule over the recorded sequence
-   (:func:`infer_opt.cost_models.op_model.cold_fractions`, with the calibrated device's cache).
+   (:func:`infer_opt.cost_models.op_model.cache_states`, with the calibrated device's caches).
 3. :func:`infer_opt.cost_models.op_model.predict_step` gives each op's predicted time and the
    host term; ops are grouped as ``profile`` groups them (op and shapes), and the categories get
    the same Amdahl table — labelled predicted, with the calibration's uncertainty band.
@@ -37,7 +37,7 @@ Progress = Callable[[int, int, str], None]
 SWEEP_PARAMS = ("batch", "seq_len", "context")
 #: a prediction whose extrapolated ops take more than this share of the op time is warned about
 EXTRAPOLATED_WARNING = 0.25
-MATMUL_FAMILIES = ("mm.", "addmm.", "bmm.")
+MATMUL_FAMILIES = ("gemm.", "bmm.")
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class PredictedOp:
     extrapolated: bool
     #: grid, nearest, fallback or roofline
     source: str
-    #: "warm" or "cold" (its main operand's cache state)
+    #: "hot", "warm" or "cold" (its main operand's cache state)
     state: str
     rel_uncertainty: float
 
@@ -168,9 +168,9 @@ class PredictResult(Result):
 # ---------------------------------------------------------------------------- one step
 
 
-def queries(recorded: meta_record.RecordedStep, llc_bytes: float) -> list[om.OpQuery]:
+def queries(recorded: meta_record.RecordedStep, llc_bytes: float, l2_bytes: float = 0.0) -> list[om.OpQuery]:
     """The recorded calls as the op model's queries, each in its cache state."""
-    fractions = om.cold_fractions([s.touches for s in recorded.signatures], llc_bytes)
+    states = om.cache_states([s.touches for s in recorded.signatures], llc_bytes, l2_bytes)
     return [
         om.OpQuery(
             call.name,
@@ -178,9 +178,9 @@ def queries(recorded: meta_record.RecordedStep, llc_bytes: float) -> list[om.OpQ
             tuple(float(v) for v in sig.features),
             float(call.flops),
             sig.work_bytes,
-            om.state_of(frac),
+            state,
         )
-        for call, sig, frac in zip(recorded.calls, recorded.signatures, fractions, strict=True)
+        for call, sig, state in zip(recorded.calls, recorded.signatures, states, strict=True)
     ]
 
 
@@ -320,7 +320,7 @@ def predict_recorded(
         device=device,
     )
     elapsed = time.perf_counter() - start
-    qs = queries(recorded, model.calibration.llc_bytes)
+    qs = queries(recorded, model.calibration.llc_bytes, model.calibration.l2_bytes)
     return StepPrediction(recorded, tuple(qs), tuple(_segments(model, qs, recorded)), elapsed)
 
 

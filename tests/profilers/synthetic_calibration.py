@@ -9,10 +9,10 @@ PER_OP_S, PER_MODULE_S = 1e-6, 3e-6
 
 
 def matmul_family(state: str = "warm", rate: float = R, bandwidth: float = B) -> list[om.FamilyCalibration]:
-    """``addmm.nt`` and ``mm.nt`` families whose points sit on their base roofline (residual 0:
+    """A ``gemm.nt`` family whose points sit on its base roofline (residual 0:
     every shape predicts ``t0 + max(F/R, Q/b)``)."""
     out = []
-    for name in ("addmm.nt", "mm.nt"):
+    for name in ("gemm.nt",):
         points = []
         for m in (1.0, 64.0):
             for n in (64.0, 4096.0):

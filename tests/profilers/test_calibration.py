@@ -42,10 +42,11 @@ def test_a_case_whose_output_is_wrong_is_not_timed():
 
 def test_a_run_measures_the_calls_each_case_makes(small_run):
     families = small_run.family_map()
-    assert "layer_norm@warm" in families and "softmax@warm" in families
-    assert "view.transpose@warm" in families
-    assert {"pow.s@warm", "mean.r@warm", "rsqrt.s@warm"} <= set(families)  # rms_norm's parts
-    ln = families["layer_norm@warm"]
+    assert "layer_norm@hot" in families and "softmax@hot" in families
+    assert "view.transpose@hot" in families
+    assert {"pow.s@hot", "mean.r@hot", "rsqrt.s@hot"} <= set(families)  # rms_norm's parts
+    assert not any(key.endswith(("@warm", "@cold")) for key in families)  # no main operands here
+    ln = families["layer_norm@hot"]
     assert ln.feature_names == ("rows", "hidden")
     assert {p.features for p in ln.points} == {(1.0, 64.0), (1.0, 256.0), (16.0, 64.0), (16.0, 256.0)}
     assert all(p.time_s > 0 for f in small_run.families for p in f.points)
@@ -77,11 +78,11 @@ def test_resume_skips_finished_groups(monkeypatch, small_run):
 
 
 def test_merge_keeps_one_point_per_shape_with_the_median_time():
-    sample = cal._Sample("add.t", "warm", (64,), 1e-6, 0.0, 64.0, 768.0)
+    sample = cal._Sample("add.t", "hot", (64,), 1e-6, 0.0, 64.0, 768.0)
     families = cal.merge_families([], [sample, sample.__class__(**{**sample.__dict__, "time_s": 3e-6})])
     assert len(families) == 1 and len(families[0].points) == 1
     assert families[0].points[0].time_s == pytest.approx(2e-6)
-    again = cal.merge_families(families, [cal._Sample("add.t", "warm", (256,), 4e-6, 0.0, 256.0, 3072.0)])
+    again = cal.merge_families(families, [cal._Sample("add.t", "hot", (256,), 4e-6, 0.0, 256.0, 3072.0)])
     assert len(again[0].points) == 2
 
 
@@ -117,7 +118,7 @@ def test_unusable_files_are_one_line_errors(tmp_path):
     nan = broken.__class__(
         **{**broken.__dict__, "families": (family.__class__(**{**family.__dict__, "points": (point,)}),)}
     )
-    with pytest.raises(InvalidInput, match=r"not saved: family addmm\.nt@warm has a time"):
+    with pytest.raises(InvalidInput, match=r"not saved: family gemm\.nt@warm has a time"):
         cal.save_calibration(nan, tmp_path / "nan.json")
 
 

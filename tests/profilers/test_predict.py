@@ -115,6 +115,6 @@ def test_a_cold_matmul_family_is_used_for_a_model_larger_than_the_cache():
     matmuls = [o for o in result.ops if o.family.endswith(".nt")]
     assert matmuls and all(o.state == "cold" for o in matmuls)
     big_cache = pr.om.CalibrationResult(**{**small_cache.__dict__, "llc_bytes": 2**30})
-    assert all(
-        o.state == "warm" for o in pr.predict("tiny", big_cache, mode="decode", batch=1, context=8).ops
-    )
+    ops = pr.predict("tiny", big_cache, mode="decode", batch=1, context=8).ops
+    assert all(o.state == "warm" for o in ops if o.family.endswith(".nt"))
+    assert all(o.state == "hot" for o in ops if o.category in ("elementwise", "normalization"))
