@@ -45,7 +45,8 @@ def synthetic() -> object:
 
     return om.CalibrationResult(
         device="cpu", device_name="synthetic", device_key="synthetic", dtype="float32", threads=1,
-        llc_bytes=2**28, roofline=om.DeviceRoofline(1e11, 2e10, 2e-6), host=om.HostCalibration(5e-7, 2e-6),
+        warm_reuse_bytes=2**22, cold_reuse_bytes=2**29, roofline=om.DeviceRoofline(1e11, 2e10, 2e-6),
+        host=om.HostCalibration(5e-7, 2e-6),
     )  # fmt: skip
 
 

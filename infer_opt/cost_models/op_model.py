@@ -6,9 +6,9 @@ A step's predicted time is
 
 * **Per operator** ``t̂(op)`` comes from the device's calibration of the op's *family* (an aten
   op with its operand layout, e.g. ``gemm.nt`` = ``mm``/``addmm`` with a transposed weight as
-  ``nn.Linear`` calls it) in the *cache state* of its main operand (``warm``: just touched;
-  ``cold``: last touched more than half the last-level cache ago, ``hot``: within about an L2;
-  see :func:`cache_states`).
+  ``nn.Linear`` calls it), measured with its main operand hot, warm and cold; the op's own
+  reuse distance (bytes touched since its main operand was last used, :func:`reuse_distances`)
+  places it between those states (log-linear in the distance).
   Each family has a grid of measured shapes (features such as ``M, N, K``) and a fitted base
   roofline ``b(F, Q) = t0_f + max(F/R_f, Q/b_f)`` (the device roofline with per-family
   efficiencies ``R_f = η_f·R``, ``b_f = β_f·b``). What is interpolated is the residual
@@ -44,22 +44,10 @@ from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
 from infer_opt.results import Result
 
-#: cache states of an op's main operand: in L2 (hot), in the last-level cache (warm), in memory
+#: cache states a family is measured in: its main operand (a matmul's weight, attention's keys
+#: and values, an embedding's table) just touched (hot), after a read of about two L2s (warm),
+#: after a read of twice the last-level cache (cold); see :func:`reuse_distances`
 STATES = ("hot", "warm", "cold")
-#: the states to use, best first, when the calibration has no grid for an op's own state
-STATE_ORDER = {
-    "hot": ("hot", "warm", "cold"),
-    "warm": ("warm", "hot", "cold"),
-    "cold": ("cold", "warm", "hot"),
-}
-#: an operand counts as cold when more than this share of the last-level cache was touched since
-#: its last use (LRU caches keep well under their full size of a streaming working set)
-COLD_LLC_SHARE = 0.5
-#: ... and as hot when at most this many L2s were touched since (an L2 of 2 MiB keeps a tiny
-#: model's 2 MiB of weights between decode steps: caches are not strictly LRU)
-HOT_L2_SHARE = 1.5
-#: a main operand with more than this share of its bytes cold (hot) puts the op in that state
-STATE_SHARE = 0.5
 #: grid points held out for the cross-validated error, at most (seeded choice)
 CV_POINTS = 48
 #: outside a grid the residual is the median of this many nearest measured shapes ...
@@ -169,11 +157,11 @@ class CalibrationResult(Result):
     device_key: str
     dtype: str
     threads: int
-    #: last-level cache size the cold/warm rule uses (measured: what this process gets)
-    llc_bytes: int
+    #: bytes read between a warm (cold) case's last use of its main operand and its timed call:
+    #: where those states sit on the reuse-distance axis (:meth:`OpModel.estimate`)
+    warm_reuse_bytes: int
+    cold_reuse_bytes: int
     families: tuple[FamilyCalibration, ...] = ()
-    #: L2 size the hot/warm rule uses (0: no hot state)
-    l2_bytes: int = 0
     host: HostCalibration | None = None
     roofline: DeviceRoofline | None = None
     #: families (by calibration group name) finished, in order: what --resume skips
@@ -360,8 +348,11 @@ class OpQuery:
     flops: float
     #: bytes for the base roofline (see GridPoint.bytes)
     work_bytes: float
-    #: "hot", "warm" or "cold" (the main operand's cache state, :func:`cache_states`)
-    state: str = "warm"
+    #: bytes touched since the main operand was last used (:func:`reuse_distances`); None: the op
+    #: has no main operand (it reads what the op before it wrote: hot)
+    reuse_bytes: float | None = None
+    #: bytes of the main operand(s) read
+    main_bytes: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -378,6 +369,8 @@ class OpEstimate:
     bound: str
     #: the shape is one the calibration measured (a validation shape should not be)
     on_grid: bool = False
+    #: the calibrated cache state nearest the op's reuse distance
+    state: str = "hot"
 
 
 def fallbacks(family: str) -> list[str]:
@@ -416,20 +409,20 @@ class OpModel:
         self._interpolators: dict[str, FamilyInterpolator] = {}
         self._cache: dict[tuple[Any, ...], OpEstimate] = {}
 
-    def _choose(self, name: str, query: OpQuery) -> tuple[FamilyCalibration, float, bool] | None:
-        """The family ``name`` in the query's state, or in the other state where that one has the
-        shape inside its grid (a cold grid covers only the small, bandwidth-bound shapes: a large
-        matmul is compute-bound whatever its weights' state). Returns (family, t̂, extrapolated)."""
-        found: tuple[FamilyCalibration, float, bool] | None = None
-        for state in STATE_ORDER.get(query.state, STATES):
+    def _states(self, name: str, query: OpQuery) -> dict[str, tuple[FamilyCalibration, float, bool]]:
+        """``state -> (family, t̂, extrapolated)`` for each state the family ``name`` was measured
+        in; states whose grid does not reach the shape are dropped when another one does (a
+        cold grid covers only the small, bandwidth-bound matmuls)."""
+        found = {}
+        for state in STATES:
             family = self.families.get(f"{name}@{state}")
-            if family is None:
-                continue
-            t, extrapolated = self._interpolator(family).time(query.features, query.flops, query.work_bytes)
-            if not extrapolated:
-                return family, t, False
-            found = found or (family, t, True)
-        return found
+            if family is not None:
+                t, extrapolated = self._interpolator(family).time(
+                    query.features, query.flops, query.work_bytes
+                )
+                found[state] = (family, t, extrapolated)
+        inside = {s: v for s, v in found.items() if not v[2]}
+        return inside or found
 
     def _interpolator(self, family: FamilyCalibration) -> FamilyInterpolator:
         if family.key not in self._interpolators:
@@ -438,22 +431,52 @@ class OpModel:
 
     def estimate(self, query: OpQuery) -> OpEstimate:
         """Predicted time of one call (module docstring)."""
-        key = (query.family, query.features, query.flops, query.work_bytes, query.state)
+        key = (
+            query.family,
+            query.features,
+            query.flops,
+            query.work_bytes,
+            query.reuse_bytes,
+            query.main_bytes,
+        )
         if key not in self._cache:
             self._cache[key] = self._estimate(query)
         return self._cache[key]
 
+    def anchor_bytes(self, state: str, query: OpQuery) -> float:
+        """Where a state sits on the reuse-distance axis for this op: hot = its own main bytes
+        (touched just before), warm and cold = the calibration's reads plus those bytes."""
+        own = max(query.main_bytes, 1.0)
+        if state == "hot":
+            return own
+        return own + (
+            self.calibration.warm_reuse_bytes if state == "warm" else self.calibration.cold_reuse_bytes
+        )
+
+    def _at_distance(
+        self, found: dict[str, tuple[FamilyCalibration, float, bool]], query: OpQuery
+    ) -> tuple[FamilyCalibration, float, bool, str]:
+        """Interpolate log t̂ linearly in log reuse distance between the measured states' anchors
+        (clamped at both ends); an op without a main operand takes the hottest state."""
+        if query.reuse_bytes is None:
+            state = next(s for s in STATES if s in found)
+            family, t, extrapolated = found[state]
+            return family, t, extrapolated, state
+        points = sorted((math.log(self.anchor_bytes(s, query)), math.log(v[1]), s) for s, v in found.items())
+        x = math.log(max(query.reuse_bytes, 1.0))
+        log_t = float(np.interp(x, [p[0] for p in points], [p[1] for p in points]))
+        state = min(points, key=lambda p: abs(p[0] - x))[2]
+        family, _, _ = found[state]
+        return family, math.exp(log_t), any(v[2] for v in found.values()), state
+
     def _estimate(self, query: OpQuery) -> OpEstimate:
         for i, name in enumerate([query.family, *fallbacks(query.family)]):
-            chosen = self._choose(name, query)
-            if chosen is None:
+            found = self._states(name, query)
+            if not found:
                 continue
-            family, t, extrapolated = chosen
+            family, t, extrapolated, state = self._at_distance(found, query)
             cv = family.cv_rel_error if family.cv_rel_error is not None else ROOFLINE_UNCERTAINTY
-            # a warm grid answering a cold op outside the cold grid's (small, bandwidth-bound) range
-            # and inside its own is the right grid, not a loan
-            own_state = f"{name}@{query.state}" in self.families
-            borrowed = i > 0 or (family.state != query.state and (extrapolated or not own_state))
+            borrowed = i > 0
             source = SOURCE_FALLBACK if borrowed else (SOURCE_NEAREST if extrapolated else SOURCE_GRID)
             return OpEstimate(
                 time_s=t,
@@ -469,6 +492,7 @@ class OpModel:
                     query.work_bytes,
                 ),
                 on_grid=i == 0 and self._interpolator(family).on_grid(query.features),
+                state=state,
             )
         roof = self.calibration.roofline
         if roof is None:
@@ -549,72 +573,34 @@ class Touches:
     main: tuple[int, ...] = ()
 
 
-class _Reuse:
-    """The LRU stack-distance bookkeeping of :func:`cache_states`: per storage its latest touch
-    and its latest touch of at least half the bytes now read, on a clock of bytes touched."""
+def reuse_distances(touches: Sequence[Touches]) -> list[tuple[float | None, float]]:
+    """Per call, ``(d, q)``: the bytes touched since its main operand was last used and the
+    bytes of that operand, in the steady state of a repeated step (two passes over the calls;
+    the second is reported). ``d`` is None for a call without a main operand.
 
-    def __init__(self, hot_limit: float, cold_limit: float) -> None:
-        self.hot_limit, self.cold_limit = hot_limit, cold_limit
-        self.clock = 0.0
-        self.latest: dict[int, tuple[float, float]] = {}
-        self.largest: dict[int, tuple[float, float]] = {}
-
-    def touch(self, storage: int, nbytes: float) -> None:
-        if nbytes <= 0:
-            return
-        self.latest[storage] = (self.clock, nbytes)
-        big = self.largest.get(storage)
-        if big is None or nbytes >= 0.5 * big[1] or self.clock - big[0] > self.cold_limit:
-            self.largest[storage] = (self.clock, nbytes)
-        self.clock += nbytes
-
-    def split(self, storage: int, nbytes: float) -> tuple[float, float]:
-        """``(hot bytes, cold bytes)`` of a read of ``nbytes`` now (the rest is warm)."""
-        big, last = self.largest.get(storage), self.latest.get(storage)
-        if big is not None and big[1] >= 0.5 * nbytes:
-            distance = self.clock - big[0]
-            if distance <= self.hot_limit:
-                return nbytes, 0.0
-            if distance <= self.cold_limit:
-                return 0.0, 0.0
-        if last is not None and self.clock - last[0] <= self.cold_limit:
-            fresh = min(nbytes, last[1])
-            return (fresh if self.clock - last[0] <= self.hot_limit else 0.0), nbytes - fresh
-        return 0.0, nbytes
-
-
-def cache_states(touches: Sequence[Touches], llc_bytes: float, l2_bytes: float = 0.0) -> list[str]:
-    """Per call, the cache state of its main operands in the steady state of a repeated step
-    (two passes over the calls; the second is reported): ``hot``, ``warm`` or ``cold``.
-
-    An LRU stack-distance rule: bytes last touched ``d`` bytes of traffic ago are hot when
-    ``d ≤ HOT_L2_SHARE · l2_bytes``, in the last-level cache when ``d ≤ COLD_LLC_SHARE ·
-    llc_bytes``, else cold. A read counts as its storage's latest touch of at least half its
-    size; when only a smaller touch is recent, that part is as recent and the rest cold — a KV
-    cache whose new row was just written is cold but for that row. The op takes the state of
-    more than :data:`STATE_SHARE` of its main bytes (warm otherwise); an op without a main
-    operand reads what the op before it wrote: hot."""
-    reuse = _Reuse(HOT_L2_SHARE * l2_bytes, COLD_LLC_SHARE * llc_bytes)
-    out: list[str] = []
+    The operand's *last use* is its storage's latest touch of at least half the bytes read now:
+    a KV cache whose new row was just written counts from its last full read, a step ago. With
+    several main operands the largest decides."""
+    clock = 0.0
+    last_full: dict[int, tuple[float, float]] = {}
+    out: list[tuple[float | None, float]] = []
     for second in (False, True):
         for call in touches:
-            hot = cold = total = 0.0
+            best: tuple[float, float] | None = None
             for i, (storage, nbytes) in enumerate(call.reads):
-                if i in call.main:
-                    h, c = reuse.split(storage, nbytes)
-                    hot, cold, total = hot + h, cold + c, total + nbytes
-                reuse.touch(storage, float(nbytes))
-            for storage, nbytes in call.writes:
-                reuse.touch(storage, float(nbytes))
+                if i in call.main and (best is None or nbytes > best[1]):
+                    seen = last_full.get(storage)
+                    distance = clock - seen[0] if seen is not None and seen[1] >= 0.5 * nbytes else math.inf
+                    best = (distance, float(nbytes))
+            for storage, nbytes in (*call.reads, *call.writes):
+                if nbytes > 0:
+                    seen = last_full.get(storage)
+                    if seen is None or nbytes >= 0.5 * seen[1]:
+                        last_full[storage] = (clock, float(nbytes))
+                    clock += nbytes
             if second:
-                out.append(_state(hot, cold, total))
+                out.append((None, 0.0) if best is None else (min(best[0], clock), best[1]))
     return out
-
-
-def _state(hot: float, cold: float, total: float) -> str:
-    if total <= 0 or hot > STATE_SHARE * total:
-        return "hot"
-    return "cold" if cold > STATE_SHARE * total else "warm"
 
 
 # ---------------------------------------------------------------------------- accuracy
@@ -723,11 +709,11 @@ __all__ = [
     "OpQuery",
     "StepEstimate",
     "Touches",
-    "cache_states",
     "categories",
     "error_stats",
     "fallbacks",
     "fit_family",
     "predict_step",
+    "reuse_distances",
     "ridge_crossing",
 ]

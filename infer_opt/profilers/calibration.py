@@ -9,17 +9,16 @@ call's own interval under ``torch.profiler`` (:func:`infer_opt.profilers.op_reco
 minus the profiler's cost per nested event), in chunks that run every case in turn per
 repetition, so one profiler session covers hundreds of shapes:
 
-* **hot** (ops without a main operand: elementwise, norms, copies, views): each case twice in a
-  row per repetition, the second call kept — its inputs were just written, as a layer's
-  activations are;
-* **warm** (matmuls, attention, embeddings): the case, a write over twice the L2
-  (:func:`l2_scrubber`), the case again (kept) — its weights come from the last-level cache, as
-  in a model step that fits there;
-* **cold**: a write over twice the last-level cache first (:func:`timing.cache_flusher`), then
-  each case once — its weights (a matmul's second operand, attention's keys and values) come
-  from memory, as in a model larger than the cache. Only calls with such an operand are kept.
+* **hot**: each case twice in a row per repetition, the second call kept — its inputs were just
+  touched, as a layer's activations are;
+* **warm** (cases with a main operand: matmuls, attention over a cache, embeddings): the case,
+  a read of twice the L2 (:func:`warm_reuse_bytes`), the case again (kept) — its weights come
+  from the last-level cache;
+* **cold**: a read of twice the last-level cache first, then each case once — its weights come
+  from memory, as in a model larger than the cache. Only calls with a main operand are kept.
 
-The effective last-level cache the cold rule uses is measured (:func:`effective_llc_bytes`).
+The reads between uses are where the warm and cold states sit on the reuse-distance axis the
+predictor interpolates along (``warm_reuse_bytes``, ``cold_reuse_bytes`` in the result).
 Every call's time lands on its family's grid point (:func:`op_families.signature`), the median
 over repetitions; the families are then fitted (:func:`infer_opt.cost_models.op_model.fit_family`).
 
@@ -270,11 +269,13 @@ def measure_group(
     """Check, then time every case of ``group`` (module docstring). Returns the samples and the
     skipped cases."""
     from infer_opt.profilers.device import is_cuda
-    from infer_opt.profilers.timing import cache_flusher
 
     if overhead_per_event_s is None:
         overhead_per_event_s = 0.0 if is_cuda(device) else rec.profiler_overhead_per_event_s()
-    scrubs = _Scrubs(None if is_cuda(device) else l2_scrubber(), cache_flusher(device))
+    from infer_opt.profilers.device import flush_buffer_bytes
+
+    warm = None if is_cuda(device) else reader(warm_reuse_bytes(), device)
+    scrubs = _Scrubs(warm, reader(flush_buffer_bytes(device), device))
     samples: list[_Sample] = []
     skipped: list[str] = []
     done = 0
@@ -322,44 +323,24 @@ def cache_level_bytes(level: int) -> int | None:
     return None
 
 
-_L2_BUFFERS: dict[int, torch.Tensor] = {}
+_READ_BUFFERS: dict[tuple[str, int], torch.Tensor] = {}
 
 
-def l2_scrubber() -> Callable[[], object]:
-    """A write over twice the L2 (4 MiB when unknown): afterwards a case's inputs are in the
-    last-level cache but not in L2."""
-    size = 2 * (cache_level_bytes(2) or 2 * 2**20)
-    if size not in _L2_BUFFERS:
-        _L2_BUFFERS[size] = torch.ones(size // 4, dtype=torch.int32)
-    buffer = _L2_BUFFERS[size]
-    return lambda: buffer.add_(1)
+def warm_reuse_bytes() -> int:
+    """What the warm state reads between a case's two runs: twice the L2 (4 MiB when unknown),
+    after which the case's inputs are in the last-level cache but not in L2."""
+    return 2 * (cache_level_bytes(2) or 2 * 2**20)
 
 
-#: scrub sizes tried when measuring the last-level cache a process gets (MiB)
-LLC_PROBE_MIB = (8, 16, 32, 64, 128, 256)
-
-
-def effective_llc_bytes(reps: int = 5) -> int:
-    """The last-level cache this process effectively gets (a virtual machine or other tenants
-    may leave less than the hardware's): the smallest write, among :data:`LLC_PROBE_MIB`, after
-    which reading a 2 MiB buffer takes more than halfway from its cached to its uncached time."""
-    probe = torch.ones(2**19)
-    source = torch.ones(LLC_PROBE_MIB[-1] * 2**20 // 4, dtype=torch.int32)
-
-    def read_after(mib: int) -> float:
-        times = []
-        for _ in range(reps):
-            probe.sum()
-            source[: mib * 2**18].add_(1)
-            start = time.perf_counter_ns()
-            probe.sum()
-            times.append(time.perf_counter_ns() - start)
-        return statistics.median(times)
-
-    curve = [read_after(mib) for mib in LLC_PROBE_MIB]
-    half = curve[0] + 0.5 * (curve[-1] - curve[0])
-    found = next((mib for mib, t in zip(LLC_PROBE_MIB, curve, strict=True) if t > half), LLC_PROBE_MIB[-1])
-    return found * 2**20
+def reader(nbytes: int, device: Any = "cpu") -> Callable[[], object]:
+    """A read of ``nbytes`` (a sum over a buffer that size). A read, not a write: what runs
+    between two uses of a weight in a model step is mostly other weights being read, which
+    leaves clean lines behind (a write would add write-backs to the timed call)."""
+    key = (str(device), nbytes)
+    if key not in _READ_BUFFERS:
+        _READ_BUFFERS[key] = torch.ones(max(nbytes // 4, 1), device=device)
+    buffer = _READ_BUFFERS[key]
+    return buffer.sum
 
 
 def merge_families(
@@ -524,15 +505,15 @@ def new_result(device: Any, dtype: torch.dtype, grid: str) -> om.CalibrationResu
     """An empty calibration for this device, dtype and thread count."""
     from infer_opt.profilers import device as devices
 
+    cuda = devices.is_cuda(device)
     return om.CalibrationResult(
         device=str(device),
         device_name=devices.device_name(device),
         device_key=calibration_key(device, dtype),
         dtype=devices.dtype_name(dtype),
         threads=torch.get_num_threads(),
-        llc_bytes=int(devices.flush_buffer_bytes(device) // 2)
-        if devices.is_cuda(device)
-        else effective_llc_bytes(),
+        warm_reuse_bytes=0 if cuda else warm_reuse_bytes(),
+        cold_reuse_bytes=devices.flush_buffer_bytes(device),
         torch_version=torch.__version__,
         op_timer=(
             "torch.profiler: CUDA kernel time per op (CUPTI)"

@@ -33,7 +33,7 @@ family               calls                                        features
 
 :class:`FamilyRecorder` is the op recorder of :mod:`infer_opt.profilers.op_recorder` that also
 keeps each call's signature and the storages it touches (for the cache-state rule of
-:func:`infer_opt.cost_models.op_model.cache_states`). It leaves out ``prim::`` calls (tensor
+:func:`infer_opt.cost_models.op_model.reuse_distances`). It leaves out ``prim::`` calls (tensor
 metadata queries that fake tensors route through the dispatcher) and answers a boolean
 ``.item()`` on a fake tensor with ``True``, after recording it (models check "no padding" /
 "no packed sequences" that way; on real data the answer is the same for the inputs used here).

@@ -4,7 +4,8 @@ running the model (SPEC §5.1).
 1. The step's ops are recorded on fake tensors (:mod:`infer_opt.profilers.meta_record`): names,
    shapes, FLOPs, bytes, families, the memory each touches, module calls.
 2. Each op's cache state comes from the LRU rule over the recorded sequence
-   (:func:`infer_opt.cost_models.op_model.cache_states`, with the calibrated device's caches).
+   (:func:`infer_opt.cost_models.op_model.reuse_distances`: bytes touched since its weights,
+   keys and values were last used), which places it between the calibrated cache states.
 3. :func:`infer_opt.cost_models.op_model.predict_step` gives each op's predicted time and the
    host term; ops are grouped as ``profile`` groups them (op and shapes), and the categories get
    the same Amdahl table — labelled predicted, with the calibration's uncertainty band.
@@ -60,7 +61,7 @@ class PredictedOp:
     extrapolated: bool
     #: grid, nearest, fallback or roofline
     source: str
-    #: "hot", "warm" or "cold" (its main operand's cache state)
+    #: the calibrated cache state nearest its main operand's reuse distance: hot, warm or cold
     state: str
     rel_uncertainty: float
 
@@ -168,9 +169,9 @@ class PredictResult(Result):
 # ---------------------------------------------------------------------------- one step
 
 
-def queries(recorded: meta_record.RecordedStep, llc_bytes: float, l2_bytes: float = 0.0) -> list[om.OpQuery]:
-    """The recorded calls as the op model's queries, each in its cache state."""
-    states = om.cache_states([s.touches for s in recorded.signatures], llc_bytes, l2_bytes)
+def queries(recorded: meta_record.RecordedStep) -> list[om.OpQuery]:
+    """The recorded calls as the op model's queries, each with its main operand's reuse distance."""
+    reuse = om.reuse_distances([s.touches for s in recorded.signatures])
     return [
         om.OpQuery(
             call.name,
@@ -178,9 +179,10 @@ def queries(recorded: meta_record.RecordedStep, llc_bytes: float, l2_bytes: floa
             tuple(float(v) for v in sig.features),
             float(call.flops),
             sig.work_bytes,
-            state,
+            distance,
+            main_bytes,
         )
-        for call, sig, state in zip(recorded.calls, recorded.signatures, states, strict=True)
+        for call, sig, (distance, main_bytes) in zip(recorded.calls, recorded.signatures, reuse, strict=True)
     ]
 
 
@@ -217,7 +219,7 @@ def _group_ops(
                 bound=est.bound,
                 extrapolated=any(estimates[i].extrapolated for i in idx),
                 source=est.source,
-                state=qs[idx[0]].state,
+                state=est.state,
                 rel_uncertainty=est.rel_uncertainty,
             )
         )
@@ -320,7 +322,7 @@ def predict_recorded(
         device=device,
     )
     elapsed = time.perf_counter() - start
-    qs = queries(recorded, model.calibration.llc_bytes, model.calibration.l2_bytes)
+    qs = queries(recorded)
     return StepPrediction(recorded, tuple(qs), tuple(_segments(model, qs, recorded)), elapsed)
 
 

@@ -56,7 +56,11 @@ def _summary(r: CalibrationResult) -> list[tuple[str, str]]:
         ("Key", r.device_key),
         ("Grid", f"{r.grid}: {sum(len(f.points) for f in r.families)} shapes in {len(r.families)} families"),
         ("Groups", ", ".join(r.groups_done) + ("" if r.complete else " (incomplete)")),
-        ("Cache rule", f"cold beyond half of {format_bytes(r.llc_bytes)} touched since last use"),
+        (
+            "Cache states",
+            f"hot (just touched), warm ({format_bytes(r.warm_reuse_bytes)} read since), cold "
+            f"({format_bytes(r.cold_reuse_bytes)} read since); an op is placed by its reuse distance",
+        ),
         ("Op timer", r.op_timer),
         ("Took", format_duration(r.wall_s)),
     ]

@@ -36,7 +36,8 @@ def calibration(
         device_key="cpu-test-1t-float32",
         dtype="float32",
         threads=1,
-        llc_bytes=1000,
+        warm_reuse_bytes=4000,
+        cold_reuse_bytes=1_000_000,
         families=families,
         host=host,
         roofline=om.DeviceRoofline(R, B, T0),
@@ -139,17 +140,48 @@ def test_unknown_family_falls_back_then_to_the_device_roofline():
     assert roof.bound == "compute"
 
 
-def test_a_cold_op_uses_the_cold_grid_then_the_warm_one():
-    warm = family("mm.nt", [((1.0,), 2.0, 8.0, 1e-6), ((4.0,), 8.0, 8.0, 2e-6)])
-    cold = family("mm.nt", [((1.0,), 2.0, 8.0, 5e-6), ((4.0,), 8.0, 8.0, 6e-6)], state="cold")
-    both = om.OpModel(calibration(warm, cold))
-    assert both.estimate(om.OpQuery("aten::mm", "mm.nt", (1.0,), 2.0, 8.0, "cold")).time_s == pytest.approx(
-        5e-6
-    )
-    only_warm = om.OpModel(calibration(warm)).estimate(
-        om.OpQuery("aten::mm", "mm.nt", (1.0,), 2.0, 8.0, "cold")
-    )
-    assert only_warm.time_s == pytest.approx(1e-6) and only_warm.source == om.SOURCE_FALLBACK
+def three_states() -> list[om.FamilyCalibration]:
+    """mm.nt at M = 1, 4 in three states: 1, 2, 8 µs (hot, warm, cold) at M = 1; the cold grid
+    stops at M = 4, the others reach M = 64."""
+
+    def fam(state, times, ms):
+        return family("mm.nt", [((m,), 2.0 * m, 8.0, t) for m, t in zip(ms, times, strict=True)], state=state)
+
+    return [
+        fam("hot", [1e-6, 1e-6, 3e-6], [1.0, 4.0, 64.0]),
+        fam("warm", [2e-6, 2e-6, 4e-6], [1.0, 4.0, 64.0]),
+        fam("cold", [8e-6, 8e-6], [1.0, 4.0]),
+    ]
+
+
+def query(m: float, reuse: float | None, main: float = 1000.0) -> om.OpQuery:
+    return om.OpQuery("aten::mm", "mm.nt", (m,), 2.0 * m, 8.0, reuse, main)
+
+
+def test_the_reuse_distance_places_an_op_between_the_calibrated_states():
+    model = om.OpModel(calibration(*three_states()))
+    # anchors for 1000 main bytes: hot 1000, warm 1000 + 4000 = 5000, cold 1000 + 10^6
+    assert model.estimate(query(1.0, 1000.0)).time_s == pytest.approx(1e-6)
+    assert model.estimate(query(1.0, 5000.0)).time_s == pytest.approx(2e-6)
+    assert model.estimate(query(1.0, 1_001_000.0)).time_s == pytest.approx(8e-6)
+    # halfway between the warm and cold anchors in log distance: the geometric mean
+    middle = math.sqrt(5000.0 * 1_001_000.0)
+    estimate = model.estimate(query(1.0, middle))
+    assert estimate.time_s == pytest.approx(math.sqrt(2e-6 * 8e-6))
+    assert estimate.state in ("warm", "cold") and estimate.source == om.SOURCE_GRID
+    # clamped beyond the ends; no main operand = hot
+    assert model.estimate(query(1.0, 1e12)).time_s == pytest.approx(8e-6)
+    assert model.estimate(query(1.0, None)).time_s == pytest.approx(1e-6)
+
+
+def test_beyond_the_cold_grid_only_the_grids_that_reach_the_shape_count():
+    model = om.OpModel(calibration(*three_states()))
+    # M = 16 is outside the cold grid (M <= 4): a compute-bound shape, placed between hot and warm
+    far = model.estimate(query(16.0, 1e12))
+    assert not far.extrapolated and far.state == "warm"
+    # with only a warm grid, every distance gets it
+    only_warm = om.OpModel(calibration(three_states()[1]))
+    assert only_warm.estimate(query(1.0, 1e12)).time_s == pytest.approx(2e-6)
 
 
 def test_fallbacks_are_related_families_best_first():
@@ -195,32 +227,24 @@ def test_calibration_result_round_trips_through_json():
 # ---------------------------------------------------------------------------- cache states
 
 
-def test_weights_read_once_per_step_are_cold_when_the_step_streams_more_than_the_cache():
+def test_weights_read_once_per_step_are_a_step_away():
     # each call reads its own 400-byte weight (main operand) and a 10-byte activation
     calls = [
         om.Touches(reads=((i, 400), (100 + i, 10)), writes=((200 + i, 10),), main=(0,)) for i in range(4)
     ]
-    # last-level cache 1000 bytes (cold beyond 500), no L2 rule: a step of 1680 bytes -> cold
-    assert om.cache_states(calls, llc_bytes=1000) == ["cold"] * 4
-    # a cache that holds the step: warm; an L2 that holds it too (1.5 × 1200 > 1680): hot
-    assert om.cache_states(calls, llc_bytes=100_000) == ["warm"] * 4
-    assert om.cache_states(calls, llc_bytes=100_000, l2_bytes=1200) == ["hot"] * 4
+    step = 4 * (400 + 10 + 10)
+    assert om.reuse_distances(calls) == [(step, 400.0)] * 4
 
 
-def test_a_kv_cache_with_one_new_row_written_is_cold_except_for_that_row():
+def test_a_kv_cache_counts_from_its_last_full_read_not_the_new_row():
     weights = om.Touches(reads=((1, 5000),), writes=((2, 10),), main=(0,))
     write_row = om.Touches(reads=((3, 10),), writes=((9, 10),))
     read_cache = om.Touches(reads=((4, 10), (9, 100)), writes=((5, 10),), main=(1,))
-    step = [weights, write_row, read_cache]
-    # 90 of the cache's 100 bytes were last read a whole step (5000+ bytes) ago: cold
-    assert om.cache_states(step, llc_bytes=1000)[2] == "cold"
-    # the same step on a cache large enough for everything: warm (and the row-writing op, which
-    # has no main operand, reads what was just written: hot)
-    assert om.cache_states(step, llc_bytes=100_000) == ["warm", "hot", "warm"]
-
-
-def test_an_op_without_a_main_operand_is_hot():
-    assert om.cache_states([om.Touches(reads=((1, 10**9),), writes=((2, 10),))], llc_bytes=1) == ["hot"]
+    distances = om.reuse_distances([weights, write_row, read_cache])
+    # from the last full read of the cache (a step ago) to this one: the bytes the calls touched in
+    # between (the same call's other operand, read first, is not counted)
+    assert distances[2] == (100 + 10 + 5000 + 10 + 10 + 10, 100.0)
+    assert distances[1] == (None, 0.0)  # no main operand
 
 
 # ---------------------------------------------------------------------------- accuracy

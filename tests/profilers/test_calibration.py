@@ -106,7 +106,8 @@ def test_unusable_files_are_one_line_errors(tmp_path):
         device_key="k",
         dtype="float32",
         threads=1,
-        llc_bytes=1,
+        warm_reuse_bytes=1,
+        cold_reuse_bytes=2,
         groups_done=("views",),
     )
     cal.save_calibration(empty, tmp_path / "partial.json")  # an early save of a run: kept

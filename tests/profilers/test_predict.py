@@ -108,13 +108,20 @@ def test_a_cold_matmul_family_is_used_for_a_model_larger_than_the_cache():
     warm = matmul_family()
     cold = matmul_family("cold", bandwidth=1e9)
     calibration = synthetic_calibration()
-    small_cache = pr.om.CalibrationResult(
-        **{**calibration.__dict__, "families": (*warm, *cold), "llc_bytes": 1024}
+    # the cold state sits 1 KiB of reads after the last use: every weight is beyond it
+    near = pr.om.CalibrationResult(
+        **{
+            **calibration.__dict__,
+            "families": (*warm, *cold),
+            "warm_reuse_bytes": 512,
+            "cold_reuse_bytes": 1024,
+        }
     )
-    result = pr.predict("tiny", small_cache, mode="decode", batch=1, context=8)
-    matmuls = [o for o in result.ops if o.family.endswith(".nt")]
+    ops = pr.predict("tiny", near, mode="decode", batch=1, context=8).ops
+    matmuls = [o for o in ops if o.family.endswith(".nt")]
     assert matmuls and all(o.state == "cold" for o in matmuls)
-    big_cache = pr.om.CalibrationResult(**{**small_cache.__dict__, "llc_bytes": 2**30})
-    ops = pr.predict("tiny", big_cache, mode="decode", batch=1, context=8).ops
+    # far: every weight is nearer the warm state; ops without a weight are hot
+    far = pr.om.CalibrationResult(**{**near.__dict__, "warm_reuse_bytes": 2**29, "cold_reuse_bytes": 2**40})
+    ops = pr.predict("tiny", far, mode="decode", batch=1, context=8).ops
     assert all(o.state == "warm" for o in ops if o.family.endswith(".nt"))
     assert all(o.state == "hot" for o in ops if o.category in ("elementwise", "normalization"))
