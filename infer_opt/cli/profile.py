@@ -24,6 +24,10 @@ a factory, package.module:factory or path/to/file.py:factory, returning
 (model, example_inputs) (see examples/my_model.py); or hf:<model_type>,
 built from its config with random weights (pip install 'infer-opt\\[hf]').
 
+--runs N: N independent passes over the step (each with its own warm-up), every op,
+category and the step keeping each run's median; 1 for a look, 3 or more for anything
+you will compare (infer-opt compare tests changes against the spread between runs).
+
 Examples:
 
   infer-opt profile
@@ -34,6 +38,8 @@ Examples:
 
   infer-opt profile --mode generate --new-tokens 32 --json > gen.json
 
+  infer-opt profile --threads 1 --runs 3 --out base.json
+
   infer-opt profile examples/my_model.py:make_model --by module
 """
 
@@ -41,6 +47,7 @@ MODES = ("prefill", "decode", "generate")
 GROUPS = ("op", "category", "module")
 MAX_SIZE = 1 << 20
 MAX_REPS = 10_000
+MAX_RUNS = 1000
 
 ModeOpt = Annotated[
     str,
@@ -153,6 +160,15 @@ def profile(
     ] = None,
     threads: ThreadsOpt = None,
     hf_config: HfConfigOpt = None,
+    runs: Annotated[
+        int,
+        typer.Option(
+            "--runs",
+            click_type=Count(1, MAX_RUNS),
+            help="Independent passes over the step, each with its own warm-up. 1 for a look; 3 or "
+            "more for anything you will compare.",
+        ),
+    ] = 1,
 ) -> Any:
     from infer_opt.profilers import model_profile
 
@@ -162,7 +178,8 @@ def profile(
         fit, fit_source = model_profile.resolve_fit(dev, torch_dtype, roofline, progress=update)
         result = model_profile.profile_model(
             loaded, device=dev, dtype=torch_dtype, mode=mode, context=context, new_tokens=new_tokens,
-            warmup=warmup, reps=reps, fit=fit, fit_source=fit_source, trace_path=trace, progress=update,
+            warmup=warmup, reps=reps, runs=runs, fit=fit, fit_source=fit_source, trace_path=trace,
+            progress=update,
         )  # fmt: skip
     if trace is not None:
         typer.echo(f"wrote {trace}", err=True)

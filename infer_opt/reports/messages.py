@@ -51,7 +51,50 @@ MESSAGES: dict[str, Words] = {
         if v["target_holds"]
         else "the part takes none of the time, and the target is above what the rest allows"
     ),
+    # ---- compare, ab, noise floors (cost_models/compare.py, profilers/ab.py)
+    "compared_despite_differences": lambda v: (
+        f"compared with --force although the runs differ in {', '.join(v['differences'])}"
+    ),
+    "rows_in_one_run": lambda v: (
+        f"{v['count']} {v['what']}{'s appear' if v['count'] > 1 else ' appears'} on one side only "
+        "(listed as 'only in base' / 'only in new')"
+    ),
+    "single_run": lambda v: _single_run(v),
+    "noise_floor_default": lambda v: (
+        f"no noise floor measured on this machine: single-run verdicts use the stated default "
+        f"({_pct(v['floor'])}; {_pct(v['short_floor'])} for rows under {format_duration(v['short_s'])}); "
+        "measure this machine's with an A/A: "
+        + (
+            f"infer-opt ab --base {_quote(v['command'])} --new {_quote(v['command'])}"
+            if v.get("command")
+            else "infer-opt ab with the same command as --base and --new"
+        )
+    ),
+    "noise_floor_not_saved": lambda v: f"the measured noise floor was not saved: {v['reason']}",
 }
+
+
+def _quote(command: str) -> str:
+    import shlex
+
+    return shlex.quote(command)
+
+
+def _single_run(v: Mapping[str, Any]) -> str:
+    """One run on a side: no between-run estimate, and the commands that give one."""
+    sides = " and ".join(
+        name for name, runs in (("BASE", v["runs_base"]), ("NEW", v["runs_new"])) if runs < 2
+    )
+    text = (
+        f"{sides} {'hold' if ' and ' in sides else 'holds'} one run: the spread between runs is unknown, "
+        "so no change below the noise floor gets a verdict. For a run-level test, "
+    )
+    commands = [c for c in dict.fromkeys((v.get("base_command"), v.get("new_command"))) if c]
+    if commands:
+        text += "rerun with 3 runs: " + " and ".join(commands)
+    else:
+        text += f"rerun each side with --runs 3 (infer-opt {v.get('kind', 'kernels')} ... --runs 3)"
+    return text + ", or alternate the two commands with infer-opt ab --base '…' --new '…'"
 
 
 def text(notice: Notice | str) -> str:
