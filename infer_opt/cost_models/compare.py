@@ -32,7 +32,7 @@ Headline (hyperfine's "NEW ran 1.52 ± 0.04 times faster than BASE"): for a prof
 time, tested like a row; for a kernel suite the geometric mean of the per-case speedups,
 tested on the per-run suite levels ``L = mean over cases of log(run median)`` (every case of
 a run shares that run's drift, so the runs, not the cases, are the independent units); with a
-single run, the mean of the cases' bootstrap draws plus one run's noise. When nothing is
+single run, the cases' within-run variances plus one run's noise. When nothing is
 significant, the headline is "no significant difference (within ±X%)".
 
 :func:`noise_floor` turns an A/A (the same command on both sides, alternated) into the
@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import math
 import shlex
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from statistics import NormalDist
@@ -322,16 +323,18 @@ def _log(value: float) -> float:
     return math.log(max(value, 1e-15))
 
 
-def bootstrap_log_ratios(
-    base_s: Sequence[float], new_s: Sequence[float], *, bootstrap: int = BOOTSTRAP, seed: int = 0
-) -> np.ndarray:
-    """``log(median(new*)/median(base*))`` over ``bootstrap`` resamples of each side."""
-    base = np.asarray(base_s, dtype=float)
-    new = np.asarray(new_s, dtype=float)
-    rng_base, rng_new = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
-    med_base = np.median(base[rng_base.integers(0, base.size, (bootstrap, base.size))], axis=1)
-    med_new = np.median(new[rng_new.integers(0, new.size, (bootstrap, new.size))], axis=1)
-    return np.log(np.maximum(med_new, 1e-15)) - np.log(np.maximum(med_base, 1e-15))
+def bootstrap_log_median_variance(
+    samples_s: Sequence[float], *, bootstrap: int = BOOTSTRAP, seed: int = 0
+) -> float:
+    """The variance of ``log(median)`` over ``bootstrap`` resamples of ``samples_s``. The
+    generator is seeded by ``seed`` and the samples themselves, so a side gets the same value
+    whichever side of a comparison it is on (swapping BASE and NEW swaps nothing else)."""
+    values = np.asarray(samples_s, dtype=float)
+    if values.size < 2:
+        return 0.0
+    rng = np.random.default_rng([seed, zlib.crc32(values.tobytes())])
+    medians = np.median(values[rng.integers(0, values.size, (bootstrap, values.size))], axis=1)
+    return float(np.var(np.log(np.maximum(medians, 1e-15)), ddof=1))
 
 
 def approx_log_ratio_sd(base: Measured, new: Measured) -> float:
@@ -344,16 +347,18 @@ def approx_log_ratio_sd(base: Measured, new: Measured) -> float:
     return math.sqrt(total)
 
 
-def log_ratio_draws(
+def within_run_variance(
     base: Measured, new: Measured, *, bootstrap: int = BOOTSTRAP, seed: int = 0
-) -> tuple[np.ndarray, bool]:
-    """Within-run draws of ``log(new/base)``: the bootstrap when both sides have samples,
-    else normal draws from :func:`approx_log_ratio_sd` (flagged approximate)."""
+) -> tuple[float, bool]:
+    """The within-run variance of ``log(median(new)/median(base))``: the two sides'
+    bootstrap variances added when both have samples, else :func:`approx_log_ratio_sd` squared
+    (flagged approximate)."""
     if base.samples_s and new.samples_s:
-        return bootstrap_log_ratios(base.samples_s, new.samples_s, bootstrap=bootstrap, seed=seed), False
-    center = _log(new.median_s) - _log(base.median_s)
-    rng = np.random.default_rng(seed)
-    return center + approx_log_ratio_sd(base, new) * rng.standard_normal(bootstrap), True
+        variances = (
+            bootstrap_log_median_variance(m.samples_s, bootstrap=bootstrap, seed=seed) for m in (base, new)
+        )
+        return sum(variances), False
+    return approx_log_ratio_sd(base, new) ** 2, True
 
 
 def change(ratio: float) -> float:
@@ -378,7 +383,7 @@ class Test:
 
     d: float
     se: float
-    p_value: float
+    p_value: float | None
     low: float
     high: float
     df: int | None = None
@@ -386,7 +391,7 @@ class Test:
     floor: float | None = None
 
     def significant(self, alpha: float) -> bool:
-        if self.p_value >= alpha:
+        if self.p_value is None or self.p_value >= alpha:
             return False
         return self.floor is None or change(math.exp(self.d)) >= self.floor
 
@@ -408,7 +413,7 @@ def run_level_test(
 ) -> Test:
     """Student's t on log run medians (≥ 2 a side): pooled ``s²`` raised to
     ``variance_floor``, ``se = s·√(1/n_b + 1/n_n)``, ``df = n_b + n_n − 2``."""
-    from scipy.stats import t as student
+    from scipy.special import stdtr, stdtrit
 
     nb, nn = len(base_logs), len(new_logs)
     own, df = pooled_variance(base_logs, new_logs)
@@ -417,8 +422,8 @@ def run_level_test(
     if se == 0.0:
         p = 1.0 if d == 0.0 else 0.0
         return Test(d, 0.0, p, d, d, df, 0.0)
-    p = float(2.0 * student.sf(abs(d) / se, df))
-    q = float(student.ppf(0.5 + confidence / 2.0, df))
+    p = float(2.0 * stdtr(df, -abs(d) / se))
+    q = float(stdtrit(df, 0.5 + confidence / 2.0))
     return Test(d, se, p, d - q * se, d + q * se, df, math.sqrt(own))
 
 
@@ -431,11 +436,11 @@ def normal_test(d: float, sd: float, *, floor: float, confidence: float = CONFID
     return Test(d, sd, p, d - q * sd, d + q * sd, floor=floor)
 
 
-def single_run_test(d: float, draws: np.ndarray, sigma: float, *, confidence: float = CONFIDENCE) -> Test:
-    """One run a side: ``sd² = var(within-run draws) + 2σ²``; no verdict below the floor of σ."""
-    within = float(np.var(draws, ddof=1)) if draws.size > 1 else 0.0
-    sd = math.sqrt(within + 2.0 * sigma**2)
-    return normal_test(d, sd, floor=floor_of_sigma(sigma), confidence=confidence)
+def single_run_test(d: float, within: float, sigma: float, *, confidence: float = CONFIDENCE) -> Test:
+    """One run a side: ``sd² = within-run variance + 2σ²``; no verdict below the floor of σ."""
+    return normal_test(
+        d, math.sqrt(within + 2.0 * sigma**2), floor=floor_of_sigma(sigma), confidence=confidence
+    )
 
 
 def _side(m: Measured) -> SideStats:
@@ -455,19 +460,22 @@ def test_pair(
     seed: int = 0,
     noise: Noise | None = None,
     family_variance: float = 0.0,
-) -> tuple[Test, np.ndarray, bool]:
-    """The test of ``log(new/base)`` for one row, its within-run draws (for a single-run
-    headline) and whether they are approximate: run level when both sides hold ≥ 2 runs,
-    else single run."""
+) -> tuple[Test, float, bool]:
+    """The test of ``log(new/base)`` for one row, the variance of its estimate that a
+    single-run headline adds up (within-run; a run-level row gives its ``se²``) and whether
+    that is approximate: run level when both sides hold ≥ 2 runs, else single run (no verdict
+    with fewer than two samples on a side: nothing shows their spread)."""
     noise = noise or Noise()
-    draws, approximate = log_ratio_draws(base, new, bootstrap=bootstrap, seed=seed)
     if len(base.runs) >= 2 and len(new.runs) >= 2:
         floor_var = max(family_variance, noise.variance_floor(base.floor_key))
         test = run_level_test(_logs(base), _logs(new), variance_floor=floor_var, confidence=confidence)
-        return test, draws, False
+        return test, test.se**2, False
+    within, approximate = within_run_variance(base, new, bootstrap=bootstrap, seed=seed)
     sigma = noise.sigma(base.floor_key, min(base.median_s, new.median_s))
-    d = _log(new.median_s) - _log(base.median_s)
-    return single_run_test(d, draws, sigma, confidence=confidence), draws, approximate
+    test = single_run_test(_log(new.median_s) - _log(base.median_s), within, sigma, confidence=confidence)
+    if min(base.n, new.n) < 2:
+        test = replace(test, p_value=None)
+    return test, within, approximate
 
 
 def compare_pair(
@@ -481,9 +489,9 @@ def compare_pair(
     seed: int = 0,
     noise: Noise | None = None,
     family_variance: float = 0.0,
-) -> tuple[CompareRow, np.ndarray]:
-    """One row present on both sides (:func:`test_pair`), and its within-run draws."""
-    test, draws, approximate = test_pair(
+) -> tuple[CompareRow, float]:
+    """One row present on both sides (:func:`test_pair`), and its within-run variance."""
+    test, within, approximate = test_pair(
         base, new, confidence=confidence, bootstrap=bootstrap, seed=seed, noise=noise,
         family_variance=family_variance,
     )  # fmt: skip
@@ -508,7 +516,7 @@ def compare_pair(
         between_run_cv=test.spread,
         floor=test.floor,
     )
-    return row, draws
+    return row, within
 
 
 def _unique(rows: Sequence[Measured]) -> list[Measured]:
@@ -541,9 +549,9 @@ def compare_rows(
     bootstrap: int = BOOTSTRAP,
     seed: int = 0,
     noise: Noise | None = None,
-) -> tuple[list[CompareRow], dict[str, np.ndarray]]:
+) -> tuple[list[CompareRow], dict[str, float]]:
     """Match rows by key: rows on both sides compared (base order, then rows only in NEW);
-    returns the rows and each matched row's within-run draws of ``log(new/base)``."""
+    returns the rows and each matched row's within-run variance of ``log(new/base)``."""
     _validate(alpha, threshold, confidence, bootstrap)
     base, new = _unique(base), _unique(new)
     new_by_key = {m.key: m for m in new}
@@ -551,7 +559,7 @@ def compare_rows(
     families = family_variances((b, new_by_key[b.key]) for b in base if b.key in new_by_key)
     opts = {"alpha": alpha, "threshold": threshold, "confidence": confidence, "bootstrap": bootstrap}
     rows: list[CompareRow] = []
-    draws: dict[str, np.ndarray] = {}
+    within: dict[str, float] = {}
     for i, b in enumerate(base):
         n = new_by_key.get(b.key)
         if n is None:
@@ -560,9 +568,9 @@ def compare_rows(
         family = families.get(b.group, 0.0)
         row, d = compare_pair(b, n, seed=seed + i, noise=noise, family_variance=family, **opts)
         rows.append(row)
-        draws[b.key] = d
+        within[b.key] = d
     rows.extend(_only(n, ONLY_NEW) for n in new if n.key not in base_keys)
-    return rows, draws
+    return rows, within
 
 
 def _only(m: Measured, where: str) -> CompareRow:
@@ -651,7 +659,7 @@ def full_keys(rows: Sequence[Measured]) -> set[str]:
 
 def geometric_mean_headline(
     rows: Sequence[CompareRow],
-    draws: Mapping[str, np.ndarray],
+    within: Mapping[str, float],
     *,
     alpha: float = ALPHA,
     threshold: float = THRESHOLD,
@@ -660,8 +668,8 @@ def geometric_mean_headline(
     levels: tuple[Sequence[float], Sequence[float]] | None = None,
 ) -> Headline:
     """Geometric mean of the per-case speedups over the cases on both sides. With ≥ 2 suite
-    levels a side (:func:`suite_levels`), a run-level t test on them; else the mean of the
-    cases' within-run draws plus one run's noise (single run)."""
+    levels a side (:func:`suite_levels`), a run-level t test on them; else single run: the
+    cases' within-run variances (independent: ``Σ var_i / n²``) plus one run's noise."""
     noise = noise or Noise()
     matched = [r for r in rows if r.speedup is not None]
     if not matched:
@@ -674,8 +682,8 @@ def geometric_mean_headline(
         )
         runs = (len(levels[0]), len(levels[1]))
         return headline_from_test(what, test, alpha=alpha, threshold=threshold, runs=runs, cases=len(matched))
-    within = np.mean(np.stack([draws[r.key] for r in matched]), axis=0)
-    test = single_run_test(d, within, noise.headline_sigma(), confidence=confidence)
+    variance = math.fsum(within[r.key] for r in matched) / len(matched) ** 2
+    test = single_run_test(d, variance, noise.headline_sigma(), confidence=confidence)
     runs = (min(r.runs_base for r in matched), min(r.runs_new for r in matched))
     return headline_from_test(
         what, test, alpha=alpha, threshold=threshold, runs=runs,
@@ -889,7 +897,7 @@ def _sides(kind: str, results: Sequence[Any]) -> tuple[list[list[Measured]], lis
 
 def _kernel_headline(
     rows: list[CompareRow],
-    draws: Mapping[str, np.ndarray],
+    within: Mapping[str, float],
     per_base: list[list[Measured]],
     per_new: list[list[Measured]],
     noise: Noise,
@@ -902,7 +910,7 @@ def _kernel_headline(
     if common:
         levels = (suite_levels(per_base, common), suite_levels(per_new, common))
     return geometric_mean_headline(
-        rows, draws, alpha=opts["alpha"], threshold=opts["threshold"], confidence=opts["confidence"],
+        rows, within, alpha=opts["alpha"], threshold=opts["threshold"], confidence=opts["confidence"],
         noise=noise, levels=levels,
     )  # fmt: skip
 
@@ -983,7 +991,7 @@ def compare_results(
     opts = {"alpha": alpha, "threshold": threshold, "confidence": confidence, "bootstrap": bootstrap}
     per_base, steps_b, cats_b = _sides(kind, bases)
     per_new, steps_n, cats_n = _sides(kind, news)
-    rows, draws = compare_rows(
+    rows, within = compare_rows(
         merge_sides(per_base), merge_sides(per_new), seed=seed + 1, noise=noise, **opts
     )
     categories: list[CompareRow] = []
@@ -992,7 +1000,7 @@ def compare_results(
         headline = pair_headline("median step time", steps_b[0], steps_n[0], seed=seed, noise=noise, **opts)
         subject = _profile_subject(bases[0])
     else:
-        headline = _kernel_headline(rows, draws, per_base, per_new, noise, opts)
+        headline = _kernel_headline(rows, within, per_base, per_new, noise, opts)
         subject = f"kernel suite {bases[0].suite}, {bases[0].dtype} on {bases[0].device_name}"
     return CompareResult(
         compared=kind,
