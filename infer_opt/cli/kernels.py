@@ -193,6 +193,10 @@ def run_suite_cli(
     kind = "cuda" if devices.is_cuda(dev) else "cpu"
     known = kernels.all_cases(kind, suite)
     cases = kernels.select(known, only)
+    if previous is not None:
+        kernels.check_resumable(previous, dev, torch_dtype, settings, suite)
+        held = sum(1 for r in previous.rows if r.runs >= max(runs, previous.runs) or r.time_s is None)
+        typer.echo(f"resuming: {held} case(s) already measured in every run", err=True)
     with progress_bar(label) as update:
         return kernels.run_passes(
             cases, dev, torch_dtype, settings, runs=runs, suite=suite, all_known=known, previous=previous,
@@ -287,9 +291,6 @@ def kernels_command(
     previous = _previous(resume)
     if resume is not None and resume not in output.out:
         output = replace(output, out=(*output.out, resume))
-    if previous is not None:
-        held = sum(1 for r in previous.rows if r.runs >= max(runs, previous.runs) or r.time_s is None)
-        typer.echo(f"resuming {resume}: {held} case(s) already measured in every run", err=True)
     result = run_suite_cli(
         device=device, dtype=dtype, suite=suite, only=only, settings=settings, threads=threads,
         on_row=output.save_partial, runs=runs, previous=previous,

@@ -862,27 +862,45 @@ def _check_kinds(bases: list[Any], news: list[Any], base_name: str, new_name: st
     return kind
 
 
-def rerun_command(command: str, runs: int = SUGGESTED_RUNS) -> str:
-    """``command`` (an infer-opt command line as a saved file records it) with ``--runs N``
-    set; ``""`` when no command was recorded."""
-    if not command:
-        return ""
-    try:
-        argv = shlex.split(command)
-    except ValueError:
-        return ""
+def _drop_options(argv: list[str], names: tuple[str, ...]) -> list[str]:
+    """``argv`` without the options ``names`` and their values (``--out F`` or ``--out=F``)."""
     out: list[str] = []
     skip = False
     for arg in argv:
         if skip:
             skip = False
-            continue
-        if arg == "--runs":
+        elif arg in names:
             skip = True
-            continue
-        if not arg.startswith("--runs="):
+        elif not any(arg.startswith(f"{name}=") for name in names):
             out.append(arg)
-    return shlex.join([*out, "--runs", str(runs)])
+    return out
+
+
+def _split(command: str) -> list[str] | None:
+    try:
+        return shlex.split(command) if command else None
+    except ValueError:
+        return None
+
+
+def rerun_command(command: str, runs: int = SUGGESTED_RUNS) -> str:
+    """``command`` (an infer-opt command line as a saved file records it) with ``--runs N``
+    set; ``""`` when no command was recorded."""
+    argv = _split(command)
+    if argv is None:
+        return ""
+    return shlex.join([*_drop_options(argv, ("--runs",)), "--runs", str(runs)])
+
+
+def ab_command(base: str, new: str) -> str:
+    """The ``infer-opt ab`` line alternating two recorded commands (their ``--out`` files
+    dropped: ab writes its own); ``""`` unless both were recorded."""
+    argvs = [_split(c) for c in (base, new)]
+    if any(a is None for a in argvs):
+        return ""
+    drop = ("--out", "-o", "--resume", "--runs")
+    base_cmd, new_cmd = (shlex.join(_drop_options(a, drop)) for a in argvs)  # type: ignore[arg-type]
+    return shlex.join(["infer-opt", "ab", "--base", base_cmd, "--new", new_cmd])
 
 
 def _sides(kind: str, results: Sequence[Any]) -> tuple[list[list[Measured]], list[Measured], list[Measured]]:
@@ -940,6 +958,7 @@ def _compare_notices(
                     "runs_new": headline.runs_new,
                     "base_command": rerun_command(commands[0]),
                     "new_command": rerun_command(commands[1]),
+                    "ab_command": ab_command(*commands),
                     "kind": kind,
                 },
             )
@@ -952,7 +971,7 @@ def _compare_notices(
                         "floor": DEFAULT_FLOOR,
                         "short_floor": DEFAULT_FLOOR_SHORT,
                         "short_s": SHORT_ROW_S,
-                        "command": commands[0],
+                        "command": ab_command(commands[0], commands[0]),
                     },
                 )
             )

@@ -830,6 +830,20 @@ def resume_differences(previous: KernelSuiteResult, current: KernelSuiteResult) 
     return out
 
 
+def check_resumable(
+    previous: KernelSuiteResult, dev: Any, dtype: Any, settings: SuiteSettings, suite: str
+) -> None:
+    """Refuse (naming ``resume``) a saved result of another device, threads, dtype, suite or
+    timing settings: its rows cannot be pooled with this run's."""
+    diff = resume_differences(previous, empty_result(dev, dtype, settings, suite))
+    if diff:
+        raise InvalidInput(
+            "resume",
+            f"{previous.suite} suite, {previous.device_key}",
+            f"the file was measured with another setup: {', '.join(diff)} (use a new --out file)",
+        )
+
+
 def _needs_pass(row: KernelRow | None, index: int) -> bool:
     """Whether a case is timed in pass ``index``: never measured, or timed in at most
     ``index`` runs so far (a case that could not be timed is not retried)."""
@@ -865,12 +879,7 @@ def run_passes(
     merged: dict[str, KernelRow] = {}
     wall = [0.0]
     if previous is not None:
-        diff = resume_differences(previous, skeleton)
-        if diff:
-            raise InvalidInput(
-                "resume", f"{previous.suite} suite, {previous.device_key}",
-                f"the file was measured with another setup: {', '.join(diff)} (use a new --out file)",
-            )  # fmt: skip
+        check_resumable(previous, dev, dtype, settings, suite)
         merged = {r.key: r for r in previous.rows if r.key in set(order)}
         skeleton = replace(skeleton, runs=max(runs, previous.runs))
         wall[0] = previous.wall_s

@@ -135,7 +135,7 @@ def _noise_line(result: CompareResult) -> str:
     source = {
         "measured": f"measured by an A/A on this machine ({result.noise_where})",
         "given": "--noise-floor",
-        "default": "the stated default: no A/A measured here (infer-opt ab)",
+        "default": "the stated default; no A/A measured here",
     }.get(result.noise_source, result.noise_source)
     if h.floor is not None:
         return (

@@ -63,21 +63,11 @@ MESSAGES: dict[str, Words] = {
     "noise_floor_default": lambda v: (
         f"no noise floor measured on this machine: single-run verdicts use the stated default "
         f"({_pct(v['floor'])}; {_pct(v['short_floor'])} for rows under {format_duration(v['short_s'])}); "
-        "measure this machine's with an A/A: "
-        + (
-            f"infer-opt ab --base {_quote(v['command'])} --new {_quote(v['command'])}"
-            if v.get("command")
-            else "infer-opt ab with the same command as --base and --new"
-        )
+        "measure this machine's with an A/A (the same command as --base and --new)"
+        + (f": {v['command']}" if v.get("command") else "")
     ),
     "noise_floor_not_saved": lambda v: f"the measured noise floor was not saved: {v['reason']}",
 }
-
-
-def _quote(command: str) -> str:
-    import shlex
-
-    return shlex.quote(command)
 
 
 def _single_run(v: Mapping[str, Any]) -> str:
@@ -94,7 +84,8 @@ def _single_run(v: Mapping[str, Any]) -> str:
         text += "rerun with 3 runs: " + " and ".join(commands)
     else:
         text += f"rerun each side with --runs 3 (infer-opt {v.get('kind', 'kernels')} ... --runs 3)"
-    return text + ", or alternate the two commands with infer-opt ab --base '…' --new '…'"
+    ab = v.get("ab_command") or "infer-opt ab --base '…' --new '…'"
+    return f"{text}, or alternate the two commands: {ab}"
 
 
 def text(notice: Notice | str) -> str:
