@@ -172,10 +172,10 @@ def _columns(result: CompareResult, first: str, detail: str | None) -> list[Colu
         Column("new_s", "New", format_duration, csv_header="new_median_s"),
         Column("ratio", "New/Base", _ratio, csv_header="ratio_new_over_base"),
         Column("ci", f"{100 * result.confidence:g}% CI", csv_header="ratio_ci"),
-        Column("runs_base", "Runs base", csv_header="runs_base"),
-        Column("runs_new", "Runs new", csv_header="runs_new"),
+        Column("runs", "Runs", align="right", csv_header="runs_base+new"),
         Column("spread", "Spread", _pct, csv_header="between_run_cv"),
         Column("p_value", "p", _p, csv_header="p_value"),
+        Column("q_value", "p adj.", _p, csv_header="p_adjusted"),
         Column("verdict", "Verdict", align="left", csv_header="verdict"),
     ]
 
@@ -193,10 +193,10 @@ def _table(
             "new_s": r.new.median_s if r.new else None,
             "ratio": r.ratio,
             "ci": _interval(r),
-            "runs_base": r.runs_base if r.base else None,
-            "runs_new": r.runs_new if r.new else None,
+            "runs": f"{r.runs_base if r.base else '—'}+{r.runs_new if r.new else '—'}",
             "spread": r.between_run_cv,
             "p_value": r.p_value,
+            "q_value": r.q_value,
             "verdict": row_verdict(r),
         }
         for r in rows
@@ -217,8 +217,8 @@ def _notes(result: CompareResult) -> list[str]:
         "between-run variance pooled over both sides and at least its family's median (Spread: the row's "
         "own between-run standard deviation, ≈ CV). With one run on a side: a normal approximation from "
         "the within-run bootstrap plus one run's run-to-run noise, and no verdict under the noise floor. "
-        f"A difference counts at α = {result.alpha:g}; changes under {format_percent(result.threshold, 0)} "
-        "are 'within threshold'.",
+        f"A difference counts when p adj. (p adjusted for the table's rows, Benjamini–Hochberg) is under "
+        f"α = {result.alpha:g}; changes under {format_percent(result.threshold, 0)} are 'within threshold'.",
     ]
     if result.compared == "profile":
         notes.append(

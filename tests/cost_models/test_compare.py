@@ -81,7 +81,7 @@ def test_a_two_fold_shift_clears_the_default_floor(seed, n):
     new = _noisy(0.5e-3, n, seed + 1)
     row, _ = cm.compare_pair(_m("op", base), _m("op", new), **FAST)
     assert row.verdict == cm.FASTER and row.floor == pytest.approx(cm.DEFAULT_FLOOR)
-    assert row.ratio == pytest.approx(0.5, rel=0.05)
+    assert row.ratio == pytest.approx(0.5, rel=0.1)
     assert row.ratio_high < 1 and row.p_value < 1e-3
     slower, _ = cm.compare_pair(_m("op", new), _m("op", base), **FAST)
     assert slower.verdict == cm.SLOWER
@@ -257,10 +257,12 @@ def test_one_drifted_run_never_makes_a_verdict(drift, which, side, seed):
 @settings(max_examples=40, deadline=None)
 @given(st.floats(1.05, 1.5), st.integers(0, 2), st.integers(0, 10_000), st.booleans())
 def test_a_change_larger_than_the_drift_is_found_in_its_direction(drift, which, seed, faster):
-    """One run of NEW drifts by ``drift`` across the board; one case changes by drift² (larger
-    than the drift) in either direction: that case is flagged the right way, the rest are not."""
+    """One run of NEW drifts by ``drift`` across the board; one case changes by drift³ (larger
+    than the drift) in either direction: that case is flagged the right way, the rest are not.
+    (With 3 runs a side and its p adjusted over 9 rows, a change must stand about 8 of the
+    drift's standard errors clear: a change of drift² against the drift is not always found.)"""
     rng = np.random.default_rng(seed)
-    change = drift**2 if not faster else drift**-2
+    change = drift**3 if not faster else drift**-3
     base, new = [], []
     for i in range(9):
         runs_b = list(1e-3 * (1 + 0.003 * rng.standard_normal(3)))
@@ -273,11 +275,12 @@ def test_a_change_larger_than_the_drift_is_found_in_its_direction(drift, which, 
     assert all(r.verdict != (cm.FASTER if faster else cm.SLOWER) for r in rows[1:])
 
 
-def _aa_flag_rate(simulations: int, cases: int, seed: int) -> tuple[float, int]:
+def _aa_flags(simulations: int, cases: int, seed: int) -> tuple[float, int, int]:
     """A/A of ``cases`` cases in 3 families, 3 runs a side; each run drifts by a shared
-    log-normal factor (σ 8%), each case by its own noise (σ 2%)."""
+    log-normal factor (σ 8%), each case by its own noise (σ 2%). Returns the share of rows
+    flagged, the comparisons with any row flagged, and the headlines flagged."""
     rng = np.random.default_rng(seed)
-    flagged, headlines = 0, 0
+    flagged, any_flag, headlines = 0, 0, 0
     for _ in range(simulations):
         sides = []
         for _side in range(2):
@@ -289,20 +292,31 @@ def _aa_flag_rate(simulations: int, cases: int, seed: int) -> tuple[float, int]:
                 ]
             )
         rows, within = cm.compare_rows(*sides, **FAST)
-        flagged += sum(r.verdict in (cm.FASTER, cm.SLOWER) for r in rows)
+        count = sum(r.verdict in (cm.FASTER, cm.SLOWER) for r in rows)
+        flagged, any_flag = flagged + count, any_flag + (count > 0)
         keys = {m.key for m in sides[0]}
         levels = (cm.suite_levels([sides[0]], keys), cm.suite_levels([sides[1]], keys))
         headlines += cm.geometric_mean_headline(rows, within, levels=levels).verdict in (cm.FASTER, cm.SLOWER)
-    return flagged / (simulations * cases), headlines
+    return flagged / (simulations * cases), any_flag, headlines
 
 
-def test_aa_false_alarm_rate_is_at_most_the_nominal_alpha():
-    """Over 150 simulated A/As of 33 cases with drift shared by every case of a run, at most
-    α = 5% of the rows are flagged (the shared drift makes the flags of one A/A move together,
-    which is why the headline is tested on run levels, not on the cases)."""
-    rate, headlines = _aa_flag_rate(150, 33, seed=17)
+def test_aa_false_alarms_stay_under_the_nominal_alpha():
+    """150 simulated A/As of 33 cases, the drift shared by every case of a run: at most α of
+    the comparisons flag any case (p adjusted over the table), at most α of the rows (when a
+    large drift gets through, it flags many rows at once), and the headline (tested on run
+    levels) at about the nominal rate."""
+    rate, any_flag, headlines = _aa_flags(150, 33, seed=17)
     assert rate <= cm.ALPHA
-    assert headlines <= 0.05 * 150 + 6  # binomial(150, 0.05): mean 7.5, sd 2.7
+    assert any_flag <= 0.05 * 150 + 6  # binomial(150, 0.05): mean 7.5, sd 2.7
+    assert headlines <= 0.05 * 150 + 6
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=40))
+def test_adjusted_p_values_are_benjamini_hochberg(p_values):
+    ours = cm.adjusted_p_values(p_values)
+    assert ours == pytest.approx(stats.false_discovery_control(p_values, method="bh"))
+    assert all(q >= p * (1 - 1e-12) for q, p in zip(ours, p_values, strict=True))
 
 
 # ----------------------------------------------------------------------------- headlines
