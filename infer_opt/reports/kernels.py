@@ -88,6 +88,12 @@ def _row(row: KernelRow) -> dict[str, Any]:
     }
 
 
+def _runs(runs: int) -> str:
+    if runs < 2:
+        return ""
+    return f"; {runs} runs (each case warmed up in each, order rotated; medians pool every run)"
+
+
 _CAPTIONS = {
     "matmul": "size n: (n×n)·(n×n)",
     "elementwise": "N elements per tensor",
@@ -163,7 +169,7 @@ def build_view(result: KernelSuiteResult) -> View:
         ("Device", f"{device} [{result.device}]"),
         ("Dtype", result.dtype),
         ("Suite", result.suite),
-        ("Timing", f"{mode}; warm-up {warm}; repetitions {reps}"),
+        ("Timing", f"{mode}; warm-up {warm}; repetitions {reps}" + _runs(result.runs)),
         ("Cache flush", "on (outside the timed region)" if s.flush_cache else "off"),
         ("Cases", f"{len(timed)} timed, {len(skipped)} skipped"),
         ("Wall time", format_duration(result.wall_s)),

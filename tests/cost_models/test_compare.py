@@ -484,3 +484,19 @@ def test_noise_floor_needs_two_runs():
     with pytest.raises(InvalidInput) as err:
         cm.noise_floor([kernels()])
     assert err.value.option == "rounds"
+
+
+def test_every_notice_of_a_comparison_has_words():
+    from infer_opt.reports.messages import MESSAGES, text
+    from tests.reports.fixtures import kernels, kernels_new, profile
+
+    forced = cm.compare_results(profile(), replace(profile(), dtype="bfloat16"), force=True, **FAST)
+    single = cm.compare_results(kernels(), kernels_new(), commands=("infer-opt kernels", "infer-opt kernels"))
+    not_saved = cm.Notice("noise_floor_not_saved", {"reason": "disk full"})
+    notices = [*forced.warnings, *single.warnings, not_saved]
+    assert {n.code for n in notices} == {
+        "compared_despite_differences", "single_run", "noise_floor_default", "rows_in_one_run",
+        "noise_floor_not_saved",
+    }  # fmt: skip
+    for notice in notices:
+        assert notice.code in MESSAGES and text(notice)
