@@ -68,7 +68,8 @@ def flagged(rows: list[dict[str, Any]]) -> list[str]:
 
 def headline(result: dict[str, Any]) -> str:
     h = result["headline"]
-    return f"{h['verdict']} (speedup {h['speedup']:.3g}, CI {h['low']:.3g}–{h['high']:.3g}, p {h['p_value']:.2g})"
+    interval = f"CI {h['low']:.3g}–{h['high']:.3g}"
+    return f"{h['verdict']} (speedup {h['speedup']:.3g}, {interval}, p {h['p_value']:.2g})"
 
 
 def aa(name: str, command: list[str], folder: Path, repeat: int) -> dict[str, Any]:
@@ -120,8 +121,12 @@ def main() -> int:
         kernels += ["--only", "tiny_add,copy", "--reps", "3", "--warmup", "1"]
         profile += ["--reps", "3", "--seq-len", "16"]
         matmul += ["--reps", "3", "--warmup", "1"]
-    print(f"# {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.processor() or platform.machine()}, "
-          f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; files in {folder}")  # fmt: skip
+    machine = platform.processor() or platform.machine()
+    now = dt.datetime.now(dt.timezone.utc)
+    print(
+        f"# {now:%Y-%m-%d %H:%M} UTC, {machine}, {os.cpu_count()} CPUs, "
+        f"load {os.getloadavg()[0]:.1f}; files in {folder}"
+    )
     results = [aa("kernels", kernels, folder, i + 1) for i in range(args.repeats)]
     if not args.skip_profile:
         results += [aa("profile", profile, folder, i + 1) for i in range(args.repeats)]
