@@ -40,7 +40,7 @@ def infer_opt(*args: str) -> list[str]:
     return [sys.executable, "-m", "infer_opt", *args]
 
 
-def run(args: list[str], quiet: bool = True) -> str:
+def run(args: list[str]) -> str:
     """Run one command; its stdout (raises with its stderr when it fails)."""
     proc = subprocess.run(args, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
