@@ -30,6 +30,7 @@ from typing import Literal
 import numpy as np
 
 from infer_opt.errors import InvalidInput
+from infer_opt.notices import Notice
 from infer_opt.results import Result
 
 Cost = Literal["linear", "quadratic"]
@@ -365,6 +366,8 @@ class BucketsResult(Result):
     unbucketed_max: int | None = None
     batch: BatchPadding | None = None
     optimization: Optimization | None = None
+    #: ``lengths_unbucketed`` (lengths above the largest bound, left out of every expectation)
+    warnings: tuple[Notice, ...] = ()
 
 
 # ----------------------------------------------------------------------------- analysis
@@ -491,7 +494,20 @@ def analyze(
         unbucketed_max=assignment.unbucketed_max,
         batch=batch_padding(v, c, b, batch_size) if batch_size > 1 else None,
         optimization=optimization,
+        warnings=_unbucketed_notice(assignment, bounds[-1], sample.total),
     )
+
+
+def _unbucketed_notice(assignment: Assignment, largest: int, total: int) -> tuple[Notice, ...]:
+    if not assignment.unbucketed_count:
+        return ()
+    values = {
+        "count": assignment.unbucketed_count,
+        "total": total,
+        "largest_bound": largest,
+        "max_length": assignment.unbucketed_max,
+    }
+    return (Notice("lengths_unbucketed", values),)
 
 
 # ----------------------------------------------------------------------------- bucket design

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from infer_opt.errors import InvalidInput
+from infer_opt.notices import Notice
 from infer_opt.results import Result
 
 #: a distribution's entries must sum to 1 within this (absolute) unless asked to normalise
@@ -408,6 +409,8 @@ class SpeedupResult(Result):
     best_k: int | None = None
     best_speedup: float | None = None
     curve: tuple[SweepPoint, ...] = field(default_factory=tuple)
+    #: ``verify_cost_assumed`` (c_v = c_t: no verification cost given)
+    warnings: tuple[Notice, ...] = ()
 
 
 def _rates(k: int, alpha: float | None, alphas: np.ndarray | None) -> np.ndarray:
@@ -507,7 +510,15 @@ def speculative_speedup(
         best_k=best_k,
         best_speedup=best_s,
         curve=curve,
+        warnings=cost_notices(costs),
     )
+
+
+def cost_notices(costs: Costs) -> tuple[Notice, ...]:
+    """``verify_cost_assumed`` when c_v = c_t was assumed (no verification cost given)."""
+    if not costs.verify_assumed:
+        return ()
+    return (Notice("verify_cost_assumed", {"target_s": costs.target_s}),)
 
 
 def leviathan_speedup(alpha: float, k: int, cost_ratio: float) -> float:
@@ -621,6 +632,8 @@ class PlansResult(Result):
     naive_best: str
     #: the mean of per-round ratios would order the plans differently
     naive_ranking_differs: bool
+    #: ``naive_ranking_differs`` (the mean of per-round ratios ranks the plans otherwise)
+    warnings: tuple[Notice, ...] = ()
 
 
 def compare_plans(rounds: Sequence[PlanRound]) -> PlansResult:
@@ -662,11 +675,16 @@ def compare_plans(rounds: Sequence[PlanRound]) -> PlansResult:
         )
         for plan, n_rounds, total_t, total_n, cost, naive in order
     )
+    differs = [x[0] for x in order] != [x[0] for x in naive_order]
+    best, naive_best = order[0][0], naive_order[0][0]
     return PlansResult(
         plans=stats,
-        best=order[0][0],
-        naive_best=naive_order[0][0],
-        naive_ranking_differs=[x[0] for x in order] != [x[0] for x in naive_order],
+        best=best,
+        naive_best=naive_best,
+        naive_ranking_differs=differs,
+        warnings=(Notice("naive_ranking_differs", {"best": best, "naive_best": naive_best}),)
+        if differs
+        else (),
     )
 
 
@@ -703,6 +721,8 @@ class MetricsResult(Result):
     round_time_s: float | None = None
     speedup: float | None = None
     cost_per_token_s: float | None = None
+    #: ``short_drafts`` (later positions' rates biased low), ``verify_cost_assumed``
+    warnings: tuple[Notice, ...] = ()
 
 
 def _count(option: str, value: object, what: str) -> int:
@@ -790,4 +810,15 @@ def rates_from_counts(
         round_time_s=round_time,
         speedup=speed,
         cost_per_token_s=per_token,
+        warnings=_metrics_notices(short, draft_tokens, drafts, k, costs),
     )
+
+
+def _metrics_notices(
+    short: bool, draft_tokens: int | None, drafts: int, k: int, costs: Costs | None
+) -> tuple[Notice, ...]:
+    found = cost_notices(costs) if costs is not None else ()
+    if short:
+        values = {"draft_tokens": draft_tokens, "drafts": drafts, "k": k}
+        found = (Notice("short_drafts", values), *found)
+    return found
