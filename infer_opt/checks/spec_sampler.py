@@ -46,6 +46,7 @@ import numpy as np
 
 from infer_opt.cost_models import speculative as calc
 from infer_opt.errors import InvalidInput
+from infer_opt.notices import Notice
 from infer_opt.results import Result
 
 Rule = Literal["exact", "resample-p"]
@@ -654,6 +655,8 @@ class SpeculativeVerifyResult(Result):
     significance: float = SIGNIFICANCE
     exact_tolerance: float = EXACT_TOLERANCE
     sigma_limit: float = SIGMA_LIMIT
+    #: ``wrong_rule_missed_by_sampling`` (only exact enumeration saw the wrong rule)
+    warnings: tuple[Notice, ...] = ()
 
 
 def random_pair(
@@ -836,4 +839,7 @@ def verify_sampler(
         mean_kv_kept=float(np.dot(np.arange(k + 1), mc_exact.accepted_hist)) / trials,
         mean_emitted=mc_exact.emitted_sum / trials,
         alpha_target=alpha_target,
+        warnings=(Notice("wrong_rule_missed_by_sampling", {"trials": trials}),)
+        if wrong.exact_differs and not wrong.chi2_rejects
+        else (),
     )
