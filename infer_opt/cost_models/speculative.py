@@ -780,11 +780,7 @@ def rates_from_counts(
             )
         short = draft_tokens < drafts * k
     denominator = draft_tokens if draft_tokens is not None else drafts * k
-    previous = drafts
-    positions = []
-    for i, a in enumerate(acc):
-        positions.append(PositionRate(i + 1, a, a / drafts, a / previous if previous > 0 else None))
-        previous = a
+    positions = _positions(drafts, acc)
     mean_acc = math.fsum(a / drafts for a in acc)
     e_n = 1.0 + mean_acc
     round_time = speed = per_token = None
@@ -800,7 +796,7 @@ def rates_from_counts(
     return MetricsResult(
         drafts=drafts,
         accepted_per_position=tuple(acc),
-        positions=tuple(positions),
+        positions=positions,
         expected_tokens=e_n,
         mean_accepted=mean_acc,
         draft_acceptance_rate=total_acc / denominator if denominator > 0 else None,
@@ -811,6 +807,15 @@ def rates_from_counts(
         speedup=speed,
         cost_per_token_s=per_token,
         warnings=_metrics_notices(short, draft_tokens, drafts, k, costs),
+    )
+
+
+def _positions(drafts: int, acc: Sequence[int]) -> tuple[PositionRate, ...]:
+    """``u_i = acc_i/drafts`` and ``α_i = acc_i/acc_{i-1}`` (acc_0 = drafts; None after a 0)."""
+    previous = [drafts, *acc[:-1]]
+    return tuple(
+        PositionRate(i + 1, a, a / drafts, a / before if before > 0 else None)
+        for i, (a, before) in enumerate(zip(acc, previous, strict=True))
     )
 
 
