@@ -41,6 +41,23 @@ app = typer.Typer(help=HELP, invoke_without_command=True, no_args_is_help=False)
 DurationS = Duration("s")
 DurationMs = Duration("ms")
 
+#: options ``amortize`` and ``amortize measure`` share: calls per bucket from a length sample
+LengthsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--lengths",
+        click_type=InputFile(allow_stdin=True),
+        help="Length sample giving the calls per bucket: one integer per line, or CSV with "
+        "length[,count] ('-' = stdin).",
+    ),
+]
+RequestsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--requests", click_type=Count(1), help="With --lengths: scale the sample to N calls in total."
+    ),
+]
+
 
 @app.callback(invoke_without_command=True, help=HELP)
 @with_output(plot=True)
@@ -74,20 +91,8 @@ def amortize(
             help="Per-bucket CSV: bucket,compile_s,calls + eager_ms,compiled_ms or saving_ms.",
         ),
     ] = None,
-    lengths: Annotated[
-        Path | None,
-        typer.Option(
-            "--lengths",
-            click_type=InputFile(allow_stdin=True),
-            help="Length sample giving calls per bucket (bucket column = upper bound).",
-        ),
-    ] = None,
-    requests: Annotated[
-        int | None,
-        typer.Option(
-            "--requests", click_type=Count(1), help="With --lengths: scale the sample to N calls in total."
-        ),
-    ] = None,
+    lengths: LengthsOpt = None,
+    requests: RequestsOpt = None,
 ) -> Result | None:
     if ctx.invoked_subcommand is not None:
         return None

@@ -153,59 +153,67 @@ SPEEDUP_HELP = (
 )
 
 
+KOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--k",
+        click_type=Count(1, model.MAX_K),
+        help="Draft length k, an integer >= 1 (default: the length of --alphas).",
+    ),
+]
+AlphaOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--alpha", click_type=Number(0, 1), help="Constant per-position acceptance rate α in [0, 1]."
+    ),
+]
+AlphasOpt = Annotated[
+    Any,
+    typer.Option(
+        "--alphas",
+        click_type=NumberList(low=0, high=1),
+        help="Per-position conditional rates α_1,…,α_k in [0, 1] (longer lists for --sweep-k/--plot).",
+    ),
+]
+BudgetOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--budget",
+        click_type=Count(1),
+        help="Tokens left before a length limit, L >= 1: report the expected min(N, L).",
+    ),
+]
+SweepKOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--sweep-k",
+        click_type=Count(1, model.MAX_K),
+        help="Sweep k = 1..KMAX and report the best draft length.",
+    ),
+]
+PlotGridOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--plot-grid",
+        click_type=OutputFile(check=png_name),
+        help="Write a heat map of S over (α, k) to FILE.png.",
+    ),
+]
+
+
 @with_output(plot=True)
 def speedup(
-    k: Annotated[
-        int | None,
-        typer.Option(
-            "--k",
-            click_type=Count(1, model.MAX_K),
-            help="Draft length k, an integer >= 1 (default: the length of --alphas).",
-        ),
-    ] = None,
-    alpha: Annotated[
-        float | None,
-        typer.Option(
-            "--alpha", click_type=Number(0, 1), help="Constant per-position acceptance rate α in [0, 1]."
-        ),
-    ] = None,
-    alphas: Annotated[
-        Any,
-        typer.Option(
-            "--alphas",
-            click_type=NumberList(low=0, high=1),
-            help="Per-position conditional rates α_1,…,α_k in [0, 1] (longer lists for --sweep-k/--plot).",
-        ),
-    ] = None,
+    k: KOpt = None,
+    alpha: AlphaOpt = None,
+    alphas: AlphasOpt = None,
     target_cost: TargetCostOpt = None,
     draft_cost: DraftCostOpt = None,
     verify_cost: VerifyCostOpt = None,
     verify_cost_model: VerifyModelOpt = None,
     overhead: OverheadOpt = 0.0,
-    budget: Annotated[
-        int | None,
-        typer.Option(
-            "--budget",
-            click_type=Count(1),
-            help="Tokens left before a length limit, L >= 1: report the expected min(N, L).",
-        ),
-    ] = None,
-    sweep_k: Annotated[
-        int | None,
-        typer.Option(
-            "--sweep-k",
-            click_type=Count(1, model.MAX_K),
-            help="Sweep k = 1..KMAX and report the best draft length.",
-        ),
-    ] = None,
-    plot_grid: Annotated[
-        Path | None,
-        typer.Option(
-            "--plot-grid",
-            click_type=OutputFile(check=png_name),
-            help="Write a heat map of S over (α, k) to FILE.png.",
-        ),
-    ] = None,
+    budget: BudgetOpt = None,
+    sweep_k: SweepKOpt = None,
+    plot_grid: PlotGridOpt = None,
     *,
     output: Output,
 ) -> model.SpeedupResult:
