@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from infer_opt.cli.common import read_text
+from infer_opt.cli.common import option, read_text
 from infer_opt.cli.output import Outcome, with_output
 from infer_opt.cli.types import Choice, Count, Duration, InputFile, Parsed
 from infer_opt.cost_models import bucketing as model
@@ -55,66 +55,48 @@ FileArg = Annotated[
         help="Length sample: one integer per line, or CSV with 'length' (optional 'count'); '-' = stdin.",
     ),
 ]
-BoundsOpt = Annotated[
-    Any,
-    typer.Option(
-        "--bounds", "-b", click_type=Bounds(), help="Bucket upper bounds, strictly increasing: 128,256,512."
-    ),
-]
-BatchSizeOpt = Annotated[
+BoundsOpt = option(
+    Any, "--bounds", "-b", parse=Bounds(), help="Bucket upper bounds, strictly increasing: 128,256,512."
+)
+BatchSizeOpt = option(
     int,
-    typer.Option(
-        "--batch-size",
-        "-n",
-        click_type=Count(1, MAX_BATCH),
-        help="Batch size n: batches pad to their longest member.",
-    ),
-]
-AllowUnbucketedOpt = Annotated[
+    "--batch-size",
+    "-n",
+    parse=Count(1, MAX_BATCH),
+    help="Batch size n: batches pad to their longest member.",
+)
+AllowUnbucketedOpt = option(
     bool,
-    typer.Option(
-        "--allow-unbucketed",
-        help="Report lengths above the largest bound apart (counted, left out of the expectations).",
-    ),
-]
-OptimizeOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--optimize", "-k", click_type=Count(1), help="Find the K bounds with the least expected waste."
-    ),
-]
-CostOpt = Annotated[
+    "--allow-unbucketed",
+    help="Report lengths above the largest bound apart (counted, left out of the expectations).",
+)
+OptimizeOpt = option(
+    int | None, "--optimize", "-k", parse=Count(1), help="Find the K bounds with the least expected waste."
+)
+CostOpt = option(
     str,
-    typer.Option(
-        "--cost",
-        click_type=Choice(tuple(model.COST_POWER)),
-        help="Waste --optimize minimises: linear (tokens) or quadratic (tokens²).",
-    ),
-]
-CompileCostOpt = Annotated[
+    "--cost",
+    parse=Choice(tuple(model.COST_POWER)),
+    help="Waste --optimize minimises: linear (tokens) or quadratic (tokens²).",
+)
+CompileCostOpt = option(
     float | None,
-    typer.Option(
-        "--compile-cost",
-        click_type=Duration("s"),
-        help="With --optimize: compile cost per bucket (bare number = s).",
-    ),
-]
-TokenCostOpt = Annotated[
+    "--compile-cost",
+    parse=Duration("s"),
+    help="With --optimize: compile cost per bucket (bare number = s).",
+)
+TokenCostOpt = option(
     float | None,
-    typer.Option(
-        "--token-cost",
-        click_type=Duration("us"),
-        help="With --optimize: time per padded token (token² if quadratic; bare = µs).",
-    ),
-]
-RequestsOpt = Annotated[
+    "--token-cost",
+    parse=Duration("us"),
+    help="With --optimize: time per padded token (token² if quadratic; bare = µs).",
+)
+RequestsOpt = option(
     int | None,
-    typer.Option(
-        "--requests",
-        click_type=Count(1),
-        help="Requests the compile cost is spread over (default: the sample size).",
-    ),
-]
+    "--requests",
+    parse=Count(1),
+    help="Requests the compile cost is spread over (default: the sample size).",
+)
 
 
 @with_output(plot=True)
