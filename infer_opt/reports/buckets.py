@@ -4,7 +4,7 @@ per-bucket table, and (with ``--optimize``) the ladders compared and the choice 
 from __future__ import annotations
 
 from infer_opt.cost_models.bucketing import BatchPadding, BucketsResult, Optimization
-from infer_opt.reports.view import Column, Table, View
+from infer_opt.reports.view import Column, Table, View, rows_of
 from infer_opt.units import format_duration, format_number, format_percent, format_ratio
 
 BATCH_NOTE = (
@@ -96,28 +96,17 @@ def _per_bucket_table(r: BucketsResult) -> Table:
         Column("bound", "Bound b", format_number, csv_header="bound"),
         Column("count", "Requests", format_number, csv_header="count"),
         Column("share", "Share", format_percent, csv_header="share"),
-        Column("mean", "Mean T", _tokens, csv_header="mean_length"),
-        Column("pad", "Mean padding b − T", _tokens, csv_header="expected_padding"),
-        Column("frac", "Padding share", format_percent, csv_header="padding_fraction"),
-        Column("pad2", "Mean b² − T²", _tokens, csv_header="expected_quadratic_padding"),
-    ]
-    rows = [
-        {
-            "range": f"{s.lower}–{s.bound}",
-            "bound": s.bound,
-            "count": s.count,
-            "share": s.share,
-            "mean": s.mean_length,
-            "pad": s.expected_padding,
-            "frac": s.padding_fraction,
-            "pad2": s.expected_quadratic_padding,
-        }
-        for s in r.per_bucket
+        Column("mean_length", "Mean T", _tokens, csv_header="mean_length"),
+        Column("expected_padding", "Mean padding b − T", _tokens, csv_header="expected_padding"),
+        Column("padding_fraction", "Padding share", format_percent, csv_header="padding_fraction"),
+        Column(
+            "expected_quadratic_padding", "Mean b² − T²", _tokens, csv_header="expected_quadratic_padding"
+        ),
     ]
     return Table(
         "Per bucket",
         columns,
-        rows,
+        rows_of(r.per_bucket, columns, range=lambda s: f"{s.lower}–{s.bound}"),
         caption="Means are per request in that bucket; padding share = Σ(b − T) / Σ b.",
         highlight={i: "muted" for i, s in enumerate(r.per_bucket) if s.count == 0},
     )
@@ -129,55 +118,33 @@ def _waste_unit(opt: Optimization) -> str:
 
 def _ladder_table(opt: Optimization) -> Table:
     waste = "b − T" if opt.cost == "linear" else "b² − T²"
-    rows = [
-        {
-            "name": row.name,
-            "k": row.buckets_used,
-            "bounds": _bounds(row.bounds),
-            "waste": row.expected_waste,
-            "rel": row.relative_waste,
-            "vs": row.ratio_to_optimal,
-        }
-        for row in opt.ladders
+    columns = [
+        Column("name", "Bounds", align="left", csv_header="name"),
+        Column("buckets_used", "Buckets used", format_number, csv_header="buckets_used"),
+        Column("bounds", "Values", align="left", csv_header="bounds"),
+        Column("expected_waste", f"Waste ({_waste_unit(opt)})", _tokens, csv_header="expected_waste"),
+        Column("relative_waste", "Relative", format_percent, csv_header="relative_waste"),
+        Column("ratio_to_optimal", "× optimal, same K", format_ratio, csv_header="ratio_to_optimal_same_k"),
     ]
     return Table(
         f"Bounds compared on {opt.cost} waste (mean {waste} per request)",
-        [
-            Column("name", "Bounds", align="left", csv_header="name"),
-            Column("k", "Buckets used", format_number, csv_header="buckets_used"),
-            Column("bounds", "Values", align="left", csv_header="bounds"),
-            Column("waste", f"Waste ({_waste_unit(opt)})", _tokens, csv_header="expected_waste"),
-            Column("rel", "Relative", format_percent, csv_header="relative_waste"),
-            Column("vs", "× optimal, same K", format_ratio, csv_header="ratio_to_optimal_same_k"),
-        ],
-        rows,
+        columns,
+        rows_of(opt.ladders, columns, bounds=lambda row: _bounds(row.bounds)),
         caption="× optimal: this waste over the exact optimum with as many used buckets.",
         highlight={0: "best"},
     )
 
 
 def _k_table(opt: Optimization) -> Table:
-    rows = [
-        {
-            "k": ch.k,
-            "waste": ch.expected_waste,
-            "waste_cost": ch.waste_cost_s,
-            "compile": ch.compile_cost_s,
-            "total": ch.total_cost_s,
-        }
-        for ch in opt.k_choices
+    columns = [
+        Column("k", "K", format_number, csv_header="k"),
+        Column("expected_waste", f"Waste ({_waste_unit(opt)})", _tokens, csv_header="expected_waste"),
+        Column("waste_cost_s", "Padding cost", format_duration, csv_header="waste_cost_s"),
+        Column("compile_cost_s", "Compile cost", format_duration, csv_header="compile_cost_s"),
+        Column("total_cost_s", "Total", format_duration, csv_header="total_cost_s"),
     ]
     return Table(
-        "Choosing K (predicted cost)",
-        [
-            Column("k", "K", format_number, csv_header="k"),
-            Column("waste", f"Waste ({_waste_unit(opt)})", _tokens, csv_header="expected_waste"),
-            Column("waste_cost", "Padding cost", format_duration, csv_header="waste_cost_s"),
-            Column("compile", "Compile cost", format_duration, csv_header="compile_cost_s"),
-            Column("total", "Total", format_duration, csv_header="total_cost_s"),
-        ],
-        rows,
-        highlight={opt.k - 1: "best"},
+        "Choosing K (predicted cost)", columns, rows_of(opt.k_choices, columns), highlight={opt.k - 1: "best"}
     )
 
 

@@ -6,7 +6,7 @@ import math
 
 from infer_opt.checks.mask_alignment import AttentionCase, AttentionCheckResult
 from infer_opt.checks.spec_sampler import RuleVerdict, SpeculativeVerifyResult
-from infer_opt.reports.view import Column, Table, View
+from infer_opt.reports.view import Column, Table, View, rows_of
 from infer_opt.units import format_number
 
 
@@ -48,20 +48,6 @@ def _attention_outcome(case: AttentionCase) -> str:
     return "NaN/inf" if not case.finite else "MISMATCH"
 
 
-def _attention_row(case: AttentionCase) -> dict[str, object]:
-    return {
-        "case": case.case,
-        "path": case.path,
-        "mask": case.mask,
-        "tq": case.tq,
-        "tk": case.tk,
-        "causal_offset": case.causal_offset,
-        "max_abs_error": None if case.error is not None else case.max_abs_error,
-        "tolerance": case.tolerance,
-        "outcome": _attention_outcome(case),
-    }
-
-
 def _attention_table(result: AttentionCheckResult) -> Table:
     columns = [
         Column("case", "Case", align="left"),
@@ -83,7 +69,12 @@ def _attention_table(result: AttentionCheckResult) -> Table:
     return Table(
         "Outputs against full softmax attention in float64",
         columns,
-        [_attention_row(c) for c in result.cases],
+        rows_of(
+            result.cases,
+            columns,
+            max_abs_error=lambda c: None if c.error is not None else c.max_abs_error,
+            outcome=_attention_outcome,
+        ),
         caption=(
             "query i sits at position q0 pos + i and must see keys 0..that position; "
             "error = max |output - float64 reference|"
@@ -164,26 +155,17 @@ def _rule_outcome(verdict: RuleVerdict) -> str:
 
 def _rules_table(result: SpeculativeVerifyResult) -> Table:
     verdicts = (result.exact, result.wrong)
-    rows = [
-        {
-            "rule": _rule_name(v.rule),
-            "exact_max_abs_error": v.exact_max_abs_error,
-            "chi2_p_value": v.chi2_p_value,
-            "chi2_sequence_p_value": v.chi2_sequence_p_value,
-            "outcome": _rule_outcome(v),
-        }
-        for v in verdicts
+    columns = [
+        Column("rule", "Correction rule", align="left"),
+        Column("exact_max_abs_error", "Exact: max |P - p|", _error, csv_header="exact_max_abs_error"),
+        Column("chi2_p_value", "χ² p (first token)", _p_value, csv_header="chi2_p_value"),
+        Column("chi2_sequence_p_value", f"χ² p ({result.k + 1}-token seq.)", _p_value),
+        Column("outcome", "Verdict", align="left"),
     ]
     return Table(
         "Output distribution against the target p",
-        [
-            Column("rule", "Correction rule", align="left"),
-            Column("exact_max_abs_error", "Exact: max |P - p|", _error, csv_header="exact_max_abs_error"),
-            Column("chi2_p_value", "χ² p (first token)", _p_value, csv_header="chi2_p_value"),
-            Column("chi2_sequence_p_value", f"χ² p ({result.k + 1}-token seq.)", _p_value),
-            Column("outcome", "Verdict", align="left"),
-        ],
-        rows,
+        columns,
+        rows_of(verdicts, columns, rule=lambda v: _rule_name(v.rule), outcome=_rule_outcome),
         caption=(
             f"exact: enumeration of every draft/verify outcome, tolerance {result.exact_tolerance:g}; "
             f"χ²: {result.trials:,} seeded rounds, reject p below {result.significance:g}"
@@ -193,28 +175,18 @@ def _rules_table(result: SpeculativeVerifyResult) -> Table:
 
 
 def _rates_table(result: SpeculativeVerifyResult) -> Table:
-    rows = [
-        {
-            "quantity": r.quantity,
-            "measured": r.measured,
-            "predicted": r.predicted,
-            "standard_error": r.standard_error,
-            "z_score": r.z_score,
-            "within": r.within,
-        }
-        for r in result.rates
+    columns = [
+        Column("quantity", "Quantity", align="left"),
+        Column("measured", "Measured (Monte-Carlo)", _rate),
+        Column("predicted", "Predicted (calculator)", _rate),
+        Column("standard_error", "Std. error", _rate),
+        Column("z_score", "z", _z),
+        Column("within", f"Within {result.sigma_limit:g} SE"),
     ]
     return Table(
         "Exact rule: measured against the calculators",
-        [
-            Column("quantity", "Quantity", align="left"),
-            Column("measured", "Measured (Monte-Carlo)", _rate),
-            Column("predicted", "Predicted (calculator)", _rate),
-            Column("standard_error", "Std. error", _rate),
-            Column("z_score", "z", _z),
-            Column("within", f"Within {result.sigma_limit:g} SE"),
-        ],
-        rows,
+        columns,
+        rows_of(result.rates, columns),
         caption="predicted: α_i = A(p_i, q_i) = Σ min(p_i, q_i), E[N] = Σ_i Π_{j≤i} α_j",
         highlight={i: "bad" for i, r in enumerate(result.rates) if not r.within},
     )

@@ -7,7 +7,7 @@ from typing import Any
 
 from infer_opt.profilers.compile_measure import AmortizeMeasureResult
 from infer_opt.profilers.spec_measure import SpecMeasureResult
-from infer_opt.reports.view import Column, Table, View
+from infer_opt.reports.view import Column, Table, View, rows_of
 from infer_opt.units import (
     format_bytes,
     format_duration,
@@ -208,30 +208,20 @@ def _break_even_meaning(alpha: float | None) -> str:
 
 
 def _break_even_table(result: SpecMeasureResult) -> Table:
-    rows = [
-        {
-            "k": b.k,
-            "round_s": b.round_time_s,
-            "need": b.required_tokens,
-            "alpha": b.alpha,
-            "meaning": _break_even_meaning(b.alpha),
-        }
-        for b in result.break_even_alpha_by_k
+    columns = [
+        Column("k", "k", csv_header="k"),
+        Column("round_time_s", "Round k·c_d + c_v + c_m", format_duration, csv_header="round_time_s"),
+        Column("required_tokens", "E[N] needed", lambda v: f"{v:.3f}", csv_header="required_tokens"),
+        Column("alpha", "Break-even α", _alpha, csv_header="break_even_alpha"),
+        Column("meaning", "Meaning", align="left", csv_header="meaning"),
     ]
+    points = result.break_even_alpha_by_k
     return Table(
         "Break-even acceptance per draft length (predicted)",
-        [
-            Column("k", "k", csv_header="k"),
-            Column("round_s", "Round k·c_d + c_v + c_m", format_duration, csv_header="round_time_s"),
-            Column("need", "E[N] needed", lambda v: f"{v:.3f}", csv_header="required_tokens"),
-            Column("alpha", "Break-even α", _alpha, csv_header="break_even_alpha"),
-            Column("meaning", "Meaning", align="left", csv_header="meaning"),
-        ],
-        rows,
+        columns,
+        rows_of(points, columns, meaning=lambda b: _break_even_meaning(b.alpha)),
         caption="Solves E[N](α) = round time / c_t (brentq on the monotone E[N]); below it S < 1.",
-        highlight={
-            i: "bad" if b.alpha is None else "muted" for i, b in enumerate(result.break_even_alpha_by_k)
-        },
+        highlight={i: "bad" if b.alpha is None else "muted" for i, b in enumerate(points)},
     )
 
 

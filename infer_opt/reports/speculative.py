@@ -9,7 +9,7 @@ from infer_opt.cost_models.speculative import (
     PlansResult,
     SpeedupResult,
 )
-from infer_opt.reports.view import Column, Table, View
+from infer_opt.reports.view import Column, Table, View, rows_of
 from infer_opt.units import format_duration, format_number, format_percent, format_ratio
 
 PREDICTION_NOTE = "Speedup and costs per token are model predictions from the costs given, not measurements."
@@ -106,29 +106,20 @@ def _position_table(result: SpeedupResult) -> Table:
 
 
 def _curve_table(result: SpeedupResult) -> Table:
-    rows = [
-        {
-            "k": p.k,
-            "expected_tokens": p.expected_tokens,
-            "round_time_s": p.round_time_s,
-            "speedup": p.speedup,
-            "cost_per_token_s": p.cost_per_token_s,
-        }
-        for p in result.curve
-    ]
     highlight = {i: "bad" for i, p in enumerate(result.curve) if p.speedup < 1}
     highlight.update({i: "best" for i, p in enumerate(result.curve) if p.k == result.best_k})
     per_round = "Tokens per round" + ("" if result.budget is None else f" (≤ L = {result.budget})")
+    columns = [
+        Column("k", "k", csv_header="k"),
+        Column("expected_tokens", per_round, _tokens, csv_header="expected_tokens"),
+        Column("round_time_s", "Round time", format_duration, csv_header="round_time_s"),
+        Column("speedup", "Speedup", format_ratio, csv_header="speedup"),
+        Column("cost_per_token_s", "Cost per token", format_duration, csv_header="cost_per_token_s"),
+    ]
     return Table(
         f"Draft length sweep (k = 1..{result.sweep_kmax})",
-        [
-            Column("k", "k", csv_header="k"),
-            Column("expected_tokens", per_round, _tokens, csv_header="expected_tokens"),
-            Column("round_time_s", "Round time", format_duration, csv_header="round_time_s"),
-            Column("speedup", "Speedup", format_ratio, csv_header="speedup"),
-            Column("cost_per_token_s", "Cost per token", format_duration, csv_header="cost_per_token_s"),
-        ],
-        rows,
+        columns,
+        rows_of(result.curve, columns),
         caption="best k in green; red: slower than plain decoding",
         highlight=highlight,
     )
@@ -195,19 +186,6 @@ def build_acceptance_view(result: AcceptanceResult) -> View:
             f" Showing the {MAX_TOKEN_ROWS} of {len(result.per_token)} tokens with the largest max(p, q); "
             "--json has every token."
         )
-    rows = [
-        {
-            "token": t.token,
-            "p": t.p,
-            "q": t.q,
-            "accept_prob": t.accept_prob,
-            "accepted_mass": t.accepted_mass,
-            "residual": t.residual,
-            "output": t.output,
-            "wrong_output": t.wrong_output,
-        }
-        for t in tokens
-    ]
     columns = [
         Column("token", "Token", csv_header="token"),
         Column("p", "p(x)", _prob, csv_header="p"),
@@ -246,27 +224,12 @@ def build_acceptance_view(result: AcceptanceResult) -> View:
     return View(
         title="Speculative sampling: acceptance and residual",
         summary=summary,
-        tables=[Table("Per token", columns, rows, caption=caption)],
+        tables=[Table("Per token", columns, rows_of(tokens, columns), caption=caption)],
         notes=notes,
     )
 
 
 def build_plans_view(result: PlansResult) -> View:
-    rows = [
-        {
-            "plan": s.plan,
-            "rounds": s.rounds,
-            "total_tokens": s.total_tokens,
-            "total_time_s": s.total_time_s,
-            "tokens_per_round": s.tokens_per_round,
-            "time_per_round_s": s.time_per_round_s,
-            "cost_per_token_s": s.cost_per_token_s,
-            "relative_cost": s.relative_cost,
-            "mean_of_ratios_s": s.mean_of_ratios_s,
-            "naive_rank": s.naive_rank,
-        }
-        for s in result.plans
-    ]
     columns = [
         Column("plan", "Plan", align="left", csv_header="plan"),
         Column("rounds", "Rounds", csv_header="rounds"),
@@ -290,7 +253,7 @@ def build_plans_view(result: PlansResult) -> View:
             Table(
                 "Plans, cheapest first",
                 columns,
-                rows,
+                rows_of(result.plans, columns),
                 caption="Cost per token is Σ round time / Σ committed tokens (ranked by it); rank 1 = best.",
                 highlight={0: "best"},
             )
@@ -302,15 +265,6 @@ def build_plans_view(result: PlansResult) -> View:
 
 
 def build_metrics_view(result: MetricsResult) -> View:
-    rows = [
-        {
-            "position": p.position,
-            "accepted": p.accepted,
-            "unconditional": p.unconditional,
-            "conditional": p.conditional,
-        }
-        for p in result.positions
-    ]
     columns = [
         Column("position", "Position i", csv_header="position"),
         Column("accepted", "Accepted", csv_header="accepted"),
@@ -347,7 +301,7 @@ def build_metrics_view(result: MetricsResult) -> View:
     return View(
         title="Speculative decoding from engine counters",
         summary=summary,
-        tables=[Table("Per draft position", columns, rows)],
+        tables=[Table("Per draft position", columns, rows_of(result.positions, columns))],
         notes=notes,
         warnings=list(result.warnings),
         verdict=verdict,
