@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from infer_opt.cli.common import option
+from infer_opt.cli.common import option, read_text
 from infer_opt.cli.output import Output, with_output
 from infer_opt.cli.types import (
     Count,
@@ -240,20 +240,6 @@ Example:
 _SEPARATORS = re.compile(r"[,;\s]+")
 
 
-def _read_text(path: Path, option: str) -> str:
-    """The UTF-8 text of ``path``; a directory or an unreadable/binary file is a one-line error."""
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InvalidInput(option, str(path), "file does not exist") from None
-    except IsADirectoryError:
-        raise InvalidInput(option, str(path), "is a directory, expected a file") from None
-    except UnicodeDecodeError:
-        raise InvalidInput(option, str(path), "not a UTF-8 text file") from None
-    except OSError as exc:
-        raise InvalidInput(option, str(path), f"cannot read it ({exc.strerror})") from None
-
-
 def _is_number(text: str) -> bool:
     try:
         float(text)
@@ -280,7 +266,7 @@ def read_vector(path: Path, option: str) -> list[float]:
             return [float(v) for v in arr.squeeze().tolist()]
         except (TypeError, ValueError):
             raise InvalidInput(option, str(path), "expected a numeric array") from None
-    lines = _read_text(path, option).splitlines()
+    lines = read_text(path, option)[0].splitlines()
     if len(lines) > 1 and not all(_is_number(t) for t in _SEPARATORS.split(lines[0]) if t):
         lines = lines[1:]  # a header line
     items = [t for t in _SEPARATORS.split("\n".join(lines)) if t]
@@ -392,7 +378,7 @@ def read_plan_log(path: Path) -> list[model.PlanRound]:
     """Rounds from a CSV with columns plan, time, tokens (any order; extra columns ignored)."""
     if not path.exists():
         raise InvalidInput("FILE", str(path), "file does not exist")
-    reader = csv.reader(io.StringIO(_read_text(path, "FILE")))
+    reader = csv.reader(io.StringIO(read_text(path, "FILE")[0]))
     header = next(reader, None)
     names = [h.strip().lower() for h in header or []]
     missing = [c for c in _PLAN_COLUMNS if c not in names]
@@ -481,7 +467,7 @@ def read_metrics(path: Path) -> dict[str, Any]:
     if not path.exists():
         raise InvalidInput("--file", str(path), "file does not exist")
     try:
-        data = json.loads(_read_text(path, "--file"))
+        data = json.loads(read_text(path, "--file")[0])
     except json.JSONDecodeError as exc:
         raise InvalidInput("--file", str(path), f"not valid JSON ({exc.msg}, line {exc.lineno})") from None
     if not isinstance(data, dict):
