@@ -65,3 +65,20 @@ def heavy_modules_imported(*argvs: list[str]) -> list[str]:
     last = proc.stdout.strip().splitlines()[-1]
     assert last.startswith("HEAVY:"), proc.stdout
     return [m for m in last.removeprefix("HEAVY:").split(",") if m]
+
+
+def parse_command_line(argv: list[str]) -> Any:
+    """Parse ``infer-opt ARGV`` as a run would — each option converted by its type, a stray
+    argument or unknown option refused — without running any command body (click's
+    ``make_context`` down the command groups). Returns the innermost click context; a bad
+    command line raises click's ``UsageError`` (or a subclass)."""
+    import typer.main
+
+    root = typer.main.get_command(app)
+    ctx = root.make_context("infer-opt", list(argv))
+    rest = [*ctx._protected_args, *ctx.args]
+    while rest:
+        name, command, args = ctx.command.resolve_command(ctx, rest)
+        ctx = command.make_context(name, args, parent=ctx)
+        rest = [*ctx._protected_args, *ctx.args]
+    return ctx
