@@ -49,6 +49,7 @@ RESULT_CLASSES: dict[str, str] = {
     "amortize-buckets": "infer_opt.cost_models.amortization:AmortizeBucketsResult",
     "amortize-measure": "infer_opt.profilers.compile_measure:AmortizeMeasureResult",
     "speculative-measure": "infer_opt.profilers.spec_measure:SpecMeasureResult",
+    "speculative-run": "infer_opt.profilers.spec_run:SpecRunResult",
     "buckets": "infer_opt.cost_models.bucketing:BucketsResult",
     "profile": "infer_opt.profilers.model_profile:ProfileResult",
     "compare": "infer_opt.cost_models.compare:CompareResult",

@@ -30,6 +30,14 @@ DISTRIBUTION_TOLERANCE = 1e-6
 # ----------------------------------------------------------------------------- distributions
 
 
+def _total(values: np.ndarray) -> float:
+    """The sum of non-negative terms by numpy's pairwise summation: relative error about
+    ``log2(n)·eps`` (the terms are >= 0, so nothing cancels). ``math.fsum`` over a Python list
+    is exact but took milliseconds per call on a 50k-token vocabulary, inside every round of
+    ``speculative run``."""
+    return float(np.sum(values))
+
+
 def validate_distribution(
     name: str,
     values: Sequence[float] | np.ndarray,
@@ -58,7 +66,7 @@ def validate_distribution(
     if neg.size:
         i = int(neg[0])
         raise InvalidInput(name, f"entry {i} = {arr[i]:g}", "probabilities must be >= 0")
-    total = math.fsum(arr.tolist())
+    total = _total(arr)
     if normalize:
         if total <= 0:
             raise InvalidInput(name, "all zeros", "cannot normalise: the entries sum to 0")
@@ -159,9 +167,9 @@ def acceptance(
         accept_prob[proposed] = np.minimum(1.0, p_arr[proposed] / q_arr[proposed])
     accepted_mass = np.minimum(p_arr, q_arr)
     excess = np.maximum(p_arr - q_arr, 0.0)
-    a_total = math.fsum(accepted_mass.tolist())
-    z_total = math.fsum(excess.tolist())
-    tv = 0.5 * math.fsum(np.abs(p_arr - q_arr).tolist())
+    a_total = _total(accepted_mass)
+    z_total = _total(excess)
+    tv = 0.5 * _total(np.abs(p_arr - q_arr))
     residual = excess / z_total if z_total > 0 else None
     exact = accepted_mass + (z_total * residual if residual is not None else 0.0)
     wrong = accepted_mass + z_total * p_arr

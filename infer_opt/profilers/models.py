@@ -202,6 +202,14 @@ class KVCache:
     def reset(self, length: int = 0) -> None:
         self.length = length
 
+    def crop(self, length: int) -> None:
+        """Truncate to the first ``length`` positions (a speculative round's rollback of its
+        rejected drafts): later positions are no longer attended to, and the next forward
+        overwrites their slots. Only shrinks: ``0 <= length <= self.length``."""
+        if not 0 <= length <= self.length:
+            raise ValueError(f"cannot crop a KV cache of {self.length} positions to {length}")
+        self.length = length
+
 
 def causal_mask_lower_right(q_len: int, k_len: int, device: torch.device | str = "cpu") -> torch.Tensor:
     """Boolean ``[Tq, Tk]`` mask, True = visible: query i (logical position ``Tk - Tq + i``)

@@ -434,7 +434,10 @@ _NEEDS_CACHE = (
 )
 
 
-def _load_decoder(spec: str, option: str, device: Any, dtype: Any, vocab_size: int | None) -> tuple[Any, str]:
+def load_decoder(spec: str, option: str, device: Any, dtype: Any, vocab_size: int | None) -> tuple[Any, str]:
+    """A model with the built-in KV cache and its name: a built-in (with ``vocab_size`` when
+    given) or a factory returning :class:`~infer_opt.profilers.models.DecoderLM`; errors name
+    ``option``."""
     from infer_opt.profilers import models
 
     if spec.startswith("hf:"):
@@ -465,11 +468,11 @@ def load_pair(target: str, draft: str, *, device: Any, dtype: Any) -> ModelPair:
     from infer_opt.profilers.model_profile import guard
 
     with guard(f"building the target {target}"):
-        target_model, target_name = _load_decoder(target, "--target", device, dtype, None)
+        target_model, target_name = load_decoder(target, "--target", device, dtype, None)
     vocab = target_model.config.vocab_size
     builtin_draft = ":" not in draft
     with guard(f"building the draft {draft}"):
-        draft_model, draft_name = _load_decoder(
+        draft_model, draft_name = load_decoder(
             draft, "--draft", device, dtype, vocab if builtin_draft else None
         )
     note = None
