@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from infer_opt.errors import InvalidInput
+from infer_opt.notices import Notice
 from infer_opt.results import Result
 
 #: a distribution's entries must sum to 1 within this (absolute) unless asked to normalise
@@ -691,6 +692,18 @@ class PositionRate:
 
 
 @dataclass(frozen=True)
+class MetricsSource:
+    """Where serving-engine counters were read: a Prometheus exposition (``file``), optionally
+    as the interval since an earlier snapshot (``before``), for one ``model_name``, summed over
+    ``engines``."""
+
+    file: str
+    before: str | None = None
+    model_name: str | None = None
+    engines: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class MetricsResult(Result):
     KIND = "speculative-metrics"
 
@@ -710,6 +723,10 @@ class MetricsResult(Result):
     round_time_s: float | None = None
     speedup: float | None = None
     cost_per_token_s: float | None = None
+    #: the engine's own total of accepted draft tokens (Σ acc_i when the counters agree)
+    accepted_total: int | None = None
+    source: MetricsSource | None = None
+    warnings: tuple[Notice, ...] = ()
 
 
 def _count(option: str, value: object, what: str) -> int:
