@@ -27,9 +27,10 @@ region (it is the same for both, the draft's aside). Measured speedup = plain ti
 time for the same N tokens.
 
 Prediction: ``S = c_t·E[N] / (k·c_d + c_v(k) + c_m)`` with c_t, c_d, c_v(k) and c_m measured in
-the same run by :func:`spec_measure.measure_costs` over a cache of ``prompt_len + N/2``
-positions (the middle of the run) and ``E[N] = 1 + Σ_i Π_{j≤i} α_j`` from the realised
-α_i. The α_i come from the rounds that drafted all k tokens, through the same
+the same run as ``speculative measure`` measures them (:func:`spec_measure.cost_jobs`, over a
+cache of ``prompt_len + N/2`` positions, the middle of the run; c_t, c_d and c_v(k) timed in
+the same interleaved rounds as the decodings) and ``E[N] = 1 + Σ_i Π_{j≤i} α_j`` from the
+realised α_i. The α_i come from the rounds that drafted all k tokens, through the same
 :func:`calc.rates_from_counts` as ``from-metrics`` (``α_i = acc_i / acc_{i-1}``, acc_0 = rounds).
 What the model leaves out shows up as the relative error: sampling and acceptance arithmetic,
 Python between the forwards, the draft's catch-up forward of two tokens, the growth of the
@@ -56,11 +57,12 @@ from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
 from infer_opt.profilers.models import DecoderLM, KVCache, random_tokens
 from infer_opt.profilers.spec_measure import (
+    CostJob,
     MeasuredCost,
     ModelPair,
+    cost_jobs,
     load_decoder,
     load_pair,
-    measure_costs,
 )
 from infer_opt.results import Result
 from infer_opt.stats import VARIANCE_THRESHOLD, Summary
@@ -467,39 +469,55 @@ def run_notices(
 #: --new-tokens, --prompt-len and --k above these would run for a very long time
 MAX_NEW_TOKENS = 100_000
 MAX_K = 64
+#: c_m is sub-microsecond: untimed calls before it (it needs no interleaving)
+BOOKKEEPING_WARMUP = 3
 
 
 @dataclass
-class DecodeJob:
-    """One timed decoding and every output it produced (warm-up calls included)."""
+class TimedJob:
+    """A call timed in every round of :func:`time_interleaved`, its samples, and (decodings)
+    every output it produced, warm-up calls included."""
 
     name: str
     run: Callable[[], Any]
+    #: timed calls per round, and untimed calls before the first round / before later ones
+    reps_per_round: int = 1
+    warmup_first: int = 1
+    warmup_later: int = 0
+    keep_outputs: bool = True
+    what: str = ""
     samples_s: list[float] = field(default_factory=list)
     outputs: list[Any] = field(default_factory=list)
 
     def __call__(self) -> None:
-        self.outputs.append(self.run())
+        out = self.run()
+        if self.keep_outputs:
+            self.outputs.append(out)
 
 
 def time_interleaved(
-    jobs: Sequence[DecodeJob],
+    jobs: Sequence[TimedJob],
     *,
     device: Any,
-    warmup: int,
-    reps: int,
+    rounds: int,
     timer: Callable[..., Any],
     progress: Progress | None = None,
 ) -> None:
-    """``reps`` rounds; in each, one timed call of every job in turn (``warmup`` untimed calls of
-    each before its first), so that a change in machine load during the run spreads over all of
-    them rather than biasing one against another. Samples go to ``job.samples_s``."""
-    total = reps * len(jobs)
-    for r in range(reps):
+    """``rounds`` rounds; in each, every job in turn is timed ``reps_per_round`` times, so that
+    a change in machine load during the run spreads over all of them (the decodings and the
+    costs of the prediction alike) rather than biasing one against another."""
+    total = rounds * len(jobs)
+    for r in range(rounds):
         for j, job in enumerate(jobs):
             if progress:
-                progress(r * len(jobs) + j, total, f"timing {job.name} (repetition {r + 1} of {reps})")
-            m = timer(job, device=device, warmup=warmup if r == 0 else 0, reps=1, time_cold=False)
+                progress(r * len(jobs) + j, total, f"timing {job.name} (round {r + 1} of {rounds})")
+            m = timer(
+                job,
+                device=device,
+                warmup=job.warmup_first if r == 0 else job.warmup_later,
+                reps=job.reps_per_round,
+                time_cold=False,
+            )
             job.samples_s.extend(m.samples_s)
 
 
@@ -534,17 +552,19 @@ def _check_positions(pair: ModelPair, prompt_len: int, new_tokens: int, k_max: i
     return need
 
 
-def _decoding_jobs(
+def decoding_jobs(
     pair: ModelPair,
     ks: Sequence[int],
     prompt: list[int],
     new_tokens: int,
     decoding: Decoding,
+    *,
     seed: int,
-    length: int,
-) -> list[DecodeJob]:
+    warmup: int,
+) -> list[TimedJob]:
     """The plain decoding and one speculative decoding per k, each from the prefilled caches and
     a fresh ``default_rng(seed)`` per call (so every repetition decodes the same tokens)."""
+    length = len(prompt) + new_tokens + max(ks) + 1
     t_cache, d_cache = pair.target.new_cache(1, length), pair.draft.new_cache(1, length)
     prefill(pair.target, t_cache, prompt)
     prefill(pair.draft, d_cache, prompt)
@@ -560,12 +580,37 @@ def _decoding_jobs(
 
         return run
 
-    return [DecodeJob("plain decoding", plain)] + [
-        DecodeJob(f"speculative k = {k}", speculative(k)) for k in ks
+    jobs = [TimedJob("plain decoding", plain, warmup_first=warmup)]
+    return jobs + [TimedJob(f"speculative k = {k}", speculative(k), warmup_first=warmup) for k in ks]
+
+
+def cost_step_jobs(steps: Sequence[CostJob], *, reps_per_round: int, warmup: int) -> list[TimedJob]:
+    """c_t, c_d and the c_v(k) as jobs of :func:`time_interleaved` (no outputs kept)."""
+    return [
+        TimedJob(
+            name,
+            fn,
+            reps_per_round=reps_per_round,
+            warmup_first=warmup,
+            warmup_later=1,
+            keep_outputs=False,
+            what=what,
+        )
+        for name, what, fn, _ in steps
     ]
 
 
-def _nondeterministic(jobs: Sequence[DecodeJob]) -> list[str]:
+def _measured_costs(
+    steps: Sequence[TimedJob], bookkeeping: CostJob, timer: Callable[..., Any], reps: int
+) -> list[MeasuredCost]:
+    """The interleaved steps' samples, and c_m timed on its own (a host operation)."""
+    out = [MeasuredCost(job.name, job.what, Summary.from_samples(job.samples_s)) for job in steps]
+    name, what, fn, options = bookkeeping
+    m = timer(fn, warmup=BOOKKEEPING_WARMUP, reps=reps, **options)
+    return [*out, MeasuredCost(name, what, m.summary, m.cold_s)]
+
+
+def _nondeterministic(jobs: Sequence[TimedJob]) -> list[str]:
     def tokens(out: Any) -> list[int]:
         return out.tokens if isinstance(out, SpeculativeTrace) else out
 
@@ -588,35 +633,64 @@ def run_pair(
     progress: Progress | None = None,
     timer: Callable[..., Any] | None = None,
 ) -> SpecRunResult:
-    """Time plain and speculative decoding (one per k in ``ks``) of ``new_tokens`` tokens after a
-    seeded random prompt of ``prompt_len`` tokens, measure c_t, c_d, c_v(k), c_m over a cache of
-    ``prompt_len + new_tokens // 2`` positions, and compare (module docstring). ``temperature``
-    None decodes greedily; ``timer`` replaces :func:`timing.measure` (tests)."""
-    from infer_opt.profilers import device as devices
+    """Plain and speculative decoding (one per k in ``ks``) of ``new_tokens`` tokens after a
+    seeded random prompt of ``prompt_len`` tokens, ``reps`` timed calls each, and c_t, c_d,
+    c_v(k) over a cache of ``prompt_len + new_tokens // 2`` positions, about ``cost_reps`` calls
+    each, all in ``reps`` interleaved rounds; c_m apart. Then the comparison (module docstring).
+    ``temperature`` None decodes greedily; ``timer`` replaces :func:`timing.measure` (tests)."""
     from infer_opt.profilers.model_profile import guard
     from infer_opt.profilers.timing import measure
 
     _check_args(ks, new_tokens, prompt_len, temperature)
-    length = _check_positions(pair, prompt_len, new_tokens, max(ks))
+    _check_positions(pair, prompt_len, new_tokens, max(ks))
     timer = timer or measure
     prompt = random_tokens(1, prompt_len, pair.vocab_size, seed=seed)[0].tolist()
-    with guard("decoding"):
-        jobs = _decoding_jobs(pair, ks, prompt, new_tokens, Decoding(temperature), seed, length)
-        time_interleaved(jobs, device=device, warmup=warmup, reps=reps, timer=timer, progress=progress)
     cost_context = prompt_len + new_tokens // 2
-    costs = measure_costs(
+    with guard("decoding"):
+        decodes = decoding_jobs(pair, ks, prompt, new_tokens, Decoding(temperature), seed=seed, warmup=warmup)
+        *steps, bookkeeping = cost_jobs(pair, context=cost_context, k_max=max(ks), device=device, seed=seed)
+        step_jobs = cost_step_jobs(
+            steps, reps_per_round=max(1, round(cost_reps / reps)), warmup=max(warmup, 2)
+        )
+        time_interleaved([*decodes, *step_jobs], device=device, rounds=reps, timer=timer, progress=progress)
+        costs = _measured_costs(step_jobs, bookkeeping, timer, cost_reps)
+    return _result(
         pair,
-        context=cost_context,
-        k_max=max(ks),
-        device=device,
-        warmup=max(warmup, 2),
-        reps=cost_reps,
-        progress=progress,
+        decodes,
+        costs,
+        ks=ks,
+        new_tokens=new_tokens,
+        prompt_len=prompt_len,
+        temperature=temperature,
         seed=seed,
-        measure_fn=timer,
+        device=device,
+        warmup=warmup,
+        reps=reps,
+        cost_context=cost_context,
+        sweep=sweep,
     )
-    plain_time = Summary.from_samples(jobs[0].samples_s)
-    plain_tokens = tuple(jobs[0].outputs[-1])
+
+
+def _result(
+    pair: ModelPair,
+    decodes: Sequence[TimedJob],
+    costs: Sequence[MeasuredCost],
+    *,
+    ks: Sequence[int],
+    new_tokens: int,
+    prompt_len: int,
+    temperature: float | None,
+    seed: int,
+    device: Any,
+    warmup: int,
+    reps: int,
+    cost_context: int,
+    sweep: bool,
+) -> SpecRunResult:
+    from infer_opt.profilers import device as devices
+
+    plain_time = Summary.from_samples(decodes[0].samples_s)
+    plain_tokens = tuple(decodes[0].outputs[-1])
     medians = cost_medians(costs)
     points = tuple(
         make_point(
@@ -627,17 +701,16 @@ def run_pair(
             new_tokens=new_tokens,
             plain_tokens=plain_tokens if temperature is None else None,
         )
-        for job in jobs[1:]
+        for job in decodes[1:]
     )
     headline = max(points, key=lambda p: p.measured_speedup) if sweep else points[0]
-    dtype = pair.target.lm_head.weight.dtype
     return SpecRunResult(
         target=pair.target_name,
         draft=pair.draft_name,
         vocab_size=pair.vocab_size,
         device=str(device),
         device_name=devices.device_name(device),
-        dtype=devices.dtype_name(dtype),
+        dtype=devices.dtype_name(pair.target.lm_head.weight.dtype),
         threads=None if devices.is_cuda(device) else torch.get_num_threads(),
         prompt_len=prompt_len,
         new_tokens=new_tokens,
@@ -657,7 +730,7 @@ def run_pair(
         sweep=sweep,
         headline_k=headline.k,
         draft_note=pair.draft_note,
-        warnings=run_notices(plain_time, points, costs, _nondeterministic(jobs)),
+        warnings=run_notices(plain_time, points, costs, _nondeterministic(decodes)),
     )
 
 

@@ -287,7 +287,7 @@ def fake_timer(seconds: dict[str, float], cost_s: float = 0.01):
 
     def timer(fn, *, device="cpu", warmup=0, reps=1, time_cold=True, **_):
         fn()
-        t = seconds[fn.name] if isinstance(fn, sr.DecodeJob) else cost_s
+        t = seconds.get(fn.name, cost_s) if isinstance(fn, sr.TimedJob) else cost_s
         samples = (t,) * reps
         return Measurement(samples, Summary.from_samples(samples), None, warmup, "fake", str(device), ())
 
