@@ -75,6 +75,7 @@ PLOTTERS: dict[str, str] = {
     "compare": "infer_opt.reports.plots.compare:plot",
     "amortize-measure": "infer_opt.cli.amortize_measure:plot_measured",
     "speculative-measure": "infer_opt.cli.speculative_measure:plot_measured",
+    "speculative-run": "infer_opt.reports.plots.spec_run:plot_run",
 }
 
 

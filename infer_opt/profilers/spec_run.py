@@ -437,6 +437,12 @@ def make_point(
     )
 
 
+def measured_speedup_range(plain_time: Summary, time: Summary) -> tuple[float, float]:
+    """The measured speedup's spread from the two timings' quartiles: ``plain q1 / speculative q3``
+    to ``plain q3 / speculative q1``."""
+    return plain_time.q1_s / time.q3_s, plain_time.q3_s / time.q1_s
+
+
 def _variance_notice(summary: Summary, subject: str) -> list[Notice]:
     if summary.rel_iqr > VARIANCE_THRESHOLD:
         return [Notice("high_variance", {"rel_iqr": summary.rel_iqr}, subject)]

@@ -82,6 +82,7 @@ VIEW_BUILDERS: dict[str, str] = {
     "amortize-buckets": "infer_opt.reports.amortize:build_buckets_view",
     "amortize-measure": "infer_opt.reports.measure:build_amortize_view",
     "speculative-measure": "infer_opt.reports.measure:build_speculative_view",
+    "speculative-run": "infer_opt.reports.spec_run:build_view",
     "buckets": "infer_opt.reports.buckets:build_view",
     "profile": "infer_opt.reports.profile:build_view",
     "compare": "infer_opt.reports.compare:build_view",
