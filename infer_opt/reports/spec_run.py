@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from infer_opt.profilers.spec_run import RunPoint, SpecRunResult, measured_speedup_range
-from infer_opt.reports import messages
 from infer_opt.reports.view import Column, Table, View
 from infer_opt.units import format_duration, format_number, format_ratio
 
@@ -175,7 +174,7 @@ def build_view(result: SpecRunResult) -> View:
         summary=_summary(result),
         tables=[_points_table(result), _costs_table(result)],
         notes=notes,
-        warnings=[messages.text(n) for n in result.warnings],
+        warnings=list(result.warnings),
         verdict=verdict,
         verdict_ok=ok,
     )

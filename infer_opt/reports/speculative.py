@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from infer_opt.cost_models.speculative import (
     AcceptanceResult,
     Costs,
@@ -9,7 +11,6 @@ from infer_opt.cost_models.speculative import (
     PlansResult,
     SpeedupResult,
 )
-from infer_opt.reports import messages
 from infer_opt.reports.view import Column, Table, View
 from infer_opt.units import format_duration, format_number, format_percent, format_ratio
 
@@ -355,7 +356,7 @@ def build_metrics_view(result: MetricsResult) -> View:
     ]
     notes = ["Rates are computed from the counters given (measured)."]
     summary[:0] = _metrics_source(result)
-    warnings = [messages.text(n) for n in result.warnings]
+    warnings: list[Any] = list(result.warnings)
     if result.short_drafts:
         warnings.append(
             f"draft tokens ({result.draft_tokens}) < drafts × k ({result.drafts * k}): some rounds "

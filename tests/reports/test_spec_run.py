@@ -4,6 +4,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from infer_opt.cost_models import prometheus_metrics as pm
+from infer_opt.reports import messages
 from infer_opt.reports.spec_run import build_view
 from infer_opt.reports.speculative import build_metrics_view
 from tests.reports.fixtures import fixture
@@ -30,7 +31,7 @@ def test_a_greedy_run_that_matches_reports_measured_and_predicted():
     assert view.verdict_ok and "measured 1.02×" in view.verdict
     assert _summary(view)["Greedy output = plain greedy output"] == "yes, for every k"
     assert [c.key for c in view.tables[0].columns][-1] == "identical"
-    assert any("c_v(2): high variance" in w for w in view.warnings)
+    assert any("c_v(2): high variance" in messages.text(w) for w in view.warnings)
 
 
 def test_a_sampled_run_has_nothing_to_compare_token_for_token():
@@ -53,4 +54,4 @@ def test_the_metrics_view_names_the_prometheus_source(tmp_path):
     assert summary["Counters"] == f"vLLM Prometheus metrics: {path}"
     assert summary["Model"] == "meta-llama/Llama-3.1-8B-Instruct"
     assert summary["Engines summed"] == "0, 1"
-    assert any("per-position counters sum to 4940" in w for w in view.warnings)
+    assert any("per-position counters sum to 4940" in messages.text(w) for w in view.warnings)

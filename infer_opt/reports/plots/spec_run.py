@@ -8,7 +8,7 @@ from infer_opt.profilers.spec_run import SpecRunResult, measured_speedup_range
 from infer_opt.reports.plots._style import PALETTE, figure, save
 
 
-def plot_run(result: SpecRunResult, path: Path) -> Path:
+def plot(result: SpecRunResult, path: Path) -> Path:
     """Measured speedup per k (median, bar = the quartile range) and the predicted one, S = 1
     drawn; the relative error beside each point."""
     fig, ax = figure()
