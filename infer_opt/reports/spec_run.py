@@ -89,7 +89,6 @@ def _point_rows(result: SpecRunResult) -> list[dict[str, Any]]:
             "rounds": p.rounds,
             "tokens_measured": p.expected_tokens_measured,
             "tokens_predicted": p.expected_tokens_predicted,
-            "tokens_per_s": p.tokens_per_s,
             "measured": p.measured_speedup,
             "predicted": p.predicted_speedup,
             "error": p.relative_error,
@@ -106,14 +105,13 @@ def _points_table(result: SpecRunResult) -> Table:
         Column("k", "k", csv_header="k"),
         Column("alphas", "α_1..α_k", align="left", csv_header="alpha_per_position"),
         Column("rounds", "Rounds", csv_header="rounds"),
-        Column("tokens_measured", "Tokens/round", lambda v: f"{v:.3f}", csv_header="tokens_per_round"),
-        Column("tokens_predicted", "E[N]", lambda v: f"{v:.3f}", csv_header="expected_tokens_predicted"),
-        Column("tokens_per_s", "Tokens/s", format_number, csv_header="speculative_tokens_per_s"),
-        Column("measured", "S measured", format_ratio, csv_header="measured_speedup"),
-        Column("predicted", "S predicted", format_ratio, csv_header="predicted_speedup"),
-        Column("error", "Rel. error", lambda v: f"{v:+.1%}", csv_header="relative_error"),
-        Column("round_predicted_s", "Round (model)", format_duration, csv_header="round_time_predicted_s"),
-        Column("round_measured_s", "Round (measured)", format_duration, csv_header="round_time_measured_s"),
+        Column("tokens_measured", "N/round", lambda v: f"{v:.2f}", csv_header="tokens_per_round"),
+        Column("tokens_predicted", "E[N]", lambda v: f"{v:.2f}", csv_header="expected_tokens_predicted"),
+        Column("measured", "S meas.", format_ratio, csv_header="measured_speedup"),
+        Column("predicted", "S pred.", format_ratio, csv_header="predicted_speedup"),
+        Column("error", "Error", lambda v: f"{v:+.1%}", csv_header="relative_error"),
+        Column("round_predicted_s", "Round pred.", format_duration, csv_header="round_time_predicted_s"),
+        Column("round_measured_s", "Round meas.", format_duration, csv_header="round_time_measured_s"),
     ]
     if result.greedy:
         columns.append(Column("identical", "= plain", csv_header="tokens_identical"))
@@ -125,7 +123,9 @@ def _points_table(result: SpecRunResult) -> Table:
         columns,
         rows,
         caption=(
-            "Rel. error = (predicted − measured) / measured; round (measured) = speculative time / rounds."
+            "Error = (S pred. − S meas.) / S meas.; N/round = N / rounds; "
+            "round pred. = k·c_d + c_v(k) + c_m; "
+            "round meas. = speculative time / rounds."
         ),
         highlight=highlight,
     )
