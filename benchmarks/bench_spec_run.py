@@ -57,10 +57,8 @@ def split_time(pair: ModelPair, result: sr.SpecRunResult, k: int) -> dict[str, f
     target, draft = TimedModel(pair.target), TimedModel(pair.draft)
     timed = ModelPair(target, draft, pair.target_name, pair.draft_name, pair.vocab_size)
     prompt = random_tokens(1, result.prompt_len, pair.vocab_size, seed=result.seed)[0].tolist()
-    length = result.prompt_len + result.new_tokens + k + 1
-    t_cache, d_cache = pair.target.new_cache(1, length), pair.draft.new_cache(1, length)
-    sr.prefill(pair.target, t_cache, prompt)
-    sr.prefill(pair.draft, d_cache, prompt)
+    t_cache, d_cache = sr.new_caches(pair, result.prompt_len + result.new_tokens + k + 1)
+    sr.prefill_pair(pair, t_cache, d_cache, prompt)
     decoding = sr.Decoding(result.temperature)
     rng = np.random.default_rng(result.seed)
     start = time.perf_counter()

@@ -2,9 +2,10 @@
 
 Batch 1. A round with draft length k (SPEC §1.5, §2, §5.3):
 
-1. The draft proposes k tokens autoregressively over its own KV cache
+1. The draft proposes k tokens autoregressively over its KV cache
    (:func:`spec_sampler.draft_tokens`; the draft is first fed the committed tokens it has not
-   seen: usually the one carried over, two after a round that accepted every draft).
+   seen: the one carried over — and for a separate draft model, after a round that accepted
+   every draft, the last draft too, which it sampled but never fed).
 2. The target verifies them in **one** forward over k + 1 positions (the carried token and the
    k drafts) over its cache; the built-in models give several new positions the
    bottom-right-aligned causal mask (:func:`infer_opt.profilers.models.attention`).
@@ -33,11 +34,13 @@ the same interleaved rounds as the decodings) and ``E[N] = 1 + Σ_i Π_{j≤i} �
 realised α_i. The α_i come from the rounds that drafted all k tokens, through the same
 :func:`calc.rates_from_counts` as ``from-metrics`` (``α_i = acc_i / acc_{i-1}``, acc_0 = rounds).
 What the model leaves out shows up as the relative error: sampling and acceptance arithmetic,
-Python between the forwards, the draft's catch-up forward of two tokens, the growth of the
+Python between the forwards, a separate draft's catch-up forward of two tokens, the growth of the
 cache over the run, and the shorter last rounds.
 
 ``self:N`` drafts with the target's first N layers, its final norm and LM head (LayerSkip's
-early exit), sharing every weight with the target (:class:`EarlyExitLM`).
+early exit), sharing every weight with the target (:class:`EarlyExitLM`) and the target's KV
+cache of those layers (:func:`new_caches`): the verification pass writes the keys and values of
+every draft, so the draft never has to catch up.
 """
 
 from __future__ import annotations
@@ -161,6 +164,26 @@ def prefill(model: DecoderLM, cache: KVCache, prompt: Sequence[int]) -> None:
             model(_ids(prompt[:-1], model.lm_head.weight.device), cache)
 
 
+def new_caches(pair: ModelPair, length: int) -> tuple[KVCache, KVCache]:
+    """The target's KV cache and the draft's. An early-exit draft of this target views the
+    target's tensors of the layers they share (:meth:`KVCache.sharing`): after a verification
+    pass it has every committed token but the last, so it never feeds two tokens to catch up."""
+    target_cache = pair.target.new_cache(1, length)
+    draft = pair.draft
+    if isinstance(draft, EarlyExitLM) and draft.blocks[0] is pair.target.blocks[0]:
+        return target_cache, KVCache.sharing(target_cache, draft.config.n_layers)
+    return target_cache, draft.new_cache(1, length)
+
+
+def prefill_pair(pair: ModelPair, target_cache: KVCache, draft_cache: KVCache, prompt: Sequence[int]) -> None:
+    """:func:`prefill` both caches (a shared draft cache just takes the target's length)."""
+    prefill(pair.target, target_cache, prompt)
+    if draft_cache.shares is target_cache:
+        draft_cache.reset(target_cache.length)
+    else:
+        prefill(pair.draft, draft_cache, prompt)
+
+
 def decode_plain(
     model: DecoderLM,
     cache: KVCache,
@@ -267,7 +290,10 @@ def decode_speculative(
             q = _draft_fn(pair.draft, draft_cache, seq, decoding)
             drafts, q_dists = spec_sampler.draft_tokens(q, drafted, rng)
             outcome = _verify(pair.target, target_cache, seq, drafts, q_dists, decoding, rng, rule)
-            draft_cache.crop(min(draft_cache.length, len(seq) + outcome.accepted))
+            if draft_cache.shares is target_cache:
+                draft_cache.reset(target_cache.length)
+            else:
+                draft_cache.crop(min(draft_cache.length, len(seq) + outcome.accepted))
             seq.extend(outcome.tokens)
             trace.record(drafted, outcome.accepted)
     trace.tokens = seq[len(prompt) :]
@@ -570,10 +596,8 @@ def decoding_jobs(
 ) -> list[TimedJob]:
     """The plain decoding and one speculative decoding per k, each from the prefilled caches and
     a fresh ``default_rng(seed)`` per call (so every repetition decodes the same tokens)."""
-    length = len(prompt) + new_tokens + max(ks) + 1
-    t_cache, d_cache = pair.target.new_cache(1, length), pair.draft.new_cache(1, length)
-    prefill(pair.target, t_cache, prompt)
-    prefill(pair.draft, d_cache, prompt)
+    t_cache, d_cache = new_caches(pair, len(prompt) + new_tokens + max(ks) + 1)
+    prefill_pair(pair, t_cache, d_cache, prompt)
 
     def plain() -> list[int]:
         rng = np.random.default_rng(seed)

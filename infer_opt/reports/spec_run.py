@@ -16,8 +16,8 @@ PREDICTED_NOTE = (
     "Predicted: S = c_t·E[N] / (k·c_d + c_v(k) + c_m) with c_t, c_d, c_v(k), c_m measured in this run "
     "(over a cache of prompt + N/2 positions) and E[N] = 1 + Σ_i Π_{j≤i} α_j from the realised α_i "
     "(rounds that drafted all k tokens). The model leaves out sampling and the acceptance test, Python "
-    "between the forwards, the draft's catch-up forward after a fully accepted round, the growth of the "
-    "cache over the run and the shorter last rounds: the relative error is what they add up to."
+    "between the forwards, a separate draft's catch-up forward after a fully accepted round, the growth "
+    "of the cache over the run and the shorter last rounds: the relative error is what they add up to."
 )
 SAMPLING_NOTE = (
     "Sampling: the output is distributed as the target's by the exact rule (checked by a statistical "

@@ -43,7 +43,8 @@ def _one_thread():
 def small_model(
     *, vocab: int = 64, layers: int = 2, std: float = 0.3, seed: int = 1, positions: str = "learned"
 ) -> models.DecoderLM:
-    """A small decoder with peaked (std 0.3) random weights, so that its layers disagree."""
+    """A small decoder with peaked (std 0.3) random weights from ``seed``, so that its layers
+    disagree; norms 1, biases 0."""
     rotary = positions == "rotary"
     config = models.TransformerConfig(
         "small",
@@ -60,16 +61,17 @@ def small_model(
     model = models.DecoderLM(config)
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
-        for param in model.parameters():
+        for name, param in model.named_parameters():
             if param.ndim > 1:
                 param.normal_(0.0, std, generator=generator)
+            elif name.endswith("bias"):
+                param.zero_()  # not torch's random default: the same seed gives the same model
     return model.eval()
 
 
 def prefilled(pair: ModelPair, prompt: list[int], length: int = 64) -> tuple[models.KVCache, models.KVCache]:
-    t_cache, d_cache = pair.target.new_cache(1, length), pair.draft.new_cache(1, length)
-    sr.prefill(pair.target, t_cache, prompt)
-    sr.prefill(pair.draft, d_cache, prompt)
+    t_cache, d_cache = sr.new_caches(pair, length)
+    sr.prefill_pair(pair, t_cache, d_cache, prompt)
     return t_cache, d_cache
 
 
@@ -97,6 +99,48 @@ def test_a_cache_only_crops_to_a_shorter_length():
         cache.crop(4)
     with pytest.raises(ValueError, match="crop"):
         cache.crop(-1)
+
+
+def test_a_shared_cache_views_the_first_layers_of_another_with_its_own_length():
+    model = small_model(layers=3)
+    cache = model.new_cache(1, 16)
+    shared = models.KVCache.sharing(cache, 2)
+    assert len(shared.keys) == 2 and shared.shares is cache and shared.max_len == 16
+    with torch.no_grad():
+        model(torch.tensor([[1, 2, 3]]), cache)
+    assert shared.length == 0 and cache.length == 3
+    assert shared.keys[1].data_ptr() == cache.keys[1].data_ptr()
+    assert torch.count_nonzero(shared.values[0][:, :, :3]) > 0  # the target's writes, seen through the view
+
+
+def _tokens_fed_to_the_draft(pair: ModelPair) -> list[int]:
+    """How many tokens each draft forward was fed while decoding 20 tokens with k = 3."""
+    fed: list[int] = []
+    handle = pair.draft.register_forward_pre_hook(lambda _module, args: fed.append(args[0].shape[1]))
+    prompt = [4, 2]
+    t_cache, d_cache = prefilled(pair, prompt)
+    trace = sr.decode_speculative(
+        pair, t_cache, d_cache, prompt, 20, 3, sr.Decoding(), np.random.default_rng(0)
+    )
+    handle.remove()
+    assert len(trace.tokens) == 20
+    return fed
+
+
+def test_an_early_exit_draft_shares_the_targets_cache_and_never_catches_up():
+    target = small_model(layers=3)
+    pair = ModelPair(target, sr.EarlyExitLM(target, 1), "t", "self:1", 64)
+    t_cache, d_cache = sr.new_caches(pair, 32)
+    assert d_cache.shares is t_cache
+    assert set(_tokens_fed_to_the_draft(pair)) == {1}
+
+
+def test_a_separate_draft_catches_up_after_a_fully_accepted_round():
+    target = small_model(layers=3)
+    twin = small_model(layers=3)  # the same weights (same seed): every draft is accepted
+    pair = ModelPair(target, twin, "t", "twin", 64)
+    assert sr.new_caches(pair, 32)[1].shares is None
+    assert set(_tokens_fed_to_the_draft(pair)) == {1, 2}
 
 
 @pytest.mark.parametrize("positions", ["learned", "rotary"])
