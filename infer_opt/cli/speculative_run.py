@@ -25,9 +25,9 @@ predicted S = c_t·E[N] / (k·c_d + c_v(k) + c_m) with the costs measured in thi
 realised α_i. With --greedy (the default) the output must equal plain greedy decoding token for
 token (exit 1 otherwise).
 
-Drafts: self:N (the target's first N layers, its final norm and LM head, shared weights) or any
-model with the target's vocabulary (a built-in draft is built with it). Batch 1, random weights,
-a seeded random prompt.
+Drafts: self:N (the target's first N layers, its final norm and LM head; it shares the target's
+weights and the KV cache of those layers) or any model with the target's vocabulary (a built-in
+draft is built with it). Batch 1, random weights, a seeded random prompt.
 
 Examples:
 
