@@ -51,6 +51,20 @@ MESSAGES: dict[str, Words] = {
         if v["target_holds"]
         else "the part takes none of the time, and the target is above what the rest allows"
     ),
+    # ---- speculative run (profilers/spec_run.py) and vLLM's metrics (cost_models/prometheus_metrics.py)
+    "spec_run_tokens_differ": lambda v: (
+        f"greedy speculative decoding with k = {v['k']} differs from plain greedy decoding from token "
+        f"{v['index']} on: the verification pass and the decode step disagree on an argmax (rounding of "
+        "near-tied logits, e.g. in bfloat16); try --dtype float32"
+    ),
+    "spec_run_nondeterministic": lambda v: (
+        f"{v['what']}: the repetitions did not all decode the same tokens (non-deterministic kernels); "
+        "the reported tokens and α are the last repetition's"
+    ),
+    "prometheus_accepted_mismatch": lambda v: (
+        f"vllm:spec_decode_num_accepted_tokens_total is {v['accepted']} but the per-position counters sum "
+        f"to {v['per_position']} (a scrape taken between two updates?); the rates use the per-position counts"
+    ),
 }
 
 
