@@ -170,9 +170,7 @@ def run_suite_cli(
     dev = devices.resolve_device(device)
     torch_dtype = devices.parse_dtype(dtype, dev)
     if n_threads is not None:
-        import torch
-
-        torch.set_num_threads(n_threads)
+        devices.set_threads(n_threads)
     if settings.cuda_graphs and not devices.is_cuda(dev):
         raise UnsupportedOnDevice(
             f"--cuda-graphs: CUDA graphs need a CUDA device; this run is on {dev} (drop --cuda-graphs)"

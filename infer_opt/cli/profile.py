@@ -126,9 +126,7 @@ def profile(
     n_threads = None if threads is None else parse_int(threads, option="--threads", low=1, high=4096)
     dev = devices.resolve_device(device)
     if n_threads is not None:
-        import torch
-
-        torch.set_num_threads(n_threads)  # before the roofline lookup: the CPU fit is per thread count
+        devices.set_threads(n_threads)  # before the roofline lookup: the CPU fit is per thread count
     torch_dtype = devices.parse_dtype(dtype, dev)
 
     from infer_opt.cli.kernels import progress_bar
@@ -144,7 +142,7 @@ def profile(
                 dtype=torch_dtype,
                 hf_overrides=overrides,
             )
-        fit, fit_source = model_profile.resolve_fit(dev, torch_dtype, roofline, progress=update)
+        resolved = model_profile.resolve_fit(dev, torch_dtype, roofline, progress=update)
         result = model_profile.profile_model(
             loaded,
             device=dev,
@@ -154,8 +152,9 @@ def profile(
             new_tokens=sizes["new_tokens"],
             warmup=n_warmup,
             reps=n_reps,
-            fit=fit,
-            fit_source=fit_source,
+            fit=resolved.fit,
+            fit_source=resolved.source,
+            fit_warnings=resolved.warnings,
             trace_path=trace,
             top=n_top,
             group_by=by_,
@@ -167,10 +166,13 @@ def profile(
 
 
 def _plot(result: Any, path: Path) -> list[Path]:
-    """``FILE.png`` (time by category, Amdahl predictions) and ``FILE-roofline.png``."""
+    """``FILE.png`` (time by category, Amdahl predictions) and ``FILE-roofline.png`` (not
+    without a roofline fit)."""
     from infer_opt.cost_models.profile_amdahl import roofline_line
     from infer_opt.reports.plots import profile as plots
 
+    if result.roofline is None:  # no fit: the category plot only
+        return [plots.plot_categories(result, path)]
     intensities = [o.intensity for o in result.ops if o.intensity and o.flops > 0]
     line = roofline_line(
         result.roofline.compute_rate_flops, result.roofline.bandwidth_bytes_per_s, intensities

@@ -206,7 +206,8 @@ class RooflineFit(Result):
     matmul_precision: str = ""
     #: how the kernels were timed (profilers.timing.timing_name, e.g. "cuda-graph-flushed"); "" not recorded
     timing: str = ""
-    #: what makes the fit unusable (:func:`fit_quality`): such a fit is neither cached nor used
+    #: :func:`fit_quality`'s findings when fitted (any makes the fit unusable: neither cached nor
+    #: used), and a ceiling above its datasheet figure (:func:`with_datasheet`)
     warnings: tuple[Notice, ...] = ()
 
 
@@ -603,11 +604,36 @@ def kernel_fit(fit: RooflineFit, point: KernelPoint) -> KernelFit:
     )
 
 
+#: a fitted ceiling this far above its datasheet figure is warned about
+DATASHEET_SLACK = 1.05
+
+
 def with_datasheet(
     fit: RooflineFit, *, flops: float | None = None, bytes_per_s: float | None = None
 ) -> RooflineFit:
-    """The fit with datasheet peaks attached for display (they are never fitted)."""
-    return replace(fit, datasheet_flops=flops, datasheet_bytes_per_s=bytes_per_s)
+    """The fit with datasheet peaks attached for display (they are never fitted). A fitted
+    ceiling more than 5% above its datasheet figure adds a ``fit_above_datasheet`` warning:
+    the figure is for another precision (a float32 fit with TF32 matmuls runs far above the
+    plain-fp32 peak; give the TF32 one) or the measurement is off."""
+    extra = [
+        Notice(
+            "fit_above_datasheet",
+            {
+                "parameter": name,
+                "fitted": fitted,
+                "datasheet": sheet,
+                "precision": precision_label(fit.dtype, fit.matmul_precision),
+            },
+        )
+        for name, fitted, sheet in (
+            ("R", fit.compute_rate_flops, flops),
+            ("b", fit.bandwidth_bytes_per_s, bytes_per_s),
+        )
+        if sheet and math.isfinite(fitted) and fitted > DATASHEET_SLACK * sheet
+    ]
+    return replace(
+        fit, datasheet_flops=flops, datasheet_bytes_per_s=bytes_per_s, warnings=fit.warnings + tuple(extra)
+    )
 
 
 # ---------------------------------------------------------------------------- plot data
