@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -44,12 +45,15 @@ CEILING_FAMILIES = ("matmul", "elementwise", "launch")
 MAX_MEDIAN_FIT_ERROR = 0.35
 #: a fit needs at least this many fitted kernels to be cached or used (an interrupted sweep has fewer)
 MIN_FIT_KERNELS = 6
-#: tick-quantized timings (a loaded machine's scheduler quantum): at least TICK_MIN_KERNELS kernels
-#: of TICK_MIN_S or more within ±TICK_REL_TOL of one time although their work differs TICK_WORK_SPAN×
+#: tick-quantized timings (a loaded machine's scheduler quantum; :func:`tick_plateaus`)
 TICK_MIN_S = 1e-3
 TICK_REL_TOL = 0.05
 TICK_MIN_KERNELS = 3
 TICK_WORK_SPAN = 4.0
+TICK_MAX_MULTIPLE = 4
+#: fitted kernels a suite-made fit needs per ceiling family (R from matmuls, b from streaming
+#: kernels, t0 from launch-bound ones)
+FAMILY_MINIMUM = {"matmul": 2, "elementwise": 2, "launch": 1}
 #: the timings a fit may have for ``profile`` to place operators against it, per device kind.
 #: CPU op times are wall time with warm caches. CUDA op times are kernel durations (CUPTI), so
 #: the fit must time the device without the host's launch gaps: a flush enqueued before each
@@ -481,6 +485,7 @@ def fit_quality(fit: RooflineFit, *, max_median_error: float = MAX_MEDIAN_FIT_ER
     * ``fit_error_high`` — the median |t̂ − t|/t of the fitted kernels exceeds ``max_median_error``;
     * ``fit_too_few_kernels`` — fewer than :data:`MIN_FIT_KERNELS` fitted kernels (an
       interrupted sweep);
+    * ``fit_missing_families`` — a suite-made fit without the kernels that pin R, b or t0;
     * ``fit_tick_quantized`` — :func:`tick_plateaus` found kernels stuck at one time.
     An empty tuple: the fit may be used."""
     out = []
@@ -501,40 +506,55 @@ def fit_quality(fit: RooflineFit, *, max_median_error: float = MAX_MEDIAN_FIT_ER
         )
     if fit.n_fitted < MIN_FIT_KERNELS:
         out.append(Notice("fit_too_few_kernels", {"n_fitted": fit.n_fitted, "minimum": MIN_FIT_KERNELS}))
-    plateaus = tick_plateaus(fit.kernels, fit.envelope_flops, fit.envelope_bytes_per_s)
-    if plateaus:
-        stuck = sum(n for _, n in plateaus)
-        out.append(Notice("fit_tick_quantized", {"times_s": [t for t, _ in plateaus], "kernels": stuck}))
+    missing = _missing_families(fit)
+    if missing:
+        out.append(Notice("fit_missing_families", {"families": missing}))
+    for tick, count in tick_plateaus(fit.kernels, fit.envelope_flops, fit.envelope_bytes_per_s):
+        out.append(Notice("fit_tick_quantized", {"tick_s": tick, "kernels": count}))
     return tuple(out)
 
 
 def tick_plateaus(
     kernels: Sequence[KernelFit | KernelPoint], envelope_flops: float, envelope_bytes_per_s: float
 ) -> list[tuple[float, int]]:
-    """``(time, count)`` of each group of at least :data:`TICK_MIN_KERNELS` kernels taking
-    :data:`TICK_MIN_S` or more whose times agree within ±:data:`TICK_REL_TOL` although their
-    work — ``max(F/R_env, Q/b_env)`` over the best achieved rates — spans
-    :data:`TICK_WORK_SPAN`× or more. Work that should scale but takes one fixed time is a
-    scheduler quantum showing through (a loaded machine stalls multi-threaded kernels at
-    8 or 16 ms), not the device."""
+    """``(tick, count)`` of the largest group of at least :data:`TICK_MIN_KERNELS` kernels
+    taking :data:`TICK_MIN_S` and twice the fastest kernel's time or more (kernels near the
+    launch floor take one time by right) whose times sit within ±:data:`TICK_REL_TOL` of 1 to
+    :data:`TICK_MAX_MULTIPLE` times one tick although their work — ``max(F/R_env, Q/b_env)``
+    over the best achieved rates — spans :data:`TICK_WORK_SPAN` times more than their times
+    do (empty when there is none). Work that should scale but lands on multiples of a few
+    milliseconds is the scheduler's time slice showing through (a loaded machine stalls
+    multi-threaded kernels at 8 or 16 ms), not the device."""
 
     def work(k: KernelFit | KernelPoint) -> float:
         return max(_div(k.flops, envelope_flops or math.inf), _div(k.bytes, envelope_bytes_per_s or math.inf))
 
-    slow = sorted((k.time_s, work(k)) for k in kernels if k.time_s >= TICK_MIN_S)
-    plateaus = []
-    i = 0
-    while i < len(slow):
-        j = i
-        while j + 1 < len(slow) and slow[j + 1][0] <= slow[i][0] * (1 + 2 * TICK_REL_TOL):
-            j += 1
-        works = [w for _, w in slow[i : j + 1]]
-        if j + 1 - i >= TICK_MIN_KERNELS and min(works) > 0 and max(works) >= TICK_WORK_SPAN * min(works):
-            plateaus.append((float(np.median([t for t, _ in slow[i : j + 1]])), j + 1 - i))
-            i = j + 1
-        else:
-            i += 1
-    return plateaus
+    # at twice the fastest kernel or more, the launch floor cannot make equal times (t0 < work)
+    floor = 2 * min((k.time_s for k in kernels), default=0.0)
+    slow = [(k.time_s, work(k)) for k in kernels if k.time_s >= max(TICK_MIN_S, floor) and work(k) > 0]
+    ticks = {t / m for t, _ in slow for m in range(1, TICK_MAX_MULTIPLE + 1) if t / m >= TICK_MIN_S}
+    best: tuple[float, int] | None = None
+    for tick in sorted(ticks, reverse=True):  # equal groups: the longest tick
+        members = [
+            (t, w) for t, w in slow if abs(t / tick - round(t / tick)) <= TICK_REL_TOL * round(t / tick)
+        ]
+        members = [(t, w) for t, w in members if 1 <= round(t / tick) <= TICK_MAX_MULTIPLE]
+        if len(members) < TICK_MIN_KERNELS or (best is not None and len(members) <= best[1]):
+            continue
+        times, works = [t for t, _ in members], [w for _, w in members]
+        if max(works) / min(works) >= TICK_WORK_SPAN * max(times) / min(times):
+            best = (tick, len(members))
+    return [best] if best is not None else []
+
+
+def _missing_families(fit: RooflineFit) -> list[str]:
+    """The ceiling families a suite-made fit lacks: R needs matmuls, b streaming kernels, t0
+    launch-bound ones (:data:`FAMILY_MINIMUM` fitted kernels of each). A fit of kernels with
+    no suite family (a hand-made CSV) is not checked."""
+    counts = Counter(k.family for k in fit.kernels if k.fitted)
+    if not any(family in counts for family in CEILING_FAMILIES):
+        return []
+    return [family for family in CEILING_FAMILIES if counts[family] < FAMILY_MINIMUM[family]]
 
 
 def key_problems(
@@ -542,8 +562,11 @@ def key_problems(
 ) -> tuple[Notice, ...]:
     """``fit_mismatch`` notices for each way the fit's :class:`RunKey` differs from the run's:
     device model, dtype, CPU threads, float32 matmul precision, and a timing outside
-    ``timings`` (default: the expected key's own)."""
+    ``timings`` (default: the expected key's own). A fit that records neither its device nor
+    its timing (an older infer-opt's) gets one ``fit_not_keyed``."""
     mine = RunKey.of(fit)
+    if not mine.device_kind and not mine.timing:
+        return (Notice("fit_not_keyed", {}),)
     out = [
         Notice("fit_mismatch", {"field": name, "fit": ours, "run": theirs})
         for name, ours, theirs in mine.differences(expected, ignore=("timing",))

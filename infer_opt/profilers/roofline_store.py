@@ -263,7 +263,7 @@ def points_from_csv(text: str, source: str = "measurements") -> list[KernelPoint
 
 def load_points(path: str | os.PathLike[str]) -> tuple[list[KernelPoint], dict[str, str]]:
     """Kernel points from a measurements file: a ``kernels`` or ``roofline`` result (JSON)
-    or a CSV. Also returns what the file says about the device and timing (:func:`_meta`;
+    or a CSV. Also returns what the file says about the device and timing (:func:`measurement_meta`;
     empty for CSV)."""
     p = Path(path)
     try:
@@ -283,16 +283,16 @@ def load_points(path: str | os.PathLike[str]) -> tuple[list[KernelPoint], dict[s
     if loaded.kind == "kernels":
         from infer_opt.profilers.kernels import kernel_points
 
-        return kernel_points(result), _meta(result)
+        return kernel_points(result), measurement_meta(result)
     if loaded.kind == "roofline":
         points = [KernelPoint(k.name, k.family, k.flops, k.bytes, k.time_s) for k in result.kernels]
-        return points, _meta(result)
+        return points, measurement_meta(result)
     raise InvalidInput(
         "MEASUREMENTS", str(p), f"holds a {loaded.kind!r} result; expected kernels or roofline"
     )
 
 
-def _meta(result: Any) -> dict[str, Any]:
+def measurement_meta(result: Any) -> dict[str, Any]:
     """What a kernels or roofline result says about where and how it was measured: the
     arguments :func:`fit_roofline` records (device, dtype, names, and the run key's threads,
     matmul precision and timing)."""
@@ -386,7 +386,7 @@ def fit_for_run(
     dtype: Any,
     *,
     progress: Any = None,
-    calibrate_fn: Calibrate = calibrate,
+    calibrate_fn: Calibrate | None = None,
     load: Callable[[], float | None] | None = None,
 ) -> ResolvedFit:
     """The cached fit usable for a run on ``device`` in ``dtype`` (any timing of
@@ -400,6 +400,7 @@ def fit_for_run(
     threads differ, so it too goes on without a fit, and the notice says how to use it."""
     from infer_opt.profilers.device import is_cuda, run_key
 
+    calibrate_fn = calibrate_fn or calibrate
     timings = PROFILE_TIMINGS["cuda" if is_cuda(device) else "cpu"]
     notices: list[Notice] = []
     for timing in timings:

@@ -67,14 +67,22 @@ MESSAGES: dict[str, Words] = {
         "partial sweep"
     ),
     "fit_tick_quantized": lambda v: (
-        f"{v['kernels']} kernels of different work all took "
-        + ", ".join(format_duration(float(t)) for t in v["times_s"])
-        + ": the scheduler's time slice, not the device (a loaded machine stalls multi-threaded kernels); "
-        "quiet the machine or use --threads 1"
+        f"{v['kernels']} kernels of very different work all took whole multiples of "
+        f"{format_duration(float(v['tick_s']))}: the scheduler's time slice, not the device (a loaded "
+        "machine stalls multi-threaded kernels); quiet the machine or use --threads 1"
+    ),
+    "fit_missing_families": lambda v: (
+        "the fit lacks the kernels that pin "
+        + ", ".join(_FAMILY_PINS.get(f, f) for f in v["families"])
+        + ": measure the matmul, elementwise and launch families (an interrupted or partial sweep?)"
     ),
     "fit_mismatch": lambda v: (
         f"the fit's {_FIT_FIELDS.get(v['field'], v['field'])} is {_recorded(v['fit'])}, "
         f"this run's is {_recorded(v['run'])}"
+    ),
+    "fit_not_keyed": lambda v: (
+        "the fit does not record the device, threads and timing it was measured with (an older "
+        "infer-opt made it): refit with `infer-opt roofline`"
     ),
     "fit_above_datasheet": lambda v: (
         f"fitted {_parameter(v['parameter'])} is above the datasheet figure given "
@@ -110,6 +118,8 @@ MESSAGES: dict[str, Words] = {
     ),
     "roofline_not_saved": lambda v: f"the roofline fit was not cached ({v['reason']})",
 }
+
+_FAMILY_PINS = {"matmul": "R (matmul)", "elementwise": "b (elementwise)", "launch": "t0 (launch)"}
 
 _FIT_FIELDS = {
     "device_kind": "device kind",

@@ -547,7 +547,8 @@ def test_capture_failure_reports_the_innermost_cause_and_restores_the_stream():
         _fake_backend(fake).capture(fn, 2)
     message = str(info.value)
     assert message.startswith(
-        "CUDA graph capture failed: RuntimeError: CUDA error: operation not permitted when stream is capturing"
+        "CUDA graph capture failed: RuntimeError: CUDA error: operation not permitted when stream is "
+        "capturing"
     )
     assert "(then: RuntimeError: CUDA error: operation failed due to a previous error" in message
     assert "\n" not in message
@@ -603,7 +604,7 @@ def test_innermost_cause_follows_the_chain():
 
 def test_flushing_refuses_several_calls_per_sample():
     t = FakeTime()
-    with pytest.raises(InvalidInput, match="calls_per_sample.*caches warm"):
+    with pytest.raises(InvalidInput, match=r"calls_per_sample.*caches warm"):
         measure(t.work([1_000]), flush_cache=True, flush=lambda: None, calls_per_sample=10, clock=t.clock)
 
 
