@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from infer_opt.cost_models.roofline import precision_label
-from infer_opt.notices import has
+from infer_opt.notices import Notice, has
 from infer_opt.profilers.kernels import KernelRow, KernelSuiteResult
 from infer_opt.profilers.timing import CUDA_MIN_WARMUP_S
 from infer_opt.reports.messages import text
@@ -203,16 +203,12 @@ def _summary(result: KernelSuiteResult, timed: list[KernelRow]) -> list[tuple[st
     return summary
 
 
-def _warnings(result: KernelSuiteResult, timed: list[KernelRow]) -> list[str]:
+def _warnings(result: KernelSuiteResult, timed: list[KernelRow]) -> list[Notice]:
     warnings = []
     noisy = [r.key for r in timed if has(r.warnings, "high_variance")]
     if noisy:
-        shown = ", ".join(noisy[:4]) + (f" and {len(noisy) - 4} more" if len(noisy) > 4 else "")
-        warnings.append(
-            f"high variance (IQR/median > 10%) in {len(noisy)} case(s): {shown}; raise --reps or "
-            "--warmup, close other programs"
-        )
-    warnings += [text(n) for n in result.warnings]
+        warnings.append(Notice("high_variance_cases", {"cases": noisy}))
+    warnings += result.warnings
     if not result.complete and not result.warnings:
-        warnings.append(f"interrupted: {len(result.rows)} case(s) finished and are shown/saved")
+        warnings.append(Notice("sweep_interrupted", {"cases": len(result.rows)}))
     return warnings

@@ -39,9 +39,28 @@ MESSAGES: dict[str, Words] = {
         f"stopped after {v['reps']} of {v['wanted']} repetitions "
         f"(time limit {format_duration(v['max_time_s'])})"
     ),
+    # ---- amdahl (cost_models/amdahl.py)
+    "parts_slower": lambda v: f"speedup below 1 for {', '.join(v['parts'])}: that part gets slower",
+    "slower_overall": lambda v: "the change makes the whole slower (end-to-end speedup below 1)",
+    "target_above_ceiling": lambda v: (
+        f"impossible: target {v['target']:g}x is at or above the ceiling {v['ceiling']:.4g}x "
+        "(the part would have to take no time at all)"
+    ),
+    "part_takes_no_time": lambda v: (
+        "the part takes none of the time: the target holds for any speedup"
+        if v["target_holds"]
+        else "the part takes none of the time, and the target is above what the rest allows"
+    ),
     # ---- GPU paths and calibrations (profilers/timing.py, kernels.py, compile_measure.py,
     #      roofline_store.py; cost_models/roofline.py's fit checks)
     "graph_capture_failed": lambda v: f"{v['reason']}; t_c is without a graph",
+    "high_variance_cases": lambda v: (
+        f"high variance (IQR/median > 10%) in {len(v['cases'])} case(s): "
+        + ", ".join(v["cases"][:4])
+        + (f" and {len(v['cases']) - 4} more" if len(v["cases"]) > 4 else "")
+        + "; raise --reps or --warmup, close other programs"
+    ),
+    "sweep_interrupted": lambda v: f"interrupted: {v['cases']} case(s) finished and are shown/saved",
     "sweep_stopped": lambda v: (
         f"stopped at {v['case']}: {v['reason']}; the device no longer works in this process, so the rows "
         "before it are kept and the rest were not run (start a new process to measure them)"
@@ -148,9 +167,11 @@ def _num(value: Any) -> str:
         return str(value)
 
 
-def text(notice: Notice) -> str:
+def text(notice: Notice | str) -> str:
     """``notice`` in words, prefixed with its subject. An unknown code (a result saved by a
     newer infer-opt) is shown as its code and values rather than dropped."""
+    if isinstance(notice, str):  # TRANSITION: free-text warnings not yet given a code
+        return notice
     words = MESSAGES.get(notice.code)
     if words is None:
         values = ", ".join(f"{k}={v}" for k, v in notice.values.items())
@@ -160,8 +181,10 @@ def text(notice: Notice) -> str:
     return body if notice.subject is None else f"{notice.subject}: {body}"
 
 
-def as_json(notice: Notice) -> dict[str, Any]:
+def as_json(notice: Notice | str) -> dict[str, Any]:
     """What the JSON envelope lists for a warning: code, words, subject and values."""
+    if isinstance(notice, str):  # TRANSITION
+        return {"code": "unclassified", "message": notice}
     out: dict[str, Any] = {"code": notice.code, "message": text(notice)}
     if notice.subject is not None:
         out["subject"] = notice.subject

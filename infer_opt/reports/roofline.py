@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from infer_opt.cost_models.roofline import RooflineFit, precision_label
-from infer_opt.reports.messages import text
 from infer_opt.reports.view import Column, Table, View
 from infer_opt.units import (
     format_bandwidth,
@@ -143,5 +142,5 @@ def build_view(fit: RooflineFit) -> View:
         summary=_summary(fit),
         tables=[table],
         notes=notes,
-        warnings=[text(n) for n in fit.warnings],
+        warnings=list(fit.warnings),
     )
