@@ -9,6 +9,7 @@ import torch
 from infer_opt.cost_models.roofline import KernelPoint, fit_roofline
 from infer_opt.profilers import kernels as K
 from infer_opt.profilers import roofline_store as store
+from infer_opt.reports.messages import text
 from infer_opt.results import save_result
 from tests.helpers import assert_one_line_error, invoke, usable_fit
 
@@ -317,7 +318,7 @@ def test_view_shows_the_fit_s_warnings():
     from infer_opt.reports.roofline import build_view
 
     fit = replace(_fit(), parameters_at_bound=("b",), median_abs_rel_error=0.5)
-    warnings = " ".join(build_view(replace(fit, warnings=fit_quality(fit))).warnings)
+    warnings = " ".join(text(n) for n in build_view(replace(fit, warnings=fit_quality(fit))).warnings)
     assert "b (bandwidth) ended at the edge of its search range" in warnings
     assert "misses the median kernel by 50%" in warnings
     assert build_view(_fit()).warnings == []
@@ -332,5 +333,5 @@ def test_tf32_fits_are_labelled_and_warned_against_the_fp32_peak(csv_file):
     fit = replace(_fit(), matmul_precision="tf32")
     view = build_view(with_datasheet(fit, flops=R / 2))
     assert "tf32" in dict(view.summary)["Data"]
-    assert any("above the datasheet figure" in w and "TF32 peak" in w for w in view.warnings)
+    assert any("above the datasheet figure" in text(w) and "TF32 peak" in text(w) for w in view.warnings)
     assert build_view(with_datasheet(_fit(), flops=2 * R)).warnings == []
