@@ -115,3 +115,34 @@ def store_key():
     from infer_opt.profilers.device import run_key
 
     return run_key("cpu", "float32", "cpu-clock")
+
+
+def test_a_cuda_calibration_is_timed_as_profile_times_operators(monkeypatch):
+    """Unflushed eager events time tiny kernels at the host's launch rate (t0 ≈ 5 µs against
+    1-2 µs kernels): on CUDA the calibration flushes and replays one-call graphs, and its fit
+    records that timing."""
+    from infer_opt.profilers import device as devices
+    from infer_opt.profilers import kernels
+
+    seen = {}
+
+    def run_suite(cases, dev, dtype, settings, **kwargs):
+        seen["settings"] = settings
+        return kernels.KernelSuiteResult(
+            "cuda:0", "GPU", "cuda-gpu-bfloat16", "bfloat16", "calibration", settings
+        )
+
+    monkeypatch.setattr(devices, "resolve_device", lambda spec: torch.device("cuda", 0))
+    monkeypatch.setattr(devices, "parse_dtype", lambda name, dev: torch.bfloat16)
+    monkeypatch.setattr(kernels, "run_suite", run_suite)
+    monkeypatch.setattr(kernels, "kernel_points", lambda result: synthetic_points())
+    fit = store.calibrate("cuda", "bfloat16")
+    assert seen["settings"].flush_cache and seen["settings"].cuda_graphs
+    assert fit.timing == store.CALIBRATION_TIMING["cuda"] == "cuda-graph-flushed"
+    assert fit.timing in store.PROFILE_TIMINGS["cuda"] and fit.threads is None
+
+
+def synthetic_points():
+    from tests.cost_models.test_roofline import synthetic
+
+    return synthetic()
