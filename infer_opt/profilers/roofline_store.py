@@ -110,9 +110,12 @@ class CalibrationStore(Generic[R]):
             return self._read(target)
         except FileNotFoundError:
             raise InvalidInput(self.kind, str(target), "file does not exist") from None
+        except InvalidInput as exc:  # not an envelope, an unknown kind or version
+            raise InvalidInput(self.kind, str(target), exc.expected) from None
         except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError) as exc:
+            why = f"{type(exc).__name__}: {str(exc).splitlines()[0]}" if str(exc) else type(exc).__name__
             raise InvalidInput(
-                self.kind, str(target), f"not a readable infer-opt {self.kind} result ({exc})"
+                self.kind, str(target), f"not a readable infer-opt {self.kind} result ({why})"
             ) from None
 
     def load(self, key: RunKey, *, timings: Sequence[str] | None = None) -> Lookup[R]:
