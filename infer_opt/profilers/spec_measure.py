@@ -638,7 +638,10 @@ def measure_costs(
     if progress:
         progress(done, total, f"measuring {name}")
     m = timer(fn, warmup=warmup, reps=reps, **extra)
-    out.append(MeasuredCost(name, what, m.summary, m.cold_s, tuple(m.warnings)))
+    # the timer's warnings are Notices; this result still holds words (until it carries Notices too)
+    from infer_opt.reports.messages import text
+
+    out.append(MeasuredCost(name, what, m.summary, m.cold_s, tuple(text(n) for n in m.warnings)))
     if progress:
         progress(total, total, "measured")
     return out
