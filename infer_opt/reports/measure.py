@@ -428,7 +428,7 @@ def _amortize_verdict(result: AmortizeMeasureResult) -> tuple[str, bool]:
 def _bucket_warnings(result: AmortizeMeasureResult) -> list[Any]:
     """What the result holds, per bucket: why it was not compiled, and its timer warnings."""
     warnings = [f"bucket {b.bucket} not compiled: {b.error}" for b in result.buckets if b.error]
-    warnings += [f"bucket {b.bucket}: {w}" for b in result.buckets for w in b.warnings]
+    warnings += [w.about(f"bucket {b.bucket}") for b in result.buckets for w in b.warnings]
     return warnings
 
 

@@ -264,6 +264,22 @@ def build_plans_view(result: PlansResult) -> View:
     )
 
 
+def _metrics_source(result: MetricsResult) -> list[tuple[str, str]]:
+    """Where Prometheus counters came from: the file(s), the model and the engines summed."""
+    src = result.source
+    if src is None:
+        return []
+    where = src.file if src.before is None else f"{src.file} minus {src.before} (the interval between them)"
+    out = [("Counters", f"vLLM Prometheus metrics: {where}")]
+    if src.model_name:
+        out.append(("Model", src.model_name))
+    if src.engines:
+        out.append(("Engines summed", ", ".join(src.engines)))
+    if result.accepted_total is not None:
+        out.append(("Accepted draft tokens", format_number(result.accepted_total)))
+    return out
+
+
 def build_metrics_view(result: MetricsResult) -> View:
     columns = [
         Column("position", "Position i", csv_header="position"),
@@ -273,6 +289,7 @@ def build_metrics_view(result: MetricsResult) -> View:
     ]
     k = len(result.positions)
     summary = [
+        *_metrics_source(result),
         ("Drafts", format_number(result.drafts)),
         ("Draft positions k", str(k)),
         (
