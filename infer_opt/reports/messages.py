@@ -51,6 +51,11 @@ MESSAGES: dict[str, Words] = {
         if v["target_holds"]
         else "the part takes none of the time, and the target is above what the rest allows"
     ),
+    # ---- speculative measure (profilers/spec_measure.py)
+    "verify_cost_not_linear": lambda v: (
+        f"c_v(k) is not close to a + b·k here (fit error up to {_pct(v['max_rel_error'])}): "
+        "the predictions use the fit; compare with the measured c_v(k)"
+    ),
     # ---- speculative run (profilers/spec_run.py) and vLLM's metrics (cost_models/prometheus_metrics.py)
     "spec_run_tokens_differ": lambda v: (
         f"greedy speculative decoding with k = {v['k']} differs from plain greedy decoding from token "
