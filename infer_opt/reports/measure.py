@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from infer_opt.notices import Notice
 from infer_opt.profilers.compile_measure import AmortizeMeasureResult
 from infer_opt.profilers.spec_measure import SpecMeasureResult
 from infer_opt.reports.view import Column, Table, View, rows_of
@@ -425,11 +426,14 @@ def _amortize_verdict(result: AmortizeMeasureResult) -> tuple[str, bool]:
     return "Compile no bucket: none recovers its compile cost at these call counts.", False
 
 
-def _bucket_warnings(result: AmortizeMeasureResult) -> list[Any]:
+def _bucket_warnings(result: AmortizeMeasureResult) -> list[Notice]:
     """What the result holds, per bucket: why it was not compiled, and its timer warnings."""
-    warnings = [f"bucket {b.bucket} not compiled: {b.error}" for b in result.buckets if b.error]
-    warnings += [w.about(f"bucket {b.bucket}") for b in result.buckets for w in b.warnings]
-    return warnings
+    failed = [
+        Notice("bucket_not_compiled", {"error": b.error}, f"bucket {b.bucket}")
+        for b in result.buckets
+        if b.error
+    ]
+    return failed + [w.about(f"bucket {b.bucket}") for b in result.buckets for w in b.warnings]
 
 
 def build_amortize_view(result: AmortizeMeasureResult) -> View:

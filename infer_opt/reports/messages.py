@@ -174,6 +174,7 @@ MESSAGES: dict[str, Words] = {
         f"draft tokens ({v['draft_tokens']}) < drafts × k ({v['drafts'] * v['k']}): some rounds "
         "drafted fewer than k tokens, so the later positions' rates are biased low"
     ),
+    "bucket_not_compiled": lambda v: f"not compiled: {v['error']}",
     "wrong_rule_missed_by_sampling": lambda v: (
         f"the Monte-Carlo ({v['trials']:,} rounds) did not detect the wrong rule (exact enumeration did): "
         "raise --trials"

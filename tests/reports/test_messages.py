@@ -18,19 +18,23 @@ from tests.reports.fixtures import fixture
 
 PACKAGE = Path(__file__).resolve().parents[2] / "infer_opt"
 
-#: result kinds whose views hold only Notices (the measured kinds still pass the strings their
-#: profilers hold: kernels, roofline, compare, amortize-measure, speculative-measure)
+#: result kinds whose views hold only Notices (compare and profile still pass strings)
 NOTICE_ONLY_KINDS = (
     "amdahl",
     "amortize",
     "amortize-buckets",
+    "amortize-measure",
     "attention-check",
     "attention-memory",
     "attention-window",
     "buckets",
+    "kernels",
+    "roofline",
     "speculative-acceptance",
+    "speculative-measure",
     "speculative-metrics",
     "speculative-plans",
+    "speculative-run",
     "speculative-speedup",
     "speculative-verify",
 )
@@ -62,6 +66,14 @@ def test_every_code_the_package_emits_has_words():
 def test_converted_kinds_pass_only_notices(kind):
     warnings = build_view(fixture(kind)).warnings
     assert all(isinstance(w, Notice) for w in warnings), warnings
+
+
+def test_a_bucket_that_failed_to_compile_is_a_notice_about_that_bucket():
+    (failed,) = [
+        w for w in build_view(fixture("amortize-measure")).warnings if w.code == "bucket_not_compiled"
+    ]
+    assert failed.subject == "bucket 1x2048"
+    assert text(failed) == "bucket 1x2048: not compiled: backend raised: out of memory"
 
 
 def _buckets_with_lengths_above_the_bound():
