@@ -12,8 +12,10 @@ from infer_opt.reports.render import (
     Document,
     Figure,
     Highlight,
-    ReportRenderer,
+    Markup,
+    Renderer,
     grouped_highlights,
+    report_blocks,
 )
 from infer_opt.reports.view import Table, View
 
@@ -113,40 +115,33 @@ def highlights_html(items: list[Highlight]) -> str:
     return "<ul>" + "".join(out) + "</ul>"
 
 
-class HtmlRenderer(ReportRenderer):
+def _commands(commands: list[str]) -> str:
+    lines = "\n".join(f"$ {escape(c)}" for c in commands)
+    return f"<p>{escape(COMMANDS_INTRO)}</p>\n<pre>{lines}</pre>"
+
+
+HTML = Markup(
+    heading=lambda text, level: f"<h{level}>{escape(text)}</h{level}>",
+    highlights=highlights_html,
+    view=view_html,
+    commands=_commands,
+    provenance=lambda words: f'<p class="provenance">{words}.</p>',
+    code=lambda text: f"<code>{escape(text)}</code>",
+    plain=escape,
+)
+
+
+class HtmlRenderer(Renderer):
     name = "html"
     extensions = (".html", ".htm")
     description = "one self-contained HTML page (figures embedded)"
 
-    def heading(self, text: str, level: int) -> str:
-        return f"<h{level}>{escape(text)}</h{level}>"
-
-    def highlights_block(self, items: list[Highlight]) -> str:
-        return highlights_html(items)
-
-    def view_blocks(self, view: View, figures: list[Figure] | None = None) -> list[str]:
-        return view_html(view, figures)
-
-    def commands_block(self, commands: list[str]) -> str:
-        lines = "\n".join(f"$ {escape(c)}" for c in commands)
-        return f"<p>{escape(COMMANDS_INTRO)}</p>\n<pre>{lines}</pre>"
-
-    def provenance_block(self, words: str) -> str:
-        return f'<p class="provenance">{words}.</p>'
-
-    def code(self, text: str) -> str:
-        return f"<code>{escape(text)}</code>"
-
-    def plain(self, text: str) -> str:
-        return escape(text)
-
     def render(self, doc: Document) -> str:
         title = doc.title or (doc.sections[0].view.title if doc.sections else "infer-opt")
-        body = self.report_blocks(doc, title)
         return (
             '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
             '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
             f"<title>{escape(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
-            + "\n".join(body)
+            + "\n".join(report_blocks(doc, title, HTML))
             + "\n</body>\n</html>\n"
         )

@@ -10,8 +10,10 @@ from infer_opt.reports.render import (
     Document,
     Figure,
     Highlight,
-    ReportRenderer,
+    Markup,
+    Renderer,
     grouped_highlights,
+    report_blocks,
 )
 from infer_opt.reports.view import Table, View
 
@@ -85,37 +87,31 @@ def highlights_markdown(items: list[Highlight]) -> str:
     return "\n".join(lines)
 
 
-class MarkdownRenderer(ReportRenderer):
+def _commands(commands: list[str]) -> str:
+    lines = "\n".join(f"$ {c}" for c in commands)
+    return f"{COMMANDS_INTRO}\n\n```console\n{lines}\n```"
+
+
+MARKDOWN = Markup(
+    heading=lambda text, level: f"{'#' * level} {text}",
+    highlights=highlights_markdown,
+    view=view_blocks,
+    commands=_commands,
+    provenance=lambda words: f"_{words}._",
+    code=_code,
+    plain=str,
+)
+
+
+class MarkdownRenderer(Renderer):
     name = "markdown"
     extensions = (".md", ".markdown")
     description = "GitHub-flavoured markdown (tables, relative image links)"
 
-    def heading(self, text: str, level: int) -> str:
-        return f"{'#' * level} {text}"
-
-    def highlights_block(self, items: list[Highlight]) -> str:
-        return highlights_markdown(items)
-
-    def view_blocks(self, view: View, figures: list[Figure] | None = None) -> list[str]:
-        return view_blocks(view, figures)
-
-    def commands_block(self, commands: list[str]) -> str:
-        lines = "\n".join(f"$ {c}" for c in commands)
-        return f"{COMMANDS_INTRO}\n\n```console\n{lines}\n```"
-
-    def provenance_block(self, words: str) -> str:
-        return f"_{words}._"
-
-    def code(self, text: str) -> str:
-        return _code(text)
-
-    def plain(self, text: str) -> str:
-        return text
-
     def render(self, doc: Document) -> str:
         if not doc.is_report and len(doc.sections) == 1:
             section = doc.sections[0]
-            parts = [self.heading(section.view.title, 2), *view_blocks(section.view, section.figures)]
+            parts = [f"## {section.view.title}", *view_blocks(section.view, section.figures)]
         else:
-            parts = self.report_blocks(doc, doc.title or "infer-opt report")
+            parts = report_blocks(doc, doc.title or "infer-opt report", MARKDOWN)
         return "\n\n".join(parts) + "\n"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -122,72 +123,54 @@ class Renderer(ABC):
 COMMANDS_INTRO = "The commands that produced these results, in the order they ran:"
 
 
-class ReportRenderer(Renderer):
-    """A renderer of whole reports (markdown, HTML): :meth:`report_blocks` walks the document
-    once — title, "what matters", the environment, the commands, then each section under a
-    numbered heading with where it came from — and the subclass says how each part is written."""
+@dataclass(frozen=True)
+class Markup:
+    """How a report format (markdown, HTML) writes each part of a report: a heading of a level
+    (1 = the title), the "what matters" list, a view's blocks ``view(view, figures)``, the
+    command lines, a provenance line from its words, inline code and plain (escaped) text."""
 
-    @abstractmethod
-    def heading(self, text: str, level: int) -> str:
-        """A heading of ``level`` (1 = the report's title)."""
+    heading: Callable[[str, int], str]
+    highlights: Callable[[list[Highlight]], str]
+    view: Callable[..., list[str]]
+    commands: Callable[[list[str]], str]
+    provenance: Callable[[str], str]
+    code: Callable[[str], str]
+    plain: Callable[[str], str]
 
-    @abstractmethod
-    def highlights_block(self, items: list[Highlight]) -> str:
-        """The "what matters" list."""
 
-    @abstractmethod
-    def view_blocks(self, view: View, figures: list[Figure] | None = None) -> list[str]:
-        """A view's body: summary, verdict, figures, tables, notes, warnings."""
+def provenance(section: Section, markup: Markup) -> str | None:
+    """Which command produced a section, the file it was saved in and when (None if unknown)."""
+    bits = []
+    if section.command:
+        bits.append(f"Produced by {markup.code(section.command)}")
+    if section.source:
+        bits.append(f"saved in {markup.code(section.source)}")
+    created = (section.envelope or {}).get("created")
+    if created:
+        bits.append(f"at {markup.plain(created)}")
+    return markup.provenance(", ".join(bits)) if bits else None
 
-    @abstractmethod
-    def commands_block(self, commands: list[str]) -> str:
-        """The command lines, after :data:`COMMANDS_INTRO`."""
 
-    @abstractmethod
-    def provenance_block(self, words: str) -> str:
-        """``words`` ("Produced by …, saved in …, at …") as a section's provenance line."""
-
-    @abstractmethod
-    def code(self, text: str) -> str:
-        """``text`` as inline code."""
-
-    @abstractmethod
-    def plain(self, text: str) -> str:
-        """``text`` as plain text (escaped where the format needs it)."""
-
-    def provenance(self, section: Section) -> str | None:
-        """Which command produced a section, the file it was saved in and when (None if unknown)."""
-        bits = []
-        if section.command:
-            bits.append(f"Produced by {self.code(section.command)}")
-        if section.source:
-            bits.append(f"saved in {self.code(section.source)}")
-        created = (section.envelope or {}).get("created")
-        if created:
-            bits.append(f"at {self.plain(created)}")
-        return self.provenance_block(", ".join(bits)) if bits else None
-
-    def report_blocks(self, doc: Document, title: str) -> list[str]:
-        """The document's blocks in reading order; a report's sections (or several results')
-        get a heading each, numbered when there are several."""
-        blocks = [self.heading(title, 1)]
-        if doc.highlights:
-            blocks += [self.heading("What matters", 2), self.highlights_block(doc.highlights)]
-        if doc.about is not None:
-            blocks += [self.heading(doc.about.title, 2), *self.view_blocks(doc.about)]
-        if doc.commands:
-            blocks.append(self.commands_block(doc.commands))
-        numbered = len(doc.sections) > 1
-        for i, section in enumerate(doc.sections, start=1):
-            if doc.is_report or numbered:
-                blocks.append(
-                    self.heading(f"{i}. {section.view.title}" if numbered else section.view.title, 2)
-                )
-            provenance = self.provenance(section)
-            if provenance:
-                blocks.append(provenance)
-            blocks += self.view_blocks(section.view, section.figures)
-        return blocks
+def report_blocks(doc: Document, title: str, markup: Markup) -> list[str]:
+    """A report's blocks in reading order — title, "what matters", the environment, the
+    commands, then each section under a heading (numbered when there are several) with where
+    it came from — written in ``markup``."""
+    blocks = [markup.heading(title, 1)]
+    if doc.highlights:
+        blocks += [markup.heading("What matters", 2), markup.highlights(doc.highlights)]
+    if doc.about is not None:
+        blocks += [markup.heading(doc.about.title, 2), *markup.view(doc.about, None)]
+    if doc.commands:
+        blocks.append(markup.commands(doc.commands))
+    numbered = len(doc.sections) > 1
+    for i, section in enumerate(doc.sections, start=1):
+        if doc.is_report or numbered:
+            blocks.append(markup.heading(f"{i}. {section.view.title}" if numbered else section.view.title, 2))
+        line = provenance(section, markup)
+        if line:
+            blocks.append(line)
+        blocks += markup.view(section.view, section.figures)
+    return blocks
 
 
 #: format name -> "module:Class" (lazy: printing JSON never imports rich)
