@@ -16,7 +16,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-
 #: the code of a warning read back from a file that stored it as words
 LEGACY_TEXT = "legacy_text"
 
