@@ -22,6 +22,8 @@ def _pct(value: float) -> str:
 
 
 MESSAGES: dict[str, Words] = {
+    # ---- a warning saved as words by an older infer-opt (notices.Notice.from_text)
+    "legacy_text": lambda v: str(v["text"]),
     # ---- timing (profilers/timing.py), shared by every measurement
     "high_variance": lambda v: (
         f"high variance (IQR/median {_pct(v['rel_iqr'])}): raise --reps or --warmup, close other programs"
