@@ -58,16 +58,6 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from infer_opt.errors import RunFailure
 from infer_opt.profilers import flops as fl
 
-CATEGORIES = ("matmul", "attention", "normalization", "elementwise", "memory", "other")
-CATEGORY_LABELS = {
-    "matmul": "matmul",
-    "attention": "attention",
-    "normalization": "normalization",
-    "elementwise": "elementwise/activation",
-    "memory": "memory/layout",
-    "other": "other",
-}
-
 _MATMUL = frozenset(
     {
         "aten::mm",

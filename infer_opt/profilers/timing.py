@@ -1,6 +1,6 @@
 """The one timer every measurement goes through: :func:`measure`.
 
-What it does, in order (SPEC §3.1):
+What it does, in order:
 
 1. **Cold call** (``time_cold``): the first call, timed apart on the host clock with a
    synchronisation before and after, so a compiling or allocating first call is never

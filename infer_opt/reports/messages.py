@@ -157,6 +157,30 @@ MESSAGES: dict[str, Words] = {
         )
     ),
     "roofline_not_saved": lambda v: f"the roofline fit was not cached ({v['reason']})",
+    # ---- house: calculators' and checks' views (cost_models/bucketing.py, speculative.py;
+    #      checks/spec_sampler.py)
+    "lengths_unbucketed": lambda v: (
+        f"{v['count']} of {v['total']} lengths exceed the largest bound {v['largest_bound']} "
+        f"(max {v['max_length']}); they are left out of every expectation and count above"
+    ),
+    "verify_cost_assumed": lambda v: (
+        "verification cost assumed equal to one target step (c_v = c_t); give --verify-cost or "
+        "--verify-cost-model for your engine"
+    ),
+    "naive_ranking_differs": lambda v: (
+        "the mean of per-round time/tokens ranks the plans differently"
+        + (f" (it would pick {v['naive_best']})" if v["naive_best"] != v["best"] else "")
+        + "; it over-weights rounds that commit few tokens. The long-run cost is Σ time / Σ tokens."
+    ),
+    "short_drafts": lambda v: (
+        f"draft tokens ({v['draft_tokens']}) < drafts × k ({v['drafts'] * v['k']}): some rounds "
+        "drafted fewer than k tokens, so the later positions' rates are biased low"
+    ),
+    "bucket_not_compiled": lambda v: f"not compiled: {v['error']}",
+    "wrong_rule_missed_by_sampling": lambda v: (
+        f"the Monte-Carlo ({v['trials']:,} rounds) did not detect the wrong rule (exact enumeration did): "
+        "raise --trials"
+    ),
 }
 
 _FAMILY_PINS = {"matmul": "R (matmul)", "elementwise": "b (elementwise)", "launch": "t0 (launch)"}

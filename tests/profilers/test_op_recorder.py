@@ -12,14 +12,7 @@ from infer_opt.profilers import flops as fl
 from infer_opt.profilers import models
 from infer_opt.profilers import op_recorder as rec
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """One intra-op thread: on a shared 2-core machine two OpenMP threads stall each other."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _only(calls, name):
