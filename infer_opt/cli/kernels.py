@@ -183,9 +183,7 @@ def run_suite_cli(
     dev = devices.resolve_device(device)
     torch_dtype = devices.parse_dtype(dtype, dev)
     if threads is not None:
-        import torch
-
-        torch.set_num_threads(threads)
+        devices.set_threads(threads)
     if settings.cuda_graphs and not devices.is_cuda(dev):
         raise UnsupportedOnDevice(
             f"--cuda-graphs: CUDA graphs need a CUDA device; this run is on {dev} (drop --cuda-graphs)"
@@ -240,16 +238,20 @@ def resume_command(argv: list[str], file: str) -> str:
     return shlex.join(["infer-opt", "kernels", *out, "--resume", file])
 
 
-def _interrupted(result: KernelSuiteResult, output: Output) -> Interrupted:
+def _incomplete(result: KernelSuiteResult, output: Output) -> Interrupted | RunFailure:
+    """Ctrl-C (:class:`Interrupted`, exit 130) or a sweep the device stopped (:class:`RunFailure`,
+    exit 1): what finished, where it is saved, and the command that goes on from there."""
     files = [str(p) for p in output.out if str(p) != "-" and str(p).lower().endswith(".json")]
     done = sum(1 for r in result.rows if r.runs >= result.runs or r.time_s is None)
     what = f"{done} of the cases measured in all {result.runs} runs" if result.runs > 1 else f"{done} case(s)"
+    stopped = [w for w in result.warnings if w.code == "sweep_stopped"]
+    head = f"stopped at {stopped[0]['case']} (see the warning)" if stopped else "interrupted"
     if not files:
-        return Interrupted(f"interrupted: {what}, not saved (give --out FILE.json to keep finished cases)")
-    args = sys.argv[2:] if len(sys.argv) > 1 and sys.argv[1] == "kernels" else []
-    return Interrupted(
-        f"interrupted: {what} saved to {files[0]}; go on with: {resume_command(args, files[0])}"
-    )
+        text = f"{head}: {what}, not saved (give --out FILE.json to keep finished cases)"
+    else:
+        args = sys.argv[2:] if len(sys.argv) > 1 and sys.argv[1] == "kernels" else []
+        text = f"{head}: {what} saved to {files[0]}; go on with: {resume_command(args, files[0])}"
+    return RunFailure(text) if stopped else Interrupted(text)
 
 
 @with_output()
@@ -266,8 +268,9 @@ def kernels_command(
         bool,
         typer.Option(
             "--cuda-graphs",
-            help="Also time each kernel as CUDA-graph replays (10 calls per graph): the gap to "
-            "eager timing is launch overhead. CUDA only.",
+            help="Also time each kernel as CUDA-graph replays (10 calls per graph; one with "
+            "--l2-flush, so every call is flushed): the gap to eager timing is launch overhead. "
+            "CUDA only.",
         ),
     ] = False,
     warmup: WarmupOpt = "5",
@@ -297,7 +300,7 @@ def kernels_command(
     )  # fmt: skip
     also = () if resume is None else (resume,)
     if not result.complete:
-        return Outcome(result, error=_interrupted(result, output), also_write=also)
+        return Outcome(result, error=_incomplete(result, output), also_write=also)
     failed = [row.key for row in result.rows if row.passed is False]
     error = RunFailure(f"output check failed for {', '.join(failed)} (see the table)") if failed else None
     return Outcome(result, error=error, also_write=also)

@@ -56,6 +56,7 @@ from typing import Any
 
 import numpy as np
 
+from infer_opt.cost_models.roofline import RunKey
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
 from infer_opt.results import Result
@@ -180,6 +181,8 @@ class Noise:
     sigmas: Mapping[str, float] = field(default_factory=dict)
     overall: float | None = None
     where: str = ""
+    #: what looking the floor up found worth saying (a corrupt or unusable cached floor)
+    notices: tuple[Notice, ...] = ()
 
     @classmethod
     def given(cls, floor: float) -> Noise:
@@ -1002,7 +1005,7 @@ def _compare_notices(
     noise: Noise,
     commands: tuple[str, str],
 ) -> tuple[Notice, ...]:
-    out: list[Notice] = []
+    out: list[Notice] = list(noise.notices)
     if diff:
         out.append(Notice("compared_despite_differences", {"differences": list(diff)}))
     only = sum(1 for r in rows if r.verdict in (ONLY_BASE, ONLY_NEW))
@@ -1122,17 +1125,23 @@ class NoiseGroup:
 class NoiseFloor(Result):
     """A device's run-to-run noise, measured by an A/A (the same command, alternated), per
     family (kernel suites; ``overall`` for the suite's level) or per operator category
-    (profiles; ``category:<name>`` for category totals, ``step`` for the step)."""
+    (profiles; ``category:<name>`` for category totals, ``step`` for the step). ``device``,
+    ``device_name``, ``dtype``, ``threads``, ``matmul_precision`` and ``timing`` are the
+    measured results' :class:`~infer_opt.cost_models.roofline.RunKey`: a floor serves only
+    results with the same key."""
 
     KIND = "noise-floor"
 
     compared: str
-    device_key: str
+    device: str
     device_name: str
     dtype: str
     subject: str
     runs: int
     groups: tuple[NoiseGroup, ...]
+    threads: int | None = None
+    matmul_precision: str = ""
+    timing: str = ""
     command: str = ""
 
     def noise(self, where: str = "") -> Noise:
@@ -1140,8 +1149,28 @@ class NoiseFloor(Result):
         return Noise("measured", {g.key: g.between_run_cv for g in self.groups}, where=where)
 
     @property
-    def headline_key(self) -> str:
-        return STEP if self.compared == "profile" else OVERALL
+    def key(self) -> RunKey:
+        return RunKey.of(self)
+
+
+def noise_floor_problems(
+    record: NoiseFloor, expected: RunKey | None = None, timings: Sequence[str] | None = None
+) -> tuple[Notice, ...]:
+    """What stops ``record`` from being saved or used for a run with key ``expected``: fewer
+    than two runs, no family, a spread that is not a finite number ≥ 0, another key (every
+    field, timing included: the noise of CUDA events is not that of graph replays)."""
+    out: list[Notice] = []
+    if record.runs < 2 or not record.groups:
+        out.append(Notice("noise_floor_empty", {"runs": record.runs, "groups": len(record.groups)}))
+    bad = [g.key for g in record.groups if not (math.isfinite(g.between_run_cv) and g.between_run_cv >= 0)]
+    if bad:
+        out.append(Notice("noise_floor_not_finite", {"groups": bad}))
+    if expected is not None:
+        out += [
+            Notice("noise_floor_mismatch", {"field": name, "floor": ours, "run": theirs})
+            for name, ours, theirs in record.key.differences(expected)
+        ]
+    return tuple(out)
 
 
 def _group(key: str, logs_by_row: Sequence[Sequence[float]]) -> NoiseGroup:
@@ -1171,14 +1200,17 @@ def noise_floor(results: Sequence[Any], *, command: str = "") -> NoiseFloor:
         if common:
             by_key[OVERALL] = [suite_levels(per_result, common)]
     first = results[0]
-    subject = _profile_subject(first) if kind == "profile" else f"kernel suite {first.suite}"
+    key = RunKey.of(first)
     return NoiseFloor(
         compared=kind,
-        device_key=getattr(first, "device_key", ""),
-        device_name=first.device_name,
-        dtype=first.dtype,
-        subject=subject,
+        device=first.device,
+        device_name=key.device_name,
+        dtype=key.dtype,
+        subject=_profile_subject(first) if kind == "profile" else f"kernel suite {first.suite}",
         runs=runs,
         groups=tuple(_group(k, v) for k, v in sorted(by_key.items())),
+        threads=key.threads,
+        matmul_precision=key.matmul_precision,
+        timing=key.timing,
         command=command,
     )

@@ -187,6 +187,19 @@ def _load(runs: Sequence[AbRun], name: str) -> list[Any]:
     return out
 
 
+def _save(record: NoiseFloor) -> tuple[str | None, list[Notice]]:
+    """Cache the A/A's floor: its path, or None with the reasons (refused, or not writable)."""
+    from infer_opt.profilers import noise_store
+
+    try:
+        stored = noise_store.save_floor(record)
+    except OSError as exc:
+        return None, [Notice("noise_floor_not_saved", {"reason": exc.strerror or str(exc)})]
+    if not stored.saved:
+        return None, [Notice("noise_floor_not_saved", {"reason": "it failed its check"}), *stored.notices]
+    return str(stored.path), list(stored.notices)
+
+
 def run_ab(
     base: Side,
     new: Side,
@@ -213,14 +226,12 @@ def run_ab(
         bases, news, base_name="base", new_name="new", noise=noise, commands=(base.command, new.command),
         **compare_options,
     )  # fmt: skip
-    record, saved, warnings = None, None, []
+    record, saved, warnings = None, None, list(noise.notices)
     if aa and len(runs) >= 2:
         record = noise_floor([*bases, *news], command=base.command)
         if save_floor:
-            try:
-                saved = str(noise_store.save_floor(record))
-            except (OSError, InvalidInput) as exc:
-                warnings.append(Notice("noise_floor_not_saved", {"reason": str(exc)}))
+            saved, notices = _save(record)
+            warnings += notices
     return AbResult(
         base_command=base.command, new_command=new.command, base_env=base.env, new_env=new.env,
         rounds=rounds, folder=str(folder), runs=tuple(runs), comparison=comparison, noise_floor=record,

@@ -1,5 +1,5 @@
 """Profile one model step: where the time goes, per operator, category and module, against the
-device's fitted roofline, and what optimizing each category could buy (SPEC §3.4).
+device's fitted roofline, and what optimizing each category could buy.
 
 The procedure, for a step ``fn`` (a prefill forward, one decode token over a KV cache, or a
 whole greedy generation):
@@ -36,10 +36,12 @@ from typing import Any
 import torch
 
 from infer_opt.cost_models import profile_amdahl as pa
-from infer_opt.cost_models.roofline import RooflineFit, classify
+from infer_opt.cost_models.roofline import RooflineFit, RunKey, classify
 from infer_opt.errors import InferOptError, InvalidInput, RunFailure
+from infer_opt.notices import Notice
 from infer_opt.profilers import op_recorder as rec
 from infer_opt.profilers.models import DecoderLM, LoadedModel, random_tokens
+from infer_opt.profilers.roofline_store import ResolvedFit
 from infer_opt.results import Result
 from infer_opt.stats import Summary, variance_warning
 
@@ -85,11 +87,12 @@ class OpStat:
     intensity: float | None
     achieved_flops_per_s: float
     achieved_bytes_per_s: float
-    #: roofline prediction t0 + max(F/R, Q/b) per call × calls (a model prediction)
-    predicted_s: float
-    bound: str
+    #: roofline prediction t0 + max(F/R, Q/b) per call × calls (a model prediction; None
+    #: when the profile has no roofline fit, as are bound and efficiency)
+    predicted_s: float | None
+    bound: str | None
     #: predicted / measured
-    efficiency: float
+    efficiency: float | None
     #: with several runs (--runs): the median of ``time_samples_s`` in each run
     run_medians_s: tuple[float, ...] = ()
 
@@ -103,14 +106,15 @@ class CategoryStat:
     calls: int
     flops: float
     bytes: float
-    #: Σ min(measured, roofline prediction) over the category's ops (a model prediction)
-    bound_time_s: float
+    #: Σ min(measured, roofline prediction) over the category's ops (a model prediction;
+    #: None without a roofline fit, as are part_speedup and roofline_speedup)
+    bound_time_s: float | None
     #: the category's own speedup at its roofline bound, s = time / bound time
-    part_speedup: float
+    part_speedup: float | None
     #: 1 / (1 - f): end to end if the category were free
     ceiling_speedup: float
     #: 1 / ((1 - f) + f/s): end to end if every op in it ran at its roofline bound (predicted)
-    roofline_speedup: float
+    roofline_speedup: float | None
     achieved_flops_per_s: float = 0.0
     achieved_bytes_per_s: float = 0.0
     time_samples_s: tuple[float, ...] = ()
@@ -179,7 +183,7 @@ class RooflineRef:
 
 @dataclass(frozen=True)
 class ProfileResult(Result):
-    """Where one model step's time goes (SPEC §3.4)."""
+    """Where one model step's time goes (the procedure: module docstring)."""
 
     KIND = "profile"
 
@@ -222,9 +226,11 @@ class ProfileResult(Result):
     ops: tuple[OpStat, ...]
     categories: tuple[CategoryStat, ...]
     modules: tuple[ModuleStat, ...]
-    roofline: RooflineRef
+    #: None: no usable fit (the warnings say why); bounds, efficiencies and at-bound speedups
+    #: are then absent
+    roofline: RooflineRef | None
     #: every category at its roofline bound together / every op free (predictions)
-    all_at_bound_speedup: float
+    all_at_bound_speedup: float | None
     all_free_ceiling: float
     #: Σ per-op time / max(step, Σ per-op time): the Amdahl fraction of all operators together
     attributed_fraction: float
@@ -245,8 +251,10 @@ class ProfileResult(Result):
     trace_path: str | None = None
     #: independent passes over the step, each with its own warm-up (--runs)
     runs: int = 1
-    #: the device, thread count and dtype as one key (``cpu-amd-epyc-1t-float32``)
-    device_key: str = ""
+    #: CPU intra-op threads (None on CUDA) and what float32 matmuls computed in (``""`` for
+    #: other dtypes): with device and dtype, the run key a noise floor must share
+    threads: int | None = None
+    matmul_precision: str = ""
 
     @property
     def step_time_s(self) -> float:
@@ -400,7 +408,7 @@ def build_step(
             if on_cuda:
                 # events record on the current stream of the current device: make it this one
                 with torch.cuda.device(device):
-                    events = generate_marks(_cuda_mark)
+                    events = generate_marks(_cuda_marks(new_tokens + 1))
                 torch.cuda.synchronize(device)
                 return [0.0] + [events[0].elapsed_time(e) * 1e-3 for e in events[1:]]
             marks = generate_marks(time.perf_counter_ns)
@@ -420,10 +428,17 @@ def build_step(
     )
 
 
-def _cuda_mark() -> Any:
-    event = torch.cuda.Event(enable_timing=True)
-    event.record()
-    return event
+def _cuda_marks(count: int) -> Callable[[], Any]:
+    """A mark function recording the next of ``count`` timing events, all created up front
+    (creating an event is a host call that must not land between two marks)."""
+    events = iter([torch.cuda.Event(enable_timing=True) for _ in range(count)])
+
+    def mark() -> Any:
+        event = next(events)
+        event.record()
+        return event
+
+    return mark
 
 
 def _no_grad(fn: Callable[[], object]) -> Callable[[], object]:
@@ -461,10 +476,12 @@ def _group_samples(indices: Sequence[int], reps: list[list[float]]) -> tuple[flo
 def aggregate(
     calls: Sequence[rec.OpCall],
     timings: rec.OpTimings,
-    fit: RooflineFit,
+    fit: RooflineFit | None,
     step_time_s: float,
 ) -> tuple[list[OpStat], list[CategoryStat], list[ModuleStat], pa.ProfileAmdahl]:
-    """Group per-call times into ops, categories and modules, and rank the categories."""
+    """Group per-call times into ops, categories and modules, and rank the categories.
+    Without a ``fit`` the roofline fields are None and each category's bound is its own time
+    (the ranking is then by the if-free ceiling)."""
     medians, reps = _per_call_samples(timings, len(calls))
     step = max(step_time_s, math.fsum(medians))
     groups: dict[tuple[str, tuple[tuple[int, ...], ...]], list[int]] = defaultdict(list)
@@ -479,8 +496,8 @@ def aggregate(
         flops = float(sum(calls[i].flops for i in idx))
         nbytes = float(sum(calls[i].bytes for i in idx))
         per_call_t = t / n
-        bound, efficiency, predicted = classify(fit, flops / n, nbytes / n, per_call_t)
-        bound_by_category[first.category] += pa.capped_bound(t, predicted * n)
+        bound, efficiency, predicted = _classify(fit, flops / n, nbytes / n, per_call_t)
+        bound_by_category[first.category] += t if predicted is None else pa.capped_bound(t, predicted * n)
         sources = Counter(calls[i].flops_source for i in idx)
         modules = Counter(module_key(calls[i].module) for i in idx)
         ops.append(
@@ -500,7 +517,7 @@ def aggregate(
                 intensity=flops / nbytes if nbytes > 0 else None,
                 achieved_flops_per_s=flops / t if t > 0 else 0.0,
                 achieved_bytes_per_s=nbytes / t if t > 0 else 0.0,
-                predicted_s=predicted * n,
+                predicted_s=None if predicted is None else predicted * n,
                 bound=bound,
                 efficiency=efficiency,
             )
@@ -531,10 +548,10 @@ def aggregate(
                 bytes=nbytes,
                 achieved_flops_per_s=flops / opp.time_s if opp.time_s > 0 else 0.0,
                 achieved_bytes_per_s=nbytes / opp.time_s if opp.time_s > 0 else 0.0,
-                bound_time_s=opp.bound_time_s,
-                part_speedup=opp.part_speedup,
+                bound_time_s=opp.bound_time_s if fit is not None else None,
+                part_speedup=opp.part_speedup if fit is not None else None,
                 ceiling_speedup=opp.ceiling_speedup,
-                roofline_speedup=opp.roofline_speedup,
+                roofline_speedup=opp.roofline_speedup if fit is not None else None,
                 time_samples_s=_group_samples(idx, reps),
             )
         )
@@ -558,6 +575,13 @@ def aggregate(
 # ---------------------------------------------------------------------------- roofline
 
 
+def _classify(
+    fit: RooflineFit | None, flops: float, nbytes: float, time_s: float
+) -> tuple[str | None, float | None, float | None]:
+    """:func:`classify` against ``fit``; all None without one."""
+    return (None, None, None) if fit is None else classify(fit, flops, nbytes, time_s)
+
+
 def roofline_ref(fit: RooflineFit, source: str) -> RooflineRef:
     return RooflineRef(
         compute_rate_flops=fit.compute_rate_flops,
@@ -572,29 +596,19 @@ def roofline_ref(fit: RooflineFit, source: str) -> RooflineRef:
 
 def resolve_fit(
     device: Any, dtype: Any, path: str | Path | None = None, progress: Progress | None = None
-) -> tuple[RooflineFit, str]:
-    """The roofline fit to use: the file given (``--roofline``), else the one saved for this
-    device and dtype, else a quick calibration sweep now, saved for next time. Returns
-    ``(fit, source)``."""
+) -> ResolvedFit:
+    """The roofline fit to use: the file given (``roofline``, refused unless it is valid and
+    made for this device, dtype, threads, matmul precision and operator timing), else the one
+    cached for this run's key, else a quick calibration now, cached if it passes validation
+    (:func:`infer_opt.profilers.roofline_store.fit_for_run`: one retry, then no fit and a
+    warning saying why). ``ResolvedFit.fit`` is None when no usable fit could be had: the
+    profile then goes on without roofline columns."""
     from infer_opt.profilers import roofline_store
 
     rec.quiet_kineto()
     if path is not None:
-        try:
-            fit = roofline_store.load_fit(device, dtype, Path(path))
-        except InvalidInput as exc:
-            raise InvalidInput("--roofline", str(path), exc.expected) from None
-        assert fit is not None
-        return fit, str(path)
-    fit = roofline_store.load_fit(device, dtype)
-    if fit is not None:
-        return fit, f"saved fit ({roofline_store.fit_path(device, dtype)})"
-    fit = roofline_store.calibrate(device, dtype, progress=progress)
-    try:
-        saved = roofline_store.save_fit(fit, device, dtype)
-    except OSError:
-        return fit, "calibrated now (not saved: cache directory not writable)"
-    return fit, f"calibrated now, saved to {saved}"
+        return ResolvedFit(roofline_store.read_fit_for_run(path, device, dtype), str(path))
+    return roofline_store.fit_for_run(device, dtype, progress=progress)
 
 
 # ---------------------------------------------------------------------------- the profile
@@ -782,22 +796,25 @@ def _step_timing(timed: _Timed, cold_s: float | None, timer: str) -> StepTiming:
     )
 
 
-def _fit_warnings(ops: Sequence[OpStat], fit: RooflineFit, run_key: str) -> list[str]:
+def _fit_warnings(ops: Sequence[OpStat], fit: RooflineFit | None, run_key: str) -> list[str]:
     """Ops faster than the fit allows (a stale fit), and a fit made for another device key."""
     out: list[str] = []
     beyond = [
         o
         for o in ops
-        if o.bound != "launch" and o.share >= FAST_OP_SHARE and o.efficiency > FAST_OP_EFFICIENCY
+        if o.efficiency is not None
+        and o.bound != "launch"
+        and o.share >= FAST_OP_SHARE
+        and o.efficiency > FAST_OP_EFFICIENCY
     ]
     if beyond:
-        worst = max(beyond, key=lambda o: o.efficiency)
+        worst = max(beyond, key=lambda o: o.efficiency or 0.0)
         out.append(
             f"{len(beyond)} large ops run faster than the roofline fit allows (up to "
             f"{worst.efficiency:.2g}× its bound, {worst.name}): the fit looks stale or was measured "
             "under load; refit with infer-opt roofline"
         )
-    fit_key = fit.device_key
+    fit_key = fit.device_key if fit is not None else ""
     if fit_key and fit_key != run_key:
         out.append(
             f"the roofline fit is for {fit_key} but this run is {run_key}: bounds and efficiencies may not "
@@ -817,16 +834,18 @@ def profile_model(
     warmup: int = 3,
     reps: int = 20,
     runs: int = 1,
-    fit: RooflineFit,
+    fit: RooflineFit | None,
     fit_source: str = "",
+    fit_warnings: Sequence[Notice] = (),
     trace_path: str | Path | None = None,
     progress: Progress | None = None,
 ) -> ProfileResult:
     """Profile one step of ``loaded`` (module docstring); ``runs`` independent passes over
     the step, each with its own warm-up, pooled (each op, category and the step keep their
-    per-run medians for ``compare``)."""
+    per-run medians for ``compare``). ``fit`` None: no roofline columns (``fit_warnings``,
+    e.g. :attr:`ResolvedFit.warnings`, say why)."""
     from infer_opt.profilers import timing
-    from infer_opt.profilers.device import device_key
+    from infer_opt.profilers.device import is_cuda, run_key
 
     if runs < 1:
         raise InvalidInput("runs", runs, "must be at least 1")
@@ -864,12 +883,24 @@ def profile_model(
         replace(c, run_medians_s=run_medians(c.time_samples_s, timed.op_run_sizes)) for c in categories
     ]
     report(total_units, "done")
+    key = run_key(device, dtype)
+    att = _attribution(
+        step, step_timing, timings, calls, ops, fit, fit_warnings=fit_warnings,
+        on_cuda=is_cuda(device), load=load_at_start, run_key=key,
+    )  # fmt: skip
     return _assemble(
         loaded, step, mode, device=device, dtype=dtype, context=context, new_tokens=new_tokens,
-        step_timing=step_timing, timings=timings, calls=calls, parts=(ops, categories, modules, amdahl),
-        fit=fit, fit_source=fit_source, generation=generation, load=load_at_start,
-        settings=(reps, warmup, runs), run_key=device_key(device, dtype), trace_path=trace_path,
+        step_timing=step_timing, timings=timings, parts=(ops, categories, modules, amdahl), att=att,
+        fit=fit, fit_source=fit_source, generation=generation, settings=(reps, warmup, runs), run_key=key,
+        trace_path=trace_path,
     )  # fmt: skip
+
+
+#: how per-op times are taken, on CUDA (True) and on the CPU
+OP_TIMERS = {
+    True: "torch.profiler: CUDA kernel time per op (CUPTI)",
+    False: "torch.profiler: CPU time per op, minus the profiler's cost per nested event",
+}
 
 
 @dataclass(frozen=True)
@@ -890,13 +921,18 @@ def _attribution(
     timings: rec.OpTimings,
     calls: Sequence[rec.OpCall],
     ops: Sequence[OpStat],
-    fit: RooflineFit,
+    fit: RooflineFit | None,
     *,
+    fit_warnings: Sequence[Notice],
     on_cuda: bool,
     load: tuple[float, int] | None,
-    run_key: str,
+    run_key: RunKey,
 ) -> _Attribution:
-    """``coverage = Σ per-op time / step time``, the ops with no FLOP formula, the warnings."""
+    """``coverage = Σ per-op time / step time``, the ops with no FLOP formula, the warnings
+    (the fit's own story first)."""
+    # until this result's warnings are Notices, the fit's are kept in words
+    from infer_opt.reports.messages import text
+
     median = step_timing.median_s
     op_time = math.fsum(o.time_s for o in ops)
     zero_flop = sorted(
@@ -908,11 +944,12 @@ def _attribution(
     )
     flops_counted = float(sum(c.flops for c in calls))
     coverage = op_time / median if median > 0 else math.inf
-    warnings = _warnings(
+    warnings = [text(n) for n in fit_warnings]
+    warnings += _warnings(
         step_timing, coverage, median - op_time, zero_flop, len(timings.unmatched), flops_counted,
         step.flops_analytic, on_cuda, load,
     )  # fmt: skip
-    warnings += _fit_warnings(ops, fit, run_key)
+    warnings += _fit_warnings(ops, fit, run_key.device_slug())
     return _Attribution(op_time, median - op_time, coverage, flops_counted, tuple(zero_flop), tuple(warnings))
 
 
@@ -927,26 +964,21 @@ def _assemble(
     new_tokens: int,
     step_timing: StepTiming,
     timings: rec.OpTimings,
-    calls: Sequence[rec.OpCall],
     parts: tuple[list[OpStat], list[CategoryStat], list[ModuleStat], pa.ProfileAmdahl],
-    fit: RooflineFit,
+    att: _Attribution,
+    fit: RooflineFit | None,
     fit_source: str,
     generation: GenerationStats | None,
-    load: tuple[float, int] | None,
     settings: tuple[int, int, int],
-    run_key: str,
+    run_key: RunKey,
     trace_path: str | Path | None,
 ) -> ProfileResult:
-    """The profile from its measured parts (:func:`_attribution` for coverage and warnings)."""
+    """The profile from its measured parts and their :func:`_attribution`."""
     from infer_opt.profilers.device import device_name, dtype_name, is_cuda
 
     ops, categories, modules, amdahl = parts
     reps, warmup, runs = settings
-    on_cuda = is_cuda(device)
     median = step_timing.median_s
-    att = _attribution(
-        step, step_timing, timings, calls, ops, fit, on_cuda=on_cuda, load=load, run_key=run_key
-    )
     profiled = statistics.median(timings.rep_total_s)
     return ProfileResult(
         model=loaded.name,
@@ -969,9 +1001,7 @@ def _assemble(
         op_time_s=att.op_time_s,
         unattributed_s=att.unattributed_s,
         unattributed_fraction=max(0.0, att.unattributed_s) / median if median > 0 else 0.0,
-        op_timer="torch.profiler: CUDA kernel time per op (CUPTI)"
-        if on_cuda
-        else "torch.profiler: CPU time per op, minus the profiler's cost per nested event",
+        op_timer=OP_TIMERS[is_cuda(device)],
         profiler_overhead_per_event_s=timings.overhead_per_event_s,
         profiler_overhead_subtracted_s=timings.overhead_subtracted_s,
         profiled_step_s=profiled,
@@ -979,8 +1009,8 @@ def _assemble(
         ops=tuple(ops),
         categories=tuple(categories),
         modules=tuple(modules),
-        roofline=roofline_ref(fit, fit_source),
-        all_at_bound_speedup=amdahl.all_at_bound_speedup,
+        roofline=roofline_ref(fit, fit_source) if fit is not None else None,
+        all_at_bound_speedup=amdahl.all_at_bound_speedup if fit is not None else None,
         all_free_ceiling=amdahl.all_free_ceiling,
         attributed_fraction=1.0 - amdahl.unattributed_fraction,
         flops_counted=att.flops_counted,
@@ -995,5 +1025,6 @@ def _assemble(
         generation=generation,
         trace_path=str(trace_path) if trace_path is not None else None,
         runs=runs,
-        device_key=run_key,
+        threads=run_key.threads,
+        matmul_precision=run_key.matmul_precision,
     )

@@ -1,68 +1,59 @@
-"""Run-to-run noise floors saved per device key (device model, CPU threads, dtype) and per
-compared kind, as the roofline fits are: ``cache_dir()/noise/<device key>-<kind>.json``, an
-ordinary result envelope of kind ``noise-floor``. ``infer-opt ab`` saves one after an A/A
-(the same command on both sides); ``compare`` and ``ab`` read it as the default noise.
+"""Run-to-run noise floors cached like the roofline fits: one
+:class:`~infer_opt.profilers.roofline_store.CalibrationStore` per compared kind
+(``noise-kernels``, ``noise-profile``), one file per
+:class:`~infer_opt.cost_models.roofline.RunKey` (device model, CPU threads, dtype, float32
+matmul precision, timing) at ``cache_dir()/noise-<kind>/<key>.json``, validated
+(:func:`~infer_opt.cost_models.compare.noise_floor_problems`) before it is saved and before it
+is used, a corrupt file reported and moved aside. ``infer-opt ab`` saves one after an A/A (the
+same command on both sides); ``compare`` and ``ab`` read it as the default noise.
 
-A missing or unreadable file is no floor (the comparison then says it uses the stated
-default). Imports nothing heavy: ``compare`` reads the store.
+Imports nothing heavy: ``compare`` reads the store.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable
-from pathlib import Path
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from infer_opt.cost_models.compare import Noise, NoiseFloor
-from infer_opt.errors import InvalidInput
-from infer_opt.files import cache_dir
-from infer_opt.results import parse_envelope, save_result
+from infer_opt.cost_models.compare import Noise, NoiseFloor, noise_floor_problems
+from infer_opt.cost_models.roofline import RunKey
+from infer_opt.notices import Notice
+from infer_opt.profilers.roofline_store import CalibrationStore, Stored
 
 
-def floor_path(device_key: str, kind: str) -> Path:
-    """Where the floor of ``kind`` results (``kernels``, ``profile``) for a device key lives."""
-    return cache_dir() / "noise" / f"{device_key}-{kind}.json"
+def _check(record: NoiseFloor, key: RunKey | None, timings: Sequence[str] | None) -> tuple[Notice, ...]:
+    return noise_floor_problems(record, key, timings)
 
 
-def save_floor(record: NoiseFloor) -> Path:
-    """Save ``record`` (atomically) under its device key and kind; returns the path."""
-    if not record.device_key:
-        raise InvalidInput(
-            "noise floor", record.subject, "the results name no device key; nothing to save under"
-        )
-    return save_result(floor_path(record.device_key, record.compared), record)
+STORES: dict[str, CalibrationStore[NoiseFloor]] = {
+    kind: CalibrationStore(f"noise-{kind}", NoiseFloor, _check) for kind in ("kernels", "profile")
+}
 
 
-def load_floor(device_key: str, kind: str) -> tuple[NoiseFloor, Path] | None:
-    """The saved floor and its path, or None (no key, no file, or a file that is not one)."""
-    if not device_key:
-        return None
-    path = floor_path(device_key, kind)
-    try:
-        loaded = parse_envelope(json.loads(path.read_text(encoding="utf-8")), source=str(path))
-    except (OSError, ValueError, InvalidInput, TypeError, KeyError):
-        return None
-    return (loaded.result, path) if isinstance(loaded.result, NoiseFloor) else None
+def save_floor(record: NoiseFloor) -> Stored:
+    """Cache ``record`` under its key if it passes its check (:meth:`CalibrationStore.save`)."""
+    return STORES[record.compared].save(record)
 
 
 def noise_for(results: Iterable[Any]) -> Noise:
-    """The noise to compare ``results`` with: the saved floors of their device keys (the
-    larger σ per family when two keys differ, e.g. two thread counts), else the default."""
-    found: list[tuple[NoiseFloor, Path]] = []
-    seen: set[tuple[str, str]] = set()
-    for result in results:
-        key = (getattr(result, "device_key", ""), result.KIND)
-        if key in seen:
-            continue
-        seen.add(key)
-        record = load_floor(*key)
-        if record is not None:
-            found.append(record)
-    if not found:
-        return Noise()
+    """The noise to compare ``results`` with: the cached floors of their run keys (the larger
+    σ per family when the keys differ, e.g. two thread counts), else the default; anything the
+    lookups found wrong (a corrupt or unusable file) travels in :attr:`Noise.notices`."""
     sigmas: dict[str, float] = {}
-    for record, _ in found:
-        for group in record.groups:
-            sigmas[group.key] = max(sigmas.get(group.key, 0.0), group.between_run_cv)
-    return Noise("measured", sigmas, where=", ".join(str(p) for _, p in found))
+    where: list[str] = []
+    notices: list[Notice] = []
+    seen: set[tuple[str, RunKey]] = set()
+    for result in results:
+        lookup_key = (result.KIND, RunKey.of(result))
+        if lookup_key in seen or result.KIND not in STORES:
+            continue
+        seen.add(lookup_key)
+        found = STORES[result.KIND].load(lookup_key[1])
+        notices.extend(found.notices)
+        if found.result is not None:
+            where.append(str(found.path))
+            for group in found.result.groups:
+                sigmas[group.key] = max(sigmas.get(group.key, 0.0), group.between_run_cv)
+    if not where:
+        return Noise(notices=tuple(notices))
+    return Noise("measured", sigmas, where=", ".join(where), notices=tuple(notices))

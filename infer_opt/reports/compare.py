@@ -297,14 +297,14 @@ NOISE_NOTE = (
 
 def build_noise_view(result: NoiseFloor) -> View:
     summary = [
-        ("Device", f"{result.device_name} ({result.device_key})"),
+        ("Device", f"{result.device_name} ({result.key.slug()})"),
         ("Measured on", f"{result.subject}, {result.dtype}"),
         ("Runs", str(result.runs)),
     ]
     if result.command:
         summary.append(("Command", result.command))
     return View(
-        title=f"Noise floor: {result.device_key or result.device_name} ({result.compared})",
+        title=f"Noise floor: {result.key.slug()} ({result.compared})",
         summary=summary,
         tables=[noise_table(result)],
         notes=[NOISE_NOTE],

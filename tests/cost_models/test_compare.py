@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from infer_opt.cost_models import compare as cm
+from infer_opt.cost_models.roofline import RunKey
 from infer_opt.errors import InvalidInput
 
 FAST = dict(bootstrap=300)
@@ -473,9 +474,25 @@ def test_noise_floor_pools_the_spread_of_every_run_per_family():
     assert groups["matmul"].between_run_cv == pytest.approx(sigma) and groups["matmul"].df == 10
     assert groups[cm.OVERALL].between_run_cv == pytest.approx(sigma)
     assert groups["matmul"].floor == pytest.approx(cm.floor_of_sigma(sigma))
-    assert record.runs == 6 and record.compared == "kernels" and record.device_key
+    assert record.runs == 6 and record.compared == "kernels"
+    assert record.key == RunKey.of(kernels_runs()) and record.key.device_name
     noise = record.noise("here.json")
     assert noise.source == "measured" and noise.sigma("matmul", 1e-6) == pytest.approx(sigma)
+
+
+def test_noise_floor_problems_keep_a_floor_to_its_own_run_key():
+    from tests.reports.fixtures import fixture
+
+    record = fixture("noise-floor")
+    assert cm.noise_floor_problems(record) == () and cm.noise_floor_problems(record, record.key) == ()
+    other = replace(record.key, threads=4)
+    (mismatch,) = cm.noise_floor_problems(record, other)
+    assert mismatch.code == "noise_floor_mismatch" and mismatch["field"] == "threads"
+    broken = replace(record, runs=1, groups=(replace(record.groups[0], between_run_cv=float("nan")),))
+    assert [n.code for n in cm.noise_floor_problems(broken)] == [
+        "noise_floor_empty",
+        "noise_floor_not_finite",
+    ]
 
 
 def test_noise_floor_needs_two_runs():

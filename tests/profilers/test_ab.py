@@ -107,10 +107,11 @@ def test_an_aa_measures_and_saves_the_noise_floor(tmp_path, monkeypatch):
     sigma = math.sqrt(sum((x - mean) ** 2 for x in logs) / 5)
     matmul = next(g for g in record.groups if g.key == "matmul")
     assert matmul.between_run_cv == pytest.approx(sigma) and matmul.df == 10
-    loaded, path = noise_store.load_floor(record.device_key, "kernels")
-    assert loaded == record and str(path) == result.noise_saved_to
+    found = noise_store.STORES["kernels"].load(record.key)
+    assert found.result == record and str(found.path) == result.noise_saved_to
     noise = noise_store.noise_for([load_result(result.runs[0].file).result])
     assert noise.source == "measured" and noise.sigma("matmul", 1e-3) == pytest.approx(matmul.between_run_cv)
+    assert noise.where == result.noise_saved_to
 
 
 def test_aa_without_saving(tmp_path, monkeypatch):
@@ -118,7 +119,7 @@ def test_aa_without_saving(tmp_path, monkeypatch):
     same = "infer-opt kernels"
     result, _ = _run(tmp_path, base=same, new=same, save_floor=False)
     assert result.noise_floor is not None and result.noise_saved_to is None
-    assert noise_store.load_floor(result.noise_floor.device_key, "kernels") is None
+    assert noise_store.STORES["kernels"].load(result.noise_floor.key).result is None
 
 
 def test_a_failing_side_names_the_side_and_round_and_keeps_what_finished(tmp_path):
@@ -153,6 +154,20 @@ def test_ctrl_c_names_the_folder(tmp_path):
 
     with pytest.raises(Interrupted, match="interrupted in round 1 \\(base\\): nothing finished"):
         _run(tmp_path, runner=interrupted)
+
+
+def test_a_corrupt_cached_floor_is_reported_and_moved_aside(tmp_path, monkeypatch):
+    monkeypatch.setenv("INFER_OPT_CACHE", str(tmp_path / "cache"))
+    same = "infer-opt kernels"
+    (tmp_path / "aa").mkdir()
+    (tmp_path / "ab").mkdir()
+    result, _ = _run(tmp_path / "aa", base=same, new=same, rounds=2)
+    path = Path(result.noise_saved_to)
+    path.write_text("{not json", encoding="utf-8")
+    other, _ = _run(tmp_path / "ab", rounds=2)
+    codes = [w.code for w in other.comparison.warnings]
+    assert "calibration_cache_corrupt" in codes and other.comparison.noise_source == "default"
+    assert path.with_name(path.name + ".corrupt").exists()
 
 
 @pytest.mark.parametrize(
