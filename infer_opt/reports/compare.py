@@ -133,19 +133,19 @@ def _noise_line(result: CompareResult) -> str:
     """What a change had to beat: the single-run floor, or the runs' own spread."""
     h = result.headline
     source = {
-        "measured": f"measured by an A/A on this machine ({result.noise_where})",
-        "given": "--noise-floor",
+        "measured": f"measured by an A/A on this machine, {result.noise_where}",
+        "given": "given with --noise-floor",
         "default": "the stated default; no A/A measured here",
     }.get(result.noise_source, result.noise_source)
     if h.floor is not None:
         return (
             f"changes under {_pct(h.floor)} are not distinguishable on this machine from one run per side "
-            f"({source})"
+            f"(noise floor: {source})"
         )
     text = f"between-run spread {_pct(h.between_run_cv)}; changes under ±{_pct(resolution(h))} "
     text += f"not distinguishable with {_runs(h)}"
     if result.noise_source != "default":
-        text += f"; one run's floor {_pct(result.noise_floor)} ({source})"
+        text += f"; one run's noise floor {_pct(result.noise_floor)} ({source})"
     return text
 
 

@@ -68,7 +68,7 @@ def test_noise_floor_option_and_a_measured_floor(kernel_files, tmp_path, monkeyp
     saved = save_floor(fixture("noise-floor")).path
     run = invoke("compare", str(base), str(new))
     assert run.exit_code == 0, run.stderr
-    assert f"measured by an A/A on this machine ({saved})" in " ".join(run.stdout.split())
+    assert f"measured by an A/A on this machine, {saved}" in " ".join(run.stdout.split())
     assert "no noise floor measured" not in run.stderr
 
 
