@@ -10,8 +10,9 @@ from typing import Annotated, Any
 import typer
 
 from infer_opt.cli.common import progress_bar
+from infer_opt.cli.compare import AlphaOpt, ForceOpt, SeedOpt, ThresholdOpt
 from infer_opt.cli.output import with_output
-from infer_opt.cli.types import Count, Fraction, Number
+from infer_opt.cli.types import Count
 from infer_opt.errors import InvalidInput
 
 MAX_ROUNDS = 1000
@@ -75,28 +76,14 @@ def ab(
             "--dir", help="Folder for the rounds' result files (kept). Default: a new folder in the cache."
         ),
     ] = None,
-    threshold: Annotated[
-        float,
-        typer.Option(
-            "--threshold", click_type=Fraction(0, 1), help="Smallest change worth reporting: 5% or 0.05."
-        ),
-    ] = "5%",
-    alpha: Annotated[
-        float,
-        typer.Option(
-            "--alpha",
-            click_type=Number(0, 1, low_open=True, high_open=True),
-            help="Significance level of the tests, in (0, 1).",
-        ),
-    ] = 0.05,
-    force: Annotated[
-        bool, typer.Option("--force", help="Compare even if model, shapes, dtype or device differ.")
-    ] = False,
+    threshold: ThresholdOpt = "5%",
+    alpha: AlphaOpt = 0.05,
+    force: ForceOpt = False,
     save_floor: Annotated[
         bool,
         typer.Option("--save-floor/--no-save-floor", help="After an A/A, save the measured noise floor."),
     ] = True,
-    seed: Annotated[int, typer.Option("--seed", click_type=Count(0), help="Seed of the bootstrap.")] = 0,
+    seed: SeedOpt = 0,
 ) -> Any:
     from infer_opt.profilers import ab as core
 

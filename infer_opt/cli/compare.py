@@ -35,6 +35,27 @@ HELP = (
 )
 
 
+#: the options of a comparison, shared with ``infer-opt ab``
+ThresholdOpt = Annotated[
+    float,
+    typer.Option(
+        "--threshold", click_type=Fraction(0, 1), help="Smallest change worth reporting: 5% or 0.05."
+    ),
+]
+AlphaOpt = Annotated[
+    float,
+    typer.Option(
+        "--alpha",
+        click_type=Number(0, 1, low_open=True, high_open=True),
+        help="Significance level of the tests (p adjusted over each table), in (0, 1).",
+    ),
+]
+ForceOpt = Annotated[
+    bool, typer.Option("--force", help="Compare even if model, shapes, dtype or device differ.")
+]
+SeedOpt = Annotated[int, typer.Option("--seed", click_type=Count(0), help="Seed of the bootstrap.")]
+
+
 @with_output(plot=True)
 def compare(
     base: Annotated[
@@ -44,24 +65,10 @@ def compare(
         Path,
         typer.Argument(metavar="NEW", click_type=InputFile(), help="The result to compare with it (.json)."),
     ],
-    threshold: Annotated[
-        float,
-        typer.Option(
-            "--threshold", click_type=Fraction(0, 1), help="Smallest change worth reporting: 5% or 0.05."
-        ),
-    ] = "5%",
-    alpha: Annotated[
-        float,
-        typer.Option(
-            "--alpha",
-            click_type=Number(0, 1, low_open=True, high_open=True),
-            help="Significance level of the tests, in (0, 1).",
-        ),
-    ] = 0.05,
-    force: Annotated[
-        bool, typer.Option("--force", help="Compare even if model, shapes, dtype or device differ.")
-    ] = False,
-    seed: Annotated[int, typer.Option("--seed", click_type=Count(0), help="Seed of the bootstrap.")] = 0,
+    threshold: ThresholdOpt = "5%",
+    alpha: AlphaOpt = 0.05,
+    force: ForceOpt = False,
+    seed: SeedOpt = 0,
     noise_floor: Annotated[
         float | None,
         typer.Option(

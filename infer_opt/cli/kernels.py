@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from infer_opt import units
-from infer_opt.cli.common import DeviceOpt, ThreadsOpt, progress_bar
+from infer_opt.cli.common import DeviceOpt, ThreadsOpt, progress_bar, read_resume
 from infer_opt.cli.output import Outcome, Output, with_output
 from infer_opt.cli.types import Choice, Count, Duration, InputFile, Parsed
-from infer_opt.errors import Interrupted, InvalidInput, RunFailure, UnsupportedOnDevice
+from infer_opt.errors import Interrupted, RunFailure, UnsupportedOnDevice
 
 if TYPE_CHECKING:
     from infer_opt.profilers.kernels import KernelSuiteResult, SuiteSettings
@@ -202,24 +202,6 @@ def run_suite_cli(
         )  # fmt: skip
 
 
-def _previous(resume: Path | None) -> Any:
-    """The saved kernels result ``--resume`` names (a one-line refusal for anything else)."""
-    if resume is None:
-        return None
-    from infer_opt.profilers.kernels import KernelSuiteResult
-    from infer_opt.results import load_result
-
-    if resume.suffix.lower() != ".json":
-        raise InvalidInput("--resume", str(resume), "expected the .json file a run wrote with --out FILE")
-    try:
-        loaded = load_result(resume)
-    except InvalidInput as exc:
-        raise InvalidInput("--resume", str(resume), exc.expected) from None
-    if not isinstance(loaded.result, KernelSuiteResult):
-        raise InvalidInput("--resume", str(resume), f"not a kernels result (kind {loaded.kind})")
-    return loaded.result
-
-
 def resume_command(argv: list[str], file: str) -> str:
     """The command line that goes on from ``file``: this one with ``--resume FILE`` (an
     ``--out`` or ``--resume`` of that file dropped, since resuming saves back to it)."""
@@ -291,7 +273,7 @@ def kernels_command(
     output: Output,
 ) -> Outcome:
     settings = suite_settings(warmup, reps, max_time, flush=l2_flush, cuda_graphs=cuda_graphs)
-    previous = _previous(resume)
+    previous = read_resume(resume, "kernels", "a kernels result")
     if resume is not None and resume not in output.out:
         output = replace(output, out=(*output.out, resume))
     result = run_suite_cli(
