@@ -477,7 +477,7 @@ def _logs(m: Measured) -> list[float]:
     return [_log(v) for v in m.runs]
 
 
-def test_pair(
+def assess_pair(
     base: Measured,
     new: Measured,
     *,
@@ -516,9 +516,9 @@ def compare_pair(
     noise: Noise | None = None,
     family_variance: float = 0.0,
 ) -> tuple[CompareRow, float]:
-    """One row present on both sides (:func:`test_pair`) judged on its own p, and the
+    """One row present on both sides (:func:`assess_pair`) judged on its own p, and the
     variance a single-run headline adds up."""
-    test, within, approximate = test_pair(
+    test, within, approximate = assess_pair(
         base, new, confidence=confidence, bootstrap=bootstrap, seed=seed, noise=noise,
         family_variance=family_variance,
     )  # fmt: skip
@@ -601,7 +601,7 @@ def compare_rows(
     pairs = [(i, b, new_by_key[b.key]) for i, b in enumerate(base) if b.key in new_by_key]
     families = family_variances((b, n) for _, b, n in pairs)
     tested = {
-        b.key: test_pair(
+        b.key: assess_pair(
             b,
             n,
             confidence=confidence,
@@ -693,7 +693,7 @@ def pair_headline(
     noise: Noise | None = None,
 ) -> Headline:
     """The headline of one timed quantity (a profile's step time), tested like a row."""
-    test, _, approximate = test_pair(
+    test, _, approximate = assess_pair(
         base, new, confidence=confidence, bootstrap=bootstrap, seed=seed, noise=noise
     )
     headline = headline_from_test(
