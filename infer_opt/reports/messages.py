@@ -28,11 +28,8 @@ MESSAGES: dict[str, Words] = {
     ),
     "variance_not_settled": lambda v: (
         f"IQR/median {_pct(v['rel_iqr'])} did not settle below {_pct(v['target'])} "
-        + (
-            f"(time limit {format_duration(v['max_time_s'])})"
-            if v.get("max_time_s")
-            else f"(at most {v['max_reps']} repetitions)"
-        )
+        + (f"(time limit {format_duration(v['max_time_s'])})" if v.get("max_time_s") else
+           f"(at most {v['max_reps']} repetitions)")
         + "; raise --max-time or quiet the machine"
     ),
     "reps_cut_by_time": lambda v: (
