@@ -470,7 +470,11 @@ def aggregate(
         flops = float(sum(calls[i].flops for i in idx))
         nbytes = float(sum(calls[i].bytes for i in idx))
         per_call_t = t / n
-        bound, efficiency, predicted = classify(fit, flops / n, nbytes / n, per_call_t)
+        if first.category == "communication":
+            # no roofline bound applies to a collective: it stays at its measured time
+            bound, efficiency, predicted = "communication", 1.0, per_call_t
+        else:
+            bound, efficiency, predicted = classify(fit, flops / n, nbytes / n, per_call_t)
         bound_by_category[first.category] += pa.capped_bound(t, predicted * n)
         sources = Counter(calls[i].flops_source for i in idx)
         modules = Counter(module_key(calls[i].module) for i in idx)

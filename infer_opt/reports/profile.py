@@ -24,6 +24,7 @@ CATEGORY_LABELS = {
     "normalization": "normalization",
     "elementwise": "elementwise/activation",
     "memory": "memory/layout",
+    "communication": "communication",
     "other": "other",
 }
 
@@ -85,7 +86,7 @@ def _op_rows(ops: Sequence[OpStat], top: int) -> list[dict[str, object]]:
             "byte_rate": o.achieved_bytes_per_s,
             "predicted_s": o.predicted_s,
             "bound": o.bound,
-            "efficiency": o.efficiency,
+            "efficiency": None if o.bound == "communication" else o.efficiency,
         }
         for o in ops[:top]
     ]
