@@ -183,8 +183,11 @@ def _store(rank: int, world_size: int, timeout_s: float) -> Any:
 
 
 def init(backend: str, device: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> RankContext:
-    """Join the job torchrun started (module docstring). A rendezvous that does not
-    complete within ``timeout_s`` is a :class:`RunFailure` naming what was missing."""
+    """Join the job torchrun started (module docstring), or — in a process torchrun did not
+    start — make a job of one rank. A rendezvous that does not complete within ``timeout_s``
+    is a :class:`RunFailure` naming what was missing."""
+    if not launched():
+        return _single(backend, device, timeout_s)
     rank, world_size = _env_int("RANK"), _env_int("WORLD_SIZE")
     local_rank = _env_int("LOCAL_RANK")
     local_world_size = int(os.environ.get("LOCAL_WORLD_SIZE", world_size))
@@ -219,6 +222,20 @@ def init(backend: str, device: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> Ran
         timeout_s=timeout_s,
         store=dist.PrefixStore("infer_opt", store),
     )
+
+
+def _single(backend: str, device: str, timeout_s: float) -> RankContext:
+    """A job of one rank in this process (an in-memory store, no rendezvous)."""
+    dev = rank_device(device, 0, 1)
+    name = resolve_backend(backend, dev)
+    if dev.type == "cuda":
+        torch.cuda.set_device(dev)
+    store = dist.HashStore()
+    dist.init_process_group(
+        name, store=store, rank=0, world_size=1, timeout=datetime.timedelta(seconds=timeout_s)
+    )
+    _install_signal_handlers()
+    return RankContext(0, 1, 0, 1, 1, name, dev, timeout_s, dist.PrefixStore("infer_opt", store))
 
 
 def shutdown() -> None:
