@@ -1,0 +1,84 @@
+"""The collective sweep: sizes, checks before timing, the single-rank fallback, and a real
+sweep of every collective over 2 gloo ranks."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from infer_opt.cost_models import comm as cm
+from infer_opt.errors import InvalidInput, RunFailure
+from infer_opt.notices import has
+from infer_opt.profilers import comm, distributed
+from tests.profilers.distributed_helpers import json_lines, torchrun
+
+
+def test_sizes_are_a_geometric_grid_from_four_bytes():
+    assert comm.message_sizes(4, 64, 2) == [4, 8, 16, 32, 64]
+    assert comm.message_sizes(4, 100, 4) == [4, 16, 64]
+    assert comm.message_sizes(4, 16 * 2**20)[-1] == 16 * 2**20
+    with pytest.raises(InvalidInput, match="max_size"):
+        comm.message_sizes(64, 4)
+    with pytest.raises(InvalidInput, match="factor"):
+        comm.message_sizes(4, 64, 1)
+
+
+def test_collectives_are_named_in_canonical_order():
+    assert comm.parse_collectives(["all"], 2) == cm.COLLECTIVES
+    assert comm.parse_collectives(["send-recv", "all_reduce"], 4) == ("all_reduce", "send_recv")
+    assert comm.parse_collectives(["all_reduce"], 1) == (cm.LOCAL_COPY,)
+    with pytest.raises(InvalidInput, match="collectives"):
+        comm.parse_collectives(["allreduce2"], 2)
+
+
+def test_a_wrong_result_is_never_timed():
+    op = comm.CollectiveOp("all_reduce", 64, run=lambda: None, check=lambda: 3.0)
+    with pytest.raises(RunFailure, match="all_reduce of 64 B gave a wrong result on rank 1"):
+        comm.checked(op, 1)
+    assert comm.checked(comm.CollectiveOp("all_reduce", 64, lambda: None, lambda: 0.0), 0).bytes == 64
+
+
+def test_check_tolerance_allows_rounding_only_in_16_bit_floats():
+    assert comm.tolerance(torch.float32, 2) < 1e-5
+    assert comm.tolerance(torch.bfloat16, 2) == pytest.approx(0.0078125 * 5)
+
+
+def test_one_rank_measures_the_local_copy_and_says_why(monkeypatch):
+    for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
+        monkeypatch.delenv(key, raising=False)
+    updates = []
+    with distributed.rank_job("auto", "cpu", 10) as ctx:
+        settings = comm.SweepSettings(
+            comm.parse_collectives(["all"], ctx.world_size),
+            tuple(comm.message_sizes(4, 4096, 4)),
+            torch.float32,
+            warmup=1,
+            reps=3,
+            bootstrap=10,
+        )
+        result = comm.run_sweep(ctx, settings, on_update=updates.append)
+    assert result is not None and result.complete
+    assert [c.collective for c in result.collectives] == [cm.LOCAL_COPY]
+    (copy,) = result.collectives
+    assert [p.bytes for p in copy.points] == [4, 16, 64, 256, 1024, 4096]
+    assert copy.alpha_s is not None and copy.alpha_s > 0
+    assert has(result.warnings, "comm_single_rank")
+    assert len(updates) == 6 and not updates[0].complete and has(updates[0].warnings, "comm_partial")
+
+
+def test_every_collective_over_two_ranks_is_checked_timed_and_fitted():
+    run = torchrun("-m", "tests.profilers.dist_workers", "sweep")
+    assert run.returncode == 0, run.stderr[-2000:]
+    (data,) = json_lines(run.stdout)
+    result = cm.CommResult.from_dict(data)
+    assert (result.world_size, result.backend, result.complete) == (2, "gloo", True)
+    assert [c.collective for c in result.collectives] == list(cm.COLLECTIVES)
+    for sweep in result.collectives:
+        assert len(sweep.points) == 3
+        for point in sweep.points:
+            assert point.time_s == max(point.rank_median_s) > 0
+            assert point.busbw_bytes_per_s == pytest.approx(point.algbw_bytes_per_s * sweep.bus_factor)
+            if sweep.collective in ("all_gather", "reduce_scatter", "all_to_all"):
+                assert point.bytes % (2 * 4) == 0  # n equal chunks of whole float32 elements
+        assert sweep.alpha_s is not None and sweep.beta_bytes_per_s is not None
+    assert result.collective("all_reduce").bus_factor == 1.0  # 2(n-1)/n at n = 2
