@@ -52,6 +52,8 @@ RESULT_CLASSES: dict[str, str] = {
     "buckets": "infer_opt.cost_models.bucketing:BucketsResult",
     "profile": "infer_opt.profilers.model_profile:ProfileResult",
     "compare": "infer_opt.cost_models.compare:CompareResult",
+    "comm": "infer_opt.cost_models.comm:CommResult",
+    "profile-tp": "infer_opt.profilers.tp_profile:TPProfileResult",
 }
 
 R = TypeVar("R", bound="Result")

@@ -394,6 +394,47 @@ def tp_collectives(
     return (CollectiveCall("all_reduce", batch * q_len * d_model * dtype_bytes, 2 * n_layers),)
 
 
+def step_collectives(
+    *,
+    n_layers: int,
+    d_model: int,
+    batch: int,
+    mode: str,
+    seq_len: int,
+    new_tokens: int,
+    dtype_bytes: int,
+    tp: int,
+) -> tuple[CollectiveCall, ...]:
+    """The collectives of one profiled step (:func:`tp_collectives` per forward): a prefill of
+    ``seq_len`` tokens, one decode token, or a generation — the prompt's prefill and
+    ``new_tokens − 1`` decode steps."""
+    shape = {"n_layers": n_layers, "d_model": d_model, "batch": batch, "dtype_bytes": dtype_bytes, "tp": tp}
+    if mode == "prefill":
+        return tp_collectives(q_len=seq_len, **shape)
+    if mode == "decode":
+        return tp_collectives(q_len=1, **shape)
+    if mode != "generate":
+        raise InvalidInput("mode", mode, "expected prefill, decode or generate")
+    if not isinstance(new_tokens, int) or new_tokens < 1:
+        raise InvalidInput("new_tokens", new_tokens, "must be an integer >= 1")
+    calls = list(tp_collectives(q_len=seq_len, **shape))
+    calls += [
+        CollectiveCall(c.collective, c.bytes, c.count * (new_tokens - 1))
+        for c in tp_collectives(q_len=1, **shape)
+        if new_tokens > 1
+    ]
+    return tuple(calls)
+
+
+def fits_of(result: CommResult) -> dict[str, tuple[float, float]]:
+    """``{collective: (α, β)}`` for every collective of ``result`` with a fit."""
+    return {
+        c.collective: (c.alpha_s, c.beta_bytes_per_s)
+        for c in result.collectives
+        if c.alpha_s is not None and c.beta_bytes_per_s is not None
+    }
+
+
 @dataclass(frozen=True)
 class PredictedCollective:
     collective: str

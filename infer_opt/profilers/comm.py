@@ -23,9 +23,11 @@ so far after every size (rank 0), so an interrupted sweep keeps what it measured
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -35,6 +37,7 @@ from infer_opt.cost_models import comm as cm
 from infer_opt.errors import InvalidInput, RunFailure
 from infer_opt.notices import Notice
 from infer_opt.profilers.distributed import RankContext, barrier, gather_to_reporter
+from infer_opt.results import parse_envelope, save_result
 from infer_opt.stats import VARIANCE_THRESHOLD
 
 Progress = Callable[[int, int, str], None]
@@ -364,3 +367,30 @@ def run_sweep(
 def default_max_bytes(device: torch.device) -> int:
     """64 MiB on a GPU, 16 MiB on the CPU."""
     return DEFAULT_MAX_BYTES_CUDA if device.type == "cuda" else DEFAULT_MAX_BYTES_CPU
+
+
+# ---------------------------------------------------------------------------- saved fits
+
+
+def comm_path(backend: str, world_size: int, device_key: str) -> Path:
+    """Where the sweep for a backend, world size and device is cached:
+    ``cache_dir()/comm/<backend>-<N>ranks-<device key>.json``."""
+    from infer_opt.profilers.roofline_store import cache_dir
+
+    return cache_dir() / "comm" / f"{backend}-{world_size}ranks-{device_key}.json"
+
+
+def save_comm(result: cm.CommResult, path: Path | None = None) -> Path:
+    """Save a sweep (envelope JSON, atomic) for ``predict --tp``; returns the path."""
+    target = path or comm_path(result.backend, result.world_size, result.device_key)
+    return save_result(target, result)
+
+
+def load_comm(backend: str, world_size: int, device_key: str) -> cm.CommResult | None:
+    """The saved sweep for this backend, world size and device, or ``None``."""
+    target = comm_path(backend, world_size, device_key)
+    try:
+        loaded = parse_envelope(json.loads(target.read_text(encoding="utf-8")), source=str(target))
+    except (FileNotFoundError, json.JSONDecodeError, InvalidInput, TypeError, ValueError, KeyError):
+        return None
+    return loaded.result if isinstance(loaded.result, cm.CommResult) else None

@@ -121,9 +121,11 @@ class ColumnParallelLinear(nn.Linear):
 
 class RowParallelLinear(nn.Module):
     """Rank ``r``'s slice of a linear layer's input features (columns of its weight): the
-    partial products are summed over ranks with an all_reduce, then the bias is added."""
+    partial products are summed over ranks with an all_reduce, then the bias is added. With
+    no ``group_name`` the all_reduce is left out (a compute-only shard, whose ops can be
+    recorded or timed without a process group; its output is only the partial sum)."""
 
-    def __init__(self, full: nn.Linear, rank: int, tp: int, group_name: str) -> None:
+    def __init__(self, full: nn.Linear, rank: int, tp: int, group_name: str | None) -> None:
         super().__init__()
         size = full.in_features // tp
         self.weight = nn.Parameter(
@@ -135,14 +137,16 @@ class RowParallelLinear(nn.Module):
         self.group_name = group_name
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = all_reduce(F.linear(x, self.weight), self.group_name)
+        out = F.linear(x, self.weight)
+        if self.group_name is not None:
+            out = all_reduce(out, self.group_name)
         return out if self.bias is None else out + self.bias
 
 
 class ParallelAttention(nn.Module):
     """One rank's heads of :class:`~infer_opt.profilers.models.Attention`."""
 
-    def __init__(self, full: Attention, config: ShardedConfig, rank: int, group_name: str) -> None:
+    def __init__(self, full: Attention, config: ShardedConfig, rank: int, group_name: str | None) -> None:
         super().__init__()
         self.config = config
         tp = config.tp
@@ -176,7 +180,7 @@ class ParallelAttention(nn.Module):
 class ParallelMLP(nn.Module):
     """One rank's ``d_ff/N`` hidden units of :class:`~infer_opt.profilers.models.MLP`."""
 
-    def __init__(self, full: MLP, config: ShardedConfig, rank: int, group_name: str) -> None:
+    def __init__(self, full: MLP, config: ShardedConfig, rank: int, group_name: str | None) -> None:
         super().__init__()
         tp = config.tp
         self.swiglu = full.swiglu
@@ -195,7 +199,7 @@ class TensorParallelLM(DecoderLM):
     """Rank ``r``'s shard of a :class:`DecoderLM` (module docstring). Same ``forward`` and
     KV-cache interface as the full model; the cache holds this rank's key/value heads."""
 
-    def __init__(self, full: DecoderLM, rank: int, tp: int, group_name: str) -> None:
+    def __init__(self, full: DecoderLM, rank: int, tp: int, group_name: str | None) -> None:
         nn.Module.__init__(self)
         config = ShardedConfig.of(full.config, tp)
         if not 0 <= rank < tp:
@@ -230,12 +234,17 @@ class TensorParallelLM(DecoderLM):
         )
 
 
-def shard(model: DecoderLM, rank: int, tp: int, group: Any = None) -> TensorParallelLM:
+def shard(
+    model: DecoderLM, rank: int, tp: int, group: Any = None, *, communicate: bool = True
+) -> TensorParallelLM:
     """Rank ``rank``'s shard of ``model`` over ``tp`` ranks of ``group`` (default: the whole
-    job). ``model`` is consumed: its blocks are rebuilt around the slices."""
-    import torch.distributed as dist
-
+    job). ``model`` is consumed: its blocks are rebuilt around the slices. With
+    ``communicate=False`` the shard issues no collective and needs no process group: the ops one
+    rank computes, to record or time alone (its logits are not the model's)."""
     check_shardable(model.config, tp)
-    if group is None:
-        group = dist.group.WORLD
-    return TensorParallelLM(model, rank, tp, group.group_name).eval()
+    group_name = None
+    if communicate:
+        import torch.distributed as dist
+
+        group_name = (group if group is not None else dist.group.WORLD).group_name
+    return TensorParallelLM(model, rank, tp, group_name).eval()
