@@ -527,3 +527,12 @@ def straggler(times_s: Sequence[float]) -> int:
     if not times_s:
         raise InvalidInput("times_s", 0, "need at least one rank's time")
     return int(np.argmax(np.asarray(times_s, dtype=float)))
+
+
+def fit_curve(sweep: CollectiveSweep, n: int = 128) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(sizes, α + S/β)`` over the sweep's size range on a log grid, for plotting (None
+    without a fit)."""
+    if sweep.alpha_s is None or sweep.beta_bytes_per_s is None or not sweep.points:
+        return None
+    sizes = np.geomspace(min(p.bytes for p in sweep.points), max(p.bytes for p in sweep.points), n)
+    return sizes, sweep.alpha_s + sizes / sweep.beta_bytes_per_s

@@ -20,9 +20,11 @@ def tp_exact(ctx: distributed.RankContext) -> dict:
     """Max |sharded − single-device| logits over prefill and a cached decode step."""
     out = {}
     for name in ("tiny", "llama-tiny"):
-        full = models.build_builtin(name)
-        sharded = tensor_parallel.shard(models.build_builtin(name), ctx.rank, ctx.world_size)
-        ids = models.random_tokens(2, 12, full.config.vocab_size)
+        full = models.build_builtin(name, device=ctx.device)
+        sharded = tensor_parallel.shard(
+            models.build_builtin(name, device=ctx.device), ctx.rank, ctx.world_size
+        )
+        ids = models.random_tokens(2, 12, full.config.vocab_size, device=ctx.device)
         with torch.no_grad():
             prefill = (sharded(ids) - full(ids)).abs().max().item()
             cache, full_cache = sharded.new_cache(2, 16), full.new_cache(2, 16)
@@ -87,7 +89,8 @@ def main() -> int:
     scenario = SCENARIOS[sys.argv[1]]
     timeout_s = float(os.environ.get("TIMEOUT_S", "30"))
     try:
-        with distributed.rank_job("gloo", "cpu", timeout_s) as ctx:
+        device = os.environ.get("DEVICE", "cpu")
+        with distributed.rank_job("auto", device, timeout_s) as ctx:
             out = scenario(ctx)
             if ctx.reporter:
                 print(json.dumps(out), flush=True)

@@ -82,3 +82,26 @@ def test_every_collective_over_two_ranks_is_checked_timed_and_fitted():
                 assert point.bytes % (2 * 4) == 0  # n equal chunks of whole float32 elements
         assert sweep.alpha_s is not None and sweep.beta_bytes_per_s is not None
     assert result.collective("all_reduce").bus_factor == 1.0  # 2(n-1)/n at n = 2
+
+
+@pytest.mark.gpu
+def test_one_gpu_measures_the_local_copy_with_cuda_events(monkeypatch):
+    for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
+        monkeypatch.delenv(key, raising=False)
+    with distributed.rank_job("auto", "cuda", 30) as ctx:
+        assert (ctx.backend, ctx.device.type) == ("nccl", "cuda")
+        settings = comm.SweepSettings((cm.LOCAL_COPY,), (4, 2**20, 2**26), torch.float32, warmup=2, reps=5)
+        result = comm.run_sweep(ctx, settings)
+    assert result is not None and has(result.warnings, "comm_single_rank")
+    (copy,) = result.collectives
+    assert copy.points[-1].algbw_bytes_per_s > 1e10  # a device-local copy runs at HBM speed
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.device_count() < 2, reason="needs 2 GPUs")
+def test_every_collective_over_two_gpus_with_nccl():
+    run = torchrun("-m", "tests.profilers.dist_workers", "sweep", DEVICE="cuda")
+    assert run.returncode == 0, run.stderr[-2000:]
+    result = cm.CommResult.from_dict(json_lines(run.stdout)[0])
+    assert (result.backend, result.world_size) == ("nccl", 2)
+    assert [c.collective for c in result.collectives] == list(cm.COLLECTIVES)

@@ -190,3 +190,13 @@ def test_interrupt_stops_every_rank_and_rank_zero_keeps_what_it_had():
     partial = [r["partial_points"] for r in records if "partial_points" in r]
     assert partial and partial[-1] >= 1
     assert proc.returncode != 0
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.device_count() < 2, reason="needs 2 GPUs")
+def test_sharded_model_matches_on_two_gpus_with_nccl():
+    run = torchrun("-m", WORKERS, "tp_exact", DEVICE="cuda")
+    assert run.returncode == 0, run.stderr[-2000:]
+    for rank in json_lines(run.stdout)[0]["ranks"]:
+        for errors in rank.values():
+            assert errors["prefill"] < 1e-4 * max(1.0, errors["scale"])
