@@ -419,13 +419,20 @@ def failures_reported(ctx: RankContext) -> Iterator[None]:
 # ---------------------------------------------------------------------------- --nproc
 
 
-def launch(nproc: int, module_args: Sequence[str], *, timeout_s: float = DEFAULT_TIMEOUT_S) -> int:
+def launch(
+    nproc: int,
+    module_args: Sequence[str],
+    *,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    module: str = "infer_opt",
+    quiet: bool = True,
+) -> int:
     """``infer-opt <command> … --nproc N``: start ``torchrun --standalone --nproc-per-node N
     -m infer_opt <command> …`` (``module_args``, without ``--nproc``) through torchrun's own
     :func:`torch.distributed.run.run`, and return the job's exit code (0 when every rank
     succeeded). When rank 0 has reported the failure itself, nothing more is said; a rank
     that died without a word (a signal, an exit before the rendezvous) is a
-    :class:`RankFailure`."""
+    :class:`RankFailure`. ``quiet`` silences the launcher's own log lines."""
     from torch.distributed import run as torchrun
     from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
@@ -439,11 +446,11 @@ def launch(nproc: int, module_args: Sequence[str], *, timeout_s: float = DEFAULT
             "--max-restarts=0",
             f"--rdzv-conf=join_timeout={max(1, round(timeout_s))}",
             "-m",
-            "infer_opt",
+            module,
             *module_args,
         ]
     )
-    with _quiet_launcher():
+    with _quiet_launcher(quiet):
         try:
             torchrun.run(args)
         except ChildFailedError as exc:
@@ -454,16 +461,16 @@ def launch(nproc: int, module_args: Sequence[str], *, timeout_s: float = DEFAULT
 
 
 @contextmanager
-def _quiet_launcher() -> Iterator[None]:
-    """torchrun's agent logs its start-up and shutdown at INFO/WARNING; keep the terminal for
-    rank 0's report (``--debug`` keeps them)."""
-    if os.environ.get("INFER_OPT_DEBUG", "") not in ("", "0"):
+def _quiet_launcher(quiet: bool) -> Iterator[None]:
+    """torchrun's agent logs its start-up, shutdown and failed workers; keep the terminal for
+    rank 0's report unless told otherwise (``--debug``)."""
+    if not quiet:
         yield
         return
     names = ("torch.distributed.elastic", "torch.distributed.run", "torch.distributed.launcher")
     saved = {name: logging.getLogger(name).level for name in names}
     for name in names:
-        logging.getLogger(name).setLevel(logging.ERROR)
+        logging.getLogger(name).setLevel(logging.CRITICAL)
     try:
         yield
     finally:

@@ -787,7 +787,9 @@ def profile_model(
         {
             o.name
             for o in ops
-            if o.flops_source == "none" and o.category != "memory" and o.share >= ZERO_FLOP_SHARE
+            if o.flops_source == "none"
+            and o.category not in ("memory", "communication")
+            and o.share >= ZERO_FLOP_SHARE
         }
     )
     flops_counted = float(sum(c.flops for c in calls))
