@@ -34,7 +34,18 @@ class UnsupportedOnDevice(InferOptError):
     exit_code = 2
 
 
+#: longer values are cut in messages (a 309-digit integer helps nobody)
+SHOW_AT_MOST = 120
+
+
 def _show(value: object) -> str:
-    if isinstance(value, str):
-        return repr(value)
-    return str(value)
+    text = repr(value) if isinstance(value, str) else str(value)
+    if len(text) > SHOW_AT_MOST:
+        return text[: SHOW_AT_MOST - 30] + f"… ({len(text)} characters)"
+    return text
+
+
+class Interrupted(InferOptError):
+    """Ctrl-C during a long run: says what was kept and how to go on (exit 130)."""
+
+    exit_code = 130

@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-import importlib
 import json
 import math
 import os
 import platform
 import sys
-import tempfile
 import types
 import typing
 from pathlib import Path
@@ -31,30 +29,6 @@ from infer_opt.errors import InvalidInput
 
 SCHEMA_PREFIX = "infer-opt/"
 SCHEMA_VERSION = 1
-
-#: kind -> "module:Class". Lazy so that loading a file imports only what it needs.
-RESULT_CLASSES: dict[str, str] = {
-    "amdahl": "infer_opt.cost_models.amdahl:AmdahlResult",
-    "kernels": "infer_opt.profilers.kernels:KernelSuiteResult",
-    "roofline": "infer_opt.cost_models.roofline:RooflineFit",
-    "attention-check": "infer_opt.checks.mask_alignment:AttentionCheckResult",
-    "speculative-verify": "infer_opt.checks.spec_sampler:SpeculativeVerifyResult",
-    "speculative-speedup": "infer_opt.cost_models.speculative:SpeedupResult",
-    "speculative-acceptance": "infer_opt.cost_models.speculative:AcceptanceResult",
-    "speculative-plans": "infer_opt.cost_models.speculative:PlansResult",
-    "speculative-metrics": "infer_opt.cost_models.speculative:MetricsResult",
-    "attention-memory": "infer_opt.cost_models.attention:AttentionMemoryResult",
-    "attention-window": "infer_opt.cost_models.attention:WindowBoundResult",
-    "amortize": "infer_opt.cost_models.amortization:AmortizeResult",
-    "amortize-buckets": "infer_opt.cost_models.amortization:AmortizeBucketsResult",
-    "amortize-measure": "infer_opt.profilers.compile_measure:AmortizeMeasureResult",
-    "speculative-measure": "infer_opt.profilers.spec_measure:SpecMeasureResult",
-    "buckets": "infer_opt.cost_models.bucketing:BucketsResult",
-    "profile": "infer_opt.profilers.model_profile:ProfileResult",
-    "compare": "infer_opt.cost_models.compare:CompareResult",
-    "comm": "infer_opt.cost_models.comm:CommResult",
-    "profile-tp": "infer_opt.profilers.tp_profile:TPProfileResult",
-}
 
 R = TypeVar("R", bound="Result")
 
@@ -179,31 +153,15 @@ def dumps(result: Result, **kwargs: Any) -> str:
     return json.dumps(envelope(result, **kwargs), indent=2, allow_nan=False)
 
 
-def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
-    """Write ``text`` to ``path`` through a temporary file and a rename, so a reader (or
-    an interrupted run) never sees a half-written file."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file normal permissions
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def save_result(path: str | os.PathLike[str], result: Result, **kwargs: Any) -> Path:
-    return atomic_write_text(path, dumps(result, **kwargs) + "\n")
+    """Write ``result``'s envelope to ``path`` (atomically; the folder is created, as the
+    cache's folders are made on first use)."""
+    from infer_opt.files import write_text
+
+    target = Path(path)
+    if os.fspath(path) != "-":
+        target.parent.mkdir(parents=True, exist_ok=True)
+    return write_text(target, dumps(result, **kwargs) + "\n")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -215,11 +173,10 @@ class LoadedResult:
 
 
 def result_class(kind: str) -> type[Result]:
-    if kind not in RESULT_CLASSES:
-        known = ", ".join(sorted(RESULT_CLASSES))
-        raise InvalidInput("result file", kind, f"unknown result kind; known kinds: {known}")
-    module_name, _, class_name = RESULT_CLASSES[kind].partition(":")
-    return getattr(importlib.import_module(module_name), class_name)
+    """The result class of ``kind`` (from the one registry, :mod:`infer_opt.registry`)."""
+    from infer_opt import registry
+
+    return registry.result_class(kind)
 
 
 def parse_envelope(data: Any, *, source: str = "result file") -> LoadedResult:

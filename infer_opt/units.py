@@ -167,12 +167,27 @@ def parse_float(
     return value
 
 
+def _items(text: str, option: str, what: str) -> list[str]:
+    """The comma-separated items of ``text``; an empty item (``0.5,,0.3``) is an error."""
+    raw = str(text)
+    if raw.strip() == "":
+        raise InvalidInput(option, text, f"expected a comma-separated list of {what}")
+    items = [item.strip() for item in raw.split(",")]
+    if any(item == "" for item in items):
+        raise InvalidInput(option, text, f"empty item in the list; expected {what} separated by commas")
+    return items
+
+
 def parse_float_list(text: str, *, option: str, **bounds: object) -> list[float]:
     """Parse ``"0.9,0.7,0.5"`` into floats, each checked with :func:`parse_float` bounds."""
-    items = [item for item in str(text).replace(" ", "").split(",") if item != ""]
-    if not items:
-        raise InvalidInput(option, text, "expected a comma-separated list of numbers")
-    return [parse_float(item, option=option, **bounds) for item in items]  # type: ignore[arg-type]
+    return [parse_float(item, option=option, **bounds) for item in _items(text, option, "numbers")]  # type: ignore[arg-type]
+
+
+def parse_int_list(text: str, *, option: str, low: int | None = None, high: int | None = None) -> list[int]:
+    """Parse ``"128,256"`` into whole numbers, each in ``[low, high]``."""
+    return [
+        parse_int(item, option=option, low=low, high=high) for item in _items(text, option, "whole numbers")
+    ]
 
 
 def parse_fraction(text: str | float, *, option: str, low: float = 0.0, high: float | None = None) -> float:

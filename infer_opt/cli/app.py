@@ -5,19 +5,17 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import traceback
+import warnings
 from typing import Any
 
 import typer
 import typer.main
 from typer.core import TyperGroup
 
-try:  # typer >= 0.20 vendors click as typer._click; older releases use click itself
-    from typer import _click as click
-except ImportError:  # pragma: no cover - depends on the installed typer
-    import click  # type: ignore[no-redef]
-
 from infer_opt import __version__
-from infer_opt.errors import InferOptError
+from infer_opt.cli._click import click
+from infer_opt.errors import InferOptError, InvalidInput
 
 
 class InferOptGroup(TyperGroup):
@@ -33,20 +31,22 @@ class InferOptGroup(TyperGroup):
         debug = "--debug" in argv or os.environ.get("INFER_OPT_DEBUG", "") not in ("", "0")
         argv = [a for a in argv if a != "--debug"]
         self.debug = debug
+        if not debug:  # numbers are checked where they are made; numpy's own warnings are noise
+            warnings.simplefilter("ignore", RuntimeWarning)
         try:
             rv = super().main(args=argv, prog_name=prog_name or "infer-opt", standalone_mode=False, **extra)
         except click.ClickException as exc:
             if type(exc).__name__ == "NoArgsIsHelpError":
                 sys.exit(0)
-            if debug or not standalone_mode:
+            if not standalone_mode:
                 raise
-            click.echo(f"Error: {_one_line(exc.format_message())}", err=True)
-            sys.exit(exc.exit_code)
+            _fail(f"Error: {_one_line(exc.format_message())}", exc.exit_code, debug)
         except (typer.Abort, getattr(click, "Abort", typer.Abort), KeyboardInterrupt):
             if not standalone_mode:
                 raise
-            click.echo("Aborted.", err=True)
-            sys.exit(130)
+            _fail("Aborted.", 130, debug)
+        except InferOptError as exc:  # raised with --debug, which keeps the traceback
+            _fail(f"Error: {_one_line(str(exc))}", exc.exit_code, True)
         if not standalone_mode:
             return rv
         sys.exit(rv if isinstance(rv, int) else 0)
@@ -66,6 +66,15 @@ class InferOptGroup(TyperGroup):
             if getattr(self, "debug", False):
                 raise
             raise _UserError(str(exc), exc.exit_code) from None
+
+
+def _fail(message: str, code: int, debug: bool) -> None:
+    """Print the one-line message (after the traceback with ``--debug``) and exit ``code``:
+    ``--debug`` adds detail, never changes the exit code."""
+    if debug and sys.exc_info()[0] is not None:
+        traceback.print_exc()
+    click.echo(message, err=True)
+    sys.exit(code)
 
 
 #: command name -> the modules that define it, imported only when the command is used (so
@@ -105,6 +114,7 @@ def _load_command(name: str) -> Any:
             command = typer.main.get_command(main_module.app)
         command.name = name
         _reflow_help(command)
+        _name_flags_in_errors(command)
         _LOADED[name] = command
     return _LOADED[name]
 
@@ -121,6 +131,43 @@ def _reflow_help(command: Any) -> None:
         )
     for sub in getattr(command, "commands", {}).values():
         _reflow_help(sub)
+
+
+def _name_flags_in_errors(command: Any) -> None:
+    """The core names parameters (``compile_cost``); a command's user knows its flags
+    (``--compile-cost``). Wrap each leaf command so an :class:`InvalidInput` about one of its
+    parameters names the flag instead."""
+    subcommands = getattr(command, "commands", None)
+    if subcommands:
+        for sub in subcommands.values():
+            _name_flags_in_errors(sub)
+        return
+    invoke = command.invoke
+
+    def invoke_naming_flags(ctx: click.Context) -> Any:
+        try:
+            return invoke(ctx)
+        except InvalidInput as exc:
+            flag = flag_for(ctx.command, exc.option)
+            if flag is None:
+                raise
+            raise InvalidInput(flag, exc.value, exc.expected) from exc
+
+    command.invoke = invoke_naming_flags
+
+
+def flag_for(command: Any, parameter: str) -> str | None:
+    """The flag of ``command`` that sets ``parameter`` (a snake_case name), or None when the
+    name already is a flag or the command has no such option."""
+    if parameter.startswith("-"):
+        return None
+    wanted = {parameter, parameter.replace("-", "_"), parameter.removesuffix("s")}
+    dashed = "--" + parameter.replace("_", "-")
+    for param in command.params:
+        flags = [o for o in param.opts if o.startswith("--")]
+        if param.name in wanted or dashed in flags:
+            return max(flags, key=len) if flags else (param.human_readable_name or param.name).upper()
+    return None
 
 
 class _UserError(click.ClickException):

@@ -5,13 +5,16 @@ modules that import ``app`` from here (they are imported by :mod:`infer_opt.cli.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from infer_opt.cli.common import CsvOpt, FormatOpt, JsonOpt, MarkdownOpt, OutOpt, emit
+from infer_opt.cli.output import with_output
+from infer_opt.cli.types import Count, Number
 from infer_opt.cost_models import attention as model
-from infer_opt.units import parse_float, parse_int
+
+#: a sequence, head count or batch beyond this is not a model anyone runs (and would overflow)
+MAX_DIM = 1 << 30
 
 app = typer.Typer(
     help="Attention: score-matrix memory and traffic, window truncation bound, exactness checks.",
@@ -29,12 +32,19 @@ Example:
 """
 
 
+def _size(flag: str, help_text: str) -> Any:
+    return Annotated[
+        int, typer.Option(flag, click_type=Count(1, MAX_DIM), help=help_text, show_default=False)
+    ]
+
+
+@with_output()
 def memory(
-    tq: Annotated[str, typer.Option("--tq", help="Query length T_q.", show_default=False)],
-    tk: Annotated[str, typer.Option("--tk", help="Key length T_k.", show_default=False)],
-    heads: Annotated[str, typer.Option("--heads", help="Attention heads H.", show_default=False)],
-    head_dim: Annotated[str, typer.Option("--head-dim", help="Head dimension d.", show_default=False)],
-    batch: Annotated[str, typer.Option("--batch", help="Batch size B.")] = "1",
+    tq: _size("--tq", "Query length T_q."),
+    tk: _size("--tk", "Key length T_k."),
+    heads: _size("--heads", "Attention heads H."),
+    head_dim: _size("--head-dim", "Head dimension d."),
+    batch: Annotated[int, typer.Option("--batch", click_type=Count(1, MAX_DIM), help="Batch size B.")] = 1,
     dtype: Annotated[
         str,
         typer.Option("--dtype", help="float32, float16, bfloat16, float64, fp8, or bytes per element."),
@@ -47,22 +57,10 @@ def memory(
             "the explicit path still materialises the full matrix.",
         ),
     ] = False,
-    json_out: JsonOpt = False,
-    out: OutOpt = None,
-    markdown: MarkdownOpt = None,
-    csv: CsvOpt = None,
-    fmt: FormatOpt = None,
-) -> None:
-    result = model.attention_memory(
-        tq=parse_int(tq, option="--tq", low=1),
-        tk=parse_int(tk, option="--tk", low=1),
-        heads=parse_int(heads, option="--heads", low=1),
-        batch=parse_int(batch, option="--batch", low=1),
-        head_dim=parse_int(head_dim, option="--head-dim", low=1),
-        dtype=dtype,
-        causal=causal,
+) -> model.AttentionMemoryResult:
+    return model.attention_memory(
+        tq=tq, tk=tk, heads=heads, batch=batch, head_dim=head_dim, dtype=dtype, causal=causal
     )
-    emit(result, json_out=json_out, out=out, markdown=markdown, csv=csv, fmt=fmt)
 
 
 WINDOW_HELP = """Bound on the output error of sliding-window (or any key-dropping) attention.
@@ -76,28 +74,28 @@ Example:
 """
 
 
+@with_output()
 def window(
     dropped_mass: Annotated[
-        str,
+        float,
         typer.Option(
-            "--dropped-mass", help="δ: softmax mass of the dropped keys, in [0, 1).", show_default=False
+            "--dropped-mass",
+            click_type=Number(0, 1, high_open=True),
+            help="δ: softmax mass of the dropped keys, in [0, 1).",
+            show_default=False,
         ),
     ],
     value_norm: Annotated[
-        str,
+        float,
         typer.Option(
-            "--value-norm", help="M: a bound on every value vector's norm, >= 0.", show_default=False
+            "--value-norm",
+            click_type=Number(0),
+            help="M: a bound on every value vector's norm, >= 0.",
+            show_default=False,
         ),
     ],
-    json_out: JsonOpt = False,
-    out: OutOpt = None,
-    markdown: MarkdownOpt = None,
-    csv: CsvOpt = None,
-    fmt: FormatOpt = None,
-) -> None:
-    delta = parse_float(dropped_mass, option="--dropped-mass", low=0, high=1, high_open=True)
-    norm = parse_float(value_norm, option="--value-norm", low=0)
-    emit(model.window_bound(delta, norm), json_out=json_out, out=out, markdown=markdown, csv=csv, fmt=fmt)
+) -> model.WindowBoundResult:
+    return model.window_bound(dropped_mass, value_norm)
 
 
 app.command("memory", help=MEMORY_HELP)(memory)

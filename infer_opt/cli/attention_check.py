@@ -7,9 +7,9 @@ from typing import Annotated
 import typer
 
 from infer_opt.cli.attention import app
-from infer_opt.cli.common import CsvOpt, FormatOpt, JsonOpt, MarkdownOpt, OutOpt, emit
+from infer_opt.cli.output import Outcome, with_output
+from infer_opt.cli.types import Choice, Count
 from infer_opt.errors import InvalidInput, RunFailure
-from infer_opt.units import parse_int
 
 DTYPES = ("float32", "float64")
 
@@ -31,49 +31,71 @@ Examples:
 """
 
 
-def _count(text: str, option: str, low: int = 1) -> int:
-    return parse_int(text, option=option, low=low)
+#: the float64 reference materialises B·H·T_q·T_k scores: keep a check a check, not an hour
+MAX_KEYS = 8192
+MAX_HEADS = 128
+MAX_HEAD_DIM = 1024
 
 
 @app.command("check", help=HELP)
+@with_output()
 def check(
-    tq: Annotated[str, typer.Option("--tq", help="New queries T_q in the decode cases (<= T_k).")] = "4",
-    tk: Annotated[str, typer.Option("--tk", help="Keys T_k (cached context incl. the new tokens).")] = "128",
-    heads: Annotated[str, typer.Option("--heads", help="Attention heads H.")] = "4",
-    head_dim: Annotated[str, typer.Option("--head-dim", help="Head dimension d.")] = "32",
+    tq: Annotated[
+        int,
+        typer.Option(
+            "--tq", click_type=Count(1, MAX_KEYS), help="New queries T_q in the decode cases (<= T_k)."
+        ),
+    ] = 4,
+    tk: Annotated[
+        int,
+        typer.Option(
+            "--tk", click_type=Count(1, MAX_KEYS), help="Keys T_k (cached context incl. the new tokens)."
+        ),
+    ] = 128,
+    heads: Annotated[
+        int, typer.Option("--heads", click_type=Count(1, MAX_HEADS), help="Attention heads H.")
+    ] = 4,
+    head_dim: Annotated[
+        int, typer.Option("--head-dim", click_type=Count(1, MAX_HEAD_DIM), help="Head dimension d.")
+    ] = 32,
     block_size: Annotated[
-        str, typer.Option("--block-size", help="Keys per block of the blocked kernel.")
-    ] = "32",
-    window: Annotated[str, typer.Option("--window", help="Sliding window (keys) of the window case.")] = "48",
-    seed: Annotated[str, typer.Option("--seed", help="Seed of the random q, k, v.")] = "0",
+        int,
+        typer.Option(
+            "--block-size", click_type=Count(1, MAX_KEYS), help="Keys per block of the blocked kernel."
+        ),
+    ] = 32,
+    window: Annotated[
+        int,
+        typer.Option(
+            "--window", click_type=Count(1, MAX_KEYS), help="Sliding window (keys) of the window case."
+        ),
+    ] = 48,
+    seed: Annotated[int, typer.Option("--seed", click_type=Count(0), help="Seed of the random q, k, v.")] = 0,
     dtype: Annotated[
-        str, typer.Option("--dtype", help="Dtype of the torch paths: float32 or float64.")
+        str,
+        typer.Option(
+            "--dtype", click_type=Choice(DTYPES), help="Dtype of the torch paths: float32 or float64."
+        ),
     ] = "float32",
-    json_out: JsonOpt = False,
-    out: OutOpt = None,
-    markdown: MarkdownOpt = None,
-    csv: CsvOpt = None,
-    fmt: FormatOpt = None,
-) -> None:
-    sizes = {
-        "tq": _count(tq, "--tq"),
-        "tk": _count(tk, "--tk"),
-        "heads": _count(heads, "--heads"),
-        "head_dim": _count(head_dim, "--head-dim"),
-        "block_size": _count(block_size, "--block-size"),
-        "window": _count(window, "--window"),
-        "seed": _count(seed, "--seed", low=0),
-    }
-    if sizes["tq"] > sizes["tk"]:
-        raise InvalidInput(
-            "--tq", tq, f"must be <= --tk = {sizes['tk']} (new queries cannot outnumber the keys)"
-        )
-    if dtype not in DTYPES:
-        raise InvalidInput("--dtype", dtype, f"must be one of {', '.join(DTYPES)}")
+) -> Outcome:
+    if tq > tk:
+        raise InvalidInput("--tq", tq, f"must be <= --tk = {tk} (new queries cannot outnumber the keys)")
     from infer_opt.checks.mask_alignment import check_attention
 
-    result = check_attention(dtype=dtype, **sizes)
-    emit(result, json_out=json_out, out=out, markdown=markdown, csv=csv, fmt=fmt)
-    if not result.passed:
-        failed = sum(not c.passed for c in result.cases)
-        raise RunFailure(f"attention check failed: {failed} of {len(result.cases)} rows (see the table)")
+    result = check_attention(
+        dtype=dtype,
+        tq=tq,
+        tk=tk,
+        heads=heads,
+        head_dim=head_dim,
+        block_size=block_size,
+        window=window,
+        seed=seed,
+    )
+    if result.passed:
+        return Outcome(result)
+    failed = sum(not c.passed for c in result.cases)
+    return Outcome(
+        result,
+        error=RunFailure(f"attention check failed: {failed} of {len(result.cases)} rows (see the table)"),
+    )

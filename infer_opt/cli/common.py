@@ -1,20 +1,20 @@
-"""Options and output plumbing every command shares: ``--json``/``--format`` on stdout and
-``--out``/``--markdown``/``--csv`` files, all through the one renderer registry
-(:mod:`infer_opt.reports.render`), and ``--plot`` through the one plot registry
-(:data:`PLOTTERS`, also used by ``infer-opt report``)."""
+"""Options several commands share: the model to run (``MODEL``, ``--device``, ``--dtype``,
+``--hf-config``), ``--threads``, the progress bar and reading a text input. Output options
+live in :mod:`infer_opt.cli.output`; option types in :mod:`infer_opt.cli.types`."""
 
 from __future__ import annotations
 
-import importlib
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
+from infer_opt.cli.types import Count
 from infer_opt.errors import InvalidInput
-from infer_opt.results import Result, atomic_write_text
 
 DeviceOpt = Annotated[str, typer.Option("--device", help="auto (CUDA if available), cpu, cuda or cuda:N.")]
 AutoDtypeOpt = Annotated[
@@ -31,145 +31,53 @@ HfConfigOpt = Annotated[
     list[str] | None,
     typer.Option("--hf-config", help="Config override for hf: models, KEY=VALUE (repeatable)."),
 ]
-JsonOpt = Annotated[
-    bool,
-    typer.Option("--json", help="Print the result as a JSON envelope on stdout, nothing else."),
-]
-OutOpt = Annotated[
-    list[Path] | None,
+ThreadsOpt = Annotated[
+    int | None,
     typer.Option(
-        "--out",
-        "-o",
-        help="Write the result to FILE; the extension picks the format (.json, .csv, .md, .html, .txt). "
-        "Repeatable.",
-    ),
-]
-MarkdownOpt = Annotated[
-    Path | None,
-    typer.Option("--markdown", help="Write a markdown report to FILE ('-' = stdout)."),
-]
-CsvOpt = Annotated[
-    Path | None,
-    typer.Option("--csv", help="Write the main table as CSV to FILE ('-' = stdout)."),
-]
-PlotOpt = Annotated[Path | None, typer.Option("--plot", help="Write a plot to FILE.png.")]
-FormatOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--format",
-        help="Print the result on stdout as console (default), markdown, csv, json or html.",
+        "--threads",
+        click_type=Count(1, os.cpu_count() or 1),
+        help=f"CPU threads for torch (torch.set_num_threads), 1 to {os.cpu_count() or 1} here; "
+        "default: torch's choice.",
     ),
 ]
 
-#: result kind -> "module:function(result, path) -> Path | list[Path] | None" writing the
-#: plot(s) of a result. The functions live where the curve data is prepared from the cost
-#: models (mostly the command's own module); ``infer-opt report`` uses them for saved files.
-PLOTTERS: dict[str, str] = {
-    "amdahl": "infer_opt.cli.amdahl:_plot",
-    "amortize": "infer_opt.cli.amortize:_plot_one",
-    "amortize-buckets": "infer_opt.cli.amortize:_plot_buckets",
-    "buckets": "infer_opt.reports.plots.buckets:plot_per_bucket",
-    "speculative-speedup": "infer_opt.cli.speculative:_plot_curves",
-    "roofline": "infer_opt.cli.roofline:_plot",
-    "profile": "infer_opt.cli.profile:_plot",
-    "compare": "infer_opt.reports.plots.compare:plot",
-    "amortize-measure": "infer_opt.cli.amortize_measure:plot_measured",
-    "speculative-measure": "infer_opt.cli.speculative_measure:plot_measured",
-}
+
+@contextmanager
+def progress_bar(label: str) -> Iterator[Callable[[int, int, str], None]]:
+    """A transient rich progress bar on stderr; yields the profilers' progress callback
+    ``update(done, total, description)``."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(
+        TextColumn("[bold]{task.fields[label]}[/bold] {task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    task = bar.add_task("", total=None, label=label)
+
+    def update(done: int, total: int, description: str) -> None:
+        bar.update(task, completed=done, total=total, description=description)
+
+    with bar:
+        yield update
 
 
-def format_for(path: Path) -> str:
-    """The output format a file's extension asks for (the renderer registry decides)."""
-    from infer_opt.reports.render import format_for_path
-
-    return format_for_path(path)
-
-
-def plotter(kind: str) -> Callable[[Any, Path], Any] | None:
-    """The function that writes ``kind``'s plot(s), or None if the kind has no plot."""
-    if kind not in PLOTTERS:
-        return None
-    module_name, _, func = PLOTTERS[kind].partition(":")
-    return getattr(importlib.import_module(module_name), func)
-
-
-def write_plots(result: Result, path: Path, plot_fn: Callable[[Any, Path], Any] | None = None) -> list[Path]:
-    """Write the plot(s) of ``result`` to ``path`` (extra figures beside it, e.g.
-    ``FILE-roofline.png``); returns every file written, ``path`` first."""
-    fn = plot_fn or plotter(result.KIND)
-    if fn is None:
-        raise InvalidInput("--plot", str(path), f"results of kind {result.KIND!r} have no plot")
-    written = fn(result, path)
-    if written is None:
-        return [path]
-    if isinstance(written, (str, Path)):
-        return [Path(written)]
-    return [Path(p) for p in written]
-
-
-def _render(result: Result, fmt: str) -> str:
-    """``result`` as a file in format ``fmt`` gets it (used for partial saves during a run)."""
-    from infer_opt.reports.render import render
-
-    return render(result, fmt)
-
-
-def _write(path: Path, text: str) -> None:
+def read_text(path: str | Path, option: str) -> tuple[str, str]:
+    """The text of ``path`` (``-`` = stdin) and a name for it in messages."""
     if str(path) == "-":
-        sys.stdout.write(text)
-    else:
-        atomic_write_text(path, text)
-        typer.echo(f"wrote {path}", err=True)
-
-
-def check_png(option: str, path: Path | None) -> None:
-    """Plots are PNG files: refuse any other extension before any work is done."""
-    if path is not None and path.suffix.lower() != ".png":
-        raise InvalidInput(option, str(path), "plots are written as PNG; use a .png file name")
-
-
-def check_outputs(out: list[Path] | None = None, plot: Path | None = None) -> None:
-    """Validate ``--out`` extensions and the ``--plot`` name up front, so a long measurement
-    never ends in an error about a file name."""
-    for path in out or []:
-        format_for(path)
-    check_png("--plot", plot)
-
-
-def emit(
-    result: Result,
-    *,
-    json_out: bool = False,
-    out: list[Path] | None = None,
-    markdown: Path | None = None,
-    csv: Path | None = None,
-    fmt: str | None = None,
-    plot: Path | None = None,
-    plot_fn: Callable[[Any, Path], Any] | None = None,
-) -> None:
-    """Show a result on stdout (console tables, or ``--format``; ``--json`` = ``--format
-    json``) and write the files asked for, each in the format its extension names. Every
-    format is one renderer of the same :class:`~infer_opt.reports.render.Document`."""
-    from infer_opt.reports.render import Document, get_renderer, renderer_class
-
-    if fmt is not None and json_out and fmt != "json":
-        raise InvalidInput("--format", fmt, "--json already asks for json; give one of them")
-    stdout_fmt = "json" if json_out else (fmt or "console")
-    renderer_class(stdout_fmt)
-    if plot is not None and plot_fn is None and plotter(result.KIND) is None:
-        raise InvalidInput("--plot", str(plot), "this command has no plot")
-    check_outputs(out, plot)
-    targets = [(p, format_for(p)) for p in (out or [])]
-    if markdown is not None:
-        targets.append((markdown, "markdown"))
-    if csv is not None:
-        targets.append((csv, "csv"))
-    doc = Document.of(result)
-    if json_out or fmt is not None or not any(str(p) == "-" for p, _ in targets):
-        options = {"terminal": True} if stdout_fmt == "console" else {}
-        sys.stdout.write(get_renderer(stdout_fmt, **options).render(doc))
-    for path, name in targets:
-        _write(path, get_renderer(name).render(doc))
-    if plot is not None:
-        for written in write_plots(result, plot, plot_fn):
-            typer.echo(f"wrote {written}", err=True)
+        return sys.stdin.read(), "stdin"
+    p = Path(path)
+    try:
+        return p.read_text(encoding="utf-8"), p.name
+    except FileNotFoundError:
+        raise InvalidInput(option, str(path), "file does not exist") from None
+    except IsADirectoryError:
+        raise InvalidInput(option, str(path), "is a directory, expected a file") from None
+    except UnicodeDecodeError:
+        raise InvalidInput(option, str(path), "not a UTF-8 text file") from None
+    except OSError as exc:
+        raise InvalidInput(option, str(path), f"cannot read it ({exc.strerror})") from None

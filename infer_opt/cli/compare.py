@@ -8,10 +8,10 @@ from typing import Annotated
 
 import typer
 
-from infer_opt.cli.common import CsvOpt, FormatOpt, JsonOpt, MarkdownOpt, OutOpt, PlotOpt, emit
+from infer_opt.cli.output import with_output
+from infer_opt.cli.types import Count, Fraction, InputFile, Number
 from infer_opt.cost_models import compare as model
 from infer_opt.results import load_result
-from infer_opt.units import parse_float, parse_fraction, parse_int
 
 # Rich keeps single newlines in help text, so each paragraph is one (concatenated) line.
 HELP = (
@@ -30,41 +30,46 @@ HELP = (
 )
 
 
+@with_output(plot=True)
 def compare(
-    base: Annotated[Path, typer.Argument(metavar="BASE", help="The baseline result (.json).")],
-    new: Annotated[Path, typer.Argument(metavar="NEW", help="The result to compare with it (.json).")],
+    base: Annotated[
+        Path, typer.Argument(metavar="BASE", click_type=InputFile(), help="The baseline result (.json).")
+    ],
+    new: Annotated[
+        Path,
+        typer.Argument(metavar="NEW", click_type=InputFile(), help="The result to compare with it (.json)."),
+    ],
     threshold: Annotated[
-        str, typer.Option("--threshold", help="Smallest change worth reporting: 5% or 0.05.")
+        float,
+        typer.Option(
+            "--threshold", click_type=Fraction(0, 1), help="Smallest change worth reporting: 5% or 0.05."
+        ),
     ] = "5%",
     alpha: Annotated[
-        str, typer.Option("--alpha", help="Significance level of the Mann-Whitney U test, in (0, 1).")
-    ] = "0.05",
+        float,
+        typer.Option(
+            "--alpha",
+            click_type=Number(0, 1, low_open=True, high_open=True),
+            help="Significance level of the Mann-Whitney U test, in (0, 1).",
+        ),
+    ] = 0.05,
     force: Annotated[
         bool, typer.Option("--force", help="Compare even if model, shapes, dtype or device differ.")
     ] = False,
-    seed: Annotated[str, typer.Option("--seed", help="Seed of the bootstrap.")] = "0",
-    json_out: JsonOpt = False,
-    out: OutOpt = None,
-    markdown: MarkdownOpt = None,
-    csv: CsvOpt = None,
-    fmt: FormatOpt = None,
-    plot: PlotOpt = None,
-) -> None:
-    t = parse_fraction(threshold, option="--threshold")
-    a = parse_float(alpha, option="--alpha", low=0, high=1, low_open=True, high_open=True)
-    s = parse_int(seed, option="--seed", low=0)
+    seed: Annotated[int, typer.Option("--seed", click_type=Count(0), help="Seed of the bootstrap.")] = 0,
+) -> model.CompareResult:
     loaded_base, loaded_new = load_result(base), load_result(new)
-    result = model.compare_results(
+    distinct = base.name != new.name
+    return model.compare_results(
         loaded_base.result,
         loaded_new.result,
-        base_name=base.name if base.name != new.name else str(base),
-        new_name=new.name if base.name != new.name else str(new),
+        base_name=base.name if distinct else str(base),
+        new_name=new.name if distinct else str(new),
         force=force,
-        alpha=a,
-        threshold=t,
-        seed=s,
+        alpha=alpha,
+        threshold=threshold,
+        seed=seed,
     )
-    emit(result, json_out=json_out, out=out, markdown=markdown, csv=csv, fmt=fmt, plot=plot)
 
 
 def register(app: typer.Typer) -> None:

@@ -4,25 +4,16 @@ softmax, layer norm, attention variants, fused bias+GELU) on one device and dtyp
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from infer_opt.cli.common import (
-    DeviceOpt,
-    FormatOpt,
-    JsonOpt,
-    MarkdownOpt,
-    OutOpt,
-    check_outputs,
-    emit,
-    format_for,
-)
-from infer_opt.errors import InvalidInput, RunFailure, UnsupportedOnDevice
-from infer_opt.units import parse_duration, parse_int
+from infer_opt import units
+from infer_opt.cli.common import DeviceOpt, ThreadsOpt, progress_bar
+from infer_opt.cli.output import Outcome, Output, with_output
+from infer_opt.cli.types import Choice, Duration, Parsed
+from infer_opt.errors import RunFailure, UnsupportedOnDevice
 
 if TYPE_CHECKING:
     from infer_opt.profilers.kernels import KernelSuiteResult, SuiteSettings
@@ -45,11 +36,44 @@ Examples:
   infer-opt kernels --only matmul --only copy --reps auto
 """
 
-DtypeOpt = Annotated[str, typer.Option("--dtype", help="float32, bfloat16 or float16.")]
+
+class WarmupType(Parsed):
+    """A count of calls (``5``) or a duration (``200ms``): ``(calls, None)`` or ``(None, seconds)``."""
+
+    name = "N|DURATION"
+
+    def parse(self, text: str, option: str) -> tuple[int | None, float | None]:
+        if re.fullmatch(r"\s*\d+\s*", text):
+            return units.parse_int(text, option=option, low=0, high=MAX_WARMUP_CALLS), None
+        return None, Duration(most_s=MAX_WARMUP_S).parse(text, option)
+
+
+class RepsType(Parsed):
+    """A count of repetitions, or ``auto`` (None: repeat until the spread settles)."""
+
+    name = "N|auto"
+
+    def parse(self, text: str, option: str) -> int | None:
+        if text.strip().lower() == "auto":
+            return None
+        return units.parse_int(text, option=option, low=1, high=MAX_REPS)
+
+
+MAX_REPS = 100_000
+MAX_WARMUP_CALLS = 100_000
+MAX_WARMUP_S = 600.0
+
+DtypeOpt = Annotated[
+    str,
+    typer.Option(
+        "--dtype", click_type=Choice(("float32", "bfloat16", "float16")), help="float32, bfloat16 or float16."
+    ),
+]
 SuiteOpt = Annotated[
     str,
     typer.Option(
         "--suite",
+        click_type=Choice(("quick", "full")),
         help="quick (10-20 s on a 2-core CPU, plus ~15 s for a first torch.compile) or full (larger sweeps).",
     ),
 ]
@@ -62,92 +86,53 @@ FlushOpt = Annotated[
     ),
 ]
 WarmupOpt = Annotated[
-    str, typer.Option("--warmup", help="Warm-up calls before timing: a count (5) or a duration (200ms).")
+    Any,
+    typer.Option(
+        "--warmup",
+        click_type=WarmupType(),
+        help="Warm-up calls before timing: a count (5) or a duration (200ms).",
+    ),
 ]
 RepsOpt = Annotated[
-    str,
+    Any,
     typer.Option(
         "--reps",
+        click_type=RepsType(),
         help="Timed repetitions per case, or 'auto': repeat until IQR/median < 5% (--max-time caps).",
     ),
 ]
-ThreadsOpt = Annotated[
-    str | None,
-    typer.Option("--threads", help="CPU threads for torch (torch.set_num_threads); default: torch's choice."),
-]
 MaxTimeOpt = Annotated[
-    str | None, typer.Option("--max-time", help="Cap on timed repetitions per case, e.g. 2s.")
+    float | None,
+    typer.Option(
+        "--max-time",
+        click_type=Duration(allow_zero=False, most_s=24 * 3600.0),
+        help="Cap on timed repetitions per case, e.g. 2s.",
+    ),
 ]
 
 
-def parse_settings(
-    warmup: str, reps: str, max_time: str | None, *, flush: bool, cuda_graphs: bool
+def suite_settings(
+    warmup: tuple[int | None, float | None],
+    reps: int | None,
+    max_time_s: float | None,
+    *,
+    flush: bool,
+    cuda_graphs: bool,
 ) -> SuiteSettings:
-    """Turn the timing options into :class:`SuiteSettings` (errors name the option)."""
+    """The timing options as :class:`SuiteSettings` (``reps`` None = adaptive, capped at 2 s)."""
     from infer_opt.profilers.kernels import SuiteSettings
 
-    warmup_calls: int | None
-    warmup_time: float | None = None
-    if re.fullmatch(r"\s*\d+\s*", warmup):
-        warmup_calls = parse_int(warmup, option="--warmup", low=0)
-    else:
-        warmup_calls = None
-        warmup_time = parse_duration(warmup, option="--warmup")
-    max_time_s = None if max_time is None else parse_duration(max_time, option="--max-time", allow_zero=False)
-    if reps.strip().lower() == "auto":
-        return SuiteSettings(
-            warmup=warmup_calls,
-            warmup_time_s=warmup_time,
-            reps=None,
-            max_time_s=2.0 if max_time_s is None else max_time_s,
-            flush_cache=flush,
-            cuda_graphs=cuda_graphs,
-        )
+    calls, seconds = warmup
+    if reps is None and max_time_s is None:
+        max_time_s = 2.0
     return SuiteSettings(
-        warmup=warmup_calls,
-        warmup_time_s=warmup_time,
-        reps=parse_int(reps, option="--reps", low=1, high=100_000),
+        warmup=calls,
+        warmup_time_s=seconds,
+        reps=reps,
         max_time_s=max_time_s,
         flush_cache=flush,
         cuda_graphs=cuda_graphs,
     )
-
-
-@contextmanager
-def progress_bar(label: str) -> Iterator[Callable[[int, int, str], None]]:
-    """A transient rich progress bar on stderr; yields the profilers' progress callback."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    bar = Progress(
-        TextColumn("[bold]{task.fields[label]}[/bold] {task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    )
-    task = bar.add_task("", total=None, label=label)
-
-    def update(done: int, total: int, description: str) -> None:
-        bar.update(task, completed=done, total=total, description=description)
-
-    with bar:
-        yield update
-
-
-def save_partial(paths: list[Path]) -> Callable[[Any], None]:
-    """A callback writing the result so far to every ``--out`` file (atomically)."""
-    from infer_opt.cli.common import _render
-    from infer_opt.results import atomic_write_text
-
-    targets = [(p, format_for(p)) for p in paths if str(p) != "-"]
-
-    def write(result: Any) -> None:
-        for path, fmt in targets:
-            atomic_write_text(path, _render(result, fmt))
-
-    return write
 
 
 def run_suite_cli(
@@ -157,22 +142,21 @@ def run_suite_cli(
     suite: str,
     only: list[str] | None,
     settings: SuiteSettings,
-    out: list[Path] | None,
-    threads: str | None = None,
+    threads: int | None = None,
     label: str = "kernels",
+    on_row: Callable[[Any], None] | None = None,
 ) -> KernelSuiteResult:
-    """Resolve device and dtype, select cases, run them under a progress bar, saving
-    after each case. Shared by ``kernels`` and ``roofline``."""
+    """Resolve device and dtype, select cases, run them under a progress bar (``on_row`` gets
+    the result after every case). Shared by ``kernels`` and ``roofline``."""
     from infer_opt.profilers import device as devices
     from infer_opt.profilers import kernels
 
-    n_threads = None if threads is None else parse_int(threads, option="--threads", low=1, high=4096)
     dev = devices.resolve_device(device)
     torch_dtype = devices.parse_dtype(dtype, dev)
-    if n_threads is not None:
+    if threads is not None:
         import torch
 
-        torch.set_num_threads(n_threads)
+        torch.set_num_threads(threads)
     if settings.cuda_graphs and not devices.is_cuda(dev):
         raise UnsupportedOnDevice(
             f"--cuda-graphs: CUDA graphs need a CUDA device; this run is on {dev} (drop --cuda-graphs)"
@@ -180,20 +164,13 @@ def run_suite_cli(
     kind = "cuda" if devices.is_cuda(dev) else "cpu"
     known = kernels.all_cases(kind, suite)
     cases = kernels.select(known, only)
-    check_outputs(out)
     with progress_bar(label) as update:
         return kernels.run_suite(
-            cases,
-            dev,
-            torch_dtype,
-            settings,
-            suite=suite,
-            all_known=known,
-            progress=update,
-            on_row=save_partial(list(out or [])),
+            cases, dev, torch_dtype, settings, suite=suite, all_known=known, progress=update, on_row=on_row
         )
 
 
+@with_output()
 def kernels_command(
     device: DeviceOpt = "auto",
     dtype: DtypeOpt = "float32",
@@ -215,23 +192,19 @@ def kernels_command(
     reps: RepsOpt = "20",
     max_time: MaxTimeOpt = None,
     threads: ThreadsOpt = None,
-    json_out: JsonOpt = False,
-    out: OutOpt = None,
-    markdown: MarkdownOpt = None,
-    fmt: FormatOpt = None,
-) -> None:
-    if suite not in ("quick", "full"):
-        raise InvalidInput("--suite", suite, "expected quick or full")
-    settings = parse_settings(warmup, reps, max_time, flush=l2_flush, cuda_graphs=cuda_graphs)
+    *,
+    output: Output,
+) -> Outcome:
+    settings = suite_settings(warmup, reps, max_time, flush=l2_flush, cuda_graphs=cuda_graphs)
     result = run_suite_cli(
-        device=device, dtype=dtype, suite=suite, only=only, settings=settings, out=out, threads=threads
-    )
-    emit(result, json_out=json_out, out=out, markdown=markdown, fmt=fmt)
+        device=device, dtype=dtype, suite=suite, only=only, settings=settings, threads=threads,
+        on_row=output.save_partial,
+    )  # fmt: skip
     if not result.complete:
-        raise typer.Exit(130)
+        return Outcome(result, exit_code=130)
     failed = [row.key for row in result.rows if row.passed is False]
-    if failed:
-        raise RunFailure(f"output check failed for {', '.join(failed)} (see the table)")
+    error = RunFailure(f"output check failed for {', '.join(failed)} (see the table)") if failed else None
+    return Outcome(result, error=error)
 
 
 def register(app: typer.Typer) -> None:

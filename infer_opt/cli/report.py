@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from infer_opt import __version__
-from infer_opt.cli.common import plotter, write_plots
+from infer_opt.cli.types import InputFile, OutputFile
 from infer_opt.errors import InvalidInput
-from infer_opt.results import LoadedResult, atomic_write_text, load_result
+from infer_opt.files import write_text
+from infer_opt.registry import plotter
+from infer_opt.results import LoadedResult, load_result
 
 if TYPE_CHECKING:
     from infer_opt.reports.render import Figure
@@ -35,14 +37,18 @@ HELP = (
 )
 
 
-def report_format(out: Path) -> str:
+def report_format(out: Path, option: str = "--out") -> str:
     """``markdown`` or ``html``, from the file's extension (the renderer registry decides)."""
     from infer_opt.reports.render import extension_map
 
     fmt = extension_map().get(out.suffix.lower())
     if fmt not in ("markdown", "html"):
-        raise InvalidInput("--out", str(out), "the report is written as FILE.md or FILE.html (or '-')")
+        raise InvalidInput(option, str(out), "the report is written as FILE.md or FILE.html (or '-')")
     return fmt
+
+
+def _report_name(path: Path, option: str) -> None:
+    report_format(path, option)
 
 
 def assets_dir(out: Path) -> Path:
@@ -63,6 +69,8 @@ def _figures(
             continue
         base = folder / f"{i:02d}-{item.kind}.png"
         figures = []
+        from infer_opt.reports.plots import write_plots
+
         for path in write_plots(item.result, base):
             extra = path.stem[len(base.stem) :].strip("-_ ")
             caption = f"{title} ({extra})" if extra else title
@@ -73,14 +81,20 @@ def _figures(
 
 def report(
     results: Annotated[
-        list[Path], typer.Argument(metavar="RESULT.json...", help="Saved results (any --out FILE.json).")
+        list[Path],
+        typer.Argument(
+            metavar="RESULT.json...", click_type=InputFile(), help="Saved results (any --out FILE.json)."
+        ),
     ],
     out: Annotated[
         Path,
         typer.Option(
-            "--out", "-o", help="The report: FILE.md (plots in FILE_assets/), FILE.html, or '-' for stdout."
+            "--out",
+            "-o",
+            click_type=OutputFile(allow_stdout=True, check=_report_name),
+            help="The report: FILE.md (plots in FILE_assets/), FILE.html, or '-' for stdout.",
         ),
-    ] = Path("report.md"),
+    ] = "report.md",
     html: Annotated[
         bool, typer.Option("--html", help="Also write FILE.html: the same report, self-contained.")
     ] = False,
@@ -120,9 +134,9 @@ def report(
         if to_stdout:
             sys.stdout.write(get_renderer("markdown").render(doc))
             return
-        written = [atomic_write_text(out, get_renderer(fmt).render(doc))]
+        written = [write_text(out, get_renderer(fmt).render(doc))]
         if html:
-            written.append(atomic_write_text(out.with_suffix(".html"), get_renderer("html").render(doc)))
+            written.append(write_text(out.with_suffix(".html"), get_renderer("html").render(doc)))
     summary = Document(sections=[], title=title, highlights=doc.highlights)
     sys.stdout.write(ConsoleRenderer(terminal=True).render(summary))
     n_figures = sum(len(f) for f in figures)

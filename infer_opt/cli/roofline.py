@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from infer_opt.cli.common import CsvOpt, FormatOpt, JsonOpt, MarkdownOpt, OutOpt, PlotOpt, check_png, emit
-from infer_opt.cli.kernels import DeviceOpt, DtypeOpt, FlushOpt, RepsOpt, SuiteOpt, ThreadsOpt, WarmupOpt
+from infer_opt.cli.common import DeviceOpt, ThreadsOpt
+from infer_opt.cli.kernels import DtypeOpt, FlushOpt, RepsOpt, SuiteOpt, WarmupOpt
+from infer_opt.cli.output import with_output
+from infer_opt.cli.types import Bandwidth, Count, FlopRate, InputFile, OutputFile
 from infer_opt.cost_models import roofline as model
-from infer_opt.errors import InvalidInput
-from infer_opt.units import parse_bandwidth, parse_flops_rate, parse_int
+from infer_opt.errors import Interrupted, InvalidInput
 
 HELP = """Fit the empirical roofline t ≈ t0 + max(F/R, Q/b) — compute rate R, bandwidth b,
 launch floor t0 — robustly in log space, with bootstrap intervals; label every kernel
@@ -32,10 +33,12 @@ Examples:
 """
 
 
+@with_output(plot=True)
 def roofline_command(
     measurements: Annotated[
         Path | None,
         typer.Argument(
+            click_type=InputFile(),
             help="Kernel measurements (.json from `infer-opt kernels`, or .csv); omit to measure now.",
             show_default=False,
         ),
@@ -48,17 +51,28 @@ def roofline_command(
     reps: RepsOpt = "20",
     threads: ThreadsOpt = None,
     bootstrap: Annotated[
-        str, typer.Option("--bootstrap", help="Bootstrap resamples for the intervals (0 = none).")
-    ] = "200",
-    seed: Annotated[str, typer.Option("--seed", help="Seed of the bootstrap.")] = "0",
+        int,
+        typer.Option(
+            "--bootstrap",
+            click_type=Count(0, 100_000),
+            help="Bootstrap resamples for the intervals (0 = none).",
+        ),
+    ] = 200,
+    seed: Annotated[int, typer.Option("--seed", click_type=Count(0), help="Seed of the bootstrap.")] = 0,
     peak_flops: Annotated[
-        str | None,
-        typer.Option("--peak-flops", help="Datasheet compute peak, e.g. 989TFLOP/s (shown, not fitted)."),
+        float | None,
+        typer.Option(
+            "--peak-flops",
+            click_type=FlopRate(),
+            help="Datasheet compute peak, e.g. 989TFLOP/s (shown, not fitted).",
+        ),
     ] = None,
     peak_bandwidth: Annotated[
-        str | None,
+        float | None,
         typer.Option(
-            "--peak-bandwidth", help="Datasheet memory bandwidth, e.g. 4.8TB/s (shown, not fitted)."
+            "--peak-bandwidth",
+            click_type=Bandwidth(),
+            help="Datasheet memory bandwidth, e.g. 4.8TB/s (shown, not fitted).",
         ),
     ] = None,
     fit_on: Annotated[
@@ -71,61 +85,53 @@ def roofline_command(
         ),
     ] = "auto",
     save: Annotated[
-        Path | None, typer.Option("--save", help="Also save the fit to FILE (JSON) for `profile --roofline`.")
+        Path | None,
+        typer.Option(
+            "--save",
+            click_type=OutputFile(),
+            help="Also save the fit to FILE (JSON) for `profile --roofline`.",
+        ),
     ] = None,
     no_save: Annotated[
         bool, typer.Option("--no-save", help="Do not write the fit to the cache directory.")
     ] = False,
-    json_out: JsonOpt = False,
-    out: OutOpt = None,
-    markdown: MarkdownOpt = None,
-    csv: CsvOpt = None,
-    fmt: FormatOpt = None,
-    plot: PlotOpt = None,
-) -> None:
-    n_boot = parse_int(bootstrap, option="--bootstrap", low=0, high=100_000)
-    seed_value = parse_int(seed, option="--seed", low=0)
-    sheet_r = None if peak_flops is None else parse_flops_rate(peak_flops, option="--peak-flops")
-    sheet_b = None if peak_bandwidth is None else parse_bandwidth(peak_bandwidth, option="--peak-bandwidth")
-    check_png("--plot", plot)
+) -> model.RooflineFit:
     if measurements is not None:
         from infer_opt.profilers.roofline_store import load_points
 
         points, meta = load_points(measurements)
         source = str(measurements)
     else:
-        from infer_opt.cli.kernels import parse_settings, run_suite_cli
-        from infer_opt.profilers.kernels import kernel_points
-
-        if suite not in ("quick", "full"):
-            raise InvalidInput("--suite", suite, "expected quick or full")
-        settings = parse_settings(warmup, reps, None, flush=l2_flush, cuda_graphs=False)
-        result = run_suite_cli(
-            device=device,
-            dtype=dtype,
-            suite=suite,
-            only=None,
-            settings=settings,
-            out=None,
-            threads=threads,
-            label="roofline",
-        )
-        if not result.complete:
-            raise typer.Exit(130)
-        points = kernel_points(result)
-        meta = {k: getattr(result, k) for k in ("device", "dtype", "device_name", "device_key")}
-        source = f"measured now ({suite} suite, {result.wall_s:.0f} s)"
+        points, meta, source = _measure_now(device, dtype, suite, l2_flush, warmup, reps, threads)
     fit = model.fit_roofline(
-        points,
-        bootstrap=n_boot,
-        seed=seed_value,
-        source=source,
-        fit_families=_families(fit_on, points),
-        **meta,
+        points, bootstrap=bootstrap, seed=seed, source=source, fit_families=_families(fit_on, points), **meta
     )
-    fit = model.with_datasheet(fit, flops=sheet_r, bytes_per_s=sheet_b)
+    fit = model.with_datasheet(fit, flops=peak_flops, bytes_per_s=peak_bandwidth)
     _save(fit, save, no_save)
-    emit(fit, json_out=json_out, out=out, markdown=markdown, csv=csv, fmt=fmt, plot=plot, plot_fn=_plot)
+    return fit
+
+
+def _measure_now(
+    device: str, dtype: str, suite: str, flush: bool, warmup: Any, reps: Any, threads: int | None
+) -> tuple[list[model.KernelPoint], dict[str, Any], str]:
+    """Run the suite now: its points, the device it ran on, and a source line."""
+    from infer_opt.cli.kernels import run_suite_cli, suite_settings
+    from infer_opt.profilers.kernels import kernel_points
+
+    settings = suite_settings(warmup, reps, None, flush=flush, cuda_graphs=False)
+    result = run_suite_cli(
+        device=device,
+        dtype=dtype,
+        suite=suite,
+        only=None,
+        settings=settings,
+        threads=threads,
+        label="roofline",
+    )
+    if not result.complete:
+        raise Interrupted(f"interrupted after {len(result.rows)} kernel(s); nothing was fitted")
+    meta = {k: getattr(result, k) for k in ("device", "dtype", "device_name", "device_key")}
+    return kernel_points(result), meta, f"measured now ({suite} suite, {result.wall_s:.0f} s)"
 
 
 def _families(text: str, points: list[model.KernelPoint]) -> tuple[str, ...] | None:
@@ -154,14 +160,6 @@ def _save(fit: model.RooflineFit, save: Path | None, no_save: bool) -> None:
         typer.echo(f"saved fit to {cached}", err=True)
     elif save is None:
         typer.echo("not cached: the measurements do not name their device (use --save FILE)", err=True)
-
-
-def _plot(fit: model.RooflineFit, path: Path) -> list[Path]:
-    """The roofline at ``path`` and predicted-vs-measured beside it (``FILE-pred.png``)."""
-    from infer_opt.reports.plots import roofline as plots
-
-    pred = path.with_name(f"{path.stem}-pred{path.suffix}")
-    return [plots.plot_roofline(fit, model.roofline_curve(fit), path), plots.plot_predicted(fit, pred)]
 
 
 def register(app: typer.Typer) -> None:

@@ -8,16 +8,28 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import re
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from infer_opt.cli.common import CsvOpt, FormatOpt, JsonOpt, MarkdownOpt, OutOpt, PlotOpt, check_png, emit
+from infer_opt.cli.output import Output, with_output
+from infer_opt.cli.types import (
+    Count,
+    CountList,
+    Duration,
+    InputFile,
+    Number,
+    NumberList,
+    OutputFile,
+    Parsed,
+    png_name,
+)
 from infer_opt.cost_models import speculative as model
 from infer_opt.errors import InvalidInput
-from infer_opt.units import parse_duration, parse_float, parse_float_list, parse_int
+from infer_opt.units import parse_duration, parse_int
 
 app = typer.Typer(
     help="Speculative decoding: expected committed tokens, speedup, acceptance, plan comparison.",
@@ -26,24 +38,51 @@ app = typer.Typer(
 
 # ------------------------------------------------------------------------------ shared options
 
+DurationMs = Duration("ms")
 TargetCostOpt = Annotated[
-    str | None, typer.Option("--target-cost", help="c_t: one plain target decoding step (bare number = ms).")
-]
-DraftCostOpt = Annotated[
-    str | None, typer.Option("--draft-cost", help="c_d: one draft token (bare number = ms).")
-]
-VerifyCostOpt = Annotated[
-    str | None,
+    float | None,
     typer.Option(
-        "--verify-cost", help="c_v(k): one verification pass of the target (bare number = ms). Default: c_t."
+        "--target-cost",
+        click_type=Duration("ms", allow_zero=False),
+        help="c_t: one plain target decoding step (bare number = ms).",
     ),
 ]
-VerifyModelOpt = Annotated[
-    str | None,
-    typer.Option("--verify-cost-model", help="c_v(k) as 'A + B*k', e.g. '12ms+0.5ms*k' (bare numbers = ms)."),
+DraftCostOpt = Annotated[
+    float | None,
+    typer.Option("--draft-cost", click_type=DurationMs, help="c_d: one draft token (bare number = ms)."),
+]
+VerifyCostOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--verify-cost",
+        click_type=DurationMs,
+        help="c_v(k): one verification pass of the target (bare number = ms). Default: c_t.",
+    ),
 ]
 OverheadOpt = Annotated[
-    str, typer.Option("--overhead", help="c_m: bookkeeping per round (bare number = ms), >= 0.")
+    float,
+    typer.Option(
+        "--overhead", click_type=DurationMs, help="c_m: bookkeeping per round (bare number = ms), >= 0."
+    ),
+]
+
+
+class VerifyModel(Parsed):
+    """``"12ms + 0.5ms*k"`` -> ``(0.012, 0.0005)`` seconds (see :func:`parse_verify_model`)."""
+
+    name = "A+B*k"
+
+    def parse(self, text: str, option: str) -> tuple[float, float]:
+        return parse_verify_model(text, option)
+
+
+VerifyModelOpt = Annotated[
+    Any,
+    typer.Option(
+        "--verify-cost-model",
+        click_type=VerifyModel(),
+        help="c_v(k) as 'A + B*k', e.g. '12ms+0.5ms*k' (bare numbers = ms).",
+    ),
 ]
 
 _VERIFY_MODEL_EXPECTED = "expected 'A + B*k' with durations >= 0, e.g. '12ms+0.5ms*k' (bare numbers are ms)"
@@ -72,11 +111,11 @@ def parse_verify_model(text: str, option: str = "--verify-cost-model") -> tuple[
 
 
 def parse_costs(
-    target_cost: str | None,
-    draft_cost: str | None,
-    verify_cost: str | None,
-    verify_cost_model: str | None,
-    overhead: str,
+    target_cost: float | None,
+    draft_cost: float | None,
+    verify_cost: float | None,
+    verify_cost_model: tuple[float, float] | None,
+    overhead: float,
 ) -> model.Costs:
     """The per-round costs from the shared options; c_v = c_t (flagged as assumed) if neither
     ``--verify-cost`` nor ``--verify-cost-model`` is given."""
@@ -86,21 +125,16 @@ def parse_costs(
         )
     if draft_cost is None:
         raise InvalidInput("--draft-cost", "missing", "give c_d, the cost of one draft token (e.g. 1ms)")
-    c_t = parse_duration(target_cost, option="--target-cost", default_unit="ms", allow_zero=False)
-    c_d = parse_duration(draft_cost, option="--draft-cost", default_unit="ms")
-    c_m = parse_duration(overhead, option="--overhead", default_unit="ms")
     if verify_cost is not None and verify_cost_model is not None:
         raise InvalidInput(
             "--verify-cost", verify_cost, "give --verify-cost or --verify-cost-model, not both"
         )
     if verify_cost is not None:
-        return model.Costs(
-            c_t, c_d, parse_duration(verify_cost, option="--verify-cost", default_unit="ms"), 0.0, c_m
-        )
+        return model.Costs(target_cost, draft_cost, verify_cost, 0.0, overhead)
     if verify_cost_model is not None:
-        base, per_k = parse_verify_model(verify_cost_model)
-        return model.Costs(c_t, c_d, base, per_k, c_m)
-    return model.Costs(c_t, c_d, c_t, 0.0, c_m, verify_assumed=True)
+        base, per_k = verify_cost_model
+        return model.Costs(target_cost, draft_cost, base, per_k, overhead)
+    return model.Costs(target_cost, draft_cost, target_cost, 0.0, overhead, verify_assumed=True)
 
 
 # ------------------------------------------------------------------------------------ speedup
@@ -119,18 +153,27 @@ SPEEDUP_HELP = (
 )
 
 
+@with_output(plot=True)
 def speedup(
     k: Annotated[
-        str | None,
-        typer.Option("--k", help="Draft length k, an integer >= 1 (default: the length of --alphas)."),
+        int | None,
+        typer.Option(
+            "--k",
+            click_type=Count(1, model.MAX_K),
+            help="Draft length k, an integer >= 1 (default: the length of --alphas).",
+        ),
     ] = None,
     alpha: Annotated[
-        str | None, typer.Option("--alpha", help="Constant per-position acceptance rate α in [0, 1].")
+        float | None,
+        typer.Option(
+            "--alpha", click_type=Number(0, 1), help="Constant per-position acceptance rate α in [0, 1]."
+        ),
     ] = None,
     alphas: Annotated[
-        str | None,
+        Any,
         typer.Option(
             "--alphas",
+            click_type=NumberList(low=0, high=1),
             help="Per-position conditional rates α_1,…,α_k in [0, 1] (longer lists for --sweep-k/--plot).",
         ),
     ] = None,
@@ -138,58 +181,60 @@ def speedup(
     draft_cost: DraftCostOpt = None,
     verify_cost: VerifyCostOpt = None,
     verify_cost_model: VerifyModelOpt = None,
-    overhead: OverheadOpt = "0",
+    overhead: OverheadOpt = 0.0,
     budget: Annotated[
-        str | None,
+        int | None,
         typer.Option(
-            "--budget", help="Tokens left before a length limit, L >= 1: report the expected min(N, L)."
+            "--budget",
+            click_type=Count(1),
+            help="Tokens left before a length limit, L >= 1: report the expected min(N, L).",
         ),
     ] = None,
     sweep_k: Annotated[
-        str | None, typer.Option("--sweep-k", help="Sweep k = 1..KMAX and report the best draft length.")
+        int | None,
+        typer.Option(
+            "--sweep-k",
+            click_type=Count(1, model.MAX_K),
+            help="Sweep k = 1..KMAX and report the best draft length.",
+        ),
     ] = None,
     plot_grid: Annotated[
-        Path | None, typer.Option("--plot-grid", help="Write a heat map of S over (α, k) to FILE.png.")
+        Path | None,
+        typer.Option(
+            "--plot-grid",
+            click_type=OutputFile(check=png_name),
+            help="Write a heat map of S over (α, k) to FILE.png.",
+        ),
     ] = None,
-    json_out: JsonOpt = False,
-    out: OutOpt = None,
-    markdown: MarkdownOpt = None,
-    csv: CsvOpt = None,
-    fmt: FormatOpt = None,
-    plot: PlotOpt = None,
-) -> None:
+    *,
+    output: Output,
+) -> model.SpeedupResult:
     if (alpha is None) == (alphas is None):
         raise InvalidInput("--alpha", "both or neither", "give one constant --alpha or per-position --alphas")
-    a = None if alpha is None else parse_float(alpha, option="--alpha", low=0, high=1)
-    rates = None if alphas is None else parse_float_list(alphas, option="--alphas", low=0, high=1)
-    if k is None and rates is None:
+    if k is None and alphas is None:
         raise InvalidInput("--k", "missing", "give the draft length --k (an integer >= 1)")
-    k_val = len(rates) if k is None and rates is not None else parse_int(k, option="--k", low=1)
-    kmax = None if sweep_k is None else parse_int(sweep_k, option="--sweep-k", low=1)
-    if rates is not None and len(rates) > k_val and kmax is None and plot is None and plot_grid is None:
+    k_val = len(alphas) if k is None else k
+    if (
+        alphas is not None
+        and len(alphas) > k_val
+        and sweep_k is None
+        and output.plot is None
+        and plot_grid is None
+    ):
         raise InvalidInput(
-            "--alphas", alphas, f"give exactly k = {k_val} rates (longer lists only with --sweep-k or --plot)"
-        )
+            "--alphas", ",".join(f"{a:g}" for a in alphas),
+            f"give exactly k = {k_val} rates (longer lists only with --sweep-k or --plot)",
+        )  # fmt: skip
     costs = parse_costs(target_cost, draft_cost, verify_cost, verify_cost_model, overhead)
-    limit = None if budget is None else parse_int(budget, option="--budget", low=1)
-    check_png("--plot-grid", plot_grid)
-    result = model.speculative_speedup(k_val, costs, alpha=a, alphas=rates, budget=limit, sweep_kmax=kmax)
-    emit(result, json_out=json_out, out=out, markdown=markdown, csv=csv, fmt=fmt, plot=plot)
+    rates = None if alphas is None else list(alphas)
+    result = model.speculative_speedup(
+        k_val, costs, alpha=alpha, alphas=rates, budget=budget, sweep_kmax=sweep_k
+    )
     if plot_grid is not None:
-        _plot_grid(result, plot_grid)
-        typer.echo(f"wrote {plot_grid}", err=True)
+        from infer_opt.reports.plots import speculative as plots
 
-
-def _plot_curves(result: model.SpeedupResult, path: Path) -> Path:
-    from infer_opt.reports.plots import speculative as plots
-
-    return plots.plot_speedup_curves(result, model.speedup_curves(result), path)
-
-
-def _plot_grid(result: model.SpeedupResult, path: Path) -> None:
-    from infer_opt.reports.plots import speculative as plots
-
-    plots.plot_speedup_grid(result, model.speedup_grid(result), path)
+        typer.echo(f"wrote {plots.plot_grid(result, plot_grid)}", err=True)
+    return result
 
 
 # --------------------------------------------------------------------------------- acceptance
@@ -268,65 +313,86 @@ def read_vector(path: Path, option: str) -> list[float]:
     return values
 
 
-def _vector(inline: str | None, file: Path | None, name: str, logits: bool) -> tuple[list[float], str]:
+def _vector(inline: tuple[float, ...] | None, file: Path | None, name: str) -> tuple[list[float], str]:
     if (inline is None) == (file is None):
         raise InvalidInput(f"--{name}", "both or neither", f"give --{name} (inline) or --{name}-file")
     if file is not None:
         return read_vector(file, f"--{name}-file"), f"--{name}-file"
-    return parse_float_list(inline, option=f"--{name}", allow_inf=logits), f"--{name}"  # type: ignore[arg-type]
+    return list(inline), f"--{name}"  # type: ignore[arg-type]
 
 
+def _temperatures(
+    p_temperature: float | None, q_temperature: float | None, logits: bool
+) -> list[float | None]:
+    temps: list[float | None] = []
+    for value, option in ((p_temperature, "--p-temperature"), (q_temperature, "--q-temperature")):
+        if value is not None and not logits:
+            raise InvalidInput(option, value, "a temperature applies only to logits; add --logits")
+        temps.append((1.0 if value is None else value) if logits else None)
+    return temps
+
+
+DistributionOpt = NumberList(allow_inf=True)
+TemperatureType = Number(0, low_open=True)
+
+
+@with_output()
 def acceptance(
-    p: Annotated[str | None, typer.Option("--p", help="Target distribution p, comma-separated.")] = None,
-    q: Annotated[
-        str | None, typer.Option("--q", help="Draft distribution q (as actually sampled), comma-separated.")
+    p: Annotated[
+        Any, typer.Option("--p", click_type=DistributionOpt, help="Target distribution p, comma-separated.")
     ] = None,
-    p_file: Annotated[Path | None, typer.Option("--p-file", help="p from a .npy or CSV/text file.")] = None,
-    q_file: Annotated[Path | None, typer.Option("--q-file", help="q from a .npy or CSV/text file.")] = None,
+    q: Annotated[
+        Any,
+        typer.Option(
+            "--q",
+            click_type=DistributionOpt,
+            help="Draft distribution q (as actually sampled), comma-separated.",
+        ),
+    ] = None,
+    p_file: Annotated[
+        Path | None, typer.Option("--p-file", click_type=InputFile(), help="p from a .npy or CSV/text file.")
+    ] = None,
+    q_file: Annotated[
+        Path | None, typer.Option("--q-file", click_type=InputFile(), help="q from a .npy or CSV/text file.")
+    ] = None,
     logits: Annotated[
         bool,
         typer.Option("--logits", help="The values are logits: p = softmax(z/T) with the temperatures below."),
     ] = False,
     p_temperature: Annotated[
-        str | None,
-        typer.Option("--p-temperature", help="Target temperature T > 0 (with --logits; default 1)."),
+        float | None,
+        typer.Option(
+            "--p-temperature",
+            click_type=TemperatureType,
+            help="Target temperature T > 0 (with --logits; default 1).",
+        ),
     ] = None,
     q_temperature: Annotated[
-        str | None,
-        typer.Option("--q-temperature", help="Draft temperature T > 0 (with --logits; default 1)."),
+        float | None,
+        typer.Option(
+            "--q-temperature",
+            click_type=TemperatureType,
+            help="Draft temperature T > 0 (with --logits; default 1).",
+        ),
     ] = None,
     normalize: Annotated[
         bool, typer.Option("--normalize", help="Rescale p and q by their sums instead of requiring sum 1.")
     ] = False,
-    json_out: JsonOpt = False,
-    out: OutOpt = None,
-    markdown: MarkdownOpt = None,
-    csv: CsvOpt = None,
-    fmt: FormatOpt = None,
-) -> None:
-    p_vals, p_name = _vector(p, p_file, "p", logits)
-    q_vals, q_name = _vector(q, q_file, "q", logits)
-    temps: list[float | None] = [None, None]
-    for i, (text, option) in enumerate(
-        ((p_temperature, "--p-temperature"), (q_temperature, "--q-temperature"))
-    ):
-        if text is not None and not logits:
-            raise InvalidInput(option, text, "a temperature applies only to logits; add --logits")
-        if logits:
-            temps[i] = 1.0 if text is None else parse_float(text, option=option, low=0, low_open=True)
+) -> model.AcceptanceResult:
+    p_vals, p_name = _vector(p, p_file, "p")
+    q_vals, q_name = _vector(q, q_file, "q")
+    if not logits:
+        for name, values in ((p_name, p_vals), (q_name, q_vals)):
+            if any(math.isinf(v) for v in values):
+                raise InvalidInput(name, ",".join(f"{v:g}" for v in values), "probabilities must be finite")
+    temps = _temperatures(p_temperature, q_temperature, logits)
     if logits:
         p_vals = model.softmax(p_vals, temps[0], name=p_name).tolist()  # type: ignore[arg-type]
         q_vals = model.softmax(q_vals, temps[1], name=q_name).tolist()  # type: ignore[arg-type]
     p_arr, q_arr = model.validate_pair(p_vals, q_vals, normalize=normalize, names=(p_name, q_name))
-    result = model.acceptance_report(
-        p_arr,
-        q_arr,
-        normalized=normalize,
-        from_logits=logits,
-        p_temperature=temps[0],
-        q_temperature=temps[1],
+    return model.acceptance_report(
+        p_arr, q_arr, normalized=normalize, from_logits=logits, p_temperature=temps[0], q_temperature=temps[1]
     )
-    emit(result, json_out=json_out, out=out, markdown=markdown, csv=csv, fmt=fmt)
 
 
 # -------------------------------------------------------------------------------------- plans
@@ -380,18 +446,16 @@ def read_plan_log(path: Path) -> list[model.PlanRound]:
     return rounds
 
 
+@with_output()
 def plans(
     file: Annotated[
-        Path, typer.Argument(help="CSV of logged rounds: plan, time, tokens.", show_default=False)
+        Path,
+        typer.Argument(
+            click_type=InputFile(), help="CSV of logged rounds: plan, time, tokens.", show_default=False
+        ),
     ],
-    json_out: JsonOpt = False,
-    out: OutOpt = None,
-    markdown: MarkdownOpt = None,
-    csv: CsvOpt = None,
-    fmt: FormatOpt = None,
-) -> None:
-    result = model.compare_plans(read_plan_log(file))
-    emit(result, json_out=json_out, out=out, markdown=markdown, csv=csv, fmt=fmt)
+) -> model.PlansResult:
+    return model.compare_plans(read_plan_log(file))
 
 
 # ------------------------------------------------------------------------------- from-metrics
@@ -463,39 +527,37 @@ def read_metrics(path: Path) -> dict[str, Any]:
     return out
 
 
-def _count_list(text: str, option: str) -> list[int]:
-    items = [t for t in str(text).replace(" ", "").split(",") if t]
-    if not items:
-        raise InvalidInput(option, text, "expected comma-separated counts, e.g. 820,610,400")
-    return [parse_int(t, option=option, low=0) for t in items]
-
-
+@with_output()
 def from_metrics(
-    drafts: Annotated[str | None, typer.Option("--drafts", help="Number of draft rounds.")] = None,
+    drafts: Annotated[
+        int | None, typer.Option("--drafts", click_type=Count(1), help="Number of draft rounds.")
+    ] = None,
     accepted_per_position: Annotated[
-        str | None,
+        Any,
         typer.Option(
-            "--accepted-per-position", help="Accepted count at draft positions 1..k, e.g. 820,610,400."
+            "--accepted-per-position",
+            click_type=CountList(0),
+            help="Accepted count at draft positions 1..k, e.g. 820,610,400.",
         ),
     ] = None,
     draft_tokens: Annotated[
-        str | None, typer.Option("--draft-tokens", help="Total draft tokens proposed (optional).")
+        int | None,
+        typer.Option("--draft-tokens", click_type=Count(0), help="Total draft tokens proposed (optional)."),
     ] = None,
     file: Annotated[
         Path | None,
-        typer.Option("--file", help="JSON with keys drafts, accepted_per_position[, draft_tokens]."),
+        typer.Option(
+            "--file",
+            click_type=InputFile(),
+            help="JSON with keys drafts, accepted_per_position[, draft_tokens].",
+        ),
     ] = None,
     target_cost: TargetCostOpt = None,
     draft_cost: DraftCostOpt = None,
     verify_cost: VerifyCostOpt = None,
     verify_cost_model: VerifyModelOpt = None,
-    overhead: OverheadOpt = "0",
-    json_out: JsonOpt = False,
-    out: OutOpt = None,
-    markdown: MarkdownOpt = None,
-    csv: CsvOpt = None,
-    fmt: FormatOpt = None,
-) -> None:
+    overhead: OverheadOpt = 0.0,
+) -> model.MetricsResult:
     if file is not None:
         if drafts is not None or accepted_per_position is not None or draft_tokens is not None:
             raise InvalidInput("--file", str(file), "give the counters in --file or as options, not both")
@@ -503,22 +565,17 @@ def from_metrics(
     else:
         if drafts is None or accepted_per_position is None:
             raise InvalidInput("--drafts", "missing", "give --drafts and --accepted-per-position (or --file)")
-        counters = {
-            "drafts": parse_int(drafts, option="--drafts", low=1),
-            "accepted_per_position": _count_list(accepted_per_position, "--accepted-per-position"),
-        }
+        counters = {"drafts": drafts, "accepted_per_position": list(accepted_per_position)}
         if draft_tokens is not None:
-            counters["draft_tokens"] = parse_int(draft_tokens, option="--draft-tokens", low=0)
-    cost_options = (draft_cost, verify_cost, verify_cost_model)
+            counters["draft_tokens"] = draft_tokens
     costs = None
     if target_cost is not None:
         costs = parse_costs(target_cost, draft_cost, verify_cost, verify_cost_model, overhead)
-    elif any(c is not None for c in cost_options) or overhead != "0":
+    elif any(c is not None for c in (draft_cost, verify_cost, verify_cost_model)) or overhead:
         raise InvalidInput(
             "--target-cost", "missing", "costs need c_t too (the cost of one plain target step)"
         )
-    result = model.rates_from_counts(**counters, costs=costs)
-    emit(result, json_out=json_out, out=out, markdown=markdown, csv=csv, fmt=fmt)
+    return model.rates_from_counts(**counters, costs=costs)
 
 
 app.command("speedup", help=SPEEDUP_HELP)(speedup)

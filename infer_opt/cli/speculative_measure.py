@@ -7,21 +7,11 @@ from typing import Annotated, Any
 
 import typer
 
-from infer_opt.cli.common import (
-    AutoDtypeOpt,
-    CsvOpt,
-    DeviceOpt,
-    FormatOpt,
-    JsonOpt,
-    MarkdownOpt,
-    OutOpt,
-    PlotOpt,
-    check_outputs,
-    emit,
-)
+from infer_opt.cli.common import AutoDtypeOpt, DeviceOpt, progress_bar
+from infer_opt.cli.output import with_output
 from infer_opt.cli.speculative import app, read_metrics
+from infer_opt.cli.types import Count, InputFile, Number, NumberList
 from infer_opt.errors import InvalidInput
-from infer_opt.units import parse_float, parse_float_list, parse_int
 
 #: --k-max, --context and repetitions above these would run for a very long time
 MAX_K = 64
@@ -46,14 +36,20 @@ HELP = (
 )
 
 
-def _alpha_inputs(alpha: str | None, alphas: str | None, metrics: Path | None) -> tuple[Any, Any, str | None]:
-    given = [name for name, v in (("--alpha", alpha), ("--alphas", alphas), ("--metrics", metrics)) if v]
+def _alpha_inputs(
+    alpha: float | None, alphas: tuple[float, ...] | None, metrics: Path | None
+) -> tuple[Any, Any, str | None]:
+    given = [
+        name
+        for name, v in (("--alpha", alpha), ("--alphas", alphas), ("--metrics", metrics))
+        if v is not None
+    ]
     if len(given) > 1:
         raise InvalidInput(given[1], "with " + given[0], "give one of --alpha, --alphas or --metrics")
     if alpha is not None:
-        return parse_float(alpha, option="--alpha", low=0, high=1), None, None
+        return alpha, None, None
     if alphas is not None:
-        return None, parse_float_list(alphas, option="--alphas", low=0, high=1), "--alphas"
+        return None, list(alphas), "--alphas"
     if metrics is None:
         return None, None, None
     from infer_opt.cost_models import speculative as calc
@@ -69,6 +65,7 @@ def _alpha_inputs(alpha: str | None, alphas: str | None, metrics: Path | None) -
 
 
 @app.command("measure", help=HELP)
+@with_output(plot=True)
 def measure(
     target: Annotated[
         str, typer.Option("--target", help="Target model: built-in name or a factory returning DecoderLM.")
@@ -76,26 +73,51 @@ def measure(
     draft: Annotated[
         str, typer.Option("--draft", help="Draft model (a built-in is built with the target's vocabulary).")
     ] = "tiny",
-    k_max: Annotated[str, typer.Option("--k-max", help="Measure c_v(k) for k = 1..K_MAX.")] = "8",
-    context: Annotated[str, typer.Option("--context", help="KV-cache length the steps run over.")] = "128",
+    k_max: Annotated[
+        int, typer.Option("--k-max", click_type=Count(1, MAX_K), help="Measure c_v(k) for k = 1..K_MAX.")
+    ] = 8,
+    context: Annotated[
+        int,
+        typer.Option(
+            "--context", click_type=Count(0, MAX_CONTEXT), help="KV-cache length the steps run over."
+        ),
+    ] = 128,
     device: DeviceOpt = "auto",
     dtype: AutoDtypeOpt = "auto",
-    warmup: Annotated[str, typer.Option("--warmup", help="Untimed calls before each measurement.")] = "2",
-    reps: Annotated[str, typer.Option("--reps", help="Timed repetitions per measurement.")] = "10",
+    warmup: Annotated[
+        int,
+        typer.Option(
+            "--warmup", click_type=Count(0, MAX_REPS), help="Untimed calls before each measurement."
+        ),
+    ] = 2,
+    reps: Annotated[
+        int, typer.Option("--reps", click_type=Count(1, MAX_REPS), help="Timed repetitions per measurement.")
+    ] = 10,
     alpha: Annotated[
-        str | None, typer.Option("--alpha", help="Predict the speedup for this constant α in [0, 1].")
+        float | None,
+        typer.Option(
+            "--alpha", click_type=Number(0, 1), help="Predict the speedup for this constant α in [0, 1]."
+        ),
     ] = None,
     alphas: Annotated[
-        str | None, typer.Option("--alphas", help="Predict for per-position rates α_1,…,α_k.")
+        Any,
+        typer.Option(
+            "--alphas", click_type=NumberList(low=0, high=1), help="Predict for per-position rates α_1,…,α_k."
+        ),
     ] = None,
     metrics: Annotated[
         Path | None,
         typer.Option(
-            "--metrics", help="Predict from serving-engine counters (the from-metrics JSON format)."
+            "--metrics",
+            click_type=InputFile(),
+            help="Predict from serving-engine counters (the from-metrics JSON format).",
         ),
     ] = None,
     k: Annotated[
-        str | None, typer.Option("--k", help="Draft length for the prediction (default: the best k).")
+        int | None,
+        typer.Option(
+            "--k", click_type=Count(1, MAX_K), help="Draft length for the prediction (default: the best k)."
+        ),
     ] = None,
     simulate_acceptance: Annotated[
         bool,
@@ -105,65 +127,25 @@ def measure(
             "(random weights: a plumbing check, not a quality estimate).",
         ),
     ] = False,
-    rounds: Annotated[str, typer.Option("--rounds", help="Rounds for --simulate-acceptance.")] = "32",
-    seed: Annotated[str, typer.Option("--seed", help="Seed of the prompts and the sampler.")] = "0",
-    json_out: JsonOpt = False,
-    fmt: FormatOpt = None,
-    out: OutOpt = None,
-    markdown: MarkdownOpt = None,
-    csv: CsvOpt = None,
-    plot: PlotOpt = None,
-) -> None:
-    k_top = parse_int(k_max, option="--k-max", low=1, high=MAX_K)
-    n_context = parse_int(context, option="--context", low=0, high=MAX_CONTEXT)
-    n_warmup = parse_int(warmup, option="--warmup", low=0, high=MAX_REPS)
-    n_reps = parse_int(reps, option="--reps", low=1, high=MAX_REPS)
-    k_given = None if k is None else parse_int(k, option="--k", low=1, high=k_top)
-    n_rounds = parse_int(rounds, option="--rounds", low=1, high=MAX_ROUNDS)
-    n_seed = parse_int(seed, option="--seed", low=0)
+    rounds: Annotated[
+        int,
+        typer.Option("--rounds", click_type=Count(1, MAX_ROUNDS), help="Rounds for --simulate-acceptance."),
+    ] = 32,
+    seed: Annotated[
+        int, typer.Option("--seed", click_type=Count(0), help="Seed of the prompts and the sampler.")
+    ] = 0,
+) -> Any:
+    if k is not None and k > k_max:
+        raise InvalidInput("--k", k, f"must be a whole number in [1, {k_max}] (--k-max)")
     a, rates, rates_source = _alpha_inputs(alpha, alphas, metrics)
-    check_outputs(out, plot)
-
-    from infer_opt.cli.kernels import progress_bar
     from infer_opt.profilers import device as devices
     from infer_opt.profilers.spec_measure import measure_speculative
 
     dev = devices.resolve_device(device)
     torch_dtype = devices.parse_dtype(dtype, dev)
     with progress_bar("speculative measure") as update:
-        result = measure_speculative(
-            target,
-            draft,
-            k_max=k_top,
-            context=n_context,
-            device=dev,
-            dtype=torch_dtype,
-            warmup=n_warmup,
-            reps=n_reps,
-            alpha=a,
-            alphas=rates,
-            alphas_source=rates_source,
-            k=k_given,
-            simulate=simulate_acceptance,
-            simulate_rounds=n_rounds,
-            seed=n_seed,
-            progress=update,
-        )
-    emit(
-        result,
-        json_out=json_out,
-        out=out,
-        markdown=markdown,
-        csv=csv,
-        fmt=fmt,
-        plot=plot,
-        plot_fn=plot_measured,
-    )
-
-
-def plot_measured(result: Any, path: Path) -> Path:
-    """Speedup vs k for several α, the break-even α per k, and c_v(k) measured vs fitted."""
-    from infer_opt.profilers.spec_measure import plot_data
-    from infer_opt.reports.plots import measure as plots
-
-    return plots.plot_speculative(result, plot_data(result), path)
+        return measure_speculative(
+            target, draft, k_max=k_max, context=context, device=dev, dtype=torch_dtype, warmup=warmup,
+            reps=reps, alpha=a, alphas=rates, alphas_source=rates_source, k=k, simulate=simulate_acceptance,
+            simulate_rounds=rounds, seed=seed, progress=update,
+        )  # fmt: skip

@@ -6,13 +6,17 @@ from typing import Annotated
 
 import typer
 
-from infer_opt.cli.common import CsvOpt, FormatOpt, JsonOpt, MarkdownOpt, OutOpt, emit
+from infer_opt.cli.output import Outcome, with_output
 from infer_opt.cli.speculative import app
+from infer_opt.cli.types import Count, Number
 from infer_opt.errors import RunFailure
-from infer_opt.units import parse_float, parse_int
 
 #: more trials than this would run for minutes; the checks need far fewer
 MAX_TRIALS = 10_000_000
+#: a vocabulary or draft larger than these turns the exact enumeration into hours; the check
+#: is about the rule, which small cases settle
+MAX_VOCAB = 4096
+MAX_K = 16
 
 HELP = """Exactness check of the speculative sampler: its output is distributed exactly as the target p.
 
@@ -34,31 +38,29 @@ Examples:
 
 
 @app.command("verify", help=HELP)
+@with_output()
 def verify(
-    vocab: Annotated[str, typer.Option("--vocab", help="Vocabulary size V, >= 2.")] = "4",
-    k: Annotated[str, typer.Option("--k", help="Draft length k, >= 1.")] = "3",
-    trials: Annotated[str, typer.Option("--trials", help="Monte-Carlo rounds per rule.")] = "20000",
-    seed: Annotated[str, typer.Option("--seed", help="Seed of p, q and the sampler.")] = "0",
+    vocab: Annotated[
+        int, typer.Option("--vocab", click_type=Count(2, MAX_VOCAB), help="Vocabulary size V, >= 2.")
+    ] = 4,
+    k: Annotated[int, typer.Option("--k", click_type=Count(1, MAX_K), help="Draft length k, >= 1.")] = 3,
+    trials: Annotated[
+        int, typer.Option("--trials", click_type=Count(1, MAX_TRIALS), help="Monte-Carlo rounds per rule.")
+    ] = 20000,
+    seed: Annotated[
+        int, typer.Option("--seed", click_type=Count(0), help="Seed of p, q and the sampler.")
+    ] = 0,
     alpha_target: Annotated[
-        str | None,
-        typer.Option("--alpha-target", help="Tune each q_i to this acceptance A(p_i, q_i), in (0, 1)."),
+        float | None,
+        typer.Option(
+            "--alpha-target",
+            click_type=Number(0, 1, low_open=True, high_open=True),
+            help="Tune each q_i to this acceptance A(p_i, q_i), in (0, 1).",
+        ),
     ] = None,
-    json_out: JsonOpt = False,
-    out: OutOpt = None,
-    markdown: MarkdownOpt = None,
-    csv: CsvOpt = None,
-    fmt: FormatOpt = None,
-) -> None:
-    v = parse_int(vocab, option="--vocab", low=2)
-    kk = parse_int(k, option="--k", low=1)
-    n = parse_int(trials, option="--trials", low=1, high=MAX_TRIALS)
-    s = parse_int(seed, option="--seed", low=0)
-    a = None
-    if alpha_target is not None:
-        a = parse_float(alpha_target, option="--alpha-target", low=0, high=1, low_open=True, high_open=True)
+) -> Outcome:
     from infer_opt.checks.spec_sampler import verify_sampler
 
-    result = verify_sampler(vocab=v, k=kk, trials=n, seed=s, alpha_target=a)
-    emit(result, json_out=json_out, out=out, markdown=markdown, csv=csv, fmt=fmt)
-    if not result.passed:
-        raise RunFailure("speculative verify failed (see the verdict above)")
+    result = verify_sampler(vocab=vocab, k=k, trials=trials, seed=seed, alpha_target=alpha_target)
+    error = None if result.passed else RunFailure("speculative verify failed (see the verdict above)")
+    return Outcome(result, error=error)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from infer_opt.errors import InvalidInput
+from infer_opt.notices import Notice
 from infer_opt.results import Result
 
 #: Σf may exceed 1 by this much (rounding of user-entered fractions).
@@ -55,12 +56,15 @@ class AmdahlResult(Result):
     target: float | None = None
     #: the one speedup that, applied to every part, reaches the target (None: see reason)
     required_speedup: float | None = None
-    reason: str | None = None
-    #: False when only --target was given: the parts were evaluated at s = 1 (unchanged)
+    #: why no required speedup is given: ``target_above_ceiling`` or ``part_takes_no_time``
+    reason: Notice | None = None
+    #: False when only a target was given: the parts were evaluated at s = 1 (unchanged)
     speedup_given: bool = True
+    #: ``parts_slower`` (a part's s < 1), ``slower_overall`` (S < 1)
+    warnings: tuple[Notice, ...] = ()
 
 
-def validate_part(part: Part, option: str = "--part") -> None:
+def validate_part(part: Part, option: str = "parts") -> None:
     f, s = part.fraction, part.speedup
     if not isinstance(f, (int, float)) or math.isnan(f) or not 0.0 <= f <= 1.0:
         raise InvalidInput(option, f"{part.name}={f}", "fraction must be in [0, 1]")
@@ -70,17 +74,17 @@ def validate_part(part: Part, option: str = "--part") -> None:
 
 def _validate(parts: Sequence[Part], added: float) -> float:
     if not parts:
-        raise InvalidInput("--part", "none", "give at least one part (or --fraction and --speedup)")
+        raise InvalidInput("parts", "none", "give at least one part")
     for part in parts:
         validate_part(part)
     names = [p.name for p in parts]
     if len(set(names)) != len(names):
-        raise InvalidInput("--part", ",".join(names), "part names must be distinct")
+        raise InvalidInput("parts", ",".join(names), "part names must be distinct")
     if math.isnan(added) or added < 0 or math.isinf(added):
-        raise InvalidInput("--added", added, "added overhead must be a finite fraction >= 0")
+        raise InvalidInput("added", added, "added overhead must be a finite fraction >= 0")
     total = math.fsum(p.fraction for p in parts)
     if total > 1.0 + FRACTION_SUM_TOLERANCE:
-        raise InvalidInput("--part", f"Σf = {total:g}", "fractions of disjoint parts must sum to <= 1")
+        raise InvalidInput("parts", f"Σf = {total:g}", "fractions of disjoint parts must sum to <= 1")
     return min(total, 1.0)
 
 
@@ -109,11 +113,11 @@ def combined(
     ceiling = _ratio(1.0, untouched + added)
 
     required: float | None = None
-    reason: str | None = None
+    reason: Notice | None = None
     per_part_required: list[float | None] = [None] * len(parts)
     if target is not None:
         if math.isnan(target) or target <= 0 or math.isinf(target):
-            raise InvalidInput("--target", target, "target speedup must be a finite number > 0")
+            raise InvalidInput("target", target, "target speedup must be a finite number > 0")
         required, reason = solve_required(total_f, target, untouched + added)
         for i, part in enumerate(parts):
             others = new_time - part.fraction / part.speedup
@@ -142,38 +146,38 @@ def combined(
         required_speedup=required,
         reason=reason,
         speedup_given=speedup_given,
+        warnings=_warnings(results, speedup),
     )
 
 
-def _solve_one(fraction: float, target: float, rest_time: float) -> tuple[float | None, str | None]:
+def _warnings(parts: Sequence[PartResult], speedup: float) -> tuple[Notice, ...]:
+    found = []
+    slow = [p.name for p in parts if p.slowdown]
+    if slow:
+        found.append(Notice("parts_slower", {"parts": slow}))
+    if speedup < 1:
+        found.append(Notice("slower_overall", {"speedup": speedup}))
+    return tuple(found)
+
+
+def _solve_one(fraction: float, target: float, rest_time: float) -> tuple[float | None, Notice | None]:
     """Solve ``1 / (rest + f/s) = target`` for s. ``rest`` is the time that does not change."""
     budget = 1.0 / target - rest_time  # time the part may still take: f/s = budget
     if fraction == 0:
-        if budget >= 0:
-            return None, "the part takes none of the time: the target holds for any speedup"
-        return None, "the part takes none of the time, and the target is above what the rest allows"
+        return None, Notice("part_takes_no_time", {"target_holds": budget >= 0})
     if budget <= 0:
-        limit = _ratio(1.0, rest_time)
-        return None, (
-            f"impossible: target {target:g}x is at or above the ceiling {limit:.4g}x "
-            "(the part would have to take no time at all)"
-        )
+        return None, Notice("target_above_ceiling", {"target": target, "ceiling": _ratio(1.0, rest_time)})
     return fraction / budget, None
 
 
 def solve_required(
     fraction: float, target: float, rest_time: float | None = None
-) -> tuple[float | None, str | None]:
+) -> tuple[float | None, Notice | None]:
     """Speedup ``s`` a part of fraction ``f`` needs so that the end-to-end speedup is
     ``target``: ``s = f / (1/S* - (1 - f) - a)``. ``rest_time`` defaults to ``1 - f``
     (no overhead). Returns ``(None, reason)`` when ``S* >= 1/(1 - f + a)`` (impossible)."""
     rest = 1.0 - fraction if rest_time is None else rest_time
     return _solve_one(fraction, target, rest)
-
-
-def speedup_curve(fraction: float, speedups: Sequence[float], added: float = 0.0) -> list[float]:
-    """End-to-end speedup for each part speedup in ``speedups`` (for plots and sweeps)."""
-    return [_ratio(1.0, (1.0 - fraction) + fraction / s + added) for s in speedups]
 
 
 @dataclass(frozen=True)

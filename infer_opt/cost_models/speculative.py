@@ -25,6 +25,8 @@ from infer_opt.results import Result
 
 #: a distribution's entries must sum to 1 within this (absolute) unless asked to normalise
 DISTRIBUTION_TOLERANCE = 1e-6
+#: the longest draft a round is modelled with (real drafts are a few to a few dozen tokens)
+MAX_K = 1024
 
 
 # ----------------------------------------------------------------------------- distributions
@@ -273,9 +275,9 @@ def validate_alphas(alphas: Sequence[float] | np.ndarray, option: str = "--alpha
     return arr
 
 
-def validate_k(k: int, option: str = "--k") -> int:
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise InvalidInput(option, k, "draft length must be an integer >= 1")
+def validate_k(k: int, option: str = "k") -> int:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= MAX_K:
+        raise InvalidInput(option, k, f"draft length must be an integer in [1, {MAX_K}]")
     return int(k)
 
 
@@ -471,8 +473,7 @@ def speculative_speedup(
     curve: tuple[SweepPoint, ...] = ()
     best_k = best_s = None
     if sweep_kmax is not None:
-        if isinstance(sweep_kmax, bool) or not isinstance(sweep_kmax, int) or sweep_kmax < 1:
-            raise InvalidInput("--sweep-k", sweep_kmax, "K_max must be an integer >= 1")
+        validate_k(sweep_kmax, "sweep_k")
         if arr is not None and arr.size < sweep_kmax:
             raise InvalidInput(
                 "--sweep-k",

@@ -46,7 +46,6 @@ from infer_opt.stats import Summary, variance_warning
 Progress = Callable[[int, int, str], None]
 
 MODES = ("prefill", "decode", "generate")
-GROUPS = ("op", "category", "module")
 #: unattributed time above this share of the step is warned about
 UNATTRIBUTED_WARNING = 0.15
 #: per-op total above the step by more than this is warned about
@@ -196,7 +195,6 @@ class ProfileResult(Result):
     #: tokens one step processes (prefill B·T, decode B, generate B·N new tokens)
     tokens_per_step: int | None
     step: StepTiming
-    step_time_s: float
     tokens_per_s: float | None
     #: Σ per-op time / step time
     coverage: float
@@ -211,9 +209,9 @@ class ProfileResult(Result):
     profiler_overhead_per_event_s: float
     profiler_overhead_subtracted_s: float
     #: the step under the profiler (CPU: wall time of a profiled repetition; CUDA: kernel time
-    #: launched in it), median — compare with step_time_s to see the instrumentation's cost
+    #: launched in it), median — compare with step.median_s to see the instrumentation's cost
     profiled_step_s: float
-    #: profiled_step_s / step_time_s
+    #: profiled_step_s / step.median_s
     profiled_step_ratio: float
     ops: tuple[OpStat, ...]
     categories: tuple[CategoryStat, ...]
@@ -238,11 +236,12 @@ class ProfileResult(Result):
     warmup: int
     warnings: tuple[str, ...] = ()
     generation: GenerationStats | None = None
-    ttft_s: float | None = None
-    tpot_s: float | None = None
-    top: int = 15
-    group_by: str = "op"
     trace_path: str | None = None
+
+    @property
+    def step_time_s(self) -> float:
+        """The uninstrumented step's median (``step.median_s``)."""
+        return self.step.median_s
 
 
 # ---------------------------------------------------------------------------- errors
@@ -705,16 +704,12 @@ def profile_model(
     fit: RooflineFit,
     fit_source: str = "",
     trace_path: str | Path | None = None,
-    top: int = 15,
-    group_by: str = "op",
     progress: Progress | None = None,
 ) -> ProfileResult:
     """Profile one step of ``loaded`` (module docstring)."""
     from infer_opt.profilers import timing
     from infer_opt.profilers.device import device_key, device_name, dtype_name, is_cuda
 
-    if group_by not in GROUPS:
-        raise InvalidInput("--by", group_by, f"expected one of {', '.join(GROUPS)}")
     on_cuda = is_cuda(device)
     load_at_start = _machine_load()
     total_units = 5 if mode == "generate" else 4
@@ -847,7 +842,6 @@ def profile_model(
         new_tokens=new_tokens if mode == "generate" else None,
         tokens_per_step=step.tokens,
         step=step_timing,
-        step_time_s=summary.median_s,
         tokens_per_s=tokens_per_s,
         coverage=coverage,
         op_time_s=op_time,
@@ -877,9 +871,5 @@ def profile_model(
         warmup=warmup,
         warnings=tuple(warnings),
         generation=generation,
-        ttft_s=generation.ttft_s if generation else None,
-        tpot_s=generation.tpot_s if generation else None,
-        top=top,
-        group_by=group_by,
         trace_path=str(trace_path) if trace_path is not None else None,
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from infer_opt.cost_models.amdahl import AmdahlResult
+from infer_opt.reports.messages import text
 from infer_opt.reports.view import Column, Table, View
 from infer_opt.units import format_number, format_percent, format_ratio
 
@@ -74,7 +75,6 @@ def build_view(result: AmdahlResult) -> View:
     ]
     if not result.speedup_given:
         summary[:2] = [("End-to-end speedup", "— (no --speedup given: solving for --target)")]
-    warnings: list[str] = []
     notes: list[str] = []
     if has_target:
         summary.append(("Target", format_ratio(result.target)))
@@ -82,31 +82,21 @@ def build_view(result: AmdahlResult) -> View:
             who = "the part" if len(result.parts) == 1 else "every part (the same factor)"
             summary.append(("Speedup needed", f"{format_ratio(result.required_speedup)} for {who}"))
         else:
-            summary.append(("Speedup needed", result.reason or "—"))
-    slow = [p.name for p in result.parts if p.slowdown]
-    if slow:
-        warnings.append(f"speedup below 1 for {', '.join(slow)}: that part gets slower")
-    if result.speedup < 1:
-        warnings.append("the change makes the whole slower (end-to-end speedup below 1)")
+            summary.append(("Speedup needed", text(result.reason) if result.reason else "—"))
     if result.added:
         notes.append(
             f"Added overhead {format_number(result.added)} of the original time is paid "
             "even if the parts become free."
         )
     verdict = None
-    if (
-        has_target
-        and result.required_speedup is None
-        and result.reason
-        and result.reason.startswith("impossible")
-    ):
+    if has_target and result.reason is not None and result.reason.code == "target_above_ceiling":
         verdict = "Target not reachable by speeding up these parts."
     return View(
         title="Amdahl's law",
         summary=summary,
         tables=[table],
         notes=notes,
-        warnings=warnings,
+        warnings=list(result.warnings),
         verdict=verdict,
         verdict_ok=verdict is None,
     )

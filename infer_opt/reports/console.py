@@ -7,6 +7,7 @@ import os
 import sys
 from typing import Any
 
+from infer_opt.reports.messages import text
 from infer_opt.reports.render import Document, Renderer, Section, grouped_highlights
 from infer_opt.reports.view import Table, View
 
@@ -73,13 +74,20 @@ def print_warnings(view: View, console: Any) -> None:
     from rich.markup import escape
 
     for warning in view.warnings:
-        console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)
+        console.print(f"[yellow]warning:[/yellow] {escape(text(warning))}", highlight=False)
+
+
+def print_warnings_to_stderr(doc: Document) -> None:
+    """Every section's warnings on stderr, in yellow on a terminal (whatever stdout gets)."""
+    err = make_console(stderr=True)
+    for section in doc.sections:
+        print_warnings(section.view, err)
 
 
 class ConsoleRenderer(Renderer):
     """Rich tables. By default plain text with the warnings inline (what a ``.txt`` file
-    gets); with ``terminal=True`` styled when stdout is a terminal, and the warnings printed
-    to stderr in yellow as a side effect (what a command shows)."""
+    gets); with ``terminal=True`` styled when stdout is a terminal and without the warnings
+    (a command prints those to stderr, see :func:`print_warnings_to_stderr`)."""
 
     name = "console"
     extensions = (".txt",)
@@ -94,9 +102,6 @@ class ConsoleRenderer(Renderer):
         with console.capture() as capture:
             self._print(doc, console)
         if self.terminal:
-            err = make_console(stderr=True)
-            for section in doc.sections:
-                print_warnings(section.view, err)
             return capture.get()
         return "".join(line.rstrip() + "\n" for line in capture.get().splitlines())
 

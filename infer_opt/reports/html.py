@@ -7,6 +7,7 @@ import base64
 from html import escape
 
 from infer_opt.reports.markdown import COMMANDS_INTRO
+from infer_opt.reports.messages import text
 from infer_opt.reports.render import Document, Figure, Highlight, Renderer, Section, grouped_highlights
 from infer_opt.reports.view import Table, View
 
@@ -88,7 +89,7 @@ def view_html(view: View, figures: list[Figure] | None = None) -> list[str]:
     parts.extend(figure_html(f) for f in figures or [])
     parts.extend(table_html(t) for t in view.tables)
     parts.extend(f"<blockquote>{escape(n)}</blockquote>" for n in view.notes)
-    parts.extend(f'<blockquote class="warning">⚠️ {escape(w)}</blockquote>' for w in view.warnings)
+    parts.extend(f'<blockquote class="warning">⚠️ {escape(text(w))}</blockquote>' for w in view.warnings)
     return parts
 
 

@@ -4,6 +4,7 @@ figures linked relatively)."""
 
 from __future__ import annotations
 
+from infer_opt.reports.messages import text
 from infer_opt.reports.render import Document, Figure, Highlight, Renderer, Section, grouped_highlights
 from infer_opt.reports.view import Table, View
 
@@ -57,7 +58,7 @@ def view_blocks(view: View, figures: list[Figure] | None = None) -> list[str]:
     if view.notes:
         parts.append("\n>\n".join(f"> {note}" for note in view.notes))
     if view.warnings:
-        parts.append("\n>\n".join(f"> ⚠️ {w}" for w in view.warnings))
+        parts.append("\n>\n".join(f"> ⚠️ {text(w)}" for w in view.warnings))
     return parts
 
 

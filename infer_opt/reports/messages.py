@@ -28,13 +28,28 @@ MESSAGES: dict[str, Words] = {
     ),
     "variance_not_settled": lambda v: (
         f"IQR/median {_pct(v['rel_iqr'])} did not settle below {_pct(v['target'])} "
-        + (f"(time limit {format_duration(v['max_time_s'])})" if v.get("max_time_s") else
-           f"(at most {v['max_reps']} repetitions)")
+        + (
+            f"(time limit {format_duration(v['max_time_s'])})"
+            if v.get("max_time_s")
+            else f"(at most {v['max_reps']} repetitions)"
+        )
         + "; raise --max-time or quiet the machine"
     ),
     "reps_cut_by_time": lambda v: (
         f"stopped after {v['reps']} of {v['wanted']} repetitions "
         f"(time limit {format_duration(v['max_time_s'])})"
+    ),
+    # ---- amdahl (cost_models/amdahl.py)
+    "parts_slower": lambda v: f"speedup below 1 for {', '.join(v['parts'])}: that part gets slower",
+    "slower_overall": lambda v: "the change makes the whole slower (end-to-end speedup below 1)",
+    "target_above_ceiling": lambda v: (
+        f"impossible: target {v['target']:g}x is at or above the ceiling {v['ceiling']:.4g}x "
+        "(the part would have to take no time at all)"
+    ),
+    "part_takes_no_time": lambda v: (
+        "the part takes none of the time: the target holds for any speedup"
+        if v["target_holds"]
+        else "the part takes none of the time, and the target is above what the rest allows"
     ),
     # ---- communication and tensor parallelism (profilers/comm.py, profilers/tp_profile.py)
     "comm_single_rank": lambda v: (
@@ -56,9 +71,11 @@ MESSAGES: dict[str, Words] = {
 }
 
 
-def text(notice: Notice) -> str:
+def text(notice: Notice | str) -> str:
     """``notice`` in words, prefixed with its subject. An unknown code (a result saved by a
     newer infer-opt) is shown as its code and values rather than dropped."""
+    if isinstance(notice, str):  # TRANSITION: free-text warnings not yet given a code
+        return notice
     words = MESSAGES.get(notice.code)
     if words is None:
         values = ", ".join(f"{k}={v}" for k, v in notice.values.items())
@@ -68,8 +85,10 @@ def text(notice: Notice) -> str:
     return body if notice.subject is None else f"{notice.subject}: {body}"
 
 
-def as_json(notice: Notice) -> dict[str, Any]:
+def as_json(notice: Notice | str) -> dict[str, Any]:
     """What the JSON envelope lists for a warning: code, words, subject and values."""
+    if isinstance(notice, str):  # TRANSITION
+        return {"code": "unclassified", "message": notice}
     out: dict[str, Any] = {"code": notice.code, "message": text(notice)}
     if notice.subject is not None:
         out["subject"] = notice.subject

@@ -201,7 +201,7 @@ def amdahl_table(result: ProfileResult) -> Table:
     )
 
 
-def module_table(result: ProfileResult) -> Table:
+def module_table(result: ProfileResult, top: int = 15) -> Table:
     columns = [
         Column("module", "Module (layers folded)", align="left"),
         Column("calls", "Op calls", csv_header="calls"),
@@ -219,7 +219,7 @@ def module_table(result: ProfileResult) -> Table:
             "flops": m.flops,
             "bytes": m.bytes,
         }
-        for m in result.modules[: result.top]
+        for m in result.modules[:top]
     ]
     caption = f"Top {len(rows)} of {len(result.modules)} modules by the time of the ops they run directly."
     return Table("Time by module", columns, rows, caption=caption)
@@ -300,9 +300,9 @@ def _summary(r: ProfileResult) -> list[tuple[str, str]]:
     return out
 
 
-def _notes(r: ProfileResult) -> list[str]:
+def _notes(r: ProfileResult, top: int) -> list[str]:
     notes = [f"Per-op time: {r.op_timer}.", f"Roofline fit: {r.roofline.source}."]
-    if any(o.name.startswith("aten::_scaled_dot_product") for o in r.ops[: r.top]):
+    if any(o.name.startswith("aten::_scaled_dot_product") for o in r.ops[:top]):
         notes.append("sdpa_* = aten::_scaled_dot_product_*_attention* (the fused attention kernels).")
     if r.profiler_overhead_per_event_s > 0:
         notes.append(
@@ -340,19 +340,24 @@ def _verdict(r: ProfileResult) -> str | None:
     )
 
 
-def build_view(result: ProfileResult) -> View:
+#: what the main table groups by (a display option: ``profile --by``)
+GROUPS = ("op", "category", "module")
+
+
+def build_view(result: ProfileResult, *, top: int = 15, by: str = "op") -> View:
+    """The profile's view: the ``top`` rows of the table grouped ``by`` op, module or category."""
     tables: list[Table] = []
-    if result.group_by == "op":
-        tables.extend(op_tables(result.ops, result.top))
-    elif result.group_by == "module":
-        tables.append(module_table(result))
+    if by == "op":
+        tables.extend(op_tables(result.ops, top))
+    elif by == "module":
+        tables.append(module_table(result, top))
     tables.append(category_table(result.categories))
     tables.append(amdahl_table(result))
     return View(
         title=f"Profile of {result.model} — {result.mode} on {result.device}",
         summary=_summary(result),
         tables=tables,
-        notes=_notes(result),
+        notes=_notes(result, top),
         warnings=list(result.warnings),
         verdict=_verdict(result),
         verdict_ok=True,

@@ -72,9 +72,12 @@ class Document:
     commands: list[str] = field(default_factory=list)
 
     @classmethod
-    def of(cls, result: Result, envelope: dict[str, Any] | None = None) -> Document:
-        """The document of a single result (what a command prints or writes)."""
-        return cls([Section(build_view(result), result, envelope)])
+    def of(
+        cls, result: Result, envelope: dict[str, Any] | None = None, options: dict[str, Any] | None = None
+    ) -> Document:
+        """The document of a single result (what a command prints or writes); ``options`` are
+        its view's display options."""
+        return cls([Section(build_view(result, **(options or {})), result, envelope)])
 
     @property
     def is_report(self) -> bool:

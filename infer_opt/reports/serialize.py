@@ -9,6 +9,7 @@ import json
 import math
 from typing import Any
 
+from infer_opt.reports.messages import as_json
 from infer_opt.reports.render import Document, Renderer, Section, titled_tables
 from infer_opt.reports.view import Column, Table, View
 from infer_opt.results import Result, envelope
@@ -68,12 +69,15 @@ class CsvRenderer(Renderer):
 
 
 def section_envelope(section: Section) -> dict[str, Any]:
-    """The envelope a section came with, or a fresh one for a result computed just now."""
+    """The envelope a section came with, or a fresh one for a result computed just now; its
+    ``warnings`` list holds each warning's code, words, subject and values."""
     if section.envelope is not None:
         return section.envelope
     if section.result is None:
         raise ValueError(f"section {section.view.title!r} has no result to serialize")
-    return envelope(section.result)
+    data = envelope(section.result)
+    data["warnings"] = [as_json(w) for w in section.view.warnings]
+    return data
 
 
 class JsonRenderer(Renderer):

@@ -7,11 +7,11 @@ Rows hold raw values (floats in SI base units); a :class:`Column` says how to sh
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from infer_opt.notices import Notice
 from infer_opt.units import format_number
 
 Formatter = Callable[[Any], str]
@@ -60,38 +60,18 @@ class View:
     summary: list[tuple[str, str]] = field(default_factory=list)
     tables: list[Table] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    #: what went wrong or looks suspicious, as codes with values (words: reports/messages.py)
+    warnings: list[Notice] = field(default_factory=list)
     verdict: str | None = None
     verdict_ok: bool = True
 
 
-#: result kind -> "module:function" building its View (lazy imports keep startup fast)
-VIEW_BUILDERS: dict[str, str] = {
-    "amdahl": "infer_opt.reports.amdahl:build_view",
-    "kernels": "infer_opt.reports.kernels:build_view",
-    "roofline": "infer_opt.reports.roofline:build_view",
-    "attention-check": "infer_opt.reports.checks:build_attention_check_view",
-    "speculative-verify": "infer_opt.reports.checks:build_speculative_verify_view",
-    "speculative-speedup": "infer_opt.reports.speculative:build_speedup_view",
-    "speculative-acceptance": "infer_opt.reports.speculative:build_acceptance_view",
-    "speculative-plans": "infer_opt.reports.speculative:build_plans_view",
-    "speculative-metrics": "infer_opt.reports.speculative:build_metrics_view",
-    "attention-memory": "infer_opt.reports.attention:build_memory_view",
-    "attention-window": "infer_opt.reports.attention:build_window_view",
-    "amortize": "infer_opt.reports.amortize:build_view",
-    "amortize-buckets": "infer_opt.reports.amortize:build_buckets_view",
-    "amortize-measure": "infer_opt.reports.measure:build_amortize_view",
-    "speculative-measure": "infer_opt.reports.measure:build_speculative_view",
-    "buckets": "infer_opt.reports.buckets:build_view",
-    "profile": "infer_opt.reports.profile:build_view",
-    "compare": "infer_opt.reports.compare:build_view",
-}
+def build_view(result: Any, **options: Any) -> View:
+    """The view of any registered result kind (its builder comes from :mod:`infer_opt.registry`);
+    ``options`` are display options the kind's builder takes (``profile``: ``top``, ``by``)."""
+    from infer_opt.registry import KINDS, resolve
 
-
-def build_view(result: Any) -> View:
-    """The view of any registered result kind."""
     kind = result.KIND
-    if kind not in VIEW_BUILDERS:
-        raise KeyError(f"no view builder registered for result kind {kind!r}")
-    module_name, _, func = VIEW_BUILDERS[kind].partition(":")
-    return getattr(importlib.import_module(module_name), func)(result)
+    if kind not in KINDS:
+        raise KeyError(f"no result kind {kind!r} in infer_opt.registry")
+    return resolve(KINDS[kind].view)(result, **options)

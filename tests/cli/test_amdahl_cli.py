@@ -24,7 +24,8 @@ def test_table_output_mentions_speedup_and_ceiling():
 def test_impossible_target_has_null_and_reason():
     data = invoke("amdahl", "-f", "0.6", "--target", "2.5", "--json").json()["result"]
     assert data["required_speedup"] is None
-    assert "impossible" in data["reason"]
+    assert data["reason"]["code"] == "target_above_ceiling"
+    assert data["reason"]["values"] == {"target": 2.5, "ceiling": 2.5}
 
 
 def test_reachable_target():

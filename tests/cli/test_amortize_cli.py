@@ -158,7 +158,7 @@ def test_saved_result_loads_back(tmp_path):
         (["--eager", "2ms", "--compiled", "1ms"], ["--compile-cost", "missing"]),
         ([*WORKED, "--calls", "-5"], ["--calls"]),
         ([*WORKED, "--calls", "2.5"], ["--calls", "whole number"]),
-        ([*WORKED, "--lengths", "x.txt"], ["--lengths", "--buckets"]),
+        ([*WORKED, "--lengths", __file__], ["--lengths", "--buckets"]),
         (["--buckets", "does-not-exist.csv"], ["--buckets", "does not exist"]),
         ([*WORKED, "--plot", "x.svg"], ["--plot", ".png"]),
         (["--bogus"], ["--bogus"]),

@@ -153,7 +153,7 @@ def test_lengths_give_the_calls(compiler, tmp_path):
         (("--backend", "tvm"), ("--backend", "inductor")),
         (("--cuda-graphs",), ("--cuda-graphs", "CUDA device")),
         (("--requests", "10"), ("--requests", "--lengths")),
-        (("--batch-sizes", "1,2", "--lengths", "x.txt"), ("--lengths", "one --batch-sizes")),
+        (("--batch-sizes", "1,2", "--lengths", __file__), ("--lengths", "one --batch-sizes")),
         (("--resume", "missing.json"), ("--resume", "does not exist")),
     ],
 )

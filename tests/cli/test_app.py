@@ -50,4 +50,5 @@ def test_a_calculator_imports_no_other_command():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     loaded = proc.stdout.strip().splitlines()[-1].removeprefix("LOADED:").split(",")
-    assert set(loaded) <= {"infer_opt.cli.app", "infer_opt.cli.amdahl", "infer_opt.cli.common"}, loaded
+    shared = {"infer_opt.cli.app", "infer_opt.cli.common", "infer_opt.cli.output", "infer_opt.cli.types"}
+    assert set(loaded) <= {*shared, "infer_opt.cli._click", "infer_opt.cli.amdahl"}, loaded

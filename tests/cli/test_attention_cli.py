@@ -62,7 +62,7 @@ def test_memory_round_trips_through_a_file(tmp_path):
 @pytest.mark.parametrize(
     ("args", "needles"),
     [
-        (["--tq", "0", "--tk", "8", "--heads", "2", "--head-dim", "4"], ["--tq", "[1, +inf]"]),
+        (["--tq", "0", "--tk", "8", "--heads", "2", "--head-dim", "4"], ["--tq", "[1, 1073741824]"]),
         (["--tq", "8", "--tk", "8", "--heads", "2.5", "--head-dim", "4"], ["--heads", "whole number"]),
         (["--tq", "8", "--tk", "8", "--heads", "2", "--head-dim", "-4"], ["--head-dim"]),
         (["--tq", "8", "--tk", "8", "--heads", "2", "--head-dim", "4", "--batch", "0"], ["--batch"]),

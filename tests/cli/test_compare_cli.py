@@ -104,4 +104,4 @@ def test_unreadable_result_file_one_line_error(tmp_path, kind):
         bad.mkdir()
     else:
         bad.write_bytes(b"\xff\xfe\x00\x81")
-    assert_one_line_error(invoke("compare", str(bad), str(bad)), "result file")
+    assert_one_line_error(invoke("compare", str(bad), str(bad)), "bad.json")

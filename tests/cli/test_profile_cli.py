@@ -2,13 +2,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 from pathlib import Path
 
 import pytest
 import torch
 
 from infer_opt.cost_models.roofline import RooflineFit
-from infer_opt.errors import RunFailure
 from infer_opt.results import load_result, save_result
 from tests.helpers import Run, assert_one_line_error, invoke
 
@@ -44,7 +44,7 @@ def test_default_model_json_has_the_documented_keys():
     assert data["schema"] == "infer-opt/profile"
     result = data["result"]
     assert result["model"] == "tiny" and result["mode"] == "prefill" and result["device"] == "cpu"
-    assert result["step_time_s"] > 0 and result["coverage"] > 0
+    assert result["step"]["median_s"] > 0 and result["coverage"] > 0
     assert len(result["step"]["samples_s"]) == 3
     for op in result["ops"]:
         assert {"name", "shapes", "calls", "time_s", "flops", "bytes", "bound", "efficiency"} <= set(op)
@@ -54,7 +54,7 @@ def test_default_model_json_has_the_documented_keys():
     for cat in result["categories"]:
         assert {"category", "fraction", "ceiling_speedup", "roofline_speedup"} <= set(cat)
     assert result["roofline"]["source"].startswith("saved fit")
-    assert result["ttft_s"] is None and result["tpot_s"] is None
+    assert result["generation"] is None
 
 
 def test_table_output_has_the_header_tables_and_opportunities():
@@ -85,7 +85,7 @@ def test_decode_mode():
 
 def test_generate_mode_reports_ttft_and_tpot():
     data = _profile("--mode", "generate", "--new-tokens", "3", "--json").json()["result"]
-    assert data["ttft_s"] > 0 and data["tpot_s"] > 0
+    assert data["generation"]["ttft_s"] > 0 and data["generation"]["tpot_s"] > 0
     assert data["generation"]["new_tokens"] == 3
     run = _profile("--mode", "generate", "--new-tokens", "3")
     assert "Time to first token" in run.stdout and "Time per output token" in run.stdout
@@ -187,12 +187,13 @@ def test_a_model_that_raises_exits_1_with_one_line(tmp_path):
     assert "shape mismatch in layer 3" in lines[0] and "Traceback" not in run.stderr
 
 
-def test_debug_shows_the_traceback(tmp_path):
+def test_debug_shows_the_traceback_and_keeps_the_exit_code(tmp_path):
     path = tmp_path / "broken.py"
     path.write_text(RAISING)
-    with pytest.raises(RunFailure) as info:
-        _profile(f"{path}:make", "--debug")
-    assert isinstance(info.value.__cause__, RuntimeError)
+    run = _profile(f"{path}:make", "--debug")
+    assert run.exit_code == 1
+    assert "Traceback" in run.stderr and "RuntimeError" in run.stderr
+    assert run.stderr.strip().splitlines()[-1].startswith("Error: ")
 
 
 def test_threads_option_sets_torch_threads_and_rejects_zero():
@@ -205,4 +206,4 @@ def test_threads_option_sets_torch_threads_and_rejects_zero():
         assert run.json()["environment"]["torch_num_threads"] == 1
     finally:
         torch.set_num_threads(before)
-    assert_one_line_error(_profile("--threads", "0"), "--threads", "[1, 4096]")
+    assert_one_line_error(_profile("--threads", "0"), "--threads", f"[1, {os.cpu_count()}]")

@@ -30,6 +30,7 @@ def saved(tmp_path):
 
 def test_markdown_report_with_highlights_environment_sections_and_plots(saved, tmp_path):
     out = tmp_path / "docs" / "report.md"
+    out.parent.mkdir()
     run = invoke("report", *saved, "-o", str(out), "--title", "Tiny on CPU")
     assert run.exit_code == 0, run.stderr
     text = out.read_text()

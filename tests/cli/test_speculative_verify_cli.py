@@ -54,7 +54,7 @@ def test_too_few_trials_to_detect_the_wrong_rule_exits_1_after_the_table():
 @pytest.mark.parametrize(
     ("args", "needles"),
     [
-        (["--vocab", "1"], ["--vocab", "[2, +inf]"]),
+        (["--vocab", "1"], ["--vocab", "[2, 4096]"]),
         (["--k", "0"], ["--k"]),
         (["--trials", "0"], ["--trials"]),
         (["--trials", "2.5"], ["--trials", "whole number"]),

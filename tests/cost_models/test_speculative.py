@@ -245,7 +245,7 @@ def test_curves_and_grid_for_plots_agree_with_the_result():
         ({"k": 3, "alpha": 1.2}, "--alpha"),
         ({"k": 3, "alpha": -0.1}, "--alpha"),
         ({"k": 3, "alpha": float("nan")}, "--alpha"),
-        ({"k": 0, "alpha": 0.5}, "--k"),
+        ({"k": 0, "alpha": 0.5}, "k: "),
         ({"k": 3, "alphas": [0.9, 1.5, 0.2]}, "--alphas"),
         ({"k": 3, "alphas": [0.9, 0.5]}, "--alphas"),
         ({"k": 3}, "--alpha"),

@@ -219,7 +219,7 @@ def compare() -> Result:
     )
 
 
-#: result kind -> a function building its fixture (every kind in RESULT_CLASSES needs one)
+#: result kind -> a function building its fixture (every kind in infer_opt.registry needs one)
 FIXTURES: dict[str, Callable[[], Result]] = {
     "amdahl": amdahl,
     "amortize": amortize,

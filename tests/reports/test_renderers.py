@@ -15,6 +15,8 @@ import pytest
 
 from infer_opt.cost_models.amdahl import Part, combined
 from infer_opt.errors import InvalidInput
+from infer_opt.registry import KINDS as REGISTRY
+from infer_opt.registry import resolve
 from infer_opt.reports.render import (
     RENDERERS,
     Document,
@@ -28,19 +30,21 @@ from infer_opt.reports.render import (
     render,
 )
 from infer_opt.reports.serialize import fields_table
-from infer_opt.reports.view import VIEW_BUILDERS, Column, Table, View, build_view
-from infer_opt.results import RESULT_CLASSES, parse_envelope
+from infer_opt.reports.view import Column, Table, View, build_view
+from infer_opt.results import parse_envelope, result_class
 from tests.helpers import assert_one_line_error, invoke
 from tests.reports.fixtures import FIXTURES, fixture
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 UPDATE = os.environ.get("UPDATE_SNAPSHOTS") == "1"
-KINDS = sorted(RESULT_CLASSES)
+KINDS = sorted(REGISTRY)
 
 
-def test_every_result_kind_has_a_fixture_and_a_view_builder():
-    assert set(FIXTURES) == set(RESULT_CLASSES), "add a fixture in tests/reports/fixtures.py for new kinds"
-    assert set(VIEW_BUILDERS) == set(RESULT_CLASSES)
+def test_every_result_kind_has_a_fixture_a_result_class_and_a_view_builder():
+    assert set(FIXTURES) == set(REGISTRY), "add a fixture in tests/reports/fixtures.py for new kinds"
+    for kind, entry in REGISTRY.items():
+        assert kind == result_class(kind).KIND
+        assert callable(resolve(entry.view))
 
 
 def test_every_fixture_is_of_its_kind():

@@ -7,10 +7,11 @@ from dataclasses import replace
 
 import pytest
 
+from infer_opt.registry import KINDS
 from infer_opt.reports.highlights import highlights
 from infer_opt.reports.report import build_report
 from infer_opt.reports.view import build_view
-from infer_opt.results import RESULT_CLASSES, envelope, parse_envelope
+from infer_opt.results import envelope, parse_envelope
 from tests.reports.fixtures import fixture
 
 
@@ -19,7 +20,7 @@ def _loaded(result, command="infer-opt x"):
     return parse_envelope(envelope(result, command=command, environment=env))
 
 
-@pytest.mark.parametrize("kind", sorted(RESULT_CLASSES))
+@pytest.mark.parametrize("kind", sorted(KINDS))
 def test_every_kind_has_at_least_one_highlight(kind):
     result = fixture(kind)
     found = highlights(result, build_view(result))

@@ -5,11 +5,16 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from infer_opt.cost_models.amdahl import AmdahlResult, Curve
+from infer_opt.cost_models.amdahl import AmdahlResult, Curve, part_curves
 from infer_opt.reports.plots._style import PALETTE, figure, plain_log_ticks, save
 
 
-def plot(result: AmdahlResult, curves: list[Curve], path: Path) -> Path:
+def plot(result: AmdahlResult, path: Path) -> Path:
+    """End-to-end speedup against each part's speedup (the others as given)."""
+    return draw(result, part_curves(result), path)
+
+
+def draw(result: AmdahlResult, curves: list[Curve], path: Path) -> Path:
     fig, ax = figure()
     for i, curve in enumerate(curves):
         color = PALETTE[i % len(PALETTE)]

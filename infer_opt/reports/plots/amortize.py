@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from infer_opt.cost_models.amortization import AmortizeBucketsResult, AmortizeResult, TimeCurve
+from infer_opt.cost_models.amortization import AmortizeBucketsResult, AmortizeResult, TimeCurve, time_curve
 from infer_opt.reports.plots._style import PALETTE, figure, save
 from infer_opt.units import format_duration, format_number
 
@@ -17,6 +17,11 @@ def _time_unit(largest_s: float) -> tuple[float, str]:
         if largest_s >= factor:
             return factor, unit
     return _UNITS[-1]
+
+
+def plot_one(result: AmortizeResult, path: Path) -> Path:
+    """Cumulative eager and compiled time against calls for one shape."""
+    return plot_one_shape(result, time_curve(result), path)
 
 
 def plot_one_shape(result: AmortizeResult, curve: TimeCurve, path: Path) -> Path:

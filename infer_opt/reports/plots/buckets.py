@@ -6,12 +6,18 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-from infer_opt.cost_models.bucketing import BucketPlotData, BucketsResult
+from infer_opt.cost_models.bucketing import BucketPlotData, BucketsResult, LengthSample, plot_data
 from infer_opt.reports.plots._style import PALETTE, figure, save
 from infer_opt.units import format_number, format_percent
 
 
-def plot(result: BucketsResult, data: BucketPlotData, path: Path) -> Path:
+def plot_sample(result: BucketsResult, sample: LengthSample, path: Path) -> Path:
+    """The histogram of the sample with the bounds, and the padding between sorted lengths and
+    their buckets (needs the sample, which a saved result does not hold)."""
+    return draw_sample(result, plot_data(sample, result.bounds), path)
+
+
+def draw_sample(result: BucketsResult, data: BucketPlotData, path: Path) -> Path:
     fig, (top, bottom) = figure(2, 1, figsize=(8, 7.2), gridspec_kw={"height_ratios": [1, 1.15]})
     edges = data.bin_edges
     widths = [b - a for a, b in itertools.pairwise(edges)]
@@ -61,7 +67,7 @@ def plot(result: BucketsResult, data: BucketPlotData, path: Path) -> Path:
     return save(fig, path)
 
 
-def plot_per_bucket(result: BucketsResult, path: Path) -> Path:
+def plot(result: BucketsResult, path: Path) -> Path:
     """From a saved result alone (the sample is not stored): the share of requests in each
     bucket and the share of each bucket's padded tokens that are padding."""
     buckets = result.per_bucket

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from infer_opt.profilers.compile_measure import AmortizeMeasureResult
-from infer_opt.profilers.spec_measure import PlotData, SpecMeasureResult
+from infer_opt.profilers.spec_measure import PlotData, SpecMeasureResult, plot_data
 from infer_opt.reports.measure import fit_formula
 from infer_opt.reports.plots._style import PALETTE, figure, plain_log_ticks, save
 from infer_opt.units import format_duration
@@ -22,7 +22,12 @@ def _time_unit(largest_s: float) -> tuple[float, str]:
     return _UNITS[-1]
 
 
-def plot_speculative(result: SpecMeasureResult, data: PlotData, path: Path) -> Path:
+def plot_speculative(result: SpecMeasureResult, path: Path) -> Path:
+    """Speedup vs k for several α, the break-even α per k, and c_v(k) measured vs fitted."""
+    return draw_speculative(result, plot_data(result), path)
+
+
+def draw_speculative(result: SpecMeasureResult, data: PlotData, path: Path) -> Path:
     """Three panels: predicted S vs k per α; break-even α per k; c_v(k) measured and fitted."""
     fig, (ax_s, ax_b, ax_v) = figure(1, 3, figsize=(16, 4.8))
     ks = list(data.ks)

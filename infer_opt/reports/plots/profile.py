@@ -9,7 +9,7 @@ from pathlib import Path
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from infer_opt.cost_models.profile_amdahl import RooflineLine
+from infer_opt.cost_models.profile_amdahl import RooflineLine, roofline_line
 from infer_opt.profilers.model_profile import ProfileResult
 from infer_opt.reports.plots._style import PALETTE, figure, plain_log_ticks, save
 from infer_opt.reports.profile import CATEGORY_LABELS, format_shapes, short_name
@@ -33,8 +33,15 @@ def roofline_path(path: Path) -> Path:
     return path.with_name(f"{path.stem}-roofline{path.suffix}")
 
 
-def plot(result: ProfileResult, line: RooflineLine, path: Path) -> list[Path]:
-    """Write both figures; returns their paths (``path`` first)."""
+def plot(result: ProfileResult, path: Path) -> list[Path]:
+    """``FILE.png`` (time by category, Amdahl predictions) and ``FILE-roofline.png``; returns
+    their paths (``path`` first). Without a roofline fit only the first is drawn."""
+    if result.roofline is None:
+        return [plot_categories(result, path)]
+    intensities = [o.intensity for o in result.ops if o.intensity and o.flops > 0]
+    line = roofline_line(
+        result.roofline.compute_rate_flops, result.roofline.bandwidth_bytes_per_s, intensities
+    )
     return [plot_categories(result, path), plot_roofline(result, line, roofline_path(path))]
 
 
@@ -65,7 +72,7 @@ def plot_categories(result: ProfileResult, path: Path) -> Path:
         )
     left.set_xlim(0, top * 1.35)
     left.set_xlabel("time per step (ms, measured)")
-    left.set_title(f"Where the {format_duration(result.step_time_s)} step goes")
+    left.set_title(f"Where the {format_duration(result.step.median_s)} step goes")
 
     ranked = sorted(result.categories, key=lambda c: (c.roofline_speedup, c.ceiling_speedup))
     names = [CATEGORY_LABELS.get(c.category, c.category) for c in ranked]

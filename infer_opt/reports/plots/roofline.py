@@ -9,11 +9,17 @@ from typing import Any
 
 import numpy as np
 
-from infer_opt.cost_models.roofline import KernelFit, RooflineCurve, RooflineFit
+from infer_opt.cost_models.roofline import KernelFit, RooflineCurve, RooflineFit, roofline_curve
 from infer_opt.reports.plots._style import PALETTE, figure, save
 from infer_opt.units import format_bandwidth, format_duration, format_flop_rate
 
 _MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
+
+
+def plot(fit: RooflineFit, path: Path) -> list[Path]:
+    """The roofline at ``path`` and predicted-vs-measured beside it (``FILE-pred.png``)."""
+    pred = path.with_name(f"{path.stem}-pred{path.suffix}")
+    return [plot_roofline(fit, roofline_curve(fit), path), plot_predicted(fit, pred)]
 
 
 def _family_styles(kernels: tuple[KernelFit, ...]) -> dict[str, tuple[str, str]]:

@@ -6,7 +6,13 @@ from pathlib import Path
 
 import numpy as np
 
-from infer_opt.cost_models.speculative import SpeedupCurve, SpeedupGrid, SpeedupResult
+from infer_opt.cost_models.speculative import (
+    SpeedupCurve,
+    SpeedupGrid,
+    SpeedupResult,
+    speedup_curves,
+    speedup_grid,
+)
 from infer_opt.reports.plots._style import PALETTE, figure, save
 
 
@@ -24,6 +30,16 @@ def _cost_text(result: SpeedupResult) -> str:
     if result.budget is not None:
         text += f", budget L = {result.budget}"
     return text
+
+
+def plot(result: SpeedupResult, path: Path) -> Path:
+    """Predicted speedup against the draft length k."""
+    return plot_speedup_curves(result, speedup_curves(result), path)
+
+
+def plot_grid(result: SpeedupResult, path: Path) -> Path:
+    """A heat map of the predicted speedup over (α, k)."""
+    return plot_speedup_grid(result, speedup_grid(result), path)
 
 
 def plot_speedup_curves(result: SpeedupResult, curves: list[SpeedupCurve], path: Path) -> Path:

@@ -1,0 +1,15 @@
+"""The click that typer uses: typer >= 0.20 vendors it as ``typer._click``, older releases
+depend on click itself. Every CLI module takes click's names from here."""
+
+from __future__ import annotations
+
+try:
+    from typer import _click as click
+    from typer._click.core import Context, Parameter
+    from typer._click.exceptions import ClickException, UsageError
+    from typer._click.types import ParamType
+except ImportError:  # pragma: no cover - depends on the installed typer
+    import click  # type: ignore[no-redef]
+    from click import ClickException, Context, Parameter, ParamType, UsageError  # type: ignore[no-redef]
+
+__all__ = ["ClickException", "Context", "ParamType", "Parameter", "UsageError", "click"]

@@ -1,0 +1,285 @@
+"""The one output-options type every command shares, and the decorator that gives a command
+its output options.
+
+A command body parses nothing by hand and formats nothing: it receives parsed options (see
+:mod:`infer_opt.cli.types`), calls one core function and returns the result::
+
+    @with_output(plot=True)
+    def amdahl(fraction: ..., speedup: ...) -> Result:
+        return model.combined(...)
+
+:func:`with_output` adds ``--json``, ``--out/-o``, ``--markdown``, ``--csv``, ``--format``
+(and ``--plot`` where the kind has a plot) to the command, checks every output path before the
+body runs, and afterwards shows the result on stdout and writes the files, each through the
+one renderer registry (:mod:`infer_opt.reports.render`). A body that writes partial results
+during a long run declares an ``output: Output`` parameter and calls :meth:`Output.save_partial`.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from infer_opt.cli.types import Choice, OutputFile, png_name, result_format_name
+from infer_opt.errors import InferOptError, InvalidInput, RunFailure
+from infer_opt.results import Result
+
+#: ``--format`` values (the renderer registry's names, listed here so parsing imports nothing)
+FORMATS = ("console", "markdown", "csv", "json", "html")
+
+PlotFn = Callable[[Any, Path], Any]
+
+
+@dataclass(frozen=True)
+class Output:
+    """Where and how a result goes: stdout in one format, files by extension, plots."""
+
+    json: bool = False
+    out: tuple[Path, ...] = ()
+    markdown: Path | None = None
+    csv: Path | None = None
+    format: str | None = None
+    plot: Path | None = None
+
+    def check(self) -> None:
+        """Refuse combinations that would mix two documents on stdout."""
+        to_stdout = [opt for opt, p in (("--markdown", self.markdown), ("--csv", self.csv)) if _is_stdout(p)]
+        if self.json and self.format not in (None, "json"):
+            raise InvalidInput("--format", self.format, "--json already asks for json; give one of them")
+        if (self.json or self.format) and to_stdout:
+            first = "--json" if self.json else "--format"
+            raise InvalidInput(to_stdout[0], "-", f"{first} already prints to stdout; write this to a file")
+        if len(to_stdout) > 1:
+            raise InvalidInput(to_stdout[1], "-", f"{to_stdout[0]} already prints to stdout")
+
+    @property
+    def stdout_format(self) -> str:
+        return "json" if self.json else (self.format or "console")
+
+    def targets(self) -> list[tuple[Path, str]]:
+        """Every file to write with its format (stdout targets included, as ``-``)."""
+        from infer_opt.reports.render import format_for_path
+
+        found = [(p, format_for_path(p)) for p in self.out]
+        if self.markdown is not None:
+            found.append((self.markdown, "markdown"))
+        if self.csv is not None:
+            found.append((self.csv, "csv"))
+        return found
+
+    def save_partial(self, result: Result) -> None:
+        """Write ``result`` (a run so far) to every ``--out`` file, so an interrupt keeps it."""
+        from infer_opt.files import write_text
+        from infer_opt.reports.render import render
+
+        for path, fmt in self.targets():
+            if not _is_stdout(path):
+                write_text(path, render(result, fmt))
+
+    def emit(self, result: Result, plot_fn: PlotFn | None = None, view: dict[str, Any] | None = None) -> None:
+        """Show ``result`` on stdout, write its files and plots, print its warnings to stderr.
+        A file that cannot be written after the work does not lose the result: it is kept in
+        the cache folder and the failure names both (exit 1)."""
+        from infer_opt.reports.console import print_warnings_to_stderr
+        from infer_opt.reports.render import Document, get_renderer
+
+        doc = Document.of(result, options=view)
+        targets = self.targets()
+        if self.json or self.format is not None or not any(_is_stdout(p) for p, _ in targets):
+            options = {"terminal": True} if self.stdout_format == "console" else {}
+            _stdout(get_renderer(self.stdout_format, **options).render(doc))
+        failed: list[tuple[Path, OSError]] = []
+        for path, fmt in targets:
+            _write(path, lambda fmt=fmt: get_renderer(fmt).render(doc), failed)
+        if self.plot is not None:
+            _plots(result, self.plot, plot_fn, failed)
+        print_warnings_to_stderr(doc)
+        if failed:
+            raise _kept(result, failed)
+
+
+@dataclass
+class Outcome:
+    """What a command body may return instead of a bare result: the result, plus an error
+    to raise once it is shown and saved, an exit code, or its own plot function."""
+
+    result: Result
+    error: InferOptError | None = None
+    exit_code: int = 0
+    plot: PlotFn | None = field(default=None)
+    #: result files to write besides ``--out`` (e.g. the file a run resumed from)
+    also_write: tuple[Path, ...] = ()
+    #: display options for the view (``profile``: ``top``, ``by``); never stored in the result
+    view: dict[str, Any] = field(default_factory=dict)
+
+
+def _is_stdout(path: Path | None) -> bool:
+    return path is not None and str(path) == "-"
+
+
+def _stdout(text: str) -> None:
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `infer-opt ... | head`: the reader left; nothing to report
+        pass
+
+
+def _write(path: Path, text: Callable[[], str], failed: list[tuple[Path, OSError]]) -> None:
+    from infer_opt.files import write_text
+
+    try:
+        write_text(path, text())
+    except OSError as exc:
+        failed.append((path, exc))
+        return
+    if not _is_stdout(path):
+        typer.echo(f"wrote {path}", err=True)
+
+
+def _plots(result: Result, path: Path, plot_fn: PlotFn | None, failed: list[tuple[Path, OSError]]) -> None:
+    from infer_opt.reports.plots import write_plots
+
+    try:
+        written = write_plots(result, path, plot_fn)
+    except OSError as exc:
+        failed.append((path, exc))
+        return
+    for item in written:
+        typer.echo(f"wrote {item}", err=True)
+
+
+def _kept(result: Result, failed: list[tuple[Path, OSError]]) -> RunFailure:
+    from infer_opt.files import keep_unsaved
+    from infer_opt.results import dumps
+
+    what = "; ".join(f"{p} ({exc.strerror or type(exc).__name__})" for p, exc in failed)
+    try:
+        kept = keep_unsaved(f"{result.KIND}.json", dumps(result) + "\n")
+    except OSError as exc:
+        return RunFailure(f"could not write {what}, nor keep the result in the cache ({exc.strerror})")
+    return RunFailure(f"could not write {what}; the result is kept in {kept}")
+
+
+# ----------------------------------------------------------------------------- the decorator
+
+
+def _output_parameters(*, plot: bool, csv: bool, markdown: bool) -> list[inspect.Parameter]:
+    kw = inspect.Parameter.KEYWORD_ONLY
+    opts: list[tuple[str, Any, Any]] = [
+        (
+            "json_out",
+            Annotated[
+                bool,
+                typer.Option("--json", help="Print the result as a JSON envelope on stdout, nothing else."),
+            ],
+            False,
+        ),
+        (
+            "out",
+            Annotated[
+                list[Path] | None,
+                typer.Option(
+                    "--out",
+                    "-o",
+                    click_type=OutputFile(check=result_format_name),
+                    help="Write the result to FILE; the extension picks the format (.json, .csv, .md, "
+                    ".html, .txt). Repeatable.",
+                ),
+            ],
+            None,
+        ),
+    ]
+    if markdown:
+        opts.append(_file_option("markdown", "--markdown", "Write a markdown report to FILE ('-' = stdout)."))
+    if csv:
+        opts.append(_file_option("csv", "--csv", "Write the main table as CSV to FILE ('-' = stdout)."))
+    opts.append(
+        (
+            "fmt",
+            Annotated[
+                str | None,
+                typer.Option(
+                    "--format",
+                    click_type=Choice(FORMATS),
+                    help="Print the result on stdout as console (default), markdown, csv, json or html.",
+                ),
+            ],
+            None,
+        )
+    )
+    if plot:
+        opts.append(
+            (
+                "plot",
+                Annotated[
+                    Path | None,
+                    typer.Option(
+                        "--plot", click_type=OutputFile(check=png_name), help="Write the plot(s) to FILE.png."
+                    ),
+                ],
+                None,
+            )
+        )
+    return [inspect.Parameter(name, kw, default=default, annotation=ann) for name, ann, default in opts]
+
+
+def _file_option(name: str, flag: str, help_text: str) -> tuple[str, Any, Any]:
+    ann = Annotated[Path | None, typer.Option(flag, click_type=OutputFile(allow_stdout=True), help=help_text)]
+    return name, ann, None
+
+
+def with_output(
+    *, plot: bool = False, csv: bool = True, markdown: bool = True
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Give a command the shared output options; its body returns a Result (or an
+    :class:`Outcome`, or None when it printed nothing)."""
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        signature = inspect.signature(func, eval_str=True)
+        takes_output = "output" in signature.parameters
+        own = [p for name, p in signature.parameters.items() if name != "output"]
+        added = _output_parameters(plot=plot, csv=csv, markdown=markdown)
+
+        @functools.wraps(func)
+        def command(**kwargs: Any) -> None:
+            output = Output(
+                json=kwargs.pop("json_out"),
+                out=tuple(kwargs.pop("out") or ()),
+                markdown=kwargs.pop("markdown", None),
+                csv=kwargs.pop("csv", None),
+                format=kwargs.pop("fmt"),
+                plot=kwargs.pop("plot", None),
+            )
+            output.check()
+            returned = func(**kwargs, output=output) if takes_output else func(**kwargs)
+            _finish(output, returned)
+
+        params = own + added
+        command.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        del command.__wrapped__  # typer must see the new signature, not the body's
+        return command
+
+    return decorate
+
+
+def _finish(output: Output, returned: Any) -> None:
+    if returned is None:
+        return
+    outcome = returned if isinstance(returned, Outcome) else Outcome(returned)
+    extra = tuple(p for p in outcome.also_write if p not in output.out)
+    if extra:
+        output = replace(output, out=(*output.out, *extra))
+    output.emit(outcome.result, outcome.plot, outcome.view)
+    if outcome.error is not None:
+        raise outcome.error
+    if outcome.exit_code:
+        raise typer.Exit(outcome.exit_code)

@@ -1,0 +1,122 @@
+"""Output files: check a path before the work starts, write it safely after.
+
+- :func:`check_writable` refuses, before anything is measured, a path that cannot be written:
+  empty, a directory, a missing parent or one that is a file, a place the process cannot create
+  files in (``/proc/x.json``).
+- :func:`write_text` writes a regular file atomically (a temporary file in the same folder,
+  then a rename, so a reader or a second writer never sees half a file: the last writer wins).
+  A symlink is written through to its target; a FIFO, ``/dev/stdout`` or another character
+  device is written in place (a rename would replace the node with a plain file).
+- :func:`keep_unsaved` puts a result that could not be written where it asked into the cache
+  folder, so a long run is never lost to a full disk.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import errno
+import os
+import stat
+import sys
+import tempfile
+from pathlib import Path
+
+from infer_opt.errors import InvalidInput
+
+CACHE_ENV = "INFER_OPT_CACHE"
+STDOUT = "-"
+
+
+def cache_dir() -> Path:
+    """``$INFER_OPT_CACHE`` or ``~/.cache/infer-opt`` (created on use)."""
+    root = os.environ.get(CACHE_ENV) or os.path.join(os.path.expanduser("~"), ".cache", "infer-opt")
+    return Path(root)
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or errno.errorcode.get(exc.errno or 0, type(exc).__name__)
+
+
+def _is_special(path: Path) -> bool:
+    """An existing FIFO, character or block device (written in place, never replaced)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+
+
+def check_writable(path: str | os.PathLike[str], option: str, *, allow_stdout: bool = False) -> Path:
+    """``path`` if a file can be written there, else :class:`InvalidInput` naming ``option``.
+
+    Creates nothing that stays: the folder is probed with a temporary file."""
+    text = os.fspath(path)
+    if text.strip() == "":
+        raise InvalidInput(option, text, "empty path; give a file name")
+    if text == STDOUT:
+        if allow_stdout:
+            return Path(text)
+        raise InvalidInput(option, text, "'-' (stdout) is not accepted here; give a file name")
+    target = Path(os.path.realpath(text))
+    if _is_special(target):
+        if not os.access(target, os.W_OK):
+            raise InvalidInput(option, text, "not writable")
+        return Path(text)
+    if target.is_dir():
+        raise InvalidInput(option, text, "is a directory; give a file name")
+    parent = target.parent
+    if not parent.exists():
+        raise InvalidInput(option, text, f"its folder {parent} does not exist")
+    if not parent.is_dir():
+        raise InvalidInput(option, text, f"{parent} is not a folder")
+    _probe(parent, option, text)
+    return Path(text)
+
+
+def _probe(folder: Path, option: str, text: str) -> None:
+    try:
+        fd, name = tempfile.mkstemp(prefix=".infer-opt-probe.", dir=folder)
+    except OSError as exc:
+        raise InvalidInput(option, text, f"cannot create a file in {folder} ({_reason(exc)})") from None
+    os.close(fd)
+    os.unlink(name)
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` to ``path`` ('-' = stdout): atomically for a regular file (through a
+    symlink to its target), in place for a FIFO or device. Raises OSError on failure."""
+    if os.fspath(path) == STDOUT:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return Path(STDOUT)
+    target = Path(os.path.realpath(path))
+    if _is_special(target):
+        with open(target, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        return Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file normal permissions
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return Path(path)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def keep_unsaved(name: str, text: str) -> Path:
+    """Save ``text`` under ``<cache>/unsaved/`` with a time stamp; returns where it went."""
+    folder = cache_dir() / "unsaved"
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S%f")
+    target = folder / f"{stamp}-{name}"
+    write_text(target, text)
+    return target

@@ -1,0 +1,133 @@
+"""The one registry of result kinds: for each kind, its result class, the function that
+builds its :class:`~infer_opt.reports.view.View`, and the function that draws its plot(s).
+
+Everything that needs to know the kinds reads this table: loading a saved file
+(:func:`infer_opt.results.load_result`), rendering (:func:`infer_opt.reports.view.build_view`),
+``--plot`` and ``infer-opt report``. Entries are ``"module:name"`` strings resolved on first
+use, so importing the registry imports nothing heavy. Adding a kind is one :class:`Kind`
+line here (see docs/ARCHITECTURE.md, "Add a result kind").
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+from infer_opt.errors import InvalidInput
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A result kind: ``result`` is the dataclass, ``view`` builds its View, ``plot`` (or
+    None) writes its PNG(s) as ``plot(result, path) -> Path | list[Path]``."""
+
+    name: str
+    result: str
+    view: str
+    plot: str | None = None
+
+
+_CM = "infer_opt.cost_models"
+_PR = "infer_opt.profilers"
+_RP = "infer_opt.reports"
+_PL = "infer_opt.reports.plots"
+
+KINDS: dict[str, Kind] = {
+    k.name: k
+    for k in (
+        Kind("amdahl", f"{_CM}.amdahl:AmdahlResult", f"{_RP}.amdahl:build_view", f"{_PL}.amdahl:plot"),
+        Kind("kernels", f"{_PR}.kernels:KernelSuiteResult", f"{_RP}.kernels:build_view"),
+        Kind("roofline", f"{_CM}.roofline:RooflineFit", f"{_RP}.roofline:build_view", f"{_PL}.roofline:plot"),
+        Kind(
+            "attention-check",
+            "infer_opt.checks.mask_alignment:AttentionCheckResult",
+            f"{_RP}.checks:build_attention_check_view",
+        ),
+        Kind(
+            "speculative-verify",
+            "infer_opt.checks.spec_sampler:SpeculativeVerifyResult",
+            f"{_RP}.checks:build_speculative_verify_view",
+        ),
+        Kind(
+            "speculative-speedup",
+            f"{_CM}.speculative:SpeedupResult",
+            f"{_RP}.speculative:build_speedup_view",
+            f"{_PL}.speculative:plot",
+        ),
+        Kind(
+            "speculative-acceptance",
+            f"{_CM}.speculative:AcceptanceResult",
+            f"{_RP}.speculative:build_acceptance_view",
+        ),
+        Kind("speculative-plans", f"{_CM}.speculative:PlansResult", f"{_RP}.speculative:build_plans_view"),
+        Kind(
+            "speculative-metrics", f"{_CM}.speculative:MetricsResult", f"{_RP}.speculative:build_metrics_view"
+        ),
+        Kind(
+            "attention-memory", f"{_CM}.attention:AttentionMemoryResult", f"{_RP}.attention:build_memory_view"
+        ),
+        Kind("attention-window", f"{_CM}.attention:WindowBoundResult", f"{_RP}.attention:build_window_view"),
+        Kind(
+            "amortize",
+            f"{_CM}.amortization:AmortizeResult",
+            f"{_RP}.amortize:build_view",
+            f"{_PL}.amortize:plot_one",
+        ),
+        Kind(
+            "amortize-buckets",
+            f"{_CM}.amortization:AmortizeBucketsResult",
+            f"{_RP}.amortize:build_buckets_view",
+            f"{_PL}.amortize:plot_buckets",
+        ),
+        Kind(
+            "amortize-measure",
+            f"{_PR}.compile_measure:AmortizeMeasureResult",
+            f"{_RP}.measure:build_amortize_view",
+            f"{_PL}.measure:plot_amortize",
+        ),
+        Kind(
+            "speculative-measure",
+            f"{_PR}.spec_measure:SpecMeasureResult",
+            f"{_RP}.measure:build_speculative_view",
+            f"{_PL}.measure:plot_speculative",
+        ),
+        Kind("buckets", f"{_CM}.bucketing:BucketsResult", f"{_RP}.buckets:build_view", f"{_PL}.buckets:plot"),
+        Kind(
+            "profile",
+            f"{_PR}.model_profile:ProfileResult",
+            f"{_RP}.profile:build_view",
+            f"{_PL}.profile:plot",
+        ),
+        Kind("compare", f"{_CM}.compare:CompareResult", f"{_RP}.compare:build_view", f"{_PL}.compare:plot"),
+    )
+}
+
+
+def kind(name: str) -> Kind:
+    """The registry entry of ``name``; an unknown kind is bad input naming the known ones."""
+    if name not in KINDS:
+        raise InvalidInput(
+            "result file", name, f"unknown result kind; known kinds: {', '.join(sorted(KINDS))}"
+        )
+    return KINDS[name]
+
+
+def resolve(reference: str) -> Any:
+    """Import ``"module:name"`` and return the object."""
+    module_name, _, attr = reference.partition(":")
+    return getattr(importlib.import_module(module_name), attr)
+
+
+def result_class(name: str) -> Any:
+    return resolve(kind(name).result)
+
+
+def view_builder(name: str) -> Any:
+    return resolve(kind(name).view)
+
+
+def plotter(name: str) -> Any | None:
+    """The function writing ``name``'s plot(s), or None when the kind has no plot."""
+    entry = KINDS.get(name)
+    return None if entry is None or entry.plot is None else resolve(entry.plot)
