@@ -323,6 +323,39 @@ def _result(ctx: RankContext, settings: SweepSettings, got: _Collected, complete
     )
 
 
+def _measure_size(
+    ctx: RankContext, settings: SweepSettings, collective: str, n_bytes: int
+) -> tuple[int, list[Sequence[float]] | None]:
+    """One collective at one size on this rank: built, checked, timed; rank 0 gets every
+    rank's samples."""
+    op = build_op(collective, n_bytes, ctx, settings.dtype)
+    checked(op, ctx.rank, tolerance(settings.dtype, ctx.world_size))
+    return op.bytes, gather_to_reporter(ctx, _time_op(op, ctx, settings))
+
+
+def _sweep_all(
+    ctx: RankContext,
+    settings: SweepSettings,
+    got: _Collected,
+    progress: Progress | None,
+    on_update: Callable[[cm.CommResult], None] | None,
+) -> None:
+    total = len(settings.collectives) * len(settings.sizes)
+    for i, collective in enumerate(settings.collectives):
+        got.current, got.points = collective, []
+        for j, n_bytes in enumerate(settings.sizes):
+            if progress is not None:
+                progress(i * len(settings.sizes) + j, total, f"{collective} {n_bytes} B")
+            actual, samples = _measure_size(ctx, settings, collective, n_bytes)
+            if samples is not None:
+                got.points.append(cm.comm_point(collective, actual, samples))
+                if on_update is not None:
+                    on_update(_result(ctx, settings, got, complete=False))
+        if ctx.reporter:
+            got.done.append(cm.sweep(collective, ctx.world_size, got.points, bootstrap=settings.bootstrap))
+        got.current, got.points = None, None
+
+
 def run_sweep(
     ctx: RankContext,
     settings: SweepSettings,
@@ -332,35 +365,20 @@ def run_sweep(
 ) -> cm.CommResult | None:
     """Run the sweep on this rank (module docstring). Rank 0 returns the result and gets the
     partial result after every size through ``on_update``; the other ranks return ``None``.
-    On an interrupt rank 0 hands ``on_update`` what it has (``complete=False``) and re-raises."""
+    An interrupt ends the sweep: rank 0 returns what it has (``complete=False``). Any other
+    failure hands ``on_update`` what rank 0 has, then propagates."""
     got = _Collected(done=[])
-    total = len(settings.collectives) * len(settings.sizes)
-    step = 0
+    shown = progress if ctx.reporter else None
     try:
-        for collective in settings.collectives:
-            got.current, got.points = collective, []
-            for n_bytes in settings.sizes:
-                if progress is not None and ctx.reporter:
-                    progress(step, total, f"{collective} {n_bytes} B")
-                op = build_op(collective, n_bytes, ctx, settings.dtype)
-                checked(op, ctx.rank, tolerance(settings.dtype, ctx.world_size))
-                samples = gather_to_reporter(ctx, _time_op(op, ctx, settings))
-                step += 1
-                if samples is not None:
-                    got.points.append(cm.comm_point(collective, op.bytes, samples))
-                    if on_update is not None:
-                        on_update(_result(ctx, settings, got, complete=False))
-            if ctx.reporter:
-                got.done.append(
-                    cm.sweep(collective, ctx.world_size, got.points, bootstrap=settings.bootstrap)
-                )
-            got.current, got.points = None, None
+        _sweep_all(ctx, settings, got, shown, on_update if ctx.reporter else None)
+    except KeyboardInterrupt:
+        return _result(ctx, settings, got, complete=False) if ctx.reporter else None
     except BaseException:
         if ctx.reporter and on_update is not None:
             on_update(_result(ctx, settings, got, complete=False))
         raise
-    if progress is not None and ctx.reporter:
-        progress(total, total, "done")
+    if shown is not None:
+        shown(1, 1, "done")
     return _result(ctx, settings, got, complete=True) if ctx.reporter else None
 
 

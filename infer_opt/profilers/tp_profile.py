@@ -7,7 +7,8 @@ recording and ``torch.profiler`` pass as a single-device profile, in lockstep ac
 
 * per-rank step time and the time each spent in collectives, from its own trace;
 * ``skew = max/median`` of the per-rank step times, and the straggler — the rank with the
-  most time outside collectives, the one the others wait for at each all_reduce;
+  most time in operators other than collectives (its trace), the one the others wait for at
+  each all_reduce;
 * a ``communication`` category — the collectives seen in the trace (the functional
   ``all_reduce`` and its ``wait_tensor``), with their message bytes and their share of the
   step: time the rank spent blocked in them, i.e. not hidden behind compute — and Amdahl over
@@ -50,10 +51,12 @@ class RankStep:
     rank: int
     #: the uninstrumented step's median on this rank
     step_time_s: float
-    #: time per step in collectives (enqueue and wait), from this rank's profiler trace
+    #: per step, in collectives (enqueue and wait), from this rank's profiler trace
     communication_s: float
-    #: step time outside collectives
+    #: per step, in every other operator, from the same trace
     compute_s: float
+    #: the step under the profiler (the trace's own step time), median
+    profiled_step_s: float
 
 
 @dataclass(frozen=True)
@@ -81,7 +84,7 @@ class TPProfileResult(mp.ProfileResult):
     ranks: tuple[RankStep, ...] = ()
     #: max / median of the per-rank step times
     skew: float = 1.0
-    #: the rank with the most time outside collectives
+    #: the rank with the most time in operators other than collectives
     straggler: int = 0
     collectives_seen: tuple[CollectiveSeen, ...] = ()
     trace_dir: str | None = None
@@ -129,9 +132,10 @@ def collectives_seen(ops: Sequence[mp.OpStat], step_time_s: float) -> tuple[Coll
 
 
 def rank_step(rank: int, result: mp.ProfileResult) -> RankStep:
-    """A rank's step time and its time in collectives."""
+    """A rank's step time, and its time in collectives and in the other ops (one trace)."""
     communication = math.fsum(c.time_s for c in result.categories if c.category == COMMUNICATION)
-    return RankStep(rank, result.step_time_s, communication, max(0.0, result.step_time_s - communication))
+    compute = math.fsum(c.time_s for c in result.categories if c.category != COMMUNICATION)
+    return RankStep(rank, result.step_time_s, communication, compute, result.profiled_step_s)
 
 
 def merge(

@@ -68,18 +68,17 @@ def differ(ctx: distributed.RankContext) -> dict:
 
 
 def interrupt(ctx: distributed.RankContext) -> dict:
-    """A long sweep; the test interrupts it. Rank 0 prints each partial result's size count."""
+    """A long sweep; the test interrupts it. Rank 0 prints each partial result's size count,
+    then what the sweep returned."""
     settings = comm.SweepSettings(("all_reduce",), tuple([64] * 400), torch.float32, warmup=1, reps=5)
 
     def update(result) -> None:
         print(json.dumps({"partial_points": len(result.collectives[-1].points)}), flush=True)
 
-    try:
-        comm.run_sweep(ctx, settings, on_update=update)
-    except KeyboardInterrupt:
-        print(json.dumps({"interrupted": True}), flush=True)
-        raise
-    return {}
+    result = comm.run_sweep(ctx, settings, on_update=update)
+    if result is None:
+        return {}
+    return {"complete": result.complete, "points": sum(len(c.points) for c in result.collectives)}
 
 
 SCENARIOS = {"tp_exact": tp_exact, "sweep": sweep, "fail": fail, "differ": differ, "interrupt": interrupt}

@@ -186,10 +186,10 @@ def test_interrupt_stops_every_rank_and_rank_zero_keeps_what_it_had():
     finally:
         proc.kill()
     records = json_lines("".join(lines) + rest)
-    assert {"interrupted": True} in records
     partial = [r["partial_points"] for r in records if "partial_points" in r]
-    assert partial and partial[-1] >= 1
-    assert proc.returncode != 0
+    final = [r for r in records if "complete" in r]
+    assert partial and final == [{"complete": False, "points": final[0]["points"]}]
+    assert final[0]["points"] >= partial[0] >= 1  # rank 0 returned what it had received
 
 
 @pytest.mark.gpu

@@ -1,0 +1,137 @@
+"""View of a collective sweep: the α-β fit per collective (fitted, with intervals) and every
+message size's measured time and bandwidths."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from infer_opt.cost_models.comm import LOCAL_COPY, CollectiveSweep, CommResult
+from infer_opt.reports.view import Column, Table, View
+from infer_opt.units import format_bandwidth, format_bytes, format_duration, format_number, format_percent
+
+
+def _with_interval(value: float | None, interval: tuple[float, float] | None, fmt: Callable[..., str]) -> str:
+    if value is None:
+        return "—"
+    text = fmt(value)
+    if interval is not None:
+        text += f" ({fmt(interval[0])} – {fmt(interval[1])})"
+    return text
+
+
+def _fit_row(s: CollectiveSweep) -> dict[str, object]:
+    largest = s.points[-1] if s.points else None
+    return {
+        "collective": s.collective,
+        "sizes": len(s.points),
+        "alpha_s": s.alpha_s,
+        "alpha": _with_interval(s.alpha_s, s.alpha_interval, format_duration),
+        "beta_bytes_per_s": s.beta_bytes_per_s,
+        "beta": _with_interval(s.beta_bytes_per_s, s.beta_interval, format_bandwidth),
+        "crossover_bytes": s.crossover_bytes,
+        "fit_error": s.fit_median_abs_rel_error,
+        "bus_factor": s.bus_factor,
+        "busbw_largest": largest.busbw_bytes_per_s if largest else None,
+    }
+
+
+def fit_table(result: CommResult) -> Table:
+    """One row per collective: α and β with their bootstrap 95% intervals, the crossover."""
+    columns = [
+        Column("collective", "Collective", align="left"),
+        Column("sizes", "Sizes", csv_header="sizes"),
+        Column("alpha", "Latency α (95% CI)", align="left"),
+        Column("beta", "Bandwidth β (95% CI)", align="left"),
+        Column(
+            "crossover_bytes", "Crossover S* = α·β", lambda v: format_bytes(v), csv_header="crossover_bytes"
+        ),
+        Column("fit_error", "Fit error (median)", format_percent, csv_header="fit_median_abs_rel_error"),
+        Column("bus_factor", "busbw/algbw", lambda v: format_number(v, 3), csv_header="bus_factor"),
+        Column("busbw_largest", "busbw at largest S", format_bandwidth, csv_header="busbw_bytes_per_s"),
+    ]
+    return Table(
+        "Fitted t = α + S/β per collective (a model fitted to the measurements)",
+        columns,
+        [_fit_row(s) for s in result.collectives],
+        caption="Robust fit in log space (soft-L1); intervals from a bootstrap over the sizes. Below S* "
+        "latency dominates, above it bandwidth.",
+    )
+
+
+def points_table(result: CommResult) -> Table:
+    """Every collective at every message size: the slowest rank's median and its spread."""
+    rows = [
+        {
+            "collective": s.collective,
+            "bytes": p.bytes,
+            "time_s": p.time_s,
+            "q1_s": p.q1_s,
+            "q3_s": p.q3_s,
+            "algbw": p.algbw_bytes_per_s,
+            "busbw": p.busbw_bytes_per_s,
+            "slowest_rank": p.slowest_rank,
+            "predicted_s": s.predict_s(p.bytes),
+        }
+        for s in result.collectives
+        for p in s.points
+    ]
+    columns = [
+        Column("collective", "Collective", align="left"),
+        Column("bytes", "Size S", lambda v: format_bytes(v), csv_header="bytes"),
+        Column("time_s", "Time", format_duration, csv_header="time_s"),
+        Column("q1_s", "Q1", format_duration, csv_header="q1_s"),
+        Column("q3_s", "Q3", format_duration, csv_header="q3_s"),
+        Column("algbw", "algbw", format_bandwidth, csv_header="algbw_bytes_per_s"),
+        Column("busbw", "busbw", format_bandwidth, csv_header="busbw_bytes_per_s"),
+        Column("slowest_rank", "Slowest rank", csv_header="slowest_rank"),
+        Column("predicted_s", "Fit α + S/β", format_duration, csv_header="fit_time_s"),
+    ]
+    return Table(
+        "Time per message size (measured)",
+        columns,
+        rows,
+        caption="Time: the slowest rank's median (a collective ends when its slowest rank does); Q1–Q3 "
+        "its interquartile range. algbw = S/t; busbw = algbw × the nccl-tests factor.",
+    )
+
+
+def _summary(result: CommResult) -> list[tuple[str, str]]:
+    nodes = f" on {result.nnodes} nodes" if result.nnodes > 1 else ""
+    measured = sum(len(s.points) for s in result.collectives)
+    return [
+        ("Ranks", f"{result.world_size}{nodes}, {result.backend}"),
+        ("Device", f"{result.device_name or result.device} ({result.device}), {result.dtype}"),
+        (
+            "Timing",
+            f"{result.warmup} warm-up calls, {result.reps} timed per size and rank; {measured} points",
+        ),
+    ]
+
+
+def _verdict(result: CommResult) -> str | None:
+    fitted = [s for s in result.collectives if s.crossover_bytes is not None]
+    if not fitted:
+        return None
+    s = next((x for x in fitted if x.collective == "all_reduce"), fitted[0])
+    what = "a local copy" if s.collective == LOCAL_COPY else s.collective
+    return (
+        f"{what}: latency α = {format_duration(s.alpha_s)} dominates below "
+        f"S* = {format_bytes(s.crossover_bytes)}; above it bandwidth "
+        f"β = {format_bandwidth(s.beta_bytes_per_s)} does (fitted)."
+    )
+
+
+def build_view(result: CommResult) -> View:
+    where = f"{result.world_size} rank{'s' if result.world_size > 1 else ''}, {result.backend}"
+    return View(
+        title=f"Collective communication — {where}" + ("" if result.complete else " (stopped early)"),
+        summary=_summary(result),
+        tables=[fit_table(result), points_table(result)],
+        notes=[
+            "busbw factors (nccl-tests): all_reduce 2(n−1)/n; all_gather, reduce_scatter, all_to_all "
+            "(n−1)/n; broadcast and send/recv 1. Each collective was checked for the right result before "
+            "it was timed."
+        ],
+        warnings=list(result.warnings),
+        verdict=_verdict(result),
+    )
