@@ -10,13 +10,11 @@ from infer_opt.reports.view import Column, Table, View
 from infer_opt.units import format_bandwidth, format_bytes, format_duration, format_number, format_percent
 
 
-def _with_interval(value: float | None, interval: tuple[float, float] | None, fmt: Callable[..., str]) -> str:
-    if value is None:
-        return "—"
-    text = fmt(value)
-    if interval is not None:
-        text += f" ({fmt(interval[0])} – {fmt(interval[1])})"
-    return text
+def _interval(fmt: Callable[..., str]) -> Callable[[tuple[float, float] | None], str]:
+    def show(interval: tuple[float, float] | None) -> str:
+        return "—" if interval is None else f"{fmt(interval[0])} – {fmt(interval[1])}"
+
+    return show
 
 
 def _fit_row(s: CollectiveSweep) -> dict[str, object]:
@@ -25,9 +23,9 @@ def _fit_row(s: CollectiveSweep) -> dict[str, object]:
         "collective": s.collective,
         "sizes": len(s.points),
         "alpha_s": s.alpha_s,
-        "alpha": _with_interval(s.alpha_s, s.alpha_interval, format_duration),
+        "alpha_interval": s.alpha_interval,
         "beta_bytes_per_s": s.beta_bytes_per_s,
-        "beta": _with_interval(s.beta_bytes_per_s, s.beta_interval, format_bandwidth),
+        "beta_interval": s.beta_interval,
         "crossover_bytes": s.crossover_bytes,
         "fit_error": s.fit_median_abs_rel_error,
         "bus_factor": s.bus_factor,
@@ -40,12 +38,12 @@ def fit_table(result: CommResult) -> Table:
     columns = [
         Column("collective", "Collective", align="left"),
         Column("sizes", "Sizes", csv_header="sizes"),
-        Column("alpha", "Latency α (95% CI)", align="left"),
-        Column("beta", "Bandwidth β (95% CI)", align="left"),
-        Column(
-            "crossover_bytes", "Crossover S* = α·β", lambda v: format_bytes(v), csv_header="crossover_bytes"
-        ),
-        Column("fit_error", "Fit error (median)", format_percent, csv_header="fit_median_abs_rel_error"),
+        Column("alpha_s", "Latency α", format_duration, csv_header="alpha_s"),
+        Column("alpha_interval", "α 95% CI", _interval(format_duration), csv_header="alpha_ci_s"),
+        Column("beta_bytes_per_s", "Bandwidth β", format_bandwidth, csv_header="beta_bytes_per_s"),
+        Column("beta_interval", "β 95% CI", _interval(format_bandwidth), csv_header="beta_ci_bytes_per_s"),
+        Column("crossover_bytes", "S* = α·β", lambda v: format_bytes(v), csv_header="crossover_bytes"),
+        Column("fit_error", "Fit error", format_percent, csv_header="fit_median_abs_rel_error"),
         Column("bus_factor", "busbw/algbw", lambda v: format_number(v, 3), csv_header="bus_factor"),
         Column("busbw_largest", "busbw at largest S", format_bandwidth, csv_header="busbw_bytes_per_s"),
     ]
@@ -53,8 +51,8 @@ def fit_table(result: CommResult) -> Table:
         "Fitted t = α + S/β per collective (a model fitted to the measurements)",
         columns,
         [_fit_row(s) for s in result.collectives],
-        caption="Robust fit in log space (soft-L1); intervals from a bootstrap over the sizes. Below S* "
-        "latency dominates, above it bandwidth.",
+        caption="Robust fit in log space (soft-L1), median relative error over the sizes; intervals from "
+        "a bootstrap over the sizes. Below S* latency dominates, above it bandwidth.",
     )
 
 
