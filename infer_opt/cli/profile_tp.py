@@ -38,6 +38,7 @@ def profile_tp(run: Any, *, tp: int, timeout_s: float, arguments: dict[str, Any]
     """Run (or start) the tensor-parallel profile; rank 0 returns its :class:`Outcome`."""
     from infer_opt.profilers import distributed
 
+    _check_model(run.model, tp)
     if not distributed.launched():
         relaunch(tp, timeout_s, drop=())
     world = int(os.environ["WORLD_SIZE"])
@@ -50,6 +51,19 @@ def profile_tp(run: Any, *, tp: int, timeout_s: float, arguments: dict[str, Any]
     if result.trace_dir is not None:
         typer.echo(f"wrote {tp} traces to {result.trace_dir} (rank0.json, …)", err=True)
     return Outcome(result, view={"top": options["top"], "by": options["by"]})
+
+
+def _check_model(model: str, tp: int) -> None:
+    """A built-in whose shapes split over ``tp`` ranks: checked before any rank starts."""
+    from infer_opt.profilers import models
+    from infer_opt.profilers.tensor_parallel import check_shardable
+
+    config = models.BUILTIN_CONFIGS.get(models.ALIASES.get(model, model))
+    if config is None:
+        raise InvalidInput(
+            "model", model, "--tp shards the built-in decoders (tiny, gpt2-small, llama-tiny, llama-small)"
+        )
+    check_shardable(config, tp)
 
 
 def _profile(ctx: Any, run: Any, *, trace: Path | None, top: int, by: str, **options: Any) -> Any:

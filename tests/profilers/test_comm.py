@@ -1,5 +1,5 @@
-"""The collective sweep: sizes, checks before timing, the single-rank fallback, and a real
-sweep of every collective over 2 gloo ranks."""
+"""The collective sweep: sizes, checks before timing, the single-rank fallback (the sweep over
+2 gloo ranks is run through the CLI in tests/cli/test_comm_cli.py)."""
 
 from __future__ import annotations
 
@@ -64,24 +64,6 @@ def test_one_rank_measures_the_local_copy_and_says_why(monkeypatch):
     assert copy.alpha_s is not None and copy.alpha_s > 0
     assert has(result.warnings, "comm_single_rank")
     assert len(updates) == 6 and not updates[0].complete and has(updates[0].warnings, "comm_partial")
-
-
-def test_every_collective_over_two_ranks_is_checked_timed_and_fitted():
-    run = torchrun("-m", "tests.profilers.dist_workers", "sweep")
-    assert run.returncode == 0, run.stderr[-2000:]
-    (data,) = json_lines(run.stdout)
-    result = cm.CommResult.from_dict(data)
-    assert (result.world_size, result.backend, result.complete) == (2, "gloo", True)
-    assert [c.collective for c in result.collectives] == list(cm.COLLECTIVES)
-    for sweep in result.collectives:
-        assert len(sweep.points) == 3
-        for point in sweep.points:
-            assert point.time_s == max(point.rank_median_s) > 0
-            assert point.busbw_bytes_per_s == pytest.approx(point.algbw_bytes_per_s * sweep.bus_factor)
-            if sweep.collective in ("all_gather", "reduce_scatter", "all_to_all"):
-                assert point.bytes % (2 * 4) == 0  # n equal chunks of whole float32 elements
-        assert sweep.alpha_s is not None and sweep.beta_bytes_per_s is not None
-    assert result.collective("all_reduce").bus_factor == 1.0  # 2(n-1)/n at n = 2
 
 
 @pytest.mark.gpu
