@@ -88,6 +88,10 @@ step spec-measure 90 "${IO[@]}" speculative measure --target gpt2-small --draft 
 # 6. timer agreement: measure vs torch.utils.benchmark.Timer vs triton do_bench
 step agreement 90 python benchmarks/bench_timer_agreement.py --device cuda --rounds 3
 
+# 6b. communication on one GPU: a collective needs two devices, so comm measures the
+#     device-local copy (4 B .. 64 MiB, CUDA events); the 2-GPU NCCL tests skip themselves
+step comm-1gpu 40 "${IO[@]}" comm --device cuda --no-save --out "$W/comm-cuda-1gpu.json" --plot "$W/comm-cuda-1gpu.png"
+
 # 7. launch overhead (CUDA graphs), float32, and the unflushed (L2-warm) runs
 step kernels-bf16-graphs 80 "${IO[@]}" kernels --device cuda --dtype bfloat16 --cuda-graphs --out "$W/kernels-cuda-bf16-graphs.json"
 step kernels-fp32-flush 100 "${IO[@]}" kernels --device cuda --dtype float32 --l2-flush --out "$W/kernels-cuda-fp32-flush.json"
