@@ -92,6 +92,12 @@ KINDS: dict[str, Kind] = {
             f"{_RP}.measure:build_speculative_view",
             f"{_PL}.measure:plot_speculative",
         ),
+        Kind(
+            "speculative-run",
+            f"{_PR}.spec_run:SpecRunResult",
+            f"{_RP}.spec_run:build_view",
+            f"{_PL}.spec_run:plot",
+        ),
         Kind("buckets", f"{_CM}.bucketing:BucketsResult", f"{_RP}.buckets:build_view", f"{_PL}.buckets:plot"),
         Kind(
             "profile",

@@ -154,9 +154,7 @@ def run_suite_cli(
     dev = devices.resolve_device(device)
     torch_dtype = devices.parse_dtype(dtype, dev)
     if threads is not None:
-        import torch
-
-        torch.set_num_threads(threads)
+        devices.set_threads(threads)
     if settings.cuda_graphs and not devices.is_cuda(dev):
         raise UnsupportedOnDevice(
             f"--cuda-graphs: CUDA graphs need a CUDA device; this run is on {dev} (drop --cuda-graphs)"
@@ -184,8 +182,9 @@ def kernels_command(
         bool,
         typer.Option(
             "--cuda-graphs",
-            help="Also time each kernel as CUDA-graph replays (10 calls per graph): the gap to "
-            "eager timing is launch overhead. CUDA only.",
+            help="Also time each kernel as CUDA-graph replays (10 calls per graph; one with "
+            "--l2-flush, so every call is flushed): the gap to eager timing is launch overhead. "
+            "CUDA only.",
         ),
     ] = False,
     warmup: WarmupOpt = "5",

@@ -101,9 +101,7 @@ def load(run: ModelRun, update: Any) -> tuple[Any, Any, Any]:
     overrides = models.parse_hf_overrides(list(run.hf_config))
     dev = devices.resolve_device(run.device)
     if run.threads is not None:
-        import torch
-
-        torch.set_num_threads(run.threads)  # before the roofline lookup: the CPU fit is per thread count
+        devices.set_threads(run.threads)  # before the roofline lookup: the CPU fit is per thread count
     torch_dtype = devices.parse_dtype(run.dtype, dev)
     update(0, 1, f"loading {run.model}")
     with model_profile.guard(f"building model {run.model}"):
@@ -180,10 +178,11 @@ def profile(
         raise InvalidInput("trace", str(trace), "is a folder; without --tp give a file name")
     with progress_bar("profile") as update:
         loaded, dev, torch_dtype = load(run, update)
-        fit, fit_source = model_profile.resolve_fit(dev, torch_dtype, roofline, progress=update)
+        resolved = model_profile.resolve_fit(dev, torch_dtype, roofline, progress=update)
         result = model_profile.profile_model(
             loaded, device=dev, dtype=torch_dtype, mode=mode, context=context, new_tokens=new_tokens,
-            warmup=warmup, reps=reps, fit=fit, fit_source=fit_source, trace_path=trace, progress=update,
+            warmup=warmup, reps=reps, fit=resolved.fit, fit_source=resolved.source,
+            fit_warnings=resolved.warnings, trace_path=trace, progress=update,
         )  # fmt: skip
     if trace is not None:
         typer.echo(f"wrote {trace}", err=True)

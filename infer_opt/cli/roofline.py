@@ -20,8 +20,10 @@ compute-, bandwidth- or launch-bound with its efficiency (predicted / measured).
 
 With no MEASUREMENTS file, the quick kernel suite runs on --device first. A file is a
 saved `infer-opt kernels` result (.json) or a CSV with columns name, flops, bytes, time_s
-(family optional). The fit is saved per device and dtype in the cache directory
-(~/.cache/infer-opt/roofline/, or $INFER_OPT_CACHE/roofline/) for `infer-opt profile`.
+(family optional). A fit that passes validation (finite parameters the data pin down,
+median error within 35%, the kernels that pin R, b and t0, no tick-quantized timings) is
+cached per device, dtype, threads, float32 matmul precision and timing in
+~/.cache/infer-opt/roofline/ (or $INFER_OPT_CACHE/roofline/) for `infer-opt profile`.
 
 Examples:
 
@@ -130,8 +132,13 @@ def _measure_now(
     )
     if not result.complete:
         raise Interrupted(f"interrupted after {len(result.rows)} kernel(s); nothing was fitted")
-    meta = {k: getattr(result, k) for k in ("device", "dtype", "device_name", "device_key")}
-    return kernel_points(result), meta, f"measured now ({suite} suite, {result.wall_s:.0f} s)"
+    from infer_opt.profilers.roofline_store import measurement_meta
+
+    return (
+        kernel_points(result),
+        measurement_meta(result),
+        f"measured now ({suite} suite, {result.wall_s:.0f} s)",
+    )
 
 
 def _families(text: str, points: list[model.KernelPoint]) -> tuple[str, ...] | None:
@@ -150,16 +157,24 @@ def _families(text: str, points: list[model.KernelPoint]) -> tuple[str, ...] | N
 
 def _save(fit: model.RooflineFit, save: Path | None, no_save: bool) -> None:
     from infer_opt.profilers import roofline_store
+    from infer_opt.reports.messages import text
 
     if save is not None:
-        typer.echo(f"saved fit to {roofline_store.save_fit(fit, None, None, path=save)}", err=True)
+        typer.echo(f"saved fit to {roofline_store.save_fit(fit, save)}", err=True)
     if no_save:
         return
-    if fit.device_key:
-        cached = roofline_store.save_fit(fit, None, None, path=roofline_store.key_path(fit.device_key))
-        typer.echo(f"saved fit to {cached}", err=True)
-    elif save is None:
-        typer.echo("not cached: the measurements do not name their device (use --save FILE)", err=True)
+    if not fit.device:
+        if save is None:
+            typer.echo("not cached: the measurements do not name their device (use --save FILE)", err=True)
+        return
+    stored = roofline_store.cache_fit(fit)
+    if stored.saved:
+        for notice in stored.notices:
+            typer.echo(f"warning: {text(notice)}", err=True)
+        typer.echo(f"saved fit to {stored.path}", err=True)
+    else:
+        why = "; ".join(text(n) for n in stored.notices)
+        typer.echo(f"not cached (profile would not use it): {why}", err=True)
 
 
 def register(app: typer.Typer) -> None:

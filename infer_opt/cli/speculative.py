@@ -462,15 +462,19 @@ def plans(
 
 METRICS_HELP = """Per-position acceptance from serving-engine counters, E[N], and (with costs) the
 implied speedup. vLLM exports these as spec_decode_num_drafts and
-spec_decode_num_accepted_tokens_per_pos.
+spec_decode_num_accepted_tokens_per_pos; --prometheus reads them from its /metrics text (summed
+over engines, one model_name; with --before, the interval between two snapshots).
 
-u_i = acc_i/drafts; α_i = acc_i/acc_{i-1} (acc_0 = drafts); E[N] = 1 + Σ u_i.
+u_i = acc_i/drafts; α_i = acc_i/acc_{i-1} (acc_0 = drafts); E[N] = 1 + Σ u_i;
+draft acceptance rate = accepted / draft tokens.
 
 Examples:
 
   infer-opt speculative from-metrics --drafts 1000 --accepted-per-position 820,610,400
 
   infer-opt speculative from-metrics --file metrics.json --target-cost 10 --draft-cost 1 --verify-cost 12
+
+  infer-opt speculative from-metrics --prometheus after.prom --before before.prom --model-name my-model
 """
 
 _METRIC_ALIASES = {
@@ -527,6 +531,60 @@ def read_metrics(path: Path) -> dict[str, Any]:
     return out
 
 
+PrometheusOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--prometheus",
+        click_type=InputFile(),
+        help="vLLM's /metrics text (Prometheus exposition): the spec_decode counters, summed over engines.",
+    ),
+]
+BeforeOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--before",
+        click_type=InputFile(),
+        help="An earlier /metrics snapshot: use the interval between the two (with --prometheus).",
+    ),
+]
+ModelNameOpt = Annotated[
+    str | None,
+    typer.Option("--model-name", help="The model_name label to read when the file has several models."),
+]
+
+
+def _counters(
+    drafts: int | None, accepted_per_position: Any, draft_tokens: int | None, file: Path | None
+) -> dict[str, Any]:
+    """The counters from --file or from the options."""
+    if file is not None:
+        if drafts is not None or accepted_per_position is not None or draft_tokens is not None:
+            raise InvalidInput("--file", str(file), "give the counters in --file or as options, not both")
+        return read_metrics(file)
+    if drafts is None or accepted_per_position is None:
+        raise InvalidInput(
+            "--drafts", "missing", "give --drafts and --accepted-per-position (or --file, or --prometheus)"
+        )
+    counters: dict[str, Any] = {"drafts": drafts, "accepted_per_position": list(accepted_per_position)}
+    if draft_tokens is not None:
+        counters["draft_tokens"] = draft_tokens
+    return counters
+
+
+def _prometheus_only(
+    prometheus: Path | None, before: Path | None, model_name: str | None, **others: Any
+) -> None:
+    """--before and --model-name need --prometheus, which replaces the other counter options."""
+    if prometheus is None:
+        for flag, value in (("--before", before), ("--model-name", model_name)):
+            if value is not None:
+                raise InvalidInput(flag, str(value), "applies to --prometheus files only")
+        return
+    for flag, value in others.items():
+        if value is not None:
+            raise InvalidInput(flag, str(value), "give the counters as --prometheus or as this, not both")
+
+
 @with_output()
 def from_metrics(
     drafts: Annotated[
@@ -552,22 +610,19 @@ def from_metrics(
             help="JSON with keys drafts, accepted_per_position[, draft_tokens].",
         ),
     ] = None,
+    prometheus: PrometheusOpt = None,
+    before: BeforeOpt = None,
+    model_name: ModelNameOpt = None,
     target_cost: TargetCostOpt = None,
     draft_cost: DraftCostOpt = None,
     verify_cost: VerifyCostOpt = None,
     verify_cost_model: VerifyModelOpt = None,
     overhead: OverheadOpt = 0.0,
 ) -> model.MetricsResult:
-    if file is not None:
-        if drafts is not None or accepted_per_position is not None or draft_tokens is not None:
-            raise InvalidInput("--file", str(file), "give the counters in --file or as options, not both")
-        counters = read_metrics(file)
-    else:
-        if drafts is None or accepted_per_position is None:
-            raise InvalidInput("--drafts", "missing", "give --drafts and --accepted-per-position (or --file)")
-        counters = {"drafts": drafts, "accepted_per_position": list(accepted_per_position)}
-        if draft_tokens is not None:
-            counters["draft_tokens"] = draft_tokens
+    others = {"--drafts": drafts, "--accepted-per-position": accepted_per_position}
+    _prometheus_only(
+        prometheus, before, model_name, **others, **{"--draft-tokens": draft_tokens, "--file": file}
+    )
     costs = None
     if target_cost is not None:
         costs = parse_costs(target_cost, draft_cost, verify_cost, verify_cost_model, overhead)
@@ -575,7 +630,13 @@ def from_metrics(
         raise InvalidInput(
             "--target-cost", "missing", "costs need c_t too (the cost of one plain target step)"
         )
-    return model.rates_from_counts(**counters, costs=costs)
+    if prometheus is not None:
+        from infer_opt.cost_models.prometheus_metrics import metrics_from_prometheus
+
+        return metrics_from_prometheus(prometheus, before=before, model_name=model_name, costs=costs)
+    return model.rates_from_counts(
+        **_counters(drafts, accepted_per_position, draft_tokens, file), costs=costs
+    )
 
 
 app.command("speedup", help=SPEEDUP_HELP)(speedup)

@@ -14,8 +14,8 @@ Families (sizes depend on the device kind and on the suite, ``quick`` or ``full`
 * ``softmax`` over rows (``F ≈ 5`` per element: max, subtract, exp, sum, divide;
   ``Q = 2N·s``) and ``layer_norm`` (``F ≈ 8`` per element; ``Q = 2N·s + 2h·s``).
 * ``attention`` — ``attention_explicit`` materialises ``softmax(QKᵀ/√d)V`` (the reference)
-  ``attention_blocked`` runs the online-softmax loop over key blocks of 128
-  (:func:`infer_opt.checks.blocked_attention.blocked_attention_torch`),
+  ``attention_blocked`` runs the online-softmax loop over key blocks of 128 with its matmuls
+  in the input dtype and its softmax statistics in float32 (:func:`blocked_attention_native`),
   and ``attention_sdpa`` calls ``scaled_dot_product_attention``. Both have
   ``F = 4·B·H·T²·d + 6·B·H·T²`` and the same minimum ``Q = 4·B·H·T·d·s`` (read Q, K, V,
   write O): the explicit path moves more bytes than Q, which is why it runs further from
@@ -59,8 +59,17 @@ import torch.nn.functional as F
 
 from infer_opt.cost_models.roofline import KernelPoint
 from infer_opt.errors import InvalidInput, UnsupportedOnDevice
+from infer_opt.notices import Notice
 from infer_opt.profilers import device as devices
-from infer_opt.profilers.timing import Measurement, measure
+from infer_opt.profilers.timing import (
+    MODE_CPU,
+    MODE_EVENTS,
+    MODE_GRAPH,
+    CaptureFailed,
+    Measurement,
+    measure,
+    timing_name,
+)
 from infer_opt.results import Result
 from infer_opt.stats import Summary
 
@@ -69,7 +78,7 @@ SUITES = ("quick", "full")
 TOLERANCE = {"float32": 1e-4, "bfloat16": 2e-2, "float16": 2e-2}
 #: torch.compile (first call included) gets this long before its case is skipped
 COMPILE_TIMEOUT_S = 120.0
-#: calls captured per CUDA graph so the graph's own launch is amortised
+#: calls captured per CUDA graph so the graph's own launch is amortised (one when flushing)
 GRAPH_CALLS_PER_SAMPLE = 10
 #: on the CPU, short calls are batched until one sample lasts about this long
 CPU_MIN_SAMPLE_S = 20e-6
@@ -411,13 +420,35 @@ BLOCKED_ATTENTION_BLOCK = 128
 
 
 def _blocked(x: dict[str, Any]) -> Callable[[], Any]:
-    from infer_opt.checks.blocked_attention import blocked_attention_torch
-
     q, k, v = x["q"], x["k"], x["v"]
-    # no mask, so no row is ever empty: empty_rows="zero" skips the empty-row check, a
-    # device->host read per call that would break CUDA graph capture (--cuda-graphs) and
-    # stall the launch queue in eager CUDA timing
-    return lambda: blocked_attention_torch(q, k, v, block_size=BLOCKED_ATTENTION_BLOCK, empty_rows="zero")
+    return lambda: blocked_attention_native(q, k, v, block_size=BLOCKED_ATTENTION_BLOCK)
+
+
+def blocked_attention_native(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, block_size: int
+) -> torch.Tensor:
+    """Unmasked online-softmax attention over key blocks, computed as FlashAttention does:
+    both matmuls (``Q·Kᵀ`` and ``P·V``) in the inputs' dtype — bfloat16 tensor-core work that
+    accumulates in float32 — and the running max, sum and output accumulator in float32.
+    This is the kernel the suite times for ``attention_blocked``, so its work and its bytes
+    (2 per bfloat16 element) are what the row says; the exactness reference,
+    :func:`infer_opt.checks.blocked_attention.blocked_attention_torch`, computes everything in
+    float32. No host read-back, so it can be captured in a CUDA graph."""
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    qs = q * scale
+    rows = q.shape[:-1]
+    m = torch.full(rows, float("-inf"), dtype=torch.float32, device=q.device)
+    ell = torch.zeros(rows, dtype=torch.float32, device=q.device)
+    acc = torch.zeros((*rows, v.shape[-1]), dtype=torch.float32, device=q.device)
+    for j0 in range(0, k.shape[-2], block_size):
+        s = (qs @ k[..., j0 : j0 + block_size, :].transpose(-1, -2)).float()
+        m_new = torch.maximum(m, s.amax(dim=-1))
+        alpha = torch.exp(m - m_new)
+        p = torch.exp(s - m_new[..., None])
+        ell = alpha * ell + p.sum(dim=-1)
+        acc = alpha[..., None] * acc + (p.to(v.dtype) @ v[..., j0 : j0 + block_size, :]).float()
+        m = m_new
+    return (acc / ell[..., None]).to(q.dtype)
 
 
 @register_family
@@ -513,7 +544,7 @@ class KernelRow:
     tolerance: float | None = None
     passed: bool | None = None
     skipped_reason: str | None = None
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[Notice, ...] = ()
     #: with --cuda-graphs: the same kernel timed eagerly (the gap is launch overhead)
     eager_time_s: float | None = None
 
@@ -536,9 +567,30 @@ class KernelSuiteResult(Result):
     settings: SuiteSettings
     rows: tuple[KernelRow, ...] = ()
     device_info: dict[str, Any] = field(default_factory=dict)
-    #: False when the run was interrupted: ``rows`` holds what finished
+    #: False when the run was interrupted or stopped: ``rows`` holds what finished
     complete: bool = True
     wall_s: float = 0.0
+    #: why the sweep stopped early (e.g. a failed CUDA graph capture left the device unusable)
+    warnings: tuple[Notice, ...] = ()
+
+    @property
+    def threads(self) -> int | None:
+        """CPU intra-op threads of the run (None on CUDA)."""
+        return None if self.device.startswith("cuda") else self.device_info.get("threads")
+
+    @property
+    def matmul_precision(self) -> str:
+        """What float32 matmuls computed in (``""`` for other dtypes or when not recorded)."""
+        return self.device_info.get("float32_matmul_precision", "") if self.dtype == "float32" else ""
+
+    @property
+    def timing(self) -> str:
+        """How the kernels were timed (:func:`~infer_opt.profilers.timing.timing_name`)."""
+        if not self.device.startswith("cuda"):
+            mode = MODE_CPU
+        else:
+            mode = MODE_GRAPH if self.settings.cuda_graphs else MODE_EVENTS
+        return timing_name(mode, self.settings.flush_cache)
 
 
 def kernel_points(result: KernelSuiteResult) -> list[KernelPoint]:
@@ -588,11 +640,13 @@ def _first_call(
     worker thread bounded by ``timeout_s``. Returns (fn, output, cold seconds)."""
 
     def work() -> tuple[Callable[[], Any], Any, float]:
-        devices.synchronize(dev)
-        start = time.perf_counter_ns()
-        fn = case.build(inputs)
-        out = fn()
-        devices.synchronize(dev)
+        # CUDA's current device is per thread: a compile thread starts on cuda:0
+        with devices.activate(dev):
+            devices.synchronize(dev)
+            start = time.perf_counter_ns()
+            fn = case.build(inputs)
+            out = fn()
+            devices.synchronize(dev)
         return fn, out, (time.perf_counter_ns() - start) * 1e-9
 
     if not case.compiles:
@@ -630,7 +684,8 @@ def _measure(fn: Callable[[], Any], dev: Any, settings: SuiteSettings, *, graph:
         target_rel_iqr=settings.target_rel_iqr,
         flush_cache=settings.flush_cache,
         cuda_graph=graph,
-        calls_per_sample=GRAPH_CALLS_PER_SAMPLE if graph else 1,
+        # a flush runs once per replay: a flushed graph holds one call, or nine in ten would be warm
+        calls_per_sample=GRAPH_CALLS_PER_SAMPLE if graph and not settings.flush_cache else 1,
         time_cold=False,
         min_sample_time_s=CPU_MIN_SAMPLE_S if cpu and not settings.flush_cache else None,
     )
@@ -681,6 +736,10 @@ def run_case(
         eager = _measure(fn, dev, settings, graph=False).summary.median_s if settings.cuda_graphs else None
     except _Skip as skip:
         return replace(row, skipped_reason=str(skip))
+    except CaptureFailed as exc:
+        if not exc.device_usable:
+            raise
+        return replace(row, skipped_reason=f"failed: {exc}")
     except KeyboardInterrupt:
         raise
     except Exception as exc:
@@ -712,9 +771,10 @@ def run_suite(
     progress: Progress | None = None,
     on_row: Callable[[KernelSuiteResult], None] | None = None,
 ) -> KernelSuiteResult:
-    """Time ``cases`` one after another. After each case ``on_row`` receives the result so
-    far (to save it); Ctrl-C stops the sweep and returns what finished with
-    ``complete=False``. ``all_known`` supplies references not in ``cases``."""
+    """Time ``cases`` one after another, with ``dev`` the current CUDA device. After each case
+    ``on_row`` receives the result so far (to save it); Ctrl-C, or a CUDA graph capture that
+    left the device unusable (a ``sweep_stopped`` warning), stops the sweep and returns what
+    finished with ``complete=False``. ``all_known`` supplies references not in ``cases``."""
     if settings.cuda_graphs and not devices.is_cuda(dev):
         raise UnsupportedOnDevice(
             f"--cuda-graphs: CUDA graphs need a CUDA device; this run is on {dev} (drop --cuda-graphs)"
@@ -734,20 +794,25 @@ def run_suite(
     rows: list[KernelRow] = []
     total = len(cases)
     try:
-        for i, case in enumerate(cases):
-            if progress is not None:
-                progress(i, total, case.key)
-            rows.append(run_case(case, dev, dtype, settings, lookup))
-            if devices.is_cuda(dev):
-                # the case's tensors are gone with its frame: hand the memory back so the
-                # next case (and an OOM's aftermath) starts from a clean pool
-                gc.collect()
-                torch.cuda.empty_cache()
-            result = replace(result, rows=tuple(rows), wall_s=time.perf_counter() - start)
-            if on_row is not None:
-                on_row(result)
+        with devices.activate(dev):
+            for i, case in enumerate(cases):
+                if progress is not None:
+                    progress(i, total, case.key)
+                rows.append(run_case(case, dev, dtype, settings, lookup))
+                if devices.is_cuda(dev):
+                    # the case's tensors are gone with its frame: hand the memory back so the
+                    # next case (and an OOM's aftermath) starts from a clean pool
+                    gc.collect()
+                    torch.cuda.empty_cache()
+                if on_row is not None:
+                    on_row(replace(result, rows=tuple(rows), wall_s=time.perf_counter() - start))
         if progress is not None:
             progress(total, total, "done")
     except KeyboardInterrupt:
         return replace(result, rows=tuple(rows), wall_s=time.perf_counter() - start, complete=False)
+    except CaptureFailed as exc:
+        stopped = Notice("sweep_stopped", {"case": cases[len(rows)].key, "reason": str(exc)})
+        return replace(
+            result, rows=tuple(rows), wall_s=time.perf_counter() - start, complete=False, warnings=(stopped,)
+        )
     return replace(result, rows=tuple(rows), wall_s=time.perf_counter() - start, complete=True)

@@ -38,8 +38,10 @@ import torch
 from infer_opt.cost_models import profile_amdahl as pa
 from infer_opt.cost_models.roofline import RooflineFit, classify
 from infer_opt.errors import InferOptError, InvalidInput, RunFailure
+from infer_opt.notices import Notice
 from infer_opt.profilers import op_recorder as rec
 from infer_opt.profilers.models import DecoderLM, LoadedModel, random_tokens
+from infer_opt.profilers.roofline_store import ResolvedFit
 from infer_opt.results import Result
 from infer_opt.stats import Summary, variance_warning
 
@@ -85,11 +87,12 @@ class OpStat:
     intensity: float | None
     achieved_flops_per_s: float
     achieved_bytes_per_s: float
-    #: roofline prediction t0 + max(F/R, Q/b) per call × calls (a model prediction)
-    predicted_s: float
-    bound: str
+    #: roofline prediction t0 + max(F/R, Q/b) per call × calls (a model prediction; None
+    #: when the profile has no roofline fit, as are bound and efficiency)
+    predicted_s: float | None
+    bound: str | None
     #: predicted / measured
-    efficiency: float
+    efficiency: float | None
 
 
 @dataclass(frozen=True)
@@ -101,14 +104,15 @@ class CategoryStat:
     calls: int
     flops: float
     bytes: float
-    #: Σ min(measured, roofline prediction) over the category's ops (a model prediction)
-    bound_time_s: float
+    #: Σ min(measured, roofline prediction) over the category's ops (a model prediction;
+    #: None without a roofline fit, as are part_speedup and roofline_speedup)
+    bound_time_s: float | None
     #: the category's own speedup at its roofline bound, s = time / bound time
-    part_speedup: float
+    part_speedup: float | None
     #: 1 / (1 - f): end to end if the category were free
     ceiling_speedup: float
     #: 1 / ((1 - f) + f/s): end to end if every op in it ran at its roofline bound (predicted)
-    roofline_speedup: float
+    roofline_speedup: float | None
     achieved_flops_per_s: float = 0.0
     achieved_bytes_per_s: float = 0.0
     time_samples_s: tuple[float, ...] = ()
@@ -216,9 +220,11 @@ class ProfileResult(Result):
     ops: tuple[OpStat, ...]
     categories: tuple[CategoryStat, ...]
     modules: tuple[ModuleStat, ...]
-    roofline: RooflineRef
+    #: None: no usable fit (the warnings say why); bounds, efficiencies and at-bound speedups
+    #: are then absent
+    roofline: RooflineRef | None
     #: every category at its roofline bound together / every op free (predictions)
-    all_at_bound_speedup: float
+    all_at_bound_speedup: float | None
     all_free_ceiling: float
     #: Σ per-op time / max(step, Σ per-op time): the Amdahl fraction of all operators together
     attributed_fraction: float
@@ -390,7 +396,7 @@ def build_step(
             if on_cuda:
                 # events record on the current stream of the current device: make it this one
                 with torch.cuda.device(device):
-                    events = generate_marks(_cuda_mark)
+                    events = generate_marks(_cuda_marks(new_tokens + 1))
                 torch.cuda.synchronize(device)
                 return [0.0] + [events[0].elapsed_time(e) * 1e-3 for e in events[1:]]
             marks = generate_marks(time.perf_counter_ns)
@@ -410,10 +416,17 @@ def build_step(
     )
 
 
-def _cuda_mark() -> Any:
-    event = torch.cuda.Event(enable_timing=True)
-    event.record()
-    return event
+def _cuda_marks(count: int) -> Callable[[], Any]:
+    """A mark function recording the next of ``count`` timing events, all created up front
+    (creating an event is a host call that must not land between two marks)."""
+    events = iter([torch.cuda.Event(enable_timing=True) for _ in range(count)])
+
+    def mark() -> Any:
+        event = next(events)
+        event.record()
+        return event
+
+    return mark
 
 
 def _no_grad(fn: Callable[[], object]) -> Callable[[], object]:
@@ -451,10 +464,12 @@ def _group_samples(indices: Sequence[int], reps: list[list[float]]) -> tuple[flo
 def aggregate(
     calls: Sequence[rec.OpCall],
     timings: rec.OpTimings,
-    fit: RooflineFit,
+    fit: RooflineFit | None,
     step_time_s: float,
 ) -> tuple[list[OpStat], list[CategoryStat], list[ModuleStat], pa.ProfileAmdahl]:
-    """Group per-call times into ops, categories and modules, and rank the categories."""
+    """Group per-call times into ops, categories and modules, and rank the categories.
+    Without a ``fit`` the roofline fields are None and each category's bound is its own time
+    (the ranking is then by the if-free ceiling)."""
     medians, reps = _per_call_samples(timings, len(calls))
     step = max(step_time_s, math.fsum(medians))
     groups: dict[tuple[str, tuple[tuple[int, ...], ...]], list[int]] = defaultdict(list)
@@ -471,10 +486,10 @@ def aggregate(
         per_call_t = t / n
         if first.category == "communication":
             # no roofline bound applies to a collective: it stays at its measured time
-            bound, efficiency, predicted = "communication", 1.0, per_call_t
+            bound, efficiency, predicted = "communication", None, None
         else:
-            bound, efficiency, predicted = classify(fit, flops / n, nbytes / n, per_call_t)
-        bound_by_category[first.category] += pa.capped_bound(t, predicted * n)
+            bound, efficiency, predicted = _classify(fit, flops / n, nbytes / n, per_call_t)
+        bound_by_category[first.category] += t if predicted is None else pa.capped_bound(t, predicted * n)
         sources = Counter(calls[i].flops_source for i in idx)
         modules = Counter(module_key(calls[i].module) for i in idx)
         ops.append(
@@ -494,7 +509,7 @@ def aggregate(
                 intensity=flops / nbytes if nbytes > 0 else None,
                 achieved_flops_per_s=flops / t if t > 0 else 0.0,
                 achieved_bytes_per_s=nbytes / t if t > 0 else 0.0,
-                predicted_s=predicted * n,
+                predicted_s=None if predicted is None else predicted * n,
                 bound=bound,
                 efficiency=efficiency,
             )
@@ -525,10 +540,10 @@ def aggregate(
                 bytes=nbytes,
                 achieved_flops_per_s=flops / opp.time_s if opp.time_s > 0 else 0.0,
                 achieved_bytes_per_s=nbytes / opp.time_s if opp.time_s > 0 else 0.0,
-                bound_time_s=opp.bound_time_s,
-                part_speedup=opp.part_speedup,
+                bound_time_s=opp.bound_time_s if fit is not None else None,
+                part_speedup=opp.part_speedup if fit is not None else None,
                 ceiling_speedup=opp.ceiling_speedup,
-                roofline_speedup=opp.roofline_speedup,
+                roofline_speedup=opp.roofline_speedup if fit is not None else None,
                 time_samples_s=_group_samples(idx, reps),
             )
         )
@@ -552,6 +567,13 @@ def aggregate(
 # ---------------------------------------------------------------------------- roofline
 
 
+def _classify(
+    fit: RooflineFit | None, flops: float, nbytes: float, time_s: float
+) -> tuple[str | None, float | None, float | None]:
+    """:func:`classify` against ``fit``; all None without one."""
+    return (None, None, None) if fit is None else classify(fit, flops, nbytes, time_s)
+
+
 def roofline_ref(fit: RooflineFit, source: str) -> RooflineRef:
     return RooflineRef(
         compute_rate_flops=fit.compute_rate_flops,
@@ -566,29 +588,19 @@ def roofline_ref(fit: RooflineFit, source: str) -> RooflineRef:
 
 def resolve_fit(
     device: Any, dtype: Any, path: str | Path | None = None, progress: Progress | None = None
-) -> tuple[RooflineFit, str]:
-    """The roofline fit to use: the file given (``--roofline``), else the one saved for this
-    device and dtype, else a quick calibration sweep now, saved for next time. Returns
-    ``(fit, source)``."""
+) -> ResolvedFit:
+    """The roofline fit to use: the file given (``roofline``, refused unless it is valid and
+    made for this device, dtype, threads, matmul precision and operator timing), else the one
+    cached for this run's key, else a quick calibration now, cached if it passes validation
+    (:func:`infer_opt.profilers.roofline_store.fit_for_run`: one retry, then no fit and a
+    warning saying why). ``ResolvedFit.fit`` is None when no usable fit could be had: the
+    profile then goes on without roofline columns."""
     from infer_opt.profilers import roofline_store
 
     rec.quiet_kineto()
     if path is not None:
-        try:
-            fit = roofline_store.load_fit(device, dtype, Path(path))
-        except InvalidInput as exc:
-            raise InvalidInput("--roofline", str(path), exc.expected) from None
-        assert fit is not None
-        return fit, str(path)
-    fit = roofline_store.load_fit(device, dtype)
-    if fit is not None:
-        return fit, f"saved fit ({roofline_store.fit_path(device, dtype)})"
-    fit = roofline_store.calibrate(device, dtype, progress=progress)
-    try:
-        saved = roofline_store.save_fit(fit, device, dtype)
-    except OSError:
-        return fit, "calibrated now (not saved: cache directory not writable)"
-    return fit, f"calibrated now, saved to {saved}"
+        return ResolvedFit(roofline_store.read_fit_for_run(path, device, dtype), str(path))
+    return roofline_store.fit_for_run(device, dtype, progress=progress)
 
 
 # ---------------------------------------------------------------------------- the profile
@@ -701,12 +713,14 @@ def profile_model(
     new_tokens: int = 32,
     warmup: int = 3,
     reps: int = 20,
-    fit: RooflineFit,
+    fit: RooflineFit | None,
     fit_source: str = "",
+    fit_warnings: Sequence[Notice] = (),
     trace_path: str | Path | None = None,
     progress: Progress | None = None,
 ) -> ProfileResult:
-    """Profile one step of ``loaded`` (module docstring)."""
+    """Profile one step of ``loaded`` (module docstring). ``fit`` None: no roofline columns
+    (``fit_warnings``, e.g. :attr:`ResolvedFit.warnings`, say why)."""
     from infer_opt.profilers import timing
     from infer_opt.profilers.device import device_key, device_name, dtype_name, is_cuda
 
@@ -799,10 +813,17 @@ def profile_model(
         on_cuda,
         load_at_start,
     )
+    # the fit's own story first (until this result's warnings are Notices, in words)
+    from infer_opt.reports.messages import text
+
+    warnings[:0] = [text(n) for n in fit_warnings]
     beyond = [
         o
         for o in ops
-        if o.bound != "launch" and o.share >= FAST_OP_SHARE and o.efficiency > FAST_OP_EFFICIENCY
+        if o.efficiency is not None
+        and o.bound != "launch"
+        and o.share >= FAST_OP_SHARE
+        and o.efficiency > FAST_OP_EFFICIENCY
     ]
     if beyond:
         worst = max(beyond, key=lambda o: o.efficiency)
@@ -811,7 +832,7 @@ def profile_model(
             f"{worst.efficiency:.2g}× its bound, {worst.name}): the fit looks stale or was measured "
             "under load; refit with infer-opt roofline"
         )
-    fit_key, run_key = fit.device_key, device_key(device, dtype)
+    fit_key, run_key = (fit.device_key if fit is not None else ""), device_key(device, dtype)
     if fit_key and fit_key != run_key:
         warnings.append(
             f"the roofline fit is for {fit_key} but this run is {run_key}: bounds and efficiencies may not "
@@ -857,8 +878,8 @@ def profile_model(
         ops=tuple(ops),
         categories=tuple(categories),
         modules=tuple(modules),
-        roofline=roofline_ref(fit, fit_source),
-        all_at_bound_speedup=amdahl.all_at_bound_speedup,
+        roofline=roofline_ref(fit, fit_source) if fit is not None else None,
+        all_at_bound_speedup=amdahl.all_at_bound_speedup if fit is not None else None,
         all_free_ceiling=amdahl.all_free_ceiling,
         attributed_fraction=1.0 - amdahl.unattributed_fraction,
         flops_counted=flops_counted,

@@ -434,7 +434,10 @@ _NEEDS_CACHE = (
 )
 
 
-def _load_decoder(spec: str, option: str, device: Any, dtype: Any, vocab_size: int | None) -> tuple[Any, str]:
+def load_decoder(spec: str, option: str, device: Any, dtype: Any, vocab_size: int | None) -> tuple[Any, str]:
+    """A model with the built-in KV cache and its name: a built-in (with ``vocab_size`` when
+    given) or a factory returning :class:`~infer_opt.profilers.models.DecoderLM`; errors name
+    ``option``."""
     from infer_opt.profilers import models
 
     if spec.startswith("hf:"):
@@ -465,11 +468,11 @@ def load_pair(target: str, draft: str, *, device: Any, dtype: Any) -> ModelPair:
     from infer_opt.profilers.model_profile import guard
 
     with guard(f"building the target {target}"):
-        target_model, target_name = _load_decoder(target, "--target", device, dtype, None)
+        target_model, target_name = load_decoder(target, "--target", device, dtype, None)
     vocab = target_model.config.vocab_size
     builtin_draft = ":" not in draft
     with guard(f"building the draft {draft}"):
-        draft_model, draft_name = _load_decoder(
+        draft_model, draft_name = load_decoder(
             draft, "--draft", device, dtype, vocab if builtin_draft else None
         )
     note = None
@@ -513,29 +516,19 @@ def _forward_from(model: Any, cache: Any, start: int, tokens: Any) -> Callable[[
     return run
 
 
-def measure_costs(
-    pair: ModelPair,
-    *,
-    context: int,
-    k_max: int,
-    device: Any,
-    warmup: int = 3,
-    reps: int = 20,
-    progress: Progress | None = None,
-    seed: int = 0,
-    rounds: int = 5,
-    measure_fn: Callable[..., Any] | None = None,
-) -> list[MeasuredCost]:
-    """c_t, c_d, c_v(1..k_max) and c_m (module docstring) through ``timing.measure``: the
-    model steps in ``rounds`` interleaved rounds of about ``reps/rounds`` repetitions each
-    (``warmup`` calls before a step's first round, one before later rounds), c_m on its own."""
+#: (name, what was timed, the call, extra options for ``timing.measure``)
+CostJob = tuple[str, str, Callable[[], object], dict[str, Any]]
+
+
+def cost_jobs(pair: ModelPair, *, context: int, k_max: int, device: Any, seed: int = 0) -> list[CostJob]:
+    """The calls behind c_t, c_d, c_v(1..k_max) and c_m (module docstring), in that order, over
+    caches of their own filled with ``context`` seeded random tokens; c_m's options make
+    :func:`timing.measure` batch its sub-microsecond calls."""
     import torch
 
     from infer_opt.profilers import models
     from infer_opt.profilers.model_profile import guard
-    from infer_opt.profilers.timing import measure
 
-    timer = measure_fn or measure
     if k_max < 1:
         raise InvalidInput("--k-max", k_max, "must be an integer >= 1")
     _check_positions(pair, context, k_max)
@@ -550,7 +543,7 @@ def measure_costs(
             pair.draft(prompt, d_cache)
 
     one = new[:, :1]
-    jobs: list[tuple[str, str, Callable[[], object], dict[str, Any]]] = [
+    jobs: list[CostJob] = [
         (
             "c_t",
             f"target decode step (1 token over {context} cached)",
@@ -588,6 +581,30 @@ def measure_costs(
             {"device": "cpu", "min_sample_time_s": BOOKKEEPING_SAMPLE_S},
         )
     )
+    return jobs
+
+
+def measure_costs(
+    pair: ModelPair,
+    *,
+    context: int,
+    k_max: int,
+    device: Any,
+    warmup: int = 3,
+    reps: int = 20,
+    progress: Progress | None = None,
+    seed: int = 0,
+    rounds: int = 5,
+    measure_fn: Callable[..., Any] | None = None,
+) -> list[MeasuredCost]:
+    """c_t, c_d, c_v(1..k_max) and c_m (module docstring) through ``timing.measure``: the
+    model steps in ``rounds`` interleaved rounds of about ``reps/rounds`` repetitions each
+    (``warmup`` calls before a step's first round, one before later rounds), c_m on its own."""
+    from infer_opt.profilers.model_profile import guard
+    from infer_opt.profilers.timing import measure
+
+    timer = measure_fn or measure
+    jobs = cost_jobs(pair, context=context, k_max=k_max, device=device, seed=seed)
     # c_t, c_d and c_v(k) are compared with each other: measure them in interleaved rounds so
     # a change in machine load during the run widens their spread instead of biasing one of them
     steps = jobs[:-1]
@@ -621,7 +638,10 @@ def measure_costs(
     if progress:
         progress(done, total, f"measuring {name}")
     m = timer(fn, warmup=warmup, reps=reps, **extra)
-    out.append(MeasuredCost(name, what, m.summary, m.cold_s, tuple(m.warnings)))
+    # the timer's warnings are Notices; this result still holds words (until it carries Notices too)
+    from infer_opt.reports.messages import text
+
+    out.append(MeasuredCost(name, what, m.summary, m.cold_s, tuple(text(n) for n in m.warnings)))
     if progress:
         progress(total, total, "measured")
     return out

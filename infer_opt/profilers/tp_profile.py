@@ -159,17 +159,17 @@ def merge(
     )
 
 
-def _fit_in_turn(
-    ctx: RankContext, dtype: Any, roofline: Path | None, progress: Progress | None
-) -> tuple[Any, str]:
-    """The roofline fit on every rank: each node's first rank resolves it first (it may
-    calibrate and save it), the others then load the saved fit instead of calibrating at once."""
+def _fit_in_turn(ctx: RankContext, dtype: Any, roofline: Path | None, progress: Progress | None) -> Any:
+    """The roofline fit on every rank (a ``ResolvedFit``): each node's first rank resolves it
+    first (it may calibrate and cache it), the others then load the cached fit instead of
+    calibrating at the same time."""
+    resolved = None
     if ctx.local_rank == 0:
-        fit = mp.resolve_fit(ctx.device, dtype, roofline, progress=progress)
+        resolved = mp.resolve_fit(ctx.device, dtype, roofline, progress=progress)
     barrier(ctx)
-    if ctx.local_rank != 0:
-        fit = mp.resolve_fit(ctx.device, dtype, roofline)
-    return fit
+    if resolved is None:
+        resolved = mp.resolve_fit(ctx.device, dtype, roofline)
+    return resolved
 
 
 def load_shard(ctx: RankContext, spec: str, *, batch: int, seq_len: int, dtype: Any) -> LoadedModel:
@@ -202,14 +202,15 @@ def profile_tp(
     shown = progress if ctx.reporter else None
     with mp.guard(f"building the shard of {spec} on rank {ctx.rank}"):
         loaded = load_shard(ctx, spec, batch=batch, seq_len=seq_len, dtype=dtype)
-    fit, fit_source = _fit_in_turn(ctx, dtype, roofline, shown)
+    resolved = _fit_in_turn(ctx, dtype, roofline, shown)
     trace = trace_dir / f"rank{ctx.rank}.json" if trace_dir is not None else None
     result = mp.profile_model(
         loaded,
         device=ctx.device,
         dtype=dtype,
-        fit=fit,
-        fit_source=fit_source,
+        fit=resolved.fit,
+        fit_source=resolved.source,
+        fit_warnings=resolved.warnings,
         trace_path=trace,
         progress=shown,
         **profile_options,

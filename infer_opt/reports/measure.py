@@ -391,7 +391,7 @@ def build_amortize_view(result: AmortizeMeasureResult) -> View:
         summary.append(("Net gain, chosen set", _signed(result.total_net_gain_s)))
         summary.append(("Net gain, compile every bucket", _signed(result.compile_all_net_gain_s)))
     warnings = [f"bucket {b.bucket} not compiled: {b.error}" for b in result.buckets if b.error]
-    warnings += [f"bucket {b.bucket}: {w}" for b in result.buckets for w in b.warnings]
+    warnings += [w.about(f"bucket {b.bucket}") for b in result.buckets for w in b.warnings]
     notes = [AMORTIZE_NOTE]
     if result.total_net_gain_s is None:
         verdict = (

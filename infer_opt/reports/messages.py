@@ -51,6 +51,105 @@ MESSAGES: dict[str, Words] = {
         if v["target_holds"]
         else "the part takes none of the time, and the target is above what the rest allows"
     ),
+    # ---- speculative run (profilers/spec_run.py) and vLLM's metrics (cost_models/prometheus_metrics.py)
+    "spec_run_tokens_differ": lambda v: (
+        f"greedy speculative decoding with k = {v['k']} differs from plain greedy decoding from token "
+        f"{v['index']} on: the verification pass and the decode step disagree on an argmax (rounding of "
+        "near-tied logits, e.g. in bfloat16); try --dtype float32"
+    ),
+    "spec_run_nondeterministic": lambda v: (
+        f"{v['what']}: the repetitions did not all decode the same tokens (non-deterministic kernels); "
+        "the reported tokens and α are the last repetition's"
+    ),
+    "prometheus_accepted_mismatch": lambda v: (
+        f"vllm:spec_decode_num_accepted_tokens_total is {v['accepted']} but the per-position counters sum "
+        f"to {v['per_position']} (a scrape taken between two updates?); the rates use the per-position counts"
+    ),
+    # ---- GPU paths and calibrations (profilers/timing.py, kernels.py, compile_measure.py,
+    #      roofline_store.py; cost_models/roofline.py's fit checks)
+    "graph_capture_failed": lambda v: f"{v['reason']}; t_c is without a graph",
+    "high_variance_cases": lambda v: (
+        f"high variance (IQR/median > 10%) in {len(v['cases'])} case(s): "
+        + ", ".join(v["cases"][:4])
+        + (f" and {len(v['cases']) - 4} more" if len(v["cases"]) > 4 else "")
+        + "; raise --reps or --warmup, close other programs"
+    ),
+    "sweep_interrupted": lambda v: f"interrupted: {v['cases']} case(s) finished and are shown/saved",
+    "sweep_stopped": lambda v: (
+        f"stopped at {v['case']}: {v['reason']}; the device no longer works in this process, so the rows "
+        "before it are kept and the rest were not run (start a new process to measure them)"
+    ),
+    "fit_not_finite": lambda v: (
+        f"{_parameter(v['parameter'])} is {_num(v['value'])}, not a finite number > 0: no kernel pins it"
+    ),
+    "fit_at_search_edge": lambda v: (
+        f"{_parameter(v['parameter'])} ended at the edge of its search range: the measurements do not pin "
+        "it down"
+        + (
+            " (no launch-bound kernel, e.g. an interrupted sweep)"
+            if v["parameter"] == "t0"
+            else " (100× from the best achieved rate) — check them for stalls or mixed regimes"
+        )
+    ),
+    "fit_error_high": lambda v: (
+        f"the model misses the median kernel by {_pct(v['median_abs_rel_error'])} (more than "
+        f"{_pct(v['threshold'])}): the measurements are noisy or mix regimes; measure on a quiet machine"
+    ),
+    "fit_too_few_kernels": lambda v: (
+        f"only {v['n_fitted']} kernels were fitted (at least {v['minimum']} needed): an interrupted or "
+        "partial sweep"
+    ),
+    "fit_tick_quantized": lambda v: (
+        f"{v['kernels']} kernels of very different work all took whole multiples of "
+        f"{format_duration(float(v['tick_s']))}: the scheduler's time slice, not the device (a loaded "
+        "machine stalls multi-threaded kernels); quiet the machine or use --threads 1"
+    ),
+    "fit_missing_families": lambda v: (
+        "the fit lacks the kernels that pin "
+        + ", ".join(_FAMILY_PINS.get(f, f) for f in v["families"])
+        + ": measure the matmul, elementwise and launch families (an interrupted or partial sweep?)"
+    ),
+    "fit_mismatch": lambda v: (
+        f"the fit's {_FIT_FIELDS.get(v['field'], v['field'])} is {_recorded(v['fit'])}, "
+        f"this run's is {_recorded(v['run'])}"
+    ),
+    "fit_not_keyed": lambda v: (
+        "the fit does not record the device, threads and timing it was measured with (an older "
+        "infer-opt made it): refit with `infer-opt roofline`"
+    ),
+    "fit_above_datasheet": lambda v: (
+        f"fitted {_parameter(v['parameter'])} is above the datasheet figure given "
+        f"({_num(v['fitted'])} > {_num(v['datasheet'])}): give the {v['precision']} figure"
+        + (" (TF32 matmuls: the TF32 peak, not plain fp32)" if v["precision"] == "tf32" else "")
+    ),
+    "calibration_cache_corrupt": lambda v: (
+        f"the cached {v['kind']} file {v['path']} is corrupt ({v['reason']})"
+        + (f"; moved to {v['moved_to']} and replaced" if v.get("moved_to") else "; it will be replaced")
+    ),
+    "calibration_cache_rejected": lambda v: (
+        f"the cached {v['kind']} at {v['path']} is not usable for this run (reasons below); it is "
+        "replaced when a good calibration is saved"
+    ),
+    "roofline_calibration_rejected": lambda v: (
+        f"roofline calibration {v['attempt']}"
+        + (f" ({v['threads']} threads)" if v.get("threads") else "")
+        + " is unusable (reasons below)"
+        + ("; measuring once more" if v["attempt"] == 1 else "; not cached")
+    ),
+    "roofline_saved_for_other_threads": lambda v: (
+        f"a good {v['threads']}-thread fit was measured and cached at {v['path']}; it serves runs with "
+        f"--threads {v['threads']}"
+    ),
+    "roofline_unavailable": lambda v: (
+        "no usable roofline fit for this run: operators are shown without bound, efficiency and "
+        "at-bound speedups. "
+        + (
+            "The machine is loaded: rerun with --threads 1, or quiet it and run `infer-opt roofline`"
+            if v.get("loaded")
+            else "Run `infer-opt roofline` on a quiet machine (or give one with --roofline)"
+        )
+    ),
+    "roofline_not_saved": lambda v: f"the roofline fit was not cached ({v['reason']})",
     # ---- communication and tensor parallelism (profilers/comm.py, profilers/tp_profile.py)
     "comm_single_rank": lambda v: (
         f"a collective needs at least two ranks (devices): this run has one ({v['device']}), so only "
@@ -69,6 +168,34 @@ MESSAGES: dict[str, Words] = {
         "its range): widen --min-size/--max-size around the crossover"
     ),
 }
+
+_FAMILY_PINS = {"matmul": "R (matmul)", "elementwise": "b (elementwise)", "launch": "t0 (launch)"}
+
+_FIT_FIELDS = {
+    "device_kind": "device kind",
+    "device_name": "device",
+    "dtype": "dtype",
+    "threads": "CPU thread count",
+    "matmul_precision": "float32 matmul precision",
+    "timing": "timing",
+}
+
+
+def _parameter(name: str) -> str:
+    return {"R": "R (compute rate)", "b": "b (bandwidth)", "t0": "t0 (launch floor)"}.get(name, name)
+
+
+def _recorded(value: Any) -> str:
+    return "not recorded" if value in ("", None) else str(value)
+
+
+def _num(value: Any) -> str:
+    """A number with 3 significant figures; non-finite values (stored as strings in JSON)
+    as themselves."""
+    try:
+        return f"{float(value):.3g}"
+    except (TypeError, ValueError):
+        return str(value)
 
 
 def text(notice: Notice | str) -> str:

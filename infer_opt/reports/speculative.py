@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from infer_opt.cost_models.speculative import (
     AcceptanceResult,
     Costs,
@@ -309,6 +311,22 @@ def build_plans_view(result: PlansResult) -> View:
     )
 
 
+def _metrics_source(result: MetricsResult) -> list[tuple[str, str]]:
+    """Where Prometheus counters came from: the file(s), the model and the engines summed."""
+    src = result.source
+    if src is None:
+        return []
+    where = src.file if src.before is None else f"{src.file} minus {src.before} (the interval between them)"
+    out = [("Counters", f"vLLM Prometheus metrics: {where}")]
+    if src.model_name:
+        out.append(("Model", src.model_name))
+    if src.engines:
+        out.append(("Engines summed", ", ".join(src.engines)))
+    if result.accepted_total is not None:
+        out.append(("Accepted draft tokens", format_number(result.accepted_total)))
+    return out
+
+
 def build_metrics_view(result: MetricsResult) -> View:
     rows = [
         {
@@ -337,7 +355,8 @@ def build_metrics_view(result: MetricsResult) -> View:
         ("Draft acceptance rate", format_percent(result.draft_acceptance_rate)),
     ]
     notes = ["Rates are computed from the counters given (measured)."]
-    warnings = []
+    summary[:0] = _metrics_source(result)
+    warnings: list[Any] = list(result.warnings)
     if result.short_drafts:
         warnings.append(
             f"draft tokens ({result.draft_tokens}) < drafts × k ({result.drafts * k}): some rounds "

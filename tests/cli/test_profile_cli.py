@@ -10,7 +10,7 @@ import torch
 
 from infer_opt.cost_models.roofline import RooflineFit
 from infer_opt.results import load_result, save_result
-from tests.helpers import Run, assert_one_line_error, invoke
+from tests.helpers import Run, assert_one_line_error, invoke, usable_fit
 
 FIT = RooflineFit(
     compute_rate_flops=100e9, bandwidth_bytes_per_s=10e9, launch_overhead_s=1e-6, median_abs_rel_error=0.05
@@ -28,7 +28,7 @@ def _one_thread_and_private_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("INFER_OPT_CACHE", str(tmp_path / "cache"))
     from infer_opt.profilers import roofline_store
 
-    roofline_store.save_fit(FIT, "cpu", torch.float32)
+    assert roofline_store.cache_fit(usable_fit()).saved
     yield
     torch.set_num_threads(before)
 
@@ -114,10 +114,47 @@ def test_writes_plots_trace_markdown_and_a_loadable_result(tmp_path):
 
 
 def test_explicit_roofline_file(tmp_path):
-    path = save_result(tmp_path / "fit.json", FIT)
+    path = save_result(tmp_path / "fit.json", usable_fit())
     data = _profile("--roofline", str(path), "--json").json()["result"]
     assert data["roofline"]["source"] == str(path)
     assert data["roofline"]["compute_rate_flops"] == 100e9
+
+
+def test_a_roofline_file_for_another_dtype_or_timing_is_refused(tmp_path):
+    """A float16 fit was once used for a float32 profile without a word."""
+    path = save_result(tmp_path / "fit.json", usable_fit(dtype="float16", matmul_precision=""))
+    assert_one_line_error(_profile("--roofline", str(path)), "roofline", "dtype is float16", "float32")
+    old = save_result(tmp_path / "old.json", FIT)  # a fit that records none of its run key
+    assert_one_line_error(_profile("--roofline", str(old)), "roofline", "not usable for this run")
+
+
+def test_no_usable_fit_profiles_without_roofline_columns(tmp_path, monkeypatch):
+    """The cached fit is bad and both calibrations come out tick-quantized: the profile still
+    runs, without bound/efficiency, and says why and what to do."""
+    from dataclasses import replace
+
+    from infer_opt.notices import Notice
+    from infer_opt.profilers import roofline_store
+
+    cached = roofline_store.fit_path("cpu", "float32")
+    cached.write_text(
+        cached.read_text().replace('"compute_rate_flops": 100000000000.0', '"compute_rate_flops": -1.0')
+    )
+    bad = usable_fit(warnings=(Notice("fit_tick_quantized", {"times_s": [8e-3], "kernels": 6}),))
+    monkeypatch.setattr(roofline_store, "calibrate", lambda *a, **k: replace(bad, median_abs_rel_error=0.9))
+    png = tmp_path / "p.png"
+    run = _profile("--json", "--plot", str(png))
+    assert run.exit_code == 0, run.stderr
+    result = run.json()["result"]
+    assert result["roofline"] is None and result["all_at_bound_speedup"] is None
+    assert all(op["bound"] is None and op["efficiency"] is None for op in result["ops"])
+    assert all(c["roofline_speedup"] is None and c["ceiling_speedup"] > 1 for c in result["categories"])
+    joined = " ".join(result["warnings"])
+    assert "not usable for this run" in joined and "R (compute rate) is -1" in joined
+    assert "misses the median kernel by 90%" in joined and "no usable roofline fit" in joined
+    assert png.exists() and not (tmp_path / "p-roofline.png").exists()
+    table = _profile()
+    assert table.exit_code == 0 and "Eff." not in table.stdout and "Roofline" in table.stdout
 
 
 def test_user_factory_from_a_file():

@@ -296,3 +296,130 @@ def test_timed_callables_never_read_device_values_on_the_host():
         if mode.reads:
             offenders.append(case.key)
     assert offenders == []
+
+
+# ---------------------------------------------------------------------------- GPU paths, checked on the CPU
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_blocked_attention_runs_its_matmuls_in_the_input_dtype(dtype):
+    """The bf16 suite counts 2-byte elements and bf16 tensor-core work for attention_blocked:
+    its two matmuls must run in bfloat16 (accumulating in float32 inside), not in float32."""
+    from infer_opt.profilers.op_recorder import record_ops
+
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 300, 16, generator=g).to(dtype) for _ in range(3))
+    calls = record_ops(lambda: K.blocked_attention_native(q, k, v, block_size=128))
+    matmuls = [c for c in calls if c.name in ("aten::bmm", "aten::mm", "aten::matmul")]
+    assert len(matmuls) == 2 * 3  # Q·Kᵀ and P·V per key block (300 keys: 3 blocks)
+    assert {c.dtype for c in matmuls} == {str(dtype).removeprefix("torch.")}
+    explicit = K._explicit_attention({"q": q, "k": k, "v": v})()
+    out = K.blocked_attention_native(q, k, v, block_size=128)
+    assert out.dtype == dtype
+    assert K.relative_error(out, explicit) <= K.TOLERANCE[K.devices.dtype_name(dtype)]
+
+
+def test_blocked_attention_case_passes_its_check_in_bfloat16():
+    shape = (1, 2, 256, 32)
+    blocked = K.attention_case("attention_blocked", shape, K._blocked)
+    explicit = K.attention_case("attention_explicit", shape, K._explicit_attention, reference=None)
+    lookup = {(explicit.family, explicit.label, explicit.name): explicit}
+    row = K.run_case(blocked, torch.device("cpu"), torch.bfloat16, FAST, lookup)
+    assert row.passed is True and row.time_s > 0
+    assert row.bytes == K.attention_cost(shape, 2)[1]  # two bytes per element, as it runs
+
+
+def _measure_kwargs(monkeypatch, settings, graph):
+    seen = {}
+
+    def fake_measure(fn, **kwargs):
+        seen.update(kwargs)
+        raise _Stop
+
+    monkeypatch.setattr(K, "measure", fake_measure)
+    with pytest.raises(_Stop):
+        K._measure(lambda: None, torch.device("cuda", 0), settings, graph=graph)
+    return seen
+
+
+class _Stop(Exception):
+    pass
+
+
+def test_flushed_cuda_graphs_capture_one_call_per_replay(monkeypatch):
+    flushed = _measure_kwargs(monkeypatch, K.SuiteSettings(flush_cache=True, cuda_graphs=True), graph=True)
+    assert flushed["cuda_graph"] and flushed["flush_cache"] and flushed["calls_per_sample"] == 1
+    warm = _measure_kwargs(monkeypatch, K.SuiteSettings(cuda_graphs=True), graph=True)
+    assert warm["calls_per_sample"] == K.GRAPH_CALLS_PER_SAMPLE
+
+
+def test_suite_result_says_how_it_was_timed():
+    result = run([ADD])
+    assert result.timing == "cpu-clock" and result.threads == torch.get_num_threads()
+    assert result.matmul_precision == "ieee"
+    cuda = K.KernelSuiteResult(
+        "cuda:0", "GPU", "k", "float32", "quick", K.SuiteSettings(flush_cache=True, cuda_graphs=True)
+    )
+    assert cuda.timing == "cuda-graph-flushed" and cuda.threads is None
+    assert (
+        K.KernelSuiteResult("cuda:0", "GPU", "k", "bfloat16", "quick", K.SuiteSettings()).timing
+        == "cuda-events"
+    )
+
+
+def test_a_capture_that_breaks_the_device_stops_the_sweep_with_rows_kept(monkeypatch):
+    from infer_opt.profilers.timing import CaptureFailed
+
+    def capture_fails(x):
+        def fn():
+            raise CaptureFailed(
+                "CUDA graph capture failed: RuntimeError: illegal memory access", device_usable=False
+            )
+
+        return fn
+
+    saved = []
+    result = run([ADD, _case("graph", capture_fails), ADD], on_row=saved.append)
+    assert not result.complete and [r.name for r in result.rows] == ["toy_add"]
+    (stopped,) = result.warnings
+    assert stopped.code == "sweep_stopped" and stopped["case"] == "graph[n=8]"
+    assert "illegal memory access" in stopped["reason"]
+    assert len(saved) == 1
+
+
+def test_a_capture_that_fails_cleanly_skips_only_its_case():
+    from infer_opt.profilers.timing import CaptureFailed
+
+    def capture_fails(x):
+        def fn():
+            raise CaptureFailed("CUDA graph capture failed: RuntimeError: operation not permitted")
+
+        return fn
+
+    result = run([_case("graph", capture_fails), ADD])
+    assert result.complete
+    assert (
+        result.rows[0].skipped_reason
+        == "failed: CUDA graph capture failed: RuntimeError: operation not permitted"
+    )
+    assert result.rows[1].time_s > 0
+
+
+def test_compile_threads_and_the_sweep_run_on_the_run_s_device(monkeypatch):
+    """CUDA's current device is per thread: the compile worker must make the run's device
+    current itself (simulated: activate records the thread it is entered on)."""
+    import threading
+    from contextlib import contextmanager
+
+    entered = []
+
+    @contextmanager
+    def activate(dev):
+        entered.append((str(dev), threading.current_thread().name))
+        yield
+
+    monkeypatch.setattr(K.devices, "activate", activate)
+    result = run([_case("compiled", lambda x: lambda: x["x"] + 1, compiles=True)])
+    assert result.rows[0].time_s > 0
+    assert ("cpu", "MainThread") in entered  # the sweep
+    assert ("cpu", "compile-compiled") in entered  # the compile worker

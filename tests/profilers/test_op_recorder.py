@@ -256,12 +256,22 @@ def test_composite_ops_under_inference_mode_still_count_flops():
 class _KinetoEvent:
     """The raw kineto event methods :func:`rec._trace_forest` reads (torch's ``_KinetoEvent``)."""
 
-    def __init__(self, name, start, dur, *, cuda=False, corr=0, linked=0, thread=1, shapes=()):
+    def __init__(self, name, start, dur, *, cuda=False, corr=0, linked=0, thread=1, shapes=(), activity=None):
         from torch.autograd import DeviceType
 
         self._name, self._start, self._dur = name, start, dur
         self._type = DeviceType.CUDA if cuda else DeviceType.CPU
         self._corr, self._linked, self._thread, self._shapes = corr, linked, thread, shapes
+        if activity is None:
+            activity = (
+                "kernel" if cuda else ("user_annotation" if name.startswith("infer_opt::") else "cpu_op")
+            )
+            if name.startswith("cuda"):
+                activity = "cuda_runtime"
+        self._activity = activity
+
+    def activity_type(self):
+        return self._activity
 
     def name(self):
         return self._name
@@ -332,3 +342,21 @@ def test_time_ops_on_cuda_without_kernel_activity_is_a_clear_failure(monkeypatch
     with warnings.catch_warnings(), pytest.raises(RunFailure, match="no CUDA kernel activity"):
         warnings.simplefilter("ignore")  # "CUDA is not available, disabling CUDA profiling"
         rec.time_ops(step, calls, device="cuda", reps=2, overhead_per_event_s=0.0)
+
+
+def test_a_runtime_event_sharing_an_op_s_correlation_id_does_not_take_its_kernels():
+    """CUDA runtime calls outside any op (the synchronize after each repetition) number their
+    correlation ids apart from the ops': one can carry an op's id. Only op and annotation
+    events are indexed, so the op keeps its kernel."""
+    b = ((4, 8),)
+    events = [
+        _KinetoEvent("infer_opt::rep0", 0, 10_000, corr=1),
+        _KinetoEvent("aten::addmm", 200, 2_000, corr=3, shapes=b),
+        _KinetoEvent("cudaLaunchKernel", 300, 50, linked=3),
+        _KinetoEvent("cudaDeviceSynchronize", 9_000, 900, corr=3),  # same id, not linked
+        _KinetoEvent("sm90_xmma_gemm", 500, 7_000, cuda=True, linked=3),
+    ]
+    (rep,) = rec._trace_forest(events)
+    times, _ = rec.match_rep(rep, [_call(0, "aten::addmm", b)], on_cuda=True, overhead_per_event_s=0.0)
+    assert times == pytest.approx([7e-6])
+    assert [child.name for child in rep.children] == ["aten::addmm"]  # the sync is not in the tree

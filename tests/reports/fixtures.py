@@ -188,6 +188,51 @@ def speculative_measure() -> Result:
     return _from_json("speculative-measure")
 
 
+def speculative_run() -> Result:
+    """Hand-made timings and round counts through ``spec_run.make_point``: gpt2-small-like costs
+    (c_t = 38 ms, c_d = 20 ms, c_v(k) = 40 ms + 10 ms·k), greedy, 16 tokens, k = 1..3."""
+    from infer_opt.notices import Notice
+    from infer_opt.profilers import spec_run as sr
+    from infer_opt.profilers.spec_measure import MeasuredCost
+
+    what = "over 40 cached"
+    costs = [
+        MeasuredCost("c_t", f"target decode step (1 token {what})", _summary(38e-3)),
+        MeasuredCost("c_d", f"draft decode step (1 token {what})", _summary(20e-3)),
+        *(
+            MeasuredCost(
+                f"c_v({k})", f"target verification: {k + 1} new positions {what}", _summary(40e-3 + 10e-3 * k)
+            )
+            for k in (1, 2, 3)
+        ),
+        MeasuredCost("c_m", "cache rollback/commit of both models (host time)", _summary(100e-9)),
+    ]
+    medians = sr.cost_medians(costs)
+    tokens = [7, 7, 3, 9, 9, 9, 1, 4, 4, 2, 8, 8, 8, 8, 5, 6]
+    plain = _summary(16 * 38.5e-3)
+    rounds = {1: (10, 9, [6]), 2: (8, 7, [6, 4]), 3: (7, 5, [4, 3, 2])}
+    points = tuple(
+        sr.make_point(
+            sr.SpeculativeTrace(k, list(tokens), n, full, acc),
+            _summary(16 * 38.5e-3 / s),
+            plain,
+            medians,
+            new_tokens=16,
+            plain_tokens=tokens,
+        )
+        for (k, (n, full, acc)), s in zip(rounds.items(), (1.02, 0.95, 0.88), strict=True)
+    )
+    return sr.SpecRunResult(
+        target="gpt2-small", draft="self:4", vocab_size=50257, device="cpu", device_name="Example CPU",
+        dtype="float32", threads=1, prompt_len=32, new_tokens=16, temperature=None, seed=0, warmup=1,
+        reps=3, cost_context=40, plain_time=plain, plain_tokens_per_s=16 / plain.median_s,
+        plain_tokens=tuple(tokens), costs=tuple(costs), target_step_s=medians["c_t"],
+        draft_step_s=medians["c_d"], bookkeeping_s=medians["c_m"], points=points, sweep=True,
+        headline_k=1, draft_note="the target's first 4 of 12 layers with its final norm and LM head",
+        warnings=(Notice("high_variance", {"rel_iqr": 0.14}, "c_v(2)"),),
+    )  # fmt: skip
+
+
 def profile() -> Result:
     return _from_json("profile")
 
@@ -252,6 +297,7 @@ FIXTURES: dict[str, Callable[[], Result]] = {
     "compare": compare,
     "amortize-measure": amortize_measure,
     "speculative-measure": speculative_measure,
+    "speculative-run": speculative_run,
     "comm": comm,
     "profile-tp": profile_tp,
 }

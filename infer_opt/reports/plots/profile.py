@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
@@ -74,9 +75,21 @@ def plot_categories(result: ProfileResult, path: Path) -> Path:
     left.set_xlabel("time per step (ms, measured)")
     left.set_title(f"Where the {format_duration(result.step.median_s)} step goes")
 
-    ranked = sorted(result.categories, key=lambda c: (c.roofline_speedup, c.ceiling_speedup))
+    _plot_speedups(right, result)
+    fig.suptitle(
+        f"{result.model} · {result.mode} · {result.device_name} · {result.dtype}", fontsize=10.5, y=1.01
+    )
+    fig.tight_layout()
+    return save(fig, path)
+
+
+def _plot_speedups(right: Any, result: ProfileResult) -> None:
+    """Per category, the end-to-end speedup if it took no time and (with a roofline fit) if
+    every op in it ran at its roofline bound."""
+    has_fit = result.roofline is not None
+    ranked = sorted(result.categories, key=lambda c: (c.roofline_speedup or 1.0, c.ceiling_speedup))
     names = [CATEGORY_LABELS.get(c.category, c.category) for c in ranked]
-    at_bound = [c.roofline_speedup for c in ranked]
+    at_bound = [float(c.roofline_speedup or 1.0) for c in ranked] if has_fit else []
     free = [c.ceiling_speedup for c in ranked]
     finite = [v for v in free + at_bound if math.isfinite(v)]
     x_max = max([*finite, 1.1]) * 1.18
@@ -88,38 +101,31 @@ def plot_categories(result: ProfileResult, path: Path) -> Path:
         height,
         color="#d0d0d0",
     )
-    right.barh(
-        [v - height / 2 for v in ys],
-        at_bound,
-        height,
-        color=[CATEGORY_COLORS.get(c.category, PALETTE[6]) for c in ranked],
-        edgecolor="black",
-        linewidth=0.6,
-    )
-    for y, bound_value, free_value in zip(ys, at_bound, free, strict=True):
-        right.text(bound_value, y - height / 2, f" {bound_value:.3g}×", va="center", fontsize=8.5)
+    for y, free_value in zip(ys, free, strict=True):
         shown = f" {free_value:.3g}×" if math.isfinite(free_value) else " ∞"
         right.text(min(free_value, x_max), y + height / 2, shown, va="center", fontsize=8.5, color="#555555")
+    handles = [Patch(facecolor="#d0d0d0", label="if the category took no time: 1/(1−f)")]
+    if has_fit:
+        right.barh(
+            [v - height / 2 for v in ys],
+            at_bound,
+            height,
+            color=[CATEGORY_COLORS.get(c.category, PALETTE[6]) for c in ranked],
+            edgecolor="black",
+            linewidth=0.6,
+        )
+        for y, bound_value in zip(ys, at_bound, strict=True):
+            right.text(bound_value, y - height / 2, f" {bound_value:.3g}×", va="center", fontsize=8.5)
+        handles.append(
+            Patch(facecolor="#707070", edgecolor="black", label="if every op ran at its roofline bound")
+        )
     right.set_yticks(ys, names)
     right.axvline(1.0, color="black", lw=0.8)
     right.set_xlim(0.95, x_max * 1.12)
-    right.set_xlabel("end-to-end speedup of the step (predicted from the roofline fit)")
+    where = "from the roofline fit" if has_fit else "Amdahl; no roofline fit"
+    right.set_xlabel(f"end-to-end speedup of the step (predicted, {where})")
     right.set_title("What optimizing each category could buy")
-    right.legend(
-        handles=[
-            Patch(facecolor="#d0d0d0", label="if the category took no time: 1/(1−f)"),
-            Patch(facecolor="#707070", edgecolor="black", label="if every op ran at its roofline bound"),
-        ],
-        loc="upper center",
-        bbox_to_anchor=(0.5, -0.17),
-        ncol=2,
-        fontsize=8.5,
-    )
-    fig.suptitle(
-        f"{result.model} · {result.mode} · {result.device_name} · {result.dtype}", fontsize=10.5, y=1.01
-    )
-    fig.tight_layout()
-    return save(fig, path)
+    right.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.17), ncol=2, fontsize=8.5)
 
 
 def plot_roofline(result: ProfileResult, line: RooflineLine, path: Path) -> Path:
