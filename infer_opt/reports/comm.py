@@ -7,29 +7,25 @@ from collections.abc import Callable
 
 from infer_opt.cost_models.comm import LOCAL_COPY, CollectiveSweep, CommResult
 from infer_opt.reports.view import Column, Table, View
-from infer_opt.units import format_bandwidth, format_bytes, format_duration, format_number, format_percent
+from infer_opt.units import format_bandwidth, format_bytes, format_duration, format_percent
 
 
 def _interval(fmt: Callable[..., str]) -> Callable[[tuple[float, float] | None], str]:
     def show(interval: tuple[float, float] | None) -> str:
-        return "—" if interval is None else f"{fmt(interval[0])} – {fmt(interval[1])}"
+        return "—" if interval is None else f"{fmt(interval[0], 2)}–{fmt(interval[1], 2)}"
 
     return show
 
 
 def _fit_row(s: CollectiveSweep) -> dict[str, object]:
-    largest = s.points[-1] if s.points else None
     return {
         "collective": s.collective,
-        "sizes": len(s.points),
         "alpha_s": s.alpha_s,
         "alpha_interval": s.alpha_interval,
         "beta_bytes_per_s": s.beta_bytes_per_s,
         "beta_interval": s.beta_interval,
         "crossover_bytes": s.crossover_bytes,
         "fit_error": s.fit_median_abs_rel_error,
-        "bus_factor": s.bus_factor,
-        "busbw_largest": largest.busbw_bytes_per_s if largest else None,
     }
 
 
@@ -37,22 +33,19 @@ def fit_table(result: CommResult) -> Table:
     """One row per collective: α and β with their bootstrap 95% intervals, the crossover."""
     columns = [
         Column("collective", "Collective", align="left"),
-        Column("sizes", "Sizes", csv_header="sizes"),
-        Column("alpha_s", "Latency α", format_duration, csv_header="alpha_s"),
+        Column("alpha_s", "α", format_duration, csv_header="alpha_s"),
         Column("alpha_interval", "α 95% CI", _interval(format_duration), csv_header="alpha_ci_s"),
-        Column("beta_bytes_per_s", "Bandwidth β", format_bandwidth, csv_header="beta_bytes_per_s"),
+        Column("beta_bytes_per_s", "β", format_bandwidth, csv_header="beta_bytes_per_s"),
         Column("beta_interval", "β 95% CI", _interval(format_bandwidth), csv_header="beta_ci_bytes_per_s"),
         Column("crossover_bytes", "S* = α·β", lambda v: format_bytes(v), csv_header="crossover_bytes"),
         Column("fit_error", "Fit error", format_percent, csv_header="fit_median_abs_rel_error"),
-        Column("bus_factor", "busbw/algbw", lambda v: format_number(v, 3), csv_header="bus_factor"),
-        Column("busbw_largest", "busbw at largest S", format_bandwidth, csv_header="busbw_bytes_per_s"),
     ]
     return Table(
         "Fitted t = α + S/β per collective (a model fitted to the measurements)",
         columns,
         [_fit_row(s) for s in result.collectives],
-        caption="Robust fit in log space (soft-L1), median relative error over the sizes; intervals from "
-        "a bootstrap over the sizes. Below S* latency dominates, above it bandwidth.",
+        caption="t = α + S/β fitted robustly in log space (soft-L1); fit error: median |t̂−t|/t over the "
+        "sizes; 95% intervals from a bootstrap over the sizes. Below S* latency dominates.",
     )
 
 
@@ -63,8 +56,7 @@ def points_table(result: CommResult) -> Table:
             "collective": s.collective,
             "bytes": p.bytes,
             "time_s": p.time_s,
-            "q1_s": p.q1_s,
-            "q3_s": p.q3_s,
+            "iqr": (p.q1_s, p.q3_s),
             "algbw": p.algbw_bytes_per_s,
             "busbw": p.busbw_bytes_per_s,
             "slowest_rank": p.slowest_rank,
@@ -77,19 +69,18 @@ def points_table(result: CommResult) -> Table:
         Column("collective", "Collective", align="left"),
         Column("bytes", "Size S", lambda v: format_bytes(v), csv_header="bytes"),
         Column("time_s", "Time", format_duration, csv_header="time_s"),
-        Column("q1_s", "Q1", format_duration, csv_header="q1_s"),
-        Column("q3_s", "Q3", format_duration, csv_header="q3_s"),
+        Column("iqr", "Q1–Q3", _interval(format_duration), csv_header="q1_q3_s"),
         Column("algbw", "algbw", format_bandwidth, csv_header="algbw_bytes_per_s"),
         Column("busbw", "busbw", format_bandwidth, csv_header="busbw_bytes_per_s"),
-        Column("slowest_rank", "Slowest rank", csv_header="slowest_rank"),
+        Column("slowest_rank", "Slowest", csv_header="slowest_rank"),
         Column("predicted_s", "Fit α + S/β", format_duration, csv_header="fit_time_s"),
     ]
     return Table(
         "Time per message size (measured)",
         columns,
         rows,
-        caption="Time: the slowest rank's median (a collective ends when its slowest rank does); Q1–Q3 "
-        "its interquartile range. algbw = S/t; busbw = algbw × the nccl-tests factor.",
+        caption="Time: the slowest rank's median (a collective ends when its slowest rank does), Q1–Q3 "
+        "its interquartile range; Slowest: that rank. algbw = S/t; busbw = algbw × the nccl-tests factor.",
     )
 
 
