@@ -10,9 +10,9 @@ from infer_opt.reports.view import Column, Table, View
 from infer_opt.units import format_bandwidth, format_bytes, format_duration, format_percent
 
 
-def _interval(fmt: Callable[..., str]) -> Callable[[tuple[float, float] | None], str]:
+def _interval(fmt: Callable[..., str], sig: int = 2) -> Callable[[tuple[float, float] | None], str]:
     def show(interval: tuple[float, float] | None) -> str:
-        return "—" if interval is None else f"{fmt(interval[0], 2)}–{fmt(interval[1], 2)}"
+        return "—" if interval is None else f"{fmt(interval[0], sig)}–{fmt(interval[1], sig)}"
 
     return show
 
@@ -69,7 +69,7 @@ def points_table(result: CommResult) -> Table:
         Column("collective", "Collective", align="left"),
         Column("bytes", "Size S", lambda v: format_bytes(v), csv_header="bytes"),
         Column("time_s", "Time", format_duration, csv_header="time_s"),
-        Column("iqr", "Q1–Q3", _interval(format_duration), csv_header="q1_q3_s"),
+        Column("iqr", "Q1–Q3", _interval(format_duration, 3), csv_header="q1_q3_s"),
         Column("algbw", "algbw", format_bandwidth, csv_header="algbw_bytes_per_s"),
         Column("busbw", "busbw", format_bandwidth, csv_header="busbw_bytes_per_s"),
         Column("slowest_rank", "Slowest", csv_header="slowest_rank"),
