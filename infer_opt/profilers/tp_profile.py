@@ -102,7 +102,8 @@ def _element_size(dtype: str) -> int:
 
 def collectives_seen(ops: Sequence[mp.OpStat], step_time_s: float) -> tuple[CollectiveSeen, ...]:
     """The communication ops of a profile as collectives: a wait's time goes to the collective
-    whose output (same shape) it waits for; bytes are the message (the input) of one call."""
+    whose output (same shape) it waits for; bytes are the message (the input) of one call; the
+    share is over the larger of the step and the operators' total, as the categories' is."""
     comm_ops = [o for o in ops if o.category == COMMUNICATION]
     entries: dict[tuple[str, tuple[tuple[int, ...], ...]], dict[str, Any]] = {}
     waits = []
@@ -123,7 +124,8 @@ def collectives_seen(ops: Sequence[mp.OpStat], step_time_s: float) -> tuple[Coll
         if match is None:
             match = entries.setdefault(("wait", w.shapes[:1]), {"bytes": 0, "calls": w.calls, "time_s": 0.0})
         match["time_s"] += w.time_s
-    step = step_time_s if step_time_s > 0 else math.inf
+    step = max(step_time_s, math.fsum(o.time_s for o in ops))
+    step = step if step > 0 else math.inf
     out = [
         CollectiveSeen(name, e["bytes"], e["calls"], e["time_s"], e["time_s"] / step)
         for (name, _), e in entries.items()

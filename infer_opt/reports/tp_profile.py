@@ -4,10 +4,17 @@ it (operators, categories with communication, Amdahl)."""
 
 from __future__ import annotations
 
-from infer_opt.profilers.tp_profile import TPProfileResult
+from infer_opt.profilers.tp_profile import RankStep, TPProfileResult
 from infer_opt.reports import profile as single
 from infer_opt.reports.view import Column, Table, View
 from infer_opt.units import format_bytes, format_duration, format_number, format_percent
+
+
+def _share(s: RankStep) -> float | None:
+    """Time in collectives over the step, as the profile's fractions are taken: over the larger
+    of the step and the operators' total (so it never passes 100%)."""
+    whole = max(s.step_time_s, s.communication_s + s.compute_s)
+    return s.communication_s / whole if whole > 0 else None
 
 
 def ranks_table(result: TPProfileResult) -> Table:
@@ -17,7 +24,7 @@ def ranks_table(result: TPProfileResult) -> Table:
             "step_time_s": s.step_time_s,
             "communication_s": s.communication_s,
             "compute_s": s.compute_s,
-            "share": s.communication_s / s.profiled_step_s if s.profiled_step_s > 0 else None,
+            "share": _share(s),
         }
         for s in result.ranks
     ]
@@ -31,8 +38,9 @@ def ranks_table(result: TPProfileResult) -> Table:
             Column("compute_s", "Other operators", format_duration, csv_header="compute_s"),
         ],
         rows,
-        caption="Step time: each rank's uninstrumented median. In collectives (share of the profiled step) "
-        "and other operators: from the rank's profiler trace.",
+        caption="Step time: each rank's uninstrumented median. In collectives and other operators: from "
+        "the rank's profiler trace; share of the step as in the categories (over the larger of the step "
+        "and the operators' total).",
         highlight={result.straggler: "bad"} if len(result.ranks) > 1 else {},
     )
 
