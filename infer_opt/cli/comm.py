@@ -19,8 +19,8 @@ collective.
 
 t = the slowest rank's median; algbw = S/t; busbw = algbw·2(n−1)/n (all_reduce),
 ·(n−1)/n (all_gather, reduce_scatter, all_to_all), ·1 (broadcast, send/recv);
-latency dominates below S* = α·β. The fit is saved per backend, world size and
-device for predict --tp.
+latency dominates below S* = α·β. The sweep is saved per backend, world size
+and device (--no-save: not) for the tensor-parallel step prediction.
 
 Run it on N ranks with --nproc N, or under torchrun (one node or many; rank 0
 prints and writes). With one rank it measures the local copy instead.
