@@ -299,7 +299,9 @@ def _result(ctx: RankContext, settings: SweepSettings, got: _Collected, complete
 
     sweeps = list(got.done)
     if got.current is not None and got.points:
-        sweeps.append(cm.sweep(got.current, ctx.world_size, got.points, bootstrap=0))
+        # the collective under way has no fit yet: its sizes so far would not pin one
+        factor = cm.bus_factor(got.current, ctx.world_size)
+        sweeps.append(cm.CollectiveSweep(got.current, factor, tuple(got.points)))
     notices = _variance_notices(sweeps)
     if ctx.world_size == 1:
         notices.insert(0, Notice("comm_single_rank", {"device": str(ctx.device)}))
