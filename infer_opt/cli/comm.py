@@ -95,7 +95,7 @@ def comm(
     output: Output,
 ) -> Any:
     if nproc is not None:
-        relaunch(nproc, timeout)
+        relaunch(nproc, timeout, device)
     arguments = {
         "collective": collective, "min_size": min_size, "max_size": max_size, "factor": factor,
         "warmup": warmup, "reps": reps, "device": device, "dtype": dtype, "backend": backend,

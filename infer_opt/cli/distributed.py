@@ -105,14 +105,18 @@ def command_line(ctx: Context, *, drop: Sequence[str] = ()) -> list[str]:
     return [*path, *args]
 
 
-def relaunch(nproc: int, timeout_s: float, *, drop: Sequence[str] = ("nproc",)) -> None:
+def relaunch(
+    nproc: int, timeout_s: float, device: str, *, option: str = "nproc", drop: Sequence[str] = ("nproc",)
+) -> None:
     """Run this command again on ``nproc`` ranks started by torchrun's launcher; the ranks
     print (rank 0) and this process exits with the job's code. An interrupt stops every rank
-    (rank 0 keeps and shows what it had) and exits 130 without another word."""
+    (rank 0 keeps and shows what it had) and exits 130 without another word. ``option`` is
+    the flag that set the rank count (for messages)."""
     from infer_opt.profilers import distributed
 
     if distributed.launched():
-        raise InvalidInput("nproc", nproc, "this process already is a rank of a torchrun job; drop --nproc")
+        raise InvalidInput(option, nproc, "this process already is a rank of a torchrun job; drop it")
+    distributed.check_gpus(device, nproc, option)
     ctx = click.globals.get_current_context()
     debug = bool(getattr(ctx.find_root().command, "debug", False))
     if debug:

@@ -40,7 +40,7 @@ def profile_tp(run: Any, *, tp: int, timeout_s: float, arguments: dict[str, Any]
 
     _check_model(run.model, tp)
     if not distributed.launched():
-        relaunch(tp, timeout_s, drop=())
+        relaunch(tp, timeout_s, run.device, option="tp", drop=())
     world = int(os.environ["WORLD_SIZE"])
     if tp != world:
         raise InvalidInput("tp", tp, f"this torchrun job has {world} ranks; --tp must equal it")

@@ -148,6 +148,23 @@ def resolve_backend(backend: str, device: torch.device) -> str:
     return choice
 
 
+def check_gpus(device: str, ranks: int, option: str = "nproc") -> None:
+    """A CUDA run needs one GPU per rank on this node (NCCL cannot put two ranks on one GPU):
+    :class:`InvalidInput` naming ``option`` otherwise. Nothing to check on the CPU."""
+    from infer_opt.profilers.device import resolve_device
+
+    if resolve_device(device).type != "cuda":
+        return
+    count = torch.cuda.device_count()
+    if ranks > count:
+        raise InvalidInput(
+            option,
+            ranks,
+            f"a CUDA run needs one GPU per rank: this node has {count} GPU(s) for {ranks} ranks "
+            "(NCCL cannot put two ranks on one GPU); use --device cpu or fewer ranks",
+        )
+
+
 def rank_device(device: str, local_rank: int, local_world_size: int) -> torch.device:
     """The device of this rank: ``cuda:LOCAL_RANK`` for a CUDA run (one GPU per rank), the CPU
     otherwise. ``auto`` is CUDA when available."""
@@ -156,14 +173,7 @@ def rank_device(device: str, local_rank: int, local_world_size: int) -> torch.de
     base = resolve_device(device)
     if base.type != "cuda":
         return base
-    count = torch.cuda.device_count()
-    if local_world_size > count:
-        raise InvalidInput(
-            "nproc",
-            local_world_size,
-            f"a CUDA run needs one GPU per rank: this node has {count} GPU(s) for {local_world_size} "
-            "ranks (NCCL cannot put two ranks on one GPU); use --device cpu or fewer ranks",
-        )
+    check_gpus(device, local_world_size)
     return torch.device("cuda", local_rank)
 
 

@@ -92,3 +92,26 @@ def test_profile_tp_two_ranks_reports_ranks_skew_communication_and_traces(tmp_pa
     for rank in (0, 1):
         trace = json.loads((traces / f"rank{rank}.json").read_text())
         assert trace["distributedInfo"]["rank"] == rank and trace["distributedInfo"]["world_size"] == 2
+
+
+def test_nproc_starts_the_same_command_line_without_nproc(monkeypatch):
+    from infer_opt.profilers import distributed
+
+    started = []
+
+    def fake_launch(nproc, args, **kwargs):
+        started.append((nproc, list(args)))
+        return 3
+
+    monkeypatch.setattr(distributed, "launch", fake_launch)
+    run = invoke(
+        "comm", "--collective", "all_reduce", "--collective", "broadcast", "--max-size", "1KiB",
+        "--nproc", "2", "--timeout", "30s", "--no-save", "--json",
+    )  # fmt: skip
+    assert run.exit_code == 3  # the job's exit code
+    ((nproc, args),) = started
+    assert nproc == 2 and "--nproc" not in args
+    assert args[0] == "comm"
+    assert args[args.index("--max-size") + 1] == "1024.0" and args.count("--collective") == 2
+    assert {"--no-save", "--json"} <= set(args) and args[args.index("--timeout") + 1] == "30.0"
+    assert "--reps" not in args  # defaults stay defaults
