@@ -67,6 +67,23 @@ def heavy_modules_imported(*argvs: list[str]) -> list[str]:
     return [m for m in last.removeprefix("HEAVY:").split(",") if m]
 
 
+def parse_command_line(argv: list[str]) -> Any:
+    """Parse ``infer-opt ARGV`` as a run would — each option converted by its type, a stray
+    argument or unknown option refused — without running any command body (click's
+    ``make_context`` down the command groups). Returns the innermost click context; a bad
+    command line raises click's ``UsageError`` (or a subclass)."""
+    import typer.main
+
+    root = typer.main.get_command(app)
+    ctx = root.make_context("infer-opt", list(argv))
+    rest = [*ctx._protected_args, *ctx.args]
+    while rest:
+        name, command, args = ctx.command.resolve_command(ctx, rest)
+        ctx = command.make_context(name, args, parent=ctx)
+        rest = [*ctx._protected_args, *ctx.args]
+    return ctx
+
+
 def usable_fit(device: str = "cpu", dtype: str = "float32", **changes: Any) -> Any:
     """A hand-made roofline fit (R = 100 GFLOP/s, b = 10 GB/s, t0 = 1 µs, median error 5%
     over 18 kernels) keyed for a run on ``device`` in ``dtype`` as torch is set now (threads,

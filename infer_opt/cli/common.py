@@ -9,10 +9,11 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
+from infer_opt.cli._click import ParamType
 from infer_opt.cli.types import Count
 from infer_opt.errors import InvalidInput
 
@@ -81,3 +82,9 @@ def read_text(path: str | Path, option: str) -> tuple[str, str]:
         raise InvalidInput(option, str(path), "not a UTF-8 text file") from None
     except OSError as exc:
         raise InvalidInput(option, str(path), f"cannot read it ({exc.strerror})") from None
+
+
+def option(kind: Any, *flags: str, parse: ParamType | None = None, help: str, **extra: Any) -> Any:
+    """An option declared in one line: ``Annotated[kind, typer.Option(*flags, click_type=parse,
+    help=help, **extra)]``, for a command's signature (``k: KOpt = 3``) or as a module alias."""
+    return Annotated[kind, typer.Option(*flags, click_type=parse, help=help, **extra)]

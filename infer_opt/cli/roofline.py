@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from infer_opt.cli.common import DeviceOpt, ThreadsOpt
+from infer_opt.cli.common import DeviceOpt, ThreadsOpt, option
 from infer_opt.cli.kernels import DtypeOpt, FlushOpt, RepsOpt, SuiteOpt, WarmupOpt
 from infer_opt.cli.output import with_output
 from infer_opt.cli.types import Bandwidth, Count, FlopRate, InputFile, OutputFile
@@ -35,6 +35,38 @@ Examples:
 """
 
 
+BootstrapOpt = option(
+    int, "--bootstrap", parse=Count(0, 100_000), help="Bootstrap resamples for the intervals (0 = none)."
+)
+SeedOpt = option(int, "--seed", parse=Count(0), help="Seed of the bootstrap.")
+PeakFlopsOpt = option(
+    float | None,
+    "--peak-flops",
+    parse=FlopRate(),
+    help="Datasheet compute peak, e.g. 989TFLOP/s (shown, not fitted).",
+)
+PeakBandwidthOpt = option(
+    float | None,
+    "--peak-bandwidth",
+    parse=Bandwidth(),
+    help="Datasheet memory bandwidth, e.g. 4.8TB/s (shown, not fitted).",
+)
+FitOnOpt = option(
+    str,
+    "--fit-on",
+    help="Kernels the parameters are fitted to: 'auto' (matmul, elementwise and launch "
+    "families when present, so other kernels show their distance to the roofline), 'all', "
+    "or comma-separated families.",
+)
+SaveOpt = option(
+    Path | None,
+    "--save",
+    parse=OutputFile(),
+    help="Also save the fit to FILE (JSON) for `profile --roofline`.",
+)
+NoSaveOpt = option(bool, "--no-save", help="Do not write the fit to the cache directory.")
+
+
 @with_output(plot=True)
 def roofline_command(
     measurements: Annotated[
@@ -52,51 +84,13 @@ def roofline_command(
     warmup: WarmupOpt = "5",
     reps: RepsOpt = "20",
     threads: ThreadsOpt = None,
-    bootstrap: Annotated[
-        int,
-        typer.Option(
-            "--bootstrap",
-            click_type=Count(0, 100_000),
-            help="Bootstrap resamples for the intervals (0 = none).",
-        ),
-    ] = 200,
-    seed: Annotated[int, typer.Option("--seed", click_type=Count(0), help="Seed of the bootstrap.")] = 0,
-    peak_flops: Annotated[
-        float | None,
-        typer.Option(
-            "--peak-flops",
-            click_type=FlopRate(),
-            help="Datasheet compute peak, e.g. 989TFLOP/s (shown, not fitted).",
-        ),
-    ] = None,
-    peak_bandwidth: Annotated[
-        float | None,
-        typer.Option(
-            "--peak-bandwidth",
-            click_type=Bandwidth(),
-            help="Datasheet memory bandwidth, e.g. 4.8TB/s (shown, not fitted).",
-        ),
-    ] = None,
-    fit_on: Annotated[
-        str,
-        typer.Option(
-            "--fit-on",
-            help="Kernels the parameters are fitted to: 'auto' (matmul, elementwise and launch "
-            "families when present, so other kernels show their distance to the roofline), 'all', "
-            "or comma-separated families.",
-        ),
-    ] = "auto",
-    save: Annotated[
-        Path | None,
-        typer.Option(
-            "--save",
-            click_type=OutputFile(),
-            help="Also save the fit to FILE (JSON) for `profile --roofline`.",
-        ),
-    ] = None,
-    no_save: Annotated[
-        bool, typer.Option("--no-save", help="Do not write the fit to the cache directory.")
-    ] = False,
+    bootstrap: BootstrapOpt = 200,
+    seed: SeedOpt = 0,
+    peak_flops: PeakFlopsOpt = None,
+    peak_bandwidth: PeakBandwidthOpt = None,
+    fit_on: FitOnOpt = "auto",
+    save: SaveOpt = None,
+    no_save: NoSaveOpt = False,
 ) -> model.RooflineFit:
     if measurements is not None:
         from infer_opt.profilers.roofline_store import load_points

@@ -11,7 +11,7 @@ vLLM (v1 engine) exports four counters, labelled ``model_name`` and ``engine``:
 They are summed over engines (and any other label) for one model — the only one in the file,
 or the one named by ``model_name``. With an earlier snapshot the interval between the two is
 used (differences); a counter that went down means the server restarted in between.
-Then, as ``from-metrics`` (:func:`speculative.rates_from_counts`, SPEC §5.3): conditional
+Then, as ``from-metrics`` (:func:`speculative.rates_from_counts`): conditional
 ``α_1 = a_0/D``, ``α_{i+1} = a_i/a_{i-1}``, unconditional ``a_i/D``, ``E[N] = 1 + Σ a_i/D``
 (= ``1 + A/D``: vLLM adds to both from the same count; a disagreement, e.g. a scrape taken
 between the updates, is reported) and the draft acceptance rate ``Σ a_i / draft tokens``.
@@ -260,4 +260,6 @@ def _with_source(
     source = calc.MetricsSource(
         str(prometheus), None if before is None else str(before), counters.model_name, counters.engines
     )
-    return replace(result, accepted_total=counters.accepted, source=source, warnings=tuple(warnings))
+    return replace(
+        result, accepted_total=counters.accepted, source=source, warnings=(*result.warnings, *warnings)
+    )

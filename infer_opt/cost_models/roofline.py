@@ -1,12 +1,13 @@
-"""The device's empirical roofline, fitted from measured kernels (SPEC §1.1, §3.3).
+"""The device's empirical roofline, fitted from measured kernels.
 
 Model: a kernel doing ``F`` FLOPs and moving at least ``Q`` bytes takes
 
     t ≈ t0 + max(F/R, Q/b)
 
 with ``R`` the effective compute rate (FLOP/s), ``b`` the effective bandwidth (bytes/s)
-and ``t0`` the launch/dispatch floor (s). ``max(F/R, Q/b)`` alone is the lower bound of
-SPEC §1.1; ``t0`` is what a launch, the host and synchronisation add to every kernel.
+and ``t0`` the launch/dispatch floor (s). ``max(F/R, Q/b)`` alone is a simplified lower
+bound, not a latency prediction; ``t0`` is what a launch, the host and synchronisation add
+to every kernel.
 
 The fit is robust and in log space: the residual of kernel i is
 ``log t̂_i - log t_i`` (a relative error, so a 2 µs kernel counts as much as a 2 s one),
@@ -221,7 +222,7 @@ def predict_time(fit: RooflineFit, flops: float, bytes: float) -> float:
 
 
 def lower_bound_time(fit: RooflineFit, flops: float, bytes: float) -> float:
-    """``max(F/R, Q/b)``: the roofline bound without the launch floor (SPEC §1.1)."""
+    """``max(F/R, Q/b)``: the roofline bound without the launch floor."""
     return max(_div(flops, fit.compute_rate_flops), _div(bytes, fit.bandwidth_bytes_per_s))
 
 

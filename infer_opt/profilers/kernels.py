@@ -1,4 +1,4 @@
-"""The kernel suite: real kernels with known FLOPs ``F`` and minimum bytes ``Q`` (SPEC §3.2).
+"""The kernel suite: real kernels with known FLOPs ``F`` and minimum bytes ``Q``.
 
 Families (sizes depend on the device kind and on the suite, ``quick`` or ``full``):
 

@@ -1,5 +1,5 @@
 """Profile one model step: where the time goes, per operator, category and module, against the
-device's fitted roofline, and what optimizing each category could buy (SPEC §3.4).
+device's fitted roofline, and what optimizing each category could buy.
 
 The procedure, for a step ``fn`` (a prefill forward, one decode token over a KV cache, or a
 whole greedy generation):
@@ -177,7 +177,7 @@ class RooflineRef:
 
 @dataclass(frozen=True)
 class ProfileResult(Result):
-    """Where one model step's time goes (SPEC §3.4)."""
+    """Where one model step's time goes (the procedure: module docstring)."""
 
     KIND = "profile"
 

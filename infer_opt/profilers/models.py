@@ -11,7 +11,7 @@ Built-ins (random weights from a fixed seed, no download):
   grouped-query attention (fewer key/value heads than query heads), no biases.
 
 Attention runs through ``torch.nn.functional.scaled_dot_product_attention``. The KV cache is
-preallocated per layer (:class:`KVCache`); the mask rule is the one of SPEC §2:
+preallocated per layer (:class:`KVCache`); the mask rule (checked by :mod:`infer_opt.checks.mask_alignment`):
 
 * ``Tq == Tk`` (prefill over an empty cache): ``is_causal=True`` is right.
 * ``Tq == 1`` (decode of one token): no mask — the new token sees every cached key.

@@ -58,16 +58,6 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from infer_opt.errors import RunFailure
 from infer_opt.profilers import flops as fl
 
-CATEGORIES = ("matmul", "attention", "normalization", "elementwise", "memory", "communication", "other")
-CATEGORY_LABELS = {
-    "matmul": "matmul",
-    "attention": "attention",
-    "normalization": "normalization",
-    "elementwise": "elementwise/activation",
-    "memory": "memory/layout",
-    "communication": "communication",
-    "other": "other",
-}
 #: torch.distributed's ops as the dispatcher names them (c10d's in-place collectives and the
 #: functional collectives with their wait): time in them is communication not hidden behind compute
 COMMUNICATION_PREFIXES = ("c10d::", "_c10d_functional::", "c10d_functional::")

@@ -43,8 +43,9 @@ import numpy as np
 
 from infer_opt.cost_models import speculative as calc
 from infer_opt.errors import InvalidInput
+from infer_opt.notices import Notice
 from infer_opt.results import Result
-from infer_opt.stats import Summary, variance_warning
+from infer_opt.stats import Summary, variance_notice
 
 #: the α grid of the speedup table and plots
 ALPHA_GRID: tuple[float, ...] = tuple(round(0.5 + 0.05 * i, 2) for i in range(10))
@@ -71,7 +72,7 @@ class MeasuredCost:
     what: str
     summary: Summary
     cold_s: float | None = None
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[Notice, ...] = ()
 
     @property
     def median_s(self) -> float:
@@ -190,7 +191,7 @@ class SpecMeasureResult(Result):
     prediction_source: str | None = None
     simulation: AcceptanceSimulation | None = None
     draft_note: str | None = None
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[Notice, ...] = ()
 
 
 # ----------------------------------------------------------------------------- pure analysis
@@ -317,38 +318,15 @@ def analyze(
     verify = sorted((int(m.name[4:-1]), m) for m in measurements if m.name.startswith("c_v("))
     if not verify or not {"c_t", "c_d", "c_m"} <= set(by_name):
         raise InvalidInput("measurements", sorted(by_name), "need c_t, c_d, c_m and c_v(k) for k >= 1")
-    ks = [kk for kk, _ in verify]
-    k_max = max(ks)
-    fit = fit_verify(ks, [m.median_s for _, m in verify])
-    points = tuple(
-        VerifyPoint(
-            kk,
-            m.median_s,
-            m.summary.iqr_s,
-            fit.base_s + fit.per_k_s * kk,
-            abs(fit.base_s + fit.per_k_s * kk - m.median_s) / m.median_s,
-        )
-        for kk, m in verify
-    )
+    k_max = max(kk for kk, _ in verify)
+    fit, points = _verify_fit(verify)
     c_t, c_d, c_m = by_name["c_t"].median_s, by_name["c_d"].median_s, by_name["c_m"].median_s
     costs = calc.validate_costs(calc.Costs(c_t, c_d, fit.base_s, fit.per_k_s, c_m))
     rows = speedup_rows(costs, ALPHA_GRID, k_max)
-    warnings = [f"{m.name}: {w}" for m in measurements for w in m.warnings]
+    warnings = [n.about(m.name) for m in measurements for n in m.warnings]
     if fit.max_rel_error > FIT_WARN_REL_ERROR:
-        warnings.append(
-            f"c_v(k) is not close to a + b·k here (fit error up to {100 * fit.max_rel_error:.0f}%): "
-            "the predictions use the fit; compare with the measured c_v(k)"
-        )
-    prediction = source = None
-    if alpha is not None:
-        prediction, source = predict(costs, k_max, alpha=alpha, k=k), f"--alpha {alpha:g}"
-    elif alphas is not None:
-        prediction, source = predict(costs, k_max, alphas=alphas, k=k), alphas_source or "--alphas"
-    elif simulation is not None:
-        rates = defined_alphas(simulation.alphas)
-        if rates:
-            prediction = predict(costs, k_max, alphas=rates, k=k if k is None or k <= len(rates) else None)
-            source = "the simulated α (random weights: a plumbing check, not a quality estimate)"
+        warnings.append(Notice("verify_cost_not_linear", {"max_rel_error": fit.max_rel_error}))
+    prediction, source = _prediction(costs, k_max, alpha, alphas, alphas_source, k, simulation)
     return SpecMeasureResult(
         target=target,
         draft=draft,
@@ -377,6 +355,41 @@ def analyze(
         simulation=simulation,
         draft_note=draft_note,
         warnings=tuple(warnings),
+    )
+
+
+def _verify_fit(verify: Sequence[tuple[int, MeasuredCost]]) -> tuple[VerifyFit, tuple[VerifyPoint, ...]]:
+    """``c_v(k) ≈ a + b·k`` over the measured k, and each point beside the fit."""
+    fit = fit_verify([kk for kk, _ in verify], [m.median_s for _, m in verify])
+    points = []
+    for kk, m in verify:
+        fitted = fit.base_s + fit.per_k_s * kk
+        error = abs(fitted - m.median_s) / m.median_s
+        points.append(VerifyPoint(kk, m.median_s, m.summary.iqr_s, fitted, error))
+    return fit, tuple(points)
+
+
+def _prediction(
+    costs: calc.Costs,
+    k_max: int,
+    alpha: float | None,
+    alphas: Sequence[float] | None,
+    alphas_source: str | None,
+    k: int | None,
+    simulation: AcceptanceSimulation | None,
+) -> tuple[calc.SpeedupResult | None, str | None]:
+    """The one prediction asked for: a constant α, per-position α_i, or the simulated α_i."""
+    if alpha is not None:
+        return predict(costs, k_max, alpha=alpha, k=k), f"--alpha {alpha:g}"
+    if alphas is not None:
+        return predict(costs, k_max, alphas=alphas, k=k), alphas_source or "--alphas"
+    rates = defined_alphas(simulation.alphas) if simulation is not None else []
+    if not rates:
+        return None, None
+    chosen = k if k is None or k <= len(rates) else None
+    return (
+        predict(costs, k_max, alphas=rates, k=chosen),
+        "the simulated α (random weights: a plumbing check, not a quality estimate)",
     )
 
 
@@ -632,16 +645,13 @@ def measure_costs(
     out = []
     for name, what, _, _ in steps:
         summary = Summary.from_samples(samples[name])
-        warning = variance_warning(summary)
+        warning = variance_notice(summary)
         out.append(MeasuredCost(name, what, summary, cold[name], (warning,) if warning else ()))
     name, what, fn, extra = jobs[-1]
     if progress:
         progress(done, total, f"measuring {name}")
     m = timer(fn, warmup=warmup, reps=reps, **extra)
-    # the timer's warnings are Notices; this result still holds words (until it carries Notices too)
-    from infer_opt.reports.messages import text
-
-    out.append(MeasuredCost(name, what, m.summary, m.cold_s, tuple(text(n) for n in m.warnings)))
+    out.append(MeasuredCost(name, what, m.summary, m.cold_s, tuple(m.warnings)))
     if progress:
         progress(total, total, "measured")
     return out

@@ -1,6 +1,6 @@
 """Speculative decoding run for real and held against its cost model: ``infer-opt speculative run``.
 
-Batch 1. A round with draft length k (SPEC §1.5, §2, §5.3):
+Batch 1. A round with draft length k:
 
 1. The draft proposes k tokens autoregressively over its KV cache
    (:func:`spec_sampler.draft_tokens`; the draft is first fed the committed tokens it has not

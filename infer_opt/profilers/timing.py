@@ -1,6 +1,6 @@
 """The one timer every measurement goes through: :func:`measure`.
 
-What it does, in order (SPEC §3.1):
+What it does, in order:
 
 1. **Cold call** (``time_cold``): the first call, timed apart on the host clock with a
    synchronisation before and after, so a compiling or allocating first call is never
@@ -362,28 +362,17 @@ def measure(
     if on_cuda and warmup_time_s is None:
         warmup_time_s = CUDA_MIN_WARMUP_S
     clock = clock or time.perf_counter_ns
-    backend: CudaBackend | None = None
-    if on_cuda:
-        backend = cuda_backend or TorchCudaBackend(device)
+    backend = (cuda_backend or TorchCudaBackend(device)) if on_cuda else None
     sync = synchronize or (backend.synchronize if backend is not None else _no_sync)
     flusher = (flush or cache_flusher(device)) if flush_cache else None
-    adaptive = reps is None or target_rel_iqr is not None
-    wanted = max_reps if adaptive else int(reps)  # type: ignore[arg-type]
-    plan = _Plan(
-        adaptive=adaptive,
-        target=target_rel_iqr if target_rel_iqr is not None else DEFAULT_TARGET_REL_IQR,
-        wanted=wanted,
-        floor=min_reps if adaptive else min(min_reps, wanted),
-        max_time_s=max_time_s,
-    )
+    plan = _plan(reps, target_rel_iqr, min_reps, max_reps, max_time_s)
     with backend.activate() if backend is not None else nullcontext():
         cold_s = _time_cold(fn, clock, sync) if time_cold else None
         warmup_calls, warmup_s = _warm_up(fn, warmup, warmup_time_s, clock, sync)
         calls = calls_per_sample
         if min_sample_time_s and calls_per_sample == 1 and flusher is None:
             per_call = warmup_s / warmup_calls if warmup_calls else (cold_s or _time_cold(fn, clock, sync))
-            if per_call > 0:
-                calls = min(MAX_CALLS_PER_SAMPLE, max(1, math.ceil(min_sample_time_s / per_call)))
+            calls = _calls_for(min_sample_time_s, per_call)
         mode, run_batch = _runner(fn, calls, backend, cuda_graph, clock, sync, flusher)
         if mode == MODE_GRAPH:
             warmup_calls += GRAPH_SIDE_STREAM_WARMUP
@@ -400,6 +389,28 @@ def measure(
         calls_per_sample=calls,
         flushed=flusher is not None,
     )
+
+
+def _plan(
+    reps: int | None, target_rel_iqr: float | None, min_reps: int, max_reps: int, max_time_s: float | None
+) -> _Plan:
+    """How many samples to take: a fixed ``reps``, or adaptive (``reps=None`` or a target)."""
+    adaptive = reps is None or target_rel_iqr is not None
+    wanted = max_reps if adaptive else int(reps)  # type: ignore[arg-type]
+    return _Plan(
+        adaptive=adaptive,
+        target=target_rel_iqr if target_rel_iqr is not None else DEFAULT_TARGET_REL_IQR,
+        wanted=wanted,
+        floor=min_reps if adaptive else min(min_reps, wanted),
+        max_time_s=max_time_s,
+    )
+
+
+def _calls_for(min_sample_time_s: float, per_call_s: float) -> int:
+    """Calls per sample so one sample lasts about ``min_sample_time_s``."""
+    if per_call_s <= 0:
+        return 1
+    return min(MAX_CALLS_PER_SAMPLE, max(1, math.ceil(min_sample_time_s / per_call_s)))
 
 
 def _runner(

@@ -22,6 +22,8 @@ def _pct(value: float) -> str:
 
 
 MESSAGES: dict[str, Words] = {
+    # ---- a warning saved as words by an older infer-opt (notices.Notice.from_text)
+    "legacy_text": lambda v: str(v["text"]),
     # ---- timing (profilers/timing.py), shared by every measurement
     "high_variance": lambda v: (
         f"high variance (IQR/median {_pct(v['rel_iqr'])}): raise --reps or --warmup, close other programs"
@@ -50,6 +52,11 @@ MESSAGES: dict[str, Words] = {
         "the part takes none of the time: the target holds for any speedup"
         if v["target_holds"]
         else "the part takes none of the time, and the target is above what the rest allows"
+    ),
+    # ---- speculative measure (profilers/spec_measure.py)
+    "verify_cost_not_linear": lambda v: (
+        f"c_v(k) is not close to a + b·k here (fit error up to {_pct(v['max_rel_error'])}): "
+        "the predictions use the fit; compare with the measured c_v(k)"
     ),
     # ---- speculative run (profilers/spec_run.py) and vLLM's metrics (cost_models/prometheus_metrics.py)
     "spec_run_tokens_differ": lambda v: (
@@ -150,6 +157,30 @@ MESSAGES: dict[str, Words] = {
         )
     ),
     "roofline_not_saved": lambda v: f"the roofline fit was not cached ({v['reason']})",
+    # ---- house: calculators' and checks' views (cost_models/bucketing.py, speculative.py;
+    #      checks/spec_sampler.py)
+    "lengths_unbucketed": lambda v: (
+        f"{v['count']} of {v['total']} lengths exceed the largest bound {v['largest_bound']} "
+        f"(max {v['max_length']}); they are left out of every expectation and count above"
+    ),
+    "verify_cost_assumed": lambda v: (
+        "verification cost assumed equal to one target step (c_v = c_t); give --verify-cost or "
+        "--verify-cost-model for your engine"
+    ),
+    "naive_ranking_differs": lambda v: (
+        "the mean of per-round time/tokens ranks the plans differently"
+        + (f" (it would pick {v['naive_best']})" if v["naive_best"] != v["best"] else "")
+        + "; it over-weights rounds that commit few tokens. The long-run cost is Σ time / Σ tokens."
+    ),
+    "short_drafts": lambda v: (
+        f"draft tokens ({v['draft_tokens']}) < drafts × k ({v['drafts'] * v['k']}): some rounds "
+        "drafted fewer than k tokens, so the later positions' rates are biased low"
+    ),
+    "bucket_not_compiled": lambda v: f"not compiled: {v['error']}",
+    "wrong_rule_missed_by_sampling": lambda v: (
+        f"the Monte-Carlo ({v['trials']:,} rounds) did not detect the wrong rule (exact enumeration did): "
+        "raise --trials"
+    ),
     # ---- communication and tensor parallelism (profilers/comm.py, profilers/tp_profile.py)
     "comm_single_rank": lambda v: (
         f"a collective needs at least two ranks (devices): this run has one ({v['device']}), so only "

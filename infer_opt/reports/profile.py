@@ -196,6 +196,7 @@ def amdahl_table(result: ProfileResult) -> Table:
             "rank": None,
             "category": "all operators",
             "fraction": result.attributed_fraction,
+            "part_speedup": None,
             "roofline_speedup": result.all_at_bound_speedup,
             "ceiling_speedup": result.all_free_ceiling,
         }

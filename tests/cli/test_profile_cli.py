@@ -19,18 +19,17 @@ FAST = ("--reps", "3", "--warmup", "1", "--seq-len", "32")
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "my_model.py"
 
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
 @pytest.fixture(autouse=True)
-def _one_thread_and_private_cache(tmp_path, monkeypatch):
-    """One intra-op thread (two stall each other on a shared 2-core machine) and a private
-    roofline cache holding a hand-made fit, so no test calibrates."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
+def _private_cache(tmp_path, monkeypatch, one_thread):
+    """A private roofline cache holding a hand-made fit for this (one-thread) run, so no test
+    calibrates."""
     monkeypatch.setenv("INFER_OPT_CACHE", str(tmp_path / "cache"))
     from infer_opt.profilers import roofline_store
 
     assert roofline_store.cache_fit(usable_fit()).saved
-    yield
-    torch.set_num_threads(before)
 
 
 def _profile(*args: str) -> Run:

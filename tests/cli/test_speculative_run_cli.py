@@ -3,7 +3,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import torch
 
 from infer_opt.profilers import spec_run
 from tests.helpers import assert_one_line_error, invoke
@@ -16,13 +15,7 @@ PROMETHEUS = Path(__file__).parents[1] / "cost_models" / "fixtures"
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """One intra-op thread: on a shared 2-core machine two OpenMP threads stall each other."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _run(*args: str):

@@ -15,13 +15,7 @@ from infer_opt.results import load_result, save_result
 MS = 1_000_000  # ns
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """One intra-op thread: on a shared 2-core machine two OpenMP threads stall each other."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 class FakeClock:

@@ -90,8 +90,14 @@ def test_device_info_on_cpu():
     assert "llc_bytes" in info and "torch" in info
 
 
-def test_synchronize_is_a_no_op_on_cpu():
+def test_synchronize_waits_on_cuda_devices_only(monkeypatch):
+    waited = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: waited.append(str(device)))
     devices.synchronize("cpu")
+    devices.synchronize(torch.device("cpu"))
+    assert waited == []  # the CPU has no queue to wait for: torch.cuda is never asked
+    devices.synchronize("cuda:0")
+    assert waited == ["cuda:0"]
 
 
 @pytest.mark.gpu
