@@ -1,4 +1,4 @@
-"""Collective communication and tensor parallelism: the α-β model (SPEC §5.2).
+"""Collective communication and tensor parallelism: the α-β model.
 
 A collective moving a message of ``S`` bytes takes
 
@@ -473,7 +473,7 @@ def predict_tp_step(
     baseline_step_s: float | None = None,
     overlap_s: float = 0.0,
 ) -> TPPrediction:
-    """``max_r compute_r + Σ_calls count·(α + S/β) − overlap`` (SPEC §5.2). ``fits`` maps a
+    """``max_r compute_r + Σ_calls count·(α + S/β) − overlap``. ``fits`` maps a
     collective to its ``(α, β)``; ``baseline_step_s`` (the step on one device) gives the
     speedup ``baseline / step``."""
     if not compute_per_rank_s:

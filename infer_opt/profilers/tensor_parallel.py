@@ -1,4 +1,4 @@
-"""Megatron-style tensor parallelism for the built-in decoders (SPEC §5.2).
+"""Megatron-style tensor parallelism for the built-in decoders.
 
 :func:`shard` turns a built :class:`~infer_opt.profilers.models.DecoderLM` into rank ``r``'s
 shard of an ``N``-way tensor-parallel model by slicing its weights:

@@ -1,4 +1,4 @@
-"""The tensor-parallel step, predicted (SPEC §5.2): ``max_r compute_r + Σ t(S)``.
+"""The tensor-parallel step, predicted: ``max_r compute_r + Σ t(S)``.
 
 * **Compute per rank** comes from a compute predictor applied to the ops the rank's shard runs:
   :func:`rank_ops` records them from a compute-only shard (``shard(…, communicate=False)``: the
