@@ -15,7 +15,7 @@ _MARKERS = ["o", "s", "^", "D", "v", "P", "X"]
 
 def _bytes_axis(ax: Any) -> None:
     ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_formatter(lambda v, _pos: format_bytes(v, 2))
+    ax.xaxis.set_major_formatter(lambda v, _pos: format_bytes(v, 3))
     ax.set_xlabel("message size S (bytes)")
 
 
