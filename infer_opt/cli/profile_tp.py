@@ -39,6 +39,7 @@ def profile_tp(run: Any, *, tp: int, timeout_s: float, arguments: dict[str, Any]
     from infer_opt.profilers import distributed
 
     _check_model(run.model, tp)
+    _check_trace(options.get("trace"))
     if not distributed.launched():
         relaunch(tp, timeout_s, run.device, option="tp", drop=())
     world = int(os.environ["WORLD_SIZE"])
@@ -66,14 +67,17 @@ def _check_model(model: str, tp: int) -> None:
     check_shardable(config, tp)
 
 
+def _check_trace(trace: Path | None) -> None:
+    if trace is not None and (trace.suffix.lower() == ".json" or (trace.exists() and not trace.is_dir())):
+        raise InvalidInput(
+            "trace", str(trace), "with --tp, --trace names a folder (one rank<r>.json per rank)"
+        )
+
+
 def _profile(ctx: Any, run: Any, *, trace: Path | None, top: int, by: str, **options: Any) -> Any:
     from infer_opt.profilers import device as devices
     from infer_opt.profilers import tp_profile
 
-    if trace is not None and trace.exists() and not trace.is_dir():
-        raise InvalidInput(
-            "trace", str(trace), "with --tp, --trace names a folder (one rank<r>.json per rank)"
-        )
     if run.threads is not None:
         import torch
 

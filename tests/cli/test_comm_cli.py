@@ -36,6 +36,7 @@ def test_one_rank_measures_the_local_copy_and_says_a_collective_needs_two():
 def test_shapes_that_do_not_split_are_refused_before_any_rank_starts():
     assert_one_line_error(invoke("profile", "tiny", "--tp", "3"), "--tp", "4 attention heads", "3 ranks")
     assert_one_line_error(invoke("profile", "hf:gpt2", "--tp", "2"), "MODEL", "built-in")
+    assert_one_line_error(invoke("profile", "tiny", "--tp", "2", "--trace", "t.json"), "--trace", "folder")
 
 
 def test_nproc_sweeps_every_collective_on_two_ranks_and_rank_zero_writes(tmp_path):
