@@ -106,6 +106,13 @@ KINDS: dict[str, Kind] = {
             f"{_PL}.profile:plot",
         ),
         Kind("compare", f"{_CM}.compare:CompareResult", f"{_RP}.compare:build_view", f"{_PL}.compare:plot"),
+        Kind("comm", f"{_CM}.comm:CommResult", f"{_RP}.comm:build_view", f"{_PL}.comm:plot"),
+        Kind(
+            "profile-tp",
+            f"{_PR}.tp_profile:TPProfileResult",
+            f"{_RP}.tp_profile:build_view",
+            f"{_PL}.profile:plot",
+        ),
     )
 }
 
