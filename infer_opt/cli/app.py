@@ -98,6 +98,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "report": ("infer_opt.cli.report",),
     "compare": ("infer_opt.cli.compare",),
     "ab": ("infer_opt.cli.ab",),
+    "comm": ("infer_opt.cli.comm",),
 }
 
 _LOADED: dict[str, Any] = {}

@@ -8,9 +8,13 @@ from typing import Annotated, Any
 
 import typer
 
+from infer_opt.cli import profile_tp
 from infer_opt.cli.common import AutoDtypeOpt, DeviceOpt, HfConfigOpt, ModelArg, ThreadsOpt, progress_bar
+from infer_opt.cli.distributed import TimeoutOpt, TracePath
 from infer_opt.cli.output import Outcome, with_output
-from infer_opt.cli.types import Choice, Count, InputFile, OutputFile
+from infer_opt.cli.profile_tp import TpOpt
+from infer_opt.cli.types import Choice, Count, InputFile
+from infer_opt.errors import InvalidInput
 
 HELP = """Profile one step of a model: time, FLOPs and bytes per aten operator,
 grouped by operator, category and module, each op placed against the device's
@@ -41,6 +45,10 @@ Examples:
   infer-opt profile --threads 1 --runs 3 --out base.json
 
   infer-opt profile examples/my_model.py:make_model --by module
+
+  infer-opt profile gpt2-small --tp 2 --trace traces/
+
+  torchrun --nproc-per-node 4 -m infer_opt profile llama-small --tp 4 --device cuda
 """
 
 MODES = ("prefill", "decode", "generate")
@@ -152,12 +160,15 @@ def profile(
         Path | None,
         typer.Option(
             "--trace",
-            click_type=OutputFile(),
-            help="Write the raw torch.profiler trace (Chrome/Perfetto JSON).",
+            click_type=TracePath(),
+            help="Write the raw torch.profiler trace (Chrome/Perfetto JSON); with --tp a folder, one "
+            "rank<r>.json per rank.",
         ),
     ] = None,
     threads: ThreadsOpt = None,
     hf_config: HfConfigOpt = None,
+    tp: TpOpt = 1,
+    timeout: TimeoutOpt = "60s",
     runs: Annotated[
         int,
         typer.Option(
@@ -171,6 +182,18 @@ def profile(
     from infer_opt.profilers import model_profile
 
     run = ModelRun(model, device, dtype, batch, seq_len, tuple(hf_config or ()), threads)
+    if profile_tp.wanted(tp):
+        if runs > 1:
+            raise InvalidInput("runs", runs, "--tp profiles one run per rank; drop --runs (or --tp)")
+        options = {"mode": mode, "context": context, "new_tokens": new_tokens, "warmup": warmup, "reps": reps}
+        arguments = {**options, "model": model, "device": device, "dtype": dtype, "batch": batch,
+                     "seq_len": seq_len, "threads": threads, "tp": tp}  # fmt: skip
+        return profile_tp.profile_tp(
+            run, tp=tp, timeout_s=timeout, arguments=arguments, roofline=roofline, trace=trace, top=top,
+            by=by, **options,
+        )  # fmt: skip
+    if trace is not None and trace.is_dir():
+        raise InvalidInput("trace", str(trace), "is a folder; without --tp give a file name")
     with progress_bar("profile") as update:
         loaded, dev, torch_dtype = load(run, update)
         resolved = model_profile.resolve_fit(dev, torch_dtype, roofline, progress=update)

@@ -496,7 +496,11 @@ def aggregate(
         flops = float(sum(calls[i].flops for i in idx))
         nbytes = float(sum(calls[i].bytes for i in idx))
         per_call_t = t / n
-        bound, efficiency, predicted = _classify(fit, flops / n, nbytes / n, per_call_t)
+        if first.category == "communication":
+            # no roofline bound applies to a collective: it stays at its measured time
+            bound, efficiency, predicted = "communication", None, None
+        else:
+            bound, efficiency, predicted = _classify(fit, flops / n, nbytes / n, per_call_t)
         bound_by_category[first.category] += t if predicted is None else pa.capped_bound(t, predicted * n)
         sources = Counter(calls[i].flops_source for i in idx)
         modules = Counter(module_key(calls[i].module) for i in idx)
@@ -939,7 +943,9 @@ def _attribution(
         {
             o.name
             for o in ops
-            if o.flops_source == "none" and o.category != "memory" and o.share >= ZERO_FLOP_SHARE
+            if o.flops_source == "none"
+            and o.category not in ("memory", "communication")
+            and o.share >= ZERO_FLOP_SHARE
         }
     )
     flops_counted = float(sum(c.flops for c in calls))

@@ -58,6 +58,10 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from infer_opt.errors import RunFailure
 from infer_opt.profilers import flops as fl
 
+#: torch.distributed's ops as the dispatcher names them (c10d's in-place collectives and the
+#: functional collectives with their wait): time in them is communication not hidden behind compute
+COMMUNICATION_PREFIXES = ("c10d::", "_c10d_functional::", "c10d_functional::")
+
 _MATMUL = frozenset(
     {
         "aten::mm",
@@ -147,6 +151,8 @@ def categorize(name: str, func: Any = None, module_type: str = "") -> str:
     ``*Norm`` module are normalization; a batched matmul or softmax whose innermost module is an
     ``*Attention`` module is the attention core (eager attention in e.g. transformers)."""
     module_type_l = module_type.lower()
+    if name.startswith(COMMUNICATION_PREFIXES):
+        return "communication"
     if _ATTENTION_RE.search(name):
         return "attention"
     if name in _ATTENTION_CORE and "attention" in module_type_l:

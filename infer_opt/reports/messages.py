@@ -181,6 +181,23 @@ MESSAGES: dict[str, Words] = {
         f"the Monte-Carlo ({v['trials']:,} rounds) did not detect the wrong rule (exact enumeration did): "
         "raise --trials"
     ),
+    # ---- communication and tensor parallelism (profilers/comm.py, profilers/tp_profile.py)
+    "comm_single_rank": lambda v: (
+        f"a collective needs at least two ranks (devices): this run has one ({v['device']}), so only "
+        "the local copy was measured; run it with --nproc 2 or under torchrun --nproc-per-node 2"
+    ),
+    "comm_partial": lambda v: (
+        f"the sweep stopped early: {v['measured']} of {v['planned']} message sizes measured "
+        "(kept as they were when it stopped)"
+    ),
+    "comm_high_variance": lambda v: (
+        f"{v['sizes']} message size(s) vary by more than 10% (IQR/median up to {_pct(v['worst_rel_iqr'])}): "
+        "raise --reps, quiet the machine, or give each rank its own cores"
+    ),
+    "comm_fit_unpinned": lambda v: (
+        f"the sizes do not pin the fit's {' and '.join(v['parameters'])} (it ended at the edge of "
+        "its range): widen --min-size/--max-size around the crossover"
+    ),
     # ---- compare, ab, noise floors (cost_models/compare.py, profilers/ab.py)
     "compared_despite_differences": lambda v: (
         f"compared with --force although the runs differ in {', '.join(v['differences'])}"

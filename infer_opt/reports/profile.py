@@ -24,6 +24,7 @@ CATEGORY_LABELS = {
     "normalization": "normalization",
     "elementwise": "elementwise/activation",
     "memory": "memory/layout",
+    "communication": "communication",
     "other": "other",
 }
 

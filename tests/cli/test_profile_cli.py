@@ -257,3 +257,7 @@ def test_runs_are_kept_per_step_op_and_category_and_compare_tests_them(tmp_path)
     compared = invoke("compare", str(a), str(b), "--json").json()["result"]
     assert compared["headline"]["runs_base"] == 2 and compared["headline"]["floor"] is None
     assert {(r["runs_base"], r["runs_new"]) for r in compared["rows"]} == {(2, 2)}
+
+
+def test_runs_with_tp_is_refused_in_one_line():
+    assert_one_line_error(_profile("--tp", "2", "--runs", "2"), "--runs", "--tp")

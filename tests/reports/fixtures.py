@@ -330,6 +330,19 @@ def ab() -> Result:
     )  # fmt: skip
 
 
+def comm() -> Result:
+    """A 2-rank gloo sweep of two collectives, frozen (4 significant digits) from
+    ``cost_models.comm.sweep`` over per-rank samples on t = α + S/β (all_reduce α = 150 µs,
+    β = 1.2 GB/s; all_gather 120 µs, 0.9 GB/s), ±3% alternating, rank 1 slower, bootstrap 100:
+    the snapshot must not depend on the last bits of a least-squares solve."""
+    return _from_json("comm")
+
+
+def profile_tp() -> Result:
+    """``profile tiny --tp 2 --seq-len 64`` on 2 gloo ranks, trimmed and rounded."""
+    return _from_json("profile-tp")
+
+
 #: result kind -> a function building its fixture (every kind in infer_opt.registry needs one)
 FIXTURES: dict[str, Callable[[], Result]] = {
     "amdahl": amdahl,
@@ -353,6 +366,8 @@ FIXTURES: dict[str, Callable[[], Result]] = {
     "amortize-measure": amortize_measure,
     "speculative-measure": speculative_measure,
     "speculative-run": speculative_run,
+    "comm": comm,
+    "profile-tp": profile_tp,
 }
 
 
