@@ -106,6 +106,8 @@ KINDS: dict[str, Kind] = {
             f"{_PL}.profile:plot",
         ),
         Kind("compare", f"{_CM}.compare:CompareResult", f"{_RP}.compare:build_view", f"{_PL}.compare:plot"),
+        Kind("ab", f"{_PR}.ab:AbResult", f"{_RP}.ab:build_view", f"{_PL}.ab:plot"),
+        Kind("noise-floor", f"{_CM}.compare:NoiseFloor", f"{_RP}.compare:build_noise_view"),
         Kind("comm", f"{_CM}.comm:CommResult", f"{_RP}.comm:build_view", f"{_PL}.comm:plot"),
         Kind(
             "profile-tp",

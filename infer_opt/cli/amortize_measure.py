@@ -18,6 +18,7 @@ from infer_opt.cli.common import (
     ModelArg,
     option,
     progress_bar,
+    read_resume,
     read_text,
 )
 from infer_opt.cli.output import Outcome, Output, with_output
@@ -88,25 +89,6 @@ def _calls(
     return {s.name: per_bound[s.seq_len] for s in specs}, how
 
 
-def _previous(resume: Path | None) -> Any:
-    if resume is None:
-        return None
-    from infer_opt.profilers.compile_measure import AmortizeMeasureResult
-    from infer_opt.results import load_result
-
-    if resume.suffix.lower() != ".json":
-        raise InvalidInput(
-            "--resume", str(resume), "expected the .json file a run wrote with --out FILE.json"
-        )
-    try:
-        loaded = load_result(resume)
-    except InvalidInput as exc:
-        raise InvalidInput("--resume", str(resume), exc.expected) from None
-    if not isinstance(loaded.result, AmortizeMeasureResult):
-        raise InvalidInput("--resume", str(resume), f"not an amortize measure result (kind {loaded.kind})")
-    return loaded.result
-
-
 def _say_estimate(estimate: Any) -> None:
     typer.echo(
         f"first bucket took {format_duration(estimate.first_bucket_s)}; about "
@@ -171,7 +153,7 @@ def measure(
 
     specs = compile_sweep.buckets_of(bounds, batch_sizes)
     call_map, calls_source = _calls(calls, lengths, requests, specs, bounds)
-    previous = _previous(resume)
+    previous = read_resume(resume, "amortize-measure", "an amortize measure result")
     if resume is not None and resume not in output.out:
         output = replace(output, out=(*output.out, resume))
     dev = devices.resolve_device(device)

@@ -97,6 +97,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "attention": ("infer_opt.cli.attention", "infer_opt.cli.attention_check"),
     "report": ("infer_opt.cli.report",),
     "compare": ("infer_opt.cli.compare",),
+    "ab": ("infer_opt.cli.ab",),
     "comm": ("infer_opt.cli.comm",),
 }
 

@@ -28,6 +28,10 @@ a factory, package.module:factory or path/to/file.py:factory, returning
 (model, example_inputs) (see examples/my_model.py); or hf:<model_type>,
 built from its config with random weights (pip install 'infer-opt\\[hf]').
 
+--runs N: N independent passes over the step (each with its own warm-up), every op,
+category and the step keeping each run's median; 1 for a look, 3 or more for anything
+you will compare (infer-opt compare tests changes against the spread between runs).
+
 Examples:
 
   infer-opt profile
@@ -37,6 +41,8 @@ Examples:
   infer-opt profile --mode decode --context 256
 
   infer-opt profile --mode generate --new-tokens 32 --json > gen.json
+
+  infer-opt profile --threads 1 --runs 3 --out base.json
 
   infer-opt profile examples/my_model.py:make_model --by module
 
@@ -49,6 +55,7 @@ MODES = ("prefill", "decode", "generate")
 GROUPS = ("op", "category", "module")
 MAX_SIZE = 1 << 20
 MAX_REPS = 10_000
+MAX_RUNS = 1000
 
 ModeOpt = Annotated[
     str,
@@ -162,11 +169,22 @@ def profile(
     hf_config: HfConfigOpt = None,
     tp: TpOpt = 1,
     timeout: TimeoutOpt = "60s",
+    runs: Annotated[
+        int,
+        typer.Option(
+            "--runs",
+            click_type=Count(1, MAX_RUNS),
+            help="Independent passes over the step, each with its own warm-up. 1 for a look; 3 or "
+            "more for anything you will compare.",
+        ),
+    ] = 1,
 ) -> Any:
     from infer_opt.profilers import model_profile
 
     run = ModelRun(model, device, dtype, batch, seq_len, tuple(hf_config or ()), threads)
     if profile_tp.wanted(tp):
+        if runs > 1:
+            raise InvalidInput("runs", runs, "--tp profiles one run per rank; drop --runs (or --tp)")
         options = {"mode": mode, "context": context, "new_tokens": new_tokens, "warmup": warmup, "reps": reps}
         arguments = {**options, "model": model, "device": device, "dtype": dtype, "batch": batch,
                      "seq_len": seq_len, "threads": threads, "tp": tp}  # fmt: skip
@@ -181,7 +199,7 @@ def profile(
         resolved = model_profile.resolve_fit(dev, torch_dtype, roofline, progress=update)
         result = model_profile.profile_model(
             loaded, device=dev, dtype=torch_dtype, mode=mode, context=context, new_tokens=new_tokens,
-            warmup=warmup, reps=reps, fit=resolved.fit, fit_source=resolved.source,
+            warmup=warmup, reps=reps, runs=runs, fit=resolved.fit, fit_source=resolved.source,
             fit_warnings=resolved.warnings, trace_path=trace, progress=update,
         )  # fmt: skip
     if trace is not None:

@@ -547,10 +547,20 @@ class KernelRow:
     warnings: tuple[Notice, ...] = ()
     #: with --cuda-graphs: the same kernel timed eagerly (the gap is launch overhead)
     eager_time_s: float | None = None
+    #: with several runs (--runs): the median of each run, in run order (``()``: one run,
+    #: whose median is ``time_s``); ``samples_s`` and ``summary`` then pool every run
+    run_medians_s: tuple[float, ...] = ()
 
     @property
     def key(self) -> str:
         return f"{self.name}[{self.label}]"
+
+    @property
+    def runs(self) -> int:
+        """How many runs timed this case (0 when it was skipped)."""
+        if self.time_s is None:
+            return 0
+        return len(self.run_medians_s) or 1
 
 
 @dataclass(frozen=True)
@@ -572,6 +582,8 @@ class KernelSuiteResult(Result):
     wall_s: float = 0.0
     #: why the sweep stopped early (e.g. a failed CUDA graph capture left the device unusable)
     warnings: tuple[Notice, ...] = ()
+    #: independent passes over the suite asked for (--runs); each row says how many it holds
+    runs: int = 1
 
     @property
     def threads(self) -> int | None:
@@ -760,6 +772,20 @@ def run_case(
     )
 
 
+def empty_result(dev: Any, dtype: Any, settings: SuiteSettings, suite: str) -> KernelSuiteResult:
+    """A result for this device, dtype and settings with no rows yet."""
+    return KernelSuiteResult(
+        device=str(dev),
+        device_name=devices.device_name(dev),
+        device_key=devices.device_key(dev, dtype),
+        dtype=devices.dtype_name(dtype),
+        suite=suite,
+        settings=settings,
+        device_info=devices.device_info(dev),
+        complete=False,
+    )
+
+
 def run_suite(
     cases: Sequence[KernelCase],
     dev: Any,
@@ -780,16 +806,7 @@ def run_suite(
             f"--cuda-graphs: CUDA graphs need a CUDA device; this run is on {dev} (drop --cuda-graphs)"
         )
     lookup = {(c.family, c.label, c.name): c for c in [*(all_known or ()), *cases]}
-    result = KernelSuiteResult(
-        device=str(dev),
-        device_name=devices.device_name(dev),
-        device_key=devices.device_key(dev, dtype),
-        dtype=devices.dtype_name(dtype),
-        suite=suite,
-        settings=settings,
-        device_info=devices.device_info(dev),
-        complete=False,
-    )
+    result = empty_result(dev, dtype, settings, suite)
     start = time.perf_counter()
     rows: list[KernelRow] = []
     total = len(cases)
@@ -816,3 +833,156 @@ def run_suite(
             result, rows=tuple(rows), wall_s=time.perf_counter() - start, complete=False, warnings=(stopped,)
         )
     return replace(result, rows=tuple(rows), wall_s=time.perf_counter() - start, complete=True)
+
+
+# ---------------------------------------------------------------------------- several runs
+
+
+def pass_order(cases: Sequence[KernelCase], index: int, runs: int) -> list[KernelCase]:
+    """The case order of pass ``index`` of ``runs``: rotated by ``index·n/runs`` places, so
+    each case meets a different moment of the run and a burst of load lands on one pass of
+    several cases rather than on every pass of one. Compiling cases stay last (rotated among
+    themselves)."""
+
+    def rotate(items: list[KernelCase]) -> list[KernelCase]:
+        k = index * len(items) // max(runs, 1) if items else 0
+        return items[k:] + items[:k]
+
+    return rotate([c for c in cases if not c.compiles]) + rotate([c for c in cases if c.compiles])
+
+
+def merge_row(old: KernelRow | None, new: KernelRow) -> KernelRow:
+    """``old`` (a case's runs so far) with one more run: samples pooled, the run's median
+    appended to ``run_medians_s``, rates from the pooled median. A pass that could not time
+    the case leaves the timed runs alone; a failed output check in any pass fails the row."""
+    if old is None or old.time_s is None:
+        return new
+    checks: dict[str, Any] = {}
+    if old.passed is not None and new.passed is not None:
+        checks = {"passed": old.passed and new.passed, "error": max(old.error or 0.0, new.error or 0.0)}
+    if new.time_s is None:
+        return replace(old, **checks)
+    samples = old.samples_s + new.samples_s
+    summary = Summary.from_samples(samples)
+    t = summary.median_s
+    warnings = list(old.warnings)
+    warnings += [w for w in new.warnings if w not in warnings]
+    return replace(
+        old,
+        time_s=t,
+        summary=summary,
+        samples_s=samples,
+        run_medians_s=(old.run_medians_s or (old.time_s,)) + (new.time_s,),
+        achieved_flops_per_s=old.flops / t if t > 0 else None,
+        achieved_bytes_per_s=old.bytes / t if t > 0 else None,
+        warnings=tuple(warnings),
+        **checks,
+    )
+
+
+def resume_differences(previous: KernelSuiteResult, current: KernelSuiteResult) -> list[str]:
+    """What makes a saved result another setup than this run: device (with threads), dtype,
+    suite or timing settings, e.g. ``suite (full vs quick)``."""
+    out = [
+        f"{name.replace('_', ' ')} ({getattr(previous, name)} vs {getattr(current, name)})"
+        for name in ("device_key", "dtype", "suite")
+        if getattr(previous, name) != getattr(current, name)
+    ]
+    for name in SuiteSettings.__dataclass_fields__:
+        theirs, ours = getattr(previous.settings, name), getattr(current.settings, name)
+        if theirs != ours:
+            out.append(f"{name.replace('_', ' ')} ({theirs} vs {ours})")
+    return out
+
+
+def check_resumable(
+    previous: KernelSuiteResult, dev: Any, dtype: Any, settings: SuiteSettings, suite: str
+) -> None:
+    """Refuse (naming ``resume``) a saved result of another device, threads, dtype, suite or
+    timing settings: its rows cannot be pooled with this run's."""
+    diff = resume_differences(previous, empty_result(dev, dtype, settings, suite))
+    if diff:
+        raise InvalidInput(
+            "resume",
+            f"{previous.suite} suite, {previous.device_key}",
+            f"the file was measured with another setup: {', '.join(diff)} (use a new --out file)",
+        )
+
+
+def _needs_pass(row: KernelRow | None, index: int) -> bool:
+    """Whether a case is timed in pass ``index``: never measured, or timed in at most
+    ``index`` runs so far (a case that could not be timed is not retried)."""
+    if row is None:
+        return True
+    return row.time_s is not None and row.runs <= index
+
+
+def run_passes(
+    cases: Sequence[KernelCase],
+    dev: Any,
+    dtype: Any,
+    settings: SuiteSettings,
+    *,
+    runs: int = 1,
+    suite: str = "quick",
+    all_known: Sequence[KernelCase] | None = None,
+    previous: KernelSuiteResult | None = None,
+    progress: Progress | None = None,
+    on_row: Callable[[KernelSuiteResult], None] | None = None,
+) -> KernelSuiteResult:
+    """``runs`` independent passes of :func:`run_suite` over ``cases``, each case with its own
+    warm-up in every pass, in the order :func:`pass_order` gives (rows merged with
+    :func:`merge_row`). ``previous`` — a saved, possibly interrupted result of the same setup
+    (else :class:`InvalidInput` naming ``resume``) — supplies what was measured: a case is
+    timed in pass p only while it holds at most p runs, and the passes go to
+    ``max(runs, previous.runs)``. ``on_row`` gets the merged result after every case; Ctrl-C
+    (or a pass :func:`run_suite` stops) returns what finished with ``complete=False`` and the
+    pass's warnings."""
+    if runs < 1:
+        raise InvalidInput("runs", runs, "must be at least 1")
+    skeleton = replace(empty_result(dev, dtype, settings, suite), runs=runs)
+    order = [c.key for c in cases]
+    merged: dict[str, KernelRow] = {}
+    wall = [0.0]
+    if previous is not None:
+        check_resumable(previous, dev, dtype, settings, suite)
+        merged = {r.key: r for r in previous.rows if r.key in set(order)}
+        skeleton = replace(skeleton, runs=max(runs, previous.runs))
+        wall[0] = previous.wall_s
+
+    def snapshot(complete: bool) -> KernelSuiteResult:
+        rows = tuple(merged[k] for k in order if k in merged)
+        return replace(skeleton, rows=rows, wall_s=wall[0], complete=complete)
+
+    def add(part: KernelSuiteResult) -> None:
+        row = part.rows[-1]
+        merged[row.key] = merge_row(merged.get(row.key), row)
+        if on_row is not None:
+            on_row(replace(snapshot(False), wall_s=wall[0] + part.wall_s))
+
+    total = skeleton.runs
+    planned = sum(_needs_pass(merged.get(k), p) for p in range(total) for k in order)
+    done = 0
+    for p in range(total):
+        todo = [c for c in pass_order(cases, p, total) if _needs_pass(merged.get(c.key), p)]
+        if not todo:
+            continue
+        part = run_suite(
+            todo, dev, dtype, settings, suite=suite, all_known=all_known or cases, on_row=add,
+            progress=_pass_progress(progress, done, planned, p, total),
+        )  # fmt: skip
+        wall[0] += part.wall_s
+        done += len(todo)
+        if not part.complete:
+            return replace(snapshot(False), warnings=part.warnings)
+    return snapshot(True)
+
+
+def _pass_progress(
+    progress: Progress | None, done: int, planned: int, index: int, runs: int
+) -> Progress | None:
+    """The progress of one pass as a part of all passes."""
+    if progress is None:
+        return None
+    prefix = f"run {index + 1}/{runs}: " if runs > 1 else ""
+    return lambda i, _n, text: progress(done + i, max(planned, 1), prefix + text)

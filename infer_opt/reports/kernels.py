@@ -92,6 +92,12 @@ def _row(row: KernelRow) -> dict[str, Any]:
     }
 
 
+def _runs(runs: int) -> str:
+    if runs < 2:
+        return ""
+    return f"; {runs} runs (each case warmed up in each, order rotated; medians pool every run)"
+
+
 _CAPTIONS = {
     "matmul": "size n: (n×n)·(n×n)",
     "elementwise": "N elements per tensor",
@@ -192,7 +198,7 @@ def _summary(result: KernelSuiteResult, timed: list[KernelRow]) -> list[tuple[st
         ("Device", f"{device} [{result.device}]"),
         ("Dtype", dtype + (" (float32 matmuls run as TF32)" if dtype == "tf32" else "")),
         ("Suite", result.suite),
-        ("Timing", f"{mode}; warm-up {warm}; repetitions {reps}"),
+        ("Timing", f"{mode}; warm-up {warm}; repetitions {reps}" + _runs(result.runs)),
         ("Cache flush", "on (outside the timed region)" if s.flush_cache else "off"),
         ("Cases", f"{len(timed)} timed, {len(result.rows) - len(timed)} skipped"),
         ("Wall time", format_duration(result.wall_s)),

@@ -198,6 +198,32 @@ MESSAGES: dict[str, Words] = {
         f"the sizes do not pin the fit's {' and '.join(v['parameters'])} (it ended at the edge of "
         "its range): widen --min-size/--max-size around the crossover"
     ),
+    # ---- compare, ab, noise floors (cost_models/compare.py, profilers/ab.py)
+    "compared_despite_differences": lambda v: (
+        f"compared with --force although the runs differ in {', '.join(v['differences'])}"
+    ),
+    "rows_in_one_run": lambda v: (
+        f"{v['count']} {v['what']}{'s appear' if v['count'] > 1 else ' appears'} on one side only "
+        "(listed as 'only in base' / 'only in new')"
+    ),
+    "single_run": lambda v: _single_run(v),
+    "noise_floor_default": lambda v: (
+        f"no noise floor measured on this machine: single-run verdicts use the stated default "
+        f"({_pct(v['floor'])}; {_pct(v['short_floor'])} for rows under {format_duration(v['short_s'])}); "
+        "measure this machine's with an A/A (the same command as --base and --new)"
+        + (f": {v['command']}" if v.get("command") else "")
+    ),
+    "noise_floor_not_saved": lambda v: f"the measured noise floor was not saved: {v['reason']}",
+    "noise_floor_empty": lambda v: (
+        f"the noise floor holds {v['runs']} run(s) and {v['groups']} group(s): an A/A needs at least 2 runs "
+        "of the command"
+    ),
+    "noise_floor_not_finite": lambda v: (
+        f"the noise floor's spread is not a finite number for {', '.join(v['groups'])}"
+    ),
+    "noise_floor_mismatch": lambda v: (
+        f"the noise floor's {v['field']} is {v['floor']!r}, this run's {v['run']!r}"
+    ),
 }
 
 _FAMILY_PINS = {"matmul": "R (matmul)", "elementwise": "b (elementwise)", "launch": "t0 (launch)"}
@@ -227,6 +253,24 @@ def _num(value: Any) -> str:
         return f"{float(value):.3g}"
     except (TypeError, ValueError):
         return str(value)
+
+
+def _single_run(v: Mapping[str, Any]) -> str:
+    """One run on a side: no between-run estimate, and the commands that give one."""
+    sides = " and ".join(
+        name for name, runs in (("BASE", v["runs_base"]), ("NEW", v["runs_new"])) if runs < 2
+    )
+    text = (
+        f"{sides} {'hold' if ' and ' in sides else 'holds'} one run: the spread between runs is unknown, "
+        "so no change below the noise floor gets a verdict. For a run-level test, "
+    )
+    commands = [c for c in dict.fromkeys((v.get("base_command"), v.get("new_command"))) if c]
+    if commands:
+        text += "rerun with 3 runs: " + " and ".join(commands)
+    else:
+        text += f"rerun each side with --runs 3 (infer-opt {v.get('kind', 'kernels')} ... --runs 3)"
+    ab = v.get("ab_command") or "infer-opt ab --base '…' --new '…'"
+    return f"{text}, or alternate the two commands: {ab}"
 
 
 def text(notice: Notice | str) -> str:

@@ -254,9 +254,10 @@ def _shape_line(r: ProfileResult) -> str:
 
 def _spread(r: ProfileResult) -> str:
     s = r.step
+    runs = f", {r.runs} runs" if r.runs > 1 else ""
     return (
         f"{format_duration(s.median_s)} median (IQR {format_duration(s.q1_s)}–{format_duration(s.q3_s)}, "
-        f"n = {len(s.samples_s)}, {s.timer})"
+        f"n = {len(s.samples_s)}{runs}, {s.timer})"
     )
 
 

@@ -243,3 +243,21 @@ def test_threads_option_sets_torch_threads_and_rejects_zero():
     finally:
         torch.set_num_threads(before)
     assert_one_line_error(_profile("--threads", "0"), "--threads", f"[1, {os.cpu_count()}]")
+
+
+def test_runs_are_kept_per_step_op_and_category_and_compare_tests_them(tmp_path):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    for path in (a, b):
+        run = _profile("--runs", "2", "--out", str(path))
+        assert run.exit_code == 0, run.stderr
+    result = load_result(a).result
+    assert result.runs == 2 and len(result.step.run_medians_s) == 2
+    assert all(len(o.run_medians_s) == 2 for o in result.ops)
+    assert all(len(c.run_medians_s) == 2 for c in result.categories)
+    compared = invoke("compare", str(a), str(b), "--json").json()["result"]
+    assert compared["headline"]["runs_base"] == 2 and compared["headline"]["floor"] is None
+    assert {(r["runs_base"], r["runs_new"]) for r in compared["rows"]} == {(2, 2)}
+
+
+def test_runs_with_tp_is_refused_in_one_line():
+    assert_one_line_error(_profile("--tp", "2", "--runs", "2"), "--runs", "--tp")

@@ -276,3 +276,23 @@ def test_generation_marks_create_their_events_before_the_first_mark(monkeypatch)
     assert log == ["create"] * 3
     mark(), mark(), mark()
     assert log == ["create"] * 3 + ["record"] * 3
+
+
+def test_run_medians_split_the_samples_by_run():
+    assert mp.run_medians([1.0, 2.0, 3.0, 10.0, 20.0, 30.0], [3, 3]) == (2.0, 20.0)
+    assert mp.run_medians([1.0, 2.0, 3.0], [3]) == ()
+
+
+def test_several_runs_keep_each_runs_median_of_the_step_ops_and_categories():
+    result = _profile(runs=2, seq_len=16)
+    assert result.runs == 2 and result.threads == torch.get_num_threads() and result.matmul_precision
+    step = result.step
+    assert len(step.samples_s) == 6 and len(step.run_medians_s) == 2
+    assert step.run_medians_s == pytest.approx(mp.run_medians(step.samples_s, [3, 3]))
+    for stat in (*result.ops, *result.categories):
+        assert len(stat.run_medians_s) == 2
+        half = len(stat.time_samples_s) // 2
+        assert stat.run_medians_s == pytest.approx(mp.run_medians(stat.time_samples_s, [half, half]))
+    assert mp.ProfileResult.from_dict(result.to_dict()) == result
+    with pytest.raises(InvalidInput, match="runs"):
+        _profile(runs=0)

@@ -5,7 +5,8 @@ measured kinds (profile, kernels, roofline) are read from ``fixtures/<kind>.json
 trimmed real CPU runs with rounded numbers, so the snapshots stay readable and never
 depend on the machine; ``amortize-measure`` is built by its core function from
 hand-made bucket measurements, ``speculative-measure`` is a frozen ``analyze`` output.
-``compare`` compares two of those kernel runs.
+``compare`` compares two kernel runs made into three runs each (:func:`in_runs`); ``ab`` is an
+A/A of them and ``noise-floor`` the noise it measured.
 """
 
 from __future__ import annotations
@@ -256,12 +257,77 @@ def kernels_new() -> Result:
     return replace(base, rows=tuple(rows))
 
 
+def in_runs(result: Result, drifts: tuple[float, ...], speed: dict[str, float] | None = None) -> Result:
+    """``result``'s kernel rows as if measured in ``len(drifts)`` runs: run k's samples are
+    the row's samples times ``drifts[k]`` (a drift shared by every case of the run) divided by
+    ``speed[family]``; samples pooled, run medians kept."""
+    from infer_opt.stats import Summary
+
+    rows = []
+    for row in result.rows:  # type: ignore[attr-defined]
+        if row.time_s is None:
+            rows.append(row)
+            continue
+        factor = 1.0 / (speed or {}).get(row.family, 1.0)
+        runs = [[v * d * factor for v in row.samples_s] for d in drifts]
+        samples = tuple(v for run in runs for v in run)
+        summary = Summary.from_samples(samples)
+        medians = tuple(float(np.median(run)) for run in runs)
+        rows.append(
+            replace(row, samples_s=samples, summary=summary, time_s=summary.median_s, run_medians_s=medians)
+        )
+    return replace(result, rows=tuple(rows), runs=len(drifts))
+
+
+def kernels_runs() -> Result:
+    """:func:`kernels` in three runs, the second 4% slower and the third 3% faster throughout."""
+    return in_runs(kernels(), (1.0, 1.04, 0.97))
+
+
+def kernels_runs_new() -> Result:
+    """Three runs of :func:`kernels_new` (matmuls 1.5× faster, one case dropped) with their own drift."""
+    return in_runs(kernels_new(), (1.02, 0.99, 1.05))
+
+
+def kernels_runs_again() -> Result:
+    """Three more runs of the unchanged suite (an A/A partner of :func:`kernels_runs`)."""
+    return in_runs(kernels(), (0.99, 1.06, 1.01))
+
+
 def compare() -> Result:
     from infer_opt.cost_models.compare import compare_results
 
     return compare_results(
-        kernels(), kernels_new(), base_name="base.json", new_name="new.json", bootstrap=500
+        kernels_runs(), kernels_runs_new(), base_name="base.json", new_name="new.json", bootstrap=500,
+        commands=("infer-opt kernels --runs 3 --out base.json", "infer-opt kernels --runs 3 --out new.json"),
+    )  # fmt: skip
+
+
+AA_COMMAND = "infer-opt kernels --suite quick --threads 1"
+
+
+def noise_floor() -> Result:
+    from infer_opt.cost_models.compare import noise_floor as measure
+
+    return measure([kernels_runs(), kernels_runs_again()], command=AA_COMMAND)
+
+
+def ab() -> Result:
+    """An A/A of :data:`AA_COMMAND` (two rounds of three runs a side), as ``infer-opt ab`` saves it."""
+    from infer_opt.cost_models.compare import compare_results
+    from infer_opt.profilers.ab import AbResult, AbRun
+
+    comparison = compare_results(kernels_runs(), kernels_runs_again(), base_name="base", new_name="new")
+    runs = tuple(
+        AbRun(side, r, f"ab-runs/{side}-{r}.json", wall)
+        for r, (b, n) in enumerate([(9.1, 9.4), (9.0, 9.2)], start=1)
+        for side, wall in (("base", b), ("new", n))
     )
+    return AbResult(
+        base_command=AA_COMMAND, new_command=AA_COMMAND, base_env=(), new_env=(), rounds=2,
+        folder="ab-runs", runs=runs, comparison=comparison, noise_floor=noise_floor(),
+        noise_saved_to="~/.cache/infer-opt/noise/cpu-example-cpu-1t-float32-kernels.json",
+    )  # fmt: skip
 
 
 def comm() -> Result:
@@ -295,6 +361,8 @@ FIXTURES: dict[str, Callable[[], Result]] = {
     "kernels": kernels,
     "roofline": roofline,
     "compare": compare,
+    "ab": ab,
+    "noise-floor": noise_floor,
     "amortize-measure": amortize_measure,
     "speculative-measure": speculative_measure,
     "speculative-run": speculative_run,

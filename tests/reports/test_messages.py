@@ -18,8 +18,9 @@ from tests.reports.fixtures import fixture
 
 PACKAGE = Path(__file__).resolve().parents[2] / "infer_opt"
 
-#: result kinds whose views hold only Notices (compare and profile still pass strings)
+#: result kinds whose views hold only Notices (profile still passes strings)
 NOTICE_ONLY_KINDS = (
+    "ab",
     "amdahl",
     "amortize",
     "amortize-buckets",
@@ -28,7 +29,9 @@ NOTICE_ONLY_KINDS = (
     "attention-memory",
     "attention-window",
     "buckets",
+    "compare",
     "kernels",
+    "noise-floor",
     "roofline",
     "speculative-acceptance",
     "speculative-measure",
