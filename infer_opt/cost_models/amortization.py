@@ -285,9 +285,6 @@ def amortize_buckets(
     )
 
 
-_TIME_COLUMNS = {"compile_s": "s", "eager_ms": "ms", "compiled_ms": "ms", "saving_ms": "ms"}
-
-
 def read_bucket_csv(text: str, *, source: str, calls_required: bool = True) -> list[BucketInput]:
     """Parse ``bucket, compile_s, calls`` plus ``eager_ms, compiled_ms`` or ``saving_ms``.
 
