@@ -422,7 +422,12 @@ class OpModel:
                 )
                 found[state] = (family, t, extrapolated)
         inside = {s: v for s, v in found.items() if not v[2]}
-        return inside or found
+        if inside or not found:
+            return inside
+        # outside every grid: the grid of the most shapes (the hot one: warm and cold grids stop
+        # at smaller shapes, where the cache state matters) extrapolates best
+        widest = max(found, key=lambda s: len(found[s][0].points))
+        return {widest: found[widest]}
 
     def _interpolator(self, family: FamilyCalibration) -> FamilyInterpolator:
         if family.key not in self._interpolators:

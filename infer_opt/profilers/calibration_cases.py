@@ -11,8 +11,9 @@ Groups (``standard`` grid on a CPU; ``tiny`` is a handful of shapes per group, f
 
 * ``linear`` — ``F.linear`` (``gemm.nt``), M (tokens) 1, 2, 3, 4, 6, 8, 12, 16 (small-M BLAS
   paths change every few rows), then 24 … 2048; N 64…8192 and K 64…4096 log₂-spaced (N 32768
-  with K 256 and 1024 for lm-head-like shapes); at most 2.5·10⁸ FLOPs and 32 MiB of weight a
-  call; hot, warm (weights in the last-level cache) and, for M ≤ 32, cold (weights in memory).
+  with K 256 and 1024 for lm-head-like shapes); at most 10⁹ FLOPs and 32 MiB of weight a call;
+  hot, warm (weights in the last-level cache) up to M = 256 and, for M ≤ 32, cold (weights in
+  memory).
 * ``addmm_nn`` — ``addmm`` with a row-major weight (``gemm.nn``, ``transformers``' ``Conv1D``).
 * ``bmm`` — batched matmuls of the explicit attention path, ``QKᵀ`` (``nt``) and ``PV`` (``nn``).
 * ``sdpa`` — ``scaled_dot_product_attention``: causal and unmasked square (prefill), one query
@@ -103,12 +104,14 @@ _SPEC: dict[str, dict[str, Any]] = {
         "linear_n": (64, 128, 256, 512, 1024, 2048, 4096, 8192),
         "linear_k": (64, 128, 256, 512, 1024, 2048, 4096),
         "linear_wide": ((32768, 256), (32768, 1024)),
-        "linear_flops": 2.5e8,
+        "linear_flops": 1e9,
         "max_weight": 2**23,
         "cold_m": (1, 4, 8, 16, 32),
+        "warm_max_m": 256,
         "coarse_m": (1, 2, 4, 8, 16, 32, 64, 256, 1024),
         "coarse_nk": (64, 256, 1024, 4096),
         "bmm_batch": (1, 12, 48),
+        "bmm_flops": 2.5e8,
         "bmm_m": (1, 16, 64, 256, 1024),
         "bmm_long": (16, 64, 256, 1024, 4096),
         "bmm_d": (32, 64, 128),
@@ -133,9 +136,11 @@ _SPEC: dict[str, dict[str, Any]] = {
         "linear_flops": 5e8,
         "max_weight": 2**24,
         "cold_m": (1, 4),
+        "warm_max_m": 4,
         "coarse_m": (1, 16),
         "coarse_nk": (64, 256),
         "bmm_batch": (2,),
+        "bmm_flops": 5e8,
         "bmm_m": (1, 16),
         "bmm_long": (16, 64),
         "bmm_d": (32,),
@@ -175,7 +180,7 @@ def grid_spec(grid: str, kind: str) -> dict[str, Any]:
 
 
 def _matmul_case(
-    group: str, label: str, m: int, n: int, k: int, bias: bool, transposed: bool, cold: bool
+    group: str, label: str, m: int, n: int, k: int, bias: bool, transposed: bool, states: tuple[str, ...]
 ) -> Case:
     """``F.linear`` (weight N×K, used transposed) or ``addmm``/``mm`` with a K×N weight (row-major,
     as ``transformers``' ``Conv1D``), checked on a sample of the output."""
@@ -206,9 +211,17 @@ def _matmul_case(
         run,
         reference,
         4 * (m * k + n * k + n),
-        ALL_STATES if cold else NOT_COLD,
+        states,
         lambda out: out[:rows, :cols],
     )
+
+
+def matmul_states(spec: dict[str, Any], m: int) -> tuple[str, ...]:
+    """The cache states a matmul with ``m`` rows is measured in: all three for the skinny,
+    bandwidth-bound ones, not cold up to ``warm_max_m``, hot only beyond (compute-bound)."""
+    if m in spec["cold_m"]:
+        return ALL_STATES
+    return NOT_COLD if m <= spec["warm_max_m"] else ("hot",)
 
 
 def _fits(spec: dict[str, Any], m: int, n: int, k: int) -> bool:
@@ -225,16 +238,18 @@ def linear_cases(spec: dict[str, Any]) -> Iterator[Case]:
         if 2.0 * m * n * k <= spec["linear_flops"] and (
             n * k <= spec["max_weight"] or (n, k) in spec["linear_wide"]
         ):
-            cold = m in spec["cold_m"]
-            yield _matmul_case("linear", f"linear M={m} N={n} K={k}", m, n, k, True, True, cold)
+            yield _matmul_case(
+                "linear", f"linear M={m} N={n} K={k}", m, n, k, True, True, matmul_states(spec, m)
+            )
 
 
 def conv1d_cases(spec: dict[str, Any]) -> Iterator[Case]:
     """``addmm`` with a row-major weight (``gemm.nn``) on the coarse grid."""
     for m, n, k in itertools.product(spec["coarse_m"], spec["coarse_nk"], spec["coarse_nk"]):
         if _fits(spec, m, n, k):
-            cold = m in spec["cold_m"]
-            yield _matmul_case("addmm_nn", f"addmm M={m} N={n} K={k}", m, n, k, True, False, cold)
+            yield _matmul_case(
+                "addmm_nn", f"addmm M={m} N={n} K={k}", m, n, k, True, False, matmul_states(spec, m)
+            )
 
 
 def _bmm_case(batch: int, m: int, n: int, k: int, transposed: bool) -> Case:
@@ -259,7 +274,7 @@ def bmm_cases(spec: dict[str, Any]) -> Iterator[Case]:
     for batch, m, long, d in itertools.product(
         spec["bmm_batch"], spec["bmm_m"], spec["bmm_long"], spec["bmm_d"]
     ):
-        if 2.0 * batch * m * long * d <= spec["linear_flops"]:
+        if 2.0 * batch * m * long * d <= spec["bmm_flops"]:
             yield _bmm_case(batch, m, long, d, True)  # scores: Q·Kᵀ
             yield _bmm_case(batch, m, d, long, False)  # outputs: P·V
 
