@@ -1,4 +1,4 @@
-"""The calibrated operator model: predicted time of one aten call and of a whole step (SPEC §5.1).
+"""The calibrated operator model: predicted time of one aten call and of a whole step (docs/prediction.md).
 
 A step's predicted time is
 
@@ -659,7 +659,7 @@ def ridge_crossing(xs: Sequence[float], intensities: Sequence[float], ridge: flo
     """The sweep value where the arithmetic intensity ``F/Q`` first reaches the ridge ``R/b``
     (interpolated linearly in log x and log intensity between the two sweep points around it);
     ``xs[0]`` when it starts above, ``None`` when it never gets there. Decode at batch B reads the
-    weights once for all B sequences, so its intensity grows about linearly with B (SPEC §5.1)."""
+    weights once for all B sequences, so its intensity grows about linearly with B (docs/prediction.md)."""
     if len(xs) != len(intensities):
         raise InvalidInput("intensities", len(intensities), f"needs one value per sweep point ({len(xs)})")
     if not (ridge > 0 and math.isfinite(ridge)):

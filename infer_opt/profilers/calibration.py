@@ -1,5 +1,5 @@
 """``infer-opt calibrate``: the operator-level calibration of a device, dtype and thread count
-(SPEC §5.1).
+(docs/prediction.md).
 
 Every case of the suite (:mod:`infer_opt.profilers.calibration_cases`) is first run once and its
 output compared with a float64 reference (norm-wise relative error within the kernel suite's

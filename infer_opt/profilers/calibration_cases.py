@@ -1,4 +1,4 @@
-"""The operator calibration suite's cases: what ``infer-opt calibrate`` measures (SPEC §5.1).
+"""The operator calibration suite's cases: what ``infer-opt calibrate`` measures (docs/prediction.md).
 
 Each *group* is a set of cases (one operator call on seeded inputs at one shape) timed together
 (see :mod:`infer_opt.profilers.calibration`). The shapes are a generic log-spaced grid — the

@@ -1,4 +1,4 @@
-"""Record a model step's operator sequence without running it on data (SPEC §5.1).
+"""Record a model step's operator sequence without running it on data (docs/prediction.md).
 
 The model is built on the ``meta`` device (shapes only: a 7B or 70B configuration costs no weight
 memory), its parameters, buffers and example inputs are turned into *fake tensors* that claim the

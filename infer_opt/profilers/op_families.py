@@ -1,4 +1,4 @@
-"""Which calibration family an aten call belongs to, and its features (SPEC §5.1).
+"""Which calibration family an aten call belongs to, and its features (docs/prediction.md).
 
 One function, :func:`signature`, reads a call's arguments and names its family and features;
 the calibration suite (what was measured) and the predictor (what a model will run) both go

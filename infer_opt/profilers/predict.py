@@ -1,5 +1,5 @@
 """``infer-opt predict``: a model step's time from the device's operator calibration, without
-running the model (SPEC §5.1).
+running the model (docs/prediction.md).
 
 1. The step's ops are recorded on fake tensors (:mod:`infer_opt.profilers.meta_record`): names,
    shapes, FLOPs, bytes, families, the memory each touches, module calls.
@@ -116,7 +116,7 @@ class SweepPoint:
 
 @dataclass(frozen=True)
 class PredictResult(Result):
-    """A step's predicted time from an operator calibration (SPEC §5.1) — a model prediction,
+    """A step's predicted time from an operator calibration (docs/prediction.md) — a model prediction,
     not a measurement."""
 
     KIND = "predict"

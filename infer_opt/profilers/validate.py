@@ -1,4 +1,4 @@
-"""``infer-opt validate``: how far the calibrated predictor is from measurement (SPEC §5.1).
+"""``infer-opt validate``: how far the calibrated predictor is from measurement (docs/prediction.md).
 
 For every point of a shape grid (batch × sequence length × context, per mode) the step is
 
@@ -101,7 +101,7 @@ class ErrorSummary:
 
 @dataclass(frozen=True)
 class ValidateResult(Result):
-    """Predicted against measured, per step and per operator (SPEC §5.1)."""
+    """Predicted against measured, per step and per operator (docs/prediction.md)."""
 
     KIND = "validate"
 

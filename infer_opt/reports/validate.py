@@ -70,9 +70,25 @@ def stats_table(r: ValidateResult) -> Table:
     rows = [_stats_row(f"step: {mode}", s) for mode, s in r.step_by_mode.items()]
     small = format_duration(SMALL_OP_S)
     rows.append(
-        {"what": f"operators ≥ {small}", "n": r.op_count, "mape": r.op_mape, "p90": r.op_p90_abs_rel_error}
+        {
+            "what": f"operators ≥ {small}",
+            "n": r.op_count,
+            "mape": r.op_mape,
+            "p90": r.op_p90_abs_rel_error,
+            "max": None,
+            "bias": None,
+        }
     )
-    rows.append({"what": f"operators < {small}", "n": r.small_op_count, "mape": r.small_op_mape})
+    rows.append(
+        {
+            "what": f"operators < {small}",
+            "n": r.small_op_count,
+            "mape": r.small_op_mape,
+            "p90": None,
+            "max": None,
+            "bias": None,
+        }
+    )
     rows.append(_stats_row("host term", r.host))
     columns = [
         Column("what", "Over", align="left", csv_header="over"),

@@ -16,9 +16,10 @@ def matmul_family(state: str = "warm", rate: float = R, bandwidth: float = B) ->
         points = []
         for m in (1.0, 64.0):
             for n in (64.0, 4096.0):
-                flops, nbytes = 2 * m * n * 64, 4 * (m * 64 + n * 64 + m * n)
-                t = T0 + max(flops / rate, nbytes / bandwidth)
-                points.append(om.GridPoint((m, n, 64.0), t, 0.0, flops, nbytes))
+                for k in (64.0, 1024.0):
+                    flops, nbytes = 2 * m * n * k, 4 * (m * k + n * k + m * n)
+                    t = T0 + max(flops / rate, nbytes / bandwidth)
+                    points.append(om.GridPoint((m, n, k), t, 0.0, flops, nbytes))
         out.append(
             om.FamilyCalibration(name, state, ("M", "N", "K"), tuple(points), T0, rate, bandwidth, 0.05)
         )
