@@ -325,11 +325,11 @@ def build_step(
     """The callable each mode times (module docstring). Decode and generate need a built-in;
     their batch is the loaded token batch's, and generate's prompt is that batch."""
     if mode not in MODES:
-        raise InvalidInput("--mode", mode, f"expected one of {', '.join(MODES)}")
+        raise InvalidInput("mode", mode, f"expected one of {', '.join(MODES)}")
     model = loaded.model
     if mode != "prefill" and not isinstance(model, DecoderLM):
         raise InvalidInput(
-            "--mode",
+            "mode",
             mode,
             "decode and generate need a built-in model (tiny, gpt2-small, llama-tiny, llama-small); "
             "factory and hf: models profile --mode prefill",
@@ -338,72 +338,103 @@ def build_step(
         return Step(
             _no_grad(loaded.prefill), loaded.tokens, loaded.flops_analytic, "forward on the example inputs"
         )
-    config = model.config
-    batch, seq_len = loaded.args[0].shape
     if mode == "prefill":
-        ids = loaded.args[0]
-        cache = model.new_cache(ids.shape[0], ids.shape[1])
-
-        def prefill() -> object:
-            cache.reset(0)
-            return model(ids, cache)
-
-        return Step(
-            _no_grad(prefill),
-            ids.numel(),
-            float(config.forward_flops(ids.shape[0], ids.shape[1])),
-            f"prefill of {ids.shape[1]} tokens into an empty KV cache",
-        )
+        return _prefill_step(model, loaded.args[0])
     if mode == "decode":
-        if context + 1 > config.max_seq_len:
-            raise InvalidInput(
-                "--context",
-                context,
-                f"must be at most {config.max_seq_len - 1}: model {config.name!r} has "
-                f"{config.max_seq_len} positions and decode adds one token",
-            )
-        ctx = random_tokens(batch, context, config.vocab_size, device=device)
-        token = random_tokens(batch, 1, config.vocab_size, device=device, seed=7)
-        cache = model.new_cache(batch, context + 1)
-        with guard("filling the KV cache"), torch.no_grad():
-            if context:
-                model(ctx, cache)
+        return _decode_step(model, loaded.args[0].shape[0], context, device)
+    return _generate_step(model, loaded.args[0], new_tokens, device)
 
-        def decode() -> object:
-            cache.reset(context)
-            return model(token, cache)
 
-        return Step(
-            _no_grad(decode),
-            batch,
-            float(config.forward_flops(batch, 1, context + 1)),
-            f"one token over a KV cache of {context} tokens",
+def _prefill_step(model: DecoderLM, ids: torch.Tensor) -> Step:
+    """A forward over the prompt into an empty KV cache."""
+    cache = model.new_cache(ids.shape[0], ids.shape[1])
+
+    def prefill() -> object:
+        cache.reset(0)
+        return model(ids, cache)
+
+    return Step(
+        _no_grad(prefill),
+        ids.numel(),
+        float(model.config.forward_flops(ids.shape[0], ids.shape[1])),
+        f"prefill of {ids.shape[1]} tokens into an empty KV cache",
+    )
+
+
+def _decode_step(model: DecoderLM, batch: int, context: int, device: Any) -> Step:
+    """One new token per sequence over a KV cache already holding ``context`` tokens."""
+    config = model.config
+    if context + 1 > config.max_seq_len:
+        raise InvalidInput(
+            "context",
+            context,
+            f"must be at most {config.max_seq_len - 1}: model {config.name!r} has "
+            f"{config.max_seq_len} positions and decode adds one token",
         )
+    ctx = random_tokens(batch, context, config.vocab_size, device=device)
+    token = random_tokens(batch, 1, config.vocab_size, device=device, seed=7)
+    cache = model.new_cache(batch, context + 1)
+    with guard("filling the KV cache"), torch.no_grad():
+        if context:
+            model(ctx, cache)
+
+    def decode() -> object:
+        cache.reset(context)
+        return model(token, cache)
+
+    return Step(
+        _no_grad(decode),
+        batch,
+        float(config.forward_flops(batch, 1, context + 1)),
+        f"one token over a KV cache of {context} tokens",
+    )
+
+
+def _generate_step(model: DecoderLM, prompt: torch.Tensor, new_tokens: int, device: Any) -> Step:
+    """Greedy generation of ``new_tokens`` after ``prompt``; ``generate`` marks each token."""
+    config = model.config
+    batch, seq_len = prompt.shape
     if seq_len + new_tokens > config.max_seq_len:
         raise InvalidInput(
-            "--new-tokens",
+            "new_tokens",
             new_tokens,
             f"prompt + new tokens exceed the {config.max_seq_len} positions of {config.name!r}",
         )
-    prompt = loaded.args[0]
     cache = model.new_cache(batch, seq_len + new_tokens)
-    on_cuda = str(device).startswith("cuda")
 
     def generate_marks(mark: Callable[[], Any] | None = None) -> list[Any]:
         marks = [mark()] if mark else []
         cache.reset(0)
-        logits = model(prompt, cache)
-        token = logits[:, -1:].argmax(-1)
+        token = model(prompt, cache)[:, -1:].argmax(-1)
         if mark:
             marks.append(mark())
         for _ in range(new_tokens - 1):
-            logits = model(token, cache)
-            token = logits[:, -1:].argmax(-1)
+            token = model(token, cache)[:, -1:].argmax(-1)
             if mark:
                 marks.append(mark())
         return marks
 
-    def timed_generation() -> list[float]:
+    analytic = config.forward_flops(batch, seq_len) + sum(
+        config.forward_flops(batch, 1, seq_len + k + 1) for k in range(new_tokens - 1)
+    )
+    return Step(
+        _no_grad(generate_marks),
+        batch * new_tokens,
+        float(analytic),
+        f"greedy generation of {new_tokens} tokens after a {seq_len}-token prompt",
+        generate=_timed_generation(generate_marks, new_tokens, device),
+        prompt_tokens=seq_len,
+        new_tokens=new_tokens,
+    )
+
+
+def _timed_generation(
+    generate_marks: Callable[..., list[Any]], new_tokens: int, device: Any
+) -> Callable[[], list[float]]:
+    """One generation's token times in seconds from its start (CUDA events on a GPU)."""
+    on_cuda = str(device).startswith("cuda")
+
+    def timed() -> list[float]:
         with torch.no_grad():
             if on_cuda:
                 # events record on the current stream of the current device: make it this one
@@ -414,18 +445,7 @@ def build_step(
             marks = generate_marks(time.perf_counter_ns)
             return [(m - marks[0]) * 1e-9 for m in marks]
 
-    analytic = config.forward_flops(batch, seq_len) + sum(
-        config.forward_flops(batch, 1, seq_len + k + 1) for k in range(new_tokens - 1)
-    )
-    return Step(
-        _no_grad(generate_marks),
-        batch * new_tokens,
-        float(analytic),
-        f"greedy generation of {new_tokens} tokens after a {seq_len}-token prompt",
-        generate=timed_generation,
-        prompt_tokens=seq_len,
-        new_tokens=new_tokens,
-    )
+    return timed
 
 
 def _cuda_marks(count: int) -> Callable[[], Any]:
@@ -485,95 +505,114 @@ def aggregate(
     medians, reps = _per_call_samples(timings, len(calls))
     step = max(step_time_s, math.fsum(medians))
     groups: dict[tuple[str, tuple[tuple[int, ...], ...]], list[int]] = defaultdict(list)
-    for i, call in enumerate(calls):
-        groups[(call.name, call.shapes)].append(i)
-    ops: list[OpStat] = []
-    bound_by_category: dict[str, float] = defaultdict(float)
-    for (name, shapes), idx in groups.items():
-        first = calls[idx[0]]
-        n = len(idx)
-        t = math.fsum(medians[i] for i in idx)
-        flops = float(sum(calls[i].flops for i in idx))
-        nbytes = float(sum(calls[i].bytes for i in idx))
-        per_call_t = t / n
-        if first.category == "communication":
-            # no roofline bound applies to a collective: it stays at its measured time
-            bound, efficiency, predicted = "communication", None, None
-        else:
-            bound, efficiency, predicted = _classify(fit, flops / n, nbytes / n, per_call_t)
-        bound_by_category[first.category] += t if predicted is None else pa.capped_bound(t, predicted * n)
-        sources = Counter(calls[i].flops_source for i in idx)
-        modules = Counter(module_key(calls[i].module) for i in idx)
-        ops.append(
-            OpStat(
-                name=name,
-                shapes=shapes,
-                dtype=first.dtype,
-                category=first.category,
-                calls=n,
-                time_s=t,
-                time_samples_s=_group_samples(idx, reps),
-                share=t / step if step > 0 else 0.0,
-                flops=flops,
-                bytes=nbytes,
-                flops_source=sources.most_common(1)[0][0],
-                module=modules.most_common(1)[0][0],
-                intensity=flops / nbytes if nbytes > 0 else None,
-                achieved_flops_per_s=flops / t if t > 0 else 0.0,
-                achieved_bytes_per_s=nbytes / t if t > 0 else 0.0,
-                predicted_s=None if predicted is None else predicted * n,
-                bound=bound,
-                efficiency=efficiency,
-            )
-        )
-    ops.sort(key=lambda o: (-o.time_s, o.name))
-
     by_category: dict[str, list[int]] = defaultdict(list)
     by_module: dict[str, list[int]] = defaultdict(list)
     for i, call in enumerate(calls):
+        groups[(call.name, call.shapes)].append(i)
         by_category[call.category].append(i)
         by_module[module_key(call.module)].append(i)
+    bound_by_category: dict[str, float] = defaultdict(float)
+    ops = []
+    for idx in groups.values():
+        op = _op_stat(calls, idx, medians, reps, fit, step)
+        ops.append(op)
+        bound_by_category[op.category] += (
+            op.time_s if op.predicted_s is None else pa.capped_bound(op.time_s, op.predicted_s)
+        )
+    ops.sort(key=lambda o: (-o.time_s, o.name))
     times = {c: math.fsum(medians[i] for i in idx) for c, idx in by_category.items()}
     amdahl = pa.profile_amdahl(
         [pa.CategoryTime(c, times[c], min(times[c], bound_by_category[c])) for c in by_category], step_time_s
     )
-    categories = []
-    for opp in amdahl.opportunities:
-        idx = by_category[opp.category]
-        flops = float(sum(calls[i].flops for i in idx))
-        nbytes = float(sum(calls[i].bytes for i in idx))
-        categories.append(
-            CategoryStat(
-                category=opp.category,
-                time_s=opp.time_s,
-                fraction=opp.fraction,
-                calls=len(idx),
-                flops=flops,
-                bytes=nbytes,
-                achieved_flops_per_s=flops / opp.time_s if opp.time_s > 0 else 0.0,
-                achieved_bytes_per_s=nbytes / opp.time_s if opp.time_s > 0 else 0.0,
-                bound_time_s=opp.bound_time_s if fit is not None else None,
-                part_speedup=opp.part_speedup if fit is not None else None,
-                ceiling_speedup=opp.ceiling_speedup,
-                roofline_speedup=opp.roofline_speedup if fit is not None else None,
-                time_samples_s=_group_samples(idx, reps),
-            )
-        )
-    modules = []
-    for key, idx in by_module.items():
-        t = math.fsum(medians[i] for i in idx)
-        modules.append(
-            ModuleStat(
-                module=key,
-                time_s=t,
-                share=t / step if step > 0 else 0.0,
-                calls=len(idx),
-                flops=float(sum(calls[i].flops for i in idx)),
-                bytes=float(sum(calls[i].bytes for i in idx)),
-            )
-        )
+    categories = [
+        _category_stat(opp, calls, by_category[opp.category], reps, fit is not None)
+        for opp in amdahl.opportunities
+    ]
+    modules = [_module_stat(key, calls, idx, medians, step) for key, idx in by_module.items()]
     modules.sort(key=lambda m: (-m.time_s, m.module))
     return ops, categories, modules, amdahl
+
+
+def _op_stat(
+    calls: Sequence[rec.OpCall],
+    idx: Sequence[int],
+    medians: Sequence[float],
+    reps: list[list[float]],
+    fit: RooflineFit | None,
+    step: float,
+) -> OpStat:
+    """One operator at one set of input shapes: its calls' time, work and roofline place."""
+    first = calls[idx[0]]
+    n = len(idx)
+    t = math.fsum(medians[i] for i in idx)
+    flops = float(sum(calls[i].flops for i in idx))
+    nbytes = float(sum(calls[i].bytes for i in idx))
+    if first.category == "communication":
+        # no roofline bound applies to a collective: it stays at its measured time
+        bound, efficiency, predicted = "communication", None, None
+    else:
+        bound, efficiency, predicted = _classify(fit, flops / n, nbytes / n, t / n)
+    return OpStat(
+        name=first.name,
+        shapes=first.shapes,
+        dtype=first.dtype,
+        category=first.category,
+        calls=n,
+        time_s=t,
+        time_samples_s=_group_samples(idx, reps),
+        share=t / step if step > 0 else 0.0,
+        flops=flops,
+        bytes=nbytes,
+        flops_source=Counter(calls[i].flops_source for i in idx).most_common(1)[0][0],
+        module=Counter(module_key(calls[i].module) for i in idx).most_common(1)[0][0],
+        intensity=flops / nbytes if nbytes > 0 else None,
+        achieved_flops_per_s=flops / t if t > 0 else 0.0,
+        achieved_bytes_per_s=nbytes / t if t > 0 else 0.0,
+        predicted_s=None if predicted is None else predicted * n,
+        bound=bound,
+        efficiency=efficiency,
+    )
+
+
+def _category_stat(
+    opp: pa.Opportunity,
+    calls: Sequence[rec.OpCall],
+    idx: Sequence[int],
+    reps: list[list[float]],
+    fitted: bool,
+) -> CategoryStat:
+    """One category's time, work and Amdahl place (roofline columns only with a fit)."""
+    flops = float(sum(calls[i].flops for i in idx))
+    nbytes = float(sum(calls[i].bytes for i in idx))
+    return CategoryStat(
+        category=opp.category,
+        time_s=opp.time_s,
+        fraction=opp.fraction,
+        calls=len(idx),
+        flops=flops,
+        bytes=nbytes,
+        achieved_flops_per_s=flops / opp.time_s if opp.time_s > 0 else 0.0,
+        achieved_bytes_per_s=nbytes / opp.time_s if opp.time_s > 0 else 0.0,
+        bound_time_s=opp.bound_time_s if fitted else None,
+        part_speedup=opp.part_speedup if fitted else None,
+        ceiling_speedup=opp.ceiling_speedup,
+        roofline_speedup=opp.roofline_speedup if fitted else None,
+        time_samples_s=_group_samples(idx, reps),
+    )
+
+
+def _module_stat(
+    key: str, calls: Sequence[rec.OpCall], idx: Sequence[int], medians: Sequence[float], step: float
+) -> ModuleStat:
+    t = math.fsum(medians[i] for i in idx)
+    return ModuleStat(
+        module=key,
+        time_s=t,
+        share=t / step if step > 0 else 0.0,
+        calls=len(idx),
+        flops=float(sum(calls[i].flops for i in idx)),
+        bytes=float(sum(calls[i].bytes for i in idx)),
+    )
 
 
 # ---------------------------------------------------------------------------- roofline
