@@ -43,7 +43,7 @@ from infer_opt.profilers import op_recorder as rec
 from infer_opt.profilers.models import DecoderLM, LoadedModel, random_tokens
 from infer_opt.profilers.roofline_store import ResolvedFit
 from infer_opt.results import Result
-from infer_opt.stats import Summary, variance_warning
+from infer_opt.stats import Summary, variance_notice
 
 Progress = Callable[[int, int, str], None]
 
@@ -246,7 +246,7 @@ class ProfileResult(Result):
     unmatched_calls: int
     reps: int
     warmup: int
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[Notice, ...] = ()
     generation: GenerationStats | None = None
     trace_path: str | None = None
     #: independent passes over the step, each with its own warm-up (--runs)
@@ -711,46 +711,24 @@ def _warnings(
     flops_analytic: float | None,
     on_cuda: bool,
     load: tuple[float, int] | None,
-) -> list[str]:
-    out: list[str] = []
-    variance = variance_warning(Summary.from_samples(step.samples_s))
+) -> list[Notice]:
+    out: list[Notice] = []
+    variance = variance_notice(Summary.from_samples(step.samples_s))
     if variance:
-        out.append(f"step time: {variance}")
+        out.append(variance.about("step time"))
     share = unattributed / step.median_s if step.median_s > 0 else 0.0
     if share > UNATTRIBUTED_WARNING:
-        where = (
-            "the GPU sat idle between kernels (host/launch overhead: Python, module calls, kernel launches)"
-            if on_cuda
-            else "host/framework overhead outside the ops (Python, nn.Module calls, the dispatcher)"
-        )
-        fix = (
-            "CUDA graphs or torch.compile cut it"
-            if on_cuda
-            else "torch.compile or a larger --batch/--seq-len amortise it"
-        )
-        out.append(f"{100 * share:.0f}% of the step is not attributed to any operator: {where}; {fix}")
+        out.append(Notice("step_unattributed", {"share": share, "on_cuda": on_cuda}))
     if coverage > OVERCOVERAGE_WARNING:
-        out.append(
-            f"per-op times add up to {100 * coverage:.0f}% of the step: the machine was busier during the "
-            "operator pass than during the step timing; raise --reps or quiet the machine"
-        )
+        out.append(Notice("ops_exceed_step", {"coverage": coverage}))
     if not on_cuda and load is not None and load[0] > load[1]:
-        out.append(
-            f"the machine is busy (load average {load[0]:.1f} on {load[1]} cores): CPU timings are noisy and "
-            "intra-op threads stall each other; quiet the machine or use fewer threads (OMP_NUM_THREADS)"
-        )
+        out.append(Notice("machine_busy", {"load": load[0], "cpus": load[1]}))
     if zero_flop:
-        out.append("ops with no FLOP formula (counted as 0 FLOPs) take real time: " + ", ".join(zero_flop))
+        out.append(Notice("ops_without_flops", {"ops": list(zero_flop)}))
     if unmatched:
-        out.append(
-            f"{unmatched} recorded op calls were not found in the profiler trace; "
-            "their time counts as unattributed"
-        )
+        out.append(Notice("calls_not_in_trace", {"calls": unmatched}))
     if flops_analytic and abs(flops_counted - flops_analytic) > 0.05 * flops_analytic:
-        out.append(
-            "counted FLOPs differ from the analytic count by "
-            f"{100 * (flops_counted / flops_analytic - 1):+.1f}%"
-        )
+        out.append(Notice("flops_differ_from_analytic", {"difference": flops_counted / flops_analytic - 1}))
     return out
 
 
@@ -839,9 +817,9 @@ def _step_timing(timed: _Timed, cold_s: float | None, timer: str) -> StepTiming:
     )
 
 
-def _fit_warnings(ops: Sequence[OpStat], fit: RooflineFit | None, run_key: str) -> list[str]:
+def _fit_warnings(ops: Sequence[OpStat], fit: RooflineFit | None, run_key: str) -> list[Notice]:
     """Ops faster than the fit allows (a stale fit), and a fit made for another device key."""
-    out: list[str] = []
+    out: list[Notice] = []
     beyond = [
         o
         for o in ops
@@ -852,17 +830,11 @@ def _fit_warnings(ops: Sequence[OpStat], fit: RooflineFit | None, run_key: str) 
     ]
     if beyond:
         worst = max(beyond, key=lambda o: o.efficiency or 0.0)
-        out.append(
-            f"{len(beyond)} large ops run faster than the roofline fit allows (up to "
-            f"{worst.efficiency:.2g}× its bound, {worst.name}): the fit looks stale or was measured "
-            "under load; refit with infer-opt roofline"
-        )
+        values = {"ops": len(beyond), "efficiency": worst.efficiency, "op": worst.name}
+        out.append(Notice("ops_beat_fit", values))
     fit_key = fit.device_key if fit is not None else ""
     if fit_key and fit_key != run_key:
-        out.append(
-            f"the roofline fit is for {fit_key} but this run is {run_key}: bounds and efficiencies may not "
-            "apply (run infer-opt roofline on this device, or drop --roofline)"
-        )
+        out.append(Notice("fit_for_other_device", {"fit": fit_key, "run": run_key}))
     return out
 
 
@@ -955,7 +927,7 @@ class _Attribution:
     coverage: float
     flops_counted: float
     zero_flop_ops: tuple[str, ...]
-    warnings: tuple[str, ...]
+    warnings: tuple[Notice, ...]
 
 
 def _attribution(
@@ -973,9 +945,6 @@ def _attribution(
 ) -> _Attribution:
     """``coverage = Σ per-op time / step time``, the ops with no FLOP formula, the warnings
     (the fit's own story first)."""
-    # until this result's warnings are Notices, the fit's are kept in words
-    from infer_opt.reports.messages import text
-
     median = step_timing.median_s
     op_time = math.fsum(o.time_s for o in ops)
     zero_flop = sorted(
@@ -989,7 +958,7 @@ def _attribution(
     )
     flops_counted = float(sum(c.flops for c in calls))
     coverage = op_time / median if median > 0 else math.inf
-    warnings = [text(n) for n in fit_warnings]
+    warnings = list(fit_warnings)
     warnings += _warnings(
         step_timing, coverage, median - op_time, zero_flop, len(timings.unmatched), flops_counted,
         step.flops_analytic, on_cuda, load,
