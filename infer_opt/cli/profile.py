@@ -9,7 +9,15 @@ from typing import Annotated, Any
 import typer
 
 from infer_opt.cli import profile_tp
-from infer_opt.cli.common import AutoDtypeOpt, DeviceOpt, HfConfigOpt, ModelArg, ThreadsOpt, progress_bar
+from infer_opt.cli.common import (
+    AutoDtypeOpt,
+    DeviceOpt,
+    HfConfigOpt,
+    ModelArg,
+    ThreadsOpt,
+    option,
+    progress_bar,
+)
 from infer_opt.cli.distributed import TimeoutOpt, TracePath
 from infer_opt.cli.output import Outcome, with_output
 from infer_opt.cli.profile_tp import TpOpt
@@ -119,6 +127,35 @@ def load(run: ModelRun, update: Any) -> tuple[Any, Any, Any]:
     return loaded, dev, torch_dtype
 
 
+WarmupOpt = option(int, "--warmup", parse=Count(0, MAX_REPS), help="Untimed calls before timing.")
+RepsOpt = option(
+    int, "--reps", parse=Count(1, MAX_REPS), help="Timed repetitions (step timing and operator pass)."
+)
+RooflineOpt = option(
+    Path | None,
+    "--roofline",
+    parse=InputFile(),
+    help="Roofline fit to use (from infer-opt roofline --out). Default: the fit saved for this device "
+    "and dtype, else a ~10 s calibration now (then saved).",
+)
+TopOpt = option(int, "--top", parse=Count(1, 10_000), help="Rows in the operator table.")
+ByOpt = option(str, "--by", parse=Choice(GROUPS), help="Main table: op (with shapes), category or module.")
+TraceOpt = option(
+    Path | None,
+    "--trace",
+    parse=TracePath(),
+    help="Write the raw torch.profiler trace (Chrome/Perfetto JSON); with --tp a folder, one "
+    "rank<r>.json per rank.",
+)
+RunsOpt = option(
+    int,
+    "--runs",
+    parse=Count(1, MAX_RUNS),
+    help="Independent passes over the step, each with its own warm-up. 1 for a look; 3 or more for "
+    "anything you will compare.",
+)
+
+
 @with_output(plot=True, csv=False)
 def profile(
     model: ModelArg = "tiny",
@@ -129,55 +166,17 @@ def profile(
     mode: ModeOpt = "prefill",
     context: ContextOpt = 128,
     new_tokens: NewTokensOpt = 32,
-    warmup: Annotated[
-        int, typer.Option("--warmup", click_type=Count(0, MAX_REPS), help="Untimed calls before timing.")
-    ] = 3,
-    reps: Annotated[
-        int,
-        typer.Option(
-            "--reps", click_type=Count(1, MAX_REPS), help="Timed repetitions (step timing and operator pass)."
-        ),
-    ] = 20,
-    roofline: Annotated[
-        Path | None,
-        typer.Option(
-            "--roofline",
-            click_type=InputFile(),
-            help="Roofline fit to use (from infer-opt roofline --out). Default: the fit saved for "
-            "this device and dtype, else a ~10 s calibration now (then saved).",
-        ),
-    ] = None,
-    top: Annotated[
-        int, typer.Option("--top", click_type=Count(1, 10_000), help="Rows in the operator table.")
-    ] = 15,
-    by: Annotated[
-        str,
-        typer.Option(
-            "--by", click_type=Choice(GROUPS), help="Main table: op (with shapes), category or module."
-        ),
-    ] = "op",
-    trace: Annotated[
-        Path | None,
-        typer.Option(
-            "--trace",
-            click_type=TracePath(),
-            help="Write the raw torch.profiler trace (Chrome/Perfetto JSON); with --tp a folder, one "
-            "rank<r>.json per rank.",
-        ),
-    ] = None,
+    warmup: WarmupOpt = 3,
+    reps: RepsOpt = 20,
+    roofline: RooflineOpt = None,
+    top: TopOpt = 15,
+    by: ByOpt = "op",
+    trace: TraceOpt = None,
     threads: ThreadsOpt = None,
     hf_config: HfConfigOpt = None,
     tp: TpOpt = 1,
     timeout: TimeoutOpt = "60s",
-    runs: Annotated[
-        int,
-        typer.Option(
-            "--runs",
-            click_type=Count(1, MAX_RUNS),
-            help="Independent passes over the step, each with its own warm-up. 1 for a look; 3 or "
-            "more for anything you will compare.",
-        ),
-    ] = 1,
+    runs: RunsOpt = 1,
 ) -> Any:
     from infer_opt.profilers import model_profile
 

@@ -43,7 +43,7 @@ from infer_opt.profilers import op_recorder as rec
 from infer_opt.profilers.models import DecoderLM, LoadedModel, random_tokens
 from infer_opt.profilers.roofline_store import ResolvedFit
 from infer_opt.results import Result
-from infer_opt.stats import Summary, variance_warning
+from infer_opt.stats import Summary, variance_notice
 
 Progress = Callable[[int, int, str], None]
 
@@ -246,7 +246,7 @@ class ProfileResult(Result):
     unmatched_calls: int
     reps: int
     warmup: int
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[Notice, ...] = ()
     generation: GenerationStats | None = None
     trace_path: str | None = None
     #: independent passes over the step, each with its own warm-up (--runs)
@@ -328,11 +328,11 @@ def build_step(
     """The callable each mode times (module docstring). Decode and generate need a built-in;
     their batch is the loaded token batch's, and generate's prompt is that batch."""
     if mode not in MODES:
-        raise InvalidInput("--mode", mode, f"expected one of {', '.join(MODES)}")
+        raise InvalidInput("mode", mode, f"expected one of {', '.join(MODES)}")
     model = loaded.model
     if mode != "prefill" and not isinstance(model, DecoderLM):
         raise InvalidInput(
-            "--mode",
+            "mode",
             mode,
             "decode and generate need a built-in model (tiny, gpt2-small, llama-tiny, llama-small); "
             "factory and hf: models profile --mode prefill",
@@ -341,72 +341,104 @@ def build_step(
         return Step(
             _no_grad(loaded.prefill), loaded.tokens, loaded.flops_analytic, "forward on the example inputs"
         )
-    config = model.config
-    batch, seq_len = loaded.args[0].shape
     if mode == "prefill":
-        ids = loaded.args[0]
-        cache = model.new_cache(ids.shape[0], ids.shape[1])
-
-        def prefill() -> object:
-            cache.reset(0)
-            return model(ids, cache)
-
-        return Step(
-            _no_grad(prefill),
-            ids.numel(),
-            float(config.forward_flops(ids.shape[0], ids.shape[1])),
-            f"prefill of {ids.shape[1]} tokens into an empty KV cache",
-        )
+        return _prefill_step(model, loaded.args[0])
     if mode == "decode":
-        if context + 1 > config.max_seq_len:
-            raise InvalidInput(
-                "--context",
-                context,
-                f"must be at most {config.max_seq_len - 1}: model {config.name!r} has "
-                f"{config.max_seq_len} positions and decode adds one token",
-            )
-        ctx = random_tokens(batch, context, config.vocab_size, device=device)
-        token = random_tokens(batch, 1, config.vocab_size, device=device, seed=7)
-        cache = model.new_cache(batch, context + 1)
-        with guard("filling the KV cache"), torch.no_grad():
-            if context:
-                model(ctx, cache)
+        return _decode_step(model, loaded.args[0].shape[0], context, device)
+    return _generate_step(model, loaded.args[0], new_tokens, device)
 
-        def decode() -> object:
-            cache.reset(context)
-            return model(token, cache)
 
-        return Step(
-            _no_grad(decode),
-            batch,
-            float(config.forward_flops(batch, 1, context + 1)),
-            f"one token over a KV cache of {context} tokens",
+def _prefill_step(model: DecoderLM, ids: torch.Tensor) -> Step:
+    """A forward over the prompt into an empty KV cache."""
+    cache = model.new_cache(ids.shape[0], ids.shape[1])
+
+    def prefill() -> object:
+        cache.reset(0)
+        return model(ids, cache)
+
+    return Step(
+        _no_grad(prefill),
+        ids.numel(),
+        float(model.config.forward_flops(ids.shape[0], ids.shape[1])),
+        f"prefill of {ids.shape[1]} tokens into an empty KV cache",
+    )
+
+
+def _decode_step(model: DecoderLM, batch: int, context: int, device: Any) -> Step:
+    """One new token per sequence over a KV cache already holding ``context`` tokens."""
+    config = model.config
+    if context + 1 > config.max_seq_len:
+        raise InvalidInput(
+            "context",
+            context,
+            f"must be at most {config.max_seq_len - 1}: model {config.name!r} has "
+            f"{config.max_seq_len} positions and decode adds one token",
         )
+    ctx = random_tokens(batch, context, config.vocab_size, device=device)
+    token = random_tokens(batch, 1, config.vocab_size, device=device, seed=7)
+    cache = model.new_cache(batch, context + 1)
+    with guard("filling the KV cache"), torch.no_grad():
+        if context:
+            model(ctx, cache)
+
+    def decode() -> object:
+        cache.reset(context)
+        return model(token, cache)
+
+    return Step(
+        _no_grad(decode),
+        batch,
+        float(config.forward_flops(batch, 1, context + 1)),
+        f"one token over a KV cache of {context} tokens",
+    )
+
+
+def _generate_step(model: DecoderLM, prompt: torch.Tensor, new_tokens: int, device: Any) -> Step:
+    """Greedy generation of ``new_tokens`` after ``prompt``; ``generate`` marks each token."""
+    config = model.config
+    batch, seq_len = prompt.shape
     if seq_len + new_tokens > config.max_seq_len:
         raise InvalidInput(
-            "--new-tokens",
+            "new_tokens",
             new_tokens,
             f"prompt + new tokens exceed the {config.max_seq_len} positions of {config.name!r}",
         )
-    prompt = loaded.args[0]
     cache = model.new_cache(batch, seq_len + new_tokens)
-    on_cuda = str(device).startswith("cuda")
 
     def generate_marks(mark: Callable[[], Any] | None = None) -> list[Any]:
         marks = [mark()] if mark else []
         cache.reset(0)
-        logits = model(prompt, cache)
-        token = logits[:, -1:].argmax(-1)
+        token = model(prompt, cache)[:, -1:].argmax(-1)
         if mark:
             marks.append(mark())
         for _ in range(new_tokens - 1):
-            logits = model(token, cache)
-            token = logits[:, -1:].argmax(-1)
+            token = model(token, cache)[:, -1:].argmax(-1)
             if mark:
                 marks.append(mark())
         return marks
 
-    def timed_generation() -> list[float]:
+    analytic = config.forward_flops(batch, seq_len) + sum(
+        config.forward_flops(batch, 1, seq_len + k + 1) for k in range(new_tokens - 1)
+    )
+    return Step(
+        _no_grad(generate_marks),
+        batch * new_tokens,
+        float(analytic),
+        f"greedy generation of {new_tokens} tokens after a {seq_len}-token prompt",
+        generate=_timed_generation(generate_marks, new_tokens, device),
+        prompt_tokens=seq_len,
+        new_tokens=new_tokens,
+        marks=generate_marks,
+    )
+
+
+def _timed_generation(
+    generate_marks: Callable[..., list[Any]], new_tokens: int, device: Any
+) -> Callable[[], list[float]]:
+    """One generation's token times in seconds from its start (CUDA events on a GPU)."""
+    on_cuda = str(device).startswith("cuda")
+
+    def timed() -> list[float]:
         with torch.no_grad():
             if on_cuda:
                 # events record on the current stream of the current device: make it this one
@@ -417,19 +449,7 @@ def build_step(
             marks = generate_marks(time.perf_counter_ns)
             return [(m - marks[0]) * 1e-9 for m in marks]
 
-    analytic = config.forward_flops(batch, seq_len) + sum(
-        config.forward_flops(batch, 1, seq_len + k + 1) for k in range(new_tokens - 1)
-    )
-    return Step(
-        _no_grad(generate_marks),
-        batch * new_tokens,
-        float(analytic),
-        f"greedy generation of {new_tokens} tokens after a {seq_len}-token prompt",
-        generate=timed_generation,
-        prompt_tokens=seq_len,
-        new_tokens=new_tokens,
-        marks=generate_marks,
-    )
+    return timed
 
 
 def _cuda_marks(count: int) -> Callable[[], Any]:
@@ -489,95 +509,114 @@ def aggregate(
     medians, reps = _per_call_samples(timings, len(calls))
     step = max(step_time_s, math.fsum(medians))
     groups: dict[tuple[str, tuple[tuple[int, ...], ...]], list[int]] = defaultdict(list)
-    for i, call in enumerate(calls):
-        groups[(call.name, call.shapes)].append(i)
-    ops: list[OpStat] = []
-    bound_by_category: dict[str, float] = defaultdict(float)
-    for (name, shapes), idx in groups.items():
-        first = calls[idx[0]]
-        n = len(idx)
-        t = math.fsum(medians[i] for i in idx)
-        flops = float(sum(calls[i].flops for i in idx))
-        nbytes = float(sum(calls[i].bytes for i in idx))
-        per_call_t = t / n
-        if first.category == "communication":
-            # no roofline bound applies to a collective: it stays at its measured time
-            bound, efficiency, predicted = "communication", None, None
-        else:
-            bound, efficiency, predicted = _classify(fit, flops / n, nbytes / n, per_call_t)
-        bound_by_category[first.category] += t if predicted is None else pa.capped_bound(t, predicted * n)
-        sources = Counter(calls[i].flops_source for i in idx)
-        modules = Counter(module_key(calls[i].module) for i in idx)
-        ops.append(
-            OpStat(
-                name=name,
-                shapes=shapes,
-                dtype=first.dtype,
-                category=first.category,
-                calls=n,
-                time_s=t,
-                time_samples_s=_group_samples(idx, reps),
-                share=t / step if step > 0 else 0.0,
-                flops=flops,
-                bytes=nbytes,
-                flops_source=sources.most_common(1)[0][0],
-                module=modules.most_common(1)[0][0],
-                intensity=flops / nbytes if nbytes > 0 else None,
-                achieved_flops_per_s=flops / t if t > 0 else 0.0,
-                achieved_bytes_per_s=nbytes / t if t > 0 else 0.0,
-                predicted_s=None if predicted is None else predicted * n,
-                bound=bound,
-                efficiency=efficiency,
-            )
-        )
-    ops.sort(key=lambda o: (-o.time_s, o.name))
-
     by_category: dict[str, list[int]] = defaultdict(list)
     by_module: dict[str, list[int]] = defaultdict(list)
     for i, call in enumerate(calls):
+        groups[(call.name, call.shapes)].append(i)
         by_category[call.category].append(i)
         by_module[module_key(call.module)].append(i)
+    bound_by_category: dict[str, float] = defaultdict(float)
+    ops = []
+    for idx in groups.values():
+        op = _op_stat(calls, idx, medians, reps, fit, step)
+        ops.append(op)
+        bound_by_category[op.category] += (
+            op.time_s if op.predicted_s is None else pa.capped_bound(op.time_s, op.predicted_s)
+        )
+    ops.sort(key=lambda o: (-o.time_s, o.name))
     times = {c: math.fsum(medians[i] for i in idx) for c, idx in by_category.items()}
     amdahl = pa.profile_amdahl(
         [pa.CategoryTime(c, times[c], min(times[c], bound_by_category[c])) for c in by_category], step_time_s
     )
-    categories = []
-    for opp in amdahl.opportunities:
-        idx = by_category[opp.category]
-        flops = float(sum(calls[i].flops for i in idx))
-        nbytes = float(sum(calls[i].bytes for i in idx))
-        categories.append(
-            CategoryStat(
-                category=opp.category,
-                time_s=opp.time_s,
-                fraction=opp.fraction,
-                calls=len(idx),
-                flops=flops,
-                bytes=nbytes,
-                achieved_flops_per_s=flops / opp.time_s if opp.time_s > 0 else 0.0,
-                achieved_bytes_per_s=nbytes / opp.time_s if opp.time_s > 0 else 0.0,
-                bound_time_s=opp.bound_time_s if fit is not None else None,
-                part_speedup=opp.part_speedup if fit is not None else None,
-                ceiling_speedup=opp.ceiling_speedup,
-                roofline_speedup=opp.roofline_speedup if fit is not None else None,
-                time_samples_s=_group_samples(idx, reps),
-            )
-        )
-    modules = []
-    for key, idx in by_module.items():
-        t = math.fsum(medians[i] for i in idx)
-        modules.append(
-            ModuleStat(
-                module=key,
-                time_s=t,
-                share=t / step if step > 0 else 0.0,
-                calls=len(idx),
-                flops=float(sum(calls[i].flops for i in idx)),
-                bytes=float(sum(calls[i].bytes for i in idx)),
-            )
-        )
+    categories = [
+        _category_stat(opp, calls, by_category[opp.category], reps, fit is not None)
+        for opp in amdahl.opportunities
+    ]
+    modules = [_module_stat(key, calls, idx, medians, step) for key, idx in by_module.items()]
     modules.sort(key=lambda m: (-m.time_s, m.module))
     return ops, categories, modules, amdahl
+
+
+def _op_stat(
+    calls: Sequence[rec.OpCall],
+    idx: Sequence[int],
+    medians: Sequence[float],
+    reps: list[list[float]],
+    fit: RooflineFit | None,
+    step: float,
+) -> OpStat:
+    """One operator at one set of input shapes: its calls' time, work and roofline place."""
+    first = calls[idx[0]]
+    n = len(idx)
+    t = math.fsum(medians[i] for i in idx)
+    flops = float(sum(calls[i].flops for i in idx))
+    nbytes = float(sum(calls[i].bytes for i in idx))
+    if first.category == "communication":
+        # no roofline bound applies to a collective: it stays at its measured time
+        bound, efficiency, predicted = "communication", None, None
+    else:
+        bound, efficiency, predicted = _classify(fit, flops / n, nbytes / n, t / n)
+    return OpStat(
+        name=first.name,
+        shapes=first.shapes,
+        dtype=first.dtype,
+        category=first.category,
+        calls=n,
+        time_s=t,
+        time_samples_s=_group_samples(idx, reps),
+        share=t / step if step > 0 else 0.0,
+        flops=flops,
+        bytes=nbytes,
+        flops_source=Counter(calls[i].flops_source for i in idx).most_common(1)[0][0],
+        module=Counter(module_key(calls[i].module) for i in idx).most_common(1)[0][0],
+        intensity=flops / nbytes if nbytes > 0 else None,
+        achieved_flops_per_s=flops / t if t > 0 else 0.0,
+        achieved_bytes_per_s=nbytes / t if t > 0 else 0.0,
+        predicted_s=None if predicted is None else predicted * n,
+        bound=bound,
+        efficiency=efficiency,
+    )
+
+
+def _category_stat(
+    opp: pa.Opportunity,
+    calls: Sequence[rec.OpCall],
+    idx: Sequence[int],
+    reps: list[list[float]],
+    fitted: bool,
+) -> CategoryStat:
+    """One category's time, work and Amdahl place (roofline columns only with a fit)."""
+    flops = float(sum(calls[i].flops for i in idx))
+    nbytes = float(sum(calls[i].bytes for i in idx))
+    return CategoryStat(
+        category=opp.category,
+        time_s=opp.time_s,
+        fraction=opp.fraction,
+        calls=len(idx),
+        flops=flops,
+        bytes=nbytes,
+        achieved_flops_per_s=flops / opp.time_s if opp.time_s > 0 else 0.0,
+        achieved_bytes_per_s=nbytes / opp.time_s if opp.time_s > 0 else 0.0,
+        bound_time_s=opp.bound_time_s if fitted else None,
+        part_speedup=opp.part_speedup if fitted else None,
+        ceiling_speedup=opp.ceiling_speedup,
+        roofline_speedup=opp.roofline_speedup if fitted else None,
+        time_samples_s=_group_samples(idx, reps),
+    )
+
+
+def _module_stat(
+    key: str, calls: Sequence[rec.OpCall], idx: Sequence[int], medians: Sequence[float], step: float
+) -> ModuleStat:
+    t = math.fsum(medians[i] for i in idx)
+    return ModuleStat(
+        module=key,
+        time_s=t,
+        share=t / step if step > 0 else 0.0,
+        calls=len(idx),
+        flops=float(sum(calls[i].flops for i in idx)),
+        bytes=float(sum(calls[i].bytes for i in idx)),
+    )
 
 
 # ---------------------------------------------------------------------------- roofline
@@ -676,46 +715,24 @@ def _warnings(
     flops_analytic: float | None,
     on_cuda: bool,
     load: tuple[float, int] | None,
-) -> list[str]:
-    out: list[str] = []
-    variance = variance_warning(Summary.from_samples(step.samples_s))
+) -> list[Notice]:
+    out: list[Notice] = []
+    variance = variance_notice(Summary.from_samples(step.samples_s))
     if variance:
-        out.append(f"step time: {variance}")
+        out.append(variance.about("step time"))
     share = unattributed / step.median_s if step.median_s > 0 else 0.0
     if share > UNATTRIBUTED_WARNING:
-        where = (
-            "the GPU sat idle between kernels (host/launch overhead: Python, module calls, kernel launches)"
-            if on_cuda
-            else "host/framework overhead outside the ops (Python, nn.Module calls, the dispatcher)"
-        )
-        fix = (
-            "CUDA graphs or torch.compile cut it"
-            if on_cuda
-            else "torch.compile or a larger --batch/--seq-len amortise it"
-        )
-        out.append(f"{100 * share:.0f}% of the step is not attributed to any operator: {where}; {fix}")
+        out.append(Notice("step_unattributed", {"share": share, "on_cuda": on_cuda}))
     if coverage > OVERCOVERAGE_WARNING:
-        out.append(
-            f"per-op times add up to {100 * coverage:.0f}% of the step: the machine was busier during the "
-            "operator pass than during the step timing; raise --reps or quiet the machine"
-        )
+        out.append(Notice("ops_exceed_step", {"coverage": coverage}))
     if not on_cuda and load is not None and load[0] > load[1]:
-        out.append(
-            f"the machine is busy (load average {load[0]:.1f} on {load[1]} cores): CPU timings are noisy and "
-            "intra-op threads stall each other; quiet the machine or use fewer threads (OMP_NUM_THREADS)"
-        )
+        out.append(Notice("machine_busy", {"load": load[0], "cpus": load[1]}))
     if zero_flop:
-        out.append("ops with no FLOP formula (counted as 0 FLOPs) take real time: " + ", ".join(zero_flop))
+        out.append(Notice("ops_without_flops", {"ops": list(zero_flop)}))
     if unmatched:
-        out.append(
-            f"{unmatched} recorded op calls were not found in the profiler trace; "
-            "their time counts as unattributed"
-        )
+        out.append(Notice("calls_not_in_trace", {"calls": unmatched}))
     if flops_analytic and abs(flops_counted - flops_analytic) > 0.05 * flops_analytic:
-        out.append(
-            "counted FLOPs differ from the analytic count by "
-            f"{100 * (flops_counted / flops_analytic - 1):+.1f}%"
-        )
+        out.append(Notice("flops_differ_from_analytic", {"difference": flops_counted / flops_analytic - 1}))
     return out
 
 
@@ -804,9 +821,9 @@ def _step_timing(timed: _Timed, cold_s: float | None, timer: str) -> StepTiming:
     )
 
 
-def _fit_warnings(ops: Sequence[OpStat], fit: RooflineFit | None, run_key: str) -> list[str]:
+def _fit_warnings(ops: Sequence[OpStat], fit: RooflineFit | None, run_key: str) -> list[Notice]:
     """Ops faster than the fit allows (a stale fit), and a fit made for another device key."""
-    out: list[str] = []
+    out: list[Notice] = []
     beyond = [
         o
         for o in ops
@@ -817,17 +834,11 @@ def _fit_warnings(ops: Sequence[OpStat], fit: RooflineFit | None, run_key: str) 
     ]
     if beyond:
         worst = max(beyond, key=lambda o: o.efficiency or 0.0)
-        out.append(
-            f"{len(beyond)} large ops run faster than the roofline fit allows (up to "
-            f"{worst.efficiency:.2g}× its bound, {worst.name}): the fit looks stale or was measured "
-            "under load; refit with infer-opt roofline"
-        )
+        values = {"ops": len(beyond), "efficiency": worst.efficiency, "op": worst.name}
+        out.append(Notice("ops_beat_fit", values))
     fit_key = fit.device_key if fit is not None else ""
     if fit_key and fit_key != run_key:
-        out.append(
-            f"the roofline fit is for {fit_key} but this run is {run_key}: bounds and efficiencies may not "
-            "apply (run infer-opt roofline on this device, or drop --roofline)"
-        )
+        out.append(Notice("fit_for_other_device", {"fit": fit_key, "run": run_key}))
     return out
 
 
@@ -920,7 +931,7 @@ class _Attribution:
     coverage: float
     flops_counted: float
     zero_flop_ops: tuple[str, ...]
-    warnings: tuple[str, ...]
+    warnings: tuple[Notice, ...]
 
 
 def _attribution(
@@ -938,9 +949,6 @@ def _attribution(
 ) -> _Attribution:
     """``coverage = Σ per-op time / step time``, the ops with no FLOP formula, the warnings
     (the fit's own story first)."""
-    # until this result's warnings are Notices, the fit's are kept in words
-    from infer_opt.reports.messages import text
-
     median = step_timing.median_s
     op_time = math.fsum(o.time_s for o in ops)
     zero_flop = sorted(
@@ -954,7 +962,7 @@ def _attribution(
     )
     flops_counted = float(sum(c.flops for c in calls))
     coverage = op_time / median if median > 0 else math.inf
-    warnings = [text(n) for n in fit_warnings]
+    warnings = list(fit_warnings)
     warnings += _warnings(
         step_timing, coverage, median - op_time, zero_flop, len(timings.unmatched), flops_counted,
         step.flops_analytic, on_cuda, load,

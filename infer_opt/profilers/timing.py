@@ -334,12 +334,9 @@ def measure(
     ``reps``, ``max_time_s`` may cut the run short (after at least ``min(min_reps, reps)``
     samples), also with a warning. ``max_time_s`` counts from the first timed sample.
 
-    ``min_sample_time_s`` batches calls into a sample until one sample lasts about that
-    long (estimated from the warm-up), so a sub-microsecond call is not swamped by the
-    clock's own overhead; it is ignored when flushing (one call per flushed sample).
-    ``flush`` overrides the cache flush used when ``flush_cache``. ``warmup_time_s=None`` on
-    CUDA means at least :data:`CUDA_MIN_WARMUP_S`.
-    """
+    ``min_sample_time_s`` batches calls so one sample lasts about that long (not when
+    flushing). ``flush`` overrides the cache flush; ``warmup_time_s=None`` on CUDA means
+    :data:`CUDA_MIN_WARMUP_S`."""
     from infer_opt.profilers.device import is_cuda
 
     _check_settings(
@@ -378,16 +375,9 @@ def measure(
             warmup_calls += GRAPH_SIDE_STREAM_WARMUP
         samples, stop_reason = _sample(run_batch, plan, clock, CUDA_ADAPTIVE_BATCH if on_cuda else 1)
     summary = Summary.from_samples(samples)
+    notices = _notices(summary, plan, stop_reason, len(samples))
     return Measurement(
-        samples_s=tuple(samples),
-        summary=summary,
-        cold_s=cold_s,
-        warmup_calls=warmup_calls,
-        mode=mode,
-        device=str(device),
-        warnings=_notices(summary, plan, stop_reason, len(samples)),
-        calls_per_sample=calls,
-        flushed=flusher is not None,
+        tuple(samples), summary, cold_s, warmup_calls, mode, str(device), notices, calls, flusher is not None
     )
 
 

@@ -53,6 +53,43 @@ MESSAGES: dict[str, Words] = {
         if v["target_holds"]
         else "the part takes none of the time, and the target is above what the rest allows"
     ),
+    # ---- profile (profilers/model_profile.py)
+    "step_unattributed": lambda v: (
+        f"{_pct(v['share'])} of the step is not attributed to any operator: "
+        + (
+            "the GPU sat idle between kernels (host/launch overhead: Python, module calls, kernel "
+            "launches); CUDA graphs or torch.compile cut it"
+            if v["on_cuda"]
+            else "host/framework overhead outside the ops (Python, nn.Module calls, the dispatcher); "
+            "torch.compile or a larger --batch/--seq-len amortise it"
+        )
+    ),
+    "ops_exceed_step": lambda v: (
+        f"per-op times add up to {_pct(v['coverage'])} of the step: the machine was busier during the "
+        "operator pass than during the step timing; raise --reps or quiet the machine"
+    ),
+    "machine_busy": lambda v: (
+        f"the machine is busy (load average {v['load']:.1f} on {v['cpus']} cores): CPU timings are noisy "
+        "and intra-op threads stall each other; quiet the machine or use fewer threads (--threads)"
+    ),
+    "ops_without_flops": lambda v: (
+        "ops with no FLOP formula (counted as 0 FLOPs) take real time: " + ", ".join(v["ops"])
+    ),
+    "calls_not_in_trace": lambda v: (
+        f"{v['calls']} recorded op calls were not found in the profiler trace; their time counts as "
+        "unattributed"
+    ),
+    "flops_differ_from_analytic": lambda v: (
+        f"counted FLOPs differ from the analytic count by {100 * v['difference']:+.1f}%"
+    ),
+    "ops_beat_fit": lambda v: (
+        f"{v['ops']} large ops run faster than the roofline fit allows (up to {v['efficiency']:.2g}× its "
+        f"bound, {v['op']}): the fit looks stale or was measured under load; refit with infer-opt roofline"
+    ),
+    "fit_for_other_device": lambda v: (
+        f"the roofline fit is for {v['fit']} but this run is {v['run']}: bounds and efficiencies may not "
+        "apply (run infer-opt roofline on this device, or drop --roofline)"
+    ),
     # ---- speculative measure (profilers/spec_measure.py)
     "verify_cost_not_linear": lambda v: (
         f"c_v(k) is not close to a + b·k here (fit error up to {_pct(v['max_rel_error'])}): "

@@ -148,7 +148,7 @@ def test_no_usable_fit_profiles_without_roofline_columns(tmp_path, monkeypatch):
     assert result["roofline"] is None and result["all_at_bound_speedup"] is None
     assert all(op["bound"] is None and op["efficiency"] is None for op in result["ops"])
     assert all(c["roofline_speedup"] is None and c["ceiling_speedup"] > 1 for c in result["categories"])
-    joined = " ".join(result["warnings"])
+    joined = " ".join(w["message"] for w in run.json()["warnings"])
     assert "not usable for this run" in joined and "R (compute rate) is -1" in joined
     assert "misses the median kernel by 90%" in joined and "no usable roofline fit" in joined
     assert png.exists() and not (tmp_path / "p-roofline.png").exists()

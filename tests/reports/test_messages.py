@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from infer_opt.notices import Notice
+from infer_opt.registry import KINDS
 from infer_opt.reports.messages import MESSAGES, as_json, text
 from infer_opt.reports.render import render
 from infer_opt.reports.view import build_view
@@ -18,29 +19,8 @@ from tests.reports.fixtures import fixture
 
 PACKAGE = Path(__file__).resolve().parents[2] / "infer_opt"
 
-#: result kinds whose views hold only Notices (profile still passes strings)
-NOTICE_ONLY_KINDS = (
-    "ab",
-    "amdahl",
-    "amortize",
-    "amortize-buckets",
-    "amortize-measure",
-    "attention-check",
-    "attention-memory",
-    "attention-window",
-    "buckets",
-    "compare",
-    "kernels",
-    "noise-floor",
-    "roofline",
-    "speculative-acceptance",
-    "speculative-measure",
-    "speculative-metrics",
-    "speculative-plans",
-    "speculative-run",
-    "speculative-speedup",
-    "speculative-verify",
-)
+#: every result kind's view holds only Notices (words come from reports/messages.py)
+NOTICE_ONLY_KINDS = sorted(KINDS)
 
 
 def _emitted_codes() -> dict[str, str]:
