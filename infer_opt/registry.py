@@ -115,6 +115,12 @@ KINDS: dict[str, Kind] = {
             f"{_RP}.tp_profile:build_view",
             f"{_PL}.profile:plot",
         ),
+        # ---- calibrated performance model (calibrate, predict, validate)
+        Kind("calibration", f"{_CM}.op_model:CalibrationResult", f"{_RP}.calibration:build_view"),
+        Kind("predict", f"{_PR}.predict:PredictResult", f"{_RP}.predict:build_view", f"{_PL}.predict:plot"),
+        Kind(
+            "validate", f"{_PR}.validate:ValidateResult", f"{_RP}.validate:build_view", f"{_PL}.validate:plot"
+        ),
     )
 }
 

@@ -312,6 +312,9 @@ class Step:
     generate: Callable[[], list[float]] | None = None
     prompt_tokens: int = 0
     new_tokens: int = 0
+    #: generate only: runs one generation calling ``mark()`` before the prompt and after each
+    #: token, and returns the marks (what ``generate`` times; the predictor splits ops by token)
+    marks: Callable[[Callable[[], Any]], list[Any]] | None = None
 
 
 def build_step(
@@ -425,6 +428,7 @@ def _generate_step(model: DecoderLM, prompt: torch.Tensor, new_tokens: int, devi
         generate=_timed_generation(generate_marks, new_tokens, device),
         prompt_tokens=seq_len,
         new_tokens=new_tokens,
+        marks=generate_marks,
     )
 
 

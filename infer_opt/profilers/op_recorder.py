@@ -254,11 +254,15 @@ def _module_hooks(model: Any, stack: list[tuple[str, str]]) -> list[Any]:
     return handles
 
 
-def record_ops(fn: Callable[[], object], model: Any = None) -> list[OpCall]:
-    """Run ``fn`` once under :class:`OpRecorder` (and ``no_grad``) and return its calls."""
+def record_ops(
+    fn: Callable[[], object], model: Any = None, *, recorder: OpRecorder | None = None
+) -> list[OpCall]:
+    """Run ``fn`` once under :class:`OpRecorder` (and ``no_grad``) and return its calls.
+    ``recorder`` is a fresh recorder to use instead (a subclass that keeps more per call)."""
     stack: list[tuple[str, str]] = []
     handles = _module_hooks(model, stack)
-    recorder = OpRecorder(stack)
+    recorder = recorder if recorder is not None else OpRecorder()
+    recorder.module_stack = stack
     try:
         with torch.no_grad(), recorder:
             fn()

@@ -261,6 +261,37 @@ MESSAGES: dict[str, Words] = {
     "noise_floor_mismatch": lambda v: (
         f"the noise floor's {v['field']} is {v['floor']!r}, this run's {v['run']!r}"
     ),
+    # ---- calibrated performance model (calibrate, predict, validate: cost_models/op_model.py,
+    # profilers/calibration.py, meta_record.py, predict.py, validate.py)
+    "calibration_cases_skipped": lambda v: (
+        f"{v['count']} shape(s) not timed (they failed their correctness check or could not run), "
+        f"e.g. {v['first']}"
+    ),
+    "calibration_incomplete": lambda v: (
+        "the calibration is incomplete (measured: "
+        + (", ".join(v["groups"]) or "nothing")
+        + "): ops of the other groups come from the device roofline; run infer-opt calibrate --resume"
+    ),
+    "calibration_no_host_term": lambda v: (
+        "the calibration has no host term: time outside the operators is not predicted; run "
+        "infer-opt calibrate --resume"
+    ),
+    "prediction_extrapolated": lambda v: (
+        f"{_pct(v['share'])} of the predicted operator time is extrapolated (shapes outside the calibrated "
+        "grid, borrowed families or the device roofline): expect a larger error than the band says"
+    ),
+    "recorded_by_real_run": lambda v: (
+        f"the model could not be recorded on fake tensors ({v['reason']}); its ops were recorded by one real "
+        "run on random data instead"
+    ),
+    "recorded_for_cpu_kernels": lambda v: (
+        f"the calibration is for {v['device']} but this torch has no CUDA: the op sequence was recorded "
+        "with the CPU's kernel choices (fused attention may differ)"
+    ),
+    "validation_on_grid": lambda v: (
+        f"{_pct(v['share'])} of the predicted op time is on shapes the calibration measured: this point "
+        "checks the grid, not the interpolation; choose shapes between grid points"
+    ),
 }
 
 _FAMILY_PINS = {"matmul": "R (matmul)", "elementwise": "b (elementwise)", "launch": "t0 (launch)"}

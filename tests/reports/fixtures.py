@@ -246,6 +246,21 @@ def roofline() -> Result:
     return _from_json("roofline")
 
 
+def calibration() -> Result:
+    """A synthetic operator calibration (two matmul families on their base roofline)."""
+    return _from_json("calibration")
+
+
+def predict() -> Result:
+    """``predict`` of tiny decode with a batch sweep, from that calibration (record time fixed)."""
+    return _from_json("predict")
+
+
+def validate() -> Result:
+    """A hand-made validation: four points, six operator comparisons, one on-grid notice."""
+    return _from_json("validate")
+
+
 def kernels_new() -> Result:
     """The kernel run of :func:`kernels` with the matmuls 1.5× faster and one case dropped."""
     base = kernels()
@@ -368,6 +383,9 @@ FIXTURES: dict[str, Callable[[], Result]] = {
     "speculative-run": speculative_run,
     "comm": comm,
     "profile-tp": profile_tp,
+    "calibration": calibration,
+    "predict": predict,
+    "validate": validate,
 }
 
 

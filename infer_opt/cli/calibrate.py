@@ -1,0 +1,116 @@
+"""``infer-opt calibrate``: the operator-level calibration that ``predict`` and ``validate`` use."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from infer_opt.cli.common import AutoDtypeOpt, DeviceOpt, ThreadsOpt, progress_bar
+from infer_opt.cli.output import Outcome, Output, with_output
+from infer_opt.cli.types import Choice, Count
+
+HELP = """Calibrate the device's operators for predict and validate: matmuls (linear
+with and without bias, row-major weights, batched) over a log-spaced (M, N, K)
+grid with skinny decode shapes, attention (causal, unmasked, decode over long
+caches, masked) over (B·H, T, d), norms, softmax, elementwise ops and
+reductions, copies, cat, embedding and views — per dtype and thread count — and
+the host cost per dispatched op and per nn.Module call.
+
+Each case is checked against a float64 reference, then timed as profile times
+operators (torch.profiler, per aten call), with its weights warm and cold. The
+grid is generic (the shapes used are in the file). Saved to the cache for this
+device, dtype and thread count after every group (and to --out FILE.json, which
+predict --calibration reads on another machine); --resume continues an
+interrupted run. About 3 minutes at --threads 1 on a quiet 2-core CPU.
+
+Examples:
+
+  infer-opt calibrate --threads 1
+
+  infer-opt calibrate --threads 1 --out cpu-1t.json
+
+  infer-opt calibrate --resume
+
+  infer-opt calibrate --only linear --only host --grid tiny
+"""
+
+GROUP_NAMES = ("linear", "addmm_nn", "bmm", "sdpa", "norms", "elementwise", "memory", "views", "host")
+
+
+def _only(values: list[str] | None) -> list[str] | None:
+    from infer_opt.errors import InvalidInput
+
+    if not values:
+        return None
+    names = [v.strip() for item in values for v in item.split(",") if v.strip()]
+    unknown = sorted(set(names) - set(GROUP_NAMES))
+    if unknown:
+        raise InvalidInput("only", ",".join(unknown), f"unknown group; known: {', '.join(GROUP_NAMES)}")
+    return names
+
+
+def _resume_from(output: Output, device: Any, dtype: Any) -> Any:
+    """The run to continue: the first ``--out`` JSON file that exists, else the cached one."""
+    from infer_opt.profilers import calibration
+
+    for path in output.out:
+        if path.suffix.lower() == ".json" and path.exists():
+            return calibration.load_calibration(path, option="resume")
+    return calibration.load_cached(device, dtype)
+
+
+@with_output()
+def calibrate(
+    device: DeviceOpt = "auto",
+    dtype: AutoDtypeOpt = "auto",
+    threads: ThreadsOpt = None,
+    only: Annotated[
+        list[str] | None,
+        typer.Option("--only", help=f"Measure only these groups (repeatable): {', '.join(GROUP_NAMES)}."),
+    ] = None,
+    grid: Annotated[
+        str,
+        typer.Option(
+            "--grid",
+            click_type=Choice(("standard", "tiny")),
+            help="standard, or tiny (a few shapes per group: a smoke test, not one to predict with).",
+        ),
+    ] = "standard",
+    reps: Annotated[
+        int, typer.Option("--reps", click_type=Count(3, 1000), help="Profiled repetitions per shape.")
+    ] = 5,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue the saved run: skip the groups it finished.")
+    ] = False,
+    *,
+    output: Output,
+) -> Any:
+    import torch
+
+    from infer_opt.profilers import calibration
+    from infer_opt.profilers import device as devices
+
+    groups = _only(only)
+    dev = devices.resolve_device(device)
+    if threads is not None:
+        torch.set_num_threads(threads)
+    torch_dtype = devices.parse_dtype(dtype, dev)
+    previous = _resume_from(output, dev, torch_dtype) if resume else None
+    cache = calibration.cache_path(dev, torch_dtype)
+
+    def save(result: Any) -> None:
+        calibration.save_calibration(result, cache)
+        output.save_partial(result)
+
+    with progress_bar("calibrate") as update:
+        result = calibration.calibrate(
+            dev, torch_dtype, grid=grid, only=groups, reps=reps, resume_from=previous, on_group=save,
+            progress=update,
+        )  # fmt: skip
+    typer.echo(f"saved {cache}", err=True)
+    return Outcome(result, exit_code=0 if result.complete or groups else 130)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("calibrate", help=HELP)(calibrate)

@@ -1,0 +1,684 @@
+"""``infer-opt calibrate``: the operator-level calibration of a device, dtype and thread count
+(docs/prediction.md).
+
+Every case of the suite (:mod:`infer_opt.profilers.calibration_cases`) is first run once and its
+output compared with a float64 reference (norm-wise relative error within the kernel suite's
+tolerance, 1e-4 in float32, 2e-2 in 16-bit types); a case that fails is reported and not timed.
+Then the cases of a group are timed *the way* ``profile`` *times a model's operators*: each aten
+call's own interval under ``torch.profiler`` (:func:`infer_opt.profilers.op_recorder.time_ops`,
+minus the profiler's cost per nested event), in chunks that run every case in turn per
+repetition, so one profiler session covers hundreds of shapes:
+
+* **hot**: each case twice in a row per repetition, the second call kept — its inputs were just
+  touched, as a layer's activations are;
+* **warm** (cases with a main operand: matmuls, attention over a cache, embeddings): the case,
+  a read of twice the L2 (:func:`warm_reuse_bytes`), the case again (kept) — its weights come
+  from the last-level cache;
+* **cold**: a read of twice the last-level cache first, then each case once — its weights come
+  from memory, as in a model larger than the cache. Only calls with a main operand are kept.
+
+The reads between uses are where the warm and cold states sit on the reuse-distance axis the
+predictor interpolates along (``warm_reuse_bytes``, ``cold_reuse_bytes`` in the result).
+Every call's time lands on its family's grid point (:func:`op_families.signature`), the median
+over repetitions; the families are then fitted (:func:`infer_opt.cost_models.op_model.fit_family`).
+
+The **host term** comes from two chains of the same small transformer layers, timed without
+instrumentation (:func:`timing.measure`) and per op: called as plain functions and through
+``nn.Module`` calls. ``c_op = (wall − Σ ops)/n_ops`` of the plain chain; ``c_mod`` is what the
+module chain adds per module call.
+
+The result is saved after every group (to the cache and to ``--out``), so an interrupted run
+keeps what it measured and ``--resume`` skips the finished groups.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from infer_opt.cost_models import op_model as om
+from infer_opt.cost_models.roofline import KernelPoint, fit_roofline
+from infer_opt.errors import InvalidInput
+from infer_opt.notices import Notice
+from infer_opt.profilers import calibration_cases as cc
+from infer_opt.profilers import op_recorder as rec
+from infer_opt.profilers.op_families import FamilyRecorder, ModuleCounter, Signature
+from infer_opt.results import parse_envelope, save_result
+
+Progress = Callable[[int, int, str], None]
+
+#: profiled repetitions per chunk (after one warm-up repetition)
+DEFAULT_REPS = 5
+#: a chunk's inputs stay within this many bytes, and it holds at most CHUNK_CASES cases
+CHUNK_BYTES = 1024 * 2**20
+CHUNK_CASES = 400
+#: feature names per family prefix (families not listed have one feature: elements)
+FEATURE_NAMES = {
+    "mm": ("M", "N", "K"),
+    "addmm": ("M", "N", "K"),
+    "bmm": ("batch", "M", "N", "K"),
+    "sdpa.causal": ("BH", "T", "d"),
+    "sdpa.full": ("BH", "T", "d"),
+    "sdpa.decode": ("BH", "Tk", "d"),
+    "sdpa.masked": ("BH", "Tq", "Tk", "d"),
+    "sdpa.cross": ("BH", "Tq", "Tk", "d"),
+    "layer_norm": ("rows", "hidden"),
+    "rms_norm": ("rows", "hidden"),
+    "softmax": ("rows", "columns"),
+    "embedding": ("indices", "dim"),
+    "view": (),
+    "other": (),
+}
+#: the name ``only`` (and --only) gives the host-term measurement
+HOST_GROUP = "host"
+HOST_LAYERS = 8
+HOST_WIDTH = 64
+
+
+def feature_names(family: str, n: int) -> tuple[str, ...]:
+    """Names of a family's features (``M, N, K`` for matmuls, ...)."""
+    for prefix in (family, family.split(".")[0]):
+        if prefix in FEATURE_NAMES:
+            return FEATURE_NAMES[prefix]
+    if family.endswith(".r"):
+        return ("outputs", "reduced")
+    return ("elements",)[:n] if n <= 1 else tuple(f"x{i}" for i in range(n))
+
+
+# ---------------------------------------------------------------------------- one chunk
+
+
+@dataclass(frozen=True)
+class _Sample:
+    family: str
+    state: str
+    features: tuple[int, ...]
+    time_s: float
+    rel_spread: float
+    flops: float
+    work_bytes: float
+
+
+def relative_error(out: Any, ref: torch.Tensor) -> float:
+    """``‖out − ref‖ / ‖ref‖`` (0 when both are zero), float64; a shape mismatch is ∞."""
+    a = out[0] if isinstance(out, (tuple, list)) else out
+    a, b = a.detach().to(torch.float64), ref.detach().to(torch.float64)
+    if a.shape != b.shape:
+        return math.inf
+    denom = float(torch.linalg.vector_norm(b))
+    diff = float(torch.linalg.vector_norm(a - b))
+    return diff / denom if denom > 0 else (0.0 if diff == 0 else math.inf)
+
+
+def _tolerance(dtype: torch.dtype) -> float:
+    from infer_opt.profilers.kernels import TOLERANCE
+
+    return TOLERANCE.get(str(dtype).removeprefix("torch."), 2e-2)
+
+
+def _on(inputs: cc.Inputs, device: Any) -> cc.Inputs:
+    return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
+
+
+def checked_inputs(
+    cases: Sequence[cc.Case], dtype: torch.dtype, seed: int = 0, device: Any = "cpu"
+) -> tuple[list[tuple[cc.Case, cc.Inputs]], list[str]]:
+    """Build each case's inputs and check its output against the reference; returns the cases
+    that passed with their inputs, and ``"label: reason"`` for each that did not."""
+    passed: list[tuple[cc.Case, cc.Inputs]] = []
+    skipped: list[str] = []
+    tolerance = _tolerance(dtype)
+    for i, case in enumerate(cases):
+        generator = torch.Generator().manual_seed(seed + i)
+        try:
+            with torch.no_grad():
+                inputs = _on(case.inputs(generator, dtype), device)
+                out = case.run(inputs)
+                if case.sample is not None:
+                    out = case.sample(out[0] if isinstance(out, (tuple, list)) else out)
+                error = relative_error(out, case.reference(inputs))
+        except (RuntimeError, MemoryError) as exc:
+            skipped.append(f"{case.label}: failed ({type(exc).__name__}: {str(exc).splitlines()[0][:120]})")
+            continue
+        if not error <= tolerance:
+            skipped.append(
+                f"{case.label}: output differs from the float64 reference ({error:.2g} > {tolerance:g})"
+            )
+            continue
+        passed.append((case, inputs))
+    return passed, skipped
+
+
+def _record(case: cc.Case, inputs: cc.Inputs) -> tuple[list[rec.OpCall], list[Signature]]:
+    recorder = FamilyRecorder()
+    calls = rec.record_ops(lambda: case.run(inputs), recorder=recorder)
+    return calls, recorder.signatures
+
+
+@dataclass(frozen=True)
+class _Scrubs:
+    """What a repetition writes to move data out of the caches: ``l2`` over the L2 (a warm
+    case's weights then come from the last-level cache, as a layer's do in a model step;
+    None on a GPU), ``llc`` over the last-level cache (cold)."""
+
+    l2: Callable[[], object] | None
+    llc: Callable[[], object]
+
+
+def _case_program(case: cc.Case, inputs: cc.Inputs, state: str, scrubs: _Scrubs) -> Callable[[], None]:
+    """One case's part of a repetition (module docstring): hot = twice in a row; warm = once, the
+    L2 scrub, once more; cold = once (after the flush of the chunk)."""
+    if state == "cold":
+        return lambda: case.run(inputs)
+    scrub = scrubs.l2 if state == "warm" else None
+
+    def run() -> None:
+        case.run(inputs)
+        if scrub is not None:
+            scrub()
+        case.run(inputs)
+
+    return run
+
+
+def _timed_program(
+    items: Sequence[tuple[cc.Case, cc.Inputs]], state: str, scrubs: _Scrubs
+) -> tuple[Callable[[], None], list[rec.OpCall], list[tuple[int, Signature]]]:
+    """The function one repetition runs, its recorded calls, and which calls are kept: every call
+    of each case's last run (hot), or its calls with a main operand (warm, cold)."""
+    parts = [_case_program(case, inputs, state, scrubs) for case, inputs in items]
+    calls: list[rec.OpCall] = []
+    kept: list[tuple[int, Signature]] = []
+    if state == "cold":
+        calls.extend(rec.record_ops(scrubs.llc))
+    for (case, inputs), part in zip(items, parts, strict=True):
+        case_calls, signatures = _record(case, inputs)
+        everything = rec.record_ops(part)
+        calls.extend(everything[: len(everything) - len(case_calls)])
+        for call, sig in zip(case_calls, signatures, strict=True):
+            if state == "hot" or sig.touches.main:
+                kept.append((len(calls), sig))
+            calls.append(call)
+
+    def program() -> None:
+        if state == "cold":
+            scrubs.llc()
+        for part in parts:
+            part()
+
+    return program, calls, kept
+
+
+def _samples(
+    timings: rec.OpTimings, calls: Sequence[rec.OpCall], kept: Sequence[tuple[int, Signature]], state: str
+) -> list[_Sample]:
+    out = []
+    for index, sig in kept:
+        values = [rep[index] for rep in timings.per_rep_s if rep[index] is not None and rep[index] > 0]
+        if not values:
+            continue
+        median = statistics.median(values)
+        q = statistics.quantiles(values, n=4, method="inclusive") if len(values) > 1 else [median] * 3
+        out.append(
+            _Sample(
+                sig.family,
+                state,
+                sig.features,
+                median,
+                (q[2] - q[0]) / median if median > 0 else 0.0,
+                float(calls[index].flops),
+                sig.work_bytes,
+            )
+        )
+    return out
+
+
+def _chunks(items: Sequence[tuple[cc.Case, cc.Inputs]]) -> Iterator[list[tuple[cc.Case, cc.Inputs]]]:
+    chunk: list[tuple[cc.Case, cc.Inputs]] = []
+    size = 0
+    for item in items:
+        if chunk and (size + item[0].input_bytes > CHUNK_BYTES or len(chunk) >= CHUNK_CASES):
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(item)
+        size += item[0].input_bytes
+    if chunk:
+        yield chunk
+
+
+def measure_group(
+    group: cc.Group,
+    dtype: torch.dtype,
+    *,
+    device: Any = "cpu",
+    reps: int = DEFAULT_REPS,
+    overhead_per_event_s: float | None = None,
+    progress: Progress | None = None,
+) -> tuple[list[_Sample], list[str]]:
+    """Check, then time every case of ``group`` (module docstring). Returns the samples and the
+    skipped cases."""
+    from infer_opt.profilers.device import is_cuda
+
+    if overhead_per_event_s is None:
+        overhead_per_event_s = 0.0 if is_cuda(device) else rec.profiler_overhead_per_event_s()
+    from infer_opt.profilers.device import flush_buffer_bytes
+
+    warm = None if is_cuda(device) else reader(warm_reuse_bytes(), device)
+    scrubs = _Scrubs(warm, reader(flush_buffer_bytes(device), device))
+    samples: list[_Sample] = []
+    skipped: list[str] = []
+    done = 0
+    total = len(group.cases)
+    for start in range(0, total, CHUNK_CASES):
+        batch = group.cases[start : start + CHUNK_CASES]
+        passed, failed = checked_inputs(batch, dtype, seed=start, device=device)
+        skipped.extend(failed)
+        for chunk in _chunks(passed):
+            for state in om.STATES:
+                if state == "warm" and scrubs.l2 is None:
+                    continue  # a GPU's L2 is its last-level cache: hot and cold only
+                items = [item for item in chunk if state in item[0].states]
+                if not items:
+                    continue
+                program, calls, kept = _timed_program(items, state, scrubs)
+                timings = rec.time_ops(
+                    program, calls, device=device, reps=reps, overhead_per_event_s=overhead_per_event_s
+                )
+                samples.extend(_samples(timings, calls, kept, state))
+            done += len(chunk)
+            if progress is not None:
+                progress(done, total, f"{group.name}: {chunk[-1][0].label}")
+        done = min(total, start + len(batch))
+    return samples, skipped
+
+
+# ---------------------------------------------------------------------------- families
+
+
+def cache_level_bytes(level: int) -> int | None:
+    """The size of the CPU's level-``level`` data or unified cache (sysfs), None if unknown."""
+    from infer_opt.profilers.device import _parse_cache_size
+
+    base = Path("/sys/devices/system/cpu/cpu0/cache")
+    try:
+        for index in sorted(base.glob("index*")):
+            if (
+                int((index / "level").read_text()) == level
+                and (index / "type").read_text().strip() != "Instruction"
+            ):
+                return _parse_cache_size((index / "size").read_text())
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+_READ_BUFFERS: dict[tuple[str, int], torch.Tensor] = {}
+
+
+def warm_reuse_bytes() -> int:
+    """What the warm state reads between a case's two runs: twice the L2 (4 MiB when unknown),
+    after which the case's inputs are in the last-level cache but not in L2."""
+    return 2 * (cache_level_bytes(2) or 2 * 2**20)
+
+
+def reader(nbytes: int, device: Any = "cpu") -> Callable[[], object]:
+    """A read of ``nbytes`` (a sum over a buffer that size). A read, not a write: what runs
+    between two uses of a weight in a model step is mostly other weights being read, which
+    leaves clean lines behind (a write would add write-backs to the timed call)."""
+    key = (str(device), nbytes)
+    if key not in _READ_BUFFERS:
+        _READ_BUFFERS[key] = torch.ones(max(nbytes // 4, 1), device=device)
+    buffer = _READ_BUFFERS[key]
+    return buffer.sum
+
+
+def merge_families(
+    existing: Sequence[om.FamilyCalibration], samples: Sequence[_Sample], skipped: Sequence[str] = ()
+) -> list[om.FamilyCalibration]:
+    """Families with ``samples`` added: points with the same features are merged (median time),
+    and each family that got new points is refitted."""
+    by_key: dict[str, dict[tuple[int, ...], list[om.GridPoint]]] = {}
+    for family in existing:
+        by_key[family.key] = {tuple(int(v) for v in p.features): [p] for p in family.points}
+    touched: set[str] = set()
+    for s in samples:
+        key = f"{s.family}@{s.state}"
+        point = om.GridPoint(
+            tuple(float(v) for v in s.features), s.time_s, s.rel_spread, s.flops, s.work_bytes
+        )
+        by_key.setdefault(key, {}).setdefault(tuple(s.features), []).append(point)
+        touched.add(key)
+    old = {f.key: f for f in existing}
+    out = []
+    for key, grid in sorted(by_key.items()):
+        if key not in touched:
+            out.append(old[key])
+            continue
+        family, _, state = key.rpartition("@")
+        points = [_median_point(ps) for ps in grid.values()]
+        dims = len(points[0].features)
+        previous = old[key].skipped if key in old else ()
+        out.append(om.fit_family(family, state, feature_names(family, dims), points, previous))
+    return out
+
+
+def _median_point(points: Sequence[om.GridPoint]) -> om.GridPoint:
+    if len(points) == 1:
+        return points[0]
+    ordered = sorted(points, key=lambda p: p.time_s)
+    mid = ordered[len(ordered) // 2]
+    return replace(mid, time_s=statistics.median(p.time_s for p in points))
+
+
+#: the families that define the device roofline (plain matmuls and streaming elementwise)
+ROOFLINE_FAMILIES = ("gemm.nt@hot", "add.t@hot", "copy.cc@hot")
+
+
+def device_roofline(families: Sequence[om.FamilyCalibration]) -> om.DeviceRoofline | None:
+    """``t0 + max(F/R, Q/b)`` fitted on :data:`ROOFLINE_FAMILIES`' points (None with fewer than
+    3 points)."""
+    points = [
+        KernelPoint(f"{f.family}{i}", f.family, p.flops, p.bytes, p.time_s)
+        for f in families
+        if f.key in ROOFLINE_FAMILIES
+        for i, p in enumerate(f.points)
+        if p.flops > 0 or p.bytes > 0
+    ]
+    if len(points) < 3:
+        return None
+    fit = fit_roofline(points, bootstrap=0)
+    return om.DeviceRoofline(
+        fit.compute_rate_flops, fit.bandwidth_bytes_per_s, fit.launch_overhead_s, fit.median_abs_rel_error
+    )
+
+
+# ---------------------------------------------------------------------------- host term
+
+
+class _Layer(nn.Module):
+    """One small transformer layer built from modules (norms, projections, attention, MLP)."""
+
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.norm1, self.norm2 = nn.LayerNorm(width), nn.LayerNorm(width)
+        self.qkv, self.out = nn.Linear(width, 3 * width), nn.Linear(width, width)
+        self.up, self.down = nn.Linear(width, 4 * width), nn.Linear(4 * width, width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return _layer(x, self.norm1, self.qkv, self.out, self.norm2, self.up, self.down)
+
+
+def _layer(x: torch.Tensor, norm1: Any, qkv: Any, out: Any, norm2: Any, up: Any, down: Any) -> torch.Tensor:
+    batch, length, width = x.shape
+    q, k, v = qkv(norm1(x)).view(batch, length, 3, 2, width // 2).unbind(2)
+    a = F.scaled_dot_product_attention(
+        q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True
+    )
+    x = x + out(a.transpose(1, 2).reshape(batch, length, width))
+    return x + down(F.gelu(up(norm2(x)), approximate="tanh"))
+
+
+def _raw(module: nn.Module) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The module's computation as a plain function (the same aten calls, no module call)."""
+    if isinstance(module, nn.Linear):
+        return lambda x: F.linear(x, module.weight, module.bias)
+    assert isinstance(module, nn.LayerNorm)
+    return lambda x: F.layer_norm(x, module.normalized_shape, module.weight, module.bias, module.eps)
+
+
+def host_chains(
+    dtype: torch.dtype, device: Any = "cpu"
+) -> tuple[Callable[[], object], Callable[[], object], nn.Module]:
+    """The plain and the module chain of :data:`HOST_LAYERS` layers on one 4-token sequence."""
+    torch.manual_seed(0)
+    layers = (
+        nn.Sequential(*(_Layer(HOST_WIDTH) for _ in range(HOST_LAYERS))).to(device=device, dtype=dtype).eval()
+    )
+    x = torch.randn(1, 4, HOST_WIDTH).to(device=device, dtype=dtype)
+    plain = [
+        [_raw(m) for m in (layer.norm1, layer.qkv, layer.out, layer.norm2, layer.up, layer.down)]
+        for layer in layers
+    ]
+
+    def raw_chain() -> object:
+        y = x
+        for fns in plain:
+            y = _layer(y, *fns)
+        return y
+
+    return raw_chain, lambda: layers(x), layers
+
+
+def _chain_times(
+    fn: Callable[[], object], model: nn.Module | None, reps: int, device: Any
+) -> tuple[float, float, int, int, float]:
+    """(wall median, Σ per-op medians, ops, module calls, wall IQR/median) of one chain."""
+    from infer_opt.profilers.timing import measure
+
+    with ModuleCounter() as counter, torch.no_grad():
+        fn()
+    with torch.no_grad():
+        wall = measure(fn, device=device, warmup=10, reps=max(30, 4 * reps), time_cold=False)
+    calls = rec.record_ops(fn, model)
+    timings = rec.time_ops(fn, calls, device=device, reps=reps)
+    ops = math.fsum(timings.median_per_call_s())
+    return wall.summary.median_s, ops, len(calls), counter.count, wall.summary.rel_iqr
+
+
+def calibrate_host(
+    dtype: torch.dtype, *, device: Any = "cpu", reps: int = DEFAULT_REPS
+) -> om.HostCalibration:
+    """``c_op`` and ``c_mod`` from the plain and the module chain (module docstring)."""
+    raw_chain, module_chain, layers = host_chains(dtype, device)
+    raw_wall, raw_ops, n_ops, _, raw_spread = _chain_times(raw_chain, None, reps, device)
+    mod_wall, mod_ops, n_mod_ops, n_modules, mod_spread = _chain_times(module_chain, layers, reps, device)
+    per_op = max(0.0, (raw_wall - raw_ops) / n_ops)
+    extra = (mod_wall - mod_ops) - per_op * n_mod_ops
+    return om.HostCalibration(
+        per_op_s=per_op,
+        per_module_call_s=max(0.0, extra / n_modules) if n_modules else 0.0,
+        chain_ops=n_ops,
+        chain_module_calls=n_modules,
+        raw_wall_s=raw_wall,
+        raw_op_time_s=raw_ops,
+        module_wall_s=mod_wall,
+        module_op_time_s=mod_ops,
+        rel_spread=max(raw_spread, mod_spread),
+    )
+
+
+# ---------------------------------------------------------------------------- the run
+
+
+def new_result(device: Any, dtype: torch.dtype, grid: str) -> om.CalibrationResult:
+    """An empty calibration for this device, dtype and thread count."""
+    from infer_opt.profilers import device as devices
+
+    cuda = devices.is_cuda(device)
+    return om.CalibrationResult(
+        device=str(device),
+        device_name=devices.device_name(device),
+        device_key=calibration_key(device, dtype),
+        dtype=devices.dtype_name(dtype),
+        threads=torch.get_num_threads(),
+        warm_reuse_bytes=0 if cuda else warm_reuse_bytes(),
+        cold_reuse_bytes=devices.flush_buffer_bytes(device),
+        torch_version=torch.__version__,
+        op_timer=(
+            "torch.profiler: CUDA kernel time per op (CUPTI)"
+            if devices.is_cuda(device)
+            else "torch.profiler: CPU time per op, minus the profiler's cost per nested event"
+        ),
+        matmul_precision=torch.get_float32_matmul_precision(),
+        grid=grid,
+    )
+
+
+def calibrate(
+    device: Any,
+    dtype: torch.dtype,
+    *,
+    grid: str = "standard",
+    only: Sequence[str] | None = None,
+    reps: int = DEFAULT_REPS,
+    resume_from: om.CalibrationResult | None = None,
+    on_group: Callable[[om.CalibrationResult], None] | None = None,
+    progress: Progress | None = None,
+) -> om.CalibrationResult:
+    """Run the suite (module docstring); ``on_group`` receives the result after every group (to
+    save it). ``resume_from`` skips its finished groups. Ctrl-C returns what finished."""
+    from infer_opt.profilers import device as devices
+
+    kind = "cuda" if devices.is_cuda(device) else "cpu"
+    result = resume_from if resume_from is not None else new_result(device, dtype, grid)
+    start = time.perf_counter() - result.wall_s
+    wanted = None if not only else [name for name in only if name != HOST_GROUP]
+    todo = (
+        [] if wanted == [] else [g for g in cc.groups(grid, kind, wanted) if g.name not in result.groups_done]
+    )
+    overhead = 0.0 if kind == "cuda" else rec.profiler_overhead_per_event_s()
+    try:
+        for group in todo:
+            samples, skipped = measure_group(
+                group, dtype, reps=reps, overhead_per_event_s=overhead, progress=progress
+            )
+            families = merge_families(result.families, samples)
+            result = replace(
+                result,
+                families=tuple(families),
+                roofline=device_roofline(families),
+                groups_done=(*result.groups_done, group.name),
+                wall_s=time.perf_counter() - start,
+                warnings=(*result.warnings, *_skip_notices(group.name, skipped)),
+            )
+            if on_group is not None:
+                on_group(result)
+        if result.host is None and (not only or HOST_GROUP in only):
+            if progress is not None:
+                progress(0, 1, "host: op and module-call overhead")
+            result = replace(
+                result, host=calibrate_host(dtype, reps=reps), wall_s=time.perf_counter() - start
+            )
+    except KeyboardInterrupt:
+        return replace(result, complete=False, wall_s=time.perf_counter() - start)
+    complete = all(name in result.groups_done for name in cc.GROUPS) and result.host is not None
+    if result.host is not None and HOST_GROUP not in result.groups_done:
+        result = replace(result, groups_done=(*result.groups_done, HOST_GROUP))
+    result = replace(result, complete=complete, wall_s=time.perf_counter() - start)
+    if on_group is not None:
+        on_group(result)
+    return result
+
+
+def _skip_notices(group: str, skipped: Sequence[str]) -> tuple[Notice, ...]:
+    if not skipped:
+        return ()
+    return (Notice("calibration_cases_skipped", {"count": len(skipped), "first": skipped[0]}, group),)
+
+
+# ---------------------------------------------------------------------------- the store
+
+
+def calibration_key(device: Any, dtype: Any) -> str:
+    """The cache key: the roofline cache's device key (device model, CPU threads, dtype), plus
+    the float32 matmul precision when torch is not at its default ("highest")."""
+    from infer_opt.profilers.device import device_key
+
+    key = device_key(device, dtype)
+    precision = torch.get_float32_matmul_precision()
+    return key if precision == "highest" else f"{key}-{precision}"
+
+
+def cache_path(device: Any, dtype: Any) -> Path:
+    """``cache_dir()/calibration/<key>.json`` (the roofline fits' cache directory)."""
+    from infer_opt.profilers.roofline_store import cache_dir
+
+    return cache_dir() / "calibration" / f"{calibration_key(device, dtype)}.json"
+
+
+def problems(result: om.CalibrationResult, *, to_use: bool = True) -> list[str]:
+    """Why a calibration cannot be saved (a time or base roofline that is not a finite positive
+    number) or, with ``to_use``, used (no families, no device roofline). Empty: it can."""
+    out = []
+    for family in result.families:
+        if any(not (math.isfinite(p.time_s) and p.time_s > 0) for p in family.points):
+            out.append(f"family {family.key} has a time that is not a finite positive number")
+        if not (math.isfinite(family.launch_s) and family.launch_s >= 0):
+            out.append(f"family {family.key} has an invalid launch time")
+    if to_use and not result.families:
+        out.append("it holds no measured families")
+    if to_use and result.families and result.roofline is None:
+        out.append("it has no device roofline (the linear and elementwise groups were not measured)")
+    return out
+
+
+def save_calibration(result: om.CalibrationResult, path: str | os.PathLike[str]) -> Path:
+    """Write ``result`` (envelope JSON, atomically), after checking its numbers."""
+    found = problems(result, to_use=False)
+    if found:
+        raise InvalidInput("calibration", result.device_key, "not saved: " + "; ".join(found))
+    return save_result(path, result)
+
+
+def load_calibration(path: str | os.PathLike[str], *, option: str = "calibration") -> om.CalibrationResult:
+    """A calibration file, checked: a one-line error when it is missing, unreadable, of another
+    kind or unusable (:func:`problems`)."""
+    target = Path(path)
+    try:
+        data = json.loads(target.read_text(encoding="utf-8"))
+        loaded = parse_envelope(data, source=str(target))
+    except FileNotFoundError:
+        raise InvalidInput(option, str(target), "file does not exist") from None
+    except InvalidInput as exc:
+        raise InvalidInput(option, str(target), exc.expected) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, TypeError, ValueError, KeyError) as exc:
+        raise InvalidInput(
+            option, str(target), f"not a readable calibration ({type(exc).__name__})"
+        ) from None
+    if not isinstance(loaded.result, om.CalibrationResult):
+        raise InvalidInput(option, str(target), f"holds a {loaded.kind!r} result, not a calibration")
+    found = problems(loaded.result)
+    if found:
+        raise InvalidInput(option, str(target), "unusable calibration: " + "; ".join(found))
+    return loaded.result
+
+
+def load_cached(device: Any, dtype: Any) -> om.CalibrationResult | None:
+    """The cached calibration for this device, dtype and thread count; None when there is none or
+    it is unusable (a corrupt cache file is ignored, not fatal)."""
+    path = cache_path(device, dtype)
+    if not path.exists():
+        return None
+    try:
+        return load_calibration(path)
+    except InvalidInput:
+        return None
+
+
+def resolve_calibration(
+    device: Any, dtype: Any, path: str | os.PathLike[str] | None = None
+) -> tuple[om.CalibrationResult, str]:
+    """``(calibration, source)``: the file given, else the one cached for this device, dtype and
+    thread count, else a one-line error saying how to make one."""
+    if path is not None:
+        return load_calibration(path), str(path)
+    cached = load_cached(device, dtype)
+    if cached is None:
+        raise InvalidInput(
+            "calibration",
+            calibration_key(device, dtype),
+            "no calibration saved for this device, dtype and thread count: run infer-opt calibrate "
+            "(same --dtype and --threads) first, or give a calibration file",
+        )
+    return cached, str(cache_path(device, dtype))

@@ -1,0 +1,323 @@
+"""Record a model step's operator sequence without running it on data (docs/prediction.md).
+
+The model is built on the ``meta`` device (shapes only: a 7B or 70B configuration costs no weight
+memory), its parameters, buffers and example inputs are turned into *fake tensors* that claim the
+target device (``torch._subclasses.fake_tensor``), and the step — the same callable ``profile``
+times, from :func:`infer_opt.profilers.model_profile.build_step`, KV cache included — runs under
+``FakeTensorMode`` with :class:`~infer_opt.profilers.op_families.FamilyRecorder` on top. Fake
+tensors, unlike plain meta tensors, report the target device, so composite ops pick the kernels
+a real run picks (``scaled_dot_product_attention`` takes the CPU flash kernel, not the math path
+the meta device would take); the op list matches a real run's call for call.
+
+``transformers`` takes a tracing-safe mask path when it sees a fake tensor (it materialises the
+causal mask instead of passing ``is_causal``); while recording, its fake-tensor test is switched
+off so the recorded ops are those of a real run, and the boolean checks it then makes on data
+("all positions unpadded") are answered by the recorder (see ``op_families``).
+
+A model that cannot be built or run this way (a factory that creates real tensors, data-dependent
+Python) is recorded by a real run instead when ``fallback`` allows, with a notice saying so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from infer_opt.errors import InferOptError, InvalidInput, RunFailure
+from infer_opt.notices import Notice
+from infer_opt.profilers import models
+from infer_opt.profilers import op_recorder as rec
+from infer_opt.profilers.model_profile import build_step
+from infer_opt.profilers.op_families import FamilyRecorder, ModuleCounter, Signature
+
+HOW_FAKE = "fake tensors"
+HOW_REAL = "real run"
+
+
+@dataclass(frozen=True)
+class RecordedStep:
+    """The ops of one step, recorded without data, and what the step is."""
+
+    model: str
+    model_source: str
+    description: str
+    n_params: int
+    mode: str
+    dtype: str
+    batch: int | None
+    seq_len: int | None
+    calls: tuple[rec.OpCall, ...]
+    signatures: tuple[Signature, ...]
+    module_calls: int
+    #: per token of a generation (prompt first): (first op, end op, module calls); one segment
+    #: for prefill and decode
+    segments: tuple[tuple[int, int, int], ...]
+    #: tokens the step processes (prefill B·T, decode B, generate B·N)
+    tokens: int | None
+    flops_analytic: float | None
+    #: "fake tensors" or "real run"
+    how: str
+    notices: tuple[Notice, ...] = ()
+
+
+# ---------------------------------------------------------------------------- fake models
+
+
+def _fake_converter(mode: Any, device: torch.device) -> Any:
+    """A function meta tensor -> fake tensor on ``device`` (the same meta tensor always gives the
+    same fake tensor, so tied weights stay tied)."""
+    memo: dict[int, torch.Tensor] = {}
+    converter = mode.fake_tensor_converter
+
+    def fake(t: torch.Tensor) -> torch.Tensor:
+        if id(t) not in memo:
+            if t.device.type != "meta":
+                raise RunFailure(
+                    f"the model holds a real tensor on {t.device} (not built on the meta device)"
+                )
+            memo[id(t)] = converter.from_meta_and_device(mode, t, device)
+        return memo[id(t)]
+
+    return fake
+
+
+def _convert_tree(value: Any, fake: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return fake(value)
+    if isinstance(value, tuple):
+        return tuple(_convert_tree(v, fake) for v in value)
+    if isinstance(value, list):
+        return [_convert_tree(v, fake) for v in value]
+    if isinstance(value, dict):
+        return {k: _convert_tree(v, fake) for k, v in value.items()}
+    return value
+
+
+def to_fake(loaded: models.LoadedModel, mode: Any, device: torch.device) -> models.LoadedModel:
+    """``loaded`` (built on the meta device) with fake parameters, buffers and inputs on ``device``,
+    swapped in place of the meta tensors (``Module.to`` cannot move fake tensors)."""
+    fake = _fake_converter(mode, device)
+    params: dict[int, torch.nn.Parameter] = {}
+    model = loaded.model
+    if isinstance(model, torch.nn.Module):
+        for module in model.modules():
+            for name, param in list(module._parameters.items()):
+                if param is not None:
+                    if id(param) not in params:
+                        params[id(param)] = torch.nn.Parameter(fake(param), requires_grad=False)
+                    module._parameters[name] = params[id(param)]
+            for name, buffer in list(module._buffers.items()):
+                if buffer is not None:
+                    module._buffers[name] = fake(buffer)
+    loaded.args = _convert_tree(loaded.args, fake)
+    loaded.kwargs = _convert_tree(loaded.kwargs, fake)
+    return loaded
+
+
+def load_meta(
+    spec: str,
+    *,
+    batch: int,
+    seq_len: int,
+    dtype: torch.dtype,
+    hf_overrides: Mapping[str, Any] | None = None,
+) -> models.LoadedModel:
+    """MODEL built on the meta device: a built-in from its config, a factory called with
+    ``device=meta``, an ``hf:`` model from its config — no weights are allocated."""
+    meta = torch.device("meta")
+    key = models.ALIASES.get(spec, spec)
+    if key in models.BUILTIN_CONFIGS and not hf_overrides:
+        config = models.BUILTIN_CONFIGS[key]
+        if seq_len > config.max_seq_len:
+            raise InvalidInput("seq_len", seq_len, f"model {key!r} has {config.max_seq_len} positions")
+        with meta:
+            model = models.DecoderLM(config).to(dtype).eval()
+            ids = torch.zeros(batch, seq_len, dtype=torch.long)
+        return models.LoadedModel(
+            key,
+            "builtin",
+            model,
+            (ids,),
+            config=config,
+            tokens=batch * seq_len,
+            description=config.description,
+            batch=batch,
+            seq_len=seq_len,
+        )
+    with meta:
+        return models.load_model(
+            spec, batch_size=batch, seq_len=seq_len, device=meta, dtype=dtype, hf_overrides=hf_overrides
+        )
+
+
+@contextlib.contextmanager
+def _real_mask_path() -> Iterator[None]:
+    """transformers' fake-tensor test off (module docstring); a no-op without transformers."""
+    try:
+        import transformers.utils.import_utils as hf_utils
+    except ImportError:
+        yield
+        return
+    if not hasattr(hf_utils, "is_fake_tensor"):
+        yield
+        return
+    from unittest import mock
+
+    with mock.patch.object(hf_utils, "is_fake_tensor", lambda _tensor: False):
+        yield
+
+
+# ---------------------------------------------------------------------------- recording
+
+
+def _record(step: Any, model: Any, mode: str) -> tuple[FamilyRecorder, int, list[tuple[int, int, int]]]:
+    """Run the step once under the recorder; for generate split the ops by token."""
+    recorder = FamilyRecorder()
+    marks: list[tuple[int, int]] = []
+    with ModuleCounter() as counter:
+
+        def mark() -> None:
+            marks.append((len(recorder.calls), counter.count))
+
+        def run() -> object:
+            if mode == "generate" and step.marks is not None:
+                return step.marks(mark)
+            return step.fn()
+
+        rec.record_ops(run, model, recorder=recorder)
+    if not marks:
+        marks = [(0, 0), (len(recorder.calls), counter.count)]
+    segments = [(a[0], b[0], b[1] - a[1]) for a, b in itertools.pairwise(marks)]
+    if segments and segments[-1][1] < len(recorder.calls):
+        last = segments[-1]
+        segments[-1] = (last[0], len(recorder.calls), last[2])
+    return recorder, counter.count, segments
+
+
+def _recorded(
+    loaded: models.LoadedModel,
+    step: Any,
+    recorded: tuple[FamilyRecorder, int, list[tuple[int, int, int]]],
+    how: str,
+    mode: str,
+    dtype: torch.dtype,
+) -> RecordedStep:
+    from infer_opt.profilers.device import dtype_name
+
+    recorder, module_calls, segments = recorded
+    return RecordedStep(
+        model=loaded.name,
+        model_source=loaded.source,
+        description=f"{loaded.description}; {step.description}" if loaded.description else step.description,
+        n_params=loaded.n_params(),
+        mode=mode,
+        dtype=dtype_name(dtype),
+        batch=loaded.batch,
+        seq_len=loaded.seq_len,
+        calls=tuple(recorder.calls),
+        signatures=tuple(recorder.signatures),
+        module_calls=module_calls,
+        segments=tuple(segments),
+        tokens=step.tokens,
+        flops_analytic=step.flops_analytic,
+        how=how,
+    )
+
+
+def record_fake(
+    spec: str,
+    *,
+    mode: str,
+    batch: int,
+    seq_len: int,
+    context: int,
+    new_tokens: int,
+    dtype: torch.dtype,
+    hf_overrides: Mapping[str, Any] | None = None,
+    device: torch.device | str = "cpu",
+) -> RecordedStep:
+    """The step's ops recorded on fake tensors (module docstring)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    target = torch.device(device)
+    loaded = load_meta(spec, batch=batch, seq_len=seq_len, dtype=dtype, hf_overrides=hf_overrides)
+    fake_mode = FakeTensorMode(allow_non_fake_inputs=False)
+    loaded = to_fake(loaded, fake_mode, target)
+    with fake_mode, _real_mask_path(), torch.no_grad():
+        step = build_step(loaded, mode, context=context, new_tokens=new_tokens, device=target)
+        recorded = _record(step, loaded.model, mode)
+    return _recorded(loaded, step, recorded, HOW_FAKE, mode, dtype)
+
+
+def record_real(
+    spec: str,
+    *,
+    mode: str,
+    batch: int,
+    seq_len: int,
+    context: int,
+    new_tokens: int,
+    dtype: torch.dtype,
+    hf_overrides: Mapping[str, Any] | None = None,
+    device: torch.device | str = "cpu",
+) -> RecordedStep:
+    """The step's ops recorded by running it once on real (random) data."""
+    loaded = models.load_model(
+        spec, batch_size=batch, seq_len=seq_len, device=device, dtype=dtype, hf_overrides=hf_overrides
+    )
+    step = build_step(loaded, mode, context=context, new_tokens=new_tokens, device=device)
+    return _recorded(loaded, step, _record(step, loaded.model, mode), HOW_REAL, mode, dtype)
+
+
+def record_step(
+    spec: str,
+    *,
+    mode: str,
+    batch: int,
+    seq_len: int,
+    context: int,
+    new_tokens: int,
+    dtype: torch.dtype,
+    hf_overrides: Mapping[str, Any] | None = None,
+    device: torch.device | str = "cpu",
+    fallback: bool = True,
+) -> RecordedStep:
+    """Record on fake tensors; if the model cannot be recorded that way, by a real run when
+    ``fallback`` (with a ``recorded_by_real_run`` notice), else a one-line error."""
+    from dataclasses import replace
+
+    shape = {"mode": mode, "batch": batch, "seq_len": seq_len, "context": context, "new_tokens": new_tokens}
+    try:
+        recorded = record_fake(spec, dtype=dtype, hf_overrides=hf_overrides, device=device, **shape)
+    except InferOptError as exc:
+        if isinstance(exc, InvalidInput):
+            raise
+        reason = str(exc)
+        if not fallback:
+            raise
+    except Exception as exc:  # the model's own code failed on fake tensors
+        reason = f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+        if not fallback:
+            raise RunFailure(
+                f"{spec} cannot be recorded on the meta device / fake tensors ({reason}); "
+                "build it from its config without real tensors, or allow a real run"
+            ) from exc
+    else:
+        return recorded
+    with rec_guard(spec):
+        recorded = record_real(spec, dtype=dtype, hf_overrides=hf_overrides, device=device, **shape)
+    return replace(recorded, notices=(Notice("recorded_by_real_run", {"reason": reason}),))
+
+
+@contextlib.contextmanager
+def rec_guard(spec: str) -> Iterator[None]:
+    """A model failure during the real-run fallback as a one-line :class:`RunFailure`."""
+    from infer_opt.profilers.model_profile import guard
+
+    with guard(f"recording {spec} by a real run"):
+        yield

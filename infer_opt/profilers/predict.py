@@ -1,0 +1,526 @@
+"""``infer-opt predict``: a model step's time from the device's operator calibration, without
+running the model (docs/prediction.md).
+
+1. The step's ops are recorded on fake tensors (:mod:`infer_opt.profilers.meta_record`): names,
+   shapes, FLOPs, bytes, families, the memory each touches, module calls.
+2. Each op's cache state comes from the LRU rule over the recorded sequence
+   (:func:`infer_opt.cost_models.op_model.reuse_distances`: bytes touched since its weights,
+   keys and values were last used), which places it between the calibrated cache states.
+3. :func:`infer_opt.cost_models.op_model.predict_step` gives each op's predicted time and the
+   host term; ops are grouped as ``profile`` groups them (op and shapes), and the categories get
+   the same Amdahl table — labelled predicted, with the calibration's uncertainty band.
+4. ``generate``: the ops are split by token; TTFT is the prompt's segment (prefill and the first
+   greedy pick), TPOT the mean of the others.
+5. A sweep (``batch``, ``seq_len`` or ``context``) repeats 1–3 per value; for decode it reports
+   where the matmuls' arithmetic intensity ``F/Q`` reaches the ridge ``R_f/b_f`` of the matmul
+   family that runs them — where the step turns from bandwidth- to compute-bound.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from infer_opt.cost_models import op_model as om
+from infer_opt.cost_models import profile_amdahl as pa
+from infer_opt.errors import InvalidInput
+from infer_opt.notices import Notice
+from infer_opt.profilers import meta_record
+from infer_opt.results import Result
+
+Progress = Callable[[int, int, str], None]
+SWEEP_PARAMS = ("batch", "seq_len", "context")
+#: a prediction whose extrapolated ops take more than this share of the op time is warned about
+EXTRAPOLATED_WARNING = 0.25
+MATMUL_FAMILIES = ("gemm.", "bmm.")
+
+
+@dataclass(frozen=True)
+class PredictedOp:
+    """One operator with one set of input shapes, summed over its calls in the step (predicted)."""
+
+    name: str
+    shapes: tuple[tuple[int, ...], ...]
+    category: str
+    family: str
+    calls: int
+    predicted_s: float
+    #: predicted_s / predicted step time
+    share: float
+    flops: float
+    bytes: float
+    #: the largest term of the family's base roofline: compute, bandwidth or launch
+    bound: str
+    #: outside the calibrated grid, from a related family, or from the device roofline
+    extrapolated: bool
+    #: grid, nearest, fallback or roofline
+    source: str
+    #: the calibrated cache state nearest its main operand's reuse distance: hot, warm or cold
+    state: str
+    rel_uncertainty: float
+
+
+@dataclass(frozen=True)
+class PredictedCategory:
+    category: str
+    time_s: float
+    #: f = time / predicted step time
+    fraction: float
+    calls: int
+    flops: float
+    bytes: float
+    #: Σ min(t̂, t0 + max(F/R, Q/b)) over its ops: the category at the device roofline
+    bound_time_s: float
+    part_speedup: float
+    #: 1 / (1 - f)
+    ceiling_speedup: float
+    #: 1 / ((1 - f) + f/s)
+    roofline_speedup: float
+
+
+@dataclass(frozen=True)
+class CalibrationRef:
+    """Which calibration predicted (the device the prediction is for)."""
+
+    source: str
+    device_name: str
+    dtype: str
+    threads: int
+    device_key: str
+    grid: str = ""
+    complete: bool = True
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    value: int
+    batch: int | None
+    seq_len: int | None
+    context: int | None
+    step_time_s: float
+    tokens_per_s: float | None
+    rel_uncertainty: float
+    #: F/Q of the step's matmuls
+    matmul_intensity: float | None
+    #: compute or bandwidth (matmul intensity against the ridge)
+    bound: str
+    flops: float
+    bytes: float
+
+
+@dataclass(frozen=True)
+class PredictResult(Result):
+    """A step's predicted time from an operator calibration (docs/prediction.md) — a model prediction,
+    not a measurement."""
+
+    KIND = "predict"
+
+    model: str
+    model_source: str
+    description: str
+    n_params: int
+    mode: str
+    dtype: str
+    batch: int | None
+    seq_len: int | None
+    context: int | None
+    new_tokens: int | None
+    tokens_per_step: int | None
+    step_time_s: float
+    #: step_time_s × (1 ∓ rel_uncertainty)
+    step_low_s: float
+    step_high_s: float
+    rel_uncertainty: float
+    tokens_per_s: float | None
+    #: Σ predicted op times, and the predicted host term (per op and per module call)
+    op_time_s: float
+    host_s: float
+    n_ops: int
+    module_calls: int
+    flops: float
+    bytes: float
+    flops_analytic: float | None
+    flops_vs_analytic: float | None
+    #: share of the predicted op time from extrapolated ops
+    extrapolated_share: float
+    ops: tuple[PredictedOp, ...]
+    categories: tuple[PredictedCategory, ...]
+    calibration: CalibrationRef
+    #: "fake tensors" or "real run"
+    recorded_by: str
+    record_s: float
+    ttft_s: float | None = None
+    tpot_s: float | None = None
+    sweep: str | None = None
+    points: tuple[SweepPoint, ...] = ()
+    #: decode sweeps: the sweep value where the matmuls turn compute-bound (None: not in range)
+    compute_bound_from: float | None = None
+    #: R_f / b_f of the matmul family that runs the step's matmuls (FLOP/byte)
+    ridge_point: float | None = None
+    warnings: tuple[Notice, ...] = ()
+
+
+# ---------------------------------------------------------------------------- one step
+
+
+def queries(recorded: meta_record.RecordedStep) -> list[om.OpQuery]:
+    """The recorded calls as the op model's queries, each with its main operand's reuse distance."""
+    reuse = om.reuse_distances([s.touches for s in recorded.signatures])
+    return [
+        om.OpQuery(
+            call.name,
+            sig.family,
+            tuple(float(v) for v in sig.features),
+            float(call.flops),
+            sig.work_bytes,
+            distance,
+            main_bytes,
+        )
+        for call, sig, (distance, main_bytes) in zip(recorded.calls, recorded.signatures, reuse, strict=True)
+    ]
+
+
+def _segments(
+    model: om.OpModel, qs: Sequence[om.OpQuery], recorded: meta_record.RecordedStep
+) -> list[om.StepEstimate]:
+    return [om.predict_step(model, qs[a:b], modules) for a, b, modules in recorded.segments]
+
+
+def _group_ops(
+    recorded: meta_record.RecordedStep,
+    qs: Sequence[om.OpQuery],
+    estimates: Sequence[om.OpEstimate],
+    step_s: float,
+) -> list[PredictedOp]:
+    groups: dict[tuple[str, tuple[tuple[int, ...], ...]], list[int]] = defaultdict(list)
+    for i, call in enumerate(recorded.calls):
+        groups[(call.name, call.shapes)].append(i)
+    out = []
+    for (name, shapes), idx in groups.items():
+        first, est = recorded.calls[idx[0]], estimates[idx[0]]
+        t = math.fsum(estimates[i].time_s for i in idx)
+        out.append(
+            PredictedOp(
+                name=name,
+                shapes=shapes,
+                category=first.category,
+                family=qs[idx[0]].family,
+                calls=len(idx),
+                predicted_s=t,
+                share=t / step_s if step_s > 0 else 0.0,
+                flops=float(sum(recorded.calls[i].flops for i in idx)),
+                bytes=float(sum(recorded.calls[i].bytes for i in idx)),
+                bound=est.bound,
+                extrapolated=any(estimates[i].extrapolated for i in idx),
+                source=est.source,
+                state=est.state,
+                rel_uncertainty=est.rel_uncertainty,
+            )
+        )
+    return sorted(out, key=lambda o: (-o.predicted_s, o.name))
+
+
+def _categories(
+    recorded: meta_record.RecordedStep,
+    estimates: Sequence[om.OpEstimate],
+    roofline: om.DeviceRoofline | None,
+    step_s: float,
+) -> list[PredictedCategory]:
+    by: dict[str, list[int]] = defaultdict(list)
+    for i, call in enumerate(recorded.calls):
+        by[call.category].append(i)
+    times, bounds = {}, {}
+    for cat, idx in by.items():
+        times[cat] = math.fsum(estimates[i].time_s for i in idx)
+        bound = 0.0
+        for i in idx:
+            at_roof = (
+                roofline.time(recorded.calls[i].flops, recorded.calls[i].bytes)
+                if roofline
+                else estimates[i].time_s
+            )
+            bound += pa.capped_bound(estimates[i].time_s, at_roof)
+        bounds[cat] = min(bound, times[cat])
+    amdahl = pa.profile_amdahl([pa.CategoryTime(c, times[c], bounds[c]) for c in by], step_s)
+    return [
+        PredictedCategory(
+            category=o.category,
+            time_s=o.time_s,
+            fraction=o.fraction,
+            calls=len(by[o.category]),
+            flops=float(sum(recorded.calls[i].flops for i in by[o.category])),
+            bytes=float(sum(recorded.calls[i].bytes for i in by[o.category])),
+            bound_time_s=o.bound_time_s,
+            part_speedup=o.part_speedup,
+            ceiling_speedup=o.ceiling_speedup,
+            roofline_speedup=o.roofline_speedup,
+        )
+        for o in amdahl.opportunities
+    ]
+
+
+@dataclass(frozen=True)
+class StepPrediction:
+    """A recorded step and its prediction (what ``predict`` and ``validate`` share)."""
+
+    recorded: meta_record.RecordedStep
+    queries: tuple[om.OpQuery, ...]
+    segments: tuple[om.StepEstimate, ...]
+    record_s: float
+
+    @property
+    def estimates(self) -> tuple[om.OpEstimate, ...]:
+        return tuple(e for seg in self.segments for e in seg.ops)
+
+    @property
+    def step_time_s(self) -> float:
+        return math.fsum(s.step_time_s for s in self.segments)
+
+    @property
+    def host_s(self) -> float:
+        return math.fsum(s.host_s for s in self.segments)
+
+    @property
+    def rel_uncertainty(self) -> float:
+        total = self.step_time_s
+        return (
+            math.fsum(s.step_time_s * s.rel_uncertainty for s in self.segments) / total if total > 0 else 0.0
+        )
+
+
+def predict_recorded(
+    spec: str,
+    model: om.OpModel,
+    *,
+    mode: str,
+    batch: int,
+    seq_len: int,
+    context: int,
+    new_tokens: int,
+    dtype: torch.dtype,
+    hf_overrides: Mapping[str, Any] | None = None,
+    device: str = "cpu",
+) -> StepPrediction:
+    """Record one step on fake tensors (claiming ``device``: its kernels are chosen) and
+    predict it."""
+    start = time.perf_counter()
+    recorded = meta_record.record_step(
+        spec,
+        mode=mode,
+        batch=batch,
+        seq_len=seq_len,
+        context=context,
+        new_tokens=new_tokens,
+        dtype=dtype,
+        hf_overrides=hf_overrides,
+        device=device,
+    )
+    elapsed = time.perf_counter() - start
+    qs = queries(recorded)
+    return StepPrediction(recorded, tuple(qs), tuple(_segments(model, qs, recorded)), elapsed)
+
+
+def matmul_intensity(prediction: StepPrediction) -> float | None:
+    """F/Q of the step's matmul calls (None without matmuls)."""
+    flops = nbytes = 0.0
+    for call, q in zip(prediction.recorded.calls, prediction.queries, strict=True):
+        if q.family.startswith(MATMUL_FAMILIES):
+            flops += call.flops
+            nbytes += call.bytes
+    return flops / nbytes if nbytes > 0 else None
+
+
+def matmul_ridge(prediction: StepPrediction, model: om.OpModel) -> float | None:
+    """``R_f / b_f`` of the matmul family with the most predicted time in the step (None when the
+    step has no calibrated matmul family)."""
+    time_by: dict[str, float] = defaultdict(float)
+    for q, e in zip(prediction.queries, prediction.estimates, strict=True):
+        if q.family.startswith(MATMUL_FAMILIES) and e.used:
+            time_by[e.used] += e.time_s
+    if not time_by:
+        return None
+    family = model.families[max(time_by, key=time_by.__getitem__)]
+    if not (math.isfinite(family.rate_flops) and math.isfinite(family.bandwidth_bytes_per_s)):
+        return None
+    return family.rate_flops / family.bandwidth_bytes_per_s
+
+
+def recording_device(calibration: om.CalibrationResult) -> tuple[str, list[Notice]]:
+    """The device the fake tensors claim: the calibration's kind where this torch can pick that
+    device's kernels, else the CPU (with a notice: e.g. a GPU's fused attention differs)."""
+    if calibration.device.startswith("cuda"):
+        if torch.cuda.is_available():
+            return "cuda", []
+        return "cpu", [Notice("recorded_for_cpu_kernels", {"device": calibration.device_name})]
+    return "cpu", []
+
+
+# ---------------------------------------------------------------------------- the result
+
+
+def calibration_ref(calibration: om.CalibrationResult, source: str) -> CalibrationRef:
+    return CalibrationRef(
+        source=source,
+        device_name=calibration.device_name,
+        dtype=calibration.dtype,
+        threads=calibration.threads,
+        device_key=calibration.device_key,
+        grid=calibration.grid,
+        complete=calibration.complete,
+    )
+
+
+def _notices(prediction: StepPrediction, calibration: om.CalibrationResult, share: float) -> list[Notice]:
+    out = list(prediction.recorded.notices)
+    if share > EXTRAPOLATED_WARNING:
+        out.append(Notice("prediction_extrapolated", {"share": share}))
+    if not calibration.complete:
+        out.append(Notice("calibration_incomplete", {"groups": list(calibration.groups_done)}))
+    if calibration.host is None:
+        out.append(Notice("calibration_no_host_term"))
+    return out
+
+
+def _step_fields(prediction: StepPrediction, model: om.OpModel) -> dict[str, Any]:
+    """The result's fields for one predicted step."""
+    recorded = prediction.recorded
+    estimates = prediction.estimates
+    step = prediction.step_time_s
+    op_time = math.fsum(e.time_s for e in estimates)
+    extrapolated = math.fsum(e.time_s for e in estimates if e.extrapolated)
+    flops = float(sum(c.flops for c in recorded.calls))
+    segments = prediction.segments
+    generate = recorded.mode == "generate" and len(segments) > 1
+    return {
+        "tokens_per_step": recorded.tokens,
+        "step_time_s": step,
+        "step_low_s": step * (1 - prediction.rel_uncertainty),
+        "step_high_s": step * (1 + prediction.rel_uncertainty),
+        "rel_uncertainty": prediction.rel_uncertainty,
+        "tokens_per_s": recorded.tokens / step if recorded.tokens and step > 0 else None,
+        "op_time_s": op_time,
+        "host_s": prediction.host_s,
+        "n_ops": len(recorded.calls),
+        "module_calls": recorded.module_calls,
+        "flops": flops,
+        "bytes": float(sum(c.bytes for c in recorded.calls)),
+        "flops_analytic": recorded.flops_analytic,
+        "flops_vs_analytic": flops / recorded.flops_analytic - 1 if recorded.flops_analytic else None,
+        "extrapolated_share": extrapolated / op_time if op_time > 0 else 0.0,
+        "ops": tuple(_group_ops(recorded, prediction.queries, estimates, step)),
+        "categories": tuple(_categories(recorded, estimates, model.calibration.roofline, step)),
+        "ttft_s": segments[0].step_time_s if generate else None,
+        "tpot_s": math.fsum(s.step_time_s for s in segments[1:]) / (len(segments) - 1) if generate else None,
+    }
+
+
+def sweep_point(param: str, value: int, prediction: StepPrediction, ridge: float | None) -> SweepPoint:
+    recorded = prediction.recorded
+    intensity = matmul_intensity(prediction)
+    step = prediction.step_time_s
+    compute = intensity is not None and ridge is not None and intensity >= ridge
+    return SweepPoint(
+        value=value,
+        batch=recorded.batch,
+        seq_len=recorded.seq_len,
+        context=value if param == "context" else None,
+        step_time_s=step,
+        tokens_per_s=recorded.tokens / step if recorded.tokens and step > 0 else None,
+        rel_uncertainty=prediction.rel_uncertainty,
+        matmul_intensity=intensity,
+        bound="compute" if compute else "bandwidth",
+        flops=float(sum(c.flops for c in recorded.calls)),
+        bytes=float(sum(c.bytes for c in recorded.calls)),
+    )
+
+
+def parse_sweep(text: str) -> tuple[str, tuple[int, ...]]:
+    """``batch=1,2,4`` (or ``seq-len=``, ``context=``) -> ("batch", (1, 2, 4))."""
+    from infer_opt.units import parse_int
+
+    name, sep, values = text.partition("=")
+    param = name.strip().replace("-", "_")
+    if not sep or param not in SWEEP_PARAMS:
+        raise InvalidInput("sweep", text, "expected batch=V1,V2,..., seq-len=... or context=...")
+    parsed = tuple(
+        parse_int(v.strip(), option="sweep", low=0 if param == "context" else 1)
+        for v in values.split(",")
+        if v.strip()
+    )
+    if not parsed:
+        raise InvalidInput("sweep", text, "needs at least one value")
+    if list(parsed) != sorted(set(parsed)):
+        raise InvalidInput("sweep", text, "values must be distinct and increasing")
+    return param, parsed
+
+
+def predict(
+    spec: str,
+    calibration: om.CalibrationResult,
+    *,
+    calibration_source: str = "",
+    mode: str = "prefill",
+    batch: int = 1,
+    seq_len: int = 128,
+    context: int = 128,
+    new_tokens: int = 32,
+    dtype: torch.dtype = torch.float32,
+    hf_overrides: Mapping[str, Any] | None = None,
+    sweep: tuple[str, Sequence[int]] | None = None,
+    progress: Progress | None = None,
+) -> PredictResult:
+    """Predict one step of ``spec`` (module docstring); with ``sweep`` also each sweep value."""
+    model = om.OpModel(calibration)
+    device, device_notices = recording_device(calibration)
+    shape = {"mode": mode, "batch": batch, "seq_len": seq_len, "context": context, "new_tokens": new_tokens}
+    record = {"dtype": dtype, "hf_overrides": hf_overrides, "device": device}
+    total = 1 + (len(sweep[1]) if sweep else 0)
+    if progress is not None:
+        progress(0, total, "recording the step on fake tensors")
+    base = predict_recorded(spec, model, **record, **shape)
+    fields = _step_fields(base, model)
+    points: list[SweepPoint] = []
+    ridge = matmul_ridge(base, model)
+    if sweep:
+        param, values = sweep
+        for k, value in enumerate(values):
+            if progress is not None:
+                progress(1 + k, total, f"{param} = {value}")
+            p = predict_recorded(
+                spec, model, dtype=dtype, hf_overrides=hf_overrides, **{**shape, param: value}
+            )
+            points.append(sweep_point(param, value, p, ridge))
+    crossing = None
+    if points and ridge is not None and sweep is not None:
+        measured = [(p.value, p.matmul_intensity) for p in points if p.matmul_intensity]
+        crossing = (
+            om.ridge_crossing([v for v, _ in measured], [i for _, i in measured], ridge) if measured else None
+        )
+    recorded = base.recorded
+    return PredictResult(
+        model=recorded.model,
+        model_source=recorded.model_source,
+        description=recorded.description,
+        n_params=recorded.n_params,
+        mode=mode,
+        dtype=recorded.dtype,
+        batch=recorded.batch,
+        seq_len=recorded.seq_len if mode != "decode" else None,
+        context=context if mode == "decode" else None,
+        new_tokens=new_tokens if mode == "generate" else None,
+        calibration=calibration_ref(calibration, calibration_source),
+        recorded_by=recorded.how,
+        record_s=base.record_s,
+        sweep=sweep[0] if sweep else None,
+        points=tuple(points),
+        compute_bound_from=crossing,
+        ridge_point=ridge,
+        warnings=(*device_notices, *_notices(base, calibration, fields["extrapolated_share"])),
+        **fields,
+    )

@@ -1,0 +1,382 @@
+"""``infer-opt validate``: how far the calibrated predictor is from measurement (docs/prediction.md).
+
+For every point of a shape grid (batch × sequence length × context, per mode) the step is
+
+* **measured** exactly as ``profile`` measures it
+  (:func:`infer_opt.profilers.model_profile.profile_model`: the uninstrumented step time, per-op
+  times under ``torch.profiler``, the unattributed host time), and
+* **predicted** from the calibration (:func:`infer_opt.profilers.predict.predict_recorded`, ops
+  recorded on fake tensors — not from the measured run).
+
+The error is reported honestly, as absolute relative errors ``|t̂ − t| / t`` (signed errors
+cancel): per step the MAPE and p90, prefill and decode apart; per operator (an op with one set
+of shapes, per call) the same over ops of at least :data:`SMALL_OP_S` measured, and the MAPE of
+the shorter ones as their own bucket (the launch floor rules them). Ops are matched by name and
+shapes; the worst are listed. A point whose ops mostly sit on measured grid shapes is flagged:
+validation shapes should lie between them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from infer_opt.cost_models import op_model as om
+from infer_opt.cost_models.roofline import RooflineFit
+from infer_opt.errors import InvalidInput
+from infer_opt.notices import Notice
+from infer_opt.profilers import model_profile, models
+from infer_opt.profilers import predict as pr
+from infer_opt.results import Result
+
+Progress = Callable[[int, int, str], None]
+#: operators shorter than this per call (measured) form their own bucket
+SMALL_OP_S = 10e-6
+#: a point whose predicted op time is more than this share on measured grid shapes is flagged
+ON_GRID_WARNING = 0.5
+WORST_OPS = 10
+GRID_PARAMS = ("batch", "seq_len", "context")
+
+
+@dataclass(frozen=True)
+class ValidatePoint:
+    mode: str
+    batch: int
+    seq_len: int | None
+    context: int | None
+    measured_s: float
+    predicted_s: float
+    #: (predicted − measured) / measured
+    rel_error: float
+    #: measured step − Σ measured op times (profile's unattributed time) and the predicted host term
+    measured_host_s: float
+    predicted_host_s: float
+    #: measured step IQR / median
+    measured_rel_iqr: float
+    #: share of the predicted op time on shapes the calibration measured
+    on_grid_share: float
+    extrapolated_share: float
+    ttft_measured_s: float | None = None
+    ttft_predicted_s: float | None = None
+    tpot_measured_s: float | None = None
+    tpot_predicted_s: float | None = None
+
+
+@dataclass(frozen=True)
+class OpComparison:
+    """One operator (name and shapes) at one point: per-call time measured and predicted."""
+
+    point: int
+    mode: str
+    name: str
+    shapes: tuple[tuple[int, ...], ...]
+    family: str
+    calls: int
+    measured_s: float
+    predicted_s: float
+    rel_error: float
+    extrapolated: bool
+
+
+@dataclass(frozen=True)
+class ErrorSummary:
+    """MAPE, p90, max and mean signed error of ``|t̂ − t|/t`` over ``n`` comparisons."""
+
+    n: int
+    mape: float | None
+    p90_abs_rel_error: float | None
+    max_abs_rel_error: float | None
+    mean_signed_rel_error: float | None
+
+    @classmethod
+    def of(cls, predicted: Sequence[float], measured: Sequence[float]) -> ErrorSummary:
+        s = om.error_stats(predicted, measured)
+        return cls(s.n, s.mape, s.p90_abs_rel_error, s.max_abs_rel_error, s.mean_signed_rel_error)
+
+
+@dataclass(frozen=True)
+class ValidateResult(Result):
+    """Predicted against measured, per step and per operator (docs/prediction.md)."""
+
+    KIND = "validate"
+
+    model: str
+    dtype: str
+    threads: int
+    calibration: pr.CalibrationRef
+    points: tuple[ValidatePoint, ...]
+    #: over every point; then prefill (and generate's TTFT) and decode (and TPOT) apart
+    step_mape: float | None
+    step_p90_abs_rel_error: float | None
+    step_by_mode: dict[str, ErrorSummary]
+    #: ops of at least SMALL_OP_S per call
+    op_mape: float | None
+    op_p90_abs_rel_error: float | None
+    op_count: int
+    #: the shorter ops
+    small_op_mape: float | None
+    small_op_count: int
+    host: ErrorSummary
+    worst_ops: tuple[OpComparison, ...]
+    ops: tuple[OpComparison, ...] = ()
+    warmup: int = 0
+    reps: int = 0
+    warnings: tuple[Notice, ...] = ()
+
+
+def parse_grid(items: Sequence[str]) -> dict[str, tuple[int, ...]]:
+    """``["batch=1,4", "seq-len=64,256"]`` -> {"batch": (1, 4), "seq_len": (64, 256)}."""
+    out: dict[str, tuple[int, ...]] = {}
+    for item in items:
+        param, values = pr.parse_sweep(item)
+        if param in out:
+            raise InvalidInput("grid", item, f"{param} is given twice")
+        out[param] = tuple(values)
+    return out
+
+
+def grid_points(
+    modes: Sequence[str], grid: Mapping[str, Sequence[int]], defaults: Mapping[str, int]
+) -> list[tuple[str, int, int, int]]:
+    """``(mode, batch, seq_len, context)`` per point: the product of the grid's values (defaults
+    for what it does not name); decode ignores the sequence length, prefill the context."""
+    values = {p: tuple(grid.get(p, (defaults[p],))) for p in GRID_PARAMS}
+    out: list[tuple[str, int, int, int]] = []
+    for mode in modes:
+        for batch, seq_len, context in itertools.product(
+            values["batch"], values["seq_len"], values["context"]
+        ):
+            point = (
+                mode,
+                batch,
+                seq_len if mode != "decode" else defaults["seq_len"],
+                context if mode == "decode" else defaults["context"],
+            )
+            if point not in out:
+                out.append(point)
+    return out
+
+
+def roofline_of(calibration: om.CalibrationResult) -> RooflineFit:
+    """The calibration's device roofline as the fit ``profile`` places ops against."""
+    roof = calibration.roofline
+    if roof is None:
+        raise InvalidInput("calibration", calibration.device_key, "has no device roofline")
+    return RooflineFit(
+        compute_rate_flops=roof.compute_rate_flops,
+        bandwidth_bytes_per_s=roof.bandwidth_bytes_per_s,
+        launch_overhead_s=roof.launch_overhead_s,
+        median_abs_rel_error=roof.median_abs_rel_error,
+        ridge_point=roof.ridge_point,
+        device=calibration.device,
+        dtype=calibration.dtype,
+        device_name=calibration.device_name,
+        device_key=calibration.device_key,
+        source="operator calibration",
+    )
+
+
+def _measure(
+    spec: str,
+    mode: str,
+    shape: tuple[int, int, int, int],
+    *,
+    device: Any,
+    dtype: torch.dtype,
+    hf_overrides: Mapping[str, Any] | None,
+    fit: RooflineFit,
+    warmup: int,
+    reps: int,
+) -> model_profile.ProfileResult:
+    """``profile``'s measurement of one point: ``shape`` is (batch, seq_len, context, new_tokens)."""
+    batch, seq_len, context, new_tokens = shape
+    with model_profile.guard(f"building model {spec}"):
+        loaded = models.load_model(
+            spec, batch_size=batch, seq_len=seq_len, device=device, dtype=dtype, hf_overrides=hf_overrides
+        )
+    return model_profile.profile_model(
+        loaded,
+        device=device,
+        dtype=dtype,
+        mode=mode,
+        context=context,
+        new_tokens=new_tokens,
+        warmup=warmup,
+        reps=reps,
+        fit=fit,
+        fit_source="operator calibration",
+    )
+
+
+def compare_ops(
+    point: int, mode: str, measured: model_profile.ProfileResult, predicted: pr.StepPrediction
+) -> list[OpComparison]:
+    """Per-call measured and predicted time of every op (name and shapes) found in both."""
+    grouped: dict[tuple[str, tuple[tuple[int, ...], ...]], list[int]] = {}
+    for i, call in enumerate(predicted.recorded.calls):
+        grouped.setdefault((call.name, call.shapes), []).append(i)
+    estimates = predicted.estimates
+    out = []
+    for op in measured.ops:
+        idx = grouped.get((op.name, op.shapes))
+        if not idx or op.time_s <= 0 or op.calls != len(idx):
+            continue
+        t_hat = math.fsum(estimates[i].time_s for i in idx) / len(idx)
+        t = op.time_s / op.calls
+        out.append(
+            OpComparison(
+                point=point,
+                mode=mode,
+                name=op.name,
+                shapes=op.shapes,
+                family=predicted.queries[idx[0]].family,
+                calls=op.calls,
+                measured_s=t,
+                predicted_s=t_hat,
+                rel_error=(t_hat - t) / t,
+                extrapolated=any(estimates[i].extrapolated for i in idx),
+            )
+        )
+    return out
+
+
+def _point(
+    mode: str,
+    shape: tuple[int, int, int],
+    measured: model_profile.ProfileResult,
+    predicted: pr.StepPrediction,
+) -> ValidatePoint:
+    batch, seq_len, context = shape
+    estimates = predicted.estimates
+    op_time = math.fsum(e.time_s for e in estimates) or 1.0
+    segments = predicted.segments
+    gen = measured.generation
+    return ValidatePoint(
+        mode=mode,
+        batch=batch,
+        seq_len=seq_len if mode != "decode" else None,
+        context=context if mode == "decode" else None,
+        measured_s=measured.step_time_s,
+        predicted_s=predicted.step_time_s,
+        rel_error=(predicted.step_time_s - measured.step_time_s) / measured.step_time_s,
+        measured_host_s=measured.unattributed_s,
+        predicted_host_s=predicted.host_s,
+        measured_rel_iqr=(measured.step.q3_s - measured.step.q1_s) / measured.step.median_s,
+        on_grid_share=math.fsum(e.time_s for e in estimates if e.on_grid) / op_time,
+        extrapolated_share=math.fsum(e.time_s for e in estimates if e.extrapolated) / op_time,
+        ttft_measured_s=gen.ttft_s if gen else None,
+        ttft_predicted_s=segments[0].step_time_s if gen else None,
+        tpot_measured_s=gen.tpot_s if gen else None,
+        tpot_predicted_s=(
+            math.fsum(s.step_time_s for s in segments[1:]) / (len(segments) - 1)
+            if gen and len(segments) > 1
+            else None
+        ),
+    )
+
+
+def _by_mode(points: Sequence[ValidatePoint]) -> dict[str, ErrorSummary]:
+    """Step errors per mode; generate adds its TTFT to prefill and its TPOT to decode."""
+    pairs: dict[str, list[tuple[float, float]]] = {}
+    for p in points:
+        pairs.setdefault(p.mode, []).append((p.predicted_s, p.measured_s))
+        if p.ttft_measured_s and p.ttft_predicted_s is not None:
+            pairs.setdefault("prefill (TTFT)", []).append((p.ttft_predicted_s, p.ttft_measured_s))
+        if p.tpot_measured_s and p.tpot_predicted_s is not None:
+            pairs.setdefault("decode (TPOT)", []).append((p.tpot_predicted_s, p.tpot_measured_s))
+    return {mode: ErrorSummary.of([a for a, _ in v], [b for _, b in v]) for mode, v in pairs.items()}
+
+
+def summarize(points: Sequence[ValidatePoint], ops: Sequence[OpComparison]) -> dict[str, Any]:
+    """The result's statistics over the points and op comparisons (module docstring)."""
+    step = om.error_stats([p.predicted_s for p in points], [p.measured_s for p in points])
+    large = [o for o in ops if o.measured_s >= SMALL_OP_S]
+    small = [o for o in ops if o.measured_s < SMALL_OP_S]
+    big = om.error_stats([o.predicted_s for o in large], [o.measured_s for o in large])
+    tiny = om.error_stats([o.predicted_s for o in small], [o.measured_s for o in small])
+    hosts = [(p.predicted_host_s, p.measured_host_s) for p in points if p.measured_host_s > 0]
+    return {
+        "step_mape": step.mape,
+        "step_p90_abs_rel_error": step.p90_abs_rel_error,
+        "step_by_mode": _by_mode(points),
+        "op_mape": big.mape,
+        "op_p90_abs_rel_error": big.p90_abs_rel_error,
+        "op_count": big.n,
+        "small_op_mape": tiny.mape,
+        "small_op_count": tiny.n,
+        "host": ErrorSummary.of([a for a, _ in hosts], [b for _, b in hosts]),
+        "worst_ops": tuple(sorted(large, key=lambda o: -abs(o.rel_error))[:WORST_OPS]),
+    }
+
+
+def validate(
+    spec: str,
+    calibration: om.CalibrationResult,
+    *,
+    calibration_source: str = "",
+    modes: Sequence[str] = ("prefill",),
+    grid: Mapping[str, Sequence[int]] | None = None,
+    defaults: Mapping[str, int] | None = None,
+    new_tokens: int = 8,
+    dtype: torch.dtype = torch.float32,
+    hf_overrides: Mapping[str, Any] | None = None,
+    warmup: int = 3,
+    reps: int = 10,
+    device: Any = "cpu",
+    progress: Progress | None = None,
+) -> ValidateResult:
+    """Measure and predict every grid point (module docstring) on ``device``."""
+    base = {"batch": 1, "seq_len": 128, "context": 128, **(defaults or {})}
+    shapes = grid_points(modes, grid or {}, base)
+    fit = roofline_of(calibration)
+    model = om.OpModel(calibration)
+    points: list[ValidatePoint] = []
+    ops: list[OpComparison] = []
+    warnings: list[Notice] = []
+    for k, (mode, batch, seq_len, context) in enumerate(shapes):
+        label = f"{mode} batch={batch} " + (
+            f"context={context}" if mode == "decode" else f"seq-len={seq_len}"
+        )
+        if progress is not None:
+            progress(k, len(shapes), label)
+        measured = _measure(
+            spec, mode, (batch, seq_len, context, new_tokens), device=device, dtype=dtype,
+            hf_overrides=hf_overrides, fit=fit, warmup=warmup, reps=reps,
+        )  # fmt: skip
+        predicted = pr.predict_recorded(
+            spec,
+            model,
+            mode=mode,
+            batch=batch,
+            seq_len=seq_len,
+            context=context,
+            new_tokens=new_tokens,
+            dtype=dtype,
+            hf_overrides=hf_overrides,
+            device="cuda" if str(device).startswith("cuda") else "cpu",
+        )
+        point = _point(mode, (batch, seq_len, context), measured, predicted)
+        points.append(point)
+        ops.extend(compare_ops(k, mode, measured, predicted))
+        if point.on_grid_share > ON_GRID_WARNING:
+            warnings.append(Notice("validation_on_grid", {"share": point.on_grid_share}, label))
+        warnings.extend(n.about(label) for n in predicted.recorded.notices)
+    if progress is not None:
+        progress(len(shapes), len(shapes), "done")
+    return ValidateResult(
+        model=spec,
+        dtype=calibration.dtype,
+        threads=torch.get_num_threads(),
+        calibration=pr.calibration_ref(calibration, calibration_source),
+        points=tuple(points),
+        ops=tuple(ops),
+        warmup=warmup,
+        reps=reps,
+        warnings=tuple(warnings),
+        **summarize(points, ops),
+    )

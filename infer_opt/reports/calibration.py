@@ -1,0 +1,97 @@
+"""View of an operator calibration: what was measured, per family, and the host term."""
+
+from __future__ import annotations
+
+import math
+
+from infer_opt.cost_models.op_model import CalibrationResult
+from infer_opt.reports.view import Column, Table, View
+from infer_opt.units import format_bandwidth, format_bytes, format_duration, format_flop_rate, format_percent
+
+
+def _rate(value: float) -> str:
+    return "—" if not math.isfinite(value) else format_flop_rate(value)
+
+
+def _bandwidth(value: float) -> str:
+    return "—" if not math.isfinite(value) else format_bandwidth(value)
+
+
+def family_table(r: CalibrationResult) -> Table:
+    columns = [
+        Column("family", "Family", align="left", csv_header="family"),
+        Column("state", "Cache", align="left", csv_header="state"),
+        Column("features", "Features", align="left", csv_header="features"),
+        Column("points", "Shapes", csv_header="points"),
+        Column("launch_s", "t0", format_duration, csv_header="launch_s"),
+        Column("rate", "R", _rate, csv_header="rate_flop_per_s"),
+        Column("bandwidth", "b", _bandwidth, csv_header="bandwidth_bytes_per_s"),
+        Column("cv", "Held-out error", lambda v: format_percent(v, 1), csv_header="cv_rel_error"),
+    ]
+    rows = [
+        {
+            "family": f.family,
+            "state": f.state,
+            "features": ", ".join(f.feature_names) or "—",
+            "points": len(f.points),
+            "launch_s": f.launch_s,
+            "rate": f.rate_flops,
+            "bandwidth": f.bandwidth_bytes_per_s,
+            "cv": f.cv_rel_error,
+        }
+        for f in sorted(r.families, key=lambda f: (-len(f.points), f.key))
+    ]
+    return Table(
+        "Operator families (measured grids and their base rooflines t0 + max(F/R, Q/b))",
+        columns,
+        rows,
+        caption="Held-out error: median |t̂ − t|/t of grid points predicted with them left out (an upper "
+        "estimate of the error between grid points).",
+    )
+
+
+def _summary(r: CalibrationResult) -> list[tuple[str, str]]:
+    out = [
+        ("Device", f"{r.device} — {r.device_name}, {r.dtype}, {r.threads} thread(s)"),
+        ("Key", r.device_key),
+        ("Grid", f"{r.grid}: {sum(len(f.points) for f in r.families)} shapes in {len(r.families)} families"),
+        ("Groups", ", ".join(r.groups_done) + ("" if r.complete else " (incomplete)")),
+        (
+            "Cache states",
+            f"hot (just touched), warm ({format_bytes(r.warm_reuse_bytes)} read since), cold "
+            f"({format_bytes(r.cold_reuse_bytes)} read since); an op is placed by its reuse distance",
+        ),
+        ("Op timer", r.op_timer),
+        ("Took", format_duration(r.wall_s)),
+    ]
+    if r.roofline is not None:
+        roof = r.roofline
+        out.append(
+            (
+                "Device roofline",
+                f"R = {format_flop_rate(roof.compute_rate_flops)}, "
+                f"b = {format_bandwidth(roof.bandwidth_bytes_per_s)}, "
+                f"t0 = {format_duration(roof.launch_overhead_s)} (matmul and elementwise grids)",
+            )
+        )
+    if r.host is not None:
+        h = r.host
+        out.append(
+            (
+                "Host term",
+                f"{format_duration(h.per_op_s)} per dispatched op, "
+                f"{format_duration(h.per_module_call_s)} per module call "
+                f"({h.chain_ops} ops, {h.chain_module_calls} module calls timed)",
+            )
+        )
+    return out
+
+
+def build_view(result: CalibrationResult) -> View:
+    return View(
+        title="Operator calibration",
+        summary=_summary(result),
+        tables=[family_table(result)],
+        notes=["Use it with infer-opt predict / validate (--calibration FILE on another machine)."],
+        warnings=list(result.warnings),
+    )

@@ -1,0 +1,169 @@
+"""View of a validation: per step predicted against measured, the error statistics (steps by
+mode, operators of at least 10 µs, the shorter ones, the host term) and the worst operators."""
+
+from __future__ import annotations
+
+from infer_opt.profilers.validate import SMALL_OP_S, ErrorSummary, ValidateResult
+from infer_opt.reports.profile import format_shapes, short_name
+from infer_opt.reports.view import Column, Table, View
+from infer_opt.units import format_duration, format_percent
+
+
+def _signed(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:+.1f}%"
+
+
+def _pct(value: float | None) -> str:
+    return format_percent(value, 1)
+
+
+def point_table(r: ValidateResult) -> Table:
+    columns = [
+        Column("mode", "Mode", align="left", csv_header="mode"),
+        Column("batch", "Batch", csv_header="batch"),
+        Column("seq_len", "Seq len", csv_header="seq_len"),
+        Column("context", "Context", csv_header="context"),
+        Column("measured_s", "Measured", format_duration, csv_header="measured_s"),
+        Column("predicted_s", "Predicted", format_duration, csv_header="predicted_s"),
+        Column("rel_error", "Error", _signed, csv_header="rel_error"),
+        Column("host_measured", "Host measured", format_duration, csv_header="measured_host_s"),
+        Column("host_predicted", "Host predicted", format_duration, csv_header="predicted_host_s"),
+        Column("on_grid", "On grid", _pct, csv_header="on_grid_share"),
+    ]
+    rows = [
+        {
+            "mode": p.mode,
+            "batch": p.batch,
+            "seq_len": p.seq_len,
+            "context": p.context,
+            "measured_s": p.measured_s,
+            "predicted_s": p.predicted_s,
+            "rel_error": p.rel_error,
+            "host_measured": p.measured_host_s,
+            "host_predicted": p.predicted_host_s,
+            "on_grid": p.on_grid_share,
+        }
+        for p in r.points
+    ]
+    return Table(
+        "Step time: predicted vs measured",
+        columns,
+        rows,
+        caption="Error = (predicted − measured) / measured. Host measured = step − Σ measured op times "
+        "(profile's unattributed time). On grid: share of the predicted op time on shapes the calibration "
+        "measured (validation shapes should lie between them).",
+    )
+
+
+def _stats_row(what: str, s: ErrorSummary) -> dict[str, object]:
+    return {
+        "what": what,
+        "n": s.n,
+        "mape": s.mape,
+        "p90": s.p90_abs_rel_error,
+        "max": s.max_abs_rel_error,
+        "bias": s.mean_signed_rel_error,
+    }
+
+
+def stats_table(r: ValidateResult) -> Table:
+    rows = [_stats_row(f"step: {mode}", s) for mode, s in r.step_by_mode.items()]
+    small = format_duration(SMALL_OP_S)
+    rows.append(
+        {
+            "what": f"operators ≥ {small}",
+            "n": r.op_count,
+            "mape": r.op_mape,
+            "p90": r.op_p90_abs_rel_error,
+            "max": None,
+            "bias": None,
+        }
+    )
+    rows.append(
+        {
+            "what": f"operators < {small}",
+            "n": r.small_op_count,
+            "mape": r.small_op_mape,
+            "p90": None,
+            "max": None,
+            "bias": None,
+        }
+    )
+    rows.append(_stats_row("host term", r.host))
+    columns = [
+        Column("what", "Over", align="left", csv_header="over"),
+        Column("n", "n", csv_header="n"),
+        Column("mape", "MAPE", _pct, csv_header="mape"),
+        Column("p90", "p90 |error|", _pct, csv_header="p90_abs_rel_error"),
+        Column("max", "max |error|", _pct, csv_header="max_abs_rel_error"),
+        Column("bias", "Mean signed", _signed, csv_header="mean_signed_rel_error"),
+    ]
+    return Table(
+        "Error (absolute relative errors |t̂ − t| / t)",
+        columns,
+        rows,
+        caption="MAPE = mean |t̂ − t| / t. Signed errors can cancel; the mean signed error is shown only as "
+        "the bias. Operators: per call, matched by name and shapes.",
+    )
+
+
+def worst_table(r: ValidateResult) -> Table:
+    columns = [
+        Column("name", "Operator", short_name, align="left", csv_header="name"),
+        Column("shapes", "Input shapes", align="left"),
+        Column("mode", "Mode", align="left", csv_header="mode"),
+        Column("family", "Family", align="left", csv_header="family"),
+        Column("measured_s", "Measured", format_duration, csv_header="measured_s"),
+        Column("predicted_s", "Predicted", format_duration, csv_header="predicted_s"),
+        Column("rel_error", "Error", _signed, csv_header="rel_error"),
+        Column("extrapolated", "Extrapolated", csv_header="extrapolated"),
+    ]
+    rows = [
+        {
+            "name": o.name,
+            "shapes": format_shapes(o.shapes),
+            "mode": o.mode,
+            "family": o.family,
+            "measured_s": o.measured_s,
+            "predicted_s": o.predicted_s,
+            "rel_error": o.rel_error,
+            "extrapolated": o.extrapolated,
+        }
+        for o in r.worst_ops
+    ]
+    return Table(f"Worst operators (≥ {format_duration(SMALL_OP_S)} per call)", columns, rows)
+
+
+def _summary(r: ValidateResult) -> list[tuple[str, str]]:
+    c = r.calibration
+    return [
+        ("Model", f"{r.model}, {r.dtype}, {r.threads} thread(s)"),
+        (
+            "Calibration",
+            f"{c.source or c.device_key} ({c.device_name}, {c.threads} thread(s), grid {c.grid})",
+        ),
+        (
+            "Step",
+            f"MAPE {_pct(r.step_mape)}, p90 {_pct(r.step_p90_abs_rel_error)} over {len(r.points)} points",
+        ),
+        (
+            "Operators",
+            f"MAPE {_pct(r.op_mape)}, p90 {_pct(r.op_p90_abs_rel_error)} over {r.op_count} (≥ "
+            f"{format_duration(SMALL_OP_S)}); shorter ones MAPE {_pct(r.small_op_mape)} over "
+            f"{r.small_op_count}",
+        ),
+        ("Measured with", f"profile's timing: {r.warmup} warm-up calls, {r.reps} repetitions per point"),
+    ]
+
+
+def build_view(result: ValidateResult) -> View:
+    return View(
+        title=f"Validation of the predictor on {result.model}",
+        summary=_summary(result),
+        tables=[point_table(result), stats_table(result), worst_table(result)],
+        notes=[
+            "Measured exactly as infer-opt profile measures; predicted from the calibration with the ops "
+            "recorded on fake tensors, not from the measured run.",
+        ],
+        warnings=list(result.warnings),
+    )

@@ -1,0 +1,135 @@
+"""``infer-opt calibrate``, ``predict`` and ``validate`` on the command line."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from infer_opt.profilers import calibration as cal
+from tests.helpers import assert_one_line_error, invoke
+from tests.profilers.synthetic_calibration import synthetic_calibration
+
+
+@pytest.fixture(autouse=True)
+def _one_thread_and_private_cache(tmp_path, monkeypatch):
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    monkeypatch.setenv("INFER_OPT_CACHE", str(tmp_path / "cache"))
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture
+def calibration_file(tmp_path):
+    return str(cal.save_calibration(synthetic_calibration(families=True), tmp_path / "cal.json"))
+
+
+def test_predict_json_has_the_issue_keys(calibration_file):
+    run = invoke(
+        "predict",
+        "tiny",
+        "--mode",
+        "generate",
+        "--new-tokens",
+        "3",
+        "--calibration",
+        calibration_file,
+        "--json",
+    )
+    assert run.exit_code == 0, run.stderr
+    data = run.json()
+    assert data["schema"] == "infer-opt/predict"
+    result = data["result"]
+    for key in (
+        "step_time_s",
+        "tokens_per_s",
+        "flops",
+        "bytes",
+        "ops",
+        "categories",
+        "calibration",
+        "ttft_s",
+        "tpot_s",
+    ):
+        assert key in result
+    assert result["calibration"]["source"] == calibration_file
+    assert result["ttft_s"] > result["tpot_s"] > 0
+    assert {w["code"] for w in data["warnings"]} == {"prediction_extrapolated"}
+
+
+def test_predict_sweep_table_and_plot(calibration_file, tmp_path):
+    png = tmp_path / "sweep.png"
+    args = ("predict", "tiny", "--mode", "decode", "--context", "40", "--sweep", "batch=1,4,16")
+    run = invoke(*args, "--calibration", calibration_file, "--plot", str(png))
+    assert run.exit_code == 0, run.stderr
+    assert "Sweep over batch (predicted)" in run.stdout and "compute-bound" in run.stdout
+    assert png.exists() and png.stat().st_size > 0
+
+
+def test_predict_uses_the_cached_calibration_and_says_how_to_make_one(tmp_path):
+    assert_one_line_error(invoke("predict", "tiny", "--threads", "1"), "run infer-opt calibrate")
+    cal.save_calibration(synthetic_calibration(families=True), cal.cache_path("cpu", torch.float32))
+    run = invoke("predict", "tiny", "--threads", "1", "--json")
+    assert run.exit_code == 0, run.stderr
+    assert run.json()["result"]["calibration"]["source"].endswith(".json")
+
+
+def test_predict_bad_input_is_one_line(calibration_file):
+    assert_one_line_error(
+        invoke("predict", "tiny", "--calibration", calibration_file, "--sweep", "width=1,2"), "--sweep"
+    )
+    assert_one_line_error(
+        invoke("predict", "tiny", "--calibration", calibration_file, "--dtype", "bfloat16"),
+        "--dtype",
+        "calibration is for float32",
+    )
+    assert_one_line_error(invoke("predict", "tiny", "--calibration", "/no/such/file.json"), "--calibration")
+
+
+def test_validate_reports_errors_and_writes_the_parity_plot(calibration_file, tmp_path):
+    png = tmp_path / "parity.png"
+    run = invoke(
+        "validate", "tiny", "--calibration", calibration_file, "--grid", "seq-len=24", "--reps", "2",
+        "--warmup", "1", "--json", "--plot", str(png),
+    )  # fmt: skip
+    assert run.exit_code == 0, run.stderr
+    result = run.json()["result"]
+    for key in (
+        "points",
+        "step_mape",
+        "step_p90_abs_rel_error",
+        "op_mape",
+        "op_p90_abs_rel_error",
+        "small_op_mape",
+    ):
+        assert key in result
+    (point,) = result["points"]
+    assert {"batch", "seq_len", "context", "mode", "measured_s", "predicted_s", "rel_error"} <= set(point)
+    assert point["rel_error"] == pytest.approx(
+        (point["predicted_s"] - point["measured_s"]) / point["measured_s"]
+    )
+    assert png.exists()
+
+
+def test_validate_refuses_a_grid_parameter_twice(calibration_file):
+    run = invoke(
+        "validate", "tiny", "--calibration", calibration_file, "--grid", "batch=1", "--grid", "batch=2"
+    )
+    assert_one_line_error(run, "--grid")
+
+
+def test_calibrate_smoke_run_saves_to_the_cache_and_out(tmp_path):
+    out = tmp_path / "c.json"
+    run = invoke(
+        "calibrate", "--threads", "1", "--grid", "tiny", "--only", "views", "--reps", "3", "--out", str(out)
+    )
+    assert run.exit_code == 0, run.stderr
+    assert out.exists() and cal.cache_path("cpu", torch.float32).exists()
+    assert "Operator families" in run.stdout
+    resumed = invoke("calibrate", "--threads", "1", "--grid", "tiny", "--only", "views", "--resume", "--json")
+    assert resumed.exit_code == 0, resumed.stderr
+    assert resumed.json()["result"]["groups_done"] == ["views"]
+
+
+def test_calibrate_unknown_group_is_one_line():
+    assert_one_line_error(invoke("calibrate", "--only", "everything"), "--only")

@@ -1,0 +1,302 @@
+"""The calibrated operator model: interpolation, fallbacks, cache states, step sums, accuracy
+statistics and the ridge crossing (SPEC §5.1)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from infer_opt.cost_models import op_model as om
+from infer_opt.errors import InvalidInput
+
+T0, R, B = 2e-6, 1e10, 5e9
+
+
+def base(flops: float, nbytes: float) -> float:
+    return T0 + max(flops / R, nbytes / B)
+
+
+def family(name: str, points: list[tuple[tuple[float, ...], float, float, float]], state: str = "warm", **kw):
+    """A family with the known base roofline (T0, R, B) and the given (features, flops, bytes,
+    time) points."""
+    names = tuple(f"x{i}" for i in range(len(points[0][0])))
+    grid = tuple(om.GridPoint(f, t, 0.01, fl, q) for f, fl, q, t in points)
+    return om.FamilyCalibration(name, state, names, grid, T0, R, B, kw.get("cv", 0.05))
+
+
+def calibration(
+    *families: om.FamilyCalibration, host: om.HostCalibration | None = None
+) -> om.CalibrationResult:
+    return om.CalibrationResult(
+        device="cpu",
+        device_name="test cpu",
+        device_key="cpu-test-1t-float32",
+        dtype="float32",
+        threads=1,
+        warm_reuse_bytes=4000,
+        cold_reuse_bytes=1_000_000,
+        families=families,
+        host=host,
+        roofline=om.DeviceRoofline(R, B, T0),
+        complete=True,
+    )
+
+
+def line_family(ratios: dict[float, float]) -> om.FamilyCalibration:
+    """1-D family over elements n (bytes = 8n): time = base × ratio at each grid n."""
+    return family("add.t", [((n,), 0.0, 8.0 * n, base(0.0, 8.0 * n) * r) for n, r in ratios.items()])
+
+
+# ---------------------------------------------------------------------------- interpolation
+
+
+def test_prediction_is_exact_at_every_measured_point():
+    fam = line_family({64: 1.5, 256: 0.8, 1024: 1.2, 4096: 1.1})
+    interp = om.FamilyInterpolator(fam)
+    for p in fam.points:
+        t, extrapolated = interp.time(p.features, p.flops, p.bytes)
+        assert t == pytest.approx(p.time_s, rel=1e-12)
+        assert not extrapolated
+        assert interp.on_grid(p.features)
+
+
+def test_residual_is_interpolated_linearly_in_log_features():
+    # ratio 1 at n = 64 and ratio e at n = 256: halfway in log2 (n = 128) the residual is 1/2
+    fam = line_family({64: 1.0, 256: math.e})
+    t, extrapolated = om.FamilyInterpolator(fam).time((128,), 0.0, 8.0 * 128)
+    assert t == pytest.approx(base(0.0, 1024.0) * math.exp(0.5))
+    assert not extrapolated
+    assert not om.FamilyInterpolator(fam).on_grid((128,))
+
+
+def test_outside_the_grid_the_nearest_residuals_fade_into_the_family_roofline():
+    # four shapes at residual 0.3 and one noisy outlier (residual 3) at the edge of the grid
+    ratios = {
+        64: math.exp(0.3),
+        128: math.exp(0.3),
+        256: math.exp(0.3),
+        512: math.exp(0.3),
+        1024: math.exp(3.0),
+    }
+    interp = om.FamilyInterpolator(line_family(ratios))
+    # one octave beyond the grid: the median of the 4 nearest (0.3), shrunk by 1 - 1/3
+    t, extrapolated = interp.time((2048,), 0.0, 8.0 * 2048)
+    assert extrapolated
+    assert t == pytest.approx(base(0.0, 8.0 * 2048) * math.exp(0.3 * (1 - 1 / om.EXTRAPOLATION_REACH)))
+    # far beyond it (more than EXTRAPOLATION_REACH octaves): the family's own roofline
+    far, _ = interp.time((2**20,), 0.0, 8.0 * 2**20)
+    assert far == pytest.approx(base(0.0, 8.0 * 2**20))
+
+
+def test_a_constant_feature_on_the_grid_makes_other_values_extrapolated():
+    points = [((m, 64.0), 2 * m * 64 * 64.0, 4 * 64 * 64.0, 1e-5 * m) for m in (1.0, 4.0, 16.0)]
+    interp = om.FamilyInterpolator(family("mm.nt", points))
+    assert not interp.time((2.0, 64.0), 2 * 2 * 64 * 64.0, 4 * 64 * 64.0)[1]
+    assert interp.time((2.0, 128.0), 2 * 2 * 64 * 128.0, 4 * 64 * 128.0)[1]
+
+
+def test_two_dimensional_grid_interpolates_inside_its_hull():
+    points = []
+    for m in (1.0, 4.0, 16.0):
+        for n in (64.0, 256.0):
+            flops, nbytes = 2 * m * n * 64, 4 * n * 64
+            points.append(((m, n), flops, nbytes, base(flops, nbytes) * 1.3))
+    interp = om.FamilyInterpolator(family("mm.nt", points))
+    t, extrapolated = interp.time((2.0, 128.0), 2 * 2 * 128 * 64.0, 4 * 128 * 64.0)
+    assert not extrapolated
+    assert t == pytest.approx(base(2 * 2 * 128 * 64.0, 4 * 128 * 64.0) * 1.3)
+
+
+@given(st.lists(st.floats(0.25, 4.0), min_size=2, max_size=6), st.floats(0.0, 1.0))
+def test_interpolated_residual_stays_within_the_grid_residuals(ratios, where):
+    fam = line_family({float(4 ** (i + 3)): r for i, r in enumerate(ratios)})
+    n = 4 ** (3 + where * (len(ratios) - 1))
+    rho, extrapolated = om.FamilyInterpolator(fam).residual_at((n,))
+    assert not extrapolated
+    assert min(math.log(r) for r in ratios) - 1e-9 <= rho <= max(math.log(r) for r in ratios) + 1e-9
+
+
+def test_a_family_without_features_predicts_its_median():
+    fam = om.FamilyCalibration(
+        "view.view", "warm", (), (om.GridPoint((), 1e-6, 0.0, 0.0, 0.0),), 1e-6, math.inf, math.inf
+    )
+    t, extrapolated = om.FamilyInterpolator(fam).time((), 0.0, 0.0)
+    assert t == pytest.approx(1e-6)
+    assert not extrapolated
+
+
+# ---------------------------------------------------------------------------- the model
+
+
+def test_unknown_family_falls_back_then_to_the_device_roofline():
+    model = om.OpModel(calibration(line_family({64: 1.0, 4096: 1.0})))
+    borrowed = model.estimate(om.OpQuery("aten::sub", "sub.t", (256.0,), 256.0, 2048.0))
+    assert borrowed.source == om.SOURCE_FALLBACK and borrowed.used == "add.t@warm" and borrowed.extrapolated
+    roof = model.estimate(om.OpQuery("aten::foo", "other.foo", (), 1e6, 1e3))
+    assert roof.source == om.SOURCE_ROOFLINE and roof.time_s == pytest.approx(T0 + 1e6 / R)
+    assert roof.bound == "compute"
+
+
+def three_states() -> list[om.FamilyCalibration]:
+    """mm.nt at M = 1, 4 in three states: 1, 2, 8 µs (hot, warm, cold) at M = 1; the cold grid
+    stops at M = 4, the others reach M = 64."""
+
+    def fam(state, times, ms):
+        return family("mm.nt", [((m,), 2.0 * m, 8.0, t) for m, t in zip(ms, times, strict=True)], state=state)
+
+    return [
+        fam("hot", [1e-6, 1e-6, 3e-6], [1.0, 4.0, 64.0]),
+        fam("warm", [2e-6, 2e-6, 4e-6], [1.0, 4.0, 64.0]),
+        fam("cold", [8e-6, 8e-6], [1.0, 4.0]),
+    ]
+
+
+def query(m: float, reuse: float | None, main: float = 1000.0) -> om.OpQuery:
+    return om.OpQuery("aten::mm", "mm.nt", (m,), 2.0 * m, 8.0, reuse, main)
+
+
+def test_the_reuse_distance_places_an_op_between_the_calibrated_states():
+    model = om.OpModel(calibration(*three_states()))
+    # anchors for 1000 main bytes: hot 1000, warm 1000 + 4000 = 5000, cold 1000 + 10^6
+    assert model.estimate(query(1.0, 1000.0)).time_s == pytest.approx(1e-6)
+    assert model.estimate(query(1.0, 5000.0)).time_s == pytest.approx(2e-6)
+    assert model.estimate(query(1.0, 1_001_000.0)).time_s == pytest.approx(8e-6)
+    # halfway between the warm and cold anchors in log distance: the geometric mean
+    middle = math.sqrt(5000.0 * 1_001_000.0)
+    estimate = model.estimate(query(1.0, middle))
+    assert estimate.time_s == pytest.approx(math.sqrt(2e-6 * 8e-6))
+    assert estimate.state in ("warm", "cold") and estimate.source == om.SOURCE_GRID
+    # clamped beyond the ends; no main operand = hot
+    assert model.estimate(query(1.0, 1e12)).time_s == pytest.approx(8e-6)
+    assert model.estimate(query(1.0, None)).time_s == pytest.approx(1e-6)
+
+
+def test_beyond_the_cold_grid_only_the_grids_that_reach_the_shape_count():
+    model = om.OpModel(calibration(*three_states()))
+    # M = 16 is outside the cold grid (M <= 4): a compute-bound shape, placed between hot and warm
+    far = model.estimate(query(16.0, 1e12))
+    assert not far.extrapolated and far.state == "warm"
+    # with only a warm grid, every distance gets it
+    only_warm = om.OpModel(calibration(three_states()[1]))
+    assert only_warm.estimate(query(1.0, 1e12)).time_s == pytest.approx(2e-6)
+
+
+def test_fallbacks_are_related_families_best_first():
+    assert om.fallbacks("mul.b.nc") == ["mul.b", "add.b"]
+    assert om.fallbacks("gemm.nt") == []
+    assert om.fallbacks("baddbmm.nn") == ["bmm.nn"]
+    assert om.fallbacks("gelu.s") == ["mul.s"]
+    assert om.fallbacks("sdpa.causal") == []
+
+
+def test_step_is_the_sum_of_its_ops_plus_the_host_term():
+    host = om.HostCalibration(per_op_s=1e-6, per_module_call_s=3e-6)
+    model = om.OpModel(calibration(line_family({64: 1.0, 4096: 1.0}), host=host))
+    queries = [om.OpQuery("aten::add", "add.t", (n,), 0.0, 8.0 * n) for n in (64.0, 256.0, 1024.0)]
+    step = om.predict_step(model, queries, n_module_calls=5)
+    assert step.op_time_s == pytest.approx(sum(base(0.0, 8.0 * n) for n in (64, 256, 1024)))
+    assert step.host_s == pytest.approx(3 * 1e-6 + 5 * 3e-6)
+    assert step.step_time_s == pytest.approx(step.op_time_s + step.host_s)
+    low, high = step.band_s
+    assert low < step.step_time_s < high
+
+
+def test_fit_family_recovers_a_known_base_roofline_and_rejects_bad_points():
+    points = [
+        om.GridPoint((float(n),), base(2.0 * n, 8.0 * n), 0.0, 2.0 * n, 8.0 * n)
+        for n in (2**k for k in range(4, 20))
+    ]
+    fam = om.fit_family("add.t", "warm", ("elements",), points)
+    assert fam.launch_s == pytest.approx(T0, rel=0.05)
+    assert fam.bandwidth_bytes_per_s == pytest.approx(B, rel=0.05)
+    assert fam.cv_rel_error is not None and fam.cv_rel_error < 0.05
+    with pytest.raises(InvalidInput, match="finite and > 0"):
+        om.fit_family("add.t", "warm", ("elements",), [om.GridPoint((1.0,), 0.0, 0.0, 1.0, 1.0)])
+    with pytest.raises(InvalidInput, match="state"):
+        om.fit_family("add.t", "lukewarm", ("elements",), points)
+
+
+def test_calibration_result_round_trips_through_json():
+    result = calibration(line_family({64: 1.0, 256: 2.0}), host=om.HostCalibration(1e-6, 2e-6))
+    assert om.CalibrationResult.from_dict(result.to_dict()) == result
+
+
+# ---------------------------------------------------------------------------- cache states
+
+
+def test_weights_read_once_per_step_are_a_step_away():
+    # each call reads its own 400-byte weight (main operand) and a 10-byte activation
+    calls = [
+        om.Touches(reads=((i, 400), (100 + i, 10)), writes=((200 + i, 10),), main=(0,)) for i in range(4)
+    ]
+    step = 4 * (400 + 10 + 10)
+    assert om.reuse_distances(calls) == [(step, 400.0)] * 4
+
+
+def test_a_kv_cache_counts_from_its_last_full_read_not_the_new_row():
+    weights = om.Touches(reads=((1, 5000),), writes=((2, 10),), main=(0,))
+    write_row = om.Touches(reads=((3, 10),), writes=((9, 10),))
+    read_cache = om.Touches(reads=((4, 10), (9, 100)), writes=((5, 10),), main=(1,))
+    distances = om.reuse_distances([weights, write_row, read_cache])
+    # from the last full read of the cache (a step ago) to this one: the bytes the calls touched in
+    # between (the same call's other operand, read first, is not counted)
+    assert distances[2] == (100 + 10 + 5000 + 10 + 10 + 10, 100.0)
+    assert distances[1] == (None, 0.0)  # no main operand
+
+
+# ---------------------------------------------------------------------------- accuracy
+
+
+def test_error_stats_reports_absolute_errors_that_signed_ones_would_hide():
+    stats = om.error_stats([110.0, 90.0], [100.0, 100.0])
+    assert stats.mape == pytest.approx(0.1)
+    assert stats.mean_signed_rel_error == pytest.approx(0.0)
+    assert stats.p90_abs_rel_error == pytest.approx(0.1)
+    assert stats.max_abs_rel_error == pytest.approx(0.1)
+    assert om.error_stats([], []).mape is None
+
+
+def test_error_stats_p90_worked_example():
+    measured = [1.0] * 10
+    predicted = [1.0 + 0.01 * k for k in range(10)]  # errors 0, 1%, ..., 9%
+    stats = om.error_stats(predicted, measured)
+    assert stats.mape == pytest.approx(0.045)
+    assert stats.p90_abs_rel_error == pytest.approx(0.081)
+
+
+def test_error_stats_rejects_non_positive_measurements():
+    with pytest.raises(InvalidInput, match="measured"):
+        om.error_stats([1.0], [0.0])
+    with pytest.raises(InvalidInput, match="as many"):
+        om.error_stats([1.0, 2.0], [1.0])
+
+
+# ---------------------------------------------------------------------------- sweeps
+
+
+def test_ridge_crossing_interpolates_in_log_space():
+    # intensity = B/2: reaches the ridge 1.5 at B = 3, between the sweep points 2 and 4
+    assert om.ridge_crossing([1, 2, 4, 8], [0.5, 1.0, 2.0, 4.0], 1.5) == pytest.approx(3.0)
+
+
+def test_ridge_crossing_edges():
+    assert om.ridge_crossing([1, 2], [2.0, 4.0], 1.5) == 1.0
+    assert om.ridge_crossing([1, 2], [0.5, 1.0], 1.5) is None
+    with pytest.raises(InvalidInput, match="ridge"):
+        om.ridge_crossing([1], [1.0], 0.0)
+
+
+@given(st.floats(0.1, 100.0), st.floats(1.5, 50.0))
+def test_ridge_crossing_of_a_linear_intensity_is_exact(slope, ridge):
+    xs = [2**k for k in range(12)]
+    crossing = om.ridge_crossing(xs, [slope * x for x in xs], ridge)
+    expected = ridge / slope
+    if expected <= xs[0]:
+        assert crossing == xs[0]
+    elif expected > xs[-1]:
+        assert crossing is None
+    else:
+        assert crossing == pytest.approx(expected, rel=1e-9)

@@ -1,0 +1,141 @@
+"""``calibrate``: checked cases timed as profile times ops, saved per group, resumable."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from infer_opt.cost_models import op_model as om
+from infer_opt.errors import InvalidInput
+from infer_opt.profilers import calibration as cal
+from infer_opt.profilers import calibration_cases as cc
+from tests.profilers.synthetic_calibration import synthetic_calibration
+
+
+@pytest.fixture(scope="module")
+def small_run() -> om.CalibrationResult:
+    """The tiny grid's views and norms groups and the host term."""
+    saved: list[om.CalibrationResult] = []
+    result = cal.calibrate(
+        "cpu", torch.float32, grid="tiny", only=["views", "norms", "host"], reps=3, on_group=saved.append
+    )
+    assert [r.groups_done for r in saved][:2] == [("norms",), ("norms", "views")]
+    return result
+
+
+def test_every_case_of_every_grid_passes_its_check_in_the_tiny_grid():
+    for group in cc.groups("tiny", "cpu"):
+        passed, skipped = cal.checked_inputs(group.cases, torch.float32)
+        assert not skipped, skipped
+        assert len(passed) == len(group.cases)
+
+
+def test_a_case_whose_output_is_wrong_is_not_timed():
+    good = cc.groups("tiny", "cpu", ["views"])[0].cases[0]
+    wrong = cc.Case("views", "wrong", good.inputs, good.run, lambda x: good.reference(x) + 1.0)
+    passed, skipped = cal.checked_inputs([good, wrong], torch.float32)
+    assert [c.label for c, _ in passed] == [good.label]
+    assert skipped and skipped[0].startswith("wrong: output differs from the float64 reference")
+
+
+def test_a_run_measures_the_calls_each_case_makes(small_run):
+    families = small_run.family_map()
+    assert "layer_norm@hot" in families and "softmax@hot" in families
+    assert "view.transpose@hot" in families
+    assert {"pow.s@hot", "mean.r@hot", "rsqrt.s@hot"} <= set(families)  # rms_norm's parts
+    assert not any(key.endswith(("@warm", "@cold")) for key in families)  # no main operands here
+    ln = families["layer_norm@hot"]
+    assert ln.feature_names == ("rows", "hidden")
+    assert {p.features for p in ln.points} == {(1.0, 64.0), (1.0, 256.0), (16.0, 64.0), (16.0, 256.0)}
+    assert all(p.time_s > 0 for f in small_run.families for p in f.points)
+    assert small_run.threads == torch.get_num_threads()
+    assert small_run.groups_done == ("norms", "views", "host")
+    assert not small_run.complete  # the other groups were not measured
+
+
+def test_host_term_is_measured(small_run):
+    host = small_run.host
+    assert host is not None
+    assert host.chain_ops > 100 and host.chain_module_calls == 8 * 7 + 1
+    # the chains are timed on a shared machine: the values are checked for sense, not size
+    assert math.isfinite(host.per_op_s) and host.per_op_s >= 0
+    assert math.isfinite(host.per_module_call_s) and host.per_module_call_s >= 0
+    assert host.raw_wall_s > 0 and host.module_wall_s > 0 and host.raw_op_time_s > 0
+
+
+def test_resume_skips_finished_groups(monkeypatch, small_run):
+    measured: list[str] = []
+
+    def fake(group, dtype, **_kw):
+        measured.append(group.name)
+        return [], []
+
+    monkeypatch.setattr(cal, "measure_group", fake)
+    cal.calibrate("cpu", torch.float32, grid="tiny", only=["views", "memory"], resume_from=small_run)
+    assert measured == ["memory"]
+
+
+def test_merge_keeps_one_point_per_shape_with_the_median_time():
+    sample = cal._Sample("add.t", "hot", (64,), 1e-6, 0.0, 64.0, 768.0)
+    families = cal.merge_families([], [sample, sample.__class__(**{**sample.__dict__, "time_s": 3e-6})])
+    assert len(families) == 1 and len(families[0].points) == 1
+    assert families[0].points[0].time_s == pytest.approx(2e-6)
+    again = cal.merge_families(families, [cal._Sample("add.t", "hot", (256,), 4e-6, 0.0, 256.0, 3072.0)])
+    assert len(again[0].points) == 2
+
+
+def test_save_and_load_round_trip(tmp_path):
+    result = synthetic_calibration(families=True)
+    path = cal.save_calibration(result, tmp_path / "cal.json")
+    assert cal.load_calibration(path) == result
+
+
+def test_unusable_files_are_one_line_errors(tmp_path):
+    missing = tmp_path / "none.json"
+    with pytest.raises(InvalidInput, match="does not exist"):
+        cal.load_calibration(missing)
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(InvalidInput, match="not a readable calibration"):
+        cal.load_calibration(bad)
+    empty = om.CalibrationResult(
+        device="cpu",
+        device_name="x",
+        device_key="k",
+        dtype="float32",
+        threads=1,
+        warm_reuse_bytes=1,
+        cold_reuse_bytes=2,
+        groups_done=("views",),
+    )
+    cal.save_calibration(empty, tmp_path / "partial.json")  # an early save of a run: kept
+    with pytest.raises(InvalidInput, match="unusable calibration: it holds no measured families"):
+        cal.load_calibration(tmp_path / "partial.json")
+    broken = synthetic_calibration(families=True)
+    family = broken.families[0]
+    point = family.points[0].__class__(**{**family.points[0].__dict__, "time_s": float("nan")})
+    nan = broken.__class__(
+        **{**broken.__dict__, "families": (family.__class__(**{**family.__dict__, "points": (point,)}),)}
+    )
+    with pytest.raises(InvalidInput, match=r"not saved: family gemm\.nt@warm has a time"):
+        cal.save_calibration(nan, tmp_path / "nan.json")
+
+
+def test_a_corrupt_cache_file_is_ignored_not_fatal(tmp_path, monkeypatch):
+    monkeypatch.setenv("INFER_OPT_CACHE", str(tmp_path))
+    path = cal.cache_path("cpu", torch.float32)
+    path.parent.mkdir(parents=True)
+    path.write_text("garbage")
+    assert cal.load_cached("cpu", torch.float32) is None
+    with pytest.raises(InvalidInput, match="run infer-opt calibrate"):
+        cal.resolve_calibration("cpu", torch.float32)
+    cal.save_calibration(synthetic_calibration(families=True), path)
+    found, source = cal.resolve_calibration("cpu", torch.float32)
+    assert found.grid == "synthetic" and source == str(path)
+
+
+def test_the_key_names_device_threads_and_dtype():
+    key = cal.calibration_key("cpu", torch.float32)
+    assert key.startswith("cpu-") and f"-{torch.get_num_threads()}t-float32" in key
