@@ -137,19 +137,16 @@ def _name_flags_in_errors(command: Any) -> None:
     """The core names parameters (``compile_cost``); a command's user knows its flags
     (``--compile-cost``). Wrap each leaf command so an :class:`InvalidInput` about one of its
     parameters names the flag instead."""
-    subcommands = getattr(command, "commands", None)
-    if subcommands:
-        for sub in subcommands.values():
-            _name_flags_in_errors(sub)
-        return
-    invoke = command.invoke
+    for sub in getattr(command, "commands", {}).values():
+        _name_flags_in_errors(sub)
+    invoke = command.invoke  # a group's own options (`amortize --lengths`) are named too
 
     def invoke_naming_flags(ctx: click.Context) -> Any:
         try:
             return invoke(ctx)
         except InvalidInput as exc:
             flag = flag_for(ctx.command, exc.option)
-            if flag is None:
+            if flag is None or ctx.invoked_subcommand is not None:
                 raise
             raise InvalidInput(flag, exc.value, exc.expected) from exc
 
@@ -161,12 +158,14 @@ def flag_for(command: Any, parameter: str) -> str | None:
     name already is a flag or the command has no such option."""
     if parameter.startswith("-"):
         return None
-    wanted = {parameter, parameter.replace("-", "_"), parameter.removesuffix("s")}
-    dashed = "--" + parameter.replace("_", "-")
-    for param in command.params:
-        flags = [o for o in param.opts if o.startswith("--")]
-        if param.name in wanted or dashed in flags:
-            return max(flags, key=len) if flags else (param.human_readable_name or param.name).upper()
+    name = parameter.replace("-", "_")
+    dashed = "--" + name.replace("_", "-")
+    # an exact name first: `alphas` is --alphas even where --alpha comes earlier
+    for wanted in (name, name.removesuffix("s")):
+        for param in command.params:
+            flags = [o for o in param.opts if o.startswith("--")]
+            if param.name == wanted or (wanted == name and dashed in flags):
+                return max(flags, key=len) if flags else (param.human_readable_name or param.name).upper()
     return None
 
 

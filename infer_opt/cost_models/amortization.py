@@ -115,11 +115,11 @@ def amortize(
     """Break-even calls ``C/(t_e - t_c)``, net gain ``n·(t_e - t_c) - C`` and the decision.
 
     Worked check: C = 3 s, 2 ms -> 1.5 ms gives 6000 (gain from 6001 calls)."""
-    _check_duration("--compile-cost", compile_cost_s)
-    _check_duration("--eager", eager_s)
-    _check_duration("--compiled", compiled_s)
+    _check_duration("compile_cost", compile_cost_s)
+    _check_duration("eager", eager_s)
+    _check_duration("compiled", compiled_s)
     if calls is not None and (calls < 0 or int(calls) != calls):
-        raise InvalidInput("--calls", calls, "must be an integer >= 0")
+        raise InvalidInput("calls", calls, "must be an integer >= 0")
     be = break_even(compile_cost_s, eager_s, compiled_s)
     saving = float(_exact(eager_s) - _exact(compiled_s))
     gain = None if calls is None else net_gain(calls, compile_cost_s, saving)
@@ -381,7 +381,7 @@ def calls_from_lengths(
     (sorted by bound) and the sample size."""
     if any(row.calls is not None for row in rows):
         raise InvalidInput(
-            "--lengths",
+            "lengths",
             source,
             "the bucket file has a 'calls' column; give calls there or via --lengths, not both",
         )
@@ -398,14 +398,14 @@ def calls_from_lengths(
     assignment = bucketing.assign(sample, sorted_bounds)
     if assignment.unbucketed_count:
         raise bucketing.unbucketed_error(
-            "--lengths",
+            "lengths",
             assignment,
             sorted_bounds[-1],
             sample.total,
             f"add a bucket of at least {assignment.unbucketed_max} to {source}",
         )
     if requests is not None and requests < 0:
-        raise InvalidInput("--requests", requests, "must be an integer >= 0")
+        raise InvalidInput("requests", requests, "must be an integer >= 0")
     scale = Fraction(1) if requests is None else Fraction(requests, sample.total)
     out = []
     for i, count in zip(order, assignment.counts, strict=True):

@@ -205,7 +205,7 @@ def _parse_lengths_csv(text: str, source: str) -> LengthSample:
 # ----------------------------------------------------------------------------- bounds
 
 
-def validate_bounds(bounds: Sequence[float], option: str = "--bounds") -> tuple[int, ...]:
+def validate_bounds(bounds: Sequence[float], option: str = "bounds") -> tuple[int, ...]:
     """Bounds must be positive integers (at most ``MAX_LENGTH``), strictly increasing."""
     if len(bounds) == 0:
         raise InvalidInput(option, "none", "give at least one bucket bound")
@@ -392,7 +392,7 @@ def _bucketed(
 
 def expected_waste(sample: LengthSample, bounds: Sequence[int], power: int) -> float:
     """``E[b(T)^p - T^p]`` per request over the lengths the bounds cover."""
-    v, c, b, _ = _bucketed(sample, bounds, True, "--bounds")
+    v, c, b, _ = _bucketed(sample, bounds, True, "bounds")
     return float(np.dot(c, b**power - v**power) / c.sum())
 
 
@@ -431,7 +431,7 @@ def analyze(
     *,
     batch_size: int = 1,
     allow_unbucketed: bool = False,
-    option: str = "--bounds",
+    option: str = "bounds",
     optimization: Optimization | None = None,
 ) -> BucketsResult:
     """Expected padding of ``sample`` under ``bounds``: ``E[b(T) - T]``, ``E[b(T)² - T²]``,
@@ -440,7 +440,7 @@ def analyze(
     ``allow_unbucketed`` counted apart and left out of every expectation."""
     bounds = validate_bounds(bounds, option)
     if batch_size < 1:
-        raise InvalidInput("--batch-size", batch_size, "must be an integer >= 1")
+        raise InvalidInput("batch_size", batch_size, "must be an integer >= 1")
     v, c, b, assignment = _bucketed(sample, bounds, allow_unbucketed, option)
     total = c.sum()
     e_t = float(np.dot(c, v) / total)
@@ -542,10 +542,10 @@ def optimal_waste_table(sample: LengthSample, k_max: int, cost: Cost = "linear")
     power = COST_POWER[cost]
     d = sample.distinct
     if k_max < 1:
-        raise InvalidInput("--optimize", k_max, "K must be an integer >= 1")
+        raise InvalidInput("optimize", k_max, "K must be an integer >= 1")
     if k_max > d:
         raise InvalidInput(
-            "--optimize",
+            "optimize",
             k_max,
             f"K must be at most the number of distinct lengths in the sample ({d})",
         )
@@ -634,20 +634,20 @@ def optimize(
     against a power-of-two ladder, a fixed-step ladder with the same K, and
     ``given_bounds``."""
     if cost not in COST_POWER:
-        raise InvalidInput("--cost", cost, "expected linear or quadratic")
+        raise InvalidInput("cost", cost, "expected linear or quadratic")
     if (compile_cost_s is None) != (token_cost_s is None):
-        missing = "--token-cost" if token_cost_s is None else "--compile-cost"
+        missing = "token_cost" if token_cost_s is None else "compile_cost"
         raise InvalidInput(missing, "missing", "give --compile-cost and --token-cost together to choose K")
-    for option, value in (("--compile-cost", compile_cost_s), ("--token-cost", token_cost_s)):
+    for option, value in (("compile_cost", compile_cost_s), ("token_cost", token_cost_s)):
         if value is not None and (math.isnan(value) or value < 0 or math.isinf(value)):
             raise InvalidInput(option, value, "must be a finite duration >= 0")
     if requests is not None and requests < 1:
-        raise InvalidInput("--requests", requests, "must be an integer >= 1")
+        raise InvalidInput("requests", requests, "must be an integer >= 1")
     if k < 1:
-        raise InvalidInput("--optimize", k, "K must be an integer >= 1")
+        raise InvalidInput("optimize", k, "K must be an integer >= 1")
     if k > sample.distinct:
         raise InvalidInput(
-            "--optimize",
+            "optimize",
             k,
             f"K must be at most the number of distinct lengths in the sample ({sample.distinct})",
         )
