@@ -87,7 +87,7 @@ def build_view(result: BucketsResult) -> View:
         Column("share", "Share", format_percent, csv_header="share"),
         Column("mean", "Mean T", _tokens, csv_header="mean_length"),
         Column("pad", "Mean padding b − T", _tokens, csv_header="expected_padding"),
-        Column("frac", "Padding share", format_percent, csv_header="padding_fraction"),
+        Column("frac", "Padding share", format_percent, csv_header="padding_fraction", importance=1),
         Column("pad2", "Mean b² − T²", _tokens, csv_header="expected_quadratic_padding"),
     ]
     rows = [
@@ -137,7 +137,7 @@ def build_view(result: BucketsResult) -> View:
                     Column("k", "Buckets used", format_number, csv_header="buckets_used"),
                     Column("bounds", "Values", align="left", csv_header="bounds"),
                     Column("waste", f"Waste ({unit})", _tokens, csv_header="expected_waste"),
-                    Column("rel", "Relative", format_percent, csv_header="relative_waste"),
+                    Column("rel", "Relative", format_percent, csv_header="relative_waste", importance=1),
                     Column("vs", "× optimal, same K", format_ratio, csv_header="ratio_to_optimal_same_k"),
                 ],
                 lrows,

@@ -102,8 +102,8 @@ def op_tables(ops: Sequence[OpStat], top: int) -> list[Table]:
             Column("shapes", "Input shapes", align="left"),
             Column("category", "Category", align="left"),
             Column("calls", "Calls", csv_header="calls"),
-            Column("time_s", "Time", format_duration, csv_header="time_s"),
-            Column("share", "Share", format_percent, csv_header="share"),
+            Column("time_s", "Time", format_duration, csv_header="time_s", importance=2),
+            Column("share", "Share", format_percent, csv_header="share", importance=2),
             Column("bound", "Bound", align="left", csv_header="bound"),
             Column("efficiency", "Eff.", _eff, csv_header="efficiency"),
         ],
@@ -134,8 +134,8 @@ def op_tables(ops: Sequence[OpStat], top: int) -> list[Table]:
 def category_table(categories: Sequence[CategoryStat]) -> Table:
     columns = [
         Column("category", "Category", align="left"),
-        Column("time_s", "Time", format_duration, csv_header="time_s"),
-        Column("fraction", "Share f", format_percent, csv_header="fraction"),
+        Column("time_s", "Time", format_duration, csv_header="time_s", importance=2),
+        Column("fraction", "Share f", format_percent, csv_header="fraction", importance=2),
         Column("calls", "Calls", csv_header="calls"),
         Column("flops", "FLOPs", format_flops, csv_header="flops"),
         Column("bytes", "Bytes", format_bytes, csv_header="bytes"),
@@ -162,11 +162,19 @@ def category_table(categories: Sequence[CategoryStat]) -> Table:
 def amdahl_table(result: ProfileResult) -> Table:
     columns = [
         Column("rank", "#", csv_header="rank"),
-        Column("category", "Category", align="left"),
+        Column("category", "Category", align="left", is_key=True),
         Column("fraction", "f", format_percent, csv_header="fraction"),
         Column("part_speedup", "Category at bound", format_ratio, csv_header="category_speedup_at_bound"),
-        Column("roofline_speedup", "End to end at bound", format_ratio, csv_header="roofline_speedup"),
-        Column("ceiling_speedup", "End to end if free", format_ratio, csv_header="ceiling_speedup"),
+        Column(
+            "roofline_speedup",
+            "End to end at bound",
+            format_ratio,
+            csv_header="roofline_speedup",
+            importance=2,
+        ),
+        Column(
+            "ceiling_speedup", "End to end if free", format_ratio, csv_header="ceiling_speedup", importance=1
+        ),
     ]
     rows: list[dict[str, object]] = [
         {
@@ -204,8 +212,8 @@ def module_table(result: ProfileResult, top: int = 15) -> Table:
     columns = [
         Column("module", "Module (layers folded)", align="left"),
         Column("calls", "Op calls", csv_header="calls"),
-        Column("time_s", "Time", format_duration, csv_header="time_s"),
-        Column("share", "Share", format_percent, csv_header="share"),
+        Column("time_s", "Time", format_duration, csv_header="time_s", importance=2),
+        Column("share", "Share", format_percent, csv_header="share", importance=2),
         Column("flops", "FLOPs", format_flops, csv_header="flops"),
         Column("bytes", "Bytes", format_bytes, csv_header="bytes"),
     ]
