@@ -197,15 +197,17 @@ def parse_envelope(data: Any, *, source: str = "result file") -> LoadedResult:
 
 def load_result(path: str | os.PathLike[str]) -> LoadedResult:
     """Read a saved result file."""
+    from infer_opt.tables import read_json
+
     p = Path(path)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        data = read_json(p.read_text(encoding="utf-8"), source=str(p))
     except FileNotFoundError:
         raise InvalidInput("result file", str(p), "file does not exist") from None
     except IsADirectoryError:
         raise InvalidInput("result file", str(p), "is a directory, expected a file") from None
     except UnicodeDecodeError:
         raise InvalidInput("result file", str(p), "not a UTF-8 text file") from None
-    except json.JSONDecodeError as exc:
-        raise InvalidInput("result file", str(p), f"not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    except OSError as exc:
+        raise InvalidInput("result file", str(p), f"cannot read it ({exc.strerror})") from None
     return parse_envelope(data, source=str(p))

@@ -59,6 +59,8 @@ class Field:
     low_open: bool = False
     high: float | None = None
     aliases: tuple[str, ...] = ()
+    #: an empty cell is allowed: NaN in a number column, "" in a text column
+    blank_ok: bool = False
 
 
 @dataclass(frozen=True, eq=False)
@@ -109,9 +111,16 @@ class _Header:
 
 
 def read_table(
-    text: str, fields: Sequence[Field], *, source: str, sep: str | None = None, comments: bool = True
+    text: str,
+    fields: Sequence[Field],
+    *,
+    source: str,
+    sep: str | None = None,
+    comments: bool = True,
+    names: Sequence[str] | None = None,
 ) -> Table:
-    """Read ``text`` (CSV or TSV with a header line) into the columns ``fields`` asks for.
+    """Read ``text`` (CSV or TSV with a header line; with ``names``, a file without one whose
+    columns are these) into the columns ``fields`` asks for.
 
     Raises :class:`InvalidInput` naming ``source`` (and the line, column and value) for a
     missing required column, a duplicate column, a malformed row or a bad cell."""
@@ -120,9 +129,14 @@ def read_table(
     lines, row_lines = _data_lines(text, comments)
     if not lines:
         raise InvalidInput(source, "no rows", "the file is empty")
-    header = _header(lines[0], fields, source, sep, 1 if row_lines is None else int(row_lines[0]))
-    body = lines[1:]
-    data_lines = None if row_lines is None else np.asarray(row_lines[1:], dtype=np.int64)
+    if names is None:
+        header = _header(lines[0], fields, source, sep, 1 if row_lines is None else int(row_lines[0]))
+        skip = 1
+    else:
+        header = _header(",".join(names), fields, source, sep or ",", 0)
+        skip = 0
+    body = lines[skip:]
+    data_lines = None if row_lines is None else np.asarray(row_lines[skip:], dtype=np.int64)
     frame = _parse(body, header, fields, source, data_lines)
     table = Table(
         frame=frame,
@@ -165,7 +179,7 @@ def _header(first: str, fields: Sequence[Field], source: str, sep: str | None, l
             raise InvalidInput(
                 f"{source} line {line}",
                 first,
-                f"missing column {_describe(f)}",
+                f"needs a {_describe(f)} column",
             )
     return header
 
@@ -183,9 +197,9 @@ def _match(names: list[str], f: Field) -> tuple[int, str, str] | None:
 
 def _describe(f: Field) -> str:
     if f.kind != "duration":
-        return f.name
+        return f"'{f.name}'"
     others = ", ".join(f"{f.name}_{u}" for u in ("s", "ms", "us") if u != f.unit)
-    return f"{f.name}_{f.unit} (or {others}; bare {f.name} = {f.unit})"
+    return f"'{f.name}_{f.unit}' (or {others}; bare {f.name} = {f.unit})"
 
 
 def _parse(
@@ -273,7 +287,7 @@ class _Check:
 
         values = np.array([str(v).strip() for v in raw.to_numpy(dtype=object)], dtype=object)
         empty = values == ""
-        if empty.any():
+        if empty.any() and not self.field.blank_ok:
             self._fail(int(empty.argmax()), "empty cell")
         return values
 
@@ -288,6 +302,8 @@ class _Check:
         else:
             values = pd.to_numeric(raw.astype(str), errors="coerce").to_numpy(dtype=np.float64)
         bad = ~np.isfinite(values)
+        if self.field.blank_ok and bad.any() and raw.dtype.kind not in "iuf":
+            bad &= (raw.astype(str).str.strip() != "").to_numpy()
         if bad.any():
             self._explain(int(bad.argmax()))
         return values
@@ -312,15 +328,19 @@ class _Check:
         return np.fromiter((value(str(c)) for c in cells), dtype=np.float64, count=len(cells))
 
     def _check_range(self, values: np.ndarray) -> None:
+        """``low``/``high`` are in the column's base unit (seconds for durations)."""
+        import numpy as np
+
         f = self.field
         if f.low is not None:
-            low = f.low * (DURATION_UNITS[self.unit] if f.kind == "duration" else 1.0)
-            bad = values <= low if f.low_open else values < low
+            with np.errstate(invalid="ignore"):
+                bad = values <= f.low if f.low_open else values < f.low
             if bad.any():
                 bound = f"> {f.low:g}" if f.low_open else f">= {f.low:g}"
                 self._fail(int(bad.argmax()), f"must be {bound}")
         if f.high is not None:
-            bad = values > f.high
+            with np.errstate(invalid="ignore"):
+                bad = values > f.high
             if bad.any():
                 self._fail(int(bad.argmax()), f"must be at most {f.high:g}")
 
@@ -329,7 +349,7 @@ class _Check:
 
         bad = (values != np.floor(values)) | (np.abs(values) > 2.0**53)
         if bad.any():
-            self._fail(int(bad.argmax()), "expected a whole number")
+            self._fail(int(bad.argmax()), "expected an integer (a whole number)")
         return values.astype(np.int64)
 
     def _cell(self, row: int) -> tuple[str, int]:
@@ -358,6 +378,10 @@ class _Check:
                 cell.lstrip("+-") if self.field.low is None else cell, option=where, default_unit=self.unit
             )
         else:
+            try:
+                float(cell)
+            except ValueError:
+                raise InvalidInput(where, cell, "expected a number") from None
             parse_float(cell, option=where)
         raise InvalidInput(where, cell, "expected a finite number")
 

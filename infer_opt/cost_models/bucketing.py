@@ -19,18 +19,20 @@ p = 2 quadratic) are found exactly by dynamic programming over the sorted distin
 
 from __future__ import annotations
 
-import csv
-import io
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from infer_opt.errors import InvalidInput
+from infer_opt.notices import Notice
 from infer_opt.results import Result
+
+if TYPE_CHECKING:
+    from infer_opt.tables import Table
 
 Cost = Literal["linear", "quadratic"]
 #: Largest accepted length (and count): keeps every sum exact in int64 / float64 ranges.
@@ -48,6 +50,8 @@ class LengthSample:
     values: np.ndarray  # int64, strictly increasing, > 0
     counts: np.ndarray  # int64, > 0
     source: str = "sample"
+    #: what reading the file noticed (extra columns)
+    notices: tuple[Notice, ...] = ()
 
     @property
     def total(self) -> int:
@@ -110,96 +114,41 @@ def sample_from_lengths(
     return LengthSample(values.astype(np.int64), agg, source)
 
 
-def _positive_int(text: str, *, where: str, what: str, allow_zero: bool = False) -> int:
-    cell = text.strip()
-    try:
-        value = int(cell)
-    except ValueError:
-        try:
-            as_float = float(cell)
-        except ValueError:
-            as_float = math.nan
-        if not (math.isfinite(as_float) and as_float == int(as_float)):
-            bound = ">= 0" if allow_zero else "> 0"
-            raise InvalidInput(where, text, f"expected an integer {what} {bound}") from None
-        value = int(as_float)
-    if value < 0 or (value == 0 and not allow_zero):
-        bound = ">= 0" if allow_zero else "> 0"
-        raise InvalidInput(where, text, f"{what} must be an integer {bound}")
-    if value > MAX_LENGTH:
-        raise InvalidInput(where, text, f"{what} must be at most {MAX_LENGTH}")
-    return value
-
-
 def _looks_like_header(line: str) -> bool:
-    return "," in line or any(ch.isalpha() for ch in line)
+    return any(sep in line for sep in ",\t") or any(ch.isalpha() for ch in line)
 
 
 def parse_lengths_text(text: str, *, source: str = "sample") -> LengthSample:
-    """Read a length sample: one positive integer per line, or a CSV with a ``length``
-    column and an optional ``count`` column (other columns are ignored). Errors name the
-    source, the line and the value."""
-    first = next((line for line in text.splitlines() if line.strip()), None)
+    """Read a length sample: one positive integer per line, or a CSV/TSV with a ``length``
+    column and an optional ``count`` column (other columns are reported and ignored), through
+    :func:`infer_opt.tables.read_table`. Errors name the source, the line and the value."""
+    return sample_from_table(read_lengths_table(text, source=source), source=source)
+
+
+def read_lengths_table(text: str, *, source: str = "sample") -> Table:
+    """The length sample as a table with ``length`` (and ``count``) columns."""
+    from infer_opt.tables import Field, read_table
+
+    fields = (
+        Field("length", "count", low=0, low_open=True, high=MAX_LENGTH, aliases=("lengths", "len_tokens")),
+        Field("count", "count", required=False, low=0, high=MAX_LENGTH),
+    )
+    first = next(
+        (line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")), None
+    )
     if first is None:
         raise InvalidInput(source, "no lengths", "the length sample is empty")
-    if _looks_like_header(first):
-        return _parse_lengths_csv(text, source)
-    lines = [line for line in text.splitlines() if line.strip()]
-    try:
-        arr = np.array(lines, dtype=np.int64)
-    except (ValueError, OverflowError):
-        arr = None
-    if arr is None or arr.min() <= 0 or arr.max() > MAX_LENGTH:
-        # The slow path names the offending line (and accepts integral floats such as 12.0).
-        arr = np.array(
-            [
-                _positive_int(line, where=f"{source} line {number}", what="length")
-                for number, line in enumerate(text.splitlines(), start=1)
-                if line.strip()
-            ],
-            dtype=np.int64,
-        )
-    return sample_from_lengths(arr, source=source)
+    names = None if _looks_like_header(first) else ["length"]
+    return read_table(text, fields, source=source, names=names)
 
 
-def _parse_lengths_csv(text: str, source: str) -> LengthSample:
-    reader = csv.reader(io.StringIO(text))
-    header: list[str] | None = None
-    lengths: list[int] = []
-    counts: list[int] = []
-    length_col = count_col = -1
-    for row in reader:
-        if not row or all(not cell.strip() for cell in row):
-            continue
-        if header is None:
-            header = [cell.strip().lower() for cell in row]
-            if "length" not in header:
-                raise InvalidInput(
-                    source,
-                    ",".join(header),
-                    "a CSV length sample needs a 'length' column (optional 'count'); "
-                    "or give one integer per line",
-                )
-            length_col = header.index("length")
-            count_col = header.index("count") if "count" in header else -1
-            continue
-        line = reader.line_num
-        if len(row) != len(header):
-            raise InvalidInput(
-                f"{source} line {line}", ",".join(row), f"expected {len(header)} fields like the header"
-            )
-        lengths.append(
-            _positive_int(row[length_col], where=f"{source} line {line}, column length", what="length")
-        )
-        if count_col >= 0:
-            counts.append(
-                _positive_int(
-                    row[count_col], where=f"{source} line {line}, column count", what="count", allow_zero=True
-                )
-            )
-    if not lengths:
+def sample_from_table(table: Table, *, source: str) -> LengthSample:
+    frame = table.frame
+    if len(frame) == 0:
         raise InvalidInput(source, "header only", "the length sample is empty")
-    return sample_from_lengths(lengths, counts if count_col >= 0 else None, source=source)
+    counts = frame["count"].to_numpy() if table.has("count") else None
+    sample = sample_from_lengths(frame["length"].to_numpy(), counts, source=source)
+    return replace(sample, notices=table.notices())
 
 
 # ----------------------------------------------------------------------------- bounds

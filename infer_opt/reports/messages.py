@@ -51,6 +51,11 @@ MESSAGES: dict[str, Words] = {
         if v["target_holds"]
         else "the part takes none of the time, and the target is above what the rest allows"
     ),
+    # ---- input files (infer_opt/tables.py; robustness helper)
+    "extra_columns": lambda v: (
+        f"{v['file']}: column{'s' if len(v['columns']) > 1 else ''} {', '.join(v['columns'])} not used "
+        "(check the spelling if one was meant to be read)"
+    ),
 }
 
 

@@ -18,7 +18,7 @@ from infer_opt.reports.render import render
 from infer_opt.reports.view import Column, Table, View, build_view
 from tests.reports.fixtures import fixture
 
-SNAPSHOTS = Path(__file__).parent / "snapshots" / "console"
+SNAPSHOTS = Path(__file__).parent / "console_snapshots"
 UPDATE = os.environ.get("UPDATE_SNAPSHOTS") == "1"
 WIDTHS = (60, 80, 120)
 
