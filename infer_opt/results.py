@@ -104,6 +104,19 @@ class Result:
     def from_dict(cls: type[R], data: dict[str, Any]) -> R:
         return _dataclass_from_dict(cls, data)
 
+    def to_frame(self, table: int | str | None = None) -> Any:
+        """The result's main table as a pandas DataFrame (raw values, SI units in the column
+        names, as in ``--csv``); ``table`` picks another table of its view by position or title."""
+        from infer_opt.reports.frames import result_frame
+
+        return result_frame(self, table)
+
+    def _repr_markdown_(self) -> str:
+        """How a notebook shows the result: the markdown report."""
+        from infer_opt.reports.render import render
+
+        return render(self, "markdown")
+
 
 def environment_info() -> dict[str, Any]:
     """Where a result was produced. Reads torch's details only when torch is already
