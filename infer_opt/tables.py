@@ -407,6 +407,10 @@ def read_json(text: str, *, source: str) -> Any:
         data = json.loads(text, parse_constant=_NotFinite)
     except json.JSONDecodeError as exc:
         raise InvalidInput(source, "…", f"not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    except RecursionError:
+        raise InvalidInput(source, "…", "not usable JSON (nested too deeply)") from None
+    except ValueError as exc:  # an integer of more than 4300 digits
+        raise InvalidInput(source, "…", f"not usable JSON ({str(exc).split(';')[0]})") from None
     path = _find_not_finite(data, "")
     if path is not None:
         key, constant = path

@@ -15,7 +15,7 @@ from typer.core import TyperGroup
 
 from infer_opt import __version__
 from infer_opt.cli._click import click
-from infer_opt.errors import InferOptError, InvalidInput
+from infer_opt.errors import InferOptError, InvalidInput, out_of_memory
 
 
 class InferOptGroup(TyperGroup):
@@ -47,6 +47,10 @@ class InferOptGroup(TyperGroup):
             _fail("Aborted.", 130, debug)
         except InferOptError as exc:  # raised with --debug, which keeps the traceback
             _fail(f"Error: {_one_line(str(exc))}", exc.exit_code, True)
+        except (Exception, MemoryError) as exc:  # out of memory outside a profiler's guard
+            if out_of_memory(exc) is None:
+                raise
+            _fail(f"Error: {out_of_memory_message(exc)}", 1, debug)
         if not standalone_mode:
             return rv
         sys.exit(rv if isinstance(rv, int) else 0)
@@ -66,6 +70,10 @@ class InferOptGroup(TyperGroup):
             if getattr(self, "debug", False):
                 raise
             raise _UserError(str(exc), exc.exit_code) from None
+        except (Exception, MemoryError) as exc:
+            if out_of_memory(exc) is None or getattr(self, "debug", False):
+                raise
+            raise _UserError(out_of_memory_message(exc), 1) from None
 
 
 def _fail(message: str, code: int, debug: bool) -> None:
@@ -173,6 +181,16 @@ class _UserError(click.ClickException):
     def __init__(self, message: str, exit_code: int) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+
+
+def out_of_memory_message(exc: BaseException) -> str:
+    """One line for an allocation that failed: what it tried to allocate and what is kept."""
+    size = out_of_memory(exc)
+    tried = f" (tried to allocate {size})" if size else ""
+    return (
+        f"out of memory{tried}; results already written (--out files, saved sweeps) are kept. "
+        "Lower the sizes (--batch, --seq-len, --context, sample or file sizes) and rerun"
+    )
 
 
 def _one_line(message: str) -> str:

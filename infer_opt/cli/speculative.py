@@ -100,7 +100,8 @@ def parse_verify_model(text: str, option: str = "--verify-cost-model") -> tuple[
         try:
             value = parse_duration(coefficient, option=option, default_unit="ms")
         except InvalidInput:
-            raise InvalidInput(option, text, f"{_VERIFY_MODEL_EXPECTED}; {term!r} is not") from None
+            shown = term if len(term) <= 40 else term[:30] + "…"
+            raise InvalidInput(option, text, f"{_VERIFY_MODEL_EXPECTED}; {shown!r} is not") from None
         if match:
             per_k += value
         else:

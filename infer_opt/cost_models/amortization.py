@@ -118,12 +118,39 @@ def amortize(
 ) -> AmortizeResult:
     """Break-even calls ``C/(t_e - t_c)``, net gain ``n·(t_e - t_c) - C`` and the decision.
 
-    Worked check: C = 3 s, 2 ms -> 1.5 ms gives 6000 (gain from 6001 calls)."""
+    Worked check: C = 3 s, 2 ms -> 1.5 ms gives 6000 (gain from 6001 calls). Numbers whose
+    break-even or totals do not fit a float are bad input (one line naming the largest), never
+    an overflow or an infinite result."""
     _check_duration("compile_cost", compile_cost_s)
     _check_duration("eager", eager_s)
     _check_duration("compiled", compiled_s)
     if calls is not None and (calls < 0 or int(calls) != calls):
         raise InvalidInput("calls", calls, "must be an integer >= 0")
+    try:
+        result = _amortize(compile_cost_s, eager_s, compiled_s, calls)
+    except OverflowError:
+        result = None
+    if result is None or not _all_finite(result):
+        given = {"compile_cost": compile_cost_s, "eager": eager_s, "compiled": compiled_s}
+        if calls is not None:
+            given["calls"] = calls * max(eager_s, compiled_s)
+        name = max(given, key=lambda k: given[k])
+        shown = calls if name == "calls" else given[name]
+        raise InvalidInput(
+            name, shown, "too large: the break-even C/(t_e − t_c) or a total n·t does not fit a float"
+        )
+    return result
+
+
+def _all_finite(result: AmortizeResult) -> bool:
+    numbers = [result.saving_s, result.break_even_calls, result.net_gain_s]
+    numbers += [
+        x for c in result.checkpoints for x in (c.calls, c.eager_total_s, c.compiled_total_s, c.net_gain_s)
+    ]
+    return all(x is None or math.isfinite(x) for x in numbers)
+
+
+def _amortize(compile_cost_s: float, eager_s: float, compiled_s: float, calls: int | None) -> AmortizeResult:
     be = break_even(compile_cost_s, eager_s, compiled_s)
     saving = float(_exact(eager_s) - _exact(compiled_s))
     gain = None if calls is None else net_gain(calls, compile_cost_s, saving)
@@ -178,7 +205,7 @@ def time_curve(result: AmortizeResult, points: int = 201) -> TimeCurve:
         candidates.append(1.2 * result.calls)
     if result.break_even_calls is None and not result.calls and result.eager_s > 0:
         candidates.append(2.0 * result.compile_cost_s / result.eager_s)
-    top = max(candidates)
+    top = min(max(candidates), 1e300 / max(result.eager_s, result.compiled_s, 1.0))
     grid = tuple(top * i / (points - 1) for i in range(points))
     return TimeCurve(
         calls=grid,

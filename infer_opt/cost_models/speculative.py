@@ -32,6 +32,11 @@ MAX_K = 1024
 # ----------------------------------------------------------------------------- distributions
 
 
+#: the largest entry a probability vector may hold (with --normalize, weights are rescaled by
+#: their sum, which must fit a float)
+MAX_WEIGHT = 1e300
+
+
 def validate_distribution(
     name: str,
     values: Sequence[float] | np.ndarray,
@@ -60,6 +65,9 @@ def validate_distribution(
     if neg.size:
         i = int(neg[0])
         raise InvalidInput(name, f"entry {i} = {arr[i]:g}", "probabilities must be >= 0")
+    if arr.max() > MAX_WEIGHT:
+        i = int(arr.argmax())
+        raise InvalidInput(name, f"entry {i} = {arr[i]:g}", f"weights must be at most {MAX_WEIGHT:g}")
     total = math.fsum(arr.tolist())
     if normalize:
         if total <= 0:
@@ -112,7 +120,12 @@ def softmax(
         )
     if not np.isfinite(z).any():
         raise InvalidInput(name, "all -inf", "at least one logit must be finite")
-    scaled = z / temperature
+    with np.errstate(over="ignore"):
+        scaled = z / temperature
+    if np.isinf(scaled[np.isfinite(z)]).any():
+        raise InvalidInput(
+            f"{name} temperature", temperature, "too small for these logits: z/T overflows a float"
+        )
     scaled = scaled - scaled[np.isfinite(scaled)].max()
     e = np.exp(scaled)
     return e / e.sum()
@@ -432,7 +445,20 @@ def _point(k: int, rates: np.ndarray, costs: Costs, budget: int | None) -> Sweep
             "draft_cost", "round time 0", "the round time k·c_d + c_v(k) + c_m must be > 0; give some cost"
         )
     n = committed_tokens(rates, budget)
-    return SweepPoint(k, n, t_round, costs.target_s * n / t_round, t_round / n)
+    return SweepPoint(k, n, t_round, finite_speedup(costs.target_s * n, t_round), t_round / n)
+
+
+def finite_speedup(plain_s: float, round_s: float) -> float:
+    """``plain / round`` (``c_t·E[N] / round time``), refused when it does not fit a float:
+    costs some 300 orders of magnitude apart are a typo, not a speedup of 1e308."""
+    speed = plain_s / round_s
+    if not math.isfinite(speed):
+        raise InvalidInput(
+            "target_cost",
+            plain_s,
+            "too large against the round time k·c_d + c_v(k) + c_m: the speedup overflows",
+        )
+    return speed
 
 
 def speculative_speedup(
@@ -775,7 +801,7 @@ def rates_from_counts(
             raise InvalidInput(
                 "draft_cost", "round time 0", "the round time k·c_d + c_v(k) + c_m must be > 0"
             )
-        speed = costs.target_s * e_n / round_time
+        speed = finite_speedup(costs.target_s * e_n, round_time)
         per_token = round_time / e_n
     return MetricsResult(
         drafts=drafts,

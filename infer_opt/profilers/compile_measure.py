@@ -310,9 +310,9 @@ def _describe(exc: BaseException) -> str:
 
 
 def _is_oom(exc: BaseException) -> bool:
-    from infer_opt.profilers.model_profile import _is_oom as is_oom
+    from infer_opt.errors import out_of_memory
 
-    return is_oom(exc)
+    return out_of_memory(exc) is not None
 
 
 def cache_state(backend: str, custom_compiler: bool = False) -> str:

@@ -77,9 +77,10 @@ def load_fit(device: Any, dtype: Any, path: Path | None = None) -> RooflineFit |
 #: unit); ``family``, ``size``/``label`` optional; an empty time is a case that was skipped
 POINT_FIELDS = (
     Field("name", "text"),
-    Field("flops", "number"),
-    Field("bytes", "number"),
-    Field("time", "duration", unit="s", low=0.0, low_open=True, blank_ok=True),
+    Field("flops", "number", high=1e30),
+    Field("bytes", "number", high=1e30),
+    # below a femtosecond a time is a unit mistake, not a kernel (and its log overflows the fit)
+    Field("time", "duration", unit="s", low=1e-15, high=1e9, blank_ok=True),
     Field("family", "text", required=False, blank_ok=True),
     Field("size", "text", required=False, blank_ok=True, aliases=("label",)),
 )

@@ -141,20 +141,24 @@ def rich_table(table: Table, width: int = 120) -> Any:
     return Group(out, *_footnotes(plan)) if (plan.hidden or plan.rows_left_out) else out
 
 
-def summary_grid(summary: list[tuple[str, str]], width: int) -> Any:
+def summary_lines(summary: list[tuple[str, str]], width: int) -> list[str]:
     """The summary block: keys in one column, values beside them, a long value wrapping under
-    its own column (not back to the margin); keys wrap only on a terminal too narrow for them."""
-    from rich.padding import Padding
-    from rich.table import Table as RichTable
-    from rich.text import Text
-
+    its own column (not back to the margin). Keys wider than half the terminal are not
+    aligned: such a value starts on the line after its key."""
     keys = max(cell_width(k) for k, _ in summary)
-    grid = RichTable.grid(padding=(0, 2))
-    grid.add_column(no_wrap=keys <= width // 2, max_width=max(width // 2, 1))
-    grid.add_column(overflow="fold")
+    aligned = keys <= width // 2
+    indent = " " * (2 + keys + 2) if aligned else "    "
+    lines = []
     for key, value in summary:
-        grid.add_row(Text(key), Text(value))
-    return Padding(grid, (0, 0, 0, 2))
+        if aligned:
+            first = f"  {key}{' ' * (keys - cell_width(key))}  "
+        else:
+            lines.append(f"  {key}")
+            first = indent
+        wrapped = textwrap.wrap(value, width=max(width - len(indent), 10)) or [""]
+        lines.append(first + wrapped[0])
+        lines.extend(indent + line for line in wrapped[1:])
+    return lines
 
 
 def _vertical(table: Table, plan: Layout) -> list[Any]:
@@ -210,8 +214,8 @@ def print_view(view: View, console: Any, figures: list[Any] | None = None, warni
     from rich.markup import escape
 
     console.print(f"[bold]{escape(view.title)}[/bold]")
-    if view.summary:
-        console.print(summary_grid(view.summary, console.width), highlight=False)
+    for line in summary_lines(view.summary, console.width) if view.summary else []:
+        console.print(escape(line), highlight=False, overflow="fold")
     for table in view.tables:
         console.print()
         console.print(rich_table(table, console.width))

@@ -158,7 +158,10 @@ def test_reads_the_sectioned_csv_that_kernels_writes(tmp_path):
     ("text", "needles"),
     [
         ("name,flops,time_s\na,1,1\n", ["'bytes' column"]),
-        ("name,flops,bytes,time_s\na,1,1,0\nb,1,1,1\nc,1,1,1\n", ["line 2, column time_s", "> 0", "'0'"]),
+        (
+            "name,flops,bytes,time_s\na,1,1,0\nb,1,1,1\nc,1,1,1\n",
+            ["line 2, column time_s", ">= 1e-15", "'0'"],
+        ),
         ("name,flops,bytes,time_s\na,1,1,-2\nb,1,1,1\nc,1,1,1\n", ["line 2, column time_s", "'-2'"]),
         ("name,flops,bytes,time_s\na,1,x,1\nb,1,1,1\nc,1,1,1\n", ["line 2, column bytes", "number", "'x'"]),
         ("name,flops,bytes,time_s\na,1,nan,1\nb,1,1,1\nc,1,1,1\n", ["line 2, column bytes", "NaN"]),

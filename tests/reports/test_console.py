@@ -131,6 +131,7 @@ def test_summary_values_wrap_under_their_column():
     text = _console(Document([Section(view)]), 60)
     body = text.splitlines()[1:]
     assert len(body) > 1 and all(line.startswith("       ") for line in body[1:])
+    assert all(len(line) <= 60 for line in body)
 
 
 @given(
