@@ -583,14 +583,19 @@ def default_loader(
                     )
                 return BucketInputs(loaded.model, (ids,), {})
             return BucketInputs(loaded.model, (), {**loaded.kwargs, "input_ids": ids})
-        loaded = models.load_model(
-            spec_text,
-            batch_size=spec.batch,
-            seq_len=spec.seq_len,
-            device=device,
-            dtype=dtype,
-            hf_overrides=hf_overrides,
-        )
+        try:
+            loaded = models.load_model(
+                spec_text,
+                batch_size=spec.batch,
+                seq_len=spec.seq_len,
+                device=device,
+                dtype=dtype,
+                hf_overrides=hf_overrides,
+            )
+        except InvalidInput as exc:  # the sequence length is a bucket bound here
+            if exc.option != "seq_len":
+                raise
+            raise InvalidInput("bounds", exc.value, exc.expected) from None
         if loaded.source == "factory" and (loaded.batch, loaded.seq_len) != (spec.batch, spec.seq_len):
             got = "no token inputs" if loaded.seq_len is None else f"inputs {loaded.batch}x{loaded.seq_len}"
             raise InvalidInput(

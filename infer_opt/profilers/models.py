@@ -523,7 +523,7 @@ def load_model(
         )
     config = BUILTIN_CONFIGS[key]
     if seq_len > config.max_seq_len:
-        raise InvalidInput("--seq-len", seq_len, f"model {key!r} has {config.max_seq_len} positions")
+        raise InvalidInput("seq_len", seq_len, f"model {key!r} has {config.max_seq_len} positions")
     model = build_builtin(key, device=device, dtype=dtype)
     tokens = random_tokens(batch_size, seq_len, config.vocab_size, device=device)
     return LoadedModel(
@@ -756,7 +756,7 @@ def load_hf(
     vocab = int(getattr(config, "vocab_size", 1000) or 1000)
     max_pos = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
     if max_pos is not None and seq_len > int(max_pos):
-        raise InvalidInput("--seq-len", seq_len, f"hf:{model_type} has {max_pos} positions")
+        raise InvalidInput("seq_len", seq_len, f"hf:{model_type} has {max_pos} positions")
     ids = random_tokens(batch_size, seq_len, vocab, device=device)
     analytic = hf_prefill_flops(model, config, batch_size, seq_len)
     return LoadedModel(

@@ -129,7 +129,7 @@ def test_too_long_for_the_cache_or_positions_is_bad_input():
     cache = model.new_cache(1, 4)
     with pytest.raises(InvalidInput, match="at most 4"), torch.no_grad():
         model(_tokens(model, 1, 5), cache)
-    with pytest.raises(InvalidInput, match="--seq-len"):
+    with pytest.raises(InvalidInput, match="seq_len"):
         models.load_model("tiny", seq_len=5000)
 
 
