@@ -82,7 +82,10 @@ class Output:
 
         for path, fmt in self.targets():
             if not _is_stdout(path):
-                write_text(path, render(result, fmt))
+                try:
+                    write_text(path, render(result, fmt))
+                except OSError:  # the run goes on; emit() tries again and keeps the result if it fails
+                    continue
 
     def emit(
         self,
