@@ -441,15 +441,15 @@ def _bucket_rows(table: BucketTable, found: _Decisions) -> tuple[BucketAmortizat
         "bound": optional(table.bound, int),
         "reason": [None if p else NEVER_PAYS for p in pays.tolist()],
     }
-    names = list(columns)
-    new = object.__new__
+    names = tuple(columns)
+    new, set_dict = object.__new__, object.__setattr__
     out = []
     collecting = gc.isenabled()
     gc.disable()  # a million acyclic objects: the cycle collector would only rescan them
     try:
         for values in zip(*columns.values(), strict=True):
             row = new(BucketAmortization)
-            row.__dict__.update(zip(names, values, strict=True))
+            set_dict(row, "__dict__", dict(zip(names, values, strict=True)))
             out.append(row)
     finally:
         if collecting:
