@@ -52,3 +52,29 @@ def test_a_calculator_imports_no_other_command():
     loaded = proc.stdout.strip().splitlines()[-1].removeprefix("LOADED:").split(",")
     shared = {"infer_opt.cli.app", "infer_opt.cli.common", "infer_opt.cli.output", "infer_opt.cli.types"}
     assert set(loaded) <= {*shared, "infer_opt.cli._click", "infer_opt.cli.amdahl"}, loaded
+
+
+def test_core_errors_name_the_commands_own_flags():
+    from infer_opt.cli.app import flag_for
+
+    speedup = _load_command("speculative").commands["speedup"]
+    assert flag_for(speedup, "alphas") == "--alphas"  # not --alpha, which comes first
+    assert flag_for(speedup, "alpha") == "--alpha"
+    assert flag_for(speedup, "target_cost") == "--target-cost"
+    assert flag_for(speedup, "seq_len") is None
+    assert flag_for(_load_command("amdahl"), "parts") == "--part"
+
+
+def test_a_groups_own_options_are_named_in_core_errors(tmp_path):
+    bounds = tmp_path / "b.csv"
+    bounds.write_text("bucket,compile_s,saving_ms\n4,1,1\n")
+    lengths = tmp_path / "l.txt"
+    lengths.write_text("1\n12\n")
+    run = invoke("amortize", "--buckets", str(bounds), "--lengths", str(lengths))
+    assert_one_line_error(run, "--lengths", "1 of 2 lengths")
+
+
+def test_a_subcommand_never_blames_an_option_it_lacks():
+    run = invoke("amortize", "measure", "--bounds", "10000000")
+    assert_one_line_error(run, "--bounds", "2048 positions")
+    assert "--seq-len" not in run.stderr

@@ -383,3 +383,26 @@ def test_the_error_section_of_the_readme_is_true():
     assert "Error: --fraction: must be in [0, 1] (got '1.4')" in readme
     run = invoke("amdahl", "--fraction", "1.4", "--speedup", "2")
     assert run.stderr.strip() == "Error: --fraction: must be in [0, 1] (got '1.4')"
+
+
+def test_the_readme_file_error_example_is_what_a_file_gives(tmp_path):
+    log = tmp_path / "rounds.csv"
+    log.write_text("plan,time_ms,tokens\n" + "a,10,3\n" * 5 + "a,-3,2\n")
+    run = invoke("speculative", "plans", str(log))
+    assert run.stderr.strip() == f"Error: {log} line 7, column time_ms: must be > 0 (got '-3')"
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    assert "Error: rounds.csv line 7, column time_ms: must be > 0 (got '-3')" in readme
+
+
+def test_an_allocation_failure_is_one_line_exit_1(monkeypatch):
+    import numpy as np
+
+    def huge(*_args, **_kwargs):
+        return np.empty(2**50)  # 8 PiB: numpy refuses at once
+
+    monkeypatch.setattr("infer_opt.cost_models.amdahl.combined", huge)
+    run = invoke("amdahl", "-f", "0.4", "-s", "4")
+    assert run.exit_code == 1
+    line = run.stderr.strip()
+    assert line.startswith("Error: out of memory (tried to allocate 8.00 PiB)") and "kept" in line
+    assert "\n" not in line and "Traceback" not in line
