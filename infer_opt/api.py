@@ -61,12 +61,14 @@ def profile(
     dtype: str = "auto",
     warmup: int = 3,
     reps: int = 20,
-    roofline: str | Path | None = None,
+    roofline: str | Path | bool | None = None,
     hf_config: Sequence[str] = (),
     trace: str | Path | None = None,
 ) -> Any:
     """Profile one step of ``model`` per aten operator, as ``infer-opt profile`` does: a
-    built-in name, ``module:factory``, ``file.py:factory`` or ``hf:<model_type>``. Returns a
+    built-in name, ``module:factory``, ``file.py:factory`` or ``hf:<model_type>``. ``roofline``:
+    a fit file, None for the fit cached for this machine (calibrated now if there is none), or
+    False for no roofline columns. Returns a
     :class:`~infer_opt.profilers.model_profile.ProfileResult`."""
     from infer_opt.profilers import device as devices
     from infer_opt.profilers import model_profile, models
@@ -82,9 +84,11 @@ def profile(
             dtype=torch_dtype,
             hf_overrides=models.parse_hf_overrides(list(hf_config)),
         )
-    fit, fit_source = model_profile.resolve_fit(
-        dev, torch_dtype, None if roofline is None else Path(roofline)
-    )
+    fit, source, notices = None, "not used", ()
+    if roofline is not False:
+        path = None if roofline is None or roofline is True else Path(roofline)
+        resolved = model_profile.resolve_fit(dev, torch_dtype, path)
+        fit, source, notices = resolved.fit, resolved.source, resolved.warnings
     return model_profile.profile_model(
         loaded,
         device=dev,
@@ -95,7 +99,8 @@ def profile(
         warmup=warmup,
         reps=reps,
         fit=fit,
-        fit_source=fit_source,
+        fit_source=source,
+        fit_warnings=notices,
         trace_path=trace,
     )
 

@@ -16,6 +16,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+#: the code of a warning read back from a file that stored it as words
+LEGACY_TEXT = "legacy_text"
+
 
 @dataclass(frozen=True)
 class Notice:
@@ -32,6 +35,11 @@ class Notice:
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
+
+    @classmethod
+    def from_text(cls, text: str) -> Notice:
+        """A warning saved as words by an infer-opt older than the codes (``legacy_text``)."""
+        return cls(LEGACY_TEXT, {"text": text})
 
 
 def about(notices: Iterable[Notice], subject: str) -> tuple[Notice, ...]:

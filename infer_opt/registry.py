@@ -92,6 +92,12 @@ KINDS: dict[str, Kind] = {
             f"{_RP}.measure:build_speculative_view",
             f"{_PL}.measure:plot_speculative",
         ),
+        Kind(
+            "speculative-run",
+            f"{_PR}.spec_run:SpecRunResult",
+            f"{_RP}.spec_run:build_view",
+            f"{_PL}.spec_run:plot",
+        ),
         Kind("buckets", f"{_CM}.bucketing:BucketsResult", f"{_RP}.buckets:build_view", f"{_PL}.buckets:plot"),
         Kind(
             "profile",
@@ -100,6 +106,15 @@ KINDS: dict[str, Kind] = {
             f"{_PL}.profile:plot",
         ),
         Kind("compare", f"{_CM}.compare:CompareResult", f"{_RP}.compare:build_view", f"{_PL}.compare:plot"),
+        Kind("ab", f"{_PR}.ab:AbResult", f"{_RP}.ab:build_view", f"{_PL}.ab:plot"),
+        Kind("noise-floor", f"{_CM}.compare:NoiseFloor", f"{_RP}.compare:build_noise_view"),
+        Kind("comm", f"{_CM}.comm:CommResult", f"{_RP}.comm:build_view", f"{_PL}.comm:plot"),
+        Kind(
+            "profile-tp",
+            f"{_PR}.tp_profile:TPProfileResult",
+            f"{_RP}.tp_profile:build_view",
+            f"{_PL}.profile:plot",
+        ),
     )
 }
 

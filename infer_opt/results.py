@@ -70,6 +70,8 @@ def _from_jsonable(tp: Any, value: Any) -> Any:
         _, inner = typing.get_args(tp) or (Any, Any)
         return {k: _from_jsonable(inner, v) for k, v in value.items()}
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        if isinstance(value, str) and hasattr(tp, "from_text"):  # e.g. a warning saved as words
+            return tp.from_text(value)
         return _dataclass_from_dict(tp, value)
     if tp is float:
         return float(value)

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from infer_opt.notices import Notice
+
 #: IQR/median above this is reported as high variance (10%).
 VARIANCE_THRESHOLD = 0.10
 
@@ -70,3 +72,12 @@ def variance_warning(summary: Summary, threshold: float = VARIANCE_THRESHOLD) ->
     if not math.isfinite(rel) or rel <= threshold:
         return None
     return f"high variance (IQR/median {100.0 * rel:.0f}%): raise --reps or --warmup, close other programs"
+
+
+def variance_notice(summary: Summary, threshold: float = VARIANCE_THRESHOLD) -> Notice | None:
+    """:func:`variance_warning` as data: ``Notice("high_variance", {"rel_iqr": IQR/median})``
+    when IQR/median exceeds ``threshold``, else ``None``."""
+    rel = summary.rel_iqr
+    if not math.isfinite(rel) or rel <= threshold:
+        return None
+    return Notice("high_variance", {"rel_iqr": rel})

@@ -400,6 +400,11 @@ class _NotFinite:
         self.text = text
 
 
+def reject_non_finite(constant: str) -> Any:
+    """``parse_constant`` for :func:`json.loads` that refuses NaN and ±Infinity (a ValueError)."""
+    raise ValueError(f"{constant} is not a number JSON allows")
+
+
 def read_json(text: str, *, source: str) -> Any:
     """Parse JSON strictly: ``NaN``, ``Infinity`` and ``-Infinity`` (which Python's json module
     accepts) are refused, naming the key that holds them."""

@@ -65,3 +65,48 @@ def heavy_modules_imported(*argvs: list[str]) -> list[str]:
     last = proc.stdout.strip().splitlines()[-1]
     assert last.startswith("HEAVY:"), proc.stdout
     return [m for m in last.removeprefix("HEAVY:").split(",") if m]
+
+
+def parse_command_line(argv: list[str]) -> Any:
+    """Parse ``infer-opt ARGV`` as a run would — each option converted by its type, a stray
+    argument or unknown option refused — without running any command body (click's
+    ``make_context`` down the command groups). Returns the innermost click context; a bad
+    command line raises click's ``UsageError`` (or a subclass)."""
+    import typer.main
+
+    root = typer.main.get_command(app)
+    ctx = root.make_context("infer-opt", list(argv))
+    rest = [*ctx._protected_args, *ctx.args]
+    while rest:
+        name, command, args = ctx.command.resolve_command(ctx, rest)
+        ctx = command.make_context(name, args, parent=ctx)
+        rest = [*ctx._protected_args, *ctx.args]
+    return ctx
+
+
+def usable_fit(device: str = "cpu", dtype: str = "float32", **changes: Any) -> Any:
+    """A hand-made roofline fit (R = 100 GFLOP/s, b = 10 GB/s, t0 = 1 µs, median error 5%
+    over 18 kernels) keyed for a run on ``device`` in ``dtype`` as torch is set now (threads,
+    matmul precision, the profile's timing), so it passes the cache's validation."""
+    from dataclasses import replace
+
+    from infer_opt.cost_models.roofline import PROFILE_TIMINGS, RooflineFit
+    from infer_opt.profilers.device import run_key
+
+    key = run_key(device, dtype, PROFILE_TIMINGS[device.split(":")[0]][0])
+    fit = RooflineFit(
+        compute_rate_flops=100e9,
+        bandwidth_bytes_per_s=10e9,
+        launch_overhead_s=1e-6,
+        median_abs_rel_error=0.05,
+        n_points=18,
+        n_fitted=18,
+        device=device,
+        dtype=key.dtype,
+        device_name=key.device_name,
+        device_key=key.device_slug(),
+        threads=key.threads,
+        matmul_precision=key.matmul_precision,
+        timing=key.timing,
+    )
+    return replace(fit, **changes)

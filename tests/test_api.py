@@ -96,9 +96,12 @@ def test_amortize_buckets_and_load_round_trip(tmp_path):
 def test_profile_and_fit_from_python(tmp_path):
     from infer_opt.results import save_result
 
-    fit_file = save_result(tmp_path / "fit.json", fixture("roofline"))
-    result = infer_opt.profile("tiny", seq_len=16, warmup=0, reps=2, device="cpu", roofline=fit_file)
+    result = infer_opt.profile("tiny", seq_len=16, warmup=0, reps=2, device="cpu", roofline=False)
     frame = result.to_frame()
     assert {"name", "time_s", "share"} <= set(frame.columns)
+    with pytest.raises(InvalidInput, match="roofline"):  # a fit made elsewhere is refused
+        infer_opt.profile(
+            "tiny", seq_len=16, device="cpu", roofline=save_result(tmp_path / "f.json", fixture("roofline"))
+        )
     fit = infer_opt.fit_roofline(save_result(tmp_path / "k.json", fixture("kernels")), bootstrap=0)
     assert len(fit.to_frame()) == len(fit.kernels)

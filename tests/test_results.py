@@ -38,3 +38,18 @@ def test_tolerates_missing_optional_keys():
     data = envelope(combined([Part("p", 0.5, 2.0)]))
     del data["result"]["target"], data["result"]["reason"]
     assert parse_envelope(data).result.target is None
+
+
+def test_a_warning_saved_as_words_by_an_older_version_loads_as_a_legacy_notice():
+    from infer_opt.notices import Notice
+    from infer_opt.reports.messages import text
+    from infer_opt.results import parse_envelope
+
+    row = {"name": "add", "family": "elementwise", "label": "1k", "size": 1e3, "dtype": "float32",
+           "flops": 1e3, "bytes": 1.2e4, "warnings": ["high variance (IQR/median 16%)"]}  # fmt: skip
+    data = {"schema": "infer-opt/kernels", "version": 1, "result": {
+        "device": "cpu", "device_name": "cpu", "device_key": "cpu", "dtype": "float32", "suite": "quick",
+        "settings": {}, "rows": [row]}}  # fmt: skip
+    (loaded,) = parse_envelope(data).result.rows
+    assert loaded.warnings == (Notice("legacy_text", {"text": "high variance (IQR/median 16%)"}),)
+    assert text(loaded.warnings[0]) == "high variance (IQR/median 16%)"

@@ -287,18 +287,7 @@ def check_attention_fn(
                 tolerance=tol,
             )
         )
-    return AttentionCheckResult(
-        dtype=dtype,
-        batch=batch,
-        heads=heads,
-        head_dim=head_dim,
-        seed=int(seed),
-        device=str(device),
-        cases=tuple(rows),
-        passed=all(r.passed for r in rows),
-        subject=name,
-        torch_version=torch.__version__,
-    )
+    return _result(rows, dtype, batch, heads, head_dim, seed, device, subject=name)
 
 
 def check_attention(
@@ -328,105 +317,39 @@ def check_attention(
     under the correct bottom-right mask.
     """
     import torch
-    import torch.nn.functional as F
-    from torch.nn.attention.bias import causal_lower_right
 
     _validate_sizes(tq, tk, batch, heads, head_dim)
     if isinstance(block_size, bool) or not isinstance(block_size, (int, np.integer)) or block_size < 1:
         raise InvalidInput("block_size", block_size, "must be an integer >= 1")
     if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1:
         raise InvalidInput("window", window, "must be an integer >= 1")
-    tol = _tolerance(dtype, None)
-    tol64 = TOLERANCES["float64"]
-    blocked_torch = f"blocked torch {_short(dtype)}"
-    sdpa = F.scaled_dot_product_attention
-    gen = torch.Generator().manual_seed(int(seed))
-    rows: list[AttentionCase] = []
+    run = _Run(
+        torch.Generator().manual_seed(int(seed)), batch, heads, head_dim, getattr(torch, dtype), dtype,
+        device, _tolerance(dtype, None), int(block_size),
+    )  # fmt: skip
     top_left_sdpa = sdpa_is_causal_top_left(device, dtype) if tk > 1 else None
-
+    rows: list[AttentionCase] = []
     for case, n in _cases(tq, tk):
-        offset = tk - n
-        decode = n < tk
-        x = _inputs(gen, batch, heads, n, tk, head_dim, getattr(torch, dtype), device)
-        ref = full_attention(x.q64, x.k64, x.v64, causal_offset=offset)
-        row = partial(_compare, case=case, reference=ref, tq=n, tk=tk, offset=offset, tolerance=tol)
-        rows.append(
-            row(
-                partial(blocked_attention, x.q64, x.k64, x.v64, block_size=block_size, causal_offset=offset),
-                path="blocked numpy f64",
-                mask="bottom-right",
-                tolerance=tol64,
-            )
-        )
-        blocked = partial(blocked_attention_torch, x.q, x.k, x.v, block_size=block_size)
-        rows.append(row(partial(blocked, causal_offset=offset), path=blocked_torch, mask="bottom-right"))
-        if n == 1:
-            rows.append(row(partial(sdpa, x.q, x.k, x.v), path="SDPA", mask="none (1 query)"))
-        else:
-            mask = visibility_torch(n, tk, device=device, causal_offset=offset)
-            rows.append(
-                row(partial(sdpa, x.q, x.k, x.v, attn_mask=mask), path="SDPA", mask="bottom-right bool")
-            )
-        if 1 < n < tk:
-            lower_right = causal_lower_right(n, tk)
-            rows.append(
-                row(
-                    partial(sdpa, x.q, x.k, x.v, attn_mask=lower_right),
-                    path="SDPA",
-                    mask="causal_lower_right",
-                )
-            )
         # the expectation follows what the probe saw this torch do (top-left, as documented)
-        wrong = decode and bool(top_left_sdpa)
-        rows.append(
-            row(
-                partial(sdpa, x.q, x.k, x.v, is_causal=True),
-                path="SDPA",
-                mask="is_causal=True",
-                expected_to_fail=wrong,
-            )
-        )
-        if decode:
-            top_left = torch.from_numpy(causal_mask_top_left(n, tk)).to(device)
-            rows.append(
-                row(
-                    partial(blocked, mask=top_left),
-                    path=blocked_torch,
-                    mask="top-left bool",
-                    expected_to_fail=True,
-                )
-            )
+        rows += _case_rows(run, case, n, tk, sdpa_top_left=bool(top_left_sdpa))
+    rows += _window_rows(run, tq, tk, int(window))
+    return _result(
+        rows, dtype, batch, heads, head_dim, seed, device, block_size=int(block_size), window=int(window),
+        sdpa_is_causal_top_left=top_left_sdpa,
+    )  # fmt: skip
 
-    # sliding window + left padding of batch element 1 reaching into the first query's
-    # window; every query still sees its own key (pad <= offset), so no row is empty
-    offset = tk - tq
-    pad = offset - min(window, offset) // 2
-    x = _inputs(gen, batch, heads, tq, tk, head_dim, getattr(torch, dtype), device)
-    padding = np.ones((batch, 1, tk), dtype=bool)
-    padding[1:, :, :pad] = False
-    padding_t = torch.from_numpy(padding).to(device)
-    rules = {"causal_offset": offset, "window": window}
-    ref = full_attention(x.q64, x.k64, x.v64, key_padding=padding, **rules)
-    row = partial(
-        _compare,
-        case=f"window {window}, pad {pad}",
-        mask="causal+window+pad",
-        reference=ref,
-        tq=tq,
-        tk=tk,
-        offset=offset,
-        tolerance=tol,
-    )
-    numpy_run = partial(
-        blocked_attention, x.q64, x.k64, x.v64, block_size=block_size, key_padding=padding, **rules
-    )
-    rows.append(row(numpy_run, path="blocked numpy f64", tolerance=tol64))
-    torch_run = partial(
-        blocked_attention_torch, x.q, x.k, x.v, block_size=block_size, key_padding=padding_t, **rules
-    )
-    rows.append(row(torch_run, path=blocked_torch))
-    mask = visibility_torch(tq, tk, device=device, key_padding=padding_t, **rules)
-    rows.append(row(partial(sdpa, x.q, x.k, x.v, attn_mask=mask), path="SDPA"))
+
+def _result(
+    rows: list[AttentionCase],
+    dtype: str,
+    batch: int,
+    heads: int,
+    head_dim: int,
+    seed: int,
+    device: Any,
+    **extra: Any,
+) -> AttentionCheckResult:
+    import torch
 
     return AttentionCheckResult(
         dtype=dtype,
@@ -437,8 +360,113 @@ def check_attention(
         device=str(device),
         cases=tuple(rows),
         passed=all(r.passed for r in rows),
-        block_size=int(block_size),
-        window=int(window),
-        sdpa_is_causal_top_left=top_left_sdpa,
         torch_version=torch.__version__,
+        **extra,
     )
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What every case of the built-in check shares: the generator its inputs come from,
+    their shape, dtype and device, the tolerance and the key block size."""
+
+    gen: Any
+    batch: int
+    heads: int
+    head_dim: int
+    torch_dtype: Any
+    dtype: str
+    device: Any
+    tolerance: float
+    block_size: int
+
+    @property
+    def blocked_torch(self) -> str:
+        return f"blocked torch {_short(self.dtype)}"
+
+    def inputs(self, tq: int, tk: int) -> _Inputs:
+        return _inputs(self.gen, self.batch, self.heads, tq, tk, self.head_dim, self.torch_dtype, self.device)
+
+
+def _case_rows(run: _Run, case: str, n: int, tk: int, *, sdpa_top_left: bool) -> list[AttentionCase]:
+    """One case (``n`` queries over ``tk`` keys, bottom-right aligned) on every path: the
+    blocked kernel in numpy float64 and in torch, SDPA with the right mask (none for one
+    query), ``causal_lower_right`` for several queries over a cache, ``is_causal=True``
+    (wrong for decode where the probe saw top-left alignment) and, for decode, the blocked
+    kernel given a top-left mask on purpose."""
+    import torch.nn.functional as F
+    from torch.nn.attention.bias import causal_lower_right
+
+    sdpa = F.scaled_dot_product_attention
+    offset = tk - n
+    decode = n < tk
+    x = run.inputs(n, tk)
+    ref = full_attention(x.q64, x.k64, x.v64, causal_offset=offset)
+    row = partial(_compare, case=case, reference=ref, tq=n, tk=tk, offset=offset, tolerance=run.tolerance)
+    numpy_run = partial(
+        blocked_attention, x.q64, x.k64, x.v64, block_size=run.block_size, causal_offset=offset
+    )
+    blocked = partial(blocked_attention_torch, x.q, x.k, x.v, block_size=run.block_size)
+    rows = [
+        row(numpy_run, path="blocked numpy f64", mask="bottom-right", tolerance=TOLERANCES["float64"]),
+        row(partial(blocked, causal_offset=offset), path=run.blocked_torch, mask="bottom-right"),
+    ]
+    if n == 1:
+        rows.append(row(partial(sdpa, x.q, x.k, x.v), path="SDPA", mask="none (1 query)"))
+    else:
+        mask = visibility_torch(n, tk, device=run.device, causal_offset=offset)
+        rows.append(row(partial(sdpa, x.q, x.k, x.v, attn_mask=mask), path="SDPA", mask="bottom-right bool"))
+    if 1 < n < tk:
+        lower_right = partial(sdpa, x.q, x.k, x.v, attn_mask=causal_lower_right(n, tk))
+        rows.append(row(lower_right, path="SDPA", mask="causal_lower_right"))
+    is_causal = partial(sdpa, x.q, x.k, x.v, is_causal=True)
+    rows.append(row(is_causal, path="SDPA", mask="is_causal=True", expected_to_fail=decode and sdpa_top_left))
+    if decode:
+        top_left = partial(blocked, mask=_top_left_mask(n, tk, run.device))
+        rows.append(row(top_left, path=run.blocked_torch, mask="top-left bool", expected_to_fail=True))
+    return rows
+
+
+def _top_left_mask(tq: int, tk: int, device: Any) -> Any:
+    import torch
+
+    return torch.from_numpy(causal_mask_top_left(tq, tk)).to(device)
+
+
+def _window_rows(run: _Run, tq: int, tk: int, window: int) -> list[AttentionCase]:
+    """``tq`` queries over a sliding ``window`` with left padding of batch element 1 reaching
+    into the first query's window; every query still sees its own key (pad <= offset), so
+    no row is empty. Paths: the blocked kernel (numpy f64 and torch) and SDPA with the mask."""
+    import torch
+    import torch.nn.functional as F
+
+    offset = tk - tq
+    pad = offset - min(window, offset) // 2
+    x = run.inputs(tq, tk)
+    padding = np.ones((run.batch, 1, tk), dtype=bool)
+    padding[1:, :, :pad] = False
+    padding_t = torch.from_numpy(padding).to(run.device)
+    rules = {"causal_offset": offset, "window": window}
+    ref = full_attention(x.q64, x.k64, x.v64, key_padding=padding, **rules)
+    row = partial(
+        _compare,
+        case=f"window {window}, pad {pad}",
+        mask="causal+window+pad",
+        reference=ref,
+        tq=tq,
+        tk=tk,
+        offset=offset,
+        tolerance=run.tolerance,
+    )
+    numpy_run = partial(
+        blocked_attention, x.q64, x.k64, x.v64, block_size=run.block_size, key_padding=padding, **rules
+    )
+    torch_run = partial(
+        blocked_attention_torch, x.q, x.k, x.v, block_size=run.block_size, key_padding=padding_t, **rules
+    )
+    mask = visibility_torch(tq, tk, device=run.device, key_padding=padding_t, **rules)
+    return [
+        row(numpy_run, path="blocked numpy f64", tolerance=TOLERANCES["float64"]),
+        row(torch_run, path=run.blocked_torch),
+        row(partial(F.scaled_dot_product_attention, x.q, x.k, x.v, attn_mask=mask), path="SDPA"),
+    ]

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
+from infer_opt.cli.common import option
 from infer_opt.cli.output import with_output
 from infer_opt.cli.types import Number, Parsed
 from infer_opt.cost_models import amdahl as model
@@ -62,48 +63,46 @@ def _parts(
     return [model.Part("part", fraction, 1.0 if speedup is None else speedup)]
 
 
+FractionOpt = option(
+    float | None,
+    "--fraction",
+    "-f",
+    parse=Number(0, 1),
+    help="Fraction f of the time that is sped up, in [0, 1].",
+)
+SpeedupOpt = option(
+    float | None,
+    "--speedup",
+    "-s",
+    parse=Number(model.MIN_SPEEDUP, allow_inf=True),
+    help="Speedup s of that fraction, > 0 ('inf' = free).",
+)
+PartOpt = option(
+    list[Any] | None, "--part", "-p", parse=PartType(), help="A disjoint part as NAME=F:S (repeatable)."
+)
+AddedOpt = option(
+    float,
+    "--added",
+    "-a",
+    parse=Number(0),
+    help="Added overhead as a fraction of the original time, >= 0.",
+)
+TargetOpt = option(
+    float | None,
+    "--target",
+    "-t",
+    parse=Number(0, low_open=True),
+    help="Solve for the speedup the part(s) need to reach this.",
+)
+
+
 @with_output(plot=True)
 def amdahl(
-    fraction: Annotated[
-        float | None,
-        typer.Option(
-            "--fraction",
-            "-f",
-            click_type=Number(0, 1),
-            help="Fraction f of the time that is sped up, in [0, 1].",
-        ),
-    ] = None,
-    speedup: Annotated[
-        float | None,
-        typer.Option(
-            "--speedup",
-            "-s",
-            click_type=Number(model.MIN_SPEEDUP, allow_inf=True),
-            help="Speedup s of that fraction, > 0 ('inf' = free).",
-        ),
-    ] = None,
-    part: Annotated[
-        list[Any] | None,
-        typer.Option("--part", "-p", click_type=PartType(), help="A disjoint part as NAME=F:S (repeatable)."),
-    ] = None,
-    added: Annotated[
-        float,
-        typer.Option(
-            "--added",
-            "-a",
-            click_type=Number(0),
-            help="Added overhead as a fraction of the original time, >= 0.",
-        ),
-    ] = 0.0,
-    target: Annotated[
-        float | None,
-        typer.Option(
-            "--target",
-            "-t",
-            click_type=Number(0, low_open=True),
-            help="Solve for the speedup the part(s) need to reach this.",
-        ),
-    ] = None,
+    fraction: FractionOpt = None,
+    speedup: SpeedupOpt = None,
+    part: PartOpt = None,
+    added: AddedOpt = 0.0,
+    target: TargetOpt = None,
 ) -> model.AmdahlResult:
     parts = _parts(fraction, speedup, list(part or []), target)
     given = fraction is None or speedup is not None

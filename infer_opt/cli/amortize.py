@@ -6,11 +6,10 @@ A group that computes when called without a subcommand, so that later subcommand
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
 
 import typer
 
-from infer_opt.cli.common import read_text
+from infer_opt.cli.common import option, read_text
 from infer_opt.cli.output import Outcome, with_output
 from infer_opt.cli.types import Count, Duration, InputFile
 from infer_opt.cost_models import amortization as model
@@ -41,53 +40,52 @@ app = typer.Typer(help=HELP, invoke_without_command=True, no_args_is_help=False)
 DurationS = Duration("s")
 DurationMs = Duration("ms")
 
+#: options ``amortize`` and ``amortize measure`` share: calls per bucket from a length sample
+LengthsOpt = option(
+    Path | None,
+    "--lengths",
+    parse=InputFile(allow_stdin=True),
+    help="Length sample giving the calls per bucket: one integer per line, or CSV with "
+    "length[,count] ('-' = stdin).",
+)
+RequestsOpt = option(
+    int | None, "--requests", parse=Count(1), help="With --lengths: scale the sample to N calls in total."
+)
+
+
+CompileCostOpt = option(
+    float | None,
+    "--compile-cost",
+    "-C",
+    parse=DurationS,
+    help="One-time compile cost C (bare number = s).",
+)
+EagerOpt = option(
+    float | None, "--eager", parse=DurationMs, help="Eager time per call t_e (bare number = ms)."
+)
+CompiledOpt = option(
+    float | None, "--compiled", parse=DurationMs, help="Compiled time per call t_c (bare number = ms)."
+)
+CallsOpt = option(int | None, "--calls", "-n", parse=Count(0), help="Calls n the compile is spread over.")
+BucketsOpt = option(
+    Path | None,
+    "--buckets",
+    parse=InputFile(allow_stdin=True),
+    help="Per-bucket CSV: bucket,compile_s,calls + eager_ms,compiled_ms or saving_ms.",
+)
+
 
 @app.callback(invoke_without_command=True, help=HELP)
 @with_output(plot=True)
 def amortize(
     ctx: typer.Context,
-    compile_cost: Annotated[
-        float | None,
-        typer.Option(
-            "--compile-cost", "-C", click_type=DurationS, help="One-time compile cost C (bare number = s)."
-        ),
-    ] = None,
-    eager: Annotated[
-        float | None,
-        typer.Option("--eager", click_type=DurationMs, help="Eager time per call t_e (bare number = ms)."),
-    ] = None,
-    compiled: Annotated[
-        float | None,
-        typer.Option(
-            "--compiled", click_type=DurationMs, help="Compiled time per call t_c (bare number = ms)."
-        ),
-    ] = None,
-    calls: Annotated[
-        int | None,
-        typer.Option("--calls", "-n", click_type=Count(0), help="Calls n the compile is spread over."),
-    ] = None,
-    buckets: Annotated[
-        Path | None,
-        typer.Option(
-            "--buckets",
-            click_type=InputFile(allow_stdin=True),
-            help="Per-bucket CSV: bucket,compile_s,calls + eager_ms,compiled_ms or saving_ms.",
-        ),
-    ] = None,
-    lengths: Annotated[
-        Path | None,
-        typer.Option(
-            "--lengths",
-            click_type=InputFile(allow_stdin=True),
-            help="Length sample giving calls per bucket (bucket column = upper bound).",
-        ),
-    ] = None,
-    requests: Annotated[
-        int | None,
-        typer.Option(
-            "--requests", click_type=Count(1), help="With --lengths: scale the sample to N calls in total."
-        ),
-    ] = None,
+    compile_cost: CompileCostOpt = None,
+    eager: EagerOpt = None,
+    compiled: CompiledOpt = None,
+    calls: CallsOpt = None,
+    buckets: BucketsOpt = None,
+    lengths: LengthsOpt = None,
+    requests: RequestsOpt = None,
 ) -> Result | Outcome | None:
     if ctx.invoked_subcommand is not None:
         return None
@@ -102,14 +100,12 @@ def amortize(
                 given[0], one_shape[given[0]], "use either --buckets FILE or the one-shape options"
             )
         return _buckets(buckets, lengths, requests)
-    for option, value in (("--lengths", lengths), ("--requests", requests)):
+    for flag, value in (("--lengths", lengths), ("--requests", requests)):
         if value is not None:
-            raise InvalidInput(option, str(value), "only used with --buckets FILE")
-    for option in ("--compile-cost", "--eager", "--compiled"):
-        if one_shape[option] is None:
-            raise InvalidInput(
-                option, "missing", "give --compile-cost, --eager and --compiled (or --buckets)"
-            )
+            raise InvalidInput(flag, str(value), "only used with --buckets FILE")
+    for flag in ("--compile-cost", "--eager", "--compiled"):
+        if one_shape[flag] is None:
+            raise InvalidInput(flag, "missing", "give --compile-cost, --eager and --compiled (or --buckets)")
     return model.amortize(compile_cost, eager, compiled, calls)  # type: ignore[arg-type]
 
 

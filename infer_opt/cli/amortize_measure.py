@@ -5,13 +5,22 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
-from infer_opt.cli.amortize import app
+from infer_opt.cli.amortize import LengthsOpt, RequestsOpt, app
 from infer_opt.cli.buckets import Bounds
-from infer_opt.cli.common import AutoDtypeOpt, DeviceOpt, HfConfigOpt, ModelArg, progress_bar, read_text
+from infer_opt.cli.common import (
+    AutoDtypeOpt,
+    DeviceOpt,
+    HfConfigOpt,
+    ModelArg,
+    option,
+    progress_bar,
+    read_resume,
+    read_text,
+)
 from infer_opt.cli.output import Outcome, Output, with_output
 from infer_opt.cli.types import Choice, Count, CountList, InputFile
 from infer_opt.errors import Interrupted, InvalidInput, UnsupportedOnDevice
@@ -80,25 +89,6 @@ def _calls(
     return {s.name: per_bound[s.seq_len] for s in specs}, how
 
 
-def _previous(resume: Path | None) -> Any:
-    if resume is None:
-        return None
-    from infer_opt.profilers.compile_measure import AmortizeMeasureResult
-    from infer_opt.results import load_result
-
-    if resume.suffix.lower() != ".json":
-        raise InvalidInput(
-            "--resume", str(resume), "expected the .json file a run wrote with --out FILE.json"
-        )
-    try:
-        loaded = load_result(resume)
-    except InvalidInput as exc:
-        raise InvalidInput("--resume", str(resume), exc.expected) from None
-    if not isinstance(loaded.result, AmortizeMeasureResult):
-        raise InvalidInput("--resume", str(resume), f"not an amortize measure result (kind {loaded.kind})")
-    return loaded.result
-
-
 def _say_estimate(estimate: Any) -> None:
     typer.echo(
         f"first bucket took {format_duration(estimate.first_bucket_s)}; about "
@@ -108,87 +98,62 @@ def _say_estimate(estimate: Any) -> None:
     )
 
 
+BoundsOpt = option(Any, "--bounds", parse=Bounds(), help="Sequence-length bucket bounds, e.g. 32,64,128.")
+BatchSizesOpt = option(
+    Any, "--batch-sizes", parse=CountList(1, MAX_BATCH), help="Batch sizes, e.g. 1,4 (buckets = all pairs)."
+)
+CallsOpt = option(
+    Any, "--calls", parse=CountList(0), help="Calls per bucket, in bucket order (batch-major), e.g. 1000,500."
+)
+WarmupOpt = option(int, "--warmup", parse=Count(0, MAX_REPS), help="Untimed calls before each timing.")
+RepsOpt = option(int, "--reps", parse=Count(1, MAX_REPS), help="Timed repetitions (eager and compiled).")
+BackendOpt = option(
+    str,
+    "--backend",
+    parse=Choice(BACKENDS),
+    help="torch.compile backend: inductor, eager, aot_eager, cudagraphs.",
+)
+CudaGraphsOpt = option(
+    bool | None,
+    "--cuda-graphs/--no-cuda-graphs",
+    help="Also capture the compiled step in a CUDA graph (default: on for CUDA devices).",
+)
+ResumeOpt = option(
+    Path | None,
+    "--resume",
+    parse=InputFile(),
+    help="Skip the buckets this saved sweep (JSON) holds; saves back to it.",
+)
+
+
 @app.command("measure", help=HELP)
 @with_output(plot=True)
 def measure(
     model: ModelArg = "tiny",
-    bounds: Annotated[
-        Any,
-        typer.Option("--bounds", click_type=Bounds(), help="Sequence-length bucket bounds, e.g. 32,64,128."),
-    ] = "32,64",
-    batch_sizes: Annotated[
-        Any,
-        typer.Option(
-            "--batch-sizes",
-            click_type=CountList(1, MAX_BATCH),
-            help="Batch sizes, e.g. 1,4 (buckets = all pairs).",
-        ),
-    ] = "1",
-    calls: Annotated[
-        Any,
-        typer.Option(
-            "--calls",
-            click_type=CountList(0),
-            help="Calls per bucket, in bucket order (batch-major), e.g. 1000,500.",
-        ),
-    ] = None,
-    lengths: Annotated[
-        Path | None,
-        typer.Option(
-            "--lengths",
-            click_type=InputFile(allow_stdin=True),
-            help="Length sample giving the calls per bucket ('-' = stdin).",
-        ),
-    ] = None,
-    requests: Annotated[
-        int | None,
-        typer.Option(
-            "--requests", click_type=Count(0), help="With --lengths: scale the sample to N requests."
-        ),
-    ] = None,
+    bounds: BoundsOpt = "32,64",
+    batch_sizes: BatchSizesOpt = "1",
+    calls: CallsOpt = None,
+    lengths: LengthsOpt = None,
+    requests: RequestsOpt = None,
     device: DeviceOpt = "auto",
     dtype: AutoDtypeOpt = "auto",
-    warmup: Annotated[
-        int, typer.Option("--warmup", click_type=Count(0, MAX_REPS), help="Untimed calls before each timing.")
-    ] = 3,
-    reps: Annotated[
-        int,
-        typer.Option("--reps", click_type=Count(1, MAX_REPS), help="Timed repetitions (eager and compiled)."),
-    ] = 20,
-    backend: Annotated[
-        str,
-        typer.Option(
-            "--backend",
-            click_type=Choice(BACKENDS),
-            help="torch.compile backend: inductor, eager, aot_eager, cudagraphs.",
-        ),
-    ] = "inductor",
-    cuda_graphs: Annotated[
-        bool | None,
-        typer.Option(
-            "--cuda-graphs/--no-cuda-graphs",
-            help="Also capture the compiled step in a CUDA graph (default: on for CUDA devices).",
-        ),
-    ] = None,
-    resume: Annotated[
-        Path | None,
-        typer.Option(
-            "--resume",
-            click_type=InputFile(),
-            help="Skip the buckets this saved sweep (JSON) holds; saves back to it.",
-        ),
-    ] = None,
+    warmup: WarmupOpt = 3,
+    reps: RepsOpt = 20,
+    backend: BackendOpt = "inductor",
+    cuda_graphs: CudaGraphsOpt = None,
+    resume: ResumeOpt = None,
     hf_config: HfConfigOpt = None,
     *,
     output: Output,
 ) -> Any:
+    """Measure each bucket (resuming a saved sweep), saving after every bucket, then decide."""
     from infer_opt.profilers import compile_sweep
     from infer_opt.profilers import device as devices
     from infer_opt.profilers.models import parse_hf_overrides
 
     specs = compile_sweep.buckets_of(bounds, batch_sizes)
     call_map, calls_source = _calls(calls, lengths, requests, specs, bounds)
-    previous = _previous(resume)
+    previous = read_resume(resume, "amortize-measure", "an amortize measure result")
     if resume is not None and resume not in output.out:
         output = replace(output, out=(*output.out, resume))
     dev = devices.resolve_device(device)

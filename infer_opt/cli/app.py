@@ -100,10 +100,13 @@ COMMANDS: dict[str, tuple[str, ...]] = {
         "infer_opt.cli.speculative",
         "infer_opt.cli.speculative_verify",
         "infer_opt.cli.speculative_measure",
+        "infer_opt.cli.speculative_run",
     ),
     "attention": ("infer_opt.cli.attention", "infer_opt.cli.attention_check"),
     "report": ("infer_opt.cli.report",),
     "compare": ("infer_opt.cli.compare",),
+    "ab": ("infer_opt.cli.ab",),
+    "comm": ("infer_opt.cli.comm",),
 }
 
 _LOADED: dict[str, Any] = {}

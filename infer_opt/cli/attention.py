@@ -5,10 +5,11 @@ modules that import ``app`` from here (they are imported by :mod:`infer_opt.cli.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
+from infer_opt.cli.common import option
 from infer_opt.cli.output import with_output
 from infer_opt.cli.types import Count, Number
 from infer_opt.cost_models import attention as model
@@ -33,9 +34,17 @@ Example:
 
 
 def _size(flag: str, help_text: str) -> Any:
-    return Annotated[
-        int, typer.Option(flag, click_type=Count(1, MAX_DIM), help=help_text, show_default=False)
-    ]
+    return option(int, flag, parse=Count(1, MAX_DIM), help=help_text, show_default=False)
+
+
+BatchOpt = option(int, "--batch", parse=Count(1, MAX_DIM), help="Batch size B.")
+DtypeOpt = option(str, "--dtype", help="float32, float16, bfloat16, float64, fp8, or bytes per element.")
+CausalOpt = option(
+    bool,
+    "--causal",
+    help="Causal mask: FLOPs count only visible pairs (a kernel that skips masked blocks); "
+    "the explicit path still materialises the full matrix.",
+)
 
 
 @with_output()
@@ -44,19 +53,9 @@ def memory(
     tk: _size("--tk", "Key length T_k."),
     heads: _size("--heads", "Attention heads H."),
     head_dim: _size("--head-dim", "Head dimension d."),
-    batch: Annotated[int, typer.Option("--batch", click_type=Count(1, MAX_DIM), help="Batch size B.")] = 1,
-    dtype: Annotated[
-        str,
-        typer.Option("--dtype", help="float32, float16, bfloat16, float64, fp8, or bytes per element."),
-    ] = "float16",
-    causal: Annotated[
-        bool,
-        typer.Option(
-            "--causal",
-            help="Causal mask: FLOPs count only visible pairs (a kernel that skips masked blocks); "
-            "the explicit path still materialises the full matrix.",
-        ),
-    ] = False,
+    batch: BatchOpt = 1,
+    dtype: DtypeOpt = "float16",
+    causal: CausalOpt = False,
 ) -> model.AttentionMemoryResult:
     return model.attention_memory(
         tq=tq, tk=tk, heads=heads, batch=batch, head_dim=head_dim, dtype=dtype, causal=causal
@@ -74,26 +73,26 @@ Example:
 """
 
 
+DroppedMassOpt = option(
+    float,
+    "--dropped-mass",
+    parse=Number(0, 1, high_open=True),
+    help="δ: softmax mass of the dropped keys, in [0, 1).",
+    show_default=False,
+)
+ValueNormOpt = option(
+    float,
+    "--value-norm",
+    parse=Number(0),
+    help="M: a bound on every value vector's norm, >= 0.",
+    show_default=False,
+)
+
+
 @with_output()
 def window(
-    dropped_mass: Annotated[
-        float,
-        typer.Option(
-            "--dropped-mass",
-            click_type=Number(0, 1, high_open=True),
-            help="δ: softmax mass of the dropped keys, in [0, 1).",
-            show_default=False,
-        ),
-    ],
-    value_norm: Annotated[
-        float,
-        typer.Option(
-            "--value-norm",
-            click_type=Number(0),
-            help="M: a bound on every value vector's norm, >= 0.",
-            show_default=False,
-        ),
-    ],
+    dropped_mass: DroppedMassOpt,
+    value_norm: ValueNormOpt,
 ) -> model.WindowBoundResult:
     return model.window_bound(dropped_mass, value_norm)
 

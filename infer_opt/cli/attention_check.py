@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-import typer
-
 from infer_opt.cli.attention import app
+from infer_opt.cli.common import option
 from infer_opt.cli.output import Outcome, with_output
 from infer_opt.cli.types import Choice, Count
 from infer_opt.errors import InvalidInput, RunFailure
@@ -37,46 +34,31 @@ MAX_HEADS = 128
 MAX_HEAD_DIM = 1024
 
 
+TqOpt = option(int, "--tq", parse=Count(1, MAX_KEYS), help="New queries T_q in the decode cases (<= T_k).")
+TkOpt = option(int, "--tk", parse=Count(1, MAX_KEYS), help="Keys T_k (cached context incl. the new tokens).")
+HeadsOpt = option(int, "--heads", parse=Count(1, MAX_HEADS), help="Attention heads H.")
+HeadDimOpt = option(int, "--head-dim", parse=Count(1, MAX_HEAD_DIM), help="Head dimension d.")
+BlockSizeOpt = option(
+    int, "--block-size", parse=Count(1, MAX_KEYS), help="Keys per block of the blocked kernel."
+)
+WindowOpt = option(
+    int, "--window", parse=Count(1, MAX_KEYS), help="Sliding window (keys) of the window case."
+)
+SeedOpt = option(int, "--seed", parse=Count(0), help="Seed of the random q, k, v.")
+DtypeOpt = option(str, "--dtype", parse=Choice(DTYPES), help="Dtype of the torch paths: float32 or float64.")
+
+
 @app.command("check", help=HELP)
 @with_output()
 def check(
-    tq: Annotated[
-        int,
-        typer.Option(
-            "--tq", click_type=Count(1, MAX_KEYS), help="New queries T_q in the decode cases (<= T_k)."
-        ),
-    ] = 4,
-    tk: Annotated[
-        int,
-        typer.Option(
-            "--tk", click_type=Count(1, MAX_KEYS), help="Keys T_k (cached context incl. the new tokens)."
-        ),
-    ] = 128,
-    heads: Annotated[
-        int, typer.Option("--heads", click_type=Count(1, MAX_HEADS), help="Attention heads H.")
-    ] = 4,
-    head_dim: Annotated[
-        int, typer.Option("--head-dim", click_type=Count(1, MAX_HEAD_DIM), help="Head dimension d.")
-    ] = 32,
-    block_size: Annotated[
-        int,
-        typer.Option(
-            "--block-size", click_type=Count(1, MAX_KEYS), help="Keys per block of the blocked kernel."
-        ),
-    ] = 32,
-    window: Annotated[
-        int,
-        typer.Option(
-            "--window", click_type=Count(1, MAX_KEYS), help="Sliding window (keys) of the window case."
-        ),
-    ] = 48,
-    seed: Annotated[int, typer.Option("--seed", click_type=Count(0), help="Seed of the random q, k, v.")] = 0,
-    dtype: Annotated[
-        str,
-        typer.Option(
-            "--dtype", click_type=Choice(DTYPES), help="Dtype of the torch paths: float32 or float64."
-        ),
-    ] = "float32",
+    tq: TqOpt = 4,
+    tk: TkOpt = 128,
+    heads: HeadsOpt = 4,
+    head_dim: HeadDimOpt = 32,
+    block_size: BlockSizeOpt = 32,
+    window: WindowOpt = 48,
+    seed: SeedOpt = 0,
+    dtype: DtypeOpt = "float32",
 ) -> Outcome:
     if tq > tk:
         raise InvalidInput("--tq", tq, f"must be <= --tk = {tk} (new queries cannot outnumber the keys)")

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from infer_opt.cli.common import read_text
+from infer_opt.cli.common import option, read_text
 from infer_opt.cli.output import Outcome, with_output
 from infer_opt.cli.types import Choice, Count, Duration, InputFile, Parsed
 from infer_opt.cost_models import bucketing as model
@@ -47,82 +47,69 @@ class Bounds(Parsed):
         return model.validate_bounds(parse_int_list(text, option=option, low=1), option)
 
 
+FileArg = Annotated[
+    Path,
+    typer.Argument(
+        metavar="FILE",
+        click_type=InputFile(allow_stdin=True),
+        help="Length sample: one integer per line, or CSV with 'length' (optional 'count'); '-' = stdin.",
+    ),
+]
+BoundsOpt = option(
+    Any, "--bounds", "-b", parse=Bounds(), help="Bucket upper bounds, strictly increasing: 128,256,512."
+)
+BatchSizeOpt = option(
+    int,
+    "--batch-size",
+    "-n",
+    parse=Count(1, MAX_BATCH),
+    help="Batch size n: batches pad to their longest member.",
+)
+AllowUnbucketedOpt = option(
+    bool,
+    "--allow-unbucketed",
+    help="Report lengths above the largest bound apart (counted, left out of the expectations).",
+)
+OptimizeOpt = option(
+    int | None, "--optimize", "-k", parse=Count(1), help="Find the K bounds with the least expected waste."
+)
+CostOpt = option(
+    str,
+    "--cost",
+    parse=Choice(tuple(model.COST_POWER)),
+    help="Waste --optimize minimises: linear (tokens) or quadratic (tokens²).",
+)
+CompileCostOpt = option(
+    float | None,
+    "--compile-cost",
+    parse=Duration("s"),
+    help="With --optimize: compile cost per bucket (bare number = s).",
+)
+TokenCostOpt = option(
+    float | None,
+    "--token-cost",
+    parse=Duration("us"),
+    help="With --optimize: time per padded token (token² if quadratic; bare = µs).",
+)
+RequestsOpt = option(
+    int | None,
+    "--requests",
+    parse=Count(1),
+    help="Requests the compile cost is spread over (default: the sample size).",
+)
+
+
 @with_output(plot=True)
 def buckets(
-    file: Annotated[
-        Path,
-        typer.Argument(
-            metavar="FILE",
-            click_type=InputFile(allow_stdin=True),
-            help="Length sample: one integer per line, or CSV with 'length' (optional 'count'); '-' = stdin.",
-        ),
-    ],
-    bounds: Annotated[
-        Any,
-        typer.Option(
-            "--bounds",
-            "-b",
-            click_type=Bounds(),
-            help="Bucket upper bounds, strictly increasing: 128,256,512.",
-        ),
-    ] = None,
-    batch_size: Annotated[
-        int,
-        typer.Option(
-            "--batch-size",
-            "-n",
-            click_type=Count(1, MAX_BATCH),
-            help="Batch size n: batches pad to their longest member.",
-        ),
-    ] = 1,
-    allow_unbucketed: Annotated[
-        bool,
-        typer.Option(
-            "--allow-unbucketed",
-            help="Report lengths above the largest bound apart (counted, left out of the expectations).",
-        ),
-    ] = False,
-    optimize: Annotated[
-        int | None,
-        typer.Option(
-            "--optimize",
-            "-k",
-            click_type=Count(1),
-            help="Find the K bounds with the least expected waste.",
-        ),
-    ] = None,
-    cost: Annotated[
-        str,
-        typer.Option(
-            "--cost",
-            click_type=Choice(tuple(model.COST_POWER)),
-            help="Waste --optimize minimises: linear (tokens) or quadratic (tokens²).",
-        ),
-    ] = "linear",
-    compile_cost: Annotated[
-        float | None,
-        typer.Option(
-            "--compile-cost",
-            click_type=Duration("s"),
-            help="With --optimize: compile cost per bucket (bare number = s).",
-        ),
-    ] = None,
-    token_cost: Annotated[
-        float | None,
-        typer.Option(
-            "--token-cost",
-            click_type=Duration("us"),
-            help="With --optimize: time per padded token (token² if quadratic; bare = µs).",
-        ),
-    ] = None,
-    requests: Annotated[
-        int | None,
-        typer.Option(
-            "--requests",
-            click_type=Count(1),
-            help="Requests the compile cost is spread over (default: the sample size).",
-        ),
-    ] = None,
+    file: FileArg,
+    bounds: BoundsOpt = None,
+    batch_size: BatchSizeOpt = 1,
+    allow_unbucketed: AllowUnbucketedOpt = False,
+    optimize: OptimizeOpt = None,
+    cost: CostOpt = "linear",
+    compile_cost: CompileCostOpt = None,
+    token_cost: TokenCostOpt = None,
+    requests: RequestsOpt = None,
 ) -> Outcome:
     if optimize is None:
         for option, raw in (

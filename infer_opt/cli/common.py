@@ -9,10 +9,11 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
+from infer_opt.cli._click import ParamType
 from infer_opt.cli.types import Count
 from infer_opt.errors import InvalidInput
 
@@ -83,3 +84,27 @@ def read_text(path: str | Path, option: str) -> tuple[str, str]:
         raise InvalidInput(option, str(path), "not a UTF-8 text file") from None
     except OSError as exc:
         raise InvalidInput(option, str(path), f"cannot read it ({exc.strerror})") from None
+
+
+def option(kind: Any, *flags: str, parse: ParamType | None = None, help: str, **extra: Any) -> Any:
+    """An option declared in one line: ``Annotated[kind, typer.Option(*flags, click_type=parse,
+    help=help, **extra)]``, for a command's signature (``k: KOpt = 3``) or as a module alias."""
+    return Annotated[kind, typer.Option(*flags, click_type=parse, help=help, **extra)]
+
+
+def read_resume(path: Path | None, kind: str, what: str) -> Any:
+    """The saved result ``--resume`` names (None without one): a ``.json`` file of result kind
+    ``kind`` (``what`` names it in the refusal, e.g. "an amortize measure result")."""
+    if path is None:
+        return None
+    from infer_opt.results import load_result
+
+    if path.suffix.lower() != ".json":
+        raise InvalidInput("--resume", str(path), "expected the .json file a run wrote with --out FILE.json")
+    try:
+        loaded = load_result(path)
+    except InvalidInput as exc:
+        raise InvalidInput("--resume", str(path), exc.expected) from None
+    if loaded.kind != kind:
+        raise InvalidInput("--resume", str(path), f"not {what} (kind {loaded.kind})")
+    return loaded.result

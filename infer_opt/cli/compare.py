@@ -16,18 +16,44 @@ from infer_opt.results import load_result
 # Rich keeps single newlines in help text, so each paragraph is one (concatenated) line.
 HELP = (
     "Compare two saved profiles (or two kernel-suite runs) of the same model or suite: per operator "
-    "(case) and category, which changes exceed the noise.\n\n"
-    "r = median(new)/median(base) with a bootstrap CI; faster/slower iff the two-sided Mann-Whitney U "
-    "test on the repetition samples gives p < --alpha and max(r, 1/r) - 1 >= --threshold.\n\n"
+    "(case) and category, which changes exceed the noise between runs.\n\n"
+    "With --runs 3 or more on each side: r = e^(mean log run median new - base), Student's t test on "
+    "the log run medians (between-run variance pooled over both sides, at least its family's); "
+    "faster/slower iff p < --alpha and max(r, 1/r) - 1 >= --threshold. With one run on a side the "
+    "spread between runs is unknown: no verdict under this machine's noise floor (measured by an "
+    "A/A with infer-opt ab, else a stated default of 40%, 100% under 20 µs).\n\n"
     "Headline as in hyperfine: NEW ran 1.52 ± 0.04 times faster than BASE (the step time for "
-    "profiles, the geometric mean over the cases for kernel suites). Results of different models, "
-    "shapes, dtypes or devices (suites) are refused unless --force.\n\n"
+    "profiles, the geometric mean over the cases for kernel suites, tested on the per-run levels), "
+    "or 'no significant difference (within ±X%)'. Results of different models, shapes, dtypes or "
+    "devices (suites) are refused unless --force.\n\n"
     "Examples:\n\n"
-    "  infer-opt profile --out base.json   (change something)   infer-opt profile --out new.json\n\n"
+    "  infer-opt profile --runs 3 --out base.json   (change something)   infer-opt profile --runs 3 "
+    "--out new.json\n\n"
     "  infer-opt compare base.json new.json\n\n"
     "  infer-opt compare base.json new.json --threshold 10% --markdown diff.md --plot diff.png\n\n"
     "  infer-opt compare kernels-old.json kernels-new.json --json\n"
 )
+
+
+#: the options of a comparison, shared with ``infer-opt ab``
+ThresholdOpt = Annotated[
+    float,
+    typer.Option(
+        "--threshold", click_type=Fraction(0, 1), help="Smallest change worth reporting: 5% or 0.05."
+    ),
+]
+AlphaOpt = Annotated[
+    float,
+    typer.Option(
+        "--alpha",
+        click_type=Number(0, 1, low_open=True, high_open=True),
+        help="Significance level of the tests (p adjusted over each table), in (0, 1).",
+    ),
+]
+ForceOpt = Annotated[
+    bool, typer.Option("--force", help="Compare even if model, shapes, dtype or device differ.")
+]
+SeedOpt = Annotated[int, typer.Option("--seed", click_type=Count(0), help="Seed of the bootstrap.")]
 
 
 @with_output(plot=True)
@@ -39,27 +65,29 @@ def compare(
         Path,
         typer.Argument(metavar="NEW", click_type=InputFile(), help="The result to compare with it (.json)."),
     ],
-    threshold: Annotated[
-        float,
+    threshold: ThresholdOpt = "5%",
+    alpha: AlphaOpt = 0.05,
+    force: ForceOpt = False,
+    seed: SeedOpt = 0,
+    noise_floor: Annotated[
+        float | None,
         typer.Option(
-            "--threshold", click_type=Fraction(0, 1), help="Smallest change worth reporting: 5% or 0.05."
+            "--noise-floor",
+            click_type=Fraction(0, 10),
+            help="One run's noise floor, e.g. 15%: no single-run verdict below it, and the least "
+            "between-run spread a run-level test assumes. Default: the floor measured here by an A/A "
+            "(infer-opt ab), else 40% (100% under 20 µs).",
         ),
-    ] = "5%",
-    alpha: Annotated[
-        float,
-        typer.Option(
-            "--alpha",
-            click_type=Number(0, 1, low_open=True, high_open=True),
-            help="Significance level of the Mann-Whitney U test, in (0, 1).",
-        ),
-    ] = 0.05,
-    force: Annotated[
-        bool, typer.Option("--force", help="Compare even if model, shapes, dtype or device differ.")
-    ] = False,
-    seed: Annotated[int, typer.Option("--seed", click_type=Count(0), help="Seed of the bootstrap.")] = 0,
+    ] = None,
 ) -> model.CompareResult:
     loaded_base, loaded_new = load_result(base), load_result(new)
     distinct = base.name != new.name
+    if noise_floor is not None:
+        noise = model.Noise.given(noise_floor)
+    else:
+        from infer_opt.profilers.noise_store import noise_for
+
+        noise = noise_for([loaded_base.result, loaded_new.result])
     return model.compare_results(
         loaded_base.result,
         loaded_new.result,
@@ -69,6 +97,8 @@ def compare(
         alpha=alpha,
         threshold=threshold,
         seed=seed,
+        noise=noise,
+        commands=(loaded_base.envelope.get("command", ""), loaded_new.envelope.get("command", "")),
     )
 
 

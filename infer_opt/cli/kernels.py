@@ -4,16 +4,20 @@ softmax, layer norm, attention variants, fused bias+GELU) on one device and dtyp
 from __future__ import annotations
 
 import re
+import shlex
+import sys
 from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from infer_opt import units
-from infer_opt.cli.common import DeviceOpt, ThreadsOpt, progress_bar
+from infer_opt.cli.common import DeviceOpt, ThreadsOpt, progress_bar, read_resume
 from infer_opt.cli.output import Outcome, Output, with_output
-from infer_opt.cli.types import Choice, Duration, Parsed
-from infer_opt.errors import RunFailure, UnsupportedOnDevice
+from infer_opt.cli.types import Choice, Count, Duration, InputFile, Parsed
+from infer_opt.errors import Interrupted, RunFailure, UnsupportedOnDevice
 
 if TYPE_CHECKING:
     from infer_opt.profilers.kernels import KernelSuiteResult, SuiteSettings
@@ -25,15 +29,25 @@ norm, attention explicit vs blocked (online softmax) vs SDPA, eager vs torch.com
 achieved FLOP/s = F / t, bytes/s = Q / t, t = median over repetitions (first call timed apart).
 
 Optimized variants are checked against their reference output before they are timed.
-Results are saved after every case (--out), so an interrupt keeps what finished.
+Results are saved after every case (--out), so an interrupt keeps what finished, and
+--resume FILE goes on from there.
+
+--runs N makes N independent passes over the suite (each case with its own warm-up, the
+case order rotated per pass) and keeps every run's median: one run is a quick look; use
+--runs 3 or more for anything you will compare, since infer-opt compare tests a change
+against the spread between runs (or alternate two commands with infer-opt ab).
 
 Examples:
 
   infer-opt kernels --suite quick
 
+  infer-opt kernels --suite quick --threads 1 --runs 3 --out base.json
+
   infer-opt kernels --device cuda --dtype bfloat16 --l2-flush --out kernels.json
 
   infer-opt kernels --only matmul --only copy --reps auto
+
+  infer-opt kernels --runs 3 --resume base.json
 """
 
 
@@ -60,6 +74,7 @@ class RepsType(Parsed):
 
 
 MAX_REPS = 100_000
+MAX_RUNS = 1000
 MAX_WARMUP_CALLS = 100_000
 MAX_WARMUP_S = 600.0
 
@@ -111,6 +126,17 @@ MaxTimeOpt = Annotated[
 ]
 
 
+RunsOpt = Annotated[
+    int,
+    typer.Option(
+        "--runs",
+        click_type=Count(1, MAX_RUNS),
+        help="Independent passes (own warm-up, rotated order). 1 for a look; 3 or more for anything "
+        "you will compare.",
+    ),
+]
+
+
 def suite_settings(
     warmup: tuple[int | None, float | None],
     reps: int | None,
@@ -145,18 +171,19 @@ def run_suite_cli(
     threads: int | None = None,
     label: str = "kernels",
     on_row: Callable[[Any], None] | None = None,
+    runs: int = 1,
+    previous: KernelSuiteResult | None = None,
 ) -> KernelSuiteResult:
-    """Resolve device and dtype, select cases, run them under a progress bar (``on_row`` gets
-    the result after every case). Shared by ``kernels`` and ``roofline``."""
+    """Resolve device and dtype, select cases, run ``runs`` passes under a progress bar
+    (``on_row`` gets the result after every case; ``previous`` is a saved result to resume).
+    Shared by ``kernels`` and ``roofline``."""
     from infer_opt.profilers import device as devices
     from infer_opt.profilers import kernels
 
     dev = devices.resolve_device(device)
     torch_dtype = devices.parse_dtype(dtype, dev)
     if threads is not None:
-        import torch
-
-        torch.set_num_threads(threads)
+        devices.set_threads(threads)
     if settings.cuda_graphs and not devices.is_cuda(dev):
         raise UnsupportedOnDevice(
             f"--cuda-graphs: CUDA graphs need a CUDA device; this run is on {dev} (drop --cuda-graphs)"
@@ -164,10 +191,49 @@ def run_suite_cli(
     kind = "cuda" if devices.is_cuda(dev) else "cpu"
     known = kernels.all_cases(kind, suite)
     cases = kernels.select(known, only)
+    if previous is not None:
+        kernels.check_resumable(previous, dev, torch_dtype, settings, suite)
+        held = sum(1 for r in previous.rows if r.runs >= max(runs, previous.runs) or r.time_s is None)
+        typer.echo(f"resuming: {held} case(s) already measured in every run", err=True)
     with progress_bar(label) as update:
-        return kernels.run_suite(
-            cases, dev, torch_dtype, settings, suite=suite, all_known=known, progress=update, on_row=on_row
-        )
+        return kernels.run_passes(
+            cases, dev, torch_dtype, settings, runs=runs, suite=suite, all_known=known, previous=previous,
+            progress=update, on_row=on_row,
+        )  # fmt: skip
+
+
+def resume_command(argv: list[str], file: str) -> str:
+    """The command line that goes on from ``file``: this one with ``--resume FILE`` (an
+    ``--out`` or ``--resume`` of that file dropped, since resuming saves back to it)."""
+    out: list[str] = []
+    skip = False
+    for i, arg in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        if arg in ("--out", "-o", "--resume") and i + 1 < len(argv) and argv[i + 1] == file:
+            skip = True
+            continue
+        if arg in (f"--out={file}", f"--resume={file}"):
+            continue
+        out.append(arg)
+    return shlex.join(["infer-opt", "kernels", *out, "--resume", file])
+
+
+def _incomplete(result: KernelSuiteResult, output: Output) -> Interrupted | RunFailure:
+    """Ctrl-C (:class:`Interrupted`, exit 130) or a sweep the device stopped (:class:`RunFailure`,
+    exit 1): what finished, where it is saved, and the command that goes on from there."""
+    files = [str(p) for p in output.out if str(p) != "-" and str(p).lower().endswith(".json")]
+    done = sum(1 for r in result.rows if r.runs >= result.runs or r.time_s is None)
+    what = f"{done} of the cases measured in all {result.runs} runs" if result.runs > 1 else f"{done} case(s)"
+    stopped = [w for w in result.warnings if w.code == "sweep_stopped"]
+    head = f"stopped at {stopped[0]['case']} (see the warning)" if stopped else "interrupted"
+    if not files:
+        text = f"{head}: {what}, not saved (give --out FILE.json to keep finished cases)"
+    else:
+        args = sys.argv[2:] if len(sys.argv) > 1 and sys.argv[1] == "kernels" else []
+        text = f"{head}: {what} saved to {files[0]}; go on with: {resume_command(args, files[0])}"
+    return RunFailure(text) if stopped else Interrupted(text)
 
 
 @with_output()
@@ -184,27 +250,42 @@ def kernels_command(
         bool,
         typer.Option(
             "--cuda-graphs",
-            help="Also time each kernel as CUDA-graph replays (10 calls per graph): the gap to "
-            "eager timing is launch overhead. CUDA only.",
+            help="Also time each kernel as CUDA-graph replays (10 calls per graph; one with "
+            "--l2-flush, so every call is flushed): the gap to eager timing is launch overhead. "
+            "CUDA only.",
         ),
     ] = False,
     warmup: WarmupOpt = "5",
     reps: RepsOpt = "20",
     max_time: MaxTimeOpt = None,
     threads: ThreadsOpt = None,
+    runs: RunsOpt = 1,
+    resume: Annotated[
+        Path | None,
+        typer.Option(
+            "--resume",
+            click_type=InputFile(),
+            help="Skip the cases (and runs) this saved kernels result (JSON) holds; saves back to it. "
+            "Same device, threads, dtype, suite and timing options, or it is refused.",
+        ),
+    ] = None,
     *,
     output: Output,
 ) -> Outcome:
     settings = suite_settings(warmup, reps, max_time, flush=l2_flush, cuda_graphs=cuda_graphs)
+    previous = read_resume(resume, "kernels", "a kernels result")
+    if resume is not None and resume not in output.out:
+        output = replace(output, out=(*output.out, resume))
     result = run_suite_cli(
         device=device, dtype=dtype, suite=suite, only=only, settings=settings, threads=threads,
-        on_row=output.save_partial,
+        on_row=output.save_partial, runs=runs, previous=previous,
     )  # fmt: skip
+    also = () if resume is None else (resume,)
     if not result.complete:
-        return Outcome(result, exit_code=130)
+        return Outcome(result, error=_incomplete(result, output), also_write=also)
     failed = [row.key for row in result.rows if row.passed is False]
     error = RunFailure(f"output check failed for {', '.join(failed)} (see the table)") if failed else None
-    return Outcome(result, error=error)
+    return Outcome(result, error=error, also_write=also)
 
 
 def register(app: typer.Typer) -> None:

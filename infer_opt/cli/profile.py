@@ -8,9 +8,21 @@ from typing import Annotated, Any
 
 import typer
 
-from infer_opt.cli.common import AutoDtypeOpt, DeviceOpt, HfConfigOpt, ModelArg, ThreadsOpt, progress_bar
+from infer_opt.cli import profile_tp
+from infer_opt.cli.common import (
+    AutoDtypeOpt,
+    DeviceOpt,
+    HfConfigOpt,
+    ModelArg,
+    ThreadsOpt,
+    option,
+    progress_bar,
+)
+from infer_opt.cli.distributed import TimeoutOpt, TracePath
 from infer_opt.cli.output import Outcome, with_output
-from infer_opt.cli.types import Choice, Count, InputFile, OutputFile
+from infer_opt.cli.profile_tp import TpOpt
+from infer_opt.cli.types import Choice, Count, InputFile
+from infer_opt.errors import InvalidInput
 
 HELP = """Profile one step of a model: time, FLOPs and bytes per aten operator,
 grouped by operator, category and module, each op placed against the device's
@@ -24,6 +36,10 @@ a factory, package.module:factory or path/to/file.py:factory, returning
 (model, example_inputs) (see examples/my_model.py); or hf:<model_type>,
 built from its config with random weights (pip install 'infer-opt\\[hf]').
 
+--runs N: N independent passes over the step (each with its own warm-up), every op,
+category and the step keeping each run's median; 1 for a look, 3 or more for anything
+you will compare (infer-opt compare tests changes against the spread between runs).
+
 Examples:
 
   infer-opt profile
@@ -34,13 +50,20 @@ Examples:
 
   infer-opt profile --mode generate --new-tokens 32 --json > gen.json
 
+  infer-opt profile --threads 1 --runs 3 --out base.json
+
   infer-opt profile examples/my_model.py:make_model --by module
+
+  infer-opt profile gpt2-small --tp 2 --trace traces/
+
+  torchrun --nproc-per-node 4 -m infer_opt profile llama-small --tp 4 --device cuda
 """
 
 MODES = ("prefill", "decode", "generate")
 GROUPS = ("op", "category", "module")
 MAX_SIZE = 1 << 20
 MAX_REPS = 10_000
+MAX_RUNS = 1000
 
 ModeOpt = Annotated[
     str,
@@ -93,9 +116,7 @@ def load(run: ModelRun, update: Any) -> tuple[Any, Any, Any]:
     overrides = models.parse_hf_overrides(list(run.hf_config))
     dev = devices.resolve_device(run.device)
     if run.threads is not None:
-        import torch
-
-        torch.set_num_threads(run.threads)  # before the roofline lookup: the CPU fit is per thread count
+        devices.set_threads(run.threads)  # before the roofline lookup: the CPU fit is per thread count
     torch_dtype = devices.parse_dtype(run.dtype, dev)
     update(0, 1, f"loading {run.model}")
     with model_profile.guard(f"building model {run.model}"):
@@ -104,6 +125,35 @@ def load(run: ModelRun, update: Any) -> tuple[Any, Any, Any]:
             hf_overrides=overrides,
         )  # fmt: skip
     return loaded, dev, torch_dtype
+
+
+WarmupOpt = option(int, "--warmup", parse=Count(0, MAX_REPS), help="Untimed calls before timing.")
+RepsOpt = option(
+    int, "--reps", parse=Count(1, MAX_REPS), help="Timed repetitions (step timing and operator pass)."
+)
+RooflineOpt = option(
+    Path | None,
+    "--roofline",
+    parse=InputFile(),
+    help="Roofline fit to use (from infer-opt roofline --out). Default: the fit saved for this device "
+    "and dtype, else a ~10 s calibration now (then saved).",
+)
+TopOpt = option(int, "--top", parse=Count(1, 10_000), help="Rows in the operator table.")
+ByOpt = option(str, "--by", parse=Choice(GROUPS), help="Main table: op (with shapes), category or module.")
+TraceOpt = option(
+    Path | None,
+    "--trace",
+    parse=TracePath(),
+    help="Write the raw torch.profiler trace (Chrome/Perfetto JSON); with --tp a folder, one "
+    "rank<r>.json per rank.",
+)
+RunsOpt = option(
+    int,
+    "--runs",
+    parse=Count(1, MAX_RUNS),
+    help="Independent passes over the step, each with its own warm-up. 1 for a look; 3 or more for "
+    "anything you will compare.",
+)
 
 
 @with_output(plot=True, csv=False)
@@ -116,53 +166,40 @@ def profile(
     mode: ModeOpt = "prefill",
     context: ContextOpt = 128,
     new_tokens: NewTokensOpt = 32,
-    warmup: Annotated[
-        int, typer.Option("--warmup", click_type=Count(0, MAX_REPS), help="Untimed calls before timing.")
-    ] = 3,
-    reps: Annotated[
-        int,
-        typer.Option(
-            "--reps", click_type=Count(1, MAX_REPS), help="Timed repetitions (step timing and operator pass)."
-        ),
-    ] = 20,
-    roofline: Annotated[
-        Path | None,
-        typer.Option(
-            "--roofline",
-            click_type=InputFile(),
-            help="Roofline fit to use (from infer-opt roofline --out). Default: the fit saved for "
-            "this device and dtype, else a ~10 s calibration now (then saved).",
-        ),
-    ] = None,
-    top: Annotated[
-        int, typer.Option("--top", click_type=Count(1, 10_000), help="Rows in the operator table.")
-    ] = 15,
-    by: Annotated[
-        str,
-        typer.Option(
-            "--by", click_type=Choice(GROUPS), help="Main table: op (with shapes), category or module."
-        ),
-    ] = "op",
-    trace: Annotated[
-        Path | None,
-        typer.Option(
-            "--trace",
-            click_type=OutputFile(),
-            help="Write the raw torch.profiler trace (Chrome/Perfetto JSON).",
-        ),
-    ] = None,
+    warmup: WarmupOpt = 3,
+    reps: RepsOpt = 20,
+    roofline: RooflineOpt = None,
+    top: TopOpt = 15,
+    by: ByOpt = "op",
+    trace: TraceOpt = None,
     threads: ThreadsOpt = None,
     hf_config: HfConfigOpt = None,
+    tp: TpOpt = 1,
+    timeout: TimeoutOpt = "60s",
+    runs: RunsOpt = 1,
 ) -> Any:
     from infer_opt.profilers import model_profile
 
     run = ModelRun(model, device, dtype, batch, seq_len, tuple(hf_config or ()), threads)
+    if profile_tp.wanted(tp):
+        if runs > 1:
+            raise InvalidInput("runs", runs, "--tp profiles one run per rank; drop --runs (or --tp)")
+        options = {"mode": mode, "context": context, "new_tokens": new_tokens, "warmup": warmup, "reps": reps}
+        arguments = {**options, "model": model, "device": device, "dtype": dtype, "batch": batch,
+                     "seq_len": seq_len, "threads": threads, "tp": tp}  # fmt: skip
+        return profile_tp.profile_tp(
+            run, tp=tp, timeout_s=timeout, arguments=arguments, roofline=roofline, trace=trace, top=top,
+            by=by, **options,
+        )  # fmt: skip
+    if trace is not None and trace.is_dir():
+        raise InvalidInput("trace", str(trace), "is a folder; without --tp give a file name")
     with progress_bar("profile") as update:
         loaded, dev, torch_dtype = load(run, update)
-        fit, fit_source = model_profile.resolve_fit(dev, torch_dtype, roofline, progress=update)
+        resolved = model_profile.resolve_fit(dev, torch_dtype, roofline, progress=update)
         result = model_profile.profile_model(
             loaded, device=dev, dtype=torch_dtype, mode=mode, context=context, new_tokens=new_tokens,
-            warmup=warmup, reps=reps, fit=fit, fit_source=fit_source, trace_path=trace, progress=update,
+            warmup=warmup, reps=reps, runs=runs, fit=resolved.fit, fit_source=resolved.source,
+            fit_warnings=resolved.warnings, trace_path=trace, progress=update,
         )  # fmt: skip
     if trace is not None:
         typer.echo(f"wrote {trace}", err=True)

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from infer_opt.cli.common import DeviceOpt, ThreadsOpt
+from infer_opt.cli.common import DeviceOpt, ThreadsOpt, option
 from infer_opt.cli.kernels import DtypeOpt, FlushOpt, RepsOpt, SuiteOpt, WarmupOpt
 from infer_opt.cli.output import with_output
 from infer_opt.cli.types import Bandwidth, Count, FlopRate, InputFile, OutputFile
@@ -20,8 +20,10 @@ compute-, bandwidth- or launch-bound with its efficiency (predicted / measured).
 
 With no MEASUREMENTS file, the quick kernel suite runs on --device first. A file is a
 saved `infer-opt kernels` result (.json) or a CSV with columns name, flops, bytes, time_s
-(family optional). The fit is saved per device and dtype in the cache directory
-(~/.cache/infer-opt/roofline/, or $INFER_OPT_CACHE/roofline/) for `infer-opt profile`.
+(family optional). A fit that passes validation (finite parameters the data pin down,
+median error within 35%, the kernels that pin R, b and t0, no tick-quantized timings) is
+cached per device, dtype, threads, float32 matmul precision and timing in
+~/.cache/infer-opt/roofline/ (or $INFER_OPT_CACHE/roofline/) for `infer-opt profile`.
 
 Examples:
 
@@ -31,6 +33,38 @@ Examples:
 
   infer-opt roofline measurements.csv --json
 """
+
+
+BootstrapOpt = option(
+    int, "--bootstrap", parse=Count(0, 100_000), help="Bootstrap resamples for the intervals (0 = none)."
+)
+SeedOpt = option(int, "--seed", parse=Count(0), help="Seed of the bootstrap.")
+PeakFlopsOpt = option(
+    float | None,
+    "--peak-flops",
+    parse=FlopRate(),
+    help="Datasheet compute peak, e.g. 989TFLOP/s (shown, not fitted).",
+)
+PeakBandwidthOpt = option(
+    float | None,
+    "--peak-bandwidth",
+    parse=Bandwidth(),
+    help="Datasheet memory bandwidth, e.g. 4.8TB/s (shown, not fitted).",
+)
+FitOnOpt = option(
+    str,
+    "--fit-on",
+    help="Kernels the parameters are fitted to: 'auto' (matmul, elementwise and launch "
+    "families when present, so other kernels show their distance to the roofline), 'all', "
+    "or comma-separated families.",
+)
+SaveOpt = option(
+    Path | None,
+    "--save",
+    parse=OutputFile(),
+    help="Also save the fit to FILE (JSON) for `profile --roofline`.",
+)
+NoSaveOpt = option(bool, "--no-save", help="Do not write the fit to the cache directory.")
 
 
 @with_output(plot=True)
@@ -50,51 +84,13 @@ def roofline_command(
     warmup: WarmupOpt = "5",
     reps: RepsOpt = "20",
     threads: ThreadsOpt = None,
-    bootstrap: Annotated[
-        int,
-        typer.Option(
-            "--bootstrap",
-            click_type=Count(0, 100_000),
-            help="Bootstrap resamples for the intervals (0 = none).",
-        ),
-    ] = 200,
-    seed: Annotated[int, typer.Option("--seed", click_type=Count(0), help="Seed of the bootstrap.")] = 0,
-    peak_flops: Annotated[
-        float | None,
-        typer.Option(
-            "--peak-flops",
-            click_type=FlopRate(),
-            help="Datasheet compute peak, e.g. 989TFLOP/s (shown, not fitted).",
-        ),
-    ] = None,
-    peak_bandwidth: Annotated[
-        float | None,
-        typer.Option(
-            "--peak-bandwidth",
-            click_type=Bandwidth(),
-            help="Datasheet memory bandwidth, e.g. 4.8TB/s (shown, not fitted).",
-        ),
-    ] = None,
-    fit_on: Annotated[
-        str,
-        typer.Option(
-            "--fit-on",
-            help="Kernels the parameters are fitted to: 'auto' (matmul, elementwise and launch "
-            "families when present, so other kernels show their distance to the roofline), 'all', "
-            "or comma-separated families.",
-        ),
-    ] = "auto",
-    save: Annotated[
-        Path | None,
-        typer.Option(
-            "--save",
-            click_type=OutputFile(),
-            help="Also save the fit to FILE (JSON) for `profile --roofline`.",
-        ),
-    ] = None,
-    no_save: Annotated[
-        bool, typer.Option("--no-save", help="Do not write the fit to the cache directory.")
-    ] = False,
+    bootstrap: BootstrapOpt = 200,
+    seed: SeedOpt = 0,
+    peak_flops: PeakFlopsOpt = None,
+    peak_bandwidth: PeakBandwidthOpt = None,
+    fit_on: FitOnOpt = "auto",
+    save: SaveOpt = None,
+    no_save: NoSaveOpt = False,
 ) -> model.RooflineFit:
     if measurements is not None:
         from infer_opt.profilers.roofline_store import load_points
@@ -130,8 +126,13 @@ def _measure_now(
     )
     if not result.complete:
         raise Interrupted(f"interrupted after {len(result.rows)} kernel(s); nothing was fitted")
-    meta = {k: getattr(result, k) for k in ("device", "dtype", "device_name", "device_key")}
-    return kernel_points(result), meta, f"measured now ({suite} suite, {result.wall_s:.0f} s)"
+    from infer_opt.profilers.roofline_store import measurement_meta
+
+    return (
+        kernel_points(result),
+        measurement_meta(result),
+        f"measured now ({suite} suite, {result.wall_s:.0f} s)",
+    )
 
 
 def _families(text: str, points: list[model.KernelPoint]) -> tuple[str, ...] | None:
@@ -157,16 +158,24 @@ def _families(text: str, points: list[model.KernelPoint]) -> tuple[str, ...] | N
 
 def _save(fit: model.RooflineFit, save: Path | None, no_save: bool) -> None:
     from infer_opt.profilers import roofline_store
+    from infer_opt.reports.messages import text
 
     if save is not None:
-        typer.echo(f"saved fit to {roofline_store.save_fit(fit, None, None, path=save)}", err=True)
+        typer.echo(f"saved fit to {roofline_store.save_fit(fit, save)}", err=True)
     if no_save:
         return
-    if fit.device_key:
-        cached = roofline_store.save_fit(fit, None, None, path=roofline_store.key_path(fit.device_key))
-        typer.echo(f"saved fit to {cached}", err=True)
-    elif save is None:
-        typer.echo("not cached: the measurements do not name their device (use --save FILE)", err=True)
+    if not fit.device:
+        if save is None:
+            typer.echo("not cached: the measurements do not name their device (use --save FILE)", err=True)
+        return
+    stored = roofline_store.cache_fit(fit)
+    if stored.saved:
+        for notice in stored.notices:
+            typer.echo(f"warning: {text(notice)}", err=True)
+        typer.echo(f"saved fit to {stored.path}", err=True)
+    else:
+        why = "; ".join(text(n) for n in stored.notices)
+        typer.echo(f"not cached (profile would not use it): {why}", err=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
+from infer_opt.cli.common import option, read_text
 from infer_opt.cli.output import Outcome, Output, with_output
 from infer_opt.cli.types import (
     Count,
@@ -37,32 +38,24 @@ app = typer.Typer(
 # ------------------------------------------------------------------------------ shared options
 
 DurationMs = Duration("ms")
-TargetCostOpt = Annotated[
+TargetCostOpt = option(
     float | None,
-    typer.Option(
-        "--target-cost",
-        click_type=Duration("ms", allow_zero=False),
-        help="c_t: one plain target decoding step (bare number = ms).",
-    ),
-]
-DraftCostOpt = Annotated[
+    "--target-cost",
+    parse=Duration("ms", allow_zero=False),
+    help="c_t: one plain target decoding step (bare number = ms).",
+)
+DraftCostOpt = option(
+    float | None, "--draft-cost", parse=DurationMs, help="c_d: one draft token (bare number = ms)."
+)
+VerifyCostOpt = option(
     float | None,
-    typer.Option("--draft-cost", click_type=DurationMs, help="c_d: one draft token (bare number = ms)."),
-]
-VerifyCostOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--verify-cost",
-        click_type=DurationMs,
-        help="c_v(k): one verification pass of the target (bare number = ms). Default: c_t.",
-    ),
-]
-OverheadOpt = Annotated[
-    float,
-    typer.Option(
-        "--overhead", click_type=DurationMs, help="c_m: bookkeeping per round (bare number = ms), >= 0."
-    ),
-]
+    "--verify-cost",
+    parse=DurationMs,
+    help="c_v(k): one verification pass of the target (bare number = ms). Default: c_t.",
+)
+OverheadOpt = option(
+    float, "--overhead", parse=DurationMs, help="c_m: bookkeeping per round (bare number = ms), >= 0."
+)
 
 
 class VerifyModel(Parsed):
@@ -74,14 +67,12 @@ class VerifyModel(Parsed):
         return parse_verify_model(text, option)
 
 
-VerifyModelOpt = Annotated[
+VerifyModelOpt = option(
     Any,
-    typer.Option(
-        "--verify-cost-model",
-        click_type=VerifyModel(),
-        help="c_v(k) as 'A + B*k', e.g. '12ms+0.5ms*k' (bare numbers = ms).",
-    ),
-]
+    "--verify-cost-model",
+    parse=VerifyModel(),
+    help="c_v(k) as 'A + B*k', e.g. '12ms+0.5ms*k' (bare numbers = ms).",
+)
 
 _VERIFY_MODEL_EXPECTED = "expected 'A + B*k' with durations >= 0, e.g. '12ms+0.5ms*k' (bare numbers are ms)"
 _K_TERM = re.compile(r"^(?:(?P<pre>.+?)\s*[*·×]?\s*k|k\s*[*·×]\s*(?P<post>.+))$", re.IGNORECASE)
@@ -152,59 +143,54 @@ SPEEDUP_HELP = (
 )
 
 
+KOpt = option(
+    int | None,
+    "--k",
+    parse=Count(1, model.MAX_K),
+    help="Draft length k, an integer >= 1 (default: the length of --alphas).",
+)
+AlphaOpt = option(
+    float | None, "--alpha", parse=Number(0, 1), help="Constant per-position acceptance rate α in [0, 1]."
+)
+AlphasOpt = option(
+    Any,
+    "--alphas",
+    parse=NumberList(low=0, high=1),
+    help="Per-position conditional rates α_1,…,α_k in [0, 1] (longer lists for --sweep-k/--plot).",
+)
+BudgetOpt = option(
+    int | None,
+    "--budget",
+    parse=Count(1),
+    help="Tokens left before a length limit, L >= 1: report the expected min(N, L).",
+)
+SweepKOpt = option(
+    int | None,
+    "--sweep-k",
+    parse=Count(1, model.MAX_K),
+    help="Sweep k = 1..KMAX and report the best draft length.",
+)
+PlotGridOpt = option(
+    Path | None,
+    "--plot-grid",
+    parse=OutputFile(check=png_name),
+    help="Write a heat map of S over (α, k) to FILE.png.",
+)
+
+
 @with_output(plot=True)
 def speedup(
-    k: Annotated[
-        int | None,
-        typer.Option(
-            "--k",
-            click_type=Count(1, model.MAX_K),
-            help="Draft length k, an integer >= 1 (default: the length of --alphas).",
-        ),
-    ] = None,
-    alpha: Annotated[
-        float | None,
-        typer.Option(
-            "--alpha", click_type=Number(0, 1), help="Constant per-position acceptance rate α in [0, 1]."
-        ),
-    ] = None,
-    alphas: Annotated[
-        Any,
-        typer.Option(
-            "--alphas",
-            click_type=NumberList(low=0, high=1),
-            help="Per-position conditional rates α_1,…,α_k in [0, 1] (longer lists for --sweep-k/--plot).",
-        ),
-    ] = None,
+    k: KOpt = None,
+    alpha: AlphaOpt = None,
+    alphas: AlphasOpt = None,
     target_cost: TargetCostOpt = None,
     draft_cost: DraftCostOpt = None,
     verify_cost: VerifyCostOpt = None,
     verify_cost_model: VerifyModelOpt = None,
     overhead: OverheadOpt = 0.0,
-    budget: Annotated[
-        int | None,
-        typer.Option(
-            "--budget",
-            click_type=Count(1),
-            help="Tokens left before a length limit, L >= 1: report the expected min(N, L).",
-        ),
-    ] = None,
-    sweep_k: Annotated[
-        int | None,
-        typer.Option(
-            "--sweep-k",
-            click_type=Count(1, model.MAX_K),
-            help="Sweep k = 1..KMAX and report the best draft length.",
-        ),
-    ] = None,
-    plot_grid: Annotated[
-        Path | None,
-        typer.Option(
-            "--plot-grid",
-            click_type=OutputFile(check=png_name),
-            help="Write a heat map of S over (α, k) to FILE.png.",
-        ),
-    ] = None,
+    budget: BudgetOpt = None,
+    sweep_k: SweepKOpt = None,
+    plot_grid: PlotGridOpt = None,
     *,
     output: Output,
 ) -> model.SpeedupResult:
@@ -253,20 +239,6 @@ Example:
 _SEPARATORS = re.compile(r"[,;\s]+")
 
 
-def _read_text(path: Path, option: str) -> str:
-    """The UTF-8 text of ``path``; a directory or an unreadable/binary file is a one-line error."""
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InvalidInput(option, str(path), "file does not exist") from None
-    except IsADirectoryError:
-        raise InvalidInput(option, str(path), "is a directory, expected a file") from None
-    except UnicodeDecodeError:
-        raise InvalidInput(option, str(path), "not a UTF-8 text file") from None
-    except OSError as exc:
-        raise InvalidInput(option, str(path), f"cannot read it ({exc.strerror})") from None
-
-
 def _is_number(text: str) -> bool:
     try:
         float(text)
@@ -293,7 +265,7 @@ def read_vector(path: Path, option: str) -> list[float]:
             return [float(v) for v in arr.squeeze().tolist()]
         except (TypeError, ValueError):
             raise InvalidInput(option, str(path), "expected a numeric array") from None
-    lines = _read_text(path, option).splitlines()
+    lines = read_text(path, option)[0].splitlines()
     if len(lines) > 1 and not all(_is_number(t) for t in _SEPARATORS.split(lines[0]) if t):
         lines = lines[1:]  # a header line
     items = [t for t in _SEPARATORS.split("\n".join(lines)) if t]
@@ -324,9 +296,9 @@ def _temperatures(
     p_temperature: float | None, q_temperature: float | None, logits: bool
 ) -> list[float | None]:
     temps: list[float | None] = []
-    for value, option in ((p_temperature, "--p-temperature"), (q_temperature, "--q-temperature")):
+    for value, flag in ((p_temperature, "--p-temperature"), (q_temperature, "--q-temperature")):
         if value is not None and not logits:
-            raise InvalidInput(option, value, "a temperature applies only to logits; add --logits")
+            raise InvalidInput(flag, value, "a temperature applies only to logits; add --logits")
         temps.append((1.0 if value is None else value) if logits else None)
     return temps
 
@@ -335,48 +307,40 @@ DistributionOpt = NumberList(allow_inf=True)
 TemperatureType = Number(0, low_open=True)
 
 
+POpt = option(Any, "--p", parse=DistributionOpt, help="Target distribution p, comma-separated.")
+QOpt = option(
+    Any, "--q", parse=DistributionOpt, help="Draft distribution q (as actually sampled), comma-separated."
+)
+PFileOpt = option(Path | None, "--p-file", parse=InputFile(), help="p from a .npy or CSV/text file.")
+QFileOpt = option(Path | None, "--q-file", parse=InputFile(), help="q from a .npy or CSV/text file.")
+LogitsOpt = option(
+    bool, "--logits", help="The values are logits: p = softmax(z/T) with the temperatures below."
+)
+PTemperatureOpt = option(
+    float | None,
+    "--p-temperature",
+    parse=TemperatureType,
+    help="Target temperature T > 0 (with --logits; default 1).",
+)
+QTemperatureOpt = option(
+    float | None,
+    "--q-temperature",
+    parse=TemperatureType,
+    help="Draft temperature T > 0 (with --logits; default 1).",
+)
+NormalizeOpt = option(bool, "--normalize", help="Rescale p and q by their sums instead of requiring sum 1.")
+
+
 @with_output()
 def acceptance(
-    p: Annotated[
-        Any, typer.Option("--p", click_type=DistributionOpt, help="Target distribution p, comma-separated.")
-    ] = None,
-    q: Annotated[
-        Any,
-        typer.Option(
-            "--q",
-            click_type=DistributionOpt,
-            help="Draft distribution q (as actually sampled), comma-separated.",
-        ),
-    ] = None,
-    p_file: Annotated[
-        Path | None, typer.Option("--p-file", click_type=InputFile(), help="p from a .npy or CSV/text file.")
-    ] = None,
-    q_file: Annotated[
-        Path | None, typer.Option("--q-file", click_type=InputFile(), help="q from a .npy or CSV/text file.")
-    ] = None,
-    logits: Annotated[
-        bool,
-        typer.Option("--logits", help="The values are logits: p = softmax(z/T) with the temperatures below."),
-    ] = False,
-    p_temperature: Annotated[
-        float | None,
-        typer.Option(
-            "--p-temperature",
-            click_type=TemperatureType,
-            help="Target temperature T > 0 (with --logits; default 1).",
-        ),
-    ] = None,
-    q_temperature: Annotated[
-        float | None,
-        typer.Option(
-            "--q-temperature",
-            click_type=TemperatureType,
-            help="Draft temperature T > 0 (with --logits; default 1).",
-        ),
-    ] = None,
-    normalize: Annotated[
-        bool, typer.Option("--normalize", help="Rescale p and q by their sums instead of requiring sum 1.")
-    ] = False,
+    p: POpt = None,
+    q: QOpt = None,
+    p_file: PFileOpt = None,
+    q_file: QFileOpt = None,
+    logits: LogitsOpt = False,
+    p_temperature: PTemperatureOpt = None,
+    q_temperature: QTemperatureOpt = None,
+    normalize: NormalizeOpt = False,
 ) -> model.AcceptanceResult:
     p_vals, p_name = _vector(p, p_file, "p")
     q_vals, q_name = _vector(q, q_file, "q")
@@ -419,7 +383,7 @@ def read_plan_log(path: Path) -> tuple[list[model.PlanRound], tuple[Notice, ...]
         Field("time", "duration", unit="ms", low=0.0, low_open=True),
         Field("tokens", "count", low=1),
     )
-    table = read_table(_read_text(path, "FILE"), fields, source=str(path))
+    table = read_table(read_text(path, "FILE")[0], fields, source=str(path))
     if len(table) == 0:
         raise InvalidInput("FILE", str(path), "the log has no data rows")
     frame = table.frame
@@ -449,15 +413,19 @@ def plans(
 
 METRICS_HELP = """Per-position acceptance from serving-engine counters, E[N], and (with costs) the
 implied speedup. vLLM exports these as spec_decode_num_drafts and
-spec_decode_num_accepted_tokens_per_pos.
+spec_decode_num_accepted_tokens_per_pos; --prometheus reads them from its /metrics text (summed
+over engines, one model_name; with --before, the interval between two snapshots).
 
-u_i = acc_i/drafts; α_i = acc_i/acc_{i-1} (acc_0 = drafts); E[N] = 1 + Σ u_i.
+u_i = acc_i/drafts; α_i = acc_i/acc_{i-1} (acc_0 = drafts); E[N] = 1 + Σ u_i;
+draft acceptance rate = accepted / draft tokens.
 
 Examples:
 
   infer-opt speculative from-metrics --drafts 1000 --accepted-per-position 820,610,400
 
   infer-opt speculative from-metrics --file metrics.json --target-cost 10 --draft-cost 1 --verify-cost 12
+
+  infer-opt speculative from-metrics --prometheus after.prom --before before.prom --model-name my-model
 """
 
 _METRIC_ALIASES = {
@@ -491,7 +459,7 @@ def read_metrics(path: Path) -> dict[str, Any]:
 
     if not path.exists():
         raise InvalidInput("--file", str(path), "file does not exist")
-    data = read_json(_read_text(path, "--file"), source=str(path))
+    data = read_json(read_text(path, "--file")[0], source=str(path))
     if not isinstance(data, dict):
         raise InvalidInput(
             "--file", str(path), "expected a JSON object with drafts and accepted_per_position"
@@ -513,47 +481,90 @@ def read_metrics(path: Path) -> dict[str, Any]:
     return out
 
 
+DraftsOpt = option(int | None, "--drafts", parse=Count(1), help="Number of draft rounds.")
+AcceptedPerPositionOpt = option(
+    Any,
+    "--accepted-per-position",
+    parse=CountList(0),
+    help="Accepted count at draft positions 1..k, e.g. 820,610,400.",
+)
+DraftTokensOpt = option(
+    int | None, "--draft-tokens", parse=Count(0), help="Total draft tokens proposed (optional)."
+)
+FileOpt = option(
+    Path | None,
+    "--file",
+    parse=InputFile(),
+    help="JSON with keys drafts, accepted_per_position[, draft_tokens].",
+)
+PrometheusOpt = option(
+    Path | None,
+    "--prometheus",
+    parse=InputFile(),
+    help="vLLM's /metrics text (Prometheus exposition): the spec_decode counters, summed over engines.",
+)
+BeforeOpt = option(
+    Path | None,
+    "--before",
+    parse=InputFile(),
+    help="An earlier /metrics snapshot: use the interval between the two (with --prometheus).",
+)
+ModelNameOpt = option(
+    str | None, "--model-name", help="The model_name label to read when the file has several models."
+)
+
+
+def _counters(
+    drafts: int | None, accepted_per_position: Any, draft_tokens: int | None, file: Path | None
+) -> dict[str, Any]:
+    """The counters from --file or from the options."""
+    if file is not None:
+        if drafts is not None or accepted_per_position is not None or draft_tokens is not None:
+            raise InvalidInput("--file", str(file), "give the counters in --file or as options, not both")
+        return read_metrics(file)
+    if drafts is None or accepted_per_position is None:
+        raise InvalidInput(
+            "--drafts", "missing", "give --drafts and --accepted-per-position (or --file, or --prometheus)"
+        )
+    counters: dict[str, Any] = {"drafts": drafts, "accepted_per_position": list(accepted_per_position)}
+    if draft_tokens is not None:
+        counters["draft_tokens"] = draft_tokens
+    return counters
+
+
+def _prometheus_only(
+    prometheus: Path | None, before: Path | None, model_name: str | None, **others: Any
+) -> None:
+    """--before and --model-name need --prometheus, which replaces the other counter options."""
+    if prometheus is None:
+        for flag, value in (("--before", before), ("--model-name", model_name)):
+            if value is not None:
+                raise InvalidInput(flag, str(value), "applies to --prometheus files only")
+        return
+    for flag, value in others.items():
+        if value is not None:
+            raise InvalidInput(flag, str(value), "give the counters as --prometheus or as this, not both")
+
+
 @with_output()
 def from_metrics(
-    drafts: Annotated[
-        int | None, typer.Option("--drafts", click_type=Count(1), help="Number of draft rounds.")
-    ] = None,
-    accepted_per_position: Annotated[
-        Any,
-        typer.Option(
-            "--accepted-per-position",
-            click_type=CountList(0),
-            help="Accepted count at draft positions 1..k, e.g. 820,610,400.",
-        ),
-    ] = None,
-    draft_tokens: Annotated[
-        int | None,
-        typer.Option("--draft-tokens", click_type=Count(0), help="Total draft tokens proposed (optional)."),
-    ] = None,
-    file: Annotated[
-        Path | None,
-        typer.Option(
-            "--file",
-            click_type=InputFile(),
-            help="JSON with keys drafts, accepted_per_position[, draft_tokens].",
-        ),
-    ] = None,
+    drafts: DraftsOpt = None,
+    accepted_per_position: AcceptedPerPositionOpt = None,
+    draft_tokens: DraftTokensOpt = None,
+    file: FileOpt = None,
+    prometheus: PrometheusOpt = None,
+    before: BeforeOpt = None,
+    model_name: ModelNameOpt = None,
     target_cost: TargetCostOpt = None,
     draft_cost: DraftCostOpt = None,
     verify_cost: VerifyCostOpt = None,
     verify_cost_model: VerifyModelOpt = None,
     overhead: OverheadOpt = 0.0,
 ) -> model.MetricsResult:
-    if file is not None:
-        if drafts is not None or accepted_per_position is not None or draft_tokens is not None:
-            raise InvalidInput("--file", str(file), "give the counters in --file or as options, not both")
-        counters = read_metrics(file)
-    else:
-        if drafts is None or accepted_per_position is None:
-            raise InvalidInput("--drafts", "missing", "give --drafts and --accepted-per-position (or --file)")
-        counters = {"drafts": drafts, "accepted_per_position": list(accepted_per_position)}
-        if draft_tokens is not None:
-            counters["draft_tokens"] = draft_tokens
+    others = {"--drafts": drafts, "--accepted-per-position": accepted_per_position}
+    _prometheus_only(
+        prometheus, before, model_name, **others, **{"--draft-tokens": draft_tokens, "--file": file}
+    )
     costs = None
     if target_cost is not None:
         costs = parse_costs(target_cost, draft_cost, verify_cost, verify_cost_model, overhead)
@@ -561,7 +572,13 @@ def from_metrics(
         raise InvalidInput(
             "--target-cost", "missing", "costs need c_t too (the cost of one plain target step)"
         )
-    return model.rates_from_counts(**counters, costs=costs)
+    if prometheus is not None:
+        from infer_opt.cost_models.prometheus_metrics import metrics_from_prometheus
+
+        return metrics_from_prometheus(prometheus, before=before, model_name=model_name, costs=costs)
+    return model.rates_from_counts(
+        **_counters(drafts, accepted_per_position, draft_tokens, file), costs=costs
+    )
 
 
 app.command("speedup", help=SPEEDUP_HELP)(speedup)

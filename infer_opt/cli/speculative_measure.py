@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import typer
-
-from infer_opt.cli.common import AutoDtypeOpt, DeviceOpt, progress_bar
+from infer_opt.cli.common import AutoDtypeOpt, DeviceOpt, option, progress_bar
 from infer_opt.cli.output import with_output
 from infer_opt.cli.speculative import app, read_metrics
 from infer_opt.cli.types import Count, InputFile, Number, NumberList
@@ -64,76 +62,55 @@ def _alpha_inputs(
     return None, defined_alphas([p.conditional for p in rates.positions]), f"--metrics {metrics.name}"
 
 
+TargetOpt = option(str, "--target", help="Target model: built-in name or a factory returning DecoderLM.")
+DraftOpt = option(str, "--draft", help="Draft model (a built-in is built with the target's vocabulary).")
+KMaxOpt = option(int, "--k-max", parse=Count(1, MAX_K), help="Measure c_v(k) for k = 1..K_MAX.")
+ContextOpt = option(int, "--context", parse=Count(0, MAX_CONTEXT), help="KV-cache length the steps run over.")
+WarmupOpt = option(int, "--warmup", parse=Count(0, MAX_REPS), help="Untimed calls before each measurement.")
+RepsOpt = option(int, "--reps", parse=Count(1, MAX_REPS), help="Timed repetitions per measurement.")
+AlphaOpt = option(
+    float | None, "--alpha", parse=Number(0, 1), help="Predict the speedup for this constant α in [0, 1]."
+)
+AlphasOpt = option(
+    Any, "--alphas", parse=NumberList(low=0, high=1), help="Predict for per-position rates α_1,…,α_k."
+)
+MetricsOpt = option(
+    Path | None,
+    "--metrics",
+    parse=InputFile(),
+    help="Predict from serving-engine counters (the from-metrics JSON format).",
+)
+KOpt = option(
+    int | None, "--k", parse=Count(1, MAX_K), help="Draft length for the prediction (default: the best k)."
+)
+SimulateOpt = option(
+    bool,
+    "--simulate-acceptance",
+    help="Run the reference sampler with the two models' distributions to estimate α "
+    "(random weights: a plumbing check, not a quality estimate).",
+)
+RoundsOpt = option(int, "--rounds", parse=Count(1, MAX_ROUNDS), help="Rounds for --simulate-acceptance.")
+SeedOpt = option(int, "--seed", parse=Count(0), help="Seed of the prompts and the sampler.")
+
+
 @app.command("measure", help=HELP)
 @with_output(plot=True)
 def measure(
-    target: Annotated[
-        str, typer.Option("--target", help="Target model: built-in name or a factory returning DecoderLM.")
-    ] = "gpt2-small",
-    draft: Annotated[
-        str, typer.Option("--draft", help="Draft model (a built-in is built with the target's vocabulary).")
-    ] = "tiny",
-    k_max: Annotated[
-        int, typer.Option("--k-max", click_type=Count(1, MAX_K), help="Measure c_v(k) for k = 1..K_MAX.")
-    ] = 8,
-    context: Annotated[
-        int,
-        typer.Option(
-            "--context", click_type=Count(0, MAX_CONTEXT), help="KV-cache length the steps run over."
-        ),
-    ] = 128,
+    target: TargetOpt = "gpt2-small",
+    draft: DraftOpt = "tiny",
+    k_max: KMaxOpt = 8,
+    context: ContextOpt = 128,
     device: DeviceOpt = "auto",
     dtype: AutoDtypeOpt = "auto",
-    warmup: Annotated[
-        int,
-        typer.Option(
-            "--warmup", click_type=Count(0, MAX_REPS), help="Untimed calls before each measurement."
-        ),
-    ] = 2,
-    reps: Annotated[
-        int, typer.Option("--reps", click_type=Count(1, MAX_REPS), help="Timed repetitions per measurement.")
-    ] = 10,
-    alpha: Annotated[
-        float | None,
-        typer.Option(
-            "--alpha", click_type=Number(0, 1), help="Predict the speedup for this constant α in [0, 1]."
-        ),
-    ] = None,
-    alphas: Annotated[
-        Any,
-        typer.Option(
-            "--alphas", click_type=NumberList(low=0, high=1), help="Predict for per-position rates α_1,…,α_k."
-        ),
-    ] = None,
-    metrics: Annotated[
-        Path | None,
-        typer.Option(
-            "--metrics",
-            click_type=InputFile(),
-            help="Predict from serving-engine counters (the from-metrics JSON format).",
-        ),
-    ] = None,
-    k: Annotated[
-        int | None,
-        typer.Option(
-            "--k", click_type=Count(1, MAX_K), help="Draft length for the prediction (default: the best k)."
-        ),
-    ] = None,
-    simulate_acceptance: Annotated[
-        bool,
-        typer.Option(
-            "--simulate-acceptance",
-            help="Run the reference sampler with the two models' distributions to estimate α "
-            "(random weights: a plumbing check, not a quality estimate).",
-        ),
-    ] = False,
-    rounds: Annotated[
-        int,
-        typer.Option("--rounds", click_type=Count(1, MAX_ROUNDS), help="Rounds for --simulate-acceptance."),
-    ] = 32,
-    seed: Annotated[
-        int, typer.Option("--seed", click_type=Count(0), help="Seed of the prompts and the sampler.")
-    ] = 0,
+    warmup: WarmupOpt = 2,
+    reps: RepsOpt = 10,
+    alpha: AlphaOpt = None,
+    alphas: AlphasOpt = None,
+    metrics: MetricsOpt = None,
+    k: KOpt = None,
+    simulate_acceptance: SimulateOpt = False,
+    rounds: RoundsOpt = 32,
+    seed: SeedOpt = 0,
 ) -> Any:
     if k is not None and k > k_max:
         raise InvalidInput("--k", k, f"must be a whole number in [1, {k_max}] (--k-max)")

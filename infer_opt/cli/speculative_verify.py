@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-import typer
-
+from infer_opt.cli.common import option
 from infer_opt.cli.output import Outcome, with_output
 from infer_opt.cli.speculative import app
 from infer_opt.cli.types import Count, Number
@@ -37,27 +34,26 @@ Examples:
 """
 
 
+VocabOpt = option(int, "--vocab", parse=Count(2, MAX_VOCAB), help="Vocabulary size V, >= 2.")
+KOpt = option(int, "--k", parse=Count(1, MAX_K), help="Draft length k, >= 1.")
+TrialsOpt = option(int, "--trials", parse=Count(1, MAX_TRIALS), help="Monte-Carlo rounds per rule.")
+SeedOpt = option(int, "--seed", parse=Count(0), help="Seed of p, q and the sampler.")
+AlphaTargetOpt = option(
+    float | None,
+    "--alpha-target",
+    parse=Number(0, 1, low_open=True, high_open=True),
+    help="Tune each q_i to this acceptance A(p_i, q_i), in (0, 1).",
+)
+
+
 @app.command("verify", help=HELP)
 @with_output()
 def verify(
-    vocab: Annotated[
-        int, typer.Option("--vocab", click_type=Count(2, MAX_VOCAB), help="Vocabulary size V, >= 2.")
-    ] = 4,
-    k: Annotated[int, typer.Option("--k", click_type=Count(1, MAX_K), help="Draft length k, >= 1.")] = 3,
-    trials: Annotated[
-        int, typer.Option("--trials", click_type=Count(1, MAX_TRIALS), help="Monte-Carlo rounds per rule.")
-    ] = 20000,
-    seed: Annotated[
-        int, typer.Option("--seed", click_type=Count(0), help="Seed of p, q and the sampler.")
-    ] = 0,
-    alpha_target: Annotated[
-        float | None,
-        typer.Option(
-            "--alpha-target",
-            click_type=Number(0, 1, low_open=True, high_open=True),
-            help="Tune each q_i to this acceptance A(p_i, q_i), in (0, 1).",
-        ),
-    ] = None,
+    vocab: VocabOpt = 4,
+    k: KOpt = 3,
+    trials: TrialsOpt = 20000,
+    seed: SeedOpt = 0,
+    alpha_target: AlphaTargetOpt = None,
 ) -> Outcome:
     from infer_opt.checks.spec_sampler import verify_sampler
 

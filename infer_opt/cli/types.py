@@ -176,6 +176,27 @@ class CountList(Parsed):
         return values
 
 
+class CountRange(Parsed):
+    """``1..8`` (every whole number from 1 to 8) or a list ``1,2,4``, each in ``[low, high]``;
+    returned increasing, without repeats."""
+
+    name = "A..B"
+
+    def __init__(self, low: int | None = 0, high: int | None = None):
+        self.low, self.high = low, high
+
+    def parse(self, text: str, option: str) -> tuple[int, ...]:
+        first, dots, last = text.partition("..")
+        if not dots:
+            values = units.parse_int_list(text, option=option, low=self.low, high=self.high)
+            return tuple(sorted(set(values)))
+        a = units.parse_int(first, option=option, low=self.low, high=self.high)
+        b = units.parse_int(last, option=option, low=self.low, high=self.high)
+        if b < a:
+            raise InvalidInput(option, text, "expected A..B with A <= B, e.g. 1..8")
+        return tuple(range(a, b + 1))
+
+
 class InputFile(Parsed):
     """A file to read (``-`` = stdin where ``allow_stdin``); it must exist and be a file."""
 

@@ -314,6 +314,8 @@ class BucketsResult(Result):
     unbucketed_max: int | None = None
     batch: BatchPadding | None = None
     optimization: Optimization | None = None
+    #: ``lengths_unbucketed`` (lengths above the largest bound, left out of every expectation)
+    warnings: tuple[Notice, ...] = ()
 
 
 # ----------------------------------------------------------------------------- analysis
@@ -440,7 +442,20 @@ def analyze(
         unbucketed_max=assignment.unbucketed_max,
         batch=batch_padding(v, c, b, batch_size) if batch_size > 1 else None,
         optimization=optimization,
+        warnings=_unbucketed_notice(assignment, bounds[-1], sample.total),
     )
+
+
+def _unbucketed_notice(assignment: Assignment, largest: int, total: int) -> tuple[Notice, ...]:
+    if not assignment.unbucketed_count:
+        return ()
+    values = {
+        "count": assignment.unbucketed_count,
+        "total": total,
+        "largest_bound": largest,
+        "max_length": assignment.unbucketed_max,
+    }
+    return (Notice("lengths_unbucketed", values),)
 
 
 # ----------------------------------------------------------------------------- bucket design
@@ -607,14 +622,11 @@ def optimize(
     table = optimal_waste_table(sample, min(sample.distinct, max(ladder_k)), cost)
 
     n_requests = sample.total if requests is None else requests
-    choices: list[KChoice] = []
+    choices: tuple[KChoice, ...] = ()
     chosen = k
     objective = None
     if compile_cost_s is not None and token_cost_s is not None:
-        for m in range(1, k + 1):
-            w = table.expected_waste(m)
-            waste_cost = n_requests * token_cost_s * w
-            choices.append(KChoice(m, w, waste_cost, m * compile_cost_s, waste_cost + m * compile_cost_s))
+        choices = _k_choices(table, k, n_requests, compile_cost_s, token_cost_s)
         chosen = min(choices, key=lambda ch: (ch.total_cost_s, ch.k)).k
         unit, waste = ("token", "E[b(T) - T]") if power == 1 else ("token²", "E[b(T)² - T²]")
         objective = (
@@ -623,31 +635,52 @@ def optimize(
             f"token_cost per padded {unit}"
         )
     bounds = table.bounds(chosen)
-
-    mean_p = float(np.dot(sample.counts.astype(float), sample.values.astype(float) ** power) / sample.total)
-    ladders = [_ladder_row(f"optimal (K = {chosen})", bounds, sample, power, mean_p, table)]
-    if chosen != k:
-        ladders.append(_ladder_row(f"optimal (K = {k})", table.bounds(k), sample, power, mean_p, table))
-    ladders.append(
-        _ladder_row(
-            f"fixed step (K = {k})", fixed_step_ladder(sample.max_length, k), sample, power, mean_p, table
-        )
-    )
-    ladders.append(_ladder_row("powers of two", pow2, sample, power, mean_p, table))
-    if given:
-        ladders.append(_ladder_row("given --bounds", given, sample, power, mean_p, table))
     opt = Optimization(
         cost=cost,
         k_max=k,
         k=chosen,
-        ladders=tuple(ladders),
-        k_choices=tuple(choices),
+        ladders=_ladders(sample, table, k, chosen, pow2, given),
+        k_choices=choices,
         compile_cost_s=compile_cost_s,
         token_cost_s=token_cost_s,
         requests=n_requests if choices else None,
         objective=objective,
     )
     return analyze(sample, bounds, batch_size=batch_size, optimization=opt)
+
+
+def _k_choices(
+    table: WasteTable, k: int, requests: int, compile_cost_s: float, token_cost_s: float
+) -> tuple[KChoice, ...]:
+    """``requests·token_cost·W_K + K·compile_cost`` for K = 1..k."""
+    choices = []
+    for m in range(1, k + 1):
+        w = table.expected_waste(m)
+        waste_cost = requests * token_cost_s * w
+        choices.append(KChoice(m, w, waste_cost, m * compile_cost_s, waste_cost + m * compile_cost_s))
+    return tuple(choices)
+
+
+def _ladders(
+    sample: LengthSample,
+    table: WasteTable,
+    k: int,
+    chosen: int,
+    pow2: tuple[int, ...],
+    given: tuple[int, ...] | None,
+) -> tuple[LadderRow, ...]:
+    """The optimal bounds (for the chosen K, and for k when they differ) beside a fixed-step
+    ladder with k bounds, the powers of two, and the given bounds."""
+    power = table.power
+    mean_p = float(np.dot(sample.counts.astype(float), sample.values.astype(float) ** power) / sample.total)
+    named = [(f"optimal (K = {chosen})", table.bounds(chosen))]
+    if chosen != k:
+        named.append((f"optimal (K = {k})", table.bounds(k)))
+    named.append((f"fixed step (K = {k})", fixed_step_ladder(sample.max_length, k)))
+    named.append(("powers of two", pow2))
+    if given:
+        named.append(("given --bounds", given))
+    return tuple(_ladder_row(name, bounds, sample, power, mean_p, table) for name, bounds in named)
 
 
 def _ladder_row(

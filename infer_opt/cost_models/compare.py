@@ -1,24 +1,45 @@
-"""Comparing two runs of the same model or kernel suite: which changes exceed the noise.
+"""Comparing runs of the same model or kernel suite: which changes exceed the noise.
 
-For each operator / case (and category) present in both runs:
+The unit of evidence is a **run**: one pass over the suite or the step with its own warm-up
+(``kernels --runs N`` / ``profile --runs N`` make N of them; ``infer-opt ab`` alternates whole
+commands). Repetitions inside one run share its machine state (other load, clock speed, cache
+and allocator state), so their spread says nothing about how far the next run may land: on a
+shared CPU, unchanged code moved 10–40% between runs, and up to 2× for microsecond kernels
+(issue 17). Verdicts therefore rest on the spread *between* runs.
 
-* the ratio of medians ``r = median(new) / median(base)`` (below 1: NEW is faster), with a
-  percentile bootstrap confidence interval (each side resampled with replacement,
-  ``bootstrap`` replicates, seeded);
-* a two-sided Mann-Whitney U test on the repetition samples (``scipy.stats.mannwhitneyu``,
-  imported lazily) at significance ``alpha``;
-* a verdict: ``faster`` / ``slower`` when the test rejects and the change
-  ``max(r, 1/r) - 1`` reaches ``threshold``; ``within threshold`` when it rejects but the
-  change is smaller; ``within noise`` when it does not reject.
+For each operator / case (and category) present on both sides, with ``x`` the logs of its
+run medians:
 
-Without repetition samples (a result saved without them) the uncertainty falls back to the
-summary: the median's standard error ``≈ 1.2533·σ/√n`` with ``σ ≈ IQR/1.349`` (normal
-approximation), propagated in log space, and the verdict uses the interval instead of the
-test; such rows are marked approximate.
+* **≥ 2 runs on both sides** (run level): ``d = mean(x_new) − mean(x_base)``, ratio
+  ``r = e^d`` (below 1: NEW is faster). The between-run variance ``s²`` is pooled over both
+  sides (``df = n_b + n_n − 2``) and raised to at least the median ``s²`` of the row's family
+  (the cases of one family, or the operators of one category, share their noise; with three
+  runs a side one row's own ``s²`` is a rough guess) and to at least the device's measured
+  run-to-run noise ``σ²`` when one is known. ``t = d / (s·√(1/n_b + 1/n_n))``; two-sided
+  p from Student's t with the row's own df; the interval is ``d ± t_{df}·se``. With 3 runs a
+  side (df = 4) a change must be about 3.5 standard errors to be found at 80% power.
+* **one run on a side** (single run): there is no between-run estimate. The log ratio's
+  uncertainty is the within-run bootstrap of the two medians plus one run's run-to-run noise
+  on each side, ``sd² = sd_boot² + 2σ²``, with ``σ`` from the device's noise floor (an A/A
+  ``ab``), else from a stated default; p and the interval from the normal approximation. No
+  faster/slower verdict below the noise floor ``X = e^{z·√2·σ} − 1`` (``z = 2.576``: two single
+  runs of unchanged code differ by more than X in about 1% of rows).
+* **verdict**: ``faster`` / ``slower`` when significant and the change ``max(r, 1/r) − 1``
+  reaches ``threshold``; ``within threshold`` when significant but smaller; ``within noise``
+  otherwise. Significant: the row's p, adjusted for the other rows of its table
+  (Benjamini–Hochberg), is below ``alpha`` — 33 cases tested at α = 5% would otherwise flag
+  1.6 of them in every comparison of unchanged code; adjusted, an A/A flags any row at all
+  in at most α of comparisons.
 
-The headline follows hyperfine: "NEW ran 1.52 ± 0.04 times faster than BASE" with the
-speedup ``median(base)/median(new)`` of the step time (profiles) or the geometric mean of
-the per-case speedups (kernel suites), ± its bootstrap standard error.
+Headline (hyperfine's "NEW ran 1.52 ± 0.04 times faster than BASE"): for a profile the step
+time, tested like a row; for a kernel suite the geometric mean of the per-case speedups,
+tested on the per-run suite levels ``L = mean over cases of log(run median)`` (every case of
+a run shares that run's drift, so the runs, not the cases, are the independent units); with a
+single run, the cases' within-run variances plus one run's noise. When nothing is
+significant, the headline is "no significant difference (within ±X%)".
+
+:func:`noise_floor` turns an A/A (the same command on both sides, alternated) into the
+device's run-to-run noise per family: the pooled standard deviation of the log run medians.
 
 Pure: numpy (scipy lazily); results are duck-typed (no torch import).
 """
@@ -26,13 +47,18 @@ Pure: numpy (scipy lazily); results are duck-typed (no torch import).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+import shlex
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 
+from infer_opt.cost_models.roofline import RunKey
 from infer_opt.errors import InvalidInput
+from infer_opt.notices import Notice
 from infer_opt.results import Result
 
 ALPHA = 0.05
@@ -43,6 +69,20 @@ BOOTSTRAP = 2000
 IQR_TO_SIGMA = 1.349
 #: standard error of a sample median ≈ sqrt(π/2)·σ/√n for a normal distribution
 MEDIAN_SE_FACTOR = math.sqrt(math.pi / 2)
+#: the noise floor is the change two single runs of unchanged code exceed this rarely
+FLOOR_TAIL = 0.01
+FLOOR_Z = NormalDist().inv_cdf(1 - FLOOR_TAIL / 2)
+#: the stated default floors, used without a measured one: drift between runs on a shared
+#: CPU was 10–40% and up to 2× for microsecond kernels (issue 17)
+DEFAULT_FLOOR = 0.40
+DEFAULT_FLOOR_SHORT = 1.00
+#: rows whose median is below this take DEFAULT_FLOOR_SHORT
+SHORT_ROW_S = 20e-6
+#: the runs the notices suggest for a comparison
+SUGGESTED_RUNS = 3
+#: noise key of a kernel suite's headline (its per-run level) and of a profile's step
+OVERALL = "overall"
+STEP = "step"
 
 FASTER = "faster"
 SLOWER = "slower"
@@ -51,13 +91,19 @@ BELOW_THRESHOLD = "within threshold"
 ONLY_BASE = "only in base"
 ONLY_NEW = "only in new"
 
+#: how a row's or the headline's uncertainty was found
+RUN_LEVEL = "runs"
+SINGLE_RUN = "single run"
+
 
 # ----------------------------------------------------------------------------- inputs
 
 
 @dataclass(frozen=True)
 class Measured:
-    """One row of one run: its repetition samples (may be empty) and its summary."""
+    """One row of one side: its repetition samples (may be empty), its summary, the medians
+    of its runs (``()``: one run, whose median is ``median_s``), the family it pools its
+    noise with (``group``) and the key of its noise floor (``noise_key``, default ``group``)."""
 
     key: str
     label: str
@@ -69,6 +115,17 @@ class Measured:
     q3_s: float
     n: int
     shapes: tuple[tuple[int, ...], ...] = ()
+    run_medians_s: tuple[float, ...] = ()
+    noise_key: str = ""
+
+    @property
+    def runs(self) -> tuple[float, ...]:
+        """The run medians (one run: the median)."""
+        return self.run_medians_s or (self.median_s,)
+
+    @property
+    def floor_key(self) -> str:
+        return self.noise_key or self.group
 
     @classmethod
     def from_samples(
@@ -80,6 +137,8 @@ class Measured:
         detail: str = "",
         group: str = "",
         shapes: tuple[tuple[int, ...], ...] = (),
+        run_medians_s: Sequence[float] = (),
+        noise_key: str = "",
     ) -> Measured:
         values = np.asarray(list(samples_s), dtype=float)
         if values.size == 0:
@@ -96,7 +155,59 @@ class Measured:
             float(q3),
             int(values.size),
             shapes,
+            tuple(float(v) for v in run_medians_s) if len(run_medians_s) > 1 else (),
+            noise_key,
         )
+
+
+def sigma_of_floor(floor: float) -> float:
+    """One run's run-to-run noise σ (log scale) whose single-run floor is ``floor``:
+    ``σ = ln(1 + X) / (z·√2)``."""
+    return math.log1p(floor) / (FLOOR_Z * math.sqrt(2.0))
+
+
+def floor_of_sigma(sigma: float) -> float:
+    """The single-run noise floor of one run's noise σ: ``X = e^{z·√2·σ} − 1``."""
+    return math.expm1(FLOOR_Z * math.sqrt(2.0) * sigma)
+
+
+@dataclass(frozen=True)
+class Noise:
+    """One run's run-to-run noise σ (the standard deviation of log run medians) per noise
+    key, and where it came from: ``measured`` (an A/A saved for this device), ``given``
+    (``--noise-floor``) or ``default`` (the stated defaults)."""
+
+    source: str = "default"
+    sigmas: Mapping[str, float] = field(default_factory=dict)
+    overall: float | None = None
+    where: str = ""
+    #: what looking the floor up found worth saying (a corrupt or unusable cached floor)
+    notices: tuple[Notice, ...] = ()
+
+    @classmethod
+    def given(cls, floor: float) -> Noise:
+        return cls("given", overall=sigma_of_floor(floor))
+
+    def sigma(self, key: str, median_s: float) -> float:
+        """σ of a row: its key's measured σ, else the given one, else the default (from
+        :data:`DEFAULT_FLOOR`, or :data:`DEFAULT_FLOOR_SHORT` under :data:`SHORT_ROW_S`)."""
+        if self.source == "given" and self.overall is not None:
+            return self.overall
+        if key in self.sigmas:
+            return self.sigmas[key]
+        return sigma_of_floor(DEFAULT_FLOOR_SHORT if median_s < SHORT_ROW_S else DEFAULT_FLOOR)
+
+    def headline_sigma(self, key: str = OVERALL) -> float:
+        if self.source == "given" and self.overall is not None:
+            return self.overall
+        return self.sigmas.get(key, sigma_of_floor(DEFAULT_FLOOR))
+
+    def variance_floor(self, key: str) -> float:
+        """The least between-run variance a run-level test assumes: a measured or given σ²
+        (never the default, which is a guess for single runs)."""
+        if self.source == "given" and self.overall is not None:
+            return self.overall**2
+        return self.sigmas.get(key, 0.0) ** 2 if self.source == "measured" else 0.0
 
 
 # ----------------------------------------------------------------------------- outputs
@@ -104,7 +215,7 @@ class Measured:
 
 @dataclass(frozen=True)
 class SideStats:
-    """One run's view of a row."""
+    """One side's view of a row (medians over all its samples)."""
 
     median_s: float
     q1_s: float
@@ -120,19 +231,33 @@ class CompareRow:
     group: str
     base: SideStats | None
     new: SideStats | None
-    #: median(new) / median(base): below 1 = NEW faster
+    #: e^{mean log run median(new) − mean log run median(base)}: below 1 = NEW faster (one
+    #: run a side: median(new) / median(base))
     ratio: float | None = None
     ratio_low: float | None = None
     ratio_high: float | None = None
-    #: median(base) / median(new) = 1/ratio
+    #: 1/ratio
     speedup: float | None = None
-    #: two-sided Mann-Whitney U p-value (None: no samples, or a side with one sample)
+    #: two-sided p of the run-level t test (or, single run, of the normal approximation)
     p_value: float | None = None
     verdict: str = NOISE
-    #: the uncertainty comes from the summary (median, IQR), not from samples
+    #: the within-run uncertainty comes from the summary (median, IQR), not from samples
     approximate: bool = False
     #: an operator's input shapes (profiles)
     shapes: tuple[tuple[int, ...], ...] = ()
+    runs_base: int = 1
+    runs_new: int = 1
+    #: the row's own between-run spread: standard deviation of its log run medians, pooled
+    #: over both sides (None with one run on a side)
+    between_run_cv: float | None = None
+    #: single run: the noise floor no verdict goes below (None: run-level test)
+    floor: float | None = None
+    #: p adjusted for the rows compared alongside (Benjamini–Hochberg): the verdict's p
+    q_value: float | None = None
+
+    @property
+    def method(self) -> str:
+        return SINGLE_RUN if self.floor is not None else RUN_LEVEL
 
 
 @dataclass(frozen=True)
@@ -141,7 +266,7 @@ class Headline:
 
     what: str
     speedup: float
-    #: bootstrap standard error of the speedup
+    #: standard error of the speedup
     speedup_std: float
     low: float
     high: float
@@ -152,6 +277,10 @@ class Headline:
     #: the medians compared, when the headline is one timed quantity (a profile's step)
     base_s: float | None = None
     new_s: float | None = None
+    runs_base: int = 1
+    runs_new: int = 1
+    between_run_cv: float | None = None
+    floor: float | None = None
 
 
 @dataclass(frozen=True)
@@ -173,7 +302,14 @@ class CompareResult(Result):
     seed: int = 0
     #: what differs between the runs when compared with --force
     differences: tuple[str, ...] = ()
-    notes: tuple[str, ...] = ()
+    #: runs on each side (a kernel suite: its per-run levels; a profile: its step's runs)
+    runs_base: int = 1
+    runs_new: int = 1
+    #: one run's noise floor for the headline, and where the noise came from
+    noise_floor: float = DEFAULT_FLOOR
+    noise_source: str = "default"
+    noise_where: str = ""
+    warnings: tuple[Notice, ...] = ()
 
 
 # ----------------------------------------------------------------------------- statistics
@@ -181,30 +317,32 @@ class CompareResult(Result):
 
 def _validate(alpha: float, threshold: float, confidence: float, bootstrap: int) -> None:
     if not 0 < alpha < 1:
-        raise InvalidInput("--alpha", alpha, "must be in (0, 1)")
+        raise InvalidInput("alpha", alpha, "must be in (0, 1)")
     if not (threshold >= 0 and math.isfinite(threshold)):
-        raise InvalidInput("--threshold", threshold, "must be a finite fraction >= 0, e.g. 5%")
+        raise InvalidInput("threshold", threshold, "must be a finite fraction >= 0, e.g. 5%")
     if not 0 < confidence < 1:
         raise InvalidInput("confidence", confidence, "must be in (0, 1)")
     if bootstrap < 100:
         raise InvalidInput("bootstrap", bootstrap, "need at least 100 replicates")
 
 
-def _positive(values: np.ndarray) -> np.ndarray:
+def _log(value: float) -> float:
     """Medians of 0 s (an op below the clock resolution) would make ratios infinite."""
-    return np.maximum(values, 1e-15)
+    return math.log(max(value, 1e-15))
 
 
-def bootstrap_log_ratios(
-    base_s: Sequence[float], new_s: Sequence[float], *, bootstrap: int = BOOTSTRAP, seed: int = 0
-) -> np.ndarray:
-    """``log(median(new*)/median(base*))`` over ``bootstrap`` resamples of each side."""
-    base = np.asarray(base_s, dtype=float)
-    new = np.asarray(new_s, dtype=float)
-    rng_base, rng_new = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
-    med_base = np.median(base[rng_base.integers(0, base.size, (bootstrap, base.size))], axis=1)
-    med_new = np.median(new[rng_new.integers(0, new.size, (bootstrap, new.size))], axis=1)
-    return np.log(_positive(med_new)) - np.log(_positive(med_base))
+def bootstrap_log_median_variance(
+    samples_s: Sequence[float], *, bootstrap: int = BOOTSTRAP, seed: int = 0
+) -> float:
+    """The variance of ``log(median)`` over ``bootstrap`` resamples of ``samples_s``. The
+    generator is seeded by ``seed`` and the samples themselves, so a side gets the same value
+    whichever side of a comparison it is on (swapping BASE and NEW swaps nothing else)."""
+    values = np.asarray(samples_s, dtype=float)
+    if values.size < 2:
+        return 0.0
+    rng = np.random.default_rng([seed, zlib.crc32(values.tobytes())])
+    medians = np.median(values[rng.integers(0, values.size, (bootstrap, values.size))], axis=1)
+    return float(np.var(np.log(np.maximum(medians, 1e-15)), ddof=1))
 
 
 def approx_log_ratio_sd(base: Measured, new: Measured) -> float:
@@ -217,30 +355,18 @@ def approx_log_ratio_sd(base: Measured, new: Measured) -> float:
     return math.sqrt(total)
 
 
-def log_ratio_draws(
+def within_run_variance(
     base: Measured, new: Measured, *, bootstrap: int = BOOTSTRAP, seed: int = 0
-) -> tuple[np.ndarray, bool]:
-    """Draws of ``log(new/base)`` for intervals and for combining rows: the bootstrap when
-    both sides have samples, else normal draws from :func:`approx_log_ratio_sd` (flagged)."""
+) -> tuple[float, bool]:
+    """The within-run variance of ``log(median(new)/median(base))``: the two sides'
+    bootstrap variances added when both have samples, else :func:`approx_log_ratio_sd` squared
+    (flagged approximate)."""
     if base.samples_s and new.samples_s:
-        return bootstrap_log_ratios(base.samples_s, new.samples_s, bootstrap=bootstrap, seed=seed), False
-    center = math.log(max(new.median_s, 1e-15) / max(base.median_s, 1e-15))
-    rng = np.random.default_rng(seed)
-    return center + approx_log_ratio_sd(base, new) * rng.standard_normal(bootstrap), True
-
-
-def mann_whitney_p(base_s: Sequence[float], new_s: Sequence[float]) -> float | None:
-    """Two-sided Mann-Whitney U p-value; None with fewer than two samples on a side.
-    Identical samples on both sides give 1."""
-    if len(base_s) < 2 or len(new_s) < 2:
-        return None
-    base = np.asarray(base_s, dtype=float)
-    new = np.asarray(new_s, dtype=float)
-    if np.all(base == base[0]) and np.all(new == base[0]):
-        return 1.0
-    from scipy.stats import mannwhitneyu
-
-    return float(mannwhitneyu(new, base, alternative="two-sided").pvalue)
+        variances = (
+            bootstrap_log_median_variance(m.samples_s, bootstrap=bootstrap, seed=seed) for m in (base, new)
+        )
+        return sum(variances), False
+    return approx_log_ratio_sd(base, new) ** 2, True
 
 
 def change(ratio: float) -> float:
@@ -248,12 +374,7 @@ def change(ratio: float) -> float:
     return max(ratio, 1.0 / ratio) - 1.0
 
 
-def verdict(
-    ratio: float,
-    *,
-    significant: bool,
-    threshold: float = THRESHOLD,
-) -> str:
+def verdict(ratio: float, *, significant: bool, threshold: float = THRESHOLD) -> str:
     """faster / slower when the difference is significant and at least ``threshold``."""
     if not significant:
         return NOISE
@@ -262,14 +383,125 @@ def verdict(
     return FASTER if ratio < 1 else SLOWER
 
 
-def _interval(draws: np.ndarray, confidence: float) -> tuple[float, float]:
-    tail = 100.0 * (1.0 - confidence) / 2.0
-    low, high = np.percentile(draws, [tail, 100.0 - tail])
-    return float(low), float(high)
+@dataclass(frozen=True)
+class Test:
+    """A difference of logs ``d`` (new − base) with its standard error, two-sided p and
+    interval; ``df`` None for the normal approximation. ``spread`` is the own between-run
+    standard deviation (run level), ``floor`` the single-run floor."""
+
+    d: float
+    se: float
+    p_value: float | None
+    low: float
+    high: float
+    df: int | None = None
+    spread: float | None = None
+    floor: float | None = None
+
+    def significant(self, alpha: float, p_value: float | None = None) -> bool:
+        """``p < alpha`` (``p_value``: an adjusted p in its place) and, single run, the change
+        at least the floor."""
+        p = self.p_value if p_value is None else p_value
+        if p is None or p >= alpha:
+            return False
+        return self.floor is None or change(math.exp(self.d)) >= self.floor
+
+
+def adjusted_p_values(p_values: Sequence[float]) -> np.ndarray:
+    """Benjamini–Hochberg: sorted ``p_(1) ≤ … ≤ p_(m)`` become ``q_(i) = min_{j ≥ i} p_(j)·m/j``
+    (at most 1), in the original order. Flagging the rows with ``q < α`` keeps the expected
+    share of false flags among the flags at most α; when nothing changed (an A/A) every flag
+    is false, so the chance of any flag at all is at most α."""
+    p = np.asarray(p_values, dtype=float)
+    if p.size == 0:
+        return p
+    order = np.argsort(p, kind="stable")
+    ranked = p[order] * p.size / np.arange(1, p.size + 1)
+    q = np.empty_like(p)
+    q[order] = np.minimum(np.minimum.accumulate(ranked[::-1])[::-1], 1.0)
+    return q
+
+
+def pooled_variance(base_logs: Sequence[float], new_logs: Sequence[float]) -> tuple[float, int]:
+    """``s² = (SS_base + SS_new) / (n_b + n_n − 2)`` and its degrees of freedom."""
+    b, n = np.asarray(base_logs, dtype=float), np.asarray(new_logs, dtype=float)
+    df = b.size + n.size - 2
+    ss = float(np.sum((b - b.mean()) ** 2) + np.sum((n - n.mean()) ** 2))
+    return (ss / df if df > 0 else 0.0), df
+
+
+def run_level_test(
+    base_logs: Sequence[float],
+    new_logs: Sequence[float],
+    *,
+    variance_floor: float = 0.0,
+    confidence: float = CONFIDENCE,
+) -> Test:
+    """Student's t on log run medians (≥ 2 a side): pooled ``s²`` raised to
+    ``variance_floor``, ``se = s·√(1/n_b + 1/n_n)``, ``df = n_b + n_n − 2``."""
+    from scipy.special import stdtr, stdtrit
+
+    nb, nn = len(base_logs), len(new_logs)
+    own, df = pooled_variance(base_logs, new_logs)
+    d = float(np.mean(new_logs) - np.mean(base_logs))
+    se = math.sqrt(max(own, variance_floor) * (1.0 / nb + 1.0 / nn))
+    if se == 0.0:
+        p = 1.0 if d == 0.0 else 0.0
+        return Test(d, 0.0, p, d, d, df, 0.0)
+    p = float(2.0 * stdtr(df, -abs(d) / se))
+    q = float(stdtrit(df, 0.5 + confidence / 2.0))
+    return Test(d, se, p, d - q * se, d + q * se, df, math.sqrt(own))
+
+
+def normal_test(d: float, sd: float, *, floor: float, confidence: float = CONFIDENCE) -> Test:
+    """``d`` with standard deviation ``sd`` (normal approximation): two-sided p and interval."""
+    if sd == 0.0:
+        return Test(d, 0.0, 1.0 if d == 0.0 else 0.0, d, d, floor=floor)
+    q = NormalDist().inv_cdf(0.5 + confidence / 2.0)
+    p = math.erfc(abs(d) / sd / math.sqrt(2.0))
+    return Test(d, sd, p, d - q * sd, d + q * sd, floor=floor)
+
+
+def single_run_test(d: float, within: float, sigma: float, *, confidence: float = CONFIDENCE) -> Test:
+    """One run a side: ``sd² = within-run variance + 2σ²``; no verdict below the floor of σ."""
+    return normal_test(
+        d, math.sqrt(within + 2.0 * sigma**2), floor=floor_of_sigma(sigma), confidence=confidence
+    )
 
 
 def _side(m: Measured) -> SideStats:
     return SideStats(m.median_s, m.q1_s, m.q3_s, m.n)
+
+
+def _logs(m: Measured) -> list[float]:
+    return [_log(v) for v in m.runs]
+
+
+def assess_pair(
+    base: Measured,
+    new: Measured,
+    *,
+    confidence: float = CONFIDENCE,
+    bootstrap: int = BOOTSTRAP,
+    seed: int = 0,
+    noise: Noise | None = None,
+    family_variance: float = 0.0,
+) -> tuple[Test, float, bool]:
+    """The test of ``log(new/base)`` for one row, the variance of its estimate that a
+    single-run headline adds up (within-run; a run-level row gives its ``se²``) and whether
+    that is approximate: run level when both sides hold ≥ 2 runs, else single run (no verdict
+    with fewer than two samples on a side: nothing shows their spread)."""
+    noise = noise or Noise()
+    if len(base.runs) >= 2 and len(new.runs) >= 2:
+        floor_var = max(family_variance, noise.variance_floor(base.floor_key))
+        test = run_level_test(_logs(base), _logs(new), variance_floor=floor_var, confidence=confidence)
+        return test, test.se**2, False
+    within, approximate = within_run_variance(base, new, bootstrap=bootstrap, seed=seed)
+    sigma = noise.sigma(base.floor_key, min(base.median_s, new.median_s))
+    test = single_run_test(_log(new.median_s) - _log(base.median_s), within, sigma, confidence=confidence)
+    if min(base.n, new.n) < 2:
+        test = replace(test, p_value=None)
+    return test, within, approximate
 
 
 def compare_pair(
@@ -281,16 +513,32 @@ def compare_pair(
     confidence: float = CONFIDENCE,
     bootstrap: int = BOOTSTRAP,
     seed: int = 0,
-) -> tuple[CompareRow, np.ndarray]:
-    """One row present in both runs, and its draws of ``log(new/base)``."""
-    draws, approximate = log_ratio_draws(base, new, bootstrap=bootstrap, seed=seed)
-    log_ratio = math.log(max(new.median_s, 1e-15) / max(base.median_s, 1e-15))
-    low, high = _interval(draws, confidence)
-    p = None if approximate else mann_whitney_p(base.samples_s, new.samples_s)
-    # one sample on a side says nothing about the noise: never "significant" then
-    significant = (p < alpha) if p is not None else (approximate and (low > 0 or high < 0))
-    ratio = math.exp(log_ratio)
-    row = CompareRow(
+    noise: Noise | None = None,
+    family_variance: float = 0.0,
+) -> tuple[CompareRow, float]:
+    """One row present on both sides (:func:`assess_pair`) judged on its own p, and the
+    variance a single-run headline adds up."""
+    test, within, approximate = assess_pair(
+        base, new, confidence=confidence, bootstrap=bootstrap, seed=seed, noise=noise,
+        family_variance=family_variance,
+    )  # fmt: skip
+    return row_of(base, new, test, approximate, alpha=alpha, threshold=threshold), within
+
+
+def row_of(
+    base: Measured,
+    new: Measured,
+    test: Test,
+    approximate: bool,
+    *,
+    alpha: float,
+    threshold: float,
+    q_value: float | None = None,
+) -> CompareRow:
+    """The row of a tested pair; its verdict from ``q_value`` (the adjusted p) when given."""
+    ratio = math.exp(test.d)
+    q = test.p_value if q_value is None else q_value
+    return CompareRow(
         key=base.key,
         label=base.label,
         detail=base.detail,
@@ -298,15 +546,19 @@ def compare_pair(
         base=_side(base),
         new=_side(new),
         ratio=ratio,
-        ratio_low=math.exp(low),
-        ratio_high=math.exp(high),
+        ratio_low=math.exp(test.low),
+        ratio_high=math.exp(test.high),
         speedup=1.0 / ratio,
-        p_value=p,
-        verdict=verdict(ratio, significant=significant, threshold=threshold),
+        p_value=test.p_value,
+        q_value=q,
+        verdict=verdict(ratio, significant=test.significant(alpha, q), threshold=threshold),
         approximate=approximate,
         shapes=base.shapes,
+        runs_base=len(base.runs),
+        runs_new=len(new.runs),
+        between_run_cv=test.spread,
+        floor=test.floor,
     )
-    return row, draws
 
 
 def _unique(rows: Sequence[Measured]) -> list[Measured]:
@@ -319,6 +571,16 @@ def _unique(rows: Sequence[Measured]) -> list[Measured]:
     return out
 
 
+def family_variances(pairs: Iterable[tuple[Measured, Measured]]) -> dict[str, float]:
+    """Per family (``group``): the median pooled between-run variance of its rows that have
+    ≥ 2 runs on both sides."""
+    by_group: dict[str, list[float]] = {}
+    for b, n in pairs:
+        if len(b.runs) >= 2 and len(n.runs) >= 2:
+            by_group.setdefault(b.group, []).append(pooled_variance(_logs(b), _logs(n))[0])
+    return {g: float(np.median(v)) for g, v in by_group.items()}
+
+
 def compare_rows(
     base: Sequence[Measured],
     new: Sequence[Measured],
@@ -328,94 +590,93 @@ def compare_rows(
     confidence: float = CONFIDENCE,
     bootstrap: int = BOOTSTRAP,
     seed: int = 0,
-) -> tuple[list[CompareRow], dict[str, np.ndarray]]:
-    """Match rows by key: rows in both runs compared (base order, then rows only in NEW);
-    returns the rows and each matched row's draws of ``log(new/base)``."""
+    noise: Noise | None = None,
+) -> tuple[list[CompareRow], dict[str, float]]:
+    """Match rows by key: rows on both sides compared (base order, then rows only in NEW),
+    each judged on its p adjusted for the rows compared with it (:func:`adjusted_p_values`);
+    returns the rows and each matched row's variance for a single-run headline."""
     _validate(alpha, threshold, confidence, bootstrap)
     base, new = _unique(base), _unique(new)
     new_by_key = {m.key: m for m in new}
-    base_keys = {m.key for m in base}
-    rows: list[CompareRow] = []
-    draws: dict[str, np.ndarray] = {}
-    for i, b in enumerate(base):
-        n = new_by_key.get(b.key)
-        if n is None:
-            rows.append(
-                CompareRow(
-                    b.key, b.label, b.detail, b.group, _side(b), None, verdict=ONLY_BASE, shapes=b.shapes
-                )
-            )
-            continue
-        row, d = compare_pair(
-            b, n, alpha=alpha, threshold=threshold, confidence=confidence, bootstrap=bootstrap, seed=seed + i
+    pairs = [(i, b, new_by_key[b.key]) for i, b in enumerate(base) if b.key in new_by_key]
+    families = family_variances((b, n) for _, b, n in pairs)
+    tested = {
+        b.key: assess_pair(
+            b,
+            n,
+            confidence=confidence,
+            bootstrap=bootstrap,
+            seed=seed + i,
+            noise=noise,
+            family_variance=families.get(b.group, 0.0),
         )
-        rows.append(row)
-        draws[b.key] = d
-    for n in new:
-        if n.key not in base_keys:
-            rows.append(
-                CompareRow(
-                    n.key, n.label, n.detail, n.group, None, _side(n), verdict=ONLY_NEW, shapes=n.shapes
-                )
+        for i, b, n in pairs
+    }
+    with_p = [k for k, (t, _, _) in tested.items() if t.p_value is not None]
+    q_values = dict(zip(with_p, adjusted_p_values([tested[k][0].p_value for k in with_p]), strict=True))
+    rows: list[CompareRow] = []
+    for b in base:
+        if b.key not in tested:
+            rows.append(_only(b, ONLY_BASE))
+            continue
+        test, _, approximate = tested[b.key]
+        q = q_values.get(b.key)
+        rows.append(
+            row_of(
+                b,
+                new_by_key[b.key],
+                test,
+                approximate,
+                alpha=alpha,
+                threshold=threshold,
+                q_value=None if q is None else float(q),
             )
-    return rows, draws
+        )
+    base_keys = {m.key for m in base}
+    rows.extend(_only(n, ONLY_NEW) for n in new if n.key not in base_keys)
+    return rows, {k: v[1] for k, v in tested.items()}
 
 
-def headline_from_draws(
+def _only(m: Measured, where: str) -> CompareRow:
+    side = _side(m)
+    base, new = (side, None) if where == ONLY_BASE else (None, side)
+    runs = len(m.runs)
+    return CompareRow(
+        m.key, m.label, m.detail, m.group, base, new, verdict=where, shapes=m.shapes,
+        runs_base=runs if base else 0, runs_new=runs if new else 0,
+    )  # fmt: skip
+
+
+# ----------------------------------------------------------------------------- headlines
+
+
+def headline_from_test(
     what: str,
-    log_speedup: float,
-    draws_log_speedup: np.ndarray,
+    test: Test,
     *,
-    threshold: float,
-    confidence: float,
-    p_value: float | None,
     alpha: float,
-    approximate: bool,
+    threshold: float,
+    runs: tuple[int, int],
+    approximate: bool = False,
     cases: int = 1,
 ) -> Headline:
-    """Speedup ``exp(log_speedup)`` with the standard error and interval of its draws."""
-    speedups = np.exp(draws_log_speedup)
-    low, high = _interval(draws_log_speedup, confidence)
-    significant = (p_value < alpha) if p_value is not None else (low > 0 or high < 0)
-    speedup = math.exp(log_speedup)
+    """The headline of a test of ``d = log(new/base)``: speedup ``e^{−d}`` with its standard
+    error ``e^{−d}·se`` (delta method) and the interval of ``e^{−d}``."""
+    speedup = math.exp(-test.d)
     return Headline(
         what=what,
         speedup=speedup,
-        speedup_std=float(np.std(speedups, ddof=1)),
-        low=math.exp(low),
-        high=math.exp(high),
-        verdict=verdict(1.0 / speedup, significant=significant, threshold=threshold),
-        p_value=p_value,
+        speedup_std=speedup * test.se,
+        low=math.exp(-test.high),
+        high=math.exp(-test.low),
+        verdict=verdict(1.0 / speedup, significant=test.significant(alpha), threshold=threshold),
+        p_value=test.p_value,
         approximate=approximate,
         cases=cases,
-    )
-
-
-def geometric_mean_headline(
-    rows: Sequence[CompareRow],
-    draws: dict[str, np.ndarray],
-    *,
-    alpha: float = ALPHA,
-    threshold: float = THRESHOLD,
-    confidence: float = CONFIDENCE,
-) -> Headline:
-    """Geometric mean of the per-case speedups over the cases in both runs; its draws are
-    the per-replicate means of the cases' independent bootstrap draws."""
-    matched = [r for r in rows if r.speedup is not None]
-    if not matched:
-        raise InvalidInput("BASE/NEW", "no common cases", "the two runs share no measured case")
-    log_speedup = float(np.mean([math.log(r.speedup) for r in matched]))  # type: ignore[arg-type]
-    stacked = -np.mean(np.stack([draws[r.key] for r in matched]), axis=0)
-    return headline_from_draws(
-        f"geometric mean over {len(matched)} cases",
-        log_speedup,
-        stacked,
-        threshold=threshold,
-        confidence=confidence,
-        p_value=None,
-        alpha=alpha,
-        approximate=any(r.approximate for r in matched),
-        cases=len(matched),
+        runs_base=runs[0],
+        runs_new=runs[1],
+        between_run_cv=test.spread,
+        floor=test.floor,
     )
 
 
@@ -429,22 +690,69 @@ def pair_headline(
     confidence: float = CONFIDENCE,
     bootstrap: int = BOOTSTRAP,
     seed: int = 0,
+    noise: Noise | None = None,
 ) -> Headline:
-    """The headline of one timed quantity (a profile's step time)."""
-    row, draws = compare_pair(
-        base, new, alpha=alpha, threshold=threshold, confidence=confidence, bootstrap=bootstrap, seed=seed
+    """The headline of one timed quantity (a profile's step time), tested like a row."""
+    test, _, approximate = assess_pair(
+        base, new, confidence=confidence, bootstrap=bootstrap, seed=seed, noise=noise
     )
-    headline = headline_from_draws(
-        what,
-        -math.log(row.ratio),  # type: ignore[arg-type]
-        -draws,
-        threshold=threshold,
-        confidence=confidence,
-        p_value=row.p_value,
-        alpha=alpha,
-        approximate=row.approximate,
-    )
+    headline = headline_from_test(
+        what, test, alpha=alpha, threshold=threshold, runs=(len(base.runs), len(new.runs)),
+        approximate=approximate,
+    )  # fmt: skip
     return replace(headline, base_s=base.median_s, new_s=new.median_s)
+
+
+def suite_levels(results: Sequence[Sequence[Measured]], keys: Iterable[str]) -> list[float]:
+    """Per run of each result: the mean over ``keys`` of the log run medians (the suite's
+    level in that run; the geometric mean of its cases)."""
+    wanted = sorted(set(keys))
+    levels: list[float] = []
+    for rows in results:
+        by_key = {m.key: m for m in rows}
+        count = len(by_key[wanted[0]].runs)
+        levels.extend(float(np.mean([_log(by_key[k].runs[j]) for k in wanted])) for j in range(count))
+    return levels
+
+
+def full_keys(rows: Sequence[Measured]) -> set[str]:
+    """Keys of the rows that hold every run of their result."""
+    most = max((len(m.runs) for m in rows), default=0)
+    return {m.key for m in rows if len(m.runs) == most}
+
+
+def geometric_mean_headline(
+    rows: Sequence[CompareRow],
+    within: Mapping[str, float],
+    *,
+    alpha: float = ALPHA,
+    threshold: float = THRESHOLD,
+    confidence: float = CONFIDENCE,
+    noise: Noise | None = None,
+    levels: tuple[Sequence[float], Sequence[float]] | None = None,
+) -> Headline:
+    """Geometric mean of the per-case speedups over the cases on both sides. With ≥ 2 suite
+    levels a side (:func:`suite_levels`), a run-level t test on them; else single run: the
+    cases' within-run variances (independent: ``Σ var_i / n²``) plus one run's noise."""
+    noise = noise or Noise()
+    matched = [r for r in rows if r.speedup is not None]
+    if not matched:
+        raise InvalidInput("BASE/NEW", "no common cases", "the two runs share no measured case")
+    d = float(np.mean([math.log(r.ratio) for r in matched]))  # type: ignore[arg-type]
+    what = f"geometric mean over {len(matched)} cases"
+    if levels is not None and len(levels[0]) >= 2 and len(levels[1]) >= 2:
+        test = run_level_test(
+            levels[0], levels[1], variance_floor=noise.variance_floor(OVERALL), confidence=confidence
+        )
+        runs = (len(levels[0]), len(levels[1]))
+        return headline_from_test(what, test, alpha=alpha, threshold=threshold, runs=runs, cases=len(matched))
+    variance = math.fsum(within[r.key] for r in matched) / len(matched) ** 2
+    test = single_run_test(d, variance, noise.headline_sigma(), confidence=confidence)
+    runs = (min(r.runs_base for r in matched), min(r.runs_new for r in matched))
+    return headline_from_test(
+        what, test, alpha=alpha, threshold=threshold, runs=runs,
+        approximate=any(r.approximate for r in matched), cases=len(matched),
+    )  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- results
@@ -479,14 +787,16 @@ def _measured(
     q3_s: float,
     n: int,
     *,
-    label: str = "",
-    detail: str = "",
-    group: str = "",
-    shapes: tuple[tuple[int, ...], ...] = (),
+    runs: Sequence[float] = (),
+    **names: Any,
 ) -> Measured:
     if samples:
-        return Measured.from_samples(key, samples, label=label, detail=detail, group=group, shapes=shapes)
-    return Measured(key, label or key, detail, group, (), median_s, q1_s, q3_s, n, shapes)
+        return Measured.from_samples(key, samples, run_medians_s=runs, **names)
+    names.setdefault("label", key)
+    return Measured(
+        key, names["label"], names.get("detail", ""), names.get("group", ""), (), median_s, q1_s, q3_s, n,
+        names.get("shapes", ()), tuple(runs) if len(runs) > 1 else (), names.get("noise_key", ""),
+    )  # fmt: skip
 
 
 def profile_rows(result: Any) -> tuple[Measured, list[Measured], list[Measured]]:
@@ -494,8 +804,9 @@ def profile_rows(result: Any) -> tuple[Measured, list[Measured], list[Measured]]
     totals over the repetitions; without samples its summed median stands alone."""
     step = result.step
     step_m = _measured(
-        "step", step.samples_s, step.median_s, step.q1_s, step.q3_s, len(step.samples_s) or result.reps
-    )
+        STEP, step.samples_s, step.median_s, step.q1_s, step.q3_s, len(step.samples_s) or result.reps,
+        runs=getattr(step, "run_medians_s", ()), group=STEP,
+    )  # fmt: skip
     ops = [
         _measured(
             f"{o.name} [{_shapes(o.shapes)}] {o.dtype}",
@@ -504,6 +815,7 @@ def profile_rows(result: Any) -> tuple[Measured, list[Measured], list[Measured]]
             o.time_s,
             o.time_s,
             result.reps,
+            runs=getattr(o, "run_medians_s", ()),
             label=o.name,
             detail=_shapes(o.shapes),
             group=o.category,
@@ -519,8 +831,10 @@ def profile_rows(result: Any) -> tuple[Measured, list[Measured], list[Measured]]
             c.time_s,
             c.time_s,
             result.reps,
+            runs=getattr(c, "run_medians_s", ()),
             label=c.category,
             group="category",
+            noise_key=f"category:{c.category}",
         )
         for c in result.categories
     ]
@@ -542,12 +856,41 @@ def kernel_rows(result: Any) -> list[Measured]:
                 s.q1_s if s else row.time_s,
                 s.q3_s if s else row.time_s,
                 s.n if s else 1,
+                runs=getattr(row, "run_medians_s", ()),
                 label=row.name,
                 detail=row.label,
                 group=row.family,
             )
         )
     return out
+
+
+def merge_sides(per_result: Sequence[Sequence[Measured]]) -> list[Measured]:
+    """The rows of several results of one side (the rounds of an ``ab``) as one: samples and
+    run medians concatenated per key, in order of first appearance."""
+    if len(per_result) == 1:
+        return list(per_result[0])
+    merged: dict[str, list[Measured]] = {}
+    for rows in per_result:
+        for m in _unique(rows):
+            merged.setdefault(m.key, []).append(m)
+    return [_merge(parts) for parts in merged.values()]
+
+
+def _merge(parts: list[Measured]) -> Measured:
+    first = parts[0]
+    if len(parts) == 1:
+        return first
+    runs = tuple(v for m in parts for v in m.runs)
+    samples = tuple(v for m in parts for v in m.samples_s)
+    names = {"label": first.label, "detail": first.detail, "group": first.group, "shapes": first.shapes}
+    if all(m.samples_s for m in parts):
+        return Measured.from_samples(
+            first.key, samples, run_medians_s=runs, noise_key=first.noise_key, **names
+        )
+    median = float(np.median(runs))
+    return replace(first, samples_s=(), median_s=median, q1_s=median, q3_s=median, n=sum(m.n for m in parts),
+                   run_medians_s=runs)  # fmt: skip
 
 
 def _profile_subject(r: Any) -> str:
@@ -558,6 +901,145 @@ def _profile_subject(r: Any) -> str:
     else:
         shape = f"batch {r.batch} × {r.seq_len} tokens"
     return f"{r.model} {r.mode} ({shape}), {r.dtype} on {r.device_name}"
+
+
+def _as_list(results: Any) -> list[Any]:
+    return list(results) if isinstance(results, (list, tuple)) else [results]
+
+
+def _check_kinds(bases: list[Any], news: list[Any], base_name: str, new_name: str) -> str:
+    kind = bases[0].KIND
+    if kind not in COMPARABLE:
+        raise InvalidInput(
+            "BASE", base_name, f"is a {kind} result; compare works on two profile or two kernels results"
+        )
+    for other, name, param in [
+        *((b, base_name, "BASE") for b in bases),
+        *((n, new_name, "NEW") for n in news),
+    ]:
+        if kind != other.KIND:
+            raise InvalidInput(
+                param,
+                name,
+                f"is a {other.KIND} result but BASE is a {kind} result; compare needs the same kind",
+            )
+    return kind
+
+
+def _drop_options(argv: list[str], names: tuple[str, ...]) -> list[str]:
+    """``argv`` without the options ``names`` and their values (``--out F`` or ``--out=F``)."""
+    out: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in names:
+            skip = True
+        elif not any(arg.startswith(f"{name}=") for name in names):
+            out.append(arg)
+    return out
+
+
+def _split(command: str) -> list[str] | None:
+    try:
+        return shlex.split(command) if command else None
+    except ValueError:
+        return None
+
+
+def rerun_command(command: str, runs: int = SUGGESTED_RUNS) -> str:
+    """``command`` (an infer-opt command line as a saved file records it) with ``--runs N``
+    set; ``""`` when no command was recorded."""
+    argv = _split(command)
+    if argv is None:
+        return ""
+    return shlex.join([*_drop_options(argv, ("--runs",)), "--runs", str(runs)])
+
+
+def ab_command(base: str, new: str) -> str:
+    """The ``infer-opt ab`` line alternating two recorded commands (their ``--out`` files
+    dropped: ab writes its own); ``""`` unless both were recorded."""
+    argvs = [_split(c) for c in (base, new)]
+    if any(a is None for a in argvs):
+        return ""
+    drop = ("--out", "-o", "--resume", "--runs")
+    base_cmd, new_cmd = (shlex.join(_drop_options(a, drop)) for a in argvs)  # type: ignore[arg-type]
+    return shlex.join(["infer-opt", "ab", "--base", base_cmd, "--new", new_cmd])
+
+
+def _sides(kind: str, results: Sequence[Any]) -> tuple[list[list[Measured]], list[Measured], list[Measured]]:
+    """Per result its main rows, then (profiles) the merged steps and categories."""
+    if kind == "kernels":
+        return [kernel_rows(r) for r in results], [], []
+    parts = [profile_rows(r) for r in results]
+    steps = merge_sides([[p[0]] for p in parts])
+    categories = merge_sides([p[2] for p in parts])
+    return [p[1] for p in parts], steps, categories
+
+
+def _kernel_headline(
+    rows: list[CompareRow],
+    within: Mapping[str, float],
+    per_base: list[list[Measured]],
+    per_new: list[list[Measured]],
+    noise: Noise,
+    opts: Mapping[str, Any],
+) -> Headline:
+    matched = {r.key for r in rows if r.speedup is not None}
+    full = [full_keys(rows_) for rows_ in [*per_base, *per_new]]
+    common = matched.intersection(*full) if full else set()
+    levels = None
+    if common:
+        levels = (suite_levels(per_base, common), suite_levels(per_new, common))
+    return geometric_mean_headline(
+        rows, within, alpha=opts["alpha"], threshold=opts["threshold"], confidence=opts["confidence"],
+        noise=noise, levels=levels,
+    )  # fmt: skip
+
+
+def _compare_notices(
+    kind: str,
+    rows: Sequence[CompareRow],
+    headline: Headline,
+    diff: Sequence[str],
+    noise: Noise,
+    commands: tuple[str, str],
+) -> tuple[Notice, ...]:
+    out: list[Notice] = list(noise.notices)
+    if diff:
+        out.append(Notice("compared_despite_differences", {"differences": list(diff)}))
+    only = sum(1 for r in rows if r.verdict in (ONLY_BASE, ONLY_NEW))
+    if only:
+        out.append(
+            Notice("rows_in_one_run", {"count": only, "what": "operator" if kind == "profile" else "case"})
+        )
+    if headline.floor is not None or any(r.floor is not None for r in rows):
+        out.append(
+            Notice(
+                "single_run",
+                {
+                    "runs_base": headline.runs_base,
+                    "runs_new": headline.runs_new,
+                    "base_command": rerun_command(commands[0]),
+                    "new_command": rerun_command(commands[1]),
+                    "ab_command": ab_command(*commands),
+                    "kind": kind,
+                },
+            )
+        )
+        if noise.source == "default":
+            out.append(
+                Notice(
+                    "noise_floor_default",
+                    {
+                        "floor": DEFAULT_FLOOR,
+                        "short_floor": DEFAULT_FLOOR_SHORT,
+                        "short_s": SHORT_ROW_S,
+                        "command": ab_command(commands[0], commands[0]),
+                    },
+                )
+            )
+    return tuple(out)
 
 
 def compare_results(
@@ -572,55 +1054,39 @@ def compare_results(
     confidence: float = CONFIDENCE,
     bootstrap: int = BOOTSTRAP,
     seed: int = 0,
+    noise: Noise | None = None,
+    commands: tuple[str, str] = ("", ""),
 ) -> CompareResult:
-    """Compare two profiles or two kernel-suite runs (see the module docstring). Different
-    kinds are refused; different experiments (model, shapes, dtype, device; or suite,
-    dtype, device) unless ``force``."""
-    kind_base, kind_new = base.KIND, new.KIND
-    if kind_base not in COMPARABLE:
-        raise InvalidInput(
-            "BASE", base_name, f"is a {kind_base} result; compare works on two profile or two kernels results"
-        )
-    if kind_base != kind_new:
-        raise InvalidInput(
-            "NEW",
-            new_name,
-            f"is a {kind_new} result but BASE is a {kind_base} result; compare needs the same kind",
-        )
+    """Compare two profiles or two kernel-suite runs (see the module docstring); ``base`` and
+    ``new`` may each be a sequence of results (the rounds of an ``ab``), whose runs are pooled.
+    Different kinds are refused; different experiments (model, shapes, dtype, device; or
+    suite, dtype, device) unless ``force``. ``commands``: the command lines that made BASE and
+    NEW, for the notice that says how to get a run-level test."""
+    bases, news = _as_list(base), _as_list(new)
+    kind = _check_kinds(bases, news, base_name, new_name)
     _validate(alpha, threshold, confidence, bootstrap)
-    diff = differences(kind_base, base, new)
+    diff = differences(kind, bases[0], news[0])
     if diff and not force:
         raise InvalidInput(
             "NEW", new_name, f"differs from BASE in {', '.join(diff)}; pass --force to compare anyway"
         )
+    noise = noise or Noise()
     opts = {"alpha": alpha, "threshold": threshold, "confidence": confidence, "bootstrap": bootstrap}
-    notes: list[str] = []
+    per_base, steps_b, cats_b = _sides(kind, bases)
+    per_new, steps_n, cats_n = _sides(kind, news)
+    rows, within = compare_rows(
+        merge_sides(per_base), merge_sides(per_new), seed=seed + 1, noise=noise, **opts
+    )
     categories: list[CompareRow] = []
-    if kind_base == "profile":
-        step_b, ops_b, cats_b = profile_rows(base)
-        step_n, ops_n, cats_n = profile_rows(new)
-        rows, _ = compare_rows(ops_b, ops_n, seed=seed + 1, **opts)
-        categories, _ = compare_rows(cats_b, cats_n, seed=seed + 100_000, **opts)
-        headline = pair_headline("median step time", step_b, step_n, seed=seed, **opts)
-        subject = _profile_subject(base)
-        notes.append(
-            "Operator rows: the per-step total of each operator/shape group over the repetitions "
-            "(sum over its calls), so medians can differ slightly from the profile's sum of per-call medians."
-        )
+    if kind == "profile":
+        categories, _ = compare_rows(cats_b, cats_n, seed=seed + 100_000, noise=noise, **opts)
+        headline = pair_headline("median step time", steps_b[0], steps_n[0], seed=seed, noise=noise, **opts)
+        subject = _profile_subject(bases[0])
     else:
-        rows, draws = compare_rows(kernel_rows(base), kernel_rows(new), seed=seed + 1, **opts)
-        headline = geometric_mean_headline(
-            rows, draws, alpha=alpha, threshold=threshold, confidence=confidence
-        )
-        subject = f"kernel suite {base.suite}, {base.dtype} on {base.device_name}"
-    if any(r.approximate for r in [*rows, *categories]) or headline.approximate:
-        notes.append(
-            "Rows marked ~ have no repetition samples: their interval is approximate (normal "
-            "approximation from the median and IQR; none when no spread was saved) and their verdict "
-            "uses it instead of the U test."
-        )
+        headline = _kernel_headline(rows, within, per_base, per_new, noise, opts)
+        subject = f"kernel suite {bases[0].suite}, {bases[0].dtype} on {bases[0].device_name}"
     return CompareResult(
-        compared=kind_base,
+        compared=kind,
         base_name=base_name,
         new_name=new_name,
         subject=subject,
@@ -629,6 +1095,122 @@ def compare_results(
         categories=tuple(categories),
         seed=seed,
         differences=tuple(diff),
-        notes=tuple(notes),
+        runs_base=headline.runs_base,
+        runs_new=headline.runs_new,
+        noise_floor=floor_of_sigma(noise.headline_sigma(STEP if kind == "profile" else OVERALL)),
+        noise_source=noise.source,
+        noise_where=noise.where,
+        warnings=_compare_notices(kind, [*rows, *categories], headline, diff, noise, commands),
         **opts,
+    )
+
+
+# ----------------------------------------------------------------------------- noise floor
+
+
+@dataclass(frozen=True)
+class NoiseGroup:
+    """One family's run-to-run noise: ``between_run_cv`` = σ, the pooled standard deviation
+    of the log run medians of its rows (≈ the coefficient of variation of one run's median),
+    and its single-run ``floor`` ``e^{z·√2·σ} − 1``."""
+
+    key: str
+    between_run_cv: float
+    floor: float
+    rows: int
+    df: int
+
+
+@dataclass(frozen=True)
+class NoiseFloor(Result):
+    """A device's run-to-run noise, measured by an A/A (the same command, alternated), per
+    family (kernel suites; ``overall`` for the suite's level) or per operator category
+    (profiles; ``category:<name>`` for category totals, ``step`` for the step). ``device``,
+    ``device_name``, ``dtype``, ``threads``, ``matmul_precision`` and ``timing`` are the
+    measured results' :class:`~infer_opt.cost_models.roofline.RunKey`: a floor serves only
+    results with the same key."""
+
+    KIND = "noise-floor"
+
+    compared: str
+    device: str
+    device_name: str
+    dtype: str
+    subject: str
+    runs: int
+    groups: tuple[NoiseGroup, ...]
+    threads: int | None = None
+    matmul_precision: str = ""
+    timing: str = ""
+    command: str = ""
+
+    def noise(self, where: str = "") -> Noise:
+        """This record as the :class:`Noise` a comparison uses."""
+        return Noise("measured", {g.key: g.between_run_cv for g in self.groups}, where=where)
+
+    @property
+    def key(self) -> RunKey:
+        return RunKey.of(self)
+
+
+def noise_floor_problems(
+    record: NoiseFloor, expected: RunKey | None = None, timings: Sequence[str] | None = None
+) -> tuple[Notice, ...]:
+    """What stops ``record`` from being saved or used for a run with key ``expected``: fewer
+    than two runs, no family, a spread that is not a finite number ≥ 0, another key (every
+    field, timing included: the noise of CUDA events is not that of graph replays)."""
+    out: list[Notice] = []
+    if record.runs < 2 or not record.groups:
+        out.append(Notice("noise_floor_empty", {"runs": record.runs, "groups": len(record.groups)}))
+    bad = [g.key for g in record.groups if not (math.isfinite(g.between_run_cv) and g.between_run_cv >= 0)]
+    if bad:
+        out.append(Notice("noise_floor_not_finite", {"groups": bad}))
+    if expected is not None:
+        out += [
+            Notice("noise_floor_mismatch", {"field": name, "floor": ours, "run": theirs})
+            for name, ours, theirs in record.key.differences(expected)
+        ]
+    return tuple(out)
+
+
+def _group(key: str, logs_by_row: Sequence[Sequence[float]]) -> NoiseGroup:
+    """Pooled σ² = Σ SS / Σ df over the rows (each with ≥ 2 runs)."""
+    ss = sum(float(np.sum((np.asarray(x) - np.mean(x)) ** 2)) for x in logs_by_row)
+    df = sum(len(x) - 1 for x in logs_by_row)
+    sigma = math.sqrt(ss / df) if df > 0 else 0.0
+    return NoiseGroup(key, sigma, floor_of_sigma(sigma), len(logs_by_row), df)
+
+
+def noise_floor(results: Sequence[Any], *, command: str = "") -> NoiseFloor:
+    """The run-to-run noise of an A/A: every result is a run (or several) of the same command.
+    Per noise key, the pooled standard deviation of its rows' log run medians."""
+    results = list(results)
+    kind = _check_kinds(results, results, "A/A", "A/A")
+    per_result, steps, categories = _sides(kind, results)
+    rows = [*merge_sides(per_result), *steps, *categories]
+    runs = max((len(m.runs) for m in rows), default=0)
+    if runs < 2:
+        raise InvalidInput("rounds", runs, "an A/A needs at least 2 runs of the command in all")
+    by_key: dict[str, list[list[float]]] = {}
+    for m in rows:
+        if len(m.runs) >= 2:
+            by_key.setdefault(m.floor_key, []).append(_logs(m))
+    if kind == "kernels":
+        common = set.intersection(*(full_keys(r) for r in per_result))
+        if common:
+            by_key[OVERALL] = [suite_levels(per_result, common)]
+    first = results[0]
+    key = RunKey.of(first)
+    return NoiseFloor(
+        compared=kind,
+        device=first.device,
+        device_name=key.device_name,
+        dtype=key.dtype,
+        subject=_profile_subject(first) if kind == "profile" else f"kernel suite {first.suite}",
+        runs=runs,
+        groups=tuple(_group(k, v) for k, v in sorted(by_key.items())),
+        threads=key.threads,
+        matmul_precision=key.matmul_precision,
+        timing=key.timing,
+        command=command,
     )

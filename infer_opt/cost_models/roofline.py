@@ -1,12 +1,13 @@
-"""The device's empirical roofline, fitted from measured kernels (SPEC §1.1, §3.3).
+"""The device's empirical roofline, fitted from measured kernels.
 
 Model: a kernel doing ``F`` FLOPs and moving at least ``Q`` bytes takes
 
     t ≈ t0 + max(F/R, Q/b)
 
 with ``R`` the effective compute rate (FLOP/s), ``b`` the effective bandwidth (bytes/s)
-and ``t0`` the launch/dispatch floor (s). ``max(F/R, Q/b)`` alone is the lower bound of
-SPEC §1.1; ``t0`` is what a launch, the host and synchronisation add to every kernel.
+and ``t0`` the launch/dispatch floor (s). ``max(F/R, Q/b)`` alone is a simplified lower
+bound, not a latency prediction; ``t0`` is what a launch, the host and synchronisation add
+to every kernel.
 
 The fit is robust and in log space: the residual of kernel i is
 ``log t̂_i - log t_i`` (a relative error, so a 2 µs kernel counts as much as a 2 s one),
@@ -22,12 +23,16 @@ Pure: numpy at import, scipy inside the functions that need it.
 from __future__ import annotations
 
 import math
+import re
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 import numpy as np
 
 from infer_opt.errors import InvalidInput
+from infer_opt.notices import Notice
 from infer_opt.results import Result
 
 #: residual scale of the soft-L1 loss, in log units: ~10% relative error counts as an inlier
@@ -37,9 +42,92 @@ CEILING_RANGE = 100.0
 #: the kernel-suite families that define the ceilings (the best a device does on plain
 #: matmuls, streaming copies and empty launches); other kernels are measured against them
 CEILING_FAMILIES = ("matmul", "elementwise", "launch")
+#: a fit whose median |t̂ − t|/t over its fitted kernels exceeds this is neither cached nor used
+MAX_MEDIAN_FIT_ERROR = 0.35
+#: a fit needs at least this many fitted kernels to be cached or used (an interrupted sweep has fewer)
+MIN_FIT_KERNELS = 6
+#: tick-quantized timings (a loaded machine's scheduler quantum; :func:`tick_plateaus`)
+TICK_MIN_S = 1e-3
+TICK_REL_TOL = 0.05
+TICK_MIN_KERNELS = 3
+TICK_WORK_SPAN = 4.0
+TICK_MAX_MULTIPLE = 4
+#: fitted kernels a suite-made fit needs per ceiling family (R from matmuls, b from streaming
+#: kernels, t0 from launch-bound ones)
+FAMILY_MINIMUM = {"matmul": 2, "elementwise": 2, "launch": 1}
+#: the timings a fit may have for ``profile`` to place operators against it, per device kind.
+#: CPU op times are wall time with warm caches. CUDA op times are kernel durations (CUPTI), so
+#: the fit must time the device without the host's launch gaps: a flush enqueued before each
+#: sample keeps the GPU busy while the sample is enqueued, and a graph replay has no launches;
+#: unflushed eager events time tiny kernels at the host's launch rate (t0 ≈ 5 µs against
+#: kernels of 1-2 µs, efficiencies above 100%). The first is what a calibration uses.
+PROFILE_TIMINGS = {
+    "cpu": ("cpu-clock",),
+    "cuda": ("cuda-graph-flushed", "cuda-events-flushed", "cuda-graph"),
+}
 BOUND_COMPUTE = "compute"
 BOUND_BANDWIDTH = "bandwidth"
 BOUND_LAUNCH = "launch"
+
+
+def slug(text: str) -> str:
+    """Lower-case letters, digits and dashes: ``"AMD EPYC 7B13"`` -> ``"amd-epyc-7b13"``."""
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "unknown"
+
+
+@dataclass(frozen=True)
+class RunKey:
+    """What a device calibration depends on: it is reused only by a run with the same key.
+
+    ``threads`` is the CPU's intra-op thread count (the compute rate scales with it; None on
+    CUDA); ``matmul_precision`` says what float32 matmuls compute in (``"ieee"``, ``"tf32"``,
+    ``"bf16"``; ``""`` for other dtypes), since a TF32 fit is not a float32 fit; ``timing`` is how
+    the kernels were timed (:data:`PROFILE_TIMINGS`). A result carrying these as attributes
+    (``device``, ``device_name``, ``dtype``, ``threads``, ``matmul_precision``, ``timing``) gives
+    its key with :meth:`of`, so every calibration kind shares one key and one cache layout."""
+
+    device_kind: str
+    device_name: str
+    dtype: str
+    threads: int | None = None
+    matmul_precision: str = ""
+    timing: str = ""
+
+    @classmethod
+    def of(cls, result: Any) -> RunKey:
+        """The key a calibration result was measured under (empty fields: not recorded)."""
+        device = str(getattr(result, "device", ""))
+        return cls(
+            device_kind="cuda" if device.startswith("cuda") else ("cpu" if device else ""),
+            device_name=str(getattr(result, "device_name", "")),
+            dtype=str(getattr(result, "dtype", "")),
+            threads=getattr(result, "threads", None),
+            matmul_precision=str(getattr(result, "matmul_precision", "")),
+            timing=str(getattr(result, "timing", "")),
+        )
+
+    def device_slug(self) -> str:
+        """``cpu-amd-epyc-7b13-2t-float32``, ``cuda-nvidia-h200-float32-tf32``: device model,
+        threads (CPU), dtype and a reduced float32 matmul precision."""
+        parts = [self.device_kind, slug(self.device_name)]
+        if self.threads is not None:
+            parts.append(f"{self.threads}t")
+        parts.append(self.dtype)
+        if self.matmul_precision not in ("", "ieee"):
+            parts.append(self.matmul_precision)
+        return "-".join(parts)
+
+    def slug(self) -> str:
+        """The file name stem of this key in a cache: :meth:`device_slug` and the timing."""
+        return f"{self.device_slug()}-{slug(self.timing)}" if self.timing else self.device_slug()
+
+    def differences(self, other: RunKey, *, ignore: Sequence[str] = ()) -> list[tuple[str, Any, Any]]:
+        """``(field, self's value, other's value)`` for each field that differs."""
+        return [
+            (f.name, getattr(self, f.name), getattr(other, f.name))
+            for f in fields(self)
+            if f.name not in ignore and getattr(self, f.name) != getattr(other, f.name)
+        ]
 
 
 @dataclass(frozen=True)
@@ -117,6 +205,15 @@ class RooflineFit(Result):
     datasheet_flops: float | None = None
     datasheet_bytes_per_s: float | None = None
     kernels: tuple[KernelFit, ...] = field(default_factory=tuple)
+    #: CPU intra-op threads of the measurements (None on CUDA, or not recorded)
+    threads: int | None = None
+    #: what float32 matmuls computed in ("ieee", "tf32", "bf16"); "" for other dtypes or not recorded
+    matmul_precision: str = ""
+    #: how the kernels were timed (profilers.timing.timing_name, e.g. "cuda-graph-flushed"); "" not recorded
+    timing: str = ""
+    #: :func:`fit_quality`'s findings when fitted (any makes the fit unusable: neither cached nor
+    #: used), and a ceiling above its datasheet figure (:func:`with_datasheet`)
+    warnings: tuple[Notice, ...] = ()
 
 
 def predict_time(fit: RooflineFit, flops: float, bytes: float) -> float:
@@ -125,7 +222,7 @@ def predict_time(fit: RooflineFit, flops: float, bytes: float) -> float:
 
 
 def lower_bound_time(fit: RooflineFit, flops: float, bytes: float) -> float:
-    """``max(F/R, Q/b)``: the roofline bound without the launch floor (SPEC §1.1)."""
+    """``max(F/R, Q/b)``: the roofline bound without the launch floor."""
     return max(_div(flops, fit.compute_rate_flops), _div(bytes, fit.bandwidth_bytes_per_s))
 
 
@@ -246,6 +343,9 @@ def fit_roofline(
     device_key: str = "",
     source: str = "",
     fit_families: Sequence[str] | None = None,
+    threads: int | None = None,
+    matmul_precision: str = "",
+    timing: str = "",
 ) -> RooflineFit:
     """Fit ``t ≈ t0 + max(F/R, Q/b)`` to measured kernels (see the module docstring).
 
@@ -255,79 +355,38 @@ def fit_roofline(
     ``median_abs_rel_error`` is over the fitted kernels, ``median_abs_rel_error_all`` over
     all. ``R`` is left out (infinite) when no fitted kernel does FLOPs, ``b`` when none moves
     bytes. ``bootstrap`` resamples (0 to skip) give the intervals; the same ``seed`` gives
-    the same intervals."""
+    the same intervals. The fit's ``warnings`` are :func:`fit_quality`'s findings.
+    ``threads``, ``matmul_precision`` and ``timing`` record how the points were measured
+    (its :class:`RunKey`)."""
     _validate(points)
     families = tuple(dict.fromkeys(fit_families)) if fit_families else ()
     chosen = [p for p in points if not families or p.family in families]
     if len(chosen) < 3:
         raise InvalidInput(
-            "--fit-on", ",".join(families), f"only {len(chosen)} kernels in these families; need at least 3"
+            "fit_on", ",".join(families), f"only {len(chosen)} kernels in these families; need at least 3"
         )
-    flops = np.array([p.flops for p in chosen], dtype=float)
-    nbytes = np.array([p.bytes for p in chosen], dtype=float)
-    times = np.array([p.time_s for p in chosen], dtype=float)
-    data = _Data(flops, nbytes, np.log(times), bool(np.any(flops > 0)), bool(np.any(nbytes > 0)))
-
-    envelope_r = float(max(p.flops / p.time_s for p in points))
-    envelope_b = float(max(p.bytes / p.time_s for p in points))
-    fit_r0 = float(np.max(flops / times))
-    fit_b0 = float(np.max(nbytes / times))
-    t_min = float(np.min(times))
-    low, high, base = [], [], []
-    if data.fit_r:
-        base.append(math.log(fit_r0))
-        low.append(base[-1] - math.log(CEILING_RANGE))
-        high.append(base[-1] + math.log(CEILING_RANGE))
-    if data.fit_b:
-        base.append(math.log(fit_b0))
-        low.append(base[-1] - math.log(CEILING_RANGE))
-        high.append(base[-1] + math.log(CEILING_RANGE))
-    low.append(math.log(t_min * 1e-6))
-    high.append(math.log(t_min * 2.0))
-    bounds = (np.array(low), np.array(high))
-    starts = [np.array([*base, math.log(t_min * frac)]) for frac in (0.5, 0.05)]
-    ones = np.ones_like(times)
-    sol = _solve(data, starts, bounds, ones)
-    theta = sol.x
-
+    data = _data(chosen)
+    bounds, starts = _search_space(data, chosen)
+    theta = _solve(data, starts, bounds, np.ones(len(chosen))).x
     log_r, log_b, log_t0 = _unpack(theta, data)
-    rate, bandwidth, t0 = math.exp(log_r), math.exp(log_b), math.exp(log_t0)
+    rate, bandwidth = math.exp(log_r), math.exp(log_b)
     names = [n for n, free in (("R", data.fit_r), ("b", data.fit_b), ("t0", True)) if free]
     at_bound = tuple(
         name
         for name, value, lo, hi in zip(names, theta, bounds[0], bounds[1], strict=True)
         if min(value - lo, hi - value) < 1e-3
     )
-
-    intervals: list[tuple[float, float] | None] = [None, None, None]
-    done = 0
-    if bootstrap > 0:
-        rng = np.random.default_rng(seed)
-        n = len(chosen)
-        draws = []
-        for counts in rng.multinomial(n, np.full(n, 1.0 / n), size=bootstrap):
-            boot = _solve(data, [theta], bounds, np.sqrt(counts.astype(float)))
-            if boot is not None and boot.success:
-                draws.append(_unpack(boot.x, data))
-        done = len(draws)
-        if done >= 10:
-            arr = np.exp(np.array(draws, dtype=float))
-            free = (data.fit_r, data.fit_b, True)
-            for i in range(3):
-                if free[i]:
-                    lo, hi = np.percentile(arr[:, i], [2.5, 97.5])
-                    intervals[i] = (float(lo), float(hi))
-
+    intervals, done = _bootstrap(data, theta, bounds, bootstrap, seed)
     fit = RooflineFit(
         compute_rate_flops=rate,
         bandwidth_bytes_per_s=bandwidth,
-        launch_overhead_s=t0,
+        launch_overhead_s=math.exp(log_t0),
         median_abs_rel_error=0.0,
         compute_rate_interval=intervals[0],
         bandwidth_interval=intervals[1],
         launch_overhead_interval=intervals[2],
-        envelope_flops=envelope_r,
-        envelope_bytes_per_s=envelope_b,
+        envelope_flops=float(max(p.flops / p.time_s for p in points)),
+        envelope_bytes_per_s=float(max(p.bytes / p.time_s for p in points)),
         ridge_point=rate / bandwidth if math.isfinite(rate) and math.isfinite(bandwidth) else math.inf,
         n_points=len(points),
         n_fitted=len(chosen),
@@ -340,7 +399,68 @@ def fit_roofline(
         device_name=device_name,
         device_key=device_key,
         source=source,
+        threads=threads,
+        matmul_precision=matmul_precision,
+        timing=timing,
     )
+    fit = _with_kernels(fit, points, families)
+    return replace(fit, warnings=fit_quality(fit))
+
+
+def _data(chosen: Sequence[KernelPoint]) -> _Data:
+    flops = np.array([p.flops for p in chosen], dtype=float)
+    nbytes = np.array([p.bytes for p in chosen], dtype=float)
+    times = np.array([p.time_s for p in chosen], dtype=float)
+    return _Data(flops, nbytes, np.log(times), bool(np.any(flops > 0)), bool(np.any(nbytes > 0)))
+
+
+def _search_space(
+    data: _Data, chosen: Sequence[KernelPoint]
+) -> tuple[tuple[np.ndarray, np.ndarray], list[np.ndarray]]:
+    """Bounds of ``(log R, log b, log t0)`` — the ceilings within :data:`CEILING_RANGE` of
+    the best achieved rates, t0 between 1e-6 and 2 times the shortest time — and the starts
+    (the envelope and t0 at half or a twentieth of the shortest time)."""
+    times = np.exp(data.log_t)
+    low, high, base = [], [], []
+    for free, work in ((data.fit_r, data.flops), (data.fit_b, data.bytes)):
+        if free:
+            base.append(math.log(float(np.max(work / times))))
+            low.append(base[-1] - math.log(CEILING_RANGE))
+            high.append(base[-1] + math.log(CEILING_RANGE))
+    t_min = float(np.min(times))
+    low.append(math.log(t_min * 1e-6))
+    high.append(math.log(t_min * 2.0))
+    starts = [np.array([*base, math.log(t_min * frac)]) for frac in (0.5, 0.05)]
+    return (np.array(low), np.array(high)), starts
+
+
+def _bootstrap(
+    data: _Data, theta: np.ndarray, bounds: tuple[np.ndarray, np.ndarray], resamples: int, seed: int
+) -> tuple[list[tuple[float, float] | None], int]:
+    """Percentile 2.5–97.5% intervals of R, b, t0 over ``resamples`` seeded resamples of
+    the kernels (None where fewer than 10 succeeded, or the parameter is left out), and the
+    number that succeeded."""
+    intervals: list[tuple[float, float] | None] = [None, None, None]
+    if resamples <= 0:
+        return intervals, 0
+    rng = np.random.default_rng(seed)
+    n = len(data.log_t)
+    draws = []
+    for counts in rng.multinomial(n, np.full(n, 1.0 / n), size=resamples):
+        boot = _solve(data, [theta], bounds, np.sqrt(counts.astype(float)))
+        if boot is not None and boot.success:
+            draws.append(_unpack(boot.x, data))
+    if len(draws) >= 10:
+        arr = np.exp(np.array(draws, dtype=float))
+        for i, free in enumerate((data.fit_r, data.fit_b, True)):
+            if free:
+                lo, hi = np.percentile(arr[:, i], [2.5, 97.5])
+                intervals[i] = (float(lo), float(hi))
+    return intervals, len(draws)
+
+
+def _with_kernels(fit: RooflineFit, points: Sequence[KernelPoint], families: tuple[str, ...]) -> RooflineFit:
+    """Every kernel against the fit, and the fit errors over the fitted ones and over all."""
     kernels = tuple(replace(kernel_fit(fit, p), fitted=not families or p.family in families) for p in points)
     errors = np.array([abs(k.time_s - k.predicted_s) / k.time_s for k in kernels])
     in_fit = np.array([k.fitted for k in kernels])
@@ -351,6 +471,133 @@ def fit_roofline(
         max_abs_rel_error=float(np.max(errors[in_fit])),
         median_abs_rel_error_all=float(np.median(errors)),
     )
+
+
+# ---------------------------------------------------------------------------- validation
+
+
+def fit_quality(fit: RooflineFit, *, max_median_error: float = MAX_MEDIAN_FIT_ERROR) -> tuple[Notice, ...]:
+    """What makes a fit unfit to be cached or to judge a profile's operators, as notices:
+
+    * ``fit_not_finite`` — R, b or t0 is not a finite number > 0 (no kernel pinned it, or a
+      hand-edited file);
+    * ``fit_at_search_edge`` — a parameter ended on the edge of its search range, so the data
+      do not determine it (no launch-bound kernel: t0 runs to 10⁻⁶ of the shortest time);
+    * ``fit_error_high`` — the median |t̂ − t|/t of the fitted kernels exceeds ``max_median_error``;
+    * ``fit_too_few_kernels`` — fewer than :data:`MIN_FIT_KERNELS` fitted kernels (an
+      interrupted sweep);
+    * ``fit_missing_families`` — a suite-made fit without the kernels that pin R, b or t0;
+    * ``fit_tick_quantized`` — :func:`tick_plateaus` found kernels stuck at one time.
+    An empty tuple: the fit may be used."""
+    out = []
+    for name, value in (
+        ("R", fit.compute_rate_flops),
+        ("b", fit.bandwidth_bytes_per_s),
+        ("t0", fit.launch_overhead_s),
+    ):
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+            out.append(Notice("fit_not_finite", {"parameter": name, "value": value}))
+    out.extend(Notice("fit_at_search_edge", {"parameter": name}) for name in fit.parameters_at_bound)
+    if not fit.median_abs_rel_error <= max_median_error:
+        out.append(
+            Notice(
+                "fit_error_high",
+                {"median_abs_rel_error": fit.median_abs_rel_error, "threshold": max_median_error},
+            )
+        )
+    if fit.n_fitted < MIN_FIT_KERNELS:
+        out.append(Notice("fit_too_few_kernels", {"n_fitted": fit.n_fitted, "minimum": MIN_FIT_KERNELS}))
+    missing = _missing_families(fit)
+    if missing:
+        out.append(Notice("fit_missing_families", {"families": missing}))
+    for tick, count in tick_plateaus(fit.kernels, fit.envelope_flops, fit.envelope_bytes_per_s):
+        out.append(Notice("fit_tick_quantized", {"tick_s": tick, "kernels": count}))
+    return tuple(out)
+
+
+def tick_plateaus(
+    kernels: Sequence[KernelFit | KernelPoint], envelope_flops: float, envelope_bytes_per_s: float
+) -> list[tuple[float, int]]:
+    """``(tick, count)`` of the largest group of at least :data:`TICK_MIN_KERNELS` kernels
+    taking :data:`TICK_MIN_S` and twice the fastest kernel's time or more (kernels near the
+    launch floor take one time by right) whose times sit within ±:data:`TICK_REL_TOL` of 1 to
+    :data:`TICK_MAX_MULTIPLE` times one tick although their work — ``max(F/R_env, Q/b_env)``
+    over the best achieved rates — spans :data:`TICK_WORK_SPAN` times more than their times
+    do (empty when there is none). Work that should scale but lands on multiples of a few
+    milliseconds is the scheduler's time slice showing through (a loaded machine stalls
+    multi-threaded kernels at 8 or 16 ms), not the device."""
+
+    def work(k: KernelFit | KernelPoint) -> float:
+        return max(_div(k.flops, envelope_flops or math.inf), _div(k.bytes, envelope_bytes_per_s or math.inf))
+
+    # at twice the fastest kernel or more, the launch floor cannot make equal times (t0 < work)
+    floor = 2 * min((k.time_s for k in kernels), default=0.0)
+    slow = [(k.time_s, work(k)) for k in kernels if k.time_s >= max(TICK_MIN_S, floor) and work(k) > 0]
+    ticks = {t / m for t, _ in slow for m in range(1, TICK_MAX_MULTIPLE + 1) if t / m >= TICK_MIN_S}
+    best: tuple[float, int] | None = None
+    for tick in sorted(ticks, reverse=True):  # equal groups: the longest tick
+        members = [
+            (t, w) for t, w in slow if abs(t / tick - round(t / tick)) <= TICK_REL_TOL * round(t / tick)
+        ]
+        members = [(t, w) for t, w in members if 1 <= round(t / tick) <= TICK_MAX_MULTIPLE]
+        if len(members) < TICK_MIN_KERNELS or (best is not None and len(members) <= best[1]):
+            continue
+        times, works = [t for t, _ in members], [w for _, w in members]
+        if max(works) / min(works) >= TICK_WORK_SPAN * max(times) / min(times):
+            best = (tick, len(members))
+    return [best] if best is not None else []
+
+
+def _missing_families(fit: RooflineFit) -> list[str]:
+    """The ceiling families a suite-made fit lacks: R needs matmuls, b streaming kernels, t0
+    launch-bound ones (:data:`FAMILY_MINIMUM` fitted kernels of each). A fit of kernels with
+    no suite family (a hand-made CSV) is not checked."""
+    counts = Counter(k.family for k in fit.kernels if k.fitted)
+    if not any(family in counts for family in CEILING_FAMILIES):
+        return []
+    return [family for family in CEILING_FAMILIES if counts[family] < FAMILY_MINIMUM[family]]
+
+
+def key_problems(
+    fit: RooflineFit, expected: RunKey, *, timings: Sequence[str] | None = None
+) -> tuple[Notice, ...]:
+    """``fit_mismatch`` notices for each way the fit's :class:`RunKey` differs from the run's:
+    device model, dtype, CPU threads, float32 matmul precision, and a timing outside
+    ``timings`` (default: the expected key's own). A fit that records neither its device nor
+    its timing (an older infer-opt's) gets one ``fit_not_keyed``."""
+    mine = RunKey.of(fit)
+    if not mine.device_kind and not mine.timing:
+        return (Notice("fit_not_keyed", {}),)
+    out = [
+        Notice("fit_mismatch", {"field": name, "fit": ours, "run": theirs})
+        for name, ours, theirs in mine.differences(expected, ignore=("timing",))
+    ]
+    accepted = tuple(timings) if timings is not None else (expected.timing,)
+    if mine.timing not in accepted:
+        out.append(
+            Notice("fit_mismatch", {"field": "timing", "fit": mine.timing, "run": " or ".join(accepted)})
+        )
+    return tuple(out)
+
+
+def fit_problems(
+    fit: RooflineFit, expected: RunKey | None = None, *, timings: Sequence[str] | None = None
+) -> tuple[Notice, ...]:
+    """Everything that stops ``fit`` from being saved to the cache or used for a run with key
+    ``expected``: :func:`fit_quality` (recomputed: a file's own warnings are not trusted) and,
+    with ``expected``, :func:`key_problems`. Empty: the fit may be used."""
+    quality = fit_quality(fit)
+    return quality if expected is None else quality + key_problems(fit, expected, timings=timings)
+
+
+def precision_label(dtype: str, matmul_precision: str) -> str:
+    """The dtype results are labelled with: ``"tf32"`` for float32 with TF32 matmuls,
+    ``"float32 (bf16 matmuls)"`` where float32 matmuls may run in bfloat16, else the dtype."""
+    if dtype == "float32" and matmul_precision == "tf32":
+        return "tf32"
+    if dtype == "float32" and matmul_precision == "bf16":
+        return "float32 (bf16 matmuls)"
+    return dtype
 
 
 def default_fit_families(points: Sequence[KernelPoint]) -> tuple[str, ...] | None:
@@ -381,11 +628,36 @@ def kernel_fit(fit: RooflineFit, point: KernelPoint) -> KernelFit:
     )
 
 
+#: a fitted ceiling this far above its datasheet figure is warned about
+DATASHEET_SLACK = 1.05
+
+
 def with_datasheet(
     fit: RooflineFit, *, flops: float | None = None, bytes_per_s: float | None = None
 ) -> RooflineFit:
-    """The fit with datasheet peaks attached for display (they are never fitted)."""
-    return replace(fit, datasheet_flops=flops, datasheet_bytes_per_s=bytes_per_s)
+    """The fit with datasheet peaks attached for display (they are never fitted). A fitted
+    ceiling more than 5% above its datasheet figure adds a ``fit_above_datasheet`` warning:
+    the figure is for another precision (a float32 fit with TF32 matmuls runs far above the
+    plain-fp32 peak; give the TF32 one) or the measurement is off."""
+    extra = [
+        Notice(
+            "fit_above_datasheet",
+            {
+                "parameter": name,
+                "fitted": fitted,
+                "datasheet": sheet,
+                "precision": precision_label(fit.dtype, fit.matmul_precision),
+            },
+        )
+        for name, fitted, sheet in (
+            ("R", fit.compute_rate_flops, flops),
+            ("b", fit.bandwidth_bytes_per_s, bytes_per_s),
+        )
+        if sheet and math.isfinite(fitted) and fitted > DATASHEET_SLACK * sheet
+    ]
+    return replace(
+        fit, datasheet_flops=flops, datasheet_bytes_per_s=bytes_per_s, warnings=fit.warnings + tuple(extra)
+    )
 
 
 # ---------------------------------------------------------------------------- plot data

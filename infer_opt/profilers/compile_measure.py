@@ -40,7 +40,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from infer_opt.cost_models import amortization
-from infer_opt.errors import InferOptError, InvalidInput
+from infer_opt.errors import InferOptError, InvalidInput, RunFailure
+from infer_opt.notices import Notice, about
 from infer_opt.results import Result
 from infer_opt.stats import Summary
 
@@ -92,7 +93,7 @@ class MeasuredBucket:
     measure_s: float = 0.0
     #: why the bucket could not be compiled (it is then treated as not compiled)
     error: str | None = None
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[Notice, ...] = ()
     calls: float | None = None
     break_even_calls: float | None = None
     net_gain_s: float | None = None
@@ -401,19 +402,18 @@ def measure_bucket(
     cuda_backend: Any = None,
 ) -> MeasuredBucket:
     """Measure one bucket (module docstring). An eager failure is a :class:`RunFailure`; a
-    compile failure is recorded in the row."""
+    compile failure is recorded in the row; a CUDA graph capture that leaves the device
+    unusable is a :class:`RunFailure` (the sweep stops; buckets already measured are kept)."""
     import time
 
     import torch
 
     from infer_opt.profilers import device as devices
-    from infer_opt.profilers.kernels import relative_error
     from infer_opt.profilers.model_profile import guard
-    from infer_opt.profilers.timing import TorchCudaBackend, measure
+    from infer_opt.profilers.timing import measure
 
     clock = clock or time.perf_counter_ns
     on_cuda = devices.is_cuda(device)
-    sync = (lambda: devices.synchronize(device)) if on_cuda else (lambda: None)
     began = clock()
     model, args, kwargs = inputs.model, inputs.args, inputs.kwargs
 
@@ -421,15 +421,8 @@ def measure_bucket(
         with torch.no_grad():
             return model(*args, **kwargs)
 
-    def reset_peak() -> None:
-        if on_cuda:
-            torch.cuda.reset_peak_memory_stats(device)
-
-    def peak() -> int | None:
-        return int(torch.cuda.max_memory_allocated(device)) if on_cuda else None
-
     torch._dynamo.reset()
-    reset_peak()
+    _reset_peak(device, on_cuda)
     with guard(f"running bucket {spec.name} eagerly"):
         eager_m = measure(eager, device=device, warmup=warmup, reps=reps, clock=clock)
         reference = _first_tensor(eager())
@@ -440,24 +433,79 @@ def measure_bucket(
         eager_s=eager_m.summary.median_s,
         eager=eager_m.summary,
         eager_cold_s=eager_m.cold_s,
-        eager_peak_bytes=peak(),
-        warnings=tuple(f"eager: {w}" for w in eager_m.warnings),
+        eager_peak_bytes=_peak(device, on_cuda),
+        warnings=about(eager_m.warnings, "eager"),
     )
-    compile_fn = compile_fn or _torch_compile
-    reset_peak()
+    _reset_peak(device, on_cuda)
+    timing = _Timing(device, warmup, reps, clock, cuda_graphs, cuda_backend)
+    try:
+        row = _compiled(row, inputs, reference, timing, dtype_name, backend, compile_fn or _torch_compile)
+    finally:
+        torch._dynamo.reset()
+    return replace(row, compiled_peak_bytes=_peak(device, on_cuda), measure_s=(clock() - began) * 1e-9)
+
+
+@dataclass(frozen=True)
+class _Timing:
+    """How a bucket's compiled step is timed."""
+
+    device: Any
+    warmup: int
+    reps: int
+    clock: Callable[[], int]
+    cuda_graphs: bool
+    cuda_backend: Any
+
+    def sync(self) -> None:
+        from infer_opt.profilers import device as devices
+
+        devices.synchronize(self.device)
+
+
+def _reset_peak(device: Any, on_cuda: bool) -> None:
+    if on_cuda:
+        import torch
+
+        torch.cuda.reset_peak_memory_stats(device)
+
+
+def _peak(device: Any, on_cuda: bool) -> int | None:
+    if not on_cuda:
+        return None
+    import torch
+
+    return int(torch.cuda.max_memory_allocated(device))
+
+
+def _compiled(
+    row: MeasuredBucket,
+    inputs: BucketInputs,
+    reference: Any,
+    timing: _Timing,
+    dtype_name: str,
+    backend: str,
+    compile_fn: CompileFn,
+) -> MeasuredBucket:
+    """Compile, check against ``reference``, time (and capture, with ``cuda_graphs``); a
+    failure is recorded in the row, except a capture that leaves the device unusable."""
+    import torch
+
+    from infer_opt.profilers.kernels import relative_error
+    from infer_opt.profilers.timing import CaptureFailed, TorchCudaBackend, measure
+
     step = "compiling"
     try:
-        compiled_model = compile_fn(model, dynamic=False, backend=backend)
+        compiled_model = compile_fn(inputs.model, dynamic=False, backend=backend)
 
         def compiled() -> Any:
             with torch.no_grad():
-                return compiled_model(*args, **kwargs)
+                return compiled_model(*inputs.args, **inputs.kwargs)
 
-        sync()
-        start = clock()
+        timing.sync()
+        start = timing.clock()
         out = compiled()
-        sync()
-        first_call_s = (clock() - start) * 1e-9
+        timing.sync()
+        first_call_s = (timing.clock() - start) * 1e-9
         step = "checking the compiled output"
         error = None
         got = _first_tensor(out)
@@ -467,32 +515,35 @@ def measure_bucket(
             if not error <= tol:
                 raise _Mismatch(f"compiled output differs from eager (relative error {error:.2g} > {tol:g})")
         step = "timing the compiled step"
-        compiled_m = measure(compiled, device=device, warmup=warmup, reps=reps, clock=clock, time_cold=False)
-        compile_s = max(0.0, first_call_s - row.eager_s)
+        compiled_m = measure(
+            compiled,
+            device=timing.device,
+            warmup=timing.warmup,
+            reps=timing.reps,
+            clock=timing.clock,
+            time_cold=False,
+        )
         row = replace(
             row,
             compiled_s=compiled_m.summary.median_s,
             compiled=compiled_m.summary,
             first_call_s=first_call_s,
-            compile_s=compile_s,
+            compile_s=max(0.0, first_call_s - row.eager_s),
             output_rel_error=error,
-            warnings=row.warnings + tuple(f"compiled: {w}" for w in compiled_m.warnings),
+            warnings=row.warnings + about(compiled_m.warnings, "compiled"),
         )
-        if cuda_graphs:
-            graph_backend = cuda_backend or TorchCudaBackend(device)
-            row = _with_graph(
-                row,
-                compiled,
-                device=device,
-                warmup=warmup,
-                reps=reps,
-                clock=clock,
-                sync=sync,
-                backend=graph_backend,
-                cuda_backend=cuda_backend,
-            )
+        if timing.cuda_graphs:
+            graph_backend = timing.cuda_backend or TorchCudaBackend(timing.device)
+            row = _with_graph(row, compiled, timing, graph_backend)
     except KeyboardInterrupt:
         raise
+    except CaptureFailed as exc:
+        if not exc.device_usable:
+            raise RunFailure(
+                f"bucket {row.bucket}: {exc}; the device no longer works, so the sweep stops "
+                "(buckets measured before are kept)"
+            ) from exc
+        row = replace(row, error=f"{step} failed: {exc}")
     except _Mismatch as exc:
         row = replace(row, error=str(exc))
     except Exception as exc:
@@ -501,9 +552,7 @@ def measure_bucket(
         else:
             what = exc.args[0] if isinstance(exc, InferOptError) and exc.args else _describe(exc)
             row = replace(row, error=f"{step} failed: {what}")
-    finally:
-        torch._dynamo.reset()
-    return replace(row, compiled_peak_bytes=peak(), measure_s=(clock() - began) * 1e-9)
+    return row
 
 
 class _Mismatch(Exception):
@@ -511,44 +560,38 @@ class _Mismatch(Exception):
 
 
 def _with_graph(
-    row: MeasuredBucket,
-    compiled: Callable[[], Any],
-    *,
-    device: Any,
-    warmup: int,
-    reps: int,
-    clock: Callable[[], int],
-    sync: Callable[[], None],
-    backend: Any,
-    cuda_backend: Any,
+    row: MeasuredBucket, compiled: Callable[[], Any], timing: _Timing, backend: Any
 ) -> MeasuredBucket:
     """Capture the compiled step in a CUDA graph: C grows by the capture's wall time and t_c
-    becomes the replay's. A capture that fails leaves the compiled (no graph) numbers, with a
-    warning: the compile itself worked."""
-    from infer_opt.profilers.timing import measure
+    becomes the replay's. A capture that fails cleanly leaves the compiled (no graph) numbers,
+    with a ``graph_capture_failed`` warning naming the innermost cause: the compile itself
+    worked. A capture that leaves the device unusable propagates (:class:`CaptureFailed`)."""
+    from infer_opt.profilers.timing import CaptureFailed, measure
 
     try:
-        sync()
-        start = clock()
+        timing.sync()
+        start = timing.clock()
         replay = backend.capture(compiled, 1)
-        sync()
-        capture_s = (clock() - start) * 1e-9
+        timing.sync()
+        capture_s = (timing.clock() - start) * 1e-9
         graph_m = measure(
             replay,
-            device=device,
-            warmup=warmup,
-            reps=reps,
-            clock=clock,
+            device=timing.device,
+            warmup=timing.warmup,
+            reps=timing.reps,
+            clock=timing.clock,
             time_cold=False,
-            cuda_backend=cuda_backend,
+            cuda_backend=timing.cuda_backend,
         )
     except KeyboardInterrupt:
         raise
+    except CaptureFailed as exc:
+        if not exc.device_usable:
+            raise
+        return replace(row, warnings=(*row.warnings, Notice("graph_capture_failed", {"reason": str(exc)})))
     except Exception as exc:
         what = exc.args[0] if isinstance(exc, InferOptError) and exc.args else _describe(exc)
-        return replace(
-            row, warnings=(*row.warnings, f"CUDA graph capture failed ({what}); t_c is without a graph")
-        )
+        return replace(row, warnings=(*row.warnings, Notice("graph_capture_failed", {"reason": what})))
     return replace(
         row,
         compiled_s=graph_m.summary.median_s,
@@ -556,7 +599,7 @@ def _with_graph(
         compiled_no_graph_s=row.compiled_s,
         graph_capture_s=capture_s,
         compile_s=(row.compile_s or 0.0) + capture_s,
-        warnings=row.warnings + tuple(f"graph replay: {w}" for w in graph_m.warnings),
+        warnings=row.warnings + about(graph_m.warnings, "graph replay"),
     )
 
 
@@ -629,10 +672,12 @@ def measure_sweep(
     previous: Sequence[MeasuredBucket] = (),
     on_bucket: Callable[[list[MeasuredBucket], int], None] | None = None,
     progress: Progress | None = None,
+    cuda_backend: Any = None,
 ) -> list[MeasuredBucket]:
     """Measure every bucket not in ``previous``; after each, ``on_bucket(rows so far, buckets
     left)``. Returns the previous and the new rows. Call :func:`warm_up_compiler` first, or
-    the first bucket's C includes the compiler's one-time start-up."""
+    the first bucket's C includes the compiler's one-time start-up. ``cuda_backend`` replaces
+    the CUDA graph capture (tests)."""
     from infer_opt.profilers.model_profile import guard
 
     done = {r.bucket: r for r in previous}
@@ -656,6 +701,7 @@ def measure_sweep(
                     cuda_graphs=cuda_graphs,
                     compile_fn=compile_fn,
                     clock=clock,
+                    cuda_backend=cuda_backend,
                 )
             )
             if on_bucket:

@@ -11,9 +11,11 @@ import functools
 import os
 import platform
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from infer_opt.cost_models.roofline import RunKey
 from infer_opt.errors import InvalidInput, RunFailure, UnsupportedOnDevice
 
 #: flush buffer size when the last-level cache size cannot be read (CPU)
@@ -87,8 +89,11 @@ def parse_dtype(name: Any, device: Any = "cpu", *, option: str = "--dtype") -> A
     if key is None:
         raise InvalidInput(option, name, f"expected auto or one of {DTYPE_CHOICES}")
     dtype = getattr(torch, key)
-    if is_cuda(device) and dtype == torch.bfloat16 and not torch.cuda.is_bf16_supported():
-        raise InvalidInput(option, name, f"bfloat16 is not supported on {device_name(device)}")
+    if is_cuda(device) and dtype == torch.bfloat16:
+        with activate(device):  # is_bf16_supported asks the current device, which need not be this one
+            supported = torch.cuda.is_bf16_supported()
+        if not supported:
+            raise InvalidInput(option, name, f"bfloat16 is not supported on {device_name(device)}")
     if not _dtype_works(str(device), key):
         raise InvalidInput(option, name, f"{key} matmul/softmax is not supported on {device}")
     return dtype
@@ -104,6 +109,20 @@ def _dtype_works(device: str, key: str) -> bool:
     except (RuntimeError, TypeError, NotImplementedError):
         return False
     return True
+
+
+@contextlib.contextmanager
+def activate(device: Any) -> Iterator[None]:
+    """Make ``device`` the current CUDA device inside (a no-op on the CPU). CUDA's current
+    device is per thread and defaults to ``cuda:0``: streams, graph captures, ``torch.compile``
+    and device queries that take no device follow it, so a run on ``cuda:1`` sets it."""
+    if not is_cuda(device):
+        yield
+        return
+    import torch
+
+    with torch.cuda.device(device):
+        yield
 
 
 def synchronize(device: Any) -> None:
@@ -134,23 +153,72 @@ def cpu_model_name() -> str:
     return platform.processor() or platform.machine() or "cpu"
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "unknown"
+def matmul_precision(device: Any, dtype: Any) -> str:
+    """What float32 matmuls on ``device`` compute in, as torch is set now: ``"tf32"`` or
+    ``"bf16"`` where reduced precision is allowed, else ``"ieee"``; ``""`` for other dtypes.
+
+    CUDA: ``torch.backends.cuda.matmul.fp32_precision`` (set by ``allow_tf32`` and by
+    ``torch.set_float32_matmul_precision("high"|"medium")`` too) or the environment override
+    ``TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1``. CPU: oneDNN's ``fp32_precision``."""
+    if dtype_name(dtype) != "float32":
+        return ""
+    import torch
+
+    if is_cuda(device) and os.environ.get("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE") == "1":
+        return "tf32"
+    backend = (
+        torch.backends.cuda.matmul if is_cuda(device) else getattr(torch.backends.mkldnn, "matmul", None)
+    )
+    try:
+        value = getattr(backend, "fp32_precision", None)
+        if value is None and is_cuda(device):  # torch before the fp32_precision API
+            value = "tf32" if torch.backends.cuda.matmul.allow_tf32 else "ieee"
+    except RuntimeError:  # torch refuses to read a mix of the legacy and the new API
+        value = "tf32"
+    return value if value in ("tf32", "bf16") else "ieee"
+
+
+def run_key(device: Any, dtype: Any, timing: str = "") -> RunKey:
+    """The :class:`RunKey` of a run on ``device`` in ``dtype`` as torch is set now (threads,
+    matmul precision), timed as ``timing``."""
+    import torch
+
+    return RunKey(
+        device_kind="cuda" if is_cuda(device) else "cpu",
+        device_name=device_name(device),
+        dtype=dtype_name(dtype),
+        threads=None if is_cuda(device) else torch.get_num_threads(),
+        matmul_precision=matmul_precision(device, dtype),
+        timing=timing,
+    )
 
 
 def device_key(device: Any, dtype: Any) -> str:
     """A filesystem-safe key per device model and dtype, e.g. ``cuda-nvidia-h200-bfloat16``.
 
     On the CPU the thread count is part of the key (``cpu-amd-epyc-2t-float32``): the
-    compute rate scales with it, so a fit made with other threads is not reused."""
-    kind = "cuda" if is_cuda(device) else "cpu"
-    parts = [kind, _slug(device_name(device))]
-    if kind == "cpu":
-        import torch
+    compute rate scales with it, so a fit made with other threads is not reused. A float32
+    key names a reduced matmul precision (``cuda-nvidia-h200-float32-tf32``)."""
+    return run_key(device, dtype).device_slug()
 
-        parts.append(f"{torch.get_num_threads()}t")
-    parts.append(dtype_name(dtype))
-    return "-".join(parts)
+
+def available_cpus() -> int:
+    """CPUs this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def set_threads(threads: int) -> None:
+    """``torch.set_num_threads(threads)``, refusing more threads than :func:`available_cpus`:
+    extra threads only wait for a core (and would key a roofline fit no run can reuse)."""
+    import torch
+
+    cpus = available_cpus()
+    if not isinstance(threads, int) or isinstance(threads, bool) or not 1 <= threads <= cpus:
+        raise InvalidInput("threads", threads, f"must be an integer from 1 to {cpus} (the CPUs available)")
+    torch.set_num_threads(threads)
 
 
 def _parse_cache_size(text: str) -> int | None:
@@ -219,6 +287,7 @@ def device_info(device: Any) -> dict[str, Any]:
         "device": str(device),
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
+        "float32_matmul_precision": matmul_precision(device, "float32"),
     }
     if is_cuda(device):
         props = torch.cuda.get_device_properties(device)

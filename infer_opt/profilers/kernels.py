@@ -1,4 +1,4 @@
-"""The kernel suite: real kernels with known FLOPs ``F`` and minimum bytes ``Q`` (SPEC §3.2).
+"""The kernel suite: real kernels with known FLOPs ``F`` and minimum bytes ``Q``.
 
 Families (sizes depend on the device kind and on the suite, ``quick`` or ``full``):
 
@@ -14,8 +14,8 @@ Families (sizes depend on the device kind and on the suite, ``quick`` or ``full`
 * ``softmax`` over rows (``F ≈ 5`` per element: max, subtract, exp, sum, divide;
   ``Q = 2N·s``) and ``layer_norm`` (``F ≈ 8`` per element; ``Q = 2N·s + 2h·s``).
 * ``attention`` — ``attention_explicit`` materialises ``softmax(QKᵀ/√d)V`` (the reference)
-  ``attention_blocked`` runs the online-softmax loop over key blocks of 128
-  (:func:`infer_opt.checks.blocked_attention.blocked_attention_torch`),
+  ``attention_blocked`` runs the online-softmax loop over key blocks of 128 with its matmuls
+  in the input dtype and its softmax statistics in float32 (:func:`blocked_attention_native`),
   and ``attention_sdpa`` calls ``scaled_dot_product_attention``. Both have
   ``F = 4·B·H·T²·d + 6·B·H·T²`` and the same minimum ``Q = 4·B·H·T·d·s`` (read Q, K, V,
   write O): the explicit path moves more bytes than Q, which is why it runs further from
@@ -59,8 +59,17 @@ import torch.nn.functional as F
 
 from infer_opt.cost_models.roofline import KernelPoint
 from infer_opt.errors import InvalidInput, UnsupportedOnDevice
+from infer_opt.notices import Notice
 from infer_opt.profilers import device as devices
-from infer_opt.profilers.timing import Measurement, measure
+from infer_opt.profilers.timing import (
+    MODE_CPU,
+    MODE_EVENTS,
+    MODE_GRAPH,
+    CaptureFailed,
+    Measurement,
+    measure,
+    timing_name,
+)
 from infer_opt.results import Result
 from infer_opt.stats import Summary
 
@@ -69,7 +78,7 @@ SUITES = ("quick", "full")
 TOLERANCE = {"float32": 1e-4, "bfloat16": 2e-2, "float16": 2e-2}
 #: torch.compile (first call included) gets this long before its case is skipped
 COMPILE_TIMEOUT_S = 120.0
-#: calls captured per CUDA graph so the graph's own launch is amortised
+#: calls captured per CUDA graph so the graph's own launch is amortised (one when flushing)
 GRAPH_CALLS_PER_SAMPLE = 10
 #: on the CPU, short calls are batched until one sample lasts about this long
 CPU_MIN_SAMPLE_S = 20e-6
@@ -419,13 +428,35 @@ BLOCKED_ATTENTION_BLOCK = 128
 
 
 def _blocked(x: dict[str, Any]) -> Callable[[], Any]:
-    from infer_opt.checks.blocked_attention import blocked_attention_torch
-
     q, k, v = x["q"], x["k"], x["v"]
-    # no mask, so no row is ever empty: empty_rows="zero" skips the empty-row check, a
-    # device->host read per call that would break CUDA graph capture (--cuda-graphs) and
-    # stall the launch queue in eager CUDA timing
-    return lambda: blocked_attention_torch(q, k, v, block_size=BLOCKED_ATTENTION_BLOCK, empty_rows="zero")
+    return lambda: blocked_attention_native(q, k, v, block_size=BLOCKED_ATTENTION_BLOCK)
+
+
+def blocked_attention_native(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, block_size: int
+) -> torch.Tensor:
+    """Unmasked online-softmax attention over key blocks, computed as FlashAttention does:
+    both matmuls (``Q·Kᵀ`` and ``P·V``) in the inputs' dtype — bfloat16 tensor-core work that
+    accumulates in float32 — and the running max, sum and output accumulator in float32.
+    This is the kernel the suite times for ``attention_blocked``, so its work and its bytes
+    (2 per bfloat16 element) are what the row says; the exactness reference,
+    :func:`infer_opt.checks.blocked_attention.blocked_attention_torch`, computes everything in
+    float32. No host read-back, so it can be captured in a CUDA graph."""
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    qs = q * scale
+    rows = q.shape[:-1]
+    m = torch.full(rows, float("-inf"), dtype=torch.float32, device=q.device)
+    ell = torch.zeros(rows, dtype=torch.float32, device=q.device)
+    acc = torch.zeros((*rows, v.shape[-1]), dtype=torch.float32, device=q.device)
+    for j0 in range(0, k.shape[-2], block_size):
+        s = (qs @ k[..., j0 : j0 + block_size, :].transpose(-1, -2)).float()
+        m_new = torch.maximum(m, s.amax(dim=-1))
+        alpha = torch.exp(m - m_new)
+        p = torch.exp(s - m_new[..., None])
+        ell = alpha * ell + p.sum(dim=-1)
+        acc = alpha[..., None] * acc + (p.to(v.dtype) @ v[..., j0 : j0 + block_size, :]).float()
+        m = m_new
+    return (acc / ell[..., None]).to(q.dtype)
 
 
 @register_family
@@ -521,13 +552,23 @@ class KernelRow:
     tolerance: float | None = None
     passed: bool | None = None
     skipped_reason: str | None = None
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[Notice, ...] = ()
     #: with --cuda-graphs: the same kernel timed eagerly (the gap is launch overhead)
     eager_time_s: float | None = None
+    #: with several runs (--runs): the median of each run, in run order (``()``: one run,
+    #: whose median is ``time_s``); ``samples_s`` and ``summary`` then pool every run
+    run_medians_s: tuple[float, ...] = ()
 
     @property
     def key(self) -> str:
         return f"{self.name}[{self.label}]"
+
+    @property
+    def runs(self) -> int:
+        """How many runs timed this case (0 when it was skipped)."""
+        if self.time_s is None:
+            return 0
+        return len(self.run_medians_s) or 1
 
 
 @dataclass(frozen=True)
@@ -544,9 +585,32 @@ class KernelSuiteResult(Result):
     settings: SuiteSettings
     rows: tuple[KernelRow, ...] = ()
     device_info: dict[str, Any] = field(default_factory=dict)
-    #: False when the run was interrupted: ``rows`` holds what finished
+    #: False when the run was interrupted or stopped: ``rows`` holds what finished
     complete: bool = True
     wall_s: float = 0.0
+    #: why the sweep stopped early (e.g. a failed CUDA graph capture left the device unusable)
+    warnings: tuple[Notice, ...] = ()
+    #: independent passes over the suite asked for (--runs); each row says how many it holds
+    runs: int = 1
+
+    @property
+    def threads(self) -> int | None:
+        """CPU intra-op threads of the run (None on CUDA)."""
+        return None if self.device.startswith("cuda") else self.device_info.get("threads")
+
+    @property
+    def matmul_precision(self) -> str:
+        """What float32 matmuls computed in (``""`` for other dtypes or when not recorded)."""
+        return self.device_info.get("float32_matmul_precision", "") if self.dtype == "float32" else ""
+
+    @property
+    def timing(self) -> str:
+        """How the kernels were timed (:func:`~infer_opt.profilers.timing.timing_name`)."""
+        if not self.device.startswith("cuda"):
+            mode = MODE_CPU
+        else:
+            mode = MODE_GRAPH if self.settings.cuda_graphs else MODE_EVENTS
+        return timing_name(mode, self.settings.flush_cache)
 
 
 def kernel_points(result: KernelSuiteResult) -> list[KernelPoint]:
@@ -596,11 +660,13 @@ def _first_call(
     worker thread bounded by ``timeout_s``. Returns (fn, output, cold seconds)."""
 
     def work() -> tuple[Callable[[], Any], Any, float]:
-        devices.synchronize(dev)
-        start = time.perf_counter_ns()
-        fn = case.build(inputs)
-        out = fn()
-        devices.synchronize(dev)
+        # CUDA's current device is per thread: a compile thread starts on cuda:0
+        with devices.activate(dev):
+            devices.synchronize(dev)
+            start = time.perf_counter_ns()
+            fn = case.build(inputs)
+            out = fn()
+            devices.synchronize(dev)
         return fn, out, (time.perf_counter_ns() - start) * 1e-9
 
     if not case.compiles:
@@ -638,7 +704,8 @@ def _measure(fn: Callable[[], Any], dev: Any, settings: SuiteSettings, *, graph:
         target_rel_iqr=settings.target_rel_iqr,
         flush_cache=settings.flush_cache,
         cuda_graph=graph,
-        calls_per_sample=GRAPH_CALLS_PER_SAMPLE if graph else 1,
+        # a flush runs once per replay: a flushed graph holds one call, or nine in ten would be warm
+        calls_per_sample=GRAPH_CALLS_PER_SAMPLE if graph and not settings.flush_cache else 1,
         time_cold=False,
         min_sample_time_s=CPU_MIN_SAMPLE_S if cpu and not settings.flush_cache else None,
     )
@@ -689,6 +756,10 @@ def run_case(
         eager = _measure(fn, dev, settings, graph=False).summary.median_s if settings.cuda_graphs else None
     except _Skip as skip:
         return replace(row, skipped_reason=str(skip))
+    except CaptureFailed as exc:
+        if not exc.device_usable:
+            raise
+        return replace(row, skipped_reason=f"failed: {exc}")
     except KeyboardInterrupt:
         raise
     except Exception as exc:
@@ -709,6 +780,20 @@ def run_case(
     )
 
 
+def empty_result(dev: Any, dtype: Any, settings: SuiteSettings, suite: str) -> KernelSuiteResult:
+    """A result for this device, dtype and settings with no rows yet."""
+    return KernelSuiteResult(
+        device=str(dev),
+        device_name=devices.device_name(dev),
+        device_key=devices.device_key(dev, dtype),
+        dtype=devices.dtype_name(dtype),
+        suite=suite,
+        settings=settings,
+        device_info=devices.device_info(dev),
+        complete=False,
+    )
+
+
 def run_suite(
     cases: Sequence[KernelCase],
     dev: Any,
@@ -720,42 +805,192 @@ def run_suite(
     progress: Progress | None = None,
     on_row: Callable[[KernelSuiteResult], None] | None = None,
 ) -> KernelSuiteResult:
-    """Time ``cases`` one after another. After each case ``on_row`` receives the result so
-    far (to save it); Ctrl-C stops the sweep and returns what finished with
-    ``complete=False``. ``all_known`` supplies references not in ``cases``."""
+    """Time ``cases`` one after another, with ``dev`` the current CUDA device. After each case
+    ``on_row`` receives the result so far (to save it); Ctrl-C, or a CUDA graph capture that
+    left the device unusable (a ``sweep_stopped`` warning), stops the sweep and returns what
+    finished with ``complete=False``. ``all_known`` supplies references not in ``cases``."""
     if settings.cuda_graphs and not devices.is_cuda(dev):
         raise UnsupportedOnDevice(
             f"--cuda-graphs: CUDA graphs need a CUDA device; this run is on {dev} (drop --cuda-graphs)"
         )
     lookup = {(c.family, c.label, c.name): c for c in [*(all_known or ()), *cases]}
-    result = KernelSuiteResult(
-        device=str(dev),
-        device_name=devices.device_name(dev),
-        device_key=devices.device_key(dev, dtype),
-        dtype=devices.dtype_name(dtype),
-        suite=suite,
-        settings=settings,
-        device_info=devices.device_info(dev),
-        complete=False,
-    )
+    result = empty_result(dev, dtype, settings, suite)
     start = time.perf_counter()
     rows: list[KernelRow] = []
     total = len(cases)
     try:
-        for i, case in enumerate(cases):
-            if progress is not None:
-                progress(i, total, case.key)
-            rows.append(run_case(case, dev, dtype, settings, lookup))
-            if devices.is_cuda(dev):
-                # the case's tensors are gone with its frame: hand the memory back so the
-                # next case (and an OOM's aftermath) starts from a clean pool
-                gc.collect()
-                torch.cuda.empty_cache()
-            result = replace(result, rows=tuple(rows), wall_s=time.perf_counter() - start)
-            if on_row is not None:
-                on_row(result)
+        with devices.activate(dev):
+            for i, case in enumerate(cases):
+                if progress is not None:
+                    progress(i, total, case.key)
+                rows.append(run_case(case, dev, dtype, settings, lookup))
+                if devices.is_cuda(dev):
+                    # the case's tensors are gone with its frame: hand the memory back so the
+                    # next case (and an OOM's aftermath) starts from a clean pool
+                    gc.collect()
+                    torch.cuda.empty_cache()
+                if on_row is not None:
+                    on_row(replace(result, rows=tuple(rows), wall_s=time.perf_counter() - start))
         if progress is not None:
             progress(total, total, "done")
     except KeyboardInterrupt:
         return replace(result, rows=tuple(rows), wall_s=time.perf_counter() - start, complete=False)
+    except CaptureFailed as exc:
+        stopped = Notice("sweep_stopped", {"case": cases[len(rows)].key, "reason": str(exc)})
+        return replace(
+            result, rows=tuple(rows), wall_s=time.perf_counter() - start, complete=False, warnings=(stopped,)
+        )
     return replace(result, rows=tuple(rows), wall_s=time.perf_counter() - start, complete=True)
+
+
+# ---------------------------------------------------------------------------- several runs
+
+
+def pass_order(cases: Sequence[KernelCase], index: int, runs: int) -> list[KernelCase]:
+    """The case order of pass ``index`` of ``runs``: rotated by ``index·n/runs`` places, so
+    each case meets a different moment of the run and a burst of load lands on one pass of
+    several cases rather than on every pass of one. Compiling cases stay last (rotated among
+    themselves)."""
+
+    def rotate(items: list[KernelCase]) -> list[KernelCase]:
+        k = index * len(items) // max(runs, 1) if items else 0
+        return items[k:] + items[:k]
+
+    return rotate([c for c in cases if not c.compiles]) + rotate([c for c in cases if c.compiles])
+
+
+def merge_row(old: KernelRow | None, new: KernelRow) -> KernelRow:
+    """``old`` (a case's runs so far) with one more run: samples pooled, the run's median
+    appended to ``run_medians_s``, rates from the pooled median. A pass that could not time
+    the case leaves the timed runs alone; a failed output check in any pass fails the row."""
+    if old is None or old.time_s is None:
+        return new
+    checks: dict[str, Any] = {}
+    if old.passed is not None and new.passed is not None:
+        checks = {"passed": old.passed and new.passed, "error": max(old.error or 0.0, new.error or 0.0)}
+    if new.time_s is None:
+        return replace(old, **checks)
+    samples = old.samples_s + new.samples_s
+    summary = Summary.from_samples(samples)
+    t = summary.median_s
+    warnings = list(old.warnings)
+    warnings += [w for w in new.warnings if w not in warnings]
+    return replace(
+        old,
+        time_s=t,
+        summary=summary,
+        samples_s=samples,
+        run_medians_s=(old.run_medians_s or (old.time_s,)) + (new.time_s,),
+        achieved_flops_per_s=old.flops / t if t > 0 else None,
+        achieved_bytes_per_s=old.bytes / t if t > 0 else None,
+        warnings=tuple(warnings),
+        **checks,
+    )
+
+
+def resume_differences(previous: KernelSuiteResult, current: KernelSuiteResult) -> list[str]:
+    """What makes a saved result another setup than this run: device (with threads), dtype,
+    suite or timing settings, e.g. ``suite (full vs quick)``."""
+    out = [
+        f"{name.replace('_', ' ')} ({getattr(previous, name)} vs {getattr(current, name)})"
+        for name in ("device_key", "dtype", "suite")
+        if getattr(previous, name) != getattr(current, name)
+    ]
+    for name in SuiteSettings.__dataclass_fields__:
+        theirs, ours = getattr(previous.settings, name), getattr(current.settings, name)
+        if theirs != ours:
+            out.append(f"{name.replace('_', ' ')} ({theirs} vs {ours})")
+    return out
+
+
+def check_resumable(
+    previous: KernelSuiteResult, dev: Any, dtype: Any, settings: SuiteSettings, suite: str
+) -> None:
+    """Refuse (naming ``resume``) a saved result of another device, threads, dtype, suite or
+    timing settings: its rows cannot be pooled with this run's."""
+    diff = resume_differences(previous, empty_result(dev, dtype, settings, suite))
+    if diff:
+        raise InvalidInput(
+            "resume",
+            f"{previous.suite} suite, {previous.device_key}",
+            f"the file was measured with another setup: {', '.join(diff)} (use a new --out file)",
+        )
+
+
+def _needs_pass(row: KernelRow | None, index: int) -> bool:
+    """Whether a case is timed in pass ``index``: never measured, or timed in at most
+    ``index`` runs so far (a case that could not be timed is not retried)."""
+    if row is None:
+        return True
+    return row.time_s is not None and row.runs <= index
+
+
+def run_passes(
+    cases: Sequence[KernelCase],
+    dev: Any,
+    dtype: Any,
+    settings: SuiteSettings,
+    *,
+    runs: int = 1,
+    suite: str = "quick",
+    all_known: Sequence[KernelCase] | None = None,
+    previous: KernelSuiteResult | None = None,
+    progress: Progress | None = None,
+    on_row: Callable[[KernelSuiteResult], None] | None = None,
+) -> KernelSuiteResult:
+    """``runs`` independent passes of :func:`run_suite` over ``cases``, each case with its own
+    warm-up in every pass, in the order :func:`pass_order` gives (rows merged with
+    :func:`merge_row`). ``previous`` — a saved, possibly interrupted result of the same setup
+    (else :class:`InvalidInput` naming ``resume``) — supplies what was measured: a case is
+    timed in pass p only while it holds at most p runs, and the passes go to
+    ``max(runs, previous.runs)``. ``on_row`` gets the merged result after every case; Ctrl-C
+    (or a pass :func:`run_suite` stops) returns what finished with ``complete=False`` and the
+    pass's warnings."""
+    if runs < 1:
+        raise InvalidInput("runs", runs, "must be at least 1")
+    skeleton = replace(empty_result(dev, dtype, settings, suite), runs=runs)
+    order = [c.key for c in cases]
+    merged: dict[str, KernelRow] = {}
+    wall = [0.0]
+    if previous is not None:
+        check_resumable(previous, dev, dtype, settings, suite)
+        merged = {r.key: r for r in previous.rows if r.key in set(order)}
+        skeleton = replace(skeleton, runs=max(runs, previous.runs))
+        wall[0] = previous.wall_s
+
+    def snapshot(complete: bool) -> KernelSuiteResult:
+        rows = tuple(merged[k] for k in order if k in merged)
+        return replace(skeleton, rows=rows, wall_s=wall[0], complete=complete)
+
+    def add(part: KernelSuiteResult) -> None:
+        row = part.rows[-1]
+        merged[row.key] = merge_row(merged.get(row.key), row)
+        if on_row is not None:
+            on_row(replace(snapshot(False), wall_s=wall[0] + part.wall_s))
+
+    total = skeleton.runs
+    planned = sum(_needs_pass(merged.get(k), p) for p in range(total) for k in order)
+    done = 0
+    for p in range(total):
+        todo = [c for c in pass_order(cases, p, total) if _needs_pass(merged.get(c.key), p)]
+        if not todo:
+            continue
+        part = run_suite(
+            todo, dev, dtype, settings, suite=suite, all_known=all_known or cases, on_row=add,
+            progress=_pass_progress(progress, done, planned, p, total),
+        )  # fmt: skip
+        wall[0] += part.wall_s
+        done += len(todo)
+        if not part.complete:
+            return replace(snapshot(False), warnings=part.warnings)
+    return snapshot(True)
+
+
+def _pass_progress(
+    progress: Progress | None, done: int, planned: int, index: int, runs: int
+) -> Progress | None:
+    """The progress of one pass as a part of all passes."""
+    if progress is None:
+        return None
+    prefix = f"run {index + 1}/{runs}: " if runs > 1 else ""
+    return lambda i, _n, text: progress(done + i, max(planned, 1), prefix + text)

@@ -1,5 +1,5 @@
 """Profile one model step: where the time goes, per operator, category and module, against the
-device's fitted roofline, and what optimizing each category could buy (SPEC §3.4).
+device's fitted roofline, and what optimizing each category could buy.
 
 The procedure, for a step ``fn`` (a prefill forward, one decode token over a KV cache, or a
 whole greedy generation):
@@ -29,19 +29,21 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from infer_opt.cost_models import profile_amdahl as pa
-from infer_opt.cost_models.roofline import RooflineFit, classify
+from infer_opt.cost_models.roofline import RooflineFit, RunKey, classify
 from infer_opt.errors import InferOptError, InvalidInput, RunFailure, out_of_memory
+from infer_opt.notices import Notice
 from infer_opt.profilers import op_recorder as rec
 from infer_opt.profilers.models import DecoderLM, LoadedModel, random_tokens
+from infer_opt.profilers.roofline_store import ResolvedFit
 from infer_opt.results import Result
-from infer_opt.stats import Summary, variance_warning
+from infer_opt.stats import Summary, variance_notice
 
 Progress = Callable[[int, int, str], None]
 
@@ -85,11 +87,14 @@ class OpStat:
     intensity: float | None
     achieved_flops_per_s: float
     achieved_bytes_per_s: float
-    #: roofline prediction t0 + max(F/R, Q/b) per call × calls (a model prediction)
-    predicted_s: float
-    bound: str
+    #: roofline prediction t0 + max(F/R, Q/b) per call × calls (a model prediction; None
+    #: when the profile has no roofline fit, as are bound and efficiency)
+    predicted_s: float | None
+    bound: str | None
     #: predicted / measured
-    efficiency: float
+    efficiency: float | None
+    #: with several runs (--runs): the median of ``time_samples_s`` in each run
+    run_medians_s: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -101,17 +106,20 @@ class CategoryStat:
     calls: int
     flops: float
     bytes: float
-    #: Σ min(measured, roofline prediction) over the category's ops (a model prediction)
-    bound_time_s: float
+    #: Σ min(measured, roofline prediction) over the category's ops (a model prediction;
+    #: None without a roofline fit, as are part_speedup and roofline_speedup)
+    bound_time_s: float | None
     #: the category's own speedup at its roofline bound, s = time / bound time
-    part_speedup: float
+    part_speedup: float | None
     #: 1 / (1 - f): end to end if the category were free
     ceiling_speedup: float
     #: 1 / ((1 - f) + f/s): end to end if every op in it ran at its roofline bound (predicted)
-    roofline_speedup: float
+    roofline_speedup: float | None
     achieved_flops_per_s: float = 0.0
     achieved_bytes_per_s: float = 0.0
     time_samples_s: tuple[float, ...] = ()
+    #: with several runs (--runs): the median of ``time_samples_s`` in each run
+    run_medians_s: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -139,6 +147,8 @@ class StepTiming:
     warmup_calls: int
     #: "cpu-clock" or "cuda-events"
     timer: str
+    #: with several runs (--runs): the median of each run's samples, in run order
+    run_medians_s: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -173,7 +183,7 @@ class RooflineRef:
 
 @dataclass(frozen=True)
 class ProfileResult(Result):
-    """Where one model step's time goes (SPEC §3.4)."""
+    """Where one model step's time goes (the procedure: module docstring)."""
 
     KIND = "profile"
 
@@ -216,9 +226,11 @@ class ProfileResult(Result):
     ops: tuple[OpStat, ...]
     categories: tuple[CategoryStat, ...]
     modules: tuple[ModuleStat, ...]
-    roofline: RooflineRef
+    #: None: no usable fit (the warnings say why); bounds, efficiencies and at-bound speedups
+    #: are then absent
+    roofline: RooflineRef | None
     #: every category at its roofline bound together / every op free (predictions)
-    all_at_bound_speedup: float
+    all_at_bound_speedup: float | None
     all_free_ceiling: float
     #: Σ per-op time / max(step, Σ per-op time): the Amdahl fraction of all operators together
     attributed_fraction: float
@@ -234,9 +246,15 @@ class ProfileResult(Result):
     unmatched_calls: int
     reps: int
     warmup: int
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[Notice, ...] = ()
     generation: GenerationStats | None = None
     trace_path: str | None = None
+    #: independent passes over the step, each with its own warm-up (--runs)
+    runs: int = 1
+    #: CPU intra-op threads (None on CUDA) and what float32 matmuls computed in (``""`` for
+    #: other dtypes): with device and dtype, the run key a noise floor must share
+    threads: int | None = None
+    matmul_precision: str = ""
 
     @property
     def step_time_s(self) -> float:
@@ -306,11 +324,11 @@ def build_step(
     """The callable each mode times (module docstring). Decode and generate need a built-in;
     their batch is the loaded token batch's, and generate's prompt is that batch."""
     if mode not in MODES:
-        raise InvalidInput("--mode", mode, f"expected one of {', '.join(MODES)}")
+        raise InvalidInput("mode", mode, f"expected one of {', '.join(MODES)}")
     model = loaded.model
     if mode != "prefill" and not isinstance(model, DecoderLM):
         raise InvalidInput(
-            "--mode",
+            "mode",
             mode,
             "decode and generate need a built-in model (tiny, gpt2-small, llama-tiny, llama-small); "
             "factory and hf: models profile --mode prefill",
@@ -319,81 +337,81 @@ def build_step(
         return Step(
             _no_grad(loaded.prefill), loaded.tokens, loaded.flops_analytic, "forward on the example inputs"
         )
-    config = model.config
-    batch, seq_len = loaded.args[0].shape
     if mode == "prefill":
-        ids = loaded.args[0]
-        cache = model.new_cache(ids.shape[0], ids.shape[1])
-
-        def prefill() -> object:
-            cache.reset(0)
-            return model(ids, cache)
-
-        return Step(
-            _no_grad(prefill),
-            ids.numel(),
-            float(config.forward_flops(ids.shape[0], ids.shape[1])),
-            f"prefill of {ids.shape[1]} tokens into an empty KV cache",
-        )
+        return _prefill_step(model, loaded.args[0])
     if mode == "decode":
-        if context + 1 > config.max_seq_len:
-            raise InvalidInput(
-                "--context",
-                context,
-                f"must be at most {config.max_seq_len - 1}: model {config.name!r} has "
-                f"{config.max_seq_len} positions and decode adds one token",
-            )
-        ctx = random_tokens(batch, context, config.vocab_size, device=device)
-        token = random_tokens(batch, 1, config.vocab_size, device=device, seed=7)
-        cache = model.new_cache(batch, context + 1)
-        with guard("filling the KV cache"), torch.no_grad():
-            if context:
-                model(ctx, cache)
+        return _decode_step(model, loaded.args[0].shape[0], context, device)
+    return _generate_step(model, loaded.args[0], new_tokens, device)
 
-        def decode() -> object:
-            cache.reset(context)
-            return model(token, cache)
 
-        return Step(
-            _no_grad(decode),
-            batch,
-            float(config.forward_flops(batch, 1, context + 1)),
-            f"one token over a KV cache of {context} tokens",
+def _prefill_step(model: DecoderLM, ids: torch.Tensor) -> Step:
+    """A forward over the prompt into an empty KV cache."""
+    cache = model.new_cache(ids.shape[0], ids.shape[1])
+
+    def prefill() -> object:
+        cache.reset(0)
+        return model(ids, cache)
+
+    return Step(
+        _no_grad(prefill),
+        ids.numel(),
+        float(model.config.forward_flops(ids.shape[0], ids.shape[1])),
+        f"prefill of {ids.shape[1]} tokens into an empty KV cache",
+    )
+
+
+def _decode_step(model: DecoderLM, batch: int, context: int, device: Any) -> Step:
+    """One new token per sequence over a KV cache already holding ``context`` tokens."""
+    config = model.config
+    if context + 1 > config.max_seq_len:
+        raise InvalidInput(
+            "context",
+            context,
+            f"must be at most {config.max_seq_len - 1}: model {config.name!r} has "
+            f"{config.max_seq_len} positions and decode adds one token",
         )
+    ctx = random_tokens(batch, context, config.vocab_size, device=device)
+    token = random_tokens(batch, 1, config.vocab_size, device=device, seed=7)
+    cache = model.new_cache(batch, context + 1)
+    with guard("filling the KV cache"), torch.no_grad():
+        if context:
+            model(ctx, cache)
+
+    def decode() -> object:
+        cache.reset(context)
+        return model(token, cache)
+
+    return Step(
+        _no_grad(decode),
+        batch,
+        float(config.forward_flops(batch, 1, context + 1)),
+        f"one token over a KV cache of {context} tokens",
+    )
+
+
+def _generate_step(model: DecoderLM, prompt: torch.Tensor, new_tokens: int, device: Any) -> Step:
+    """Greedy generation of ``new_tokens`` after ``prompt``; ``generate`` marks each token."""
+    config = model.config
+    batch, seq_len = prompt.shape
     if seq_len + new_tokens > config.max_seq_len:
         raise InvalidInput(
-            "--new-tokens",
+            "new_tokens",
             new_tokens,
             f"prompt + new tokens exceed the {config.max_seq_len} positions of {config.name!r}",
         )
-    prompt = loaded.args[0]
     cache = model.new_cache(batch, seq_len + new_tokens)
-    on_cuda = str(device).startswith("cuda")
 
     def generate_marks(mark: Callable[[], Any] | None = None) -> list[Any]:
         marks = [mark()] if mark else []
         cache.reset(0)
-        logits = model(prompt, cache)
-        token = logits[:, -1:].argmax(-1)
+        token = model(prompt, cache)[:, -1:].argmax(-1)
         if mark:
             marks.append(mark())
         for _ in range(new_tokens - 1):
-            logits = model(token, cache)
-            token = logits[:, -1:].argmax(-1)
+            token = model(token, cache)[:, -1:].argmax(-1)
             if mark:
                 marks.append(mark())
         return marks
-
-    def timed_generation() -> list[float]:
-        with torch.no_grad():
-            if on_cuda:
-                # events record on the current stream of the current device: make it this one
-                with torch.cuda.device(device):
-                    events = generate_marks(_cuda_mark)
-                torch.cuda.synchronize(device)
-                return [0.0] + [events[0].elapsed_time(e) * 1e-3 for e in events[1:]]
-            marks = generate_marks(time.perf_counter_ns)
-            return [(m - marks[0]) * 1e-9 for m in marks]
 
     analytic = config.forward_flops(batch, seq_len) + sum(
         config.forward_flops(batch, 1, seq_len + k + 1) for k in range(new_tokens - 1)
@@ -403,16 +421,43 @@ def build_step(
         batch * new_tokens,
         float(analytic),
         f"greedy generation of {new_tokens} tokens after a {seq_len}-token prompt",
-        generate=timed_generation,
+        generate=_timed_generation(generate_marks, new_tokens, device),
         prompt_tokens=seq_len,
         new_tokens=new_tokens,
     )
 
 
-def _cuda_mark() -> Any:
-    event = torch.cuda.Event(enable_timing=True)
-    event.record()
-    return event
+def _timed_generation(
+    generate_marks: Callable[..., list[Any]], new_tokens: int, device: Any
+) -> Callable[[], list[float]]:
+    """One generation's token times in seconds from its start (CUDA events on a GPU)."""
+    on_cuda = str(device).startswith("cuda")
+
+    def timed() -> list[float]:
+        with torch.no_grad():
+            if on_cuda:
+                # events record on the current stream of the current device: make it this one
+                with torch.cuda.device(device):
+                    events = generate_marks(_cuda_marks(new_tokens + 1))
+                torch.cuda.synchronize(device)
+                return [0.0] + [events[0].elapsed_time(e) * 1e-3 for e in events[1:]]
+            marks = generate_marks(time.perf_counter_ns)
+            return [(m - marks[0]) * 1e-9 for m in marks]
+
+    return timed
+
+
+def _cuda_marks(count: int) -> Callable[[], Any]:
+    """A mark function recording the next of ``count`` timing events, all created up front
+    (creating an event is a host call that must not land between two marks)."""
+    events = iter([torch.cuda.Event(enable_timing=True) for _ in range(count)])
+
+    def mark() -> Any:
+        event = next(events)
+        event.record()
+        return event
+
+    return mark
 
 
 def _no_grad(fn: Callable[[], object]) -> Callable[[], object]:
@@ -450,101 +495,133 @@ def _group_samples(indices: Sequence[int], reps: list[list[float]]) -> tuple[flo
 def aggregate(
     calls: Sequence[rec.OpCall],
     timings: rec.OpTimings,
-    fit: RooflineFit,
+    fit: RooflineFit | None,
     step_time_s: float,
 ) -> tuple[list[OpStat], list[CategoryStat], list[ModuleStat], pa.ProfileAmdahl]:
-    """Group per-call times into ops, categories and modules, and rank the categories."""
+    """Group per-call times into ops, categories and modules, and rank the categories.
+    Without a ``fit`` the roofline fields are None and each category's bound is its own time
+    (the ranking is then by the if-free ceiling)."""
     medians, reps = _per_call_samples(timings, len(calls))
     step = max(step_time_s, math.fsum(medians))
     groups: dict[tuple[str, tuple[tuple[int, ...], ...]], list[int]] = defaultdict(list)
-    for i, call in enumerate(calls):
-        groups[(call.name, call.shapes)].append(i)
-    ops: list[OpStat] = []
-    bound_by_category: dict[str, float] = defaultdict(float)
-    for (name, shapes), idx in groups.items():
-        first = calls[idx[0]]
-        n = len(idx)
-        t = math.fsum(medians[i] for i in idx)
-        flops = float(sum(calls[i].flops for i in idx))
-        nbytes = float(sum(calls[i].bytes for i in idx))
-        per_call_t = t / n
-        bound, efficiency, predicted = classify(fit, flops / n, nbytes / n, per_call_t)
-        bound_by_category[first.category] += pa.capped_bound(t, predicted * n)
-        sources = Counter(calls[i].flops_source for i in idx)
-        modules = Counter(module_key(calls[i].module) for i in idx)
-        ops.append(
-            OpStat(
-                name=name,
-                shapes=shapes,
-                dtype=first.dtype,
-                category=first.category,
-                calls=n,
-                time_s=t,
-                time_samples_s=_group_samples(idx, reps),
-                share=t / step if step > 0 else 0.0,
-                flops=flops,
-                bytes=nbytes,
-                flops_source=sources.most_common(1)[0][0],
-                module=modules.most_common(1)[0][0],
-                intensity=flops / nbytes if nbytes > 0 else None,
-                achieved_flops_per_s=flops / t if t > 0 else 0.0,
-                achieved_bytes_per_s=nbytes / t if t > 0 else 0.0,
-                predicted_s=predicted * n,
-                bound=bound,
-                efficiency=efficiency,
-            )
-        )
-    ops.sort(key=lambda o: (-o.time_s, o.name))
-
     by_category: dict[str, list[int]] = defaultdict(list)
     by_module: dict[str, list[int]] = defaultdict(list)
     for i, call in enumerate(calls):
+        groups[(call.name, call.shapes)].append(i)
         by_category[call.category].append(i)
         by_module[module_key(call.module)].append(i)
+    bound_by_category: dict[str, float] = defaultdict(float)
+    ops = []
+    for idx in groups.values():
+        op = _op_stat(calls, idx, medians, reps, fit, step)
+        ops.append(op)
+        bound_by_category[op.category] += (
+            op.time_s if op.predicted_s is None else pa.capped_bound(op.time_s, op.predicted_s)
+        )
+    ops.sort(key=lambda o: (-o.time_s, o.name))
     times = {c: math.fsum(medians[i] for i in idx) for c, idx in by_category.items()}
     amdahl = pa.profile_amdahl(
         [pa.CategoryTime(c, times[c], min(times[c], bound_by_category[c])) for c in by_category], step_time_s
     )
-    categories = []
-    for opp in amdahl.opportunities:
-        idx = by_category[opp.category]
-        flops = float(sum(calls[i].flops for i in idx))
-        nbytes = float(sum(calls[i].bytes for i in idx))
-        categories.append(
-            CategoryStat(
-                category=opp.category,
-                time_s=opp.time_s,
-                fraction=opp.fraction,
-                calls=len(idx),
-                flops=flops,
-                bytes=nbytes,
-                achieved_flops_per_s=flops / opp.time_s if opp.time_s > 0 else 0.0,
-                achieved_bytes_per_s=nbytes / opp.time_s if opp.time_s > 0 else 0.0,
-                bound_time_s=opp.bound_time_s,
-                part_speedup=opp.part_speedup,
-                ceiling_speedup=opp.ceiling_speedup,
-                roofline_speedup=opp.roofline_speedup,
-                time_samples_s=_group_samples(idx, reps),
-            )
-        )
-    modules = []
-    for key, idx in by_module.items():
-        t = math.fsum(medians[i] for i in idx)
-        modules.append(
-            ModuleStat(
-                module=key,
-                time_s=t,
-                share=t / step if step > 0 else 0.0,
-                calls=len(idx),
-                flops=float(sum(calls[i].flops for i in idx)),
-                bytes=float(sum(calls[i].bytes for i in idx)),
-            )
-        )
+    categories = [
+        _category_stat(opp, calls, by_category[opp.category], reps, fit is not None)
+        for opp in amdahl.opportunities
+    ]
+    modules = [_module_stat(key, calls, idx, medians, step) for key, idx in by_module.items()]
     modules.sort(key=lambda m: (-m.time_s, m.module))
     return ops, categories, modules, amdahl
 
 
+def _op_stat(
+    calls: Sequence[rec.OpCall],
+    idx: Sequence[int],
+    medians: Sequence[float],
+    reps: list[list[float]],
+    fit: RooflineFit | None,
+    step: float,
+) -> OpStat:
+    """One operator at one set of input shapes: its calls' time, work and roofline place."""
+    first = calls[idx[0]]
+    n = len(idx)
+    t = math.fsum(medians[i] for i in idx)
+    flops = float(sum(calls[i].flops for i in idx))
+    nbytes = float(sum(calls[i].bytes for i in idx))
+    if first.category == "communication":
+        # no roofline bound applies to a collective: it stays at its measured time
+        bound, efficiency, predicted = "communication", None, None
+    else:
+        bound, efficiency, predicted = _classify(fit, flops / n, nbytes / n, t / n)
+    return OpStat(
+        name=first.name,
+        shapes=first.shapes,
+        dtype=first.dtype,
+        category=first.category,
+        calls=n,
+        time_s=t,
+        time_samples_s=_group_samples(idx, reps),
+        share=t / step if step > 0 else 0.0,
+        flops=flops,
+        bytes=nbytes,
+        flops_source=Counter(calls[i].flops_source for i in idx).most_common(1)[0][0],
+        module=Counter(module_key(calls[i].module) for i in idx).most_common(1)[0][0],
+        intensity=flops / nbytes if nbytes > 0 else None,
+        achieved_flops_per_s=flops / t if t > 0 else 0.0,
+        achieved_bytes_per_s=nbytes / t if t > 0 else 0.0,
+        predicted_s=None if predicted is None else predicted * n,
+        bound=bound,
+        efficiency=efficiency,
+    )
+
+
+def _category_stat(
+    opp: pa.Opportunity,
+    calls: Sequence[rec.OpCall],
+    idx: Sequence[int],
+    reps: list[list[float]],
+    fitted: bool,
+) -> CategoryStat:
+    """One category's time, work and Amdahl place (roofline columns only with a fit)."""
+    flops = float(sum(calls[i].flops for i in idx))
+    nbytes = float(sum(calls[i].bytes for i in idx))
+    return CategoryStat(
+        category=opp.category,
+        time_s=opp.time_s,
+        fraction=opp.fraction,
+        calls=len(idx),
+        flops=flops,
+        bytes=nbytes,
+        achieved_flops_per_s=flops / opp.time_s if opp.time_s > 0 else 0.0,
+        achieved_bytes_per_s=nbytes / opp.time_s if opp.time_s > 0 else 0.0,
+        bound_time_s=opp.bound_time_s if fitted else None,
+        part_speedup=opp.part_speedup if fitted else None,
+        ceiling_speedup=opp.ceiling_speedup,
+        roofline_speedup=opp.roofline_speedup if fitted else None,
+        time_samples_s=_group_samples(idx, reps),
+    )
+
+
+def _module_stat(
+    key: str, calls: Sequence[rec.OpCall], idx: Sequence[int], medians: Sequence[float], step: float
+) -> ModuleStat:
+    t = math.fsum(medians[i] for i in idx)
+    return ModuleStat(
+        module=key,
+        time_s=t,
+        share=t / step if step > 0 else 0.0,
+        calls=len(idx),
+        flops=float(sum(calls[i].flops for i in idx)),
+        bytes=float(sum(calls[i].bytes for i in idx)),
+    )
+
+
 # ---------------------------------------------------------------------------- roofline
+
+
+def _classify(
+    fit: RooflineFit | None, flops: float, nbytes: float, time_s: float
+) -> tuple[str | None, float | None, float | None]:
+    """:func:`classify` against ``fit``; all None without one."""
+    return (None, None, None) if fit is None else classify(fit, flops, nbytes, time_s)
 
 
 def roofline_ref(fit: RooflineFit, source: str) -> RooflineRef:
@@ -561,29 +638,19 @@ def roofline_ref(fit: RooflineFit, source: str) -> RooflineRef:
 
 def resolve_fit(
     device: Any, dtype: Any, path: str | Path | None = None, progress: Progress | None = None
-) -> tuple[RooflineFit, str]:
-    """The roofline fit to use: the file given (``--roofline``), else the one saved for this
-    device and dtype, else a quick calibration sweep now, saved for next time. Returns
-    ``(fit, source)``."""
+) -> ResolvedFit:
+    """The roofline fit to use: the file given (``roofline``, refused unless it is valid and
+    made for this device, dtype, threads, matmul precision and operator timing), else the one
+    cached for this run's key, else a quick calibration now, cached if it passes validation
+    (:func:`infer_opt.profilers.roofline_store.fit_for_run`: one retry, then no fit and a
+    warning saying why). ``ResolvedFit.fit`` is None when no usable fit could be had: the
+    profile then goes on without roofline columns."""
     from infer_opt.profilers import roofline_store
 
     rec.quiet_kineto()
     if path is not None:
-        try:
-            fit = roofline_store.load_fit(device, dtype, Path(path))
-        except InvalidInput as exc:
-            raise InvalidInput("--roofline", str(path), exc.expected) from None
-        assert fit is not None
-        return fit, str(path)
-    fit = roofline_store.load_fit(device, dtype)
-    if fit is not None:
-        return fit, f"saved fit ({roofline_store.fit_path(device, dtype)})"
-    fit = roofline_store.calibrate(device, dtype, progress=progress)
-    try:
-        saved = roofline_store.save_fit(fit, device, dtype)
-    except OSError:
-        return fit, "calibrated now (not saved: cache directory not writable)"
-    return fit, f"calibrated now, saved to {saved}"
+        return ResolvedFit(roofline_store.read_fit_for_run(path, device, dtype), str(path))
+    return roofline_store.fit_for_run(device, dtype, progress=progress)
 
 
 # ---------------------------------------------------------------------------- the profile
@@ -643,46 +710,130 @@ def _warnings(
     flops_analytic: float | None,
     on_cuda: bool,
     load: tuple[float, int] | None,
-) -> list[str]:
-    out: list[str] = []
-    variance = variance_warning(Summary.from_samples(step.samples_s))
+) -> list[Notice]:
+    out: list[Notice] = []
+    variance = variance_notice(Summary.from_samples(step.samples_s))
     if variance:
-        out.append(f"step time: {variance}")
+        out.append(variance.about("step time"))
     share = unattributed / step.median_s if step.median_s > 0 else 0.0
     if share > UNATTRIBUTED_WARNING:
-        where = (
-            "the GPU sat idle between kernels (host/launch overhead: Python, module calls, kernel launches)"
-            if on_cuda
-            else "host/framework overhead outside the ops (Python, nn.Module calls, the dispatcher)"
-        )
-        fix = (
-            "CUDA graphs or torch.compile cut it"
-            if on_cuda
-            else "torch.compile or a larger --batch/--seq-len amortise it"
-        )
-        out.append(f"{100 * share:.0f}% of the step is not attributed to any operator: {where}; {fix}")
+        out.append(Notice("step_unattributed", {"share": share, "on_cuda": on_cuda}))
     if coverage > OVERCOVERAGE_WARNING:
-        out.append(
-            f"per-op times add up to {100 * coverage:.0f}% of the step: the machine was busier during the "
-            "operator pass than during the step timing; raise --reps or quiet the machine"
-        )
+        out.append(Notice("ops_exceed_step", {"coverage": coverage}))
     if not on_cuda and load is not None and load[0] > load[1]:
-        out.append(
-            f"the machine is busy (load average {load[0]:.1f} on {load[1]} cores): CPU timings are noisy and "
-            "intra-op threads stall each other; quiet the machine or use fewer threads (OMP_NUM_THREADS)"
-        )
+        out.append(Notice("machine_busy", {"load": load[0], "cpus": load[1]}))
     if zero_flop:
-        out.append("ops with no FLOP formula (counted as 0 FLOPs) take real time: " + ", ".join(zero_flop))
+        out.append(Notice("ops_without_flops", {"ops": list(zero_flop)}))
     if unmatched:
-        out.append(
-            f"{unmatched} recorded op calls were not found in the profiler trace; "
-            "their time counts as unattributed"
-        )
+        out.append(Notice("calls_not_in_trace", {"calls": unmatched}))
     if flops_analytic and abs(flops_counted - flops_analytic) > 0.05 * flops_analytic:
-        out.append(
-            "counted FLOPs differ from the analytic count by "
-            f"{100 * (flops_counted / flops_analytic - 1):+.1f}%"
-        )
+        out.append(Notice("flops_differ_from_analytic", {"difference": flops_counted / flops_analytic - 1}))
+    return out
+
+
+@dataclass
+class _Timed:
+    """The step's and the operators' timings over every run, and each run's share."""
+
+    samples_s: list[float]
+    parts: list[rec.OpTimings]
+    step_run_sizes: list[int]
+    op_run_sizes: list[int]
+    warmup_calls: int = 0
+
+
+def _time_runs(
+    step: Step,
+    calls: Sequence[rec.OpCall],
+    *,
+    device: Any,
+    mode: str,
+    warmup: int,
+    reps: int,
+    runs: int,
+    trace_path: str | Path | None,
+    report: Callable[[int, str], None],
+) -> _Timed:
+    """``runs`` passes, each with its own warm-up: the uninstrumented step timing and the
+    operator pass alternating in up to four chunks (a change in load hits both alike)."""
+    from infer_opt.profilers import timing
+
+    overhead = 0.0 if str(device).startswith("cuda") else rec.profiler_overhead_per_event_s()
+    op_reps = min(reps, max(3, MAX_PROFILED_CALLS // len(calls)))
+    chunks = _chunks(reps, count=len(_chunks(op_reps)))
+    op_chunks = _chunks(op_reps, count=len(chunks))
+    timed = _Timed([], [], [], [])
+    for run in range(runs):
+        prefix = f"run {run + 1}/{runs}: " if runs > 1 else ""
+        first_sample, first_part = len(timed.samples_s), len(timed.parts)
+        for k, (n, n_ops) in enumerate(zip(chunks, op_chunks, strict=True)):
+            unit = 2 + run * len(chunks) + k
+            report(unit, f"{prefix}timing the step ({k + 1}/{len(chunks)})")
+            with guard(f"running the {mode} step"):
+                m = timing.measure(
+                    step.fn, device=device, warmup=warmup if k == 0 else 1, reps=n, time_cold=False
+                )
+            timed.samples_s.extend(m.samples_s)
+            timed.warmup_calls += m.warmup_calls
+            report(unit, f"{prefix}profiling operators ({k + 1}/{len(chunks)})")
+            with guard(f"profiling the {mode} step"):
+                timed.parts.append(
+                    rec.time_ops(
+                        step.fn,
+                        calls,
+                        device=device,
+                        reps=n_ops,
+                        trace_path=trace_path if unit == 2 else None,
+                        overhead_per_event_s=overhead,
+                    )
+                )
+        timed.step_run_sizes.append(len(timed.samples_s) - first_sample)
+        timed.op_run_sizes.append(sum(len(p.per_rep_s) for p in timed.parts[first_part:]))
+    return timed
+
+
+def run_medians(samples: Sequence[float], sizes: Sequence[int]) -> tuple[float, ...]:
+    """The median of each run's consecutive slice of ``samples`` (``()`` for one run)."""
+    if len(sizes) < 2:
+        return ()
+    starts = [sum(sizes[:i]) for i in range(len(sizes))]
+    return tuple(statistics.median(samples[a : a + n]) for a, n in zip(starts, sizes, strict=True) if n)
+
+
+def _step_timing(timed: _Timed, cold_s: float | None, timer: str) -> StepTiming:
+    summary = Summary.from_samples(timed.samples_s)
+    return StepTiming(
+        samples_s=tuple(timed.samples_s),
+        median_s=summary.median_s,
+        q1_s=summary.q1_s,
+        q3_s=summary.q3_s,
+        min_s=summary.min_s,
+        max_s=summary.max_s,
+        cold_s=cold_s,
+        warmup_calls=timed.warmup_calls,
+        timer=timer,
+        run_medians_s=run_medians(timed.samples_s, timed.step_run_sizes),
+    )
+
+
+def _fit_warnings(ops: Sequence[OpStat], fit: RooflineFit | None, run_key: str) -> list[Notice]:
+    """Ops faster than the fit allows (a stale fit), and a fit made for another device key."""
+    out: list[Notice] = []
+    beyond = [
+        o
+        for o in ops
+        if o.efficiency is not None
+        and o.bound != "launch"
+        and o.share >= FAST_OP_SHARE
+        and o.efficiency > FAST_OP_EFFICIENCY
+    ]
+    if beyond:
+        worst = max(beyond, key=lambda o: o.efficiency or 0.0)
+        values = {"ops": len(beyond), "efficiency": worst.efficiency, "op": worst.name}
+        out.append(Notice("ops_beat_fit", values))
+    fit_key = fit.device_key if fit is not None else ""
+    if fit_key and fit_key != run_key:
+        out.append(Notice("fit_for_other_device", {"fit": fit_key, "run": run_key}))
     return out
 
 
@@ -696,18 +847,24 @@ def profile_model(
     new_tokens: int = 32,
     warmup: int = 3,
     reps: int = 20,
-    fit: RooflineFit,
+    runs: int = 1,
+    fit: RooflineFit | None,
     fit_source: str = "",
+    fit_warnings: Sequence[Notice] = (),
     trace_path: str | Path | None = None,
     progress: Progress | None = None,
 ) -> ProfileResult:
-    """Profile one step of ``loaded`` (module docstring)."""
+    """Profile one step of ``loaded`` (module docstring); ``runs`` independent passes over
+    the step, each with its own warm-up, pooled (each op, category and the step keep their
+    per-run medians for ``compare``). ``fit`` None: no roofline columns (``fit_warnings``,
+    e.g. :attr:`ResolvedFit.warnings`, say why)."""
     from infer_opt.profilers import timing
-    from infer_opt.profilers.device import device_key, device_name, dtype_name, is_cuda
+    from infer_opt.profilers.device import is_cuda, run_key
 
-    on_cuda = is_cuda(device)
+    if runs < 1:
+        raise InvalidInput("runs", runs, "must be at least 1")
     load_at_start = _machine_load()
-    total_units = 5 if mode == "generate" else 4
+    total_units = 2 + runs * len(_chunks(reps)) + (1 if mode == "generate" else 0)
 
     def report(done: int, label: str) -> None:
         if progress is not None:
@@ -723,102 +880,119 @@ def profile_model(
         calls = rec.record_ops(step.fn, loaded.model)
     if not calls:
         raise RunFailure("the step ran no aten operators: nothing to profile (is the model a torch model?)")
-    overhead = 0.0 if on_cuda else rec.profiler_overhead_per_event_s()
-    op_reps = min(reps, max(3, MAX_PROFILED_CALLS // len(calls)))
-    chunks = _chunks(reps, count=len(_chunks(op_reps)))
-    op_chunks = _chunks(op_reps, count=len(chunks))
-    samples: list[float] = []
-    parts: list[rec.OpTimings] = []
-    warmup_calls = 0
-    for k, (n, n_ops) in enumerate(zip(chunks, op_chunks, strict=True)):
-        report(2 + k * 2 // len(chunks), f"timing the step ({k + 1}/{len(chunks)})")
-        with guard(f"running the {mode} step"):
-            m = timing.measure(
-                step.fn, device=device, warmup=warmup if k == 0 else 1, reps=n, time_cold=False
-            )
-        samples.extend(m.samples_s)
-        warmup_calls += m.warmup_calls
-        report(2 + k * 2 // len(chunks), f"profiling operators ({k + 1}/{len(chunks)})")
-        with guard(f"profiling the {mode} step"):
-            parts.append(
-                rec.time_ops(
-                    step.fn,
-                    calls,
-                    device=device,
-                    reps=n_ops,
-                    trace_path=trace_path if k == 0 else None,
-                    overhead_per_event_s=overhead,
-                )
-            )
-    timings = rec.merge_timings(parts)
-    summary = Summary.from_samples(samples)
-    step_timing = StepTiming(
-        samples_s=tuple(samples),
-        median_s=summary.median_s,
-        q1_s=summary.q1_s,
-        q3_s=summary.q3_s,
-        min_s=summary.min_s,
-        max_s=summary.max_s,
-        cold_s=cold.cold_s,
-        warmup_calls=warmup_calls,
-        timer=cold.mode,
-    )
+    timed = _time_runs(
+        step, calls, device=device, mode=mode, warmup=warmup, reps=reps, runs=runs,
+        trace_path=trace_path, report=report,
+    )  # fmt: skip
+    step_timing = _step_timing(timed, cold.cold_s, cold.mode)
     generation = None
     if step.generate is not None:
-        report(4, "timing time-to-first-token and time per token")
+        report(total_units - 1, "timing time-to-first-token and time per token")
         with guard("generating"):
             generation = _generation_stats(step, warmup, max(3, min(reps, 10)))
+    timings = rec.merge_timings(timed.parts)
+    ops, categories, modules, amdahl = aggregate(calls, timings, fit, step_timing.median_s)
+    ops = [replace(o, run_medians_s=run_medians(o.time_samples_s, timed.op_run_sizes)) for o in ops]
+    categories = [
+        replace(c, run_medians_s=run_medians(c.time_samples_s, timed.op_run_sizes)) for c in categories
+    ]
+    report(total_units, "done")
+    key = run_key(device, dtype)
+    att = _attribution(
+        step, step_timing, timings, calls, ops, fit, fit_warnings=fit_warnings,
+        on_cuda=is_cuda(device), load=load_at_start, run_key=key,
+    )  # fmt: skip
+    return _assemble(
+        loaded, step, mode, device=device, dtype=dtype, context=context, new_tokens=new_tokens,
+        step_timing=step_timing, timings=timings, parts=(ops, categories, modules, amdahl), att=att,
+        fit=fit, fit_source=fit_source, generation=generation, settings=(reps, warmup, runs), run_key=key,
+        trace_path=trace_path,
+    )  # fmt: skip
 
-    ops, categories, modules, amdahl = aggregate(calls, timings, fit, summary.median_s)
+
+#: how per-op times are taken, on CUDA (True) and on the CPU
+OP_TIMERS = {
+    True: "torch.profiler: CUDA kernel time per op (CUPTI)",
+    False: "torch.profiler: CPU time per op, minus the profiler's cost per nested event",
+}
+
+
+@dataclass(frozen=True)
+class _Attribution:
+    """How much of the step the ops cover, the FLOPs counted, and the profile's warnings."""
+
+    op_time_s: float
+    unattributed_s: float
+    coverage: float
+    flops_counted: float
+    zero_flop_ops: tuple[str, ...]
+    warnings: tuple[Notice, ...]
+
+
+def _attribution(
+    step: Step,
+    step_timing: StepTiming,
+    timings: rec.OpTimings,
+    calls: Sequence[rec.OpCall],
+    ops: Sequence[OpStat],
+    fit: RooflineFit | None,
+    *,
+    fit_warnings: Sequence[Notice],
+    on_cuda: bool,
+    load: tuple[float, int] | None,
+    run_key: RunKey,
+) -> _Attribution:
+    """``coverage = Σ per-op time / step time``, the ops with no FLOP formula, the warnings
+    (the fit's own story first)."""
+    median = step_timing.median_s
     op_time = math.fsum(o.time_s for o in ops)
-    coverage = op_time / summary.median_s if summary.median_s > 0 else math.inf
-    unattributed = summary.median_s - op_time
     zero_flop = sorted(
         {
             o.name
             for o in ops
-            if o.flops_source == "none" and o.category != "memory" and o.share >= ZERO_FLOP_SHARE
+            if o.flops_source == "none"
+            and o.category not in ("memory", "communication")
+            and o.share >= ZERO_FLOP_SHARE
         }
     )
     flops_counted = float(sum(c.flops for c in calls))
-    warnings = _warnings(
-        step_timing,
-        coverage,
-        unattributed,
-        zero_flop,
-        len(timings.unmatched),
-        flops_counted,
-        step.flops_analytic,
-        on_cuda,
-        load_at_start,
-    )
-    beyond = [
-        o
-        for o in ops
-        if o.bound != "launch" and o.share >= FAST_OP_SHARE and o.efficiency > FAST_OP_EFFICIENCY
-    ]
-    if beyond:
-        worst = max(beyond, key=lambda o: o.efficiency)
-        warnings.append(
-            f"{len(beyond)} large ops run faster than the roofline fit allows (up to "
-            f"{worst.efficiency:.2g}× its bound, {worst.name}): the fit looks stale or was measured "
-            "under load; refit with infer-opt roofline"
-        )
-    fit_key, run_key = fit.device_key, device_key(device, dtype)
-    if fit_key and fit_key != run_key:
-        warnings.append(
-            f"the roofline fit is for {fit_key} but this run is {run_key}: bounds and efficiencies may not "
-            "apply (run infer-opt roofline on this device, or drop --roofline)"
-        )
-    report(total_units, "done")
-    op_timer = (
-        "torch.profiler: CUDA kernel time per op (CUPTI)"
-        if on_cuda
-        else "torch.profiler: CPU time per op, minus the profiler's cost per nested event"
-    )
-    tokens_per_s = None
-    if step.tokens and summary.median_s > 0:
-        tokens_per_s = step.tokens / summary.median_s
+    coverage = op_time / median if median > 0 else math.inf
+    warnings = list(fit_warnings)
+    warnings += _warnings(
+        step_timing, coverage, median - op_time, zero_flop, len(timings.unmatched), flops_counted,
+        step.flops_analytic, on_cuda, load,
+    )  # fmt: skip
+    warnings += _fit_warnings(ops, fit, run_key.device_slug())
+    return _Attribution(op_time, median - op_time, coverage, flops_counted, tuple(zero_flop), tuple(warnings))
+
+
+def _assemble(
+    loaded: LoadedModel,
+    step: Step,
+    mode: str,
+    *,
+    device: Any,
+    dtype: Any,
+    context: int,
+    new_tokens: int,
+    step_timing: StepTiming,
+    timings: rec.OpTimings,
+    parts: tuple[list[OpStat], list[CategoryStat], list[ModuleStat], pa.ProfileAmdahl],
+    att: _Attribution,
+    fit: RooflineFit | None,
+    fit_source: str,
+    generation: GenerationStats | None,
+    settings: tuple[int, int, int],
+    run_key: RunKey,
+    trace_path: str | Path | None,
+) -> ProfileResult:
+    """The profile from its measured parts and their :func:`_attribution`."""
+    from infer_opt.profilers.device import device_name, dtype_name, is_cuda
+
+    ops, categories, modules, amdahl = parts
+    reps, warmup, runs = settings
+    median = step_timing.median_s
+    profiled = statistics.median(timings.rep_total_s)
     return ProfileResult(
         model=loaded.name,
         model_source=loaded.source,
@@ -835,34 +1009,35 @@ def profile_model(
         new_tokens=new_tokens if mode == "generate" else None,
         tokens_per_step=step.tokens,
         step=step_timing,
-        tokens_per_s=tokens_per_s,
-        coverage=coverage,
-        op_time_s=op_time,
-        unattributed_s=unattributed,
-        unattributed_fraction=max(0.0, unattributed) / summary.median_s if summary.median_s > 0 else 0.0,
-        op_timer=op_timer,
+        tokens_per_s=step.tokens / median if step.tokens and median > 0 else None,
+        coverage=att.coverage,
+        op_time_s=att.op_time_s,
+        unattributed_s=att.unattributed_s,
+        unattributed_fraction=max(0.0, att.unattributed_s) / median if median > 0 else 0.0,
+        op_timer=OP_TIMERS[is_cuda(device)],
         profiler_overhead_per_event_s=timings.overhead_per_event_s,
         profiler_overhead_subtracted_s=timings.overhead_subtracted_s,
-        profiled_step_s=statistics.median(timings.rep_total_s),
-        profiled_step_ratio=statistics.median(timings.rep_total_s) / summary.median_s
-        if summary.median_s > 0
-        else 0.0,
+        profiled_step_s=profiled,
+        profiled_step_ratio=profiled / median if median > 0 else 0.0,
         ops=tuple(ops),
         categories=tuple(categories),
         modules=tuple(modules),
-        roofline=roofline_ref(fit, fit_source),
-        all_at_bound_speedup=amdahl.all_at_bound_speedup,
+        roofline=roofline_ref(fit, fit_source) if fit is not None else None,
+        all_at_bound_speedup=amdahl.all_at_bound_speedup if fit is not None else None,
         all_free_ceiling=amdahl.all_free_ceiling,
         attributed_fraction=1.0 - amdahl.unattributed_fraction,
-        flops_counted=flops_counted,
-        achieved_flops_per_s=flops_counted / summary.median_s if summary.median_s > 0 else 0.0,
+        flops_counted=att.flops_counted,
+        achieved_flops_per_s=att.flops_counted / median if median > 0 else 0.0,
         flops_analytic=step.flops_analytic,
-        flops_vs_analytic=flops_counted / step.flops_analytic - 1 if step.flops_analytic else None,
-        zero_flop_ops=tuple(zero_flop),
+        flops_vs_analytic=att.flops_counted / step.flops_analytic - 1 if step.flops_analytic else None,
+        zero_flop_ops=att.zero_flop_ops,
         unmatched_calls=len(timings.unmatched),
         reps=reps,
         warmup=warmup,
-        warnings=tuple(warnings),
+        warnings=att.warnings,
         generation=generation,
         trace_path=str(trace_path) if trace_path is not None else None,
+        runs=runs,
+        threads=run_key.threads,
+        matmul_precision=run_key.matmul_precision,
     )

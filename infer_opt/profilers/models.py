@@ -11,7 +11,7 @@ Built-ins (random weights from a fixed seed, no download):
   grouped-query attention (fewer key/value heads than query heads), no biases.
 
 Attention runs through ``torch.nn.functional.scaled_dot_product_attention``. The KV cache is
-preallocated per layer (:class:`KVCache`); the mask rule is the one of SPEC §2:
+preallocated per layer (:class:`KVCache`); the mask rule (checked by :mod:`infer_opt.checks.mask_alignment`):
 
 * ``Tq == Tk`` (prefill over an empty cache): ``is_causal=True`` is right.
 * ``Tq == 1`` (decode of one token): no mask — the new token sees every cached key.
@@ -194,6 +194,20 @@ class KVCache:
         self.values = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(n_layers)]
         self.max_len = max_len
         self.length = 0
+        #: the cache whose storage this one views (:meth:`sharing`), else None
+        self.shares: KVCache | None = None
+
+    @classmethod
+    def sharing(cls, other: KVCache, n_layers: int) -> KVCache:
+        """A cache over the first ``n_layers`` layers of ``other``'s tensors (no copy) with a
+        length of its own: an early-exit draft reads the keys and values the target wrote for
+        the layers they share, and its own writes past the target's length are overwritten by
+        the target's next pass over the same tokens (LayerSkip's shared cache)."""
+        batch, n_kv_heads, max_len, head_dim = other.keys[0].shape
+        cache = cls(0, batch, n_kv_heads, max_len, head_dim, device=other.keys[0].device)
+        cache.keys, cache.values = other.keys[:n_layers], other.values[:n_layers]
+        cache.length, cache.shares = other.length, other
+        return cache
 
     def update(
         self, layer: int, k_new: torch.Tensor, v_new: torch.Tensor
@@ -211,6 +225,14 @@ class KVCache:
         self.length += n_tokens
 
     def reset(self, length: int = 0) -> None:
+        self.length = length
+
+    def crop(self, length: int) -> None:
+        """Truncate to the first ``length`` positions (a speculative round's rollback of its
+        rejected drafts): later positions are no longer attended to, and the next forward
+        overwrites their slots. Only shrinks: ``0 <= length <= self.length``."""
+        if not 0 <= length <= self.length:
+            raise ValueError(f"cannot crop a KV cache of {self.length} positions to {length}")
         self.length = length
 
 

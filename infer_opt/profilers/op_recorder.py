@@ -58,15 +58,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from infer_opt.errors import RunFailure
 from infer_opt.profilers import flops as fl
 
-CATEGORIES = ("matmul", "attention", "normalization", "elementwise", "memory", "other")
-CATEGORY_LABELS = {
-    "matmul": "matmul",
-    "attention": "attention",
-    "normalization": "normalization",
-    "elementwise": "elementwise/activation",
-    "memory": "memory/layout",
-    "other": "other",
-}
+#: torch.distributed's ops as the dispatcher names them (c10d's in-place collectives and the
+#: functional collectives with their wait): time in them is communication not hidden behind compute
+COMMUNICATION_PREFIXES = ("c10d::", "_c10d_functional::", "c10d_functional::")
 
 _MATMUL = frozenset(
     {
@@ -157,6 +151,8 @@ def categorize(name: str, func: Any = None, module_type: str = "") -> str:
     ``*Norm`` module are normalization; a batched matmul or softmax whose innermost module is an
     ``*Attention`` module is the attention core (eager attention in e.g. transformers)."""
     module_type_l = module_type.lower()
+    if name.startswith(COMMUNICATION_PREFIXES):
+        return "communication"
     if _ATTENTION_RE.search(name):
         return "attention"
     if name in _ATTENTION_CORE and "attention" in module_type_l:
@@ -391,11 +387,23 @@ def _shape_key(shapes: Any) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(int(s) for s in shape) for shape in shapes or () if isinstance(shape, list) and shape)
 
 
+#: host events the trace forest indexes: aten ops and record_function annotations. CUDA runtime
+#: and driver calls (``cudaDeviceSynchronize`` between repetitions) number their correlation ids
+#: apart from the ops', so one can carry an op's id and would take its kernels
+_OP_ACTIVITIES = frozenset({"cpu_op", "user_annotation"})
+
+
+def _is_op_event(event: Any) -> bool:
+    kind = getattr(event, "activity_type", None)
+    return kind is None or kind() in _OP_ACTIVITIES
+
+
 def _trace_forest(kineto_events: Sequence[Any]) -> list[_Node]:
     """The repetition markers (``infer_opt::rep<i>``, in order) with their nested CPU ops;
-    kernels are attached to the CPU op that launched them (linked correlation id). Built from
-    the raw kineto events: torch's own ``FunctionEvent`` post-processing costs ~0.1 ms per
-    event and leaves reference cycles behind."""
+    kernels are attached to the CPU op that launched them (linked correlation id). Only op and
+    annotation events are indexed (:data:`_OP_ACTIVITIES`). Built from the raw kineto events:
+    torch's own ``FunctionEvent`` post-processing costs ~0.1 ms per event and leaves reference
+    cycles behind."""
     from torch.autograd import DeviceType
 
     by_thread: dict[int, list[tuple[int, int, Any]]] = {}
@@ -403,7 +411,7 @@ def _trace_forest(kineto_events: Sequence[Any]) -> list[_Node]:
     for event in kineto_events:
         device_type = event.device_type()
         if device_type == DeviceType.CPU:
-            if event.is_async() or event.linked_correlation_id() > 0:
+            if event.is_async() or event.linked_correlation_id() > 0 or not _is_op_event(event):
                 continue
             start = event.start_ns()
             by_thread.setdefault(event.start_thread_id(), []).append(

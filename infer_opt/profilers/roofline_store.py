@@ -1,24 +1,56 @@
-"""Fitted rooflines saved per device and dtype, reloaded by ``profile``; measurement files
-read for ``infer-opt roofline``; a quick calibration sweep when no fit is saved.
+"""Device calibrations cached per run key — the roofline fit, and any other kind of
+calibration that follows the same rules — plus the measurement files ``infer-opt roofline``
+reads and the quick calibration sweep ``profile`` runs when nothing usable is cached.
 
-Fits live in ``cache_dir()/roofline/<device key>.json`` (``$INFER_OPT_CACHE`` overrides
-the directory, default ``~/.cache/infer-opt``), as ordinary result envelopes.
-torch is imported only by the functions that need a device.
+The cache rules (:class:`CalibrationStore`, one instance per kind; :data:`ROOFLINE` here):
+
+* One file per kind and :class:`~infer_opt.cost_models.roofline.RunKey` — device model, dtype,
+  CPU threads, float32 matmul precision and timing mode — at
+  ``cache_dir()/<kind>/<key slug>.json`` (``$INFER_OPT_CACHE`` overrides the directory,
+  default ``~/.cache/infer-opt``), as an ordinary result envelope, written atomically
+  (temporary file and rename).
+* Validated before it is saved and again before it is used, by the kind's check (for the
+  roofline :func:`~infer_opt.cost_models.roofline.fit_problems`: finite positive parameters
+  the data pin down, a median fit error within 35%, enough kernels, no tick-quantized
+  timings, and the run's key). A calibration that fails is not saved; a cached one that fails
+  is not used (and is replaced by the next good one).
+* A cache file that cannot be read as a result of its kind is reported as corrupt and moved
+  aside (``<name>.json.corrupt``), never silently overwritten.
+
+torch is imported only by the functions that measure.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import math
 import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-from infer_opt.cost_models.roofline import KernelPoint, RooflineFit, default_fit_families, fit_roofline
+from infer_opt.cost_models.roofline import (
+    PROFILE_TIMINGS,
+    KernelPoint,
+    RooflineFit,
+    RunKey,
+    default_fit_families,
+    fit_problems,
+    fit_roofline,
+)
 from infer_opt.errors import InvalidInput
-from infer_opt.results import parse_envelope, save_result
-from infer_opt.tables import Field, read_json, read_table
+from infer_opt.notices import Notice
+from infer_opt.results import Result, parse_envelope, save_result
+from infer_opt.tables import Field, read_json, read_table, reject_non_finite
 
 CACHE_ENV = "INFER_OPT_CACHE"
 REQUIRED_COLUMNS = ("name", "flops", "bytes", "time_s")
+
+R = TypeVar("R", bound=Result)
+#: check(result, the run's key or None, the timings the run accepts or None) -> problems
+Check = Callable[[Any, RunKey | None, Sequence[str] | None], tuple[Notice, ...]]
 
 
 def cache_dir() -> Path:
@@ -27,47 +59,147 @@ def cache_dir() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".cache" / "infer-opt"
 
 
-def key_path(key: str) -> Path:
-    """Where the fit for a device key (``cpu-amd-epyc-2t-float32``) is cached."""
-    return cache_dir() / "roofline" / f"{key}.json"
+@dataclass(frozen=True)
+class Lookup(Generic[R]):
+    """What a cache lookup found: the usable result (or None), where it looked, and what is
+    worth saying (a corrupt file moved aside, a cached result that failed its check)."""
+
+    result: R | None
+    path: Path
+    notices: tuple[Notice, ...] = ()
 
 
-def fit_path(device: Any, dtype: Any) -> Path:
-    """Where the fit for this device model and dtype is cached."""
-    from infer_opt.profilers.device import device_key
+@dataclass(frozen=True)
+class Stored:
+    """What saving to the cache did: ``saved`` False when the check refused the result
+    (``notices`` say why); a corrupt file found in the way is reported in ``notices`` too."""
 
-    return key_path(device_key(device, dtype))
-
-
-def save_fit(fit: RooflineFit, device: Any, dtype: Any, path: Path | None = None) -> Path:
-    """Save ``fit`` (envelope JSON, atomic) to ``path`` or the cache; returns the path.
-    ``device``/``dtype`` are torch objects or specs (``"cpu"``, ``"bfloat16"``)."""
-    target = Path(path) if path is not None else fit_path(device, dtype)
-    return save_result(target, fit)
+    path: Path
+    saved: bool
+    notices: tuple[Notice, ...] = ()
 
 
-def load_fit(device: Any, dtype: Any, path: Path | None = None) -> RooflineFit | None:
-    """The saved fit, or ``None`` when there is none (or the cached file is unreadable).
-    An explicit ``path`` that is missing or not a roofline fit is an error."""
-    target = Path(path) if path is not None else fit_path(device, dtype)
-    try:
-        data = read_json(target.read_text(encoding="utf-8"), source=str(target))
-        loaded = parse_envelope(data, source=str(target))
-    except FileNotFoundError:
-        if path is not None:
-            raise InvalidInput("roofline fit", str(target), "file does not exist") from None
-        return None
-    except (InvalidInput, TypeError, ValueError, KeyError, OSError):
-        if path is not None:
-            raise InvalidInput("roofline fit", str(target), "not a readable infer-opt roofline fit") from None
-        return None
-    if not isinstance(loaded.result, RooflineFit):
-        if path is not None:
+class CalibrationStore(Generic[R]):
+    """The cache of one calibration kind (module docstring): ``kind`` names the directory and
+    the result kind; ``check`` validates a result, on its own (before saving) or for a run's
+    key (before use); ``key_of`` gives a result's key (``RunKey.of`` reads the ``device``,
+    ``device_name``, ``dtype``, ``threads``, ``matmul_precision`` and ``timing`` attributes)."""
+
+    def __init__(
+        self,
+        kind: str,
+        result_type: type[R],
+        check: Check,
+        key_of: Callable[[R], RunKey] = RunKey.of,
+    ) -> None:
+        self.kind = kind
+        self.result_type = result_type
+        self.check = check
+        self.key_of = key_of
+
+    def path(self, key: RunKey) -> Path:
+        """Where the calibration for ``key`` is cached."""
+        return cache_dir() / self.kind / f"{key.slug()}.json"
+
+    def read_file(self, path: str | os.PathLike[str]) -> R:
+        """A result of this kind from a file; a missing or unreadable file or another kind
+        is an :class:`InvalidInput` naming parameter ``kind``."""
+        target = Path(path)
+        try:
+            return self._read(target)
+        except FileNotFoundError:
+            raise InvalidInput(self.kind, str(target), "file does not exist") from None
+        except InvalidInput as exc:  # not an envelope, an unknown kind or version
+            raise InvalidInput(self.kind, str(target), exc.expected) from None
+        except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError) as exc:
+            why = f"{type(exc).__name__}: {str(exc).splitlines()[0]}" if str(exc) else type(exc).__name__
             raise InvalidInput(
-                "roofline fit", str(target), f"holds a {loaded.kind!r} result, not a roofline fit"
-            )
-        return None
-    return loaded.result
+                self.kind, str(target), f"not a readable infer-opt {self.kind} result ({why})"
+            ) from None
+
+    def load(self, key: RunKey, *, timings: Sequence[str] | None = None) -> Lookup[R]:
+        """The cached result for ``key`` if there is one and it passes the check for ``key``
+        (its timing may be any of ``timings``, default ``key.timing``)."""
+        path = self.path(key)
+        try:
+            result = self._read(path)
+        except FileNotFoundError:
+            return Lookup(None, path)
+        except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError) as exc:
+            return Lookup(None, path, (self._move_aside(path, exc),))
+        problems = self.check(result, key, timings)
+        if problems:
+            rejected = Notice("calibration_cache_rejected", {"kind": self.kind, "path": str(path)})
+            return Lookup(None, path, (rejected, *(n.about(f"cached {self.kind}") for n in problems)))
+        return Lookup(result, path)
+
+    def save(self, result: R) -> Stored:
+        """Save ``result`` to the cache under its own key, atomically, if it passes the check;
+        a corrupt file at that path is reported and moved aside first."""
+        path = self.path(self.key_of(result))
+        problems = self.check(result, None, None)
+        if problems:
+            return Stored(path, False, problems)
+        notices: tuple[Notice, ...] = ()
+        if path.exists():
+            try:
+                self._read(path)
+            except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError) as exc:
+                notices = (self._move_aside(path, exc),)
+        save_result(path, result)
+        return Stored(path, True, notices)
+
+    def _read(self, path: Path) -> R:
+        data = json.loads(path.read_text(encoding="utf-8"), parse_constant=reject_non_finite)
+        loaded = parse_envelope(data, source=str(path))
+        if not isinstance(loaded.result, self.result_type):
+            raise ValueError(f"holds a {loaded.kind!r} result, not {self.kind}")
+        return loaded.result  # type: ignore[return-value]
+
+    def _move_aside(self, path: Path, exc: BaseException) -> Notice:
+        aside = path.with_name(path.name + ".corrupt")
+        try:
+            os.replace(path, aside)
+            moved = str(aside)
+        except OSError:
+            moved = ""
+        reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".strip(": ")
+        return Notice(
+            "calibration_cache_corrupt",
+            {"kind": self.kind, "path": str(path), "moved_to": moved, "reason": reason},
+        )
+
+
+def _check_fit(fit: RooflineFit, key: RunKey | None, timings: Sequence[str] | None) -> tuple[Notice, ...]:
+    return fit_problems(fit, key, timings=timings)
+
+
+#: the roofline fits ``profile`` places operators against
+ROOFLINE: CalibrationStore[RooflineFit] = CalibrationStore("roofline", RooflineFit, _check_fit)
+
+
+def fit_path(device: Any, dtype: Any, timing: str | None = None) -> Path:
+    """Where the fit for this device model and dtype (as torch is set now) is cached;
+    ``timing`` defaults to the one a calibration uses on that device (:data:`CALIBRATION_TIMING`)."""
+    from infer_opt.profilers.device import is_cuda, run_key
+
+    kind = "cuda" if is_cuda(device) else "cpu"
+    return ROOFLINE.path(run_key(device, dtype, timing or CALIBRATION_TIMING[kind]))
+
+
+def save_fit(fit: RooflineFit, path: str | os.PathLike[str]) -> Path:
+    """Save ``fit`` to a file of the user's (envelope JSON, atomic, not validated)."""
+    return save_result(Path(path), fit)
+
+
+def cache_fit(fit: RooflineFit) -> Stored:
+    """Save ``fit`` to the cache if it is fit to be used (:meth:`CalibrationStore.save`)."""
+    return ROOFLINE.save(fit)
+
+
+def load_fit(path: str | os.PathLike[str]) -> RooflineFit:
+    """The fit in a file; a missing or unreadable file is an :class:`InvalidInput`."""
+    return ROOFLINE.read_file(path)
 
 
 # ---------------------------------------------------------------------------- measurement files
@@ -127,8 +259,8 @@ def _points(frame: Any, title: str) -> list[KernelPoint]:
 
 def load_points(path: str | os.PathLike[str]) -> tuple[list[KernelPoint], dict[str, str]]:
     """Kernel points from a measurements file: a ``kernels`` or ``roofline`` result (JSON)
-    or a CSV. Also returns what the file says about the device (``device``, ``dtype``,
-    ``device_name``, ``device_key``; empty for CSV)."""
+    or a CSV. Also returns what the file says about the device and timing (:func:`measurement_meta`;
+    empty for CSV)."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -144,25 +276,29 @@ def load_points(path: str | os.PathLike[str]) -> tuple[list[KernelPoint], dict[s
     if loaded.kind == "kernels":
         from infer_opt.profilers.kernels import kernel_points
 
-        meta = {
-            "device": result.device,
-            "dtype": result.dtype,
-            "device_name": result.device_name,
-            "device_key": result.device_key,
-        }
-        return kernel_points(result), meta
+        return kernel_points(result), measurement_meta(result)
     if loaded.kind == "roofline":
         points = [KernelPoint(k.name, k.family, k.flops, k.bytes, k.time_s) for k in result.kernels]
-        meta = {
-            "device": result.device,
-            "dtype": result.dtype,
-            "device_name": result.device_name,
-            "device_key": result.device_key,
-        }
-        return points, meta
+        return points, measurement_meta(result)
     raise InvalidInput(
         "MEASUREMENTS", str(p), f"holds a {loaded.kind!r} result; expected kernels or roofline"
     )
+
+
+def measurement_meta(result: Any) -> dict[str, Any]:
+    """What a kernels or roofline result says about where and how it was measured: the
+    arguments :func:`fit_roofline` records (device, dtype, names, and the run key's threads,
+    matmul precision and timing)."""
+    key = RunKey.of(result)
+    return {
+        "device": result.device,
+        "dtype": result.dtype,
+        "device_name": result.device_name,
+        "device_key": result.device_key,
+        "threads": key.threads,
+        "matmul_precision": key.matmul_precision,
+        "timing": key.timing,
+    }
 
 
 # ---------------------------------------------------------------------------- calibration
@@ -170,26 +306,170 @@ def load_points(path: str | os.PathLike[str]) -> tuple[list[KernelPoint], dict[s
 #: the calibration sweep: enough of each regime to pin R, b and t0
 CALIBRATION_CASES = ("matmul", "copy", "add", "tiny_add")
 CALIBRATION_REPS = 10
+#: how a calibration times kernels, per device kind: on CUDA as ``profile`` times operators
+#: (device time: a flush before each sample, one-call graph replays for the launch floor)
+CALIBRATION_TIMING = {"cpu": "cpu-clock", "cuda": "cuda-graph-flushed"}
+
+Calibrate = Callable[..., RooflineFit]
 
 
 def calibrate(device: Any, dtype: Any, *, progress: Any = None) -> RooflineFit:
     """A quick kernel sweep (matmul, copy, add, tiny add from the quick suite; about 10 s
-    on a 2-core CPU) and its fit. ``device``/``dtype`` are specs or torch objects."""
+    on a 2-core CPU) and its fit, recording its :class:`RunKey` (threads, matmul precision,
+    timing). On CUDA every sample is flushed and replayed from a one-call graph
+    (:data:`CALIBRATION_TIMING`). ``device``/``dtype`` are specs or torch objects."""
     from infer_opt.profilers import device as devices
     from infer_opt.profilers import kernels
 
     dev = devices.resolve_device(device)
     torch_dtype = devices.parse_dtype(dtype, dev)
-    kind = "cuda" if devices.is_cuda(dev) else "cpu"
-    cases = [c for c in kernels.all_cases(kind, "quick") if c.name in CALIBRATION_CASES]
-    settings = kernels.SuiteSettings(warmup=3, reps=CALIBRATION_REPS)
+    on_cuda = devices.is_cuda(dev)
+    cases = [
+        c for c in kernels.all_cases("cuda" if on_cuda else "cpu", "quick") if c.name in CALIBRATION_CASES
+    ]
+    settings = kernels.SuiteSettings(
+        warmup=3, reps=CALIBRATION_REPS, flush_cache=on_cuda, cuda_graphs=on_cuda
+    )
     result = kernels.run_suite(cases, dev, torch_dtype, settings, suite="calibration", progress=progress)
+    points = kernels.kernel_points(result)
+    key = RunKey.of(result)
     return fit_roofline(
-        kernels.kernel_points(result),
+        points,
         device=result.device,
         dtype=result.dtype,
         device_name=result.device_name,
         device_key=result.device_key,
         source="calibration sweep",
-        fit_families=default_fit_families(kernels.kernel_points(result)),
+        fit_families=default_fit_families(points),
+        threads=key.threads,
+        matmul_precision=key.matmul_precision,
+        timing=key.timing,
     )
+
+
+@dataclass(frozen=True)
+class ResolvedFit:
+    """The fit a profile uses (None: the profile goes on without roofline columns), where it
+    came from, and what happened on the way (a corrupt cache, a rejected calibration)."""
+
+    fit: RooflineFit | None
+    source: str
+    warnings: tuple[Notice, ...] = ()
+
+
+def read_fit_for_run(path: str | os.PathLike[str], device: Any, dtype: Any) -> RooflineFit:
+    """The fit in ``path``, refused (:class:`InvalidInput` naming ``roofline``) unless it is
+    usable for a run on ``device`` in ``dtype``: valid, same device model, dtype, threads and
+    matmul precision, and timed as the run's operators are (:data:`PROFILE_TIMINGS`)."""
+    from infer_opt.profilers.device import is_cuda, run_key
+    from infer_opt.reports.messages import text
+
+    timings = PROFILE_TIMINGS["cuda" if is_cuda(device) else "cpu"]
+    fit = ROOFLINE.read_file(path)
+    problems = fit_problems(fit, run_key(device, dtype, timings[0]), timings=timings)
+    if problems:
+        raise InvalidInput(
+            "roofline", str(path), "not usable for this run: " + "; ".join(text(n) for n in problems)
+        )
+    return fit
+
+
+def fit_for_run(
+    device: Any,
+    dtype: Any,
+    *,
+    progress: Any = None,
+    calibrate_fn: Calibrate | None = None,
+    load: Callable[[], float | None] | None = None,
+) -> ResolvedFit:
+    """The cached fit usable for a run on ``device`` in ``dtype`` (any timing of
+    :data:`PROFILE_TIMINGS`, the calibration's first), else a calibration now, saved if it
+    passes :func:`fit_problems`.
+
+    A calibration that fails is measured once more — with one intra-op thread when the
+    machine is loaded (:func:`machine_loaded`; a loaded machine stalls multi-threaded kernels
+    at the scheduler's quantum). A second failure is not cached and the run goes on without a
+    fit (``fit=None``). A good one-thread fit is cached for runs at one thread, but this run's
+    threads differ, so it too goes on without a fit, and the notice says how to use it."""
+    from infer_opt.profilers.device import is_cuda, run_key
+
+    calibrate_fn = calibrate_fn or calibrate
+    timings = PROFILE_TIMINGS["cuda" if is_cuda(device) else "cpu"]
+    notices: list[Notice] = []
+    for timing in timings:
+        found = ROOFLINE.load(run_key(device, dtype, timing), timings=timings)
+        notices.extend(found.notices)
+        if found.result is not None:
+            return ResolvedFit(found.result, f"saved fit ({found.path})", tuple(notices))
+    expected = run_key(device, dtype, timings[0])
+    loaded = not is_cuda(device) and machine_loaded(expected.threads or 1, load)
+    fit = calibrate_fn(device, dtype, progress=progress)
+    problems = fit_problems(fit, expected, timings=timings)
+    if not problems:
+        return _cached(fit, "calibrated now", notices)
+    notices += _rejected(1, expected.threads, problems)
+    retry_threads = 1 if loaded and (expected.threads or 1) > 1 else expected.threads
+    with _threads(retry_threads):
+        fit = calibrate_fn(device, dtype, progress=progress)
+        problems = fit_problems(fit, run_key(device, dtype, timings[0]), timings=timings)
+    if not problems and retry_threads == expected.threads:
+        return _cached(fit, "calibrated now (second try)", notices)
+    if problems:
+        notices += _rejected(2, retry_threads, problems)
+    else:
+        stored = cache_fit(fit)
+        notices += [
+            *stored.notices,
+            Notice("roofline_saved_for_other_threads", {"path": str(stored.path), "threads": retry_threads}),
+        ]
+    unavailable = {"threads": expected.threads, "loaded": loaded, "device": expected.device_kind}
+    return ResolvedFit(
+        None, "none: the calibration was unusable", (*notices, Notice("roofline_unavailable", unavailable))
+    )
+
+
+def _cached(fit: RooflineFit, how: str, notices: list[Notice]) -> ResolvedFit:
+    try:
+        stored = cache_fit(fit)
+    except OSError as exc:
+        reason = {"reason": f"{type(exc).__name__}: {exc}"}
+        return ResolvedFit(fit, f"{how} (not saved)", (*notices, Notice("roofline_not_saved", reason)))
+    return ResolvedFit(fit, f"{how}, saved to {stored.path}", (*notices, *stored.notices))
+
+
+def _rejected(attempt: int, threads: int | None, problems: Sequence[Notice]) -> list[Notice]:
+    head = Notice("roofline_calibration_rejected", {"attempt": attempt, "threads": threads})
+    return [head, *(n.about(f"calibration {attempt}") for n in problems)]
+
+
+def machine_loaded(threads: int, load: Callable[[], float | None] | None = None) -> bool:
+    """Whether other work competes for the cores ``threads`` intra-op threads need: the
+    1-minute load average plus ``threads`` exceeds the CPUs available by more than half a
+    core. ``load`` returns the load average (default ``os.getloadavg``; None: unknown)."""
+    from infer_opt.profilers.device import available_cpus
+
+    value = (load or _load_average)()
+    return value is not None and math.isfinite(value) and value + threads > available_cpus() + 0.5
+
+
+def _load_average() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
+
+
+@contextlib.contextmanager
+def _threads(threads: int | None) -> Iterator[None]:
+    """Run with ``threads`` intra-op threads (None: unchanged), restored after."""
+    if threads is None:
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

@@ -43,8 +43,9 @@ import numpy as np
 
 from infer_opt.cost_models import speculative as calc
 from infer_opt.errors import InvalidInput
+from infer_opt.notices import Notice
 from infer_opt.results import Result
-from infer_opt.stats import Summary, variance_warning
+from infer_opt.stats import Summary, variance_notice
 
 #: the α grid of the speedup table and plots
 ALPHA_GRID: tuple[float, ...] = tuple(round(0.5 + 0.05 * i, 2) for i in range(10))
@@ -71,7 +72,7 @@ class MeasuredCost:
     what: str
     summary: Summary
     cold_s: float | None = None
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[Notice, ...] = ()
 
     @property
     def median_s(self) -> float:
@@ -190,7 +191,7 @@ class SpecMeasureResult(Result):
     prediction_source: str | None = None
     simulation: AcceptanceSimulation | None = None
     draft_note: str | None = None
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[Notice, ...] = ()
 
 
 # ----------------------------------------------------------------------------- pure analysis
@@ -317,38 +318,15 @@ def analyze(
     verify = sorted((int(m.name[4:-1]), m) for m in measurements if m.name.startswith("c_v("))
     if not verify or not {"c_t", "c_d", "c_m"} <= set(by_name):
         raise InvalidInput("measurements", sorted(by_name), "need c_t, c_d, c_m and c_v(k) for k >= 1")
-    ks = [kk for kk, _ in verify]
-    k_max = max(ks)
-    fit = fit_verify(ks, [m.median_s for _, m in verify])
-    points = tuple(
-        VerifyPoint(
-            kk,
-            m.median_s,
-            m.summary.iqr_s,
-            fit.base_s + fit.per_k_s * kk,
-            abs(fit.base_s + fit.per_k_s * kk - m.median_s) / m.median_s,
-        )
-        for kk, m in verify
-    )
+    k_max = max(kk for kk, _ in verify)
+    fit, points = _verify_fit(verify)
     c_t, c_d, c_m = by_name["c_t"].median_s, by_name["c_d"].median_s, by_name["c_m"].median_s
     costs = calc.validate_costs(calc.Costs(c_t, c_d, fit.base_s, fit.per_k_s, c_m))
     rows = speedup_rows(costs, ALPHA_GRID, k_max)
-    warnings = [f"{m.name}: {w}" for m in measurements for w in m.warnings]
+    warnings = [n.about(m.name) for m in measurements for n in m.warnings]
     if fit.max_rel_error > FIT_WARN_REL_ERROR:
-        warnings.append(
-            f"c_v(k) is not close to a + b·k here (fit error up to {100 * fit.max_rel_error:.0f}%): "
-            "the predictions use the fit; compare with the measured c_v(k)"
-        )
-    prediction = source = None
-    if alpha is not None:
-        prediction, source = predict(costs, k_max, alpha=alpha, k=k), f"--alpha {alpha:g}"
-    elif alphas is not None:
-        prediction, source = predict(costs, k_max, alphas=alphas, k=k), alphas_source or "--alphas"
-    elif simulation is not None:
-        rates = defined_alphas(simulation.alphas)
-        if rates:
-            prediction = predict(costs, k_max, alphas=rates, k=k if k is None or k <= len(rates) else None)
-            source = "the simulated α (random weights: a plumbing check, not a quality estimate)"
+        warnings.append(Notice("verify_cost_not_linear", {"max_rel_error": fit.max_rel_error}))
+    prediction, source = _prediction(costs, k_max, alpha, alphas, alphas_source, k, simulation)
     return SpecMeasureResult(
         target=target,
         draft=draft,
@@ -377,6 +355,41 @@ def analyze(
         simulation=simulation,
         draft_note=draft_note,
         warnings=tuple(warnings),
+    )
+
+
+def _verify_fit(verify: Sequence[tuple[int, MeasuredCost]]) -> tuple[VerifyFit, tuple[VerifyPoint, ...]]:
+    """``c_v(k) ≈ a + b·k`` over the measured k, and each point beside the fit."""
+    fit = fit_verify([kk for kk, _ in verify], [m.median_s for _, m in verify])
+    points = []
+    for kk, m in verify:
+        fitted = fit.base_s + fit.per_k_s * kk
+        error = abs(fitted - m.median_s) / m.median_s
+        points.append(VerifyPoint(kk, m.median_s, m.summary.iqr_s, fitted, error))
+    return fit, tuple(points)
+
+
+def _prediction(
+    costs: calc.Costs,
+    k_max: int,
+    alpha: float | None,
+    alphas: Sequence[float] | None,
+    alphas_source: str | None,
+    k: int | None,
+    simulation: AcceptanceSimulation | None,
+) -> tuple[calc.SpeedupResult | None, str | None]:
+    """The one prediction asked for: a constant α, per-position α_i, or the simulated α_i."""
+    if alpha is not None:
+        return predict(costs, k_max, alpha=alpha, k=k), f"--alpha {alpha:g}"
+    if alphas is not None:
+        return predict(costs, k_max, alphas=alphas, k=k), alphas_source or "--alphas"
+    rates = defined_alphas(simulation.alphas) if simulation is not None else []
+    if not rates:
+        return None, None
+    chosen = k if k is None or k <= len(rates) else None
+    return (
+        predict(costs, k_max, alphas=rates, k=chosen),
+        "the simulated α (random weights: a plumbing check, not a quality estimate)",
     )
 
 
@@ -434,7 +447,10 @@ _NEEDS_CACHE = (
 )
 
 
-def _load_decoder(spec: str, option: str, device: Any, dtype: Any, vocab_size: int | None) -> tuple[Any, str]:
+def load_decoder(spec: str, option: str, device: Any, dtype: Any, vocab_size: int | None) -> tuple[Any, str]:
+    """A model with the built-in KV cache and its name: a built-in (with ``vocab_size`` when
+    given) or a factory returning :class:`~infer_opt.profilers.models.DecoderLM`; errors name
+    ``option``."""
     from infer_opt.profilers import models
 
     if spec.startswith("hf:"):
@@ -465,11 +481,11 @@ def load_pair(target: str, draft: str, *, device: Any, dtype: Any) -> ModelPair:
     from infer_opt.profilers.model_profile import guard
 
     with guard(f"building the target {target}"):
-        target_model, target_name = _load_decoder(target, "--target", device, dtype, None)
+        target_model, target_name = load_decoder(target, "--target", device, dtype, None)
     vocab = target_model.config.vocab_size
     builtin_draft = ":" not in draft
     with guard(f"building the draft {draft}"):
-        draft_model, draft_name = _load_decoder(
+        draft_model, draft_name = load_decoder(
             draft, "--draft", device, dtype, vocab if builtin_draft else None
         )
     note = None
@@ -513,29 +529,19 @@ def _forward_from(model: Any, cache: Any, start: int, tokens: Any) -> Callable[[
     return run
 
 
-def measure_costs(
-    pair: ModelPair,
-    *,
-    context: int,
-    k_max: int,
-    device: Any,
-    warmup: int = 3,
-    reps: int = 20,
-    progress: Progress | None = None,
-    seed: int = 0,
-    rounds: int = 5,
-    measure_fn: Callable[..., Any] | None = None,
-) -> list[MeasuredCost]:
-    """c_t, c_d, c_v(1..k_max) and c_m (module docstring) through ``timing.measure``: the
-    model steps in ``rounds`` interleaved rounds of about ``reps/rounds`` repetitions each
-    (``warmup`` calls before a step's first round, one before later rounds), c_m on its own."""
+#: (name, what was timed, the call, extra options for ``timing.measure``)
+CostJob = tuple[str, str, Callable[[], object], dict[str, Any]]
+
+
+def cost_jobs(pair: ModelPair, *, context: int, k_max: int, device: Any, seed: int = 0) -> list[CostJob]:
+    """The calls behind c_t, c_d, c_v(1..k_max) and c_m (module docstring), in that order, over
+    caches of their own filled with ``context`` seeded random tokens; c_m's options make
+    :func:`timing.measure` batch its sub-microsecond calls."""
     import torch
 
     from infer_opt.profilers import models
     from infer_opt.profilers.model_profile import guard
-    from infer_opt.profilers.timing import measure
 
-    timer = measure_fn or measure
     if k_max < 1:
         raise InvalidInput("--k-max", k_max, "must be an integer >= 1")
     _check_positions(pair, context, k_max)
@@ -550,7 +556,7 @@ def measure_costs(
             pair.draft(prompt, d_cache)
 
     one = new[:, :1]
-    jobs: list[tuple[str, str, Callable[[], object], dict[str, Any]]] = [
+    jobs: list[CostJob] = [
         (
             "c_t",
             f"target decode step (1 token over {context} cached)",
@@ -588,6 +594,30 @@ def measure_costs(
             {"device": "cpu", "min_sample_time_s": BOOKKEEPING_SAMPLE_S},
         )
     )
+    return jobs
+
+
+def measure_costs(
+    pair: ModelPair,
+    *,
+    context: int,
+    k_max: int,
+    device: Any,
+    warmup: int = 3,
+    reps: int = 20,
+    progress: Progress | None = None,
+    seed: int = 0,
+    rounds: int = 5,
+    measure_fn: Callable[..., Any] | None = None,
+) -> list[MeasuredCost]:
+    """c_t, c_d, c_v(1..k_max) and c_m (module docstring) through ``timing.measure``: the
+    model steps in ``rounds`` interleaved rounds of about ``reps/rounds`` repetitions each
+    (``warmup`` calls before a step's first round, one before later rounds), c_m on its own."""
+    from infer_opt.profilers.model_profile import guard
+    from infer_opt.profilers.timing import measure
+
+    timer = measure_fn or measure
+    jobs = cost_jobs(pair, context=context, k_max=k_max, device=device, seed=seed)
     # c_t, c_d and c_v(k) are compared with each other: measure them in interleaved rounds so
     # a change in machine load during the run widens their spread instead of biasing one of them
     steps = jobs[:-1]
@@ -615,7 +645,7 @@ def measure_costs(
     out = []
     for name, what, _, _ in steps:
         summary = Summary.from_samples(samples[name])
-        warning = variance_warning(summary)
+        warning = variance_notice(summary)
         out.append(MeasuredCost(name, what, summary, cold[name], (warning,) if warning else ()))
     name, what, fn, extra = jobs[-1]
     if progress:

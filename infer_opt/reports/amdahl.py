@@ -1,6 +1,9 @@
-"""View of an Amdahl result."""
+"""View of an Amdahl result: the parts before and after, the speedup, its ceiling and, with
+a target, the speedup each part needs."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from infer_opt.cost_models.amdahl import AmdahlResult
 from infer_opt.reports.messages import text
@@ -12,90 +15,90 @@ def _speed(value: float | None) -> str:
     return format_ratio(value) if value is not None else "—"
 
 
-def build_view(result: AmdahlResult) -> View:
-    has_target = result.target is not None
+def _columns(has_target: bool) -> list[Column]:
     columns = [
         Column("name", "Part", align="left"),
         Column("fraction", "Share before", format_percent, csv_header="fraction"),
         Column("speedup", "Speedup", _speed, csv_header="speedup"),
-        Column(
-            "time_after",
-            "Time after (of original)",
-            format_percent,
-            csv_header="time_after_fraction",
-        ),
+        Column("time_after", "Time after (of original)", format_percent, csv_header="time_after_fraction"),
         Column("share_after", "Share after", format_percent, csv_header="share_after"),
     ]
     if has_target:
         columns.append(Column("required", "Needed alone for target", _speed, csv_header="required_speedup"))
-    rows = [
-        {
-            "name": p.name + (" (slower)" if p.slowdown else ""),
-            "fraction": p.fraction,
-            "speedup": p.speedup if result.speedup_given else None,
-            "time_after": p.time_after,
-            "share_after": p.share_after,
-            "required": p.required_speedup,
-        }
-        for p in result.parts
-    ]
-    rows.append(
-        {
-            "name": "untouched",
-            "fraction": result.untouched_fraction,
-            "speedup": 1.0,
-            "time_after": result.untouched_fraction,
-            "share_after": result.untouched_fraction / result.new_time if result.new_time else 0.0,
-        }
-    )
-    if result.added:
-        rows.append(
-            {
-                "name": "added overhead",
-                "fraction": 0.0,
-                "time_after": result.added,
-                "share_after": result.added / result.new_time if result.new_time else 0.0,
-            }
-        )
-    rows.append(
-        {
-            "name": "total",
-            "fraction": 1.0,
-            "speedup": result.speedup,
-            "time_after": result.new_time,
-            "share_after": 1.0,
-        }
-    )
-    table = Table("Time by part", columns, rows, highlight={len(rows) - 1: "best"})
+    return columns
 
-    summary = [
-        ("End-to-end speedup", format_ratio(result.speedup)),
-        ("New time", f"{format_percent(result.new_time)} of the original"),
-        ("Ceiling (parts free)", format_ratio(result.ceiling)),
-    ]
-    if not result.speedup_given:
-        summary[:2] = [("End-to-end speedup", "— (no --speedup given: solving for --target)")]
-    notes: list[str] = []
-    if has_target:
-        summary.append(("Target", format_ratio(result.target)))
-        if result.required_speedup is not None:
-            who = "the part" if len(result.parts) == 1 else "every part (the same factor)"
-            summary.append(("Speedup needed", f"{format_ratio(result.required_speedup)} for {who}"))
-        else:
-            summary.append(("Speedup needed", text(result.reason) if result.reason else "—"))
-    if result.added:
-        notes.append(
-            f"Added overhead {format_number(result.added)} of the original time is paid "
-            "even if the parts become free."
+
+def _share(time_after: float, r: AmdahlResult) -> float:
+    return time_after / r.new_time if r.new_time else 0.0
+
+
+def _rows(r: AmdahlResult) -> list[dict[str, Any]]:
+    """One row per part, then the untouched rest, the added overhead and the total."""
+    keys = ("name", "fraction", "speedup", "time_after", "share_after", "required")
+    rows = [
+        (
+            p.name + (" (slower)" if p.slowdown else ""),
+            p.fraction,
+            p.speedup if r.speedup_given else None,
+            p.time_after,
+            p.share_after,
+            p.required_speedup,
         )
-    verdict = None
-    if has_target and result.reason is not None and result.reason.code == "target_above_ceiling":
-        verdict = "Target not reachable by speeding up these parts."
+        for p in r.parts
+    ]
+    rows.append(
+        ("untouched", r.untouched_fraction, 1.0, r.untouched_fraction, _share(r.untouched_fraction, r), None)
+    )
+    if r.added:
+        rows.append(("added overhead", 0.0, None, r.added, _share(r.added, r), None))
+    rows.append(("total", 1.0, r.speedup, r.new_time, 1.0, None))
+    return [dict(zip(keys, row, strict=True)) for row in rows]
+
+
+def _summary(r: AmdahlResult) -> list[tuple[str, str]]:
+    if r.speedup_given:
+        summary = [
+            ("End-to-end speedup", format_ratio(r.speedup)),
+            ("New time", f"{format_percent(r.new_time)} of the original"),
+        ]
+    else:
+        summary = [("End-to-end speedup", "— (no --speedup given: solving for --target)")]
+    summary.append(("Ceiling (parts free)", format_ratio(r.ceiling)))
+    if r.target is not None:
+        summary.append(("Target", format_ratio(r.target)))
+        if r.required_speedup is not None:
+            who = "the part" if len(r.parts) == 1 else "every part (the same factor)"
+            summary.append(("Speedup needed", f"{format_ratio(r.required_speedup)} for {who}"))
+        else:
+            summary.append(("Speedup needed", text(r.reason) if r.reason else "—"))
+    return summary
+
+
+def _notes(r: AmdahlResult) -> list[str]:
+    if not r.added:
+        return []
+    return [
+        f"Added overhead {format_number(r.added)} of the original time is paid even if the parts become free."
+    ]
+
+
+def _verdict(r: AmdahlResult) -> str | None:
+    if r.target is not None and r.reason is not None and r.reason.code == "target_above_ceiling":
+        return "Target not reachable by speeding up these parts."
+    return None
+
+
+def build_view(result: AmdahlResult) -> View:
+    rows = _rows(result)
+    table = Table(
+        "Time by part", _columns(result.target is not None), rows, highlight={len(rows) - 1: "best"}
+    )
+    verdict = _verdict(result)
     return View(
         title="Amdahl's law",
-        summary=summary,
+        summary=_summary(result),
         tables=[table],
-        notes=notes,
+        notes=_notes(result),
         warnings=list(result.warnings),
         verdict=verdict,
         verdict_ok=verdict is None,

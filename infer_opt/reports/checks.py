@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 
 from infer_opt.checks.mask_alignment import AttentionCase, AttentionCheckResult
-from infer_opt.checks.spec_sampler import SpeculativeVerifyResult
-from infer_opt.reports.view import Column, Table, View
+from infer_opt.checks.spec_sampler import RuleVerdict, SpeculativeVerifyResult
+from infer_opt.reports.view import Column, Table, View, rows_of
 from infer_opt.units import format_number
 
 
@@ -48,7 +48,7 @@ def _attention_outcome(case: AttentionCase) -> str:
     return "NaN/inf" if not case.finite else "MISMATCH"
 
 
-def build_attention_check_view(result: AttentionCheckResult) -> View:
+def _attention_table(result: AttentionCheckResult) -> Table:
     columns = [
         Column("case", "Case", align="left"),
         Column("path", "Path", align="left"),
@@ -60,35 +60,30 @@ def build_attention_check_view(result: AttentionCheckResult) -> View:
         Column("tolerance", "Tol.", _error, csv_header="tolerance"),
         Column("outcome", "Result", align="left"),
     ]
-    rows = []
     highlight: dict[int, str] = {}
     for i, case in enumerate(result.cases):
-        row = {
-            "case": case.case,
-            "path": case.path,
-            "mask": case.mask,
-            "tq": case.tq,
-            "tk": case.tk,
-            "causal_offset": case.causal_offset,
-            "max_abs_error": None if case.error is not None else case.max_abs_error,
-            "tolerance": case.tolerance,
-            "outcome": _attention_outcome(case),
-        }
-        rows.append(row)
         if not case.passed:
             highlight[i] = "bad"
         elif case.expected_to_fail:
             highlight[i] = "muted"
-    table = Table(
+    return Table(
         "Outputs against full softmax attention in float64",
         columns,
-        rows,
+        rows_of(
+            result.cases,
+            columns,
+            max_abs_error=lambda c: None if c.error is not None else c.max_abs_error,
+            outcome=_attention_outcome,
+        ),
         caption=(
             "query i sits at position q0 pos + i and must see keys 0..that position; "
             "error = max |output - float64 reference|"
         ),
         highlight=highlight,
     )
+
+
+def _attention_summary(result: AttentionCheckResult) -> list[tuple[str, str]]:
     shape = f"batch {result.batch} × {result.heads} heads × head dim {result.head_dim}, {result.dtype}"
     summary = [("Checked", result.subject), ("Inputs", f"{shape}, seed {result.seed}, {result.device}")]
     if result.block_size is not None:
@@ -96,7 +91,6 @@ def build_attention_check_view(result: AttentionCheckResult) -> View:
     if result.window is not None:
         summary.append(("Sliding window", f"{result.window} keys"))
     summary.append(("Reference", result.reference))
-    notes: list[str] = []
     if result.sdpa_is_causal_top_left is not None:
         torch_version = result.torch_version or "this torch"
         if result.sdpa_is_causal_top_left:
@@ -104,28 +98,39 @@ def build_attention_check_view(result: AttentionCheckResult) -> View:
         else:
             observed = "did NOT return v_0 for one query over T_k keys (not top-left aligned here)"
         summary.append((f"SDPA is_causal=True, torch {torch_version}", observed + " (probed)"))
+    return summary
+
+
+def _attention_notes(result: AttentionCheckResult) -> list[str]:
+    notes: list[str] = []
     if any(c.expected_to_fail for c in result.cases):
         notes.append(
             "'wrong, detected' rows use a top-left causal mask on purpose (what is_causal=True does with "
             "a KV cache): the output is finite but wrong, and the check flags it. One new token needs no "
             "mask; several need a bottom-right mask (an explicit boolean mask or causal_lower_right)."
         )
-    notes += [f"{c.case} / {c.path} ({c.mask}) raised {c.error}" for c in result.cases if c.error is not None]
+    return notes + [
+        f"{c.case} / {c.path} ({c.mask}) raised {c.error}" for c in result.cases if c.error is not None
+    ]
+
+
+def _attention_verdict(result: AttentionCheckResult) -> str:
     failed = [c for c in result.cases if not c.passed]
-    if not failed:
-        verdict = "PASS: every path matches the float64 reference"
-        if any(c.expected_to_fail for c in result.cases):
-            verdict += "; every deliberately misaligned mask was detected"
-        verdict += "."
-    else:
-        names = "; ".join(f"{c.case}: {c.path} ({c.mask})" for c in failed)
-        verdict = f"FAIL: {names}"
+    if failed:
+        return "FAIL: " + "; ".join(f"{c.case}: {c.path} ({c.mask})" for c in failed)
+    verdict = "PASS: every path matches the float64 reference"
+    if any(c.expected_to_fail for c in result.cases):
+        verdict += "; every deliberately misaligned mask was detected"
+    return verdict + "."
+
+
+def build_attention_check_view(result: AttentionCheckResult) -> View:
     return View(
         title="Attention exactness check",
-        summary=summary,
-        tables=[table],
-        notes=notes,
-        verdict=verdict,
+        summary=_attention_summary(result),
+        tables=[_attention_table(result)],
+        notes=_attention_notes(result),
+        verdict=_attention_verdict(result),
         verdict_ok=result.passed,
     )
 
@@ -134,66 +139,60 @@ def _rule_name(rule: str) -> str:
     return {"exact": "exact (residual max(p-q,0)/Z)", "resample-p": "wrong (resample from p)"}.get(rule, rule)
 
 
-def build_speculative_verify_view(result: SpeculativeVerifyResult) -> View:
-    rule_rows = []
-    for verdict in (result.exact, result.wrong):
-        if verdict.rule == "exact":
-            ok = not verdict.exact_differs and not verdict.chi2_rejects
-            outcome = "matches p" if ok else "DIFFERS from p"
-        else:
-            ok = verdict.exact_differs and verdict.chi2_rejects
-            outcome = "detected" if ok else "NOT detected"
-        rule_rows.append(
-            {
-                "rule": _rule_name(verdict.rule),
-                "exact_max_abs_error": verdict.exact_max_abs_error,
-                "chi2_p_value": verdict.chi2_p_value,
-                "chi2_sequence_p_value": verdict.chi2_sequence_p_value,
-                "outcome": outcome,
-                "_ok": ok,
-            }
-        )
-    rules = Table(
+def _rule_ok(verdict: RuleVerdict) -> bool:
+    """The exact rule must match p; the wrong rule must be detected (by both tests)."""
+    if verdict.rule == "exact":
+        return not verdict.exact_differs and not verdict.chi2_rejects
+    return verdict.exact_differs and verdict.chi2_rejects
+
+
+def _rule_outcome(verdict: RuleVerdict) -> str:
+    ok = _rule_ok(verdict)
+    if verdict.rule == "exact":
+        return "matches p" if ok else "DIFFERS from p"
+    return "detected" if ok else "NOT detected"
+
+
+def _rules_table(result: SpeculativeVerifyResult) -> Table:
+    verdicts = (result.exact, result.wrong)
+    columns = [
+        Column("rule", "Correction rule", align="left"),
+        Column("exact_max_abs_error", "Exact: max |P - p|", _error, csv_header="exact_max_abs_error"),
+        Column("chi2_p_value", "χ² p (first token)", _p_value, csv_header="chi2_p_value"),
+        Column("chi2_sequence_p_value", f"χ² p ({result.k + 1}-token seq.)", _p_value),
+        Column("outcome", "Verdict", align="left"),
+    ]
+    return Table(
         "Output distribution against the target p",
-        [
-            Column("rule", "Correction rule", align="left"),
-            Column("exact_max_abs_error", "Exact: max |P - p|", _error, csv_header="exact_max_abs_error"),
-            Column("chi2_p_value", "χ² p (first token)", _p_value, csv_header="chi2_p_value"),
-            Column("chi2_sequence_p_value", f"χ² p ({result.k + 1}-token seq.)", _p_value),
-            Column("outcome", "Verdict", align="left"),
-        ],
-        rule_rows,
+        columns,
+        rows_of(verdicts, columns, rule=lambda v: _rule_name(v.rule), outcome=_rule_outcome),
         caption=(
             f"exact: enumeration of every draft/verify outcome, tolerance {result.exact_tolerance:g}; "
             f"χ²: {result.trials:,} seeded rounds, reject p below {result.significance:g}"
         ),
-        highlight={i: "bad" for i, r in enumerate(rule_rows) if not r["_ok"]},
+        highlight={i: "bad" for i, v in enumerate(verdicts) if not _rule_ok(v)},
     )
-    rate_rows = [
-        {
-            "quantity": r.quantity,
-            "measured": r.measured,
-            "predicted": r.predicted,
-            "standard_error": r.standard_error,
-            "z_score": r.z_score,
-            "within": r.within,
-        }
-        for r in result.rates
+
+
+def _rates_table(result: SpeculativeVerifyResult) -> Table:
+    columns = [
+        Column("quantity", "Quantity", align="left"),
+        Column("measured", "Measured (Monte-Carlo)", _rate),
+        Column("predicted", "Predicted (calculator)", _rate),
+        Column("standard_error", "Std. error", _rate),
+        Column("z_score", "z", _z),
+        Column("within", f"Within {result.sigma_limit:g} SE"),
     ]
-    rates = Table(
+    return Table(
         "Exact rule: measured against the calculators",
-        [
-            Column("quantity", "Quantity", align="left"),
-            Column("measured", "Measured (Monte-Carlo)", _rate),
-            Column("predicted", "Predicted (calculator)", _rate),
-            Column("standard_error", "Std. error", _rate),
-            Column("z_score", "z", _z),
-            Column("within", f"Within {result.sigma_limit:g} SE"),
-        ],
-        rate_rows,
+        columns,
+        rows_of(result.rates, columns),
         caption="predicted: α_i = A(p_i, q_i) = Σ min(p_i, q_i), E[N] = Σ_i Π_{j≤i} α_j",
-        highlight={i: "bad" for i, r in enumerate(rate_rows) if not r["within"]},
+        highlight={i: "bad" for i, r in enumerate(result.rates) if not r.within},
     )
+
+
+def _verify_summary(result: SpeculativeVerifyResult) -> list[tuple[str, str]]:
     summary = [
         ("Vocabulary, draft length", f"V = {result.vocab}, k = {result.k}"),
         ("Distributions", "random per position (seeded Dirichlet(1)): p_1..p_{k+1}, q_1..q_k"),
@@ -208,6 +207,23 @@ def build_speculative_verify_view(result: SpeculativeVerifyResult) -> View:
             f"{format_number(result.mean_kv_kept)} kept, {format_number(result.mean_emitted)} tokens emitted",
         )
     )
+    return summary
+
+
+def _verify_verdict(result: SpeculativeVerifyResult) -> str:
+    if result.passed:
+        return "PASS: the sampler preserves p; the wrong 'resample from p' rule is detected."
+    problems = []
+    if not result.exact_rule_ok:
+        problems.append("the exact rule does not reproduce p")
+    if not result.wrong_rule_detected:
+        problems.append("the wrong rule was not detected")
+    if not result.rates_ok:
+        problems.append("measured rates disagree with the calculators")
+    return "FAIL: " + "; ".join(problems) + "."
+
+
+def build_speculative_verify_view(result: SpeculativeVerifyResult) -> View:
     notes = [
         "A round's output is the start of a target sample: completed by the target to k+1 tokens it must "
         "be distributed exactly as k+1 target steps (that is what 'exact' compares).",
@@ -216,28 +232,12 @@ def build_speculative_verify_view(result: SpeculativeVerifyResult) -> View:
         "Emitted tokens exceed the KV positions kept by the correction/bonus token: it was sampled from "
         "the target's output but not yet fed through it (the next round starts with it).",
     ]
-    warnings = []
-    if result.wrong.exact_differs and not result.wrong.chi2_rejects:
-        warnings.append(
-            "the Monte-Carlo did not detect the wrong rule (exact enumeration did): raise --trials"
-        )
-    if result.passed:
-        verdict = "PASS: the sampler preserves p; the wrong 'resample from p' rule is detected."
-    else:
-        problems = []
-        if not result.exact_rule_ok:
-            problems.append("the exact rule does not reproduce p")
-        if not result.wrong_rule_detected:
-            problems.append("the wrong rule was not detected")
-        if not result.rates_ok:
-            problems.append("measured rates disagree with the calculators")
-        verdict = "FAIL: " + "; ".join(problems) + "."
     return View(
         title="Speculative sampler exactness check",
-        summary=summary,
-        tables=[rules, rates],
+        summary=_verify_summary(result),
+        tables=[_rules_table(result), _rates_table(result)],
         notes=notes,
-        warnings=warnings,
-        verdict=verdict,
+        warnings=list(result.warnings),
+        verdict=_verify_verdict(result),
         verdict_ok=result.passed,
     )

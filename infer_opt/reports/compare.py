@@ -1,6 +1,7 @@
-"""View of ``infer-opt compare``: the hyperfine-style headline, then per operator / case and
-per category the two medians, their ratio with its interval, the test's p-value and the
-verdict, with a legend."""
+"""View of ``infer-opt compare``: the hyperfine-style headline (or "no significant difference"),
+the noise a verdict had to beat, then per operator / case and per category the two medians,
+their ratio with its interval, the runs on each side and their spread, the p-value and the
+verdict, with a legend. Also the view of a saved noise floor (``noise-floor``)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from infer_opt.cost_models.compare import (
     CompareResult,
     CompareRow,
     Headline,
+    NoiseFloor,
 )
 from infer_opt.reports.view import Column, Formatter, Table, View
 from infer_opt.units import format_duration, format_percent, format_with_spread
@@ -46,6 +48,12 @@ def _p_eq(value: float) -> str:
     return f"p {text}" if text.startswith("<") else f"p = {text}"
 
 
+def _pct(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"{100 * value:.2g}%" if value < 0.1 else f"{100 * value:.0f}%"
+
+
 def _interval(row: CompareRow) -> str:
     if row.ratio_low is None or row.ratio_high is None:
         return "—"
@@ -70,33 +78,75 @@ def _plain(value: float, sig: int = 3) -> str:
     return f"{value:.{sig}g}"
 
 
+def _runs(h: Headline) -> str:
+    return f"{h.runs_base} + {h.runs_new} runs"
+
+
+def within(h: Headline) -> float:
+    """The largest change the headline's interval allows (``max(high, 1/low) − 1``), at
+    least the single-run floor: "no significant difference (within ±X%)"."""
+    x = max(h.high, 1.0 / h.low) - 1.0 if h.low > 0 else math.inf
+    return max(x, h.floor or 0.0)
+
+
+def resolution(h: Headline) -> float:
+    """Half the width of the headline's interval, as a factor: ``√(high/low) − 1`` — the
+    change these runs can just tell apart (95% intervals: at about even odds)."""
+    return math.sqrt(h.high / h.low) - 1.0 if h.low > 0 else math.inf
+
+
 def headline_text(result: CompareResult) -> str:
-    """hyperfine's sentence, ``NEW ran 1.52 ± 0.04 times faster than BASE``, qualified when
-    the difference is within the noise or the threshold."""
+    """hyperfine's sentence, ``NEW ran 1.52 ± 0.04 times faster than BASE``, when the test finds
+    a difference; ``no significant difference between NEW and BASE (within ±3%)`` when not."""
     h = result.headline
     new, base = result.new_name, result.base_name
+    what = f"{h.what}, {_runs(h)}" + (", approximate" if h.approximate else "")
+    if h.verdict == NOISE:
+        return f"no significant difference between {new} and {base} (within ±{_pct(within(h))}; {what})"
     if h.speedup >= 1:
         factor, std, how = h.speedup, h.speedup_std, "faster"
     else:
         factor, how = 1 / h.speedup, "slower"
         std = h.speedup_std * factor**2  # σ(1/s) ≈ σ(s)/s²
-    text = f"{new} ran {format_with_spread(factor, std, _plain)} times {how} than {base} ({h.what}"
-    text += ", approximate)" if h.approximate else ")"
-    if h.verdict == NOISE:
-        p = f": Mann-Whitney {_p_eq(h.p_value)}" if h.p_value is not None else ""
-        text += f" — within noise{p}"
-    elif h.verdict == BELOW_THRESHOLD:
+    text = f"{new} ran {format_with_spread(factor, std, _plain)} times {how} than {base} ({what})"
+    if h.verdict == BELOW_THRESHOLD:
         text += f" — below the {format_percent(result.threshold, 0)} threshold"
     return text
+
+
+def _method(h: Headline) -> str:
+    if h.floor is None:
+        return f"t test on {h.runs_base} + {h.runs_new} runs"
+    return "one run a side: within-run bootstrap plus run-to-run noise"
 
 
 def _headline_detail(result: CompareResult) -> str:
     h: Headline = result.headline
     level = f"{100 * result.confidence:g}%"
-    text = f"{_factor(h.speedup)} ({level} bootstrap CI {_factor(h.low)}–{_factor(h.high)})"
+    text = f"{_factor(h.speedup)} ({level} CI {_factor(h.low)}–{_factor(h.high)})"
     if h.p_value is not None:
-        text += f", Mann-Whitney U {_p_eq(h.p_value)}"
-    return f"{text}: {h.verdict}"
+        text += f", {_p_eq(h.p_value)}"
+    return f"{text} ({_method(h)}): {h.verdict}"
+
+
+def _noise_line(result: CompareResult) -> str:
+    """What a change had to beat: the single-run floor, or the runs' own spread."""
+    h = result.headline
+    source = {
+        "measured": f"measured by an A/A on this machine, {result.noise_where}",
+        "given": "given with --noise-floor",
+        "default": "the stated default; no A/A measured here",
+    }.get(result.noise_source, result.noise_source)
+    if h.floor is not None:
+        return (
+            f"changes under {_pct(h.floor)} are not distinguishable on this machine from one run per side "
+            f"(noise floor: {source})"
+        )
+    text = f"between-run spread {_pct(h.between_run_cv)}; changes under ±{_pct(resolution(h))} "
+    text += f"not distinguishable with {_runs(h)}"
+    if result.noise_source != "default":
+        text += f"; one run's noise floor {_pct(result.noise_floor)} ({source})"
+    return text
 
 
 def _names(result: CompareResult) -> tuple[Formatter, Formatter]:
@@ -108,24 +158,32 @@ def _names(result: CompareResult) -> tuple[Formatter, Formatter]:
     return short_name, format_shapes
 
 
-def _table(
-    title: str, rows: tuple[CompareRow, ...], result: CompareResult, first: str, detail: str | None
-) -> Table:
-    name_fmt, shapes_fmt = _names(result)
+def _columns(result: CompareResult, first: str, detail: str | None) -> list[Column]:
+    name_fmt, _ = _names(result)
     columns = [Column("label", first, name_fmt, align="left", csv_header="name")]
     if detail is not None:
         columns.append(Column("detail", detail, align="left", csv_header="detail"))
         columns.append(
             Column("group", "Category" if result.compared == "profile" else "Family", align="left")
         )
-    columns += [
+    return [
+        *columns,
         Column("base_s", "Base", format_duration, csv_header="base_median_s"),
         Column("new_s", "New", format_duration, csv_header="new_median_s"),
         Column("ratio", "New/Base", _ratio, csv_header="ratio_new_over_base", importance=2),
         Column("ci", f"{100 * result.confidence:g}% CI", csv_header="ratio_ci"),
+        Column("runs", "Runs", align="right", csv_header="runs_base+new"),
+        Column("spread", "Spread", _pct, csv_header="between_run_cv"),
         Column("p_value", "p", _p, csv_header="p_value"),
+        Column("q_value", "p adj.", _p, csv_header="p_adjusted"),
         Column("verdict", "Verdict", align="left", csv_header="verdict", importance=2),
     ]
+
+
+def _table(
+    title: str, rows: tuple[CompareRow, ...], result: CompareResult, first: str, detail: str | None
+) -> Table:
+    _, shapes_fmt = _names(result)
     table_rows = [
         {
             "label": r.label,
@@ -135,13 +193,16 @@ def _table(
             "new_s": r.new.median_s if r.new else None,
             "ratio": r.ratio,
             "ci": _interval(r),
+            "runs": f"{r.runs_base if r.base else '—'}+{r.runs_new if r.new else '—'}",
+            "spread": r.between_run_cv,
             "p_value": r.p_value,
+            "q_value": r.q_value,
             "verdict": row_verdict(r),
         }
         for r in rows
     ]
     highlight = {i: _ROW_STYLE[r.verdict] for i, r in enumerate(rows) if r.verdict in _ROW_STYLE}
-    return Table(title, columns, table_rows, highlight=highlight)
+    return Table(title, _columns(result, first, detail), table_rows, highlight=highlight)
 
 
 def _counts(rows: tuple[CompareRow, ...]) -> str:
@@ -149,21 +210,43 @@ def _counts(rows: tuple[CompareRow, ...]) -> str:
     return ", ".join(f"{counts[v]} {v}" for v in _ORDER if counts[v])
 
 
+def _notes(result: CompareResult) -> list[str]:
+    notes = [
+        "New/Base = e^(mean log run median of NEW − of BASE) (one run a side: median(new)/median(base)); "
+        "below 1 means NEW is faster. With ≥ 2 runs a side: Student's t test on the log run medians, the "
+        "between-run variance pooled over both sides and at least its family's median (Spread: the row's "
+        "own between-run standard deviation, ≈ CV). With one run on a side: a normal approximation from "
+        "the within-run bootstrap plus one run's run-to-run noise, and no verdict under the noise floor. "
+        f"A difference counts when p adj. (p adjusted for the table's rows, Benjamini–Hochberg) is under "
+        f"α = {result.alpha:g}; changes under {format_percent(result.threshold, 0)} are 'within threshold'.",
+    ]
+    if result.compared == "profile":
+        notes.append(
+            "Operator rows: the per-step total of each operator/shape group over the repetitions (sum over "
+            "its calls), so medians can differ slightly from the profile's sum of per-call medians."
+        )
+    if any(r.approximate for r in [*result.rows, *result.categories]) or result.headline.approximate:
+        notes.append(
+            "Rows marked ~ have no repetition samples: their within-run interval is approximate (normal "
+            "approximation from the median and IQR)."
+        )
+    return notes
+
+
 def build_view(result: CompareResult) -> View:
     h = result.headline
     profile = result.compared == "profile"
-    summary = [
-        ("Base", result.base_name),
-        ("New", result.new_name),
-        ("Compared", result.subject),
-    ]
+    summary = [("Base", result.base_name), ("New", result.new_name), ("Compared", result.subject)]
     if h.base_s is not None and h.new_s is not None:
         summary.append((h.what.capitalize(), f"{format_duration(h.base_s)} → {format_duration(h.new_s)}"))
     else:
         summary.append(("Overall", h.what))
-    summary.append(("Speedup base/new", _headline_detail(result)))
-    what = "Operators" if profile else "Cases"
-    summary.append((what, _counts(result.rows)))
+    summary += [
+        ("Speedup base/new", _headline_detail(result)),
+        ("Runs", f"base {h.runs_base}, new {h.runs_new}"),
+        ("Noise", _noise_line(result)),
+        ("Operators" if profile else "Cases", _counts(result.rows)),
+    ]
     if result.categories:
         summary.append(("Categories", _counts(result.categories)))
     tables = [
@@ -177,30 +260,52 @@ def build_view(result: CompareResult) -> View:
     ]
     if result.categories:
         tables.append(_table("Categories (time per step)", result.categories, result, "Category", None))
-    notes = [
-        f"New/Base = median(new) / median(base): below 1 means NEW is faster. p: two-sided Mann-Whitney U "
-        f"test on the repetition samples; a difference counts at α = {result.alpha:g}, and changes under "
-        f"{format_percent(result.threshold, 0)} are 'within threshold'. CI: percentile bootstrap of the "
-        f"ratio of medians ({result.bootstrap} replicates, seed {result.seed}).",
-        "The test sees the noise within each run, not drift between runs (other load, clock speed, "
-        "temperature): on a shared machine run BASE and NEW back to back, repeat the pair, or raise "
-        "--threshold before trusting a small change.",
-        *result.notes,
-    ]
-    warnings = []
-    if result.differences:
-        warnings.append(f"compared with --force although the runs differ in {', '.join(result.differences)}")
-    only = [r for r in result.rows if r.verdict in (ONLY_BASE, ONLY_NEW)]
-    if only:
-        what = ("operator" if profile else "case") + ("s appear" if len(only) > 1 else " appears")
-        warnings.append(f"{len(only)} {what} in only one run (listed as 'only in base' / 'only in new')")
-    ok = not (h.verdict == SLOWER and math.isfinite(h.speedup))
     return View(
         title=f"Compare: {result.new_name} against {result.base_name}",
         summary=summary,
         tables=tables,
-        notes=notes,
-        warnings=warnings,
+        notes=_notes(result),
+        warnings=list(result.warnings),
         verdict=headline_text(result),
-        verdict_ok=ok,
+        verdict_ok=not (h.verdict == SLOWER and math.isfinite(h.speedup)),
+    )
+
+
+def noise_table(record: NoiseFloor) -> Table:
+    """One row per family: its between-run CV and the single-run floor it implies."""
+    rows = [
+        {"key": g.key, "cv": g.between_run_cv, "floor": g.floor, "rows": g.rows, "df": g.df}
+        for g in record.groups
+    ]
+    columns = [
+        Column("key", "Family" if record.compared == "kernels" else "Group", align="left", csv_header="key"),
+        Column("cv", "Between-run CV", _pct, csv_header="between_run_cv"),
+        Column("floor", "Single-run floor", _pct, csv_header="floor"),
+        Column("rows", "Rows", csv_header="rows"),
+        Column("df", "df", csv_header="df"),
+    ]
+    return Table("Run-to-run noise", columns, rows)
+
+
+NOISE_NOTE = (
+    "Between-run CV: the pooled standard deviation of the log run medians of the family's rows over "
+    "every run of the A/A. Single-run floor = e^(2.576·√2·CV) − 1: two single runs of unchanged code "
+    "differ by more in about 1% of rows; compare gives no verdict below it with one run a side, and "
+    "takes CV² as the least between-run variance of a run-level test."
+)
+
+
+def build_noise_view(result: NoiseFloor) -> View:
+    summary = [
+        ("Device", f"{result.device_name} ({result.key.slug()})"),
+        ("Measured on", f"{result.subject}, {result.dtype}"),
+        ("Runs", str(result.runs)),
+    ]
+    if result.command:
+        summary.append(("Command", result.command))
+    return View(
+        title=f"Noise floor: {result.key.slug()} ({result.compared})",
+        summary=summary,
+        tables=[noise_table(result)],
+        notes=[NOISE_NOTE],
     )

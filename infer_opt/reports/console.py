@@ -155,7 +155,10 @@ def summary_lines(summary: list[tuple[str, str]], width: int) -> list[str]:
         else:
             lines.append(f"  {key}")
             first = indent
-        wrapped = textwrap.wrap(value, width=max(width - len(indent), 10)) or [""]
+        # a path or a command is not cut in two (it overflows, and the terminal folds it)
+        wrapped = textwrap.wrap(
+            value, width=max(width - len(indent), 10), break_long_words=False, break_on_hyphens=False
+        ) or [""]
         lines.append(first + wrapped[0])
         lines.extend(indent + line for line in wrapped[1:])
     return lines

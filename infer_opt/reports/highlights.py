@@ -42,21 +42,22 @@ def _profile(r: Any, view: View) -> list[Highlight]:
                 f"({format_duration(largest.time_s)})",
             )
         )
-        best = max(r.categories, key=lambda c: c.roofline_speedup)
-        label = CATEGORY_LABELS.get(best.category, best.category)
-        out.append(
-            Highlight(
-                topic,
-                f"best Amdahl opportunity: {label} at its roofline bound → step "
-                f"{format_ratio(best.roofline_speedup)} faster (predicted); "
-                f"{format_ratio(best.ceiling_speedup)} if it took no time",
+        if r.roofline is not None:
+            best = max(r.categories, key=lambda c: c.roofline_speedup)
+            label = CATEGORY_LABELS.get(best.category, best.category)
+            out.append(
+                Highlight(
+                    topic,
+                    f"best Amdahl opportunity: {label} at its roofline bound → step "
+                    f"{format_ratio(best.roofline_speedup)} faster (predicted); "
+                    f"{format_ratio(best.ceiling_speedup)} if it took no time",
+                )
             )
-        )
     top = sorted(r.ops, key=lambda o: -o.time_s)[:3]
     if top:
         ops = "; ".join(
-            f"{short_name(o.name)} {format_percent(o.share, 0)}, {o.bound}-bound "
-            f"(efficiency {format_percent(o.efficiency, 0)})"
+            f"{short_name(o.name)} {format_percent(o.share, 0)}"
+            + (f", {o.bound}-bound (efficiency {format_percent(o.efficiency, 0)})" if o.bound else "")
             for o in top
         )
         out.append(Highlight(topic, f"top operators: {ops}"))

@@ -6,9 +6,17 @@ from __future__ import annotations
 import base64
 from html import escape
 
-from infer_opt.reports.markdown import COMMANDS_INTRO
 from infer_opt.reports.messages import text
-from infer_opt.reports.render import Document, Figure, Highlight, Renderer, Section, grouped_highlights
+from infer_opt.reports.render import (
+    COMMANDS_INTRO,
+    Document,
+    Figure,
+    Highlight,
+    Markup,
+    Renderer,
+    grouped_highlights,
+    report_blocks,
+)
 from infer_opt.reports.view import Table, View
 
 CSS = """
@@ -107,16 +115,20 @@ def highlights_html(items: list[Highlight]) -> str:
     return "<ul>" + "".join(out) + "</ul>"
 
 
-def _provenance(section: Section) -> str | None:
-    bits = []
-    if section.command:
-        bits.append(f"Produced by <code>{escape(section.command)}</code>")
-    if section.source:
-        bits.append(f"saved in <code>{escape(section.source)}</code>")
-    created = (section.envelope or {}).get("created")
-    if created:
-        bits.append(f"at {escape(created)}")
-    return f'<p class="provenance">{", ".join(bits)}.</p>' if bits else None
+def _commands(commands: list[str]) -> str:
+    lines = "\n".join(f"$ {escape(c)}" for c in commands)
+    return f"<p>{escape(COMMANDS_INTRO)}</p>\n<pre>{lines}</pre>"
+
+
+HTML = Markup(
+    heading=lambda text, level: f"<h{level}>{escape(text)}</h{level}>",
+    highlights=highlights_html,
+    view=view_html,
+    commands=_commands,
+    provenance=lambda words: f'<p class="provenance">{words}.</p>',
+    code=lambda text: f"<code>{escape(text)}</code>",
+    plain=escape,
+)
 
 
 class HtmlRenderer(Renderer):
@@ -126,29 +138,10 @@ class HtmlRenderer(Renderer):
 
     def render(self, doc: Document) -> str:
         title = doc.title or (doc.sections[0].view.title if doc.sections else "infer-opt")
-        body = [f"<h1>{escape(title)}</h1>"]
-        if doc.highlights:
-            body.append("<h2>What matters</h2>")
-            body.append(highlights_html(doc.highlights))
-        if doc.about is not None:
-            body.append(f"<h2>{escape(doc.about.title)}</h2>")
-            body.extend(view_html(doc.about))
-        if doc.commands:
-            lines = "\n".join(f"$ {escape(c)}" for c in doc.commands)
-            body.append(f"<p>{escape(COMMANDS_INTRO)}</p>\n<pre>{lines}</pre>")
-        numbered = len(doc.sections) > 1
-        for i, section in enumerate(doc.sections, start=1):
-            if doc.is_report or numbered:
-                heading = f"{i}. {section.view.title}" if numbered else section.view.title
-                body.append(f"<h2>{escape(heading)}</h2>")
-            provenance = _provenance(section)
-            if provenance:
-                body.append(provenance)
-            body.extend(view_html(section.view, section.figures))
         return (
             '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
             '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
             f"<title>{escape(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
-            + "\n".join(body)
+            + "\n".join(report_blocks(doc, title, HTML))
             + "\n</body>\n</html>\n"
         )

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from infer_opt.cost_models.roofline import precision_label
+from infer_opt.notices import Notice, has
 from infer_opt.profilers.kernels import KernelRow, KernelSuiteResult
+from infer_opt.profilers.timing import CUDA_MIN_WARMUP_S
+from infer_opt.reports.messages import text
 from infer_opt.reports.view import Column, Table, View
 from infer_opt.units import (
     format_bandwidth,
@@ -72,7 +76,7 @@ def _row(row: KernelRow) -> dict[str, Any]:
     spread = row.summary.iqr_s / 2 if row.summary is not None else 0.0
     # the spread is in the time cell and noisy cases are listed once under the tables, so
     # the note carries only what is not said elsewhere (skip reasons, other warnings)
-    note = row.skipped_reason or "; ".join(w for w in row.warnings if not w.startswith("high variance"))
+    note = row.skipped_reason or "; ".join(text(w) for w in row.warnings if w.code != "high_variance")
     return {
         "name": _name(row.name, row.family),
         "label": row.label,
@@ -86,6 +90,12 @@ def _row(row: KernelRow) -> dict[str, Any]:
         "error": _checked(row.error, row.passed),
         "note": note or None,
     }
+
+
+def _runs(runs: int) -> str:
+    if runs < 2:
+        return ""
+    return f"; {runs} runs (each case warmed up in each, order rotated; medians pool every run)"
 
 
 _CAPTIONS = {
@@ -146,60 +156,65 @@ def build_view(result: KernelSuiteResult) -> View:
         )
 
     timed = [r for r in result.rows if r.time_s is not None]
-    skipped = [r for r in result.rows if r.time_s is None]
-    if s.warmup_time_s is not None:
-        warm = f"{format_duration(s.warmup_time_s)}" + (f" and ≥ {s.warmup} calls" if s.warmup else "")
-    else:
-        warm = f"{s.warmup} calls"
-    reps = f"{s.reps}" if s.reps is not None else "adaptive (until IQR/median < 5%)"
-    if s.max_time_s is not None:
-        reps += f", at most {format_duration(s.max_time_s)} per case"
-    mode = timed[0].mode if timed else "—"
-    threads = result.device_info.get("threads")
-    device = result.device_name + (
-        f" ({threads} threads)" if result.device.startswith("cpu") and threads else ""
-    )
-    summary = [
-        ("Device", f"{device} [{result.device}]"),
-        ("Dtype", result.dtype),
-        ("Suite", result.suite),
-        ("Timing", f"{mode}; warm-up {warm}; repetitions {reps}"),
-        ("Cache flush", "on (outside the timed region)" if s.flush_cache else "off"),
-        ("Cases", f"{len(timed)} timed, {len(skipped)} skipped"),
-        ("Wall time", format_duration(result.wall_s)),
-    ]
-    if s.cuda_graphs:
-        summary.insert(
-            4, ("CUDA graphs", "median is per call in graph replays; 'Eager' is the same kernel launched")
-        )
     notes = [
         "FLOP/s = F/t and bytes/s = Q/t from the median t (measured); Q is the minimum bytes the "
         "kernel must move, so a kernel moving more (explicit attention) shows less.",
         "Cold = the first call (allocation, compilation), timed apart and never part of the median. "
         "Check = relative error against the reference variant (ok within tolerance).",
     ]
-    warnings = []
-    noisy = [r.key for r in timed if any("high variance" in w for w in r.warnings)]
-    if noisy:
-        shown = ", ".join(noisy[:4]) + (f" and {len(noisy) - 4} more" if len(noisy) > 4 else "")
-        warnings.append(
-            f"high variance (IQR/median > 10%) in {len(noisy)} case(s): {shown}; raise --reps or "
-            "--warmup, close other programs"
-        )
-    if not result.complete:
-        warnings.append(f"interrupted: {len(result.rows)} case(s) finished and are shown/saved")
     failed = [r.key for r in result.rows if r.passed is False]
     verdict = None
     if failed:
         verdict = f"Output check failed for {', '.join(failed)}: not timed."
     elif any(r.passed for r in result.rows):
         verdict = "Every optimized variant matches its reference."
+    dtype = precision_label(result.dtype, result.matmul_precision)
     return View(
-        title=f"Kernel suite — {result.device_name}, {result.dtype}",
-        summary=summary,
+        title=f"Kernel suite — {result.device_name}, {dtype}",
+        summary=_summary(result, timed),
         tables=tables,
         notes=notes,
-        warnings=warnings,
+        warnings=_warnings(result, timed),
         verdict=verdict,
         verdict_ok=not failed,
     )
+
+
+def _summary(result: KernelSuiteResult, timed: list[KernelRow]) -> list[tuple[str, str]]:
+    s = result.settings
+    cuda = result.device.startswith("cuda")
+    if s.warmup_time_s is not None:
+        warm = f"{format_duration(s.warmup_time_s)}" + (f" and ≥ {s.warmup} calls" if s.warmup else "")
+    else:
+        warm = f"{s.warmup} calls" + (f" and ≥ {format_duration(CUDA_MIN_WARMUP_S)}" if cuda else "")
+    reps = f"{s.reps}" if s.reps is not None else "adaptive (until IQR/median < 5%)"
+    if s.max_time_s is not None:
+        reps += f", at most {format_duration(s.max_time_s)} per case"
+    mode = timed[0].mode if timed else "—"
+    threads = result.threads
+    device = result.device_name + (f" ({threads} threads)" if threads else "")
+    dtype = precision_label(result.dtype, result.matmul_precision)
+    summary = [
+        ("Device", f"{device} [{result.device}]"),
+        ("Dtype", dtype + (" (float32 matmuls run as TF32)" if dtype == "tf32" else "")),
+        ("Suite", result.suite),
+        ("Timing", f"{mode}; warm-up {warm}; repetitions {reps}" + _runs(result.runs)),
+        ("Cache flush", "on (outside the timed region)" if s.flush_cache else "off"),
+        ("Cases", f"{len(timed)} timed, {len(result.rows) - len(timed)} skipped"),
+        ("Wall time", format_duration(result.wall_s)),
+    ]
+    if s.cuda_graphs:
+        per = "one call per graph (flushed)" if s.flush_cache else "per call in graph replays"
+        summary.insert(4, ("CUDA graphs", f"median is {per}; 'Eager' is the same kernel launched"))
+    return summary
+
+
+def _warnings(result: KernelSuiteResult, timed: list[KernelRow]) -> list[Notice]:
+    warnings = []
+    noisy = [r.key for r in timed if has(r.warnings, "high_variance")]
+    if noisy:
+        warnings.append(Notice("high_variance_cases", {"cases": noisy}))
+    warnings += result.warnings
+    if not result.complete and not result.warnings:
+        warnings.append(Notice("sweep_interrupted", {"cases": len(result.rows)}))
+    return warnings

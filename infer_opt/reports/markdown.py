@@ -5,11 +5,19 @@ figures linked relatively)."""
 from __future__ import annotations
 
 from infer_opt.reports.messages import text
-from infer_opt.reports.render import Document, Figure, Highlight, Renderer, Section, grouped_highlights
+from infer_opt.reports.render import (
+    COMMANDS_INTRO,
+    Document,
+    Figure,
+    Highlight,
+    Markup,
+    Renderer,
+    grouped_highlights,
+    report_blocks,
+)
 from infer_opt.reports.view import Table, View
 
 _MARKS = {"bad": "❌ ", "good": "✅ ", "info": ""}
-COMMANDS_INTRO = "The commands that produced these results, in the order they ran:"
 
 
 def _cell(text: str) -> str:
@@ -79,16 +87,20 @@ def highlights_markdown(items: list[Highlight]) -> str:
     return "\n".join(lines)
 
 
-def _provenance(section: Section) -> str | None:
-    bits = []
-    if section.command:
-        bits.append(f"Produced by {_code(section.command)}")
-    if section.source:
-        bits.append(f"saved in {_code(section.source)}")
-    created = (section.envelope or {}).get("created")
-    if created:
-        bits.append(f"at {created}")
-    return "_" + ", ".join(bits) + "._" if bits else None
+def _commands(commands: list[str]) -> str:
+    lines = "\n".join(f"$ {c}" for c in commands)
+    return f"{COMMANDS_INTRO}\n\n```console\n{lines}\n```"
+
+
+MARKDOWN = Markup(
+    heading=lambda text, level: f"{'#' * level} {text}",
+    highlights=highlights_markdown,
+    view=view_blocks,
+    commands=_commands,
+    provenance=lambda words: f"_{words}._",
+    code=_code,
+    plain=str,
+)
 
 
 class MarkdownRenderer(Renderer):
@@ -100,23 +112,6 @@ class MarkdownRenderer(Renderer):
         if not doc.is_report and len(doc.sections) == 1:
             section = doc.sections[0]
             parts = [f"## {section.view.title}", *view_blocks(section.view, section.figures)]
-            return "\n\n".join(parts) + "\n"
-        parts = [f"# {doc.title or 'infer-opt report'}"]
-        if doc.highlights:
-            parts.append("## What matters")
-            parts.append(highlights_markdown(doc.highlights))
-        if doc.about is not None:
-            parts.append(f"## {doc.about.title}")
-            parts.extend(view_blocks(doc.about))
-        if doc.commands:
-            lines = "\n".join(f"$ {c}" for c in doc.commands)
-            parts.append(f"{COMMANDS_INTRO}\n\n```console\n{lines}\n```")
-        numbered = len(doc.sections) > 1
-        for i, section in enumerate(doc.sections, start=1):
-            title = f"{i}. {section.view.title}" if numbered else section.view.title
-            parts.append(f"## {title}")
-            provenance = _provenance(section)
-            if provenance:
-                parts.append(provenance)
-            parts.extend(view_blocks(section.view, section.figures))
+        else:
+            parts = report_blocks(doc, doc.title or "infer-opt report", MARKDOWN)
         return "\n\n".join(parts) + "\n"

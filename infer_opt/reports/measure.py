@@ -5,9 +5,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from infer_opt.notices import Notice
 from infer_opt.profilers.compile_measure import AmortizeMeasureResult
 from infer_opt.profilers.spec_measure import SpecMeasureResult
-from infer_opt.reports.view import Column, Table, View
+from infer_opt.reports.view import Column, Table, View, rows_of
 from infer_opt.units import (
     format_bytes,
     format_duration,
@@ -138,12 +139,12 @@ def _prediction_summary(result: SpecMeasureResult) -> list[tuple[str, str]]:
     ]
 
 
-def build_speculative_view(result: SpecMeasureResult) -> View:
+def _spec_summary(result: SpecMeasureResult) -> list[tuple[str, str]]:
     threads = f", {result.threads} threads" if result.threads else ""
     models = f"target {result.target}, draft {result.draft}, vocabulary {result.vocab_size}"
     if result.draft_note:
         models += f" ({result.draft_note})"
-    summary = [
+    return [
         ("Models", models),
         ("Device", f"{result.device_name} ({result.device}), {result.dtype}{threads}"),
         (
@@ -160,7 +161,9 @@ def build_speculative_view(result: SpecMeasureResult) -> View:
         *_prediction_summary(result),
     ]
 
-    costs = Table(
+
+def _costs_table(result: SpecMeasureResult) -> Table:
+    return Table(
         "Measured costs",
         [
             Column("name", "Cost", align="left", csv_header="cost"),
@@ -174,112 +177,111 @@ def build_speculative_view(result: SpecMeasureResult) -> View:
         _cost_rows(result),
     )
 
+
+def _grid_table(result: SpecMeasureResult) -> Table:
     ks = range(1, result.k_max + 1)
-    grid_columns = [Column("alpha", "α", lambda v: f"{v:.2f}", align="left", csv_header="alpha")]
-    grid_columns += [Column(f"k{k}", f"k={k}", _ratio, csv_header=f"speedup_k{k}") for k in ks]
-    grid_columns += [
+    columns = [Column("alpha", "α", lambda v: f"{v:.2f}", align="left", csv_header="alpha")]
+    columns += [Column(f"k{k}", f"k={k}", _ratio, csv_header=f"speedup_k{k}") for k in ks]
+    columns += [
         Column("best_k", "Best k", csv_header="best_k"),
         Column("best", "Best S", _ratio, csv_header="best_speedup"),
     ]
-    grid_rows = []
-    highlight = {}
-    for i, row in enumerate(result.speedup_by_alpha):
+    rows = []
+    for row in result.speedup_by_alpha:
         cells: dict[str, Any] = {"alpha": row.alpha, "best_k": row.best_k, "best": row.best_speedup}
         cells.update({f"k{k}": s for k, s in zip(ks, row.speedups, strict=True)})
-        grid_rows.append(cells)
-        highlight[i] = "best" if row.best_speedup > 1 else "bad"
-    grid = Table(
+        rows.append(cells)
+    return Table(
         "Predicted speedup S(α, k) from the measured costs",
-        grid_columns,
-        grid_rows,
+        columns,
+        rows,
         caption="S = c_t·E[N] / (k·c_d + c_v(k) + c_m), E[N] = (1 − α^(k+1))/(1 − α); S < 1 is a slowdown.",
-        highlight=highlight,
+        highlight={i: "best" if r.best_speedup > 1 else "bad" for i, r in enumerate(result.speedup_by_alpha)},
     )
 
-    be_rows = []
-    be_highlight = {}
-    for i, b in enumerate(result.break_even_alpha_by_k):
-        if b.alpha is None:
-            meaning = "never wins: even α = 1 is slower"
-        elif b.alpha == 0:
-            meaning = "never loses: a round costs at most one target step"
-        else:
-            meaning = f"wins for α > {b.alpha:.3f}"
-        be_rows.append(
-            {
-                "k": b.k,
-                "round_s": b.round_time_s,
-                "need": b.required_tokens,
-                "alpha": b.alpha,
-                "meaning": meaning,
-            }
-        )
-        be_highlight[i] = "bad" if b.alpha is None else "muted"
-    break_even = Table(
+
+def _break_even_meaning(alpha: float | None) -> str:
+    if alpha is None:
+        return "never wins: even α = 1 is slower"
+    if alpha == 0:
+        return "never loses: a round costs at most one target step"
+    return f"wins for α > {alpha:.3f}"
+
+
+def _break_even_table(result: SpecMeasureResult) -> Table:
+    columns = [
+        Column("k", "k", csv_header="k"),
+        Column("round_time_s", "Round k·c_d + c_v + c_m", format_duration, csv_header="round_time_s"),
+        Column("required_tokens", "E[N] needed", lambda v: f"{v:.3f}", csv_header="required_tokens"),
+        Column("alpha", "Break-even α", _alpha, csv_header="break_even_alpha"),
+        Column("meaning", "Meaning", align="left", csv_header="meaning"),
+    ]
+    points = result.break_even_alpha_by_k
+    return Table(
         "Break-even acceptance per draft length (predicted)",
-        [
-            Column("k", "k", csv_header="k"),
-            Column("round_s", "Round k·c_d + c_v + c_m", format_duration, csv_header="round_time_s"),
-            Column("need", "E[N] needed", lambda v: f"{v:.3f}", csv_header="required_tokens"),
-            Column("alpha", "Break-even α", _alpha, csv_header="break_even_alpha"),
-            Column("meaning", "Meaning", align="left", csv_header="meaning"),
-        ],
-        be_rows,
+        columns,
+        rows_of(points, columns, meaning=lambda b: _break_even_meaning(b.alpha)),
         caption="Solves E[N](α) = round time / c_t (brentq on the monotone E[N]); below it S < 1.",
-        highlight=be_highlight,
+        highlight={i: "bad" if b.alpha is None else "muted" for i, b in enumerate(points)},
     )
-    tables = [costs, grid, break_even]
-    notes = [SPEC_NOTE, BOOKKEEPING_NOTE]
-    sim = result.simulation
-    if sim is not None:
-        sim_rows = [
-            {"position": i + 1, "accepted": acc, "alpha": a}
-            for i, (acc, a) in enumerate(zip(sim.accepted_per_position, sim.alphas, strict=True))
-        ]
-        tables.append(
-            Table(
-                f"Simulated acceptance: {sim.rounds} rounds of k = {sim.k} over {sim.prompts} random prompts "
-                f"(seed {sim.seed})",
-                [
-                    Column("position", "Draft position i", csv_header="position"),
-                    Column("accepted", "Rounds accepting i", csv_header="accepted"),
-                    Column("alpha", "α_i (conditional)", _alpha, csv_header="alpha"),
-                ],
-                sim_rows,
-                caption=(
-                    f"Mean committed tokens per round {sim.mean_tokens:.3f}; mean Σ min(p, q) over "
-                    f"{sim.positions_compared} drafted positions {sim.mean_overlap:.3f} "
-                    f"({format_duration(sim.elapsed_s)})."
-                ),
-            )
-        )
-        notes.append(f"Simulated α: {sim.note}.")
 
+
+def _simulation_table(sim: Any) -> Table:
+    rows = [
+        {"position": i + 1, "accepted": acc, "alpha": a}
+        for i, (acc, a) in enumerate(zip(sim.accepted_per_position, sim.alphas, strict=True))
+    ]
+    return Table(
+        f"Simulated acceptance: {sim.rounds} rounds of k = {sim.k} over {sim.prompts} random prompts "
+        f"(seed {sim.seed})",
+        [
+            Column("position", "Draft position i", csv_header="position"),
+            Column("accepted", "Rounds accepting i", csv_header="accepted"),
+            Column("alpha", "α_i (conditional)", _alpha, csv_header="alpha"),
+        ],
+        rows,
+        caption=(
+            f"Mean committed tokens per round {sim.mean_tokens:.3f}; mean Σ min(p, q) over "
+            f"{sim.positions_compared} drafted positions {sim.mean_overlap:.3f} "
+            f"({format_duration(sim.elapsed_s)})."
+        ),
+    )
+
+
+def _spec_verdict(result: SpecMeasureResult) -> tuple[str, bool]:
+    p = result.prediction
+    if p is not None:
+        how = ": a slowdown." if p.slowdown else "."
+        return (
+            f"Predicted speedup {format_ratio(p.speedup)} at k = {p.k}, from {result.prediction_source}{how}",
+            not p.slowdown,
+        )
     best = list(result.best_k_by_alpha)
     wins = [b for b in best if b.speedup > 1]
     if not wins:
-        verdict = (
+        return (
             f"Speculation loses at every α in {best[0].alpha:g}–{best[-1].alpha:g} with these costs "
-            "(predicted): the draft or the verification pass is too expensive."
+            "(predicted): the draft or the verification pass is too expensive.",
+            False,
         )
-        ok = False
-    else:
-        first = wins[0]
-        verdict = (
-            f"Speculation pays from α ≈ {first.alpha:g} (best k = {first.k}, {format_ratio(first.speedup)}); "
-            f"at α = {best[-1].alpha:g}: best k = {best[-1].k}, {format_ratio(best[-1].speedup)} (predicted)."
-        )
-        ok = True
-    if result.prediction is not None:
-        p = result.prediction
-        how = ": a slowdown." if p.slowdown else "."
-        verdict = (
-            f"Predicted speedup {format_ratio(p.speedup)} at k = {p.k}, from {result.prediction_source}{how}"
-        )
-        ok = not p.slowdown
+    first = wins[0]
+    return (
+        f"Speculation pays from α ≈ {first.alpha:g} (best k = {first.k}, {format_ratio(first.speedup)}); "
+        f"at α = {best[-1].alpha:g}: best k = {best[-1].k}, {format_ratio(best[-1].speedup)} (predicted).",
+        True,
+    )
+
+
+def build_speculative_view(result: SpecMeasureResult) -> View:
+    tables = [_costs_table(result), _grid_table(result), _break_even_table(result)]
+    notes = [SPEC_NOTE, BOOKKEEPING_NOTE]
+    if result.simulation is not None:
+        tables.append(_simulation_table(result.simulation))
+        notes.append(f"Simulated α: {result.simulation.note}.")
+    verdict, ok = _spec_verdict(result)
     return View(
         title=f"Speculative decoding from measured costs: {result.target} + {result.draft} draft",
-        summary=summary,
+        summary=_spec_summary(result),
         tables=tables,
         notes=notes,
         warnings=list(result.warnings),
@@ -299,10 +301,8 @@ def _decision(row: Any) -> str:
     return "yes" if row.compile else "no"
 
 
-def build_amortize_view(result: AmortizeMeasureResult) -> View:
+def _amortize_columns(result: AmortizeMeasureResult) -> list[Column]:
     graphs = result.cuda_graphs
-    peaks = any(b.eager_peak_bytes is not None for b in result.buckets)
-    notes_col = any(b.error for b in result.buckets)
     columns = [
         Column("bucket", "Bucket B×T", align="left", csv_header="bucket"),
         Column("eager_s", "Eager t_e ± IQR/2", _time_spread, csv_header="eager_s"),
@@ -324,98 +324,129 @@ def build_amortize_view(result: AmortizeMeasureResult) -> View:
         Column("net", "Net gain", _signed, csv_header="net_gain_s", importance=2),
         Column("decision", "Compile?", align="left", csv_header="compile", importance=2),
     ]
-    if peaks:
+    if _has_peaks(result):
         columns += [
             Column("eager_peak", "Peak eager", format_bytes, csv_header="eager_peak_bytes"),
             Column("compiled_peak", "Peak compiled", format_bytes, csv_header="compiled_peak_bytes"),
         ]
-    if notes_col:
+    if any(b.error for b in result.buckets):
         columns.append(Column("note", "Note", align="left", csv_header="note"))
-    rows = []
-    highlight = {}
-    for i, b in enumerate(result.buckets):
-        note = b.error
-        # a compiled step no faster than eager never pays: shown as an infinite break-even
-        never = b.break_even_calls is None and not b.error and b.reason is not None
-        rows.append(
-            {
-                "bucket": b.bucket,
-                "eager_s": _with_iqr(b.eager_s, b.eager.iqr_s),
-                "compiled_s": _with_iqr(b.compiled_s, None if b.compiled is None else b.compiled.iqr_s),
-                "graph_capture_s": b.graph_capture_s,
-                "compile_s": b.compile_s,
-                "calls": b.calls,
-                "break_even": math.inf if never else b.break_even_calls,
-                "net": b.net_gain_s,
-                "decision": _decision(b),
-                "eager_peak": b.eager_peak_bytes,
-                "compiled_peak": b.compiled_peak_bytes,
-                "note": note,
-            }
-        )
-        highlight[i] = "bad" if b.error else ("best" if b.compile else "muted")
+    return columns
+
+
+def _has_peaks(result: AmortizeMeasureResult) -> bool:
+    return any(b.eager_peak_bytes is not None for b in result.buckets)
+
+
+def _bucket_row(b: Any) -> dict[str, Any]:
+    # a compiled step no faster than eager never pays: shown as an infinite break-even
+    never = b.break_even_calls is None and not b.error and b.reason is not None
+    return {
+        "bucket": b.bucket,
+        "eager_s": _with_iqr(b.eager_s, b.eager.iqr_s),
+        "compiled_s": _with_iqr(b.compiled_s, None if b.compiled is None else b.compiled.iqr_s),
+        "graph_capture_s": b.graph_capture_s,
+        "compile_s": b.compile_s,
+        "calls": b.calls,
+        "break_even": math.inf if never else b.break_even_calls,
+        "net": b.net_gain_s,
+        "decision": _decision(b),
+        "eager_peak": b.eager_peak_bytes,
+        "compiled_peak": b.compiled_peak_bytes,
+        "note": b.error,
+    }
+
+
+def _amortize_table(result: AmortizeMeasureResult) -> Table:
     caption = (
         "C = first compiled call − t_e"
-        + (" + CUDA graph capture" if graphs else "")
+        + (" + CUDA graph capture" if result.cuda_graphs else "")
         + "; break-even = C/(t_e − t_c) calls (never: t_c ≥ t_e); net gain = n·(t_e − t_c) − C; "
         "compile iff net gain > 0."
     )
-    table = Table(
-        "Per bucket (measured times, predicted gains)", columns, rows, caption=caption, highlight=highlight
+    return Table(
+        "Per bucket (measured times, predicted gains)",
+        _amortize_columns(result),
+        [_bucket_row(b) for b in result.buckets],
+        caption=caption,
+        highlight={
+            i: "bad" if b.error else ("best" if b.compile else "muted") for i, b in enumerate(result.buckets)
+        },
     )
+
+
+def _amortize_summary(result: AmortizeMeasureResult) -> list[tuple[str, str]]:
     n = len(result.buckets)
+    startup = result.compiler_startup_s
     summary = [
         ("Model", result.model),
         ("Device", f"{result.device_name} ({result.device}), {result.dtype}"),
         (
             "Compiler",
             f"torch.compile(dynamic=False, backend={result.backend!r})"
-            + (" + CUDA graph capture" if graphs else ""),
+            + (" + CUDA graph capture" if result.cuda_graphs else ""),
         ),
         ("Compile caches", result.compile_caches),
         (
             "Compiler start-up",
             "—"
-            if result.compiler_startup_s is None
-            else f"{format_duration(result.compiler_startup_s)} (once per process; not in any bucket's C)",
+            if startup is None
+            else f"{format_duration(startup)} (once per process; not in any bucket's C)",
         ),
         ("Timing", f"{result.reps} reps after {result.warmup} warm-up calls per step"),
-        ("Peak memory", "per bucket below" if peaks else "not reported on this device"),
+        ("Peak memory", "per bucket below" if _has_peaks(result) else "not reported on this device"),
         ("Measured", f"{n} bucket(s) in {format_duration(result.measured_s)} of measuring"),
     ]
     if result.pending:
         summary.append(("Not measured yet", ", ".join(result.pending) + " (resume with --resume FILE)"))
     if result.calls_source:
-        summary.append(("Calls from", f"{result.calls_source}; {_calls(result.total_calls)} in total"))
-        summary.append(("Compile", f"{result.compiled_count} of {n} bucket(s)"))
-        summary.append(("Net gain, chosen set", _signed(result.total_net_gain_s)))
-        summary.append(("Net gain, compile every bucket", _signed(result.compile_all_net_gain_s)))
-    warnings = [f"bucket {b.bucket} not compiled: {b.error}" for b in result.buckets if b.error]
-    warnings += [f"bucket {b.bucket}: {w}" for b in result.buckets for w in b.warnings]
-    notes = [AMORTIZE_NOTE]
+        summary += [
+            ("Calls from", f"{result.calls_source}; {_calls(result.total_calls)} in total"),
+            ("Compile", f"{result.compiled_count} of {n} bucket(s)"),
+            ("Net gain, chosen set", _signed(result.total_net_gain_s)),
+            ("Net gain, compile every bucket", _signed(result.compile_all_net_gain_s)),
+        ]
+    return summary
+
+
+def _amortize_verdict(result: AmortizeMeasureResult) -> tuple[str, bool]:
     if result.total_net_gain_s is None:
-        verdict = (
+        return (
             "Compile a bucket if it will run more than its break-even number of calls "
-            "(give --calls or --lengths to decide)."
+            "(give --calls or --lengths to decide).",
+            True,
         )
-        ok = True
-    elif result.compiled_count:
-        verdict = (
-            f"Compile {result.compiled_count} of {n} bucket(s): net {_signed(result.total_net_gain_s)} "
-            f"(vs {_signed(result.compile_all_net_gain_s)} compiling all)."
+    if result.compiled_count:
+        return (
+            f"Compile {result.compiled_count} of {len(result.buckets)} bucket(s): net "
+            f"{_signed(result.total_net_gain_s)} "
+            f"(vs {_signed(result.compile_all_net_gain_s)} compiling all).",
+            True,
         )
-        ok = True
-    else:
-        verdict = "Compile no bucket: none recovers its compile cost at these call counts."
-        ok = False
+    return "Compile no bucket: none recovers its compile cost at these call counts.", False
+
+
+def _bucket_warnings(result: AmortizeMeasureResult) -> list[Notice]:
+    """What the result holds, per bucket: why it was not compiled, and its timer warnings."""
+    failed = [
+        Notice("bucket_not_compiled", {"error": b.error}, f"bucket {b.bucket}")
+        for b in result.buckets
+        if b.error
+    ]
+    return failed + [w.about(f"bucket {b.bucket}") for b in result.buckets for w in b.warnings]
+
+
+def build_amortize_view(result: AmortizeMeasureResult) -> View:
+    notes = [AMORTIZE_NOTE]
     if result.failed_count:
         notes.append(f"{result.failed_count} bucket(s) failed to compile and are treated as not compiled.")
+    verdict, ok = _amortize_verdict(result)
     return View(
         title=f"Compile amortization from measurements: {result.model}",
-        summary=summary,
-        tables=[table],
+        summary=_amortize_summary(result),
+        tables=[_amortize_table(result)],
         notes=notes,
-        warnings=warnings,
+        warnings=_bucket_warnings(result),
         verdict=verdict,
         verdict_ok=ok,
     )

@@ -22,6 +22,8 @@ def _pct(value: float) -> str:
 
 
 MESSAGES: dict[str, Words] = {
+    # ---- a warning saved as words by an older infer-opt (notices.Notice.from_text)
+    "legacy_text": lambda v: str(v["text"]),
     # ---- timing (profilers/timing.py), shared by every measurement
     "high_variance": lambda v: (
         f"high variance (IQR/median {_pct(v['rel_iqr'])}): raise --reps or --warmup, close other programs"
@@ -51,12 +53,266 @@ MESSAGES: dict[str, Words] = {
         if v["target_holds"]
         else "the part takes none of the time, and the target is above what the rest allows"
     ),
+    # ---- profile (profilers/model_profile.py)
+    "step_unattributed": lambda v: (
+        f"{_pct(v['share'])} of the step is not attributed to any operator: "
+        + (
+            "the GPU sat idle between kernels (host/launch overhead: Python, module calls, kernel "
+            "launches); CUDA graphs or torch.compile cut it"
+            if v["on_cuda"]
+            else "host/framework overhead outside the ops (Python, nn.Module calls, the dispatcher); "
+            "torch.compile or a larger --batch/--seq-len amortise it"
+        )
+    ),
+    "ops_exceed_step": lambda v: (
+        f"per-op times add up to {_pct(v['coverage'])} of the step: the machine was busier during the "
+        "operator pass than during the step timing; raise --reps or quiet the machine"
+    ),
+    "machine_busy": lambda v: (
+        f"the machine is busy (load average {v['load']:.1f} on {v['cpus']} cores): CPU timings are noisy "
+        "and intra-op threads stall each other; quiet the machine or use fewer threads (--threads)"
+    ),
+    "ops_without_flops": lambda v: (
+        "ops with no FLOP formula (counted as 0 FLOPs) take real time: " + ", ".join(v["ops"])
+    ),
+    "calls_not_in_trace": lambda v: (
+        f"{v['calls']} recorded op calls were not found in the profiler trace; their time counts as "
+        "unattributed"
+    ),
+    "flops_differ_from_analytic": lambda v: (
+        f"counted FLOPs differ from the analytic count by {100 * v['difference']:+.1f}%"
+    ),
+    "ops_beat_fit": lambda v: (
+        f"{v['ops']} large ops run faster than the roofline fit allows (up to {v['efficiency']:.2g}× its "
+        f"bound, {v['op']}): the fit looks stale or was measured under load; refit with infer-opt roofline"
+    ),
+    "fit_for_other_device": lambda v: (
+        f"the roofline fit is for {v['fit']} but this run is {v['run']}: bounds and efficiencies may not "
+        "apply (run infer-opt roofline on this device, or drop --roofline)"
+    ),
+    # ---- speculative measure (profilers/spec_measure.py)
+    "verify_cost_not_linear": lambda v: (
+        f"c_v(k) is not close to a + b·k here (fit error up to {_pct(v['max_rel_error'])}): "
+        "the predictions use the fit; compare with the measured c_v(k)"
+    ),
+    # ---- speculative run (profilers/spec_run.py) and vLLM's metrics (cost_models/prometheus_metrics.py)
+    "spec_run_tokens_differ": lambda v: (
+        f"greedy speculative decoding with k = {v['k']} differs from plain greedy decoding from token "
+        f"{v['index']} on: the verification pass and the decode step disagree on an argmax (rounding of "
+        "near-tied logits, e.g. in bfloat16); try --dtype float32"
+    ),
+    "spec_run_nondeterministic": lambda v: (
+        f"{v['what']}: the repetitions did not all decode the same tokens (non-deterministic kernels); "
+        "the reported tokens and α are the last repetition's"
+    ),
+    "prometheus_accepted_mismatch": lambda v: (
+        f"vllm:spec_decode_num_accepted_tokens_total is {v['accepted']} but the per-position counters sum "
+        f"to {v['per_position']} (a scrape taken between two updates?); the rates use the per-position counts"
+    ),
+    # ---- GPU paths and calibrations (profilers/timing.py, kernels.py, compile_measure.py,
+    #      roofline_store.py; cost_models/roofline.py's fit checks)
+    "graph_capture_failed": lambda v: f"{v['reason']}; t_c is without a graph",
+    "high_variance_cases": lambda v: (
+        f"high variance (IQR/median > 10%) in {len(v['cases'])} case(s): "
+        + ", ".join(v["cases"][:4])
+        + (f" and {len(v['cases']) - 4} more" if len(v["cases"]) > 4 else "")
+        + "; raise --reps or --warmup, close other programs"
+    ),
+    "sweep_interrupted": lambda v: f"interrupted: {v['cases']} case(s) finished and are shown/saved",
+    "sweep_stopped": lambda v: (
+        f"stopped at {v['case']}: {v['reason']}; the device no longer works in this process, so the rows "
+        "before it are kept and the rest were not run (start a new process to measure them)"
+    ),
+    "fit_not_finite": lambda v: (
+        f"{_parameter(v['parameter'])} is {_num(v['value'])}, not a finite number > 0: no kernel pins it"
+    ),
+    "fit_at_search_edge": lambda v: (
+        f"{_parameter(v['parameter'])} ended at the edge of its search range: the measurements do not pin "
+        "it down"
+        + (
+            " (no launch-bound kernel, e.g. an interrupted sweep)"
+            if v["parameter"] == "t0"
+            else " (100× from the best achieved rate) — check them for stalls or mixed regimes"
+        )
+    ),
+    "fit_error_high": lambda v: (
+        f"the model misses the median kernel by {_pct(v['median_abs_rel_error'])} (more than "
+        f"{_pct(v['threshold'])}): the measurements are noisy or mix regimes; measure on a quiet machine"
+    ),
+    "fit_too_few_kernels": lambda v: (
+        f"only {v['n_fitted']} kernels were fitted (at least {v['minimum']} needed): an interrupted or "
+        "partial sweep"
+    ),
+    "fit_tick_quantized": lambda v: (
+        f"{v['kernels']} kernels of very different work all took whole multiples of "
+        f"{format_duration(float(v['tick_s']))}: the scheduler's time slice, not the device (a loaded "
+        "machine stalls multi-threaded kernels); quiet the machine or use --threads 1"
+    ),
+    "fit_missing_families": lambda v: (
+        "the fit lacks the kernels that pin "
+        + ", ".join(_FAMILY_PINS.get(f, f) for f in v["families"])
+        + ": measure the matmul, elementwise and launch families (an interrupted or partial sweep?)"
+    ),
+    "fit_mismatch": lambda v: (
+        f"the fit's {_FIT_FIELDS.get(v['field'], v['field'])} is {_recorded(v['fit'])}, "
+        f"this run's is {_recorded(v['run'])}"
+    ),
+    "fit_not_keyed": lambda v: (
+        "the fit does not record the device, threads and timing it was measured with (an older "
+        "infer-opt made it): refit with `infer-opt roofline`"
+    ),
+    "fit_above_datasheet": lambda v: (
+        f"fitted {_parameter(v['parameter'])} is above the datasheet figure given "
+        f"({_num(v['fitted'])} > {_num(v['datasheet'])}): give the {v['precision']} figure"
+        + (" (TF32 matmuls: the TF32 peak, not plain fp32)" if v["precision"] == "tf32" else "")
+    ),
+    "calibration_cache_corrupt": lambda v: (
+        f"the cached {v['kind']} file {v['path']} is corrupt ({v['reason']})"
+        + (f"; moved to {v['moved_to']} and replaced" if v.get("moved_to") else "; it will be replaced")
+    ),
+    "calibration_cache_rejected": lambda v: (
+        f"the cached {v['kind']} at {v['path']} is not usable for this run (reasons below); it is "
+        "replaced when a good calibration is saved"
+    ),
+    "roofline_calibration_rejected": lambda v: (
+        f"roofline calibration {v['attempt']}"
+        + (f" ({v['threads']} threads)" if v.get("threads") else "")
+        + " is unusable (reasons below)"
+        + ("; measuring once more" if v["attempt"] == 1 else "; not cached")
+    ),
+    "roofline_saved_for_other_threads": lambda v: (
+        f"a good {v['threads']}-thread fit was measured and cached at {v['path']}; it serves runs with "
+        f"--threads {v['threads']}"
+    ),
+    "roofline_unavailable": lambda v: (
+        "no usable roofline fit for this run: operators are shown without bound, efficiency and "
+        "at-bound speedups. "
+        + (
+            "The machine is loaded: rerun with --threads 1, or quiet it and run `infer-opt roofline`"
+            if v.get("loaded")
+            else "Run `infer-opt roofline` on a quiet machine (or give one with --roofline)"
+        )
+    ),
+    "roofline_not_saved": lambda v: f"the roofline fit was not cached ({v['reason']})",
+    # ---- house: calculators' and checks' views (cost_models/bucketing.py, speculative.py;
+    #      checks/spec_sampler.py)
+    "lengths_unbucketed": lambda v: (
+        f"{v['count']} of {v['total']} lengths exceed the largest bound {v['largest_bound']} "
+        f"(max {v['max_length']}); they are left out of every expectation and count above"
+    ),
+    "verify_cost_assumed": lambda v: (
+        "verification cost assumed equal to one target step (c_v = c_t); give --verify-cost or "
+        "--verify-cost-model for your engine"
+    ),
+    "naive_ranking_differs": lambda v: (
+        "the mean of per-round time/tokens ranks the plans differently"
+        + (f" (it would pick {v['naive_best']})" if v["naive_best"] != v["best"] else "")
+        + "; it over-weights rounds that commit few tokens. The long-run cost is Σ time / Σ tokens."
+    ),
+    "short_drafts": lambda v: (
+        f"draft tokens ({v['draft_tokens']}) < drafts × k ({v['drafts'] * v['k']}): some rounds "
+        "drafted fewer than k tokens, so the later positions' rates are biased low"
+    ),
+    "bucket_not_compiled": lambda v: f"not compiled: {v['error']}",
+    "wrong_rule_missed_by_sampling": lambda v: (
+        f"the Monte-Carlo ({v['trials']:,} rounds) did not detect the wrong rule (exact enumeration did): "
+        "raise --trials"
+    ),
+    # ---- communication and tensor parallelism (profilers/comm.py, profilers/tp_profile.py)
+    "comm_single_rank": lambda v: (
+        f"a collective needs at least two ranks (devices): this run has one ({v['device']}), so only "
+        "the local copy was measured; run it with --nproc 2 or under torchrun --nproc-per-node 2"
+    ),
+    "comm_partial": lambda v: (
+        f"the sweep stopped early: {v['measured']} of {v['planned']} message sizes measured "
+        "(kept as they were when it stopped)"
+    ),
+    "comm_high_variance": lambda v: (
+        f"{v['sizes']} message size(s) vary by more than 10% (IQR/median up to {_pct(v['worst_rel_iqr'])}): "
+        "raise --reps, quiet the machine, or give each rank its own cores"
+    ),
+    "comm_fit_unpinned": lambda v: (
+        f"the sizes do not pin the fit's {' and '.join(v['parameters'])} (it ended at the edge of "
+        "its range): widen --min-size/--max-size around the crossover"
+    ),
+    # ---- compare, ab, noise floors (cost_models/compare.py, profilers/ab.py)
+    "compared_despite_differences": lambda v: (
+        f"compared with --force although the runs differ in {', '.join(v['differences'])}"
+    ),
+    "rows_in_one_run": lambda v: (
+        f"{v['count']} {v['what']}{'s appear' if v['count'] > 1 else ' appears'} on one side only "
+        "(listed as 'only in base' / 'only in new')"
+    ),
+    "single_run": lambda v: _single_run(v),
+    "noise_floor_default": lambda v: (
+        f"no noise floor measured on this machine: single-run verdicts use the stated default "
+        f"({_pct(v['floor'])}; {_pct(v['short_floor'])} for rows under {format_duration(v['short_s'])}); "
+        "measure this machine's with an A/A (the same command as --base and --new)"
+        + (f": {v['command']}" if v.get("command") else "")
+    ),
+    "noise_floor_not_saved": lambda v: f"the measured noise floor was not saved: {v['reason']}",
+    "noise_floor_empty": lambda v: (
+        f"the noise floor holds {v['runs']} run(s) and {v['groups']} group(s): an A/A needs at least 2 runs "
+        "of the command"
+    ),
+    "noise_floor_not_finite": lambda v: (
+        f"the noise floor's spread is not a finite number for {', '.join(v['groups'])}"
+    ),
+    "noise_floor_mismatch": lambda v: (
+        f"the noise floor's {v['field']} is {v['floor']!r}, this run's {v['run']!r}"
+    ),
     # ---- input files (infer_opt/tables.py; robustness helper)
     "extra_columns": lambda v: (
         f"{v['file']}: column{'s' if len(v['columns']) > 1 else ''} {', '.join(v['columns'])} not used "
         "(check the spelling if one was meant to be read)"
     ),
 }
+
+_FAMILY_PINS = {"matmul": "R (matmul)", "elementwise": "b (elementwise)", "launch": "t0 (launch)"}
+
+_FIT_FIELDS = {
+    "device_kind": "device kind",
+    "device_name": "device",
+    "dtype": "dtype",
+    "threads": "CPU thread count",
+    "matmul_precision": "float32 matmul precision",
+    "timing": "timing",
+}
+
+
+def _parameter(name: str) -> str:
+    return {"R": "R (compute rate)", "b": "b (bandwidth)", "t0": "t0 (launch floor)"}.get(name, name)
+
+
+def _recorded(value: Any) -> str:
+    return "not recorded" if value in ("", None) else str(value)
+
+
+def _num(value: Any) -> str:
+    """A number with 3 significant figures; non-finite values (stored as strings in JSON)
+    as themselves."""
+    try:
+        return f"{float(value):.3g}"
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _single_run(v: Mapping[str, Any]) -> str:
+    """One run on a side: no between-run estimate, and the commands that give one."""
+    sides = " and ".join(
+        name for name, runs in (("BASE", v["runs_base"]), ("NEW", v["runs_new"])) if runs < 2
+    )
+    text = (
+        f"{sides} {'hold' if ' and ' in sides else 'holds'} one run: the spread between runs is unknown, "
+        "so no change below the noise floor gets a verdict. For a run-level test, "
+    )
+    commands = [c for c in dict.fromkeys((v.get("base_command"), v.get("new_command"))) if c]
+    if commands:
+        text += "rerun with 3 runs: " + " and ".join(commands)
+    else:
+        text += f"rerun each side with --runs 3 (infer-opt {v.get('kind', 'kernels')} ... --runs 3)"
+    ab = v.get("ab_command") or "infer-opt ab --base '…' --new '…'"
+    return f"{text}, or alternate the two commands: {ab}"
 
 
 def text(notice: Notice | str) -> str:

@@ -24,6 +24,7 @@ CATEGORY_LABELS = {
     "normalization": "normalization",
     "elementwise": "elementwise/activation",
     "memory": "memory/layout",
+    "communication": "communication",
     "other": "other",
 }
 
@@ -91,10 +92,21 @@ def _op_rows(ops: Sequence[OpStat], top: int) -> list[dict[str, object]]:
     ]
 
 
-def op_tables(ops: Sequence[OpStat], top: int) -> list[Table]:
-    """Two tables over the same top ops: where the time goes, and the work and rates."""
+def op_tables(ops: Sequence[OpStat], top: int, *, has_fit: bool = True) -> list[Table]:
+    """Two tables over the same top ops: where the time goes, and the work and rates
+    (without a roofline fit: no bound, efficiency or roofline time columns)."""
     rows = _op_rows(ops, top)
     name = Column("name", "Operator", short_name, align="left", csv_header="name")
+    judged = [
+        Column("bound", "Bound", align="left", csv_header="bound"),
+        Column("efficiency", "Eff.", _eff, csv_header="efficiency"),
+    ]
+    caption = f"Top {len(rows)} of {len(ops)} operator/shape groups; times summed over calls."
+    if has_fit:
+        caption += (
+            " Bound and efficiency (roofline time / measured time) against the fitted roofline "
+            "t0 + max(F/R, Q/b)."
+        )
     timing = Table(
         "Top operators by time (measured)",
         [
@@ -104,15 +116,12 @@ def op_tables(ops: Sequence[OpStat], top: int) -> list[Table]:
             Column("calls", "Calls", csv_header="calls"),
             Column("time_s", "Time", format_duration, csv_header="time_s", importance=2),
             Column("share", "Share", format_percent, csv_header="share", importance=2),
-            Column("bound", "Bound", align="left", csv_header="bound"),
-            Column("efficiency", "Eff.", _eff, csv_header="efficiency"),
+            *(judged if has_fit else []),
         ],
         rows,
-        caption=(
-            f"Top {len(rows)} of {len(ops)} operator/shape groups; times summed over calls. Bound and "
-            "efficiency (roofline time / measured time) against the fitted roofline t0 + max(F/R, Q/b)."
-        ),
+        caption=caption,
     )
+    predicted = Column("predicted_s", "Roofline time", format_duration, csv_header="roofline_time_s")
     work = Table(
         "Top operators: work and achieved rates",
         [
@@ -122,11 +131,11 @@ def op_tables(ops: Sequence[OpStat], top: int) -> list[Table]:
             Column("intensity", "FLOP/B", _intensity, csv_header="intensity_flop_per_byte"),
             Column("flop_rate", "FLOP/s", format_flop_rate, csv_header="achieved_flop_per_s"),
             Column("byte_rate", "B/s", format_bandwidth, csv_header="achieved_bytes_per_s"),
-            Column("predicted_s", "Roofline time", format_duration, csv_header="roofline_time_s"),
+            *([predicted] if has_fit else []),
         ],
         rows,
-        caption="FLOPs and bytes per step (inputs read once, outputs written once, views 0). "
-        "Roofline time is a prediction.",
+        caption="FLOPs and bytes per step (inputs read once, outputs written once, views 0)."
+        + (" Roofline time is a prediction." if has_fit else ""),
     )
     return [timing, work]
 
@@ -160,10 +169,7 @@ def category_table(categories: Sequence[CategoryStat]) -> Table:
 
 
 def amdahl_table(result: ProfileResult) -> Table:
-    columns = [
-        Column("rank", "#", csv_header="rank"),
-        Column("category", "Category", align="left", is_key=True),
-        Column("fraction", "f", format_percent, csv_header="fraction"),
+    at_bound = [
         Column("part_speedup", "Category at bound", format_ratio, csv_header="category_speedup_at_bound"),
         Column(
             "roofline_speedup",
@@ -172,6 +178,12 @@ def amdahl_table(result: ProfileResult) -> Table:
             csv_header="roofline_speedup",
             importance=2,
         ),
+    ]
+    columns = [
+        Column("rank", "#", csv_header="rank"),
+        Column("category", "Category", align="left", is_key=True),
+        Column("fraction", "f", format_percent, csv_header="fraction"),
+        *(at_bound if result.roofline is not None else []),
         Column(
             "ceiling_speedup", "End to end if free", format_ratio, csv_header="ceiling_speedup", importance=1
         ),
@@ -192,6 +204,7 @@ def amdahl_table(result: ProfileResult) -> Table:
             "rank": None,
             "category": "all operators",
             "fraction": result.attributed_fraction,
+            "part_speedup": None,
             "roofline_speedup": result.all_at_bound_speedup,
             "ceiling_speedup": result.all_free_ceiling,
         }
@@ -201,8 +214,13 @@ def amdahl_table(result: ProfileResult) -> Table:
         columns,
         rows,
         caption=(
-            "f = category time / step time. If free: 1/(1-f). At bound: every op of the category at "
-            "its roofline time t0 + max(F/R, Q/b) (never slower than now), S = 1/((1-f) + f/s)."
+            "f = category time / step time. If free: 1/(1-f)."
+            + (
+                " At bound: every op of the category at its roofline time t0 + max(F/R, Q/b) (never "
+                "slower than now), S = 1/((1-f) + f/s)."
+                if result.roofline is not None
+                else ""
+            )
         ),
         highlight={0: "best"} if rows else {},
     )
@@ -244,9 +262,10 @@ def _shape_line(r: ProfileResult) -> str:
 
 def _spread(r: ProfileResult) -> str:
     s = r.step
+    runs = f", {r.runs} runs" if r.runs > 1 else ""
     return (
         f"{format_duration(s.median_s)} median (IQR {format_duration(s.q1_s)}–{format_duration(s.q3_s)}, "
-        f"n = {len(s.samples_s)}, {s.timer})"
+        f"n = {len(s.samples_s)}{runs}, {s.timer})"
     )
 
 
@@ -295,6 +314,9 @@ def _summary(r: ProfileResult) -> list[tuple[str, str]]:
         )
     )
     rf = r.roofline
+    if rf is None:
+        out.append(("Roofline", "none: no usable fit for this run (see the warnings)"))
+        return out
     out.append(
         (
             "Roofline",
@@ -308,7 +330,9 @@ def _summary(r: ProfileResult) -> list[tuple[str, str]]:
 
 
 def _notes(r: ProfileResult, top: int) -> list[str]:
-    notes = [f"Per-op time: {r.op_timer}.", f"Roofline fit: {r.roofline.source}."]
+    notes = [f"Per-op time: {r.op_timer}."]
+    if r.roofline is not None:
+        notes.append(f"Roofline fit: {r.roofline.source}.")
     if any(o.name.startswith("aten::_scaled_dot_product") for o in r.ops[:top]):
         notes.append("sdpa_* = aten::_scaled_dot_product_*_attention* (the fused attention kernels).")
     if r.profiler_overhead_per_event_s > 0:
@@ -340,6 +364,11 @@ def _verdict(r: ProfileResult) -> str | None:
         return None
     best = r.categories[0]
     label = CATEGORY_LABELS.get(best.category, best.category)
+    if best.roofline_speedup is None:
+        return (
+            f"Most time: {label} ({format_percent(best.fraction)} of the step); the step would run "
+            f"{format_ratio(best.ceiling_speedup)} faster if it took no time."
+        )
     return (
         f"Most to gain: {label} ({format_percent(best.fraction)} of the step). At its roofline bound "
         f"the step would run {format_ratio(best.roofline_speedup)} faster (predicted); "
@@ -355,7 +384,7 @@ def build_view(result: ProfileResult, *, top: int = 15, by: str = "op") -> View:
     """The profile's view: the ``top`` rows of the table grouped ``by`` op, module or category."""
     tables: list[Table] = []
     if by == "op":
-        tables.extend(op_tables(result.ops, top))
+        tables.extend(op_tables(result.ops, top, has_fit=result.roofline is not None))
     elif by == "module":
         tables.append(module_table(result, top))
     tables.append(category_table(result.categories))

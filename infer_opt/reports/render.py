@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -116,6 +117,60 @@ class Renderer(ABC):
     @abstractmethod
     def render(self, doc: Document) -> str:
         """The whole document in this format."""
+
+
+#: what a report says before its sections list the commands that produced them
+COMMANDS_INTRO = "The commands that produced these results, in the order they ran:"
+
+
+@dataclass(frozen=True)
+class Markup:
+    """How a report format (markdown, HTML) writes each part of a report: a heading of a level
+    (1 = the title), the "what matters" list, a view's blocks ``view(view, figures)``, the
+    command lines, a provenance line from its words, inline code and plain (escaped) text."""
+
+    heading: Callable[[str, int], str]
+    highlights: Callable[[list[Highlight]], str]
+    view: Callable[..., list[str]]
+    commands: Callable[[list[str]], str]
+    provenance: Callable[[str], str]
+    code: Callable[[str], str]
+    plain: Callable[[str], str]
+
+
+def provenance(section: Section, markup: Markup) -> str | None:
+    """Which command produced a section, the file it was saved in and when (None if unknown)."""
+    bits = []
+    if section.command:
+        bits.append(f"Produced by {markup.code(section.command)}")
+    if section.source:
+        bits.append(f"saved in {markup.code(section.source)}")
+    created = (section.envelope or {}).get("created")
+    if created:
+        bits.append(f"at {markup.plain(created)}")
+    return markup.provenance(", ".join(bits)) if bits else None
+
+
+def report_blocks(doc: Document, title: str, markup: Markup) -> list[str]:
+    """A report's blocks in reading order — title, "what matters", the environment, the
+    commands, then each section under a heading (numbered when there are several) with where
+    it came from — written in ``markup``."""
+    blocks = [markup.heading(title, 1)]
+    if doc.highlights:
+        blocks += [markup.heading("What matters", 2), markup.highlights(doc.highlights)]
+    if doc.about is not None:
+        blocks += [markup.heading(doc.about.title, 2), *markup.view(doc.about, None)]
+    if doc.commands:
+        blocks.append(markup.commands(doc.commands))
+    numbered = len(doc.sections) > 1
+    for i, section in enumerate(doc.sections, start=1):
+        if doc.is_report or numbered:
+            blocks.append(markup.heading(f"{i}. {section.view.title}" if numbered else section.view.title, 2))
+        line = provenance(section, markup)
+        if line:
+            blocks.append(line)
+        blocks += markup.view(section.view, section.figures)
+    return blocks
 
 
 #: format name -> "module:Class" (lazy: printing JSON never imports rich)

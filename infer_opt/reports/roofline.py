@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from infer_opt.cost_models.roofline import RooflineFit
+from infer_opt.cost_models.roofline import RooflineFit, precision_label
 from infer_opt.reports.view import Column, Table, View
 from infer_opt.units import (
     format_bandwidth,
@@ -29,7 +29,7 @@ def _intensity(value: float | None) -> str:
     return "—" if value is None else f"{value:.3g}"
 
 
-def build_view(fit: RooflineFit) -> View:
+def _summary(fit: RooflineFit) -> list[tuple[str, str]]:
     summary = [
         (
             "Compute rate R (fitted)",
@@ -75,14 +75,23 @@ def build_view(fit: RooflineFit) -> View:
                 f"{format_percent(fit.bandwidth_bytes_per_s / fit.datasheet_bytes_per_s)} of it",
             )
         )
-    where = ", ".join(x for x in (fit.device_name or fit.device, fit.dtype) if x)
+    dtype = precision_label(fit.dtype, fit.matmul_precision)
+    threads = f"{fit.threads} threads" if fit.threads else ""
+    where = ", ".join(x for x in (fit.device_name or fit.device, threads, dtype) if x)
     fitted_on = f"fitted to {', '.join(fit.fit_families)}" if fit.fit_families else "fitted to all"
     summary.append(
         (
             "Data",
-            f"{fit.n_points} kernels ({fitted_on})" + (f" on {where}" if where else "") + f"; {fit.source}",
+            f"{fit.n_points} kernels ({fitted_on})"
+            + (f" on {where}" if where else "")
+            + (f", timed as {fit.timing}" if fit.timing else "")
+            + f"; {fit.source}",
         )
     )
+    return summary
+
+
+def build_view(fit: RooflineFit) -> View:
 
     columns = [
         Column("name", "Kernel", align="left"),
@@ -128,22 +137,10 @@ def build_view(fit: RooflineFit) -> View:
         "Kernels off by more than 2× from the model are marked: a cache-resident working set, "
         "a slow fallback kernel, or a kernel moving more bytes than its minimum Q.",
     ]
-    warnings = []
-    if fit.median_abs_rel_error > 0.3:
-        warnings.append(
-            f"the model misses the median kernel by {format_percent(fit.median_abs_rel_error)}: the "
-            "measurements may mix regimes (cache vs DRAM) or be noisy; rerun with more --reps"
-        )
-    edges = [p for p in fit.parameters_at_bound if p != "t0"]
-    if edges:
-        warnings.append(
-            f"{' and '.join(edges)} ended at the edge of the search range (100× from the best achieved "
-            "rate): the measurements do not pin it down — check them for stalls or mixed regimes"
-        )
     return View(
         title="Empirical roofline: t ≈ t0 + max(F/R, Q/b)",
-        summary=summary,
+        summary=_summary(fit),
         tables=[table],
         notes=notes,
-        warnings=warnings,
+        warnings=list(fit.warnings),
     )

@@ -11,7 +11,7 @@ from typing import Any
 
 from infer_opt.reports.messages import as_json
 from infer_opt.reports.render import Document, Renderer, Section, titled_tables
-from infer_opt.reports.view import Column, Table, View
+from infer_opt.reports.view import Column, Table
 from infer_opt.results import Result, envelope
 
 
@@ -32,13 +32,6 @@ def table_csv(table: Table) -> str:
     for row in table.rows:
         writer.writerow([_raw(row.get(c.key)) for c in table.columns])
     return buffer.getvalue()
-
-
-def render_csv(view: View) -> str:
-    """The view's tables as CSV; several tables are separated by a ``# title`` line."""
-    if len(view.tables) == 1:
-        return table_csv(view.tables[0])
-    return "\n".join(f"# {t.title}\n{table_csv(t)}" for t in view.tables)
 
 
 def fields_table(result: Result) -> Table:

@@ -9,7 +9,7 @@ from infer_opt.cost_models.speculative import (
     PlansResult,
     SpeedupResult,
 )
-from infer_opt.reports.view import Column, Table, View
+from infer_opt.reports.view import Column, Table, View, rows_of
 from infer_opt.units import format_duration, format_number, format_percent, format_ratio
 
 PREDICTION_NOTE = "Speedup and costs per token are model predictions from the costs given, not measurements."
@@ -45,15 +45,17 @@ def _round_text(costs: Costs, k: int, round_time_s: float) -> str:
     )
 
 
-def build_speedup_view(result: SpeedupResult) -> View:
-    costs = result.costs
+def _acceptance_text(result: SpeedupResult) -> str:
     if result.alpha is not None:
-        acceptance = f"α = {result.alpha:g} at every position"
-    else:
-        acceptance = "α_i = " + ", ".join(f"{a:g}" for a in result.alphas_used) + " (per position)"
+        return f"α = {result.alpha:g} at every position"
+    return "α_i = " + ", ".join(f"{a:g}" for a in result.alphas_used) + " (per position)"
+
+
+def _speedup_summary(result: SpeedupResult) -> list[tuple[str, str]]:
+    costs = result.costs
     summary = [
         ("Draft length k", str(result.k)),
-        ("Acceptance", acceptance),
+        ("Acceptance", _acceptance_text(result)),
         ("Committed tokens per round E[N]", f"{_tokens(result.expected_tokens)} (bonus token included)"),
     ]
     if result.budget is not None:
@@ -77,7 +79,10 @@ def build_speedup_view(result: SpeedupResult) -> View:
         summary.append(
             (f"Best k in 1..{result.sweep_kmax}", f"k = {result.best_k}: {format_ratio(result.best_speedup)}")
         )
+    return summary
 
+
+def _position_table(result: SpeedupResult) -> Table:
     rows = [
         {
             "position": i,
@@ -92,58 +97,36 @@ def build_speedup_view(result: SpeedupResult) -> View:
         Column("alpha", "α_i", _prob, csv_header="alpha"),
         Column("survival", "P(N ≥ i+1) = Π_{j≤i} α_j", _prob, csv_header="p_n_at_least_i_plus_1"),
     ]
-    caption = "E[N] = Σ P(N ≥ i+1); i = 0: the target's own token"
     highlight = {}
     if result.budget is not None:
         columns.append(Column("counted", f"counts within L = {result.budget}", csv_header="within_budget"))
         highlight = {i: "muted" for i, r in enumerate(rows) if not r["counted"]}
-    tables = [Table("Committed-token distribution", columns, rows, caption=caption, highlight=highlight)]
+    caption = "E[N] = Σ P(N ≥ i+1); i = 0: the target's own token"
+    return Table("Committed-token distribution", columns, rows, caption=caption, highlight=highlight)
 
-    if result.curve:
-        curve_rows = [
-            {
-                "k": p.k,
-                "expected_tokens": p.expected_tokens,
-                "round_time_s": p.round_time_s,
-                "speedup": p.speedup,
-                "cost_per_token_s": p.cost_per_token_s,
-            }
-            for p in result.curve
-        ]
-        curve_highlight = {i: "bad" for i, p in enumerate(result.curve) if p.speedup < 1}
-        curve_highlight.update({i: "best" for i, p in enumerate(result.curve) if p.k == result.best_k})
-        tables.append(
-            Table(
-                f"Draft length sweep (k = 1..{result.sweep_kmax})",
-                [
-                    Column("k", "k", csv_header="k"),
-                    Column(
-                        "expected_tokens",
-                        "Tokens per round"
-                        if result.budget is None
-                        else f"Tokens per round (≤ L = {result.budget})",
-                        _tokens,
-                        csv_header="expected_tokens",
-                    ),
-                    Column("round_time_s", "Round time", format_duration, csv_header="round_time_s"),
-                    Column("speedup", "Speedup", format_ratio, csv_header="speedup", importance=2),
-                    Column(
-                        "cost_per_token_s", "Cost per token", format_duration, csv_header="cost_per_token_s"
-                    ),
-                ],
-                curve_rows,
-                caption="best k in green; red: slower than plain decoding",
-                highlight=curve_highlight,
-            )
-        )
 
+def _curve_table(result: SpeedupResult) -> Table:
+    highlight = {i: "bad" for i, p in enumerate(result.curve) if p.speedup < 1}
+    highlight.update({i: "best" for i, p in enumerate(result.curve) if p.k == result.best_k})
+    per_round = "Tokens per round" + ("" if result.budget is None else f" (≤ L = {result.budget})")
+    columns = [
+        Column("k", "k", csv_header="k"),
+        Column("expected_tokens", per_round, _tokens, csv_header="expected_tokens"),
+        Column("round_time_s", "Round time", format_duration, csv_header="round_time_s"),
+        Column("speedup", "Speedup", format_ratio, csv_header="speedup", importance=2),
+        Column("cost_per_token_s", "Cost per token", format_duration, csv_header="cost_per_token_s"),
+    ]
+    return Table(
+        f"Draft length sweep (k = 1..{result.sweep_kmax})",
+        columns,
+        rows_of(result.curve, columns),
+        caption="best k in green; red: slower than plain decoding",
+        highlight=highlight,
+    )
+
+
+def _speedup_notes(result: SpeedupResult) -> list[str]:
     notes = []
-    warnings = []
-    if costs.verify_assumed:
-        warnings.append(
-            "verification cost assumed equal to one target step (c_v = c_t); give --verify-cost or "
-            "--verify-cost-model for your engine"
-        )
     if result.averaged_alpha is not None:
         notes.append(
             f"Averaging the α_i into one ᾱ = {result.averaged_alpha:.4g} would give E[N] = "
@@ -161,28 +144,35 @@ def build_speedup_view(result: SpeedupResult) -> View:
                 "committed; drafting fewer tokens would cost less."
             )
     notes.append(PREDICTION_NOTE)
-    verdict = None
-    verdict_ok = True
+    return notes
+
+
+def _speedup_verdict(result: SpeedupResult) -> str | None:
+    parts = []
     if result.slowdown:
-        verdict = (
+        parts.append(
             f"Slower than plain decoding: S = {format_ratio(result.speedup)} < 1 (a round costs "
             f"{format_duration(result.round_time_s)}; plain decoding commits the same tokens in "
             f"{format_duration(result.plain_time_s)})."
         )
-        verdict_ok = False
     if result.best_speedup is not None and result.best_speedup < 1:
-        verdict = (verdict + " " if verdict else "") + (
-            f"No draft length in 1..{result.sweep_kmax} beats plain decoding with these costs."
-        )
-        verdict_ok = False
+        parts.append(f"No draft length in 1..{result.sweep_kmax} beats plain decoding with these costs.")
+    return " ".join(parts) or None
+
+
+def build_speedup_view(result: SpeedupResult) -> View:
+    tables = [_position_table(result)]
+    if result.curve:
+        tables.append(_curve_table(result))
+    verdict = _speedup_verdict(result)
     return View(
         title="Speculative decoding: committed tokens and speedup",
-        summary=summary,
+        summary=_speedup_summary(result),
         tables=tables,
-        notes=notes,
-        warnings=warnings,
+        notes=_speedup_notes(result),
+        warnings=list(result.warnings),
         verdict=verdict,
-        verdict_ok=verdict_ok,
+        verdict_ok=verdict is None,
     )
 
 
@@ -196,19 +186,6 @@ def build_acceptance_view(result: AcceptanceResult) -> View:
             f" Showing the {MAX_TOKEN_ROWS} of {len(result.per_token)} tokens with the largest max(p, q); "
             "--json has every token."
         )
-    rows = [
-        {
-            "token": t.token,
-            "p": t.p,
-            "q": t.q,
-            "accept_prob": t.accept_prob,
-            "accepted_mass": t.accepted_mass,
-            "residual": t.residual,
-            "output": t.output,
-            "wrong_output": t.wrong_output,
-        }
-        for t in tokens
-    ]
     columns = [
         Column("token", "Token", csv_header="token"),
         Column("p", "p(x)", _prob, csv_header="p"),
@@ -247,27 +224,12 @@ def build_acceptance_view(result: AcceptanceResult) -> View:
     return View(
         title="Speculative sampling: acceptance and residual",
         summary=summary,
-        tables=[Table("Per token", columns, rows, caption=caption)],
+        tables=[Table("Per token", columns, rows_of(tokens, columns), caption=caption)],
         notes=notes,
     )
 
 
 def build_plans_view(result: PlansResult) -> View:
-    rows = [
-        {
-            "plan": s.plan,
-            "rounds": s.rounds,
-            "total_tokens": s.total_tokens,
-            "total_time_s": s.total_time_s,
-            "tokens_per_round": s.tokens_per_round,
-            "time_per_round_s": s.time_per_round_s,
-            "cost_per_token_s": s.cost_per_token_s,
-            "relative_cost": s.relative_cost,
-            "mean_of_ratios_s": s.mean_of_ratios_s,
-            "naive_rank": s.naive_rank,
-        }
-        for s in result.plans
-    ]
     columns = [
         Column("plan", "Plan", align="left", csv_header="plan"),
         Column("rounds", "Rounds", csv_header="rounds"),
@@ -287,13 +249,6 @@ def build_plans_view(result: PlansResult) -> View:
         Column("naive_rank", "Naive rank", csv_header="naive_rank"),
     ]
     best = result.plans[0]
-    warnings = []
-    if result.naive_ranking_differs:
-        warnings.append(
-            "the mean of per-round time/tokens ranks the plans differently"
-            + (f" (it would pick {result.naive_best})" if result.naive_best != result.best else "")
-            + "; it over-weights rounds that commit few tokens. The long-run cost is Σ time / Σ tokens."
-        )
     return View(
         title="Speculative plans from logged rounds",
         summary=[
@@ -304,27 +259,34 @@ def build_plans_view(result: PlansResult) -> View:
             Table(
                 "Plans, cheapest first",
                 columns,
-                rows,
+                rows_of(result.plans, columns),
                 caption="Cost per token is Σ round time / Σ committed tokens (ranked by it); rank 1 = best.",
                 highlight={0: "best"},
             )
         ],
         notes=["Measured from the log: rounds, times and tokens are as recorded."],
-        warnings=warnings,
+        warnings=list(result.warnings),
         verdict=f"Best plan: {result.best}",
     )
 
 
+def _metrics_source(result: MetricsResult) -> list[tuple[str, str]]:
+    """Where Prometheus counters came from: the file(s), the model and the engines summed."""
+    src = result.source
+    if src is None:
+        return []
+    where = src.file if src.before is None else f"{src.file} minus {src.before} (the interval between them)"
+    out = [("Counters", f"vLLM Prometheus metrics: {where}")]
+    if src.model_name:
+        out.append(("Model", src.model_name))
+    if src.engines:
+        out.append(("Engines summed", ", ".join(src.engines)))
+    if result.accepted_total is not None:
+        out.append(("Accepted draft tokens", format_number(result.accepted_total)))
+    return out
+
+
 def build_metrics_view(result: MetricsResult) -> View:
-    rows = [
-        {
-            "position": p.position,
-            "accepted": p.accepted,
-            "unconditional": p.unconditional,
-            "conditional": p.conditional,
-        }
-        for p in result.positions
-    ]
     columns = [
         Column("position", "Position i", csv_header="position"),
         Column("accepted", "Accepted", csv_header="accepted"),
@@ -333,6 +295,7 @@ def build_metrics_view(result: MetricsResult) -> View:
     ]
     k = len(result.positions)
     summary = [
+        *_metrics_source(result),
         ("Drafts", format_number(result.drafts)),
         ("Draft positions k", str(k)),
         (
@@ -343,12 +306,6 @@ def build_metrics_view(result: MetricsResult) -> View:
         ("Draft acceptance rate", format_percent(result.draft_acceptance_rate)),
     ]
     notes = ["Rates are computed from the counters given (measured)."]
-    warnings = []
-    if result.short_drafts:
-        warnings.append(
-            f"draft tokens ({result.draft_tokens}) < drafts × k ({result.drafts * k}): some rounds "
-            "drafted fewer than k tokens, so the later positions' rates are biased low"
-        )
     if any(p.conditional is None for p in result.positions):
         notes.append("α_i is undefined (—) after a position that was never accepted.")
     verdict = None
@@ -361,19 +318,15 @@ def build_metrics_view(result: MetricsResult) -> View:
             ("Cost per committed token", format_duration(result.cost_per_token_s)),
         ]
         notes.append(PREDICTION_NOTE)
-        if result.costs.verify_assumed:
-            warnings.append(
-                "verification cost assumed equal to one target step (c_v = c_t); give --verify-cost"
-            )
         if result.speedup < 1:
             verdict = f"Slower than plain decoding: S = {format_ratio(result.speedup)} < 1."
             verdict_ok = False
     return View(
         title="Speculative decoding from engine counters",
         summary=summary,
-        tables=[Table("Per draft position", columns, rows)],
+        tables=[Table("Per draft position", columns, rows_of(result.positions, columns))],
         notes=notes,
-        warnings=warnings,
+        warnings=list(result.warnings),
         verdict=verdict,
         verdict_ok=verdict_ok,
     )

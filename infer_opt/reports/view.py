@@ -7,7 +7,7 @@ Rows hold raw values (floats in SI base units); a :class:`Column` says how to sh
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -81,3 +81,12 @@ def build_view(result: Any, **options: Any) -> View:
     if kind not in KINDS:
         raise KeyError(f"no result kind {kind!r} in infer_opt.registry")
     return resolve(KINDS[kind].view)(result, **options)
+
+
+def rows_of(items: Iterable[Any], columns: Sequence[Column], **computed: Callable[[Any], Any]) -> list[dict]:
+    """One row per item: each column's cell is ``computed[key](item)`` where given, else the
+    item's attribute named by the column's key (a mistyped key raises, never prints "—")."""
+    return [
+        {c.key: computed[c.key](item) if c.key in computed else getattr(item, c.key) for c in columns}
+        for item in items
+    ]

@@ -197,10 +197,10 @@ def test_chi_square_edge_cases():
 def test_verify_sampler_default_passes_and_detects_wrong_rule():
     r = ss.verify_sampler(vocab=4, k=3, trials=20_000, seed=0)
     assert r.passed and r.exact_rule_ok and r.wrong_rule_detected and r.rates_ok
-    assert r.exact_max_abs_error < ss.EXACT_TOLERANCE
-    assert r.chi2_p_value > ss.SIGNIFICANCE and r.chi2_sequence_p_value > ss.SIGNIFICANCE
-    assert r.wrong_rule_exact_max_abs_error > 1e-3
-    assert r.wrong_rule_chi2_p_value < ss.SIGNIFICANCE
+    assert r.exact.exact_max_abs_error < ss.EXACT_TOLERANCE
+    assert r.exact.chi2_p_value > ss.SIGNIFICANCE and r.exact.chi2_sequence_p_value > ss.SIGNIFICANCE
+    assert r.wrong.exact_max_abs_error > 1e-3
+    assert r.wrong.chi2_p_value < ss.SIGNIFICANCE
     p, q = np.array(r.p), np.array(r.q)
     alphas = [calc.acceptance(p[i], q[i]).acceptance_rate for i in range(3)]
     assert [x.predicted for x in r.rates[:3]] == pytest.approx(alphas, abs=1e-15)

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from infer_opt.cli.app import COMMANDS, _load_command
-from tests.helpers import assert_one_line_error, invoke
+from tests.helpers import assert_one_line_error, invoke, parse_command_line
 
 
 @pytest.mark.parametrize("name", list(COMMANDS))
@@ -52,6 +52,45 @@ def test_a_calculator_imports_no_other_command():
     loaded = proc.stdout.strip().splitlines()[-1].removeprefix("LOADED:").split(",")
     shared = {"infer_opt.cli.app", "infer_opt.cli.common", "infer_opt.cli.output", "infer_opt.cli.types"}
     assert set(loaded) <= {*shared, "infer_opt.cli._click", "infer_opt.cli.amdahl"}, loaded
+
+
+def _help_examples() -> list[tuple[str, list[str]]]:
+    """(command, argv) for every ``infer-opt ...`` example in a command's help text."""
+    import re
+    import shlex
+
+    examples = []
+    for name in COMMANDS:
+        command = _load_command(name)
+        helps = [command.help or ""] + [sub.help or "" for sub in getattr(command, "commands", {}).values()]
+        lines = [line for text in helps for line in text.splitlines() if line.startswith("  infer-opt ")]
+        for line in lines:
+            # an example runs up to a shell operator or a parenthesised remark
+            for match in re.finditer(r"infer-opt ([^;>()|]+)", line):
+                argv = shlex.split(match.group(1))
+                if not any(re.search(r"\*\.\w+$", word) for word in argv):  # a shell glob: not ours
+                    examples.append((name, argv))
+    return examples
+
+
+@pytest.mark.parametrize(
+    ("name", "argv"), _help_examples(), ids=lambda v: " ".join(v) if isinstance(v, list) else v
+)
+def test_every_example_in_the_help_parses(name, argv, tmp_path, monkeypatch):
+    # the files an example names exist (an input must; an output's folder must)
+    monkeypatch.chdir(tmp_path)
+    for word in argv:
+        if (
+            "." in word
+            and "/" not in word
+            and word.rsplit(".", 1)[1] in ("txt", "csv", "json", "md", "png", "prom")
+        ):
+            (tmp_path / word).touch()
+    assert parse_command_line(argv).command.name in argv[:2]
+
+
+def test_every_command_shows_an_example_in_its_help():
+    assert {name for name, _ in _help_examples()} == set(COMMANDS)
 
 
 def test_core_errors_name_the_commands_own_flags():

@@ -8,40 +8,85 @@ import pytest
 
 from infer_opt.results import save_result
 from tests.helpers import assert_one_line_error, invoke
-from tests.reports.fixtures import fixture, kernels_new
+from tests.reports.fixtures import fixture, kernels_new, kernels_runs, kernels_runs_new
 
 
 @pytest.fixture
 def kernel_files(tmp_path):
+    """Two single-run kernel results (the matmuls 1.5× faster in NEW)."""
     base, new = tmp_path / "base.json", tmp_path / "new.json"
     save_result(base, fixture("kernels"), command="infer-opt kernels --out base.json")
     save_result(new, kernels_new(), command="infer-opt kernels --out new.json")
     return base, new
 
 
-def test_console_shows_the_headline_and_the_verdicts(kernel_files):
+@pytest.fixture
+def run_files(tmp_path):
+    """The same in three runs a side."""
+    base, new = tmp_path / "base3.json", tmp_path / "new3.json"
+    save_result(base, kernels_runs(), command="infer-opt kernels --runs 3 --out base3.json")
+    save_result(new, kernels_runs_new(), command="infer-opt kernels --runs 3 --out new3.json")
+    return base, new
+
+
+def test_runs_on_both_sides_give_a_run_level_headline(run_files):
+    base, new = run_files
+    run = invoke("compare", str(base), str(new))
+    assert run.exit_code == 0, run.stderr
+    text = " ".join(run.stdout.split())
+    assert (
+        "new3.json ran 1.16 ± 0.031 times faster than base3.json (geometric mean over 5 cases, 3 + 3 runs)"
+        in text
+    )
+    assert "t test on 3 + 3 runs" in text and "1.48× faster" in text and "α = 0.05" in text
+    assert "one run" not in run.stderr and "1 case appears on one side only" in run.stderr
+
+
+def test_single_runs_give_no_verdict_under_the_floor_and_say_how_to_get_one(kernel_files):
     base, new = kernel_files
     run = invoke("compare", str(base), str(new))
     assert run.exit_code == 0, run.stderr
-    headline = (
-        "new.json ran 1.2 ± 0.14 times faster than base.json (geometric mean over 5 cases) — within noise"
-    )
-    assert headline in " ".join(run.stdout.split())
-    assert "1.5× faster" in run.stdout and "only in base" in run.stdout
-    assert "Mann-Whitney" in run.stdout and "α = 0.05" in run.stdout
-    assert "1 case appears in only one run" in run.stderr
+    text = " ".join(run.stdout.split())
+    assert "no significant difference between new.json and base.json (within ±" in text
+    assert "changes under 40% are not distinguishable on this machine from one run per side" in text
+    assert "1.5× faster" in text  # matmul n=256 (180 µs) clears the 40% floor; n=64 (7 µs) does not
+    errors = " ".join(run.stderr.split())
+    assert "BASE and NEW hold one run" in errors
+    assert "infer-opt kernels --out base.json --runs 3" in errors
+    assert "infer-opt ab --base 'infer-opt kernels' --new 'infer-opt kernels'" in errors
+    assert "no noise floor measured on this machine" in errors
 
 
-def test_json_envelope_round_trips(kernel_files):
+def test_noise_floor_option_and_a_measured_floor(kernel_files, tmp_path, monkeypatch):
     base, new = kernel_files
+    given = invoke("compare", str(base), str(new), "--noise-floor", "10%", "--json").json()["result"]
+    assert given["noise_source"] == "given" and given["noise_floor"] == pytest.approx(0.10)
+    assert {r["key"]: r["verdict"] for r in given["rows"]}["matmul [n=64]"] == "faster"
+    monkeypatch.setenv("INFER_OPT_CACHE", str(tmp_path / "cache"))
+    from infer_opt.profilers.noise_store import save_floor
+
+    saved = save_floor(fixture("noise-floor")).path
+    run = invoke("compare", str(base), str(new))
+    assert run.exit_code == 0, run.stderr
+    assert f"measured by an A/A on this machine, {saved}" in " ".join(run.stdout.split())
+    assert "no noise floor measured" not in run.stderr
+
+
+def test_json_keeps_verdicts_p_values_intervals_and_runs(run_files):
+    base, new = run_files
     data = invoke("compare", str(base), str(new), "--json", "--threshold", "10%").json()
     assert data["schema"] == "infer-opt/compare"
     result = data["result"]
     assert result["threshold"] == pytest.approx(0.1) and result["compared"] == "kernels"
-    verdicts = {r["key"]: r["verdict"] for r in result["rows"]}
-    assert (
-        verdicts["matmul [n=256]"] == "faster" and verdicts["attention_sdpa [1×8×256×64]"] == "only in base"
-    )
+    rows = {r["key"]: r for r in result["rows"]}
+    matmul = rows["matmul [n=256]"]
+    assert matmul["verdict"] == "faster" and matmul["p_value"] < 0.05
+    assert matmul["ratio_low"] < matmul["ratio"] < matmul["ratio_high"]
+    assert (matmul["runs_base"], matmul["runs_new"]) == (3, 3) and matmul["between_run_cv"] > 0
+    assert rows["attention_sdpa [1×8×256×64]"]["verdict"] == "only in base"
+    headline = result["headline"]
+    assert headline["verdict"] == "faster" and headline["low"] < headline["speedup"] < headline["high"]
+    assert {w["code"] for w in data["warnings"]} == {"rows_in_one_run"}
 
 
 def test_markdown_csv_and_plot_files(kernel_files, tmp_path):

@@ -140,3 +140,73 @@ def test_failed_reference_check_exits_1(monkeypatch):
     assert run.exit_code == 1
     assert "FAIL" in run.stdout
     assert "Error: output check failed for toy_wrong[n=16]" in run.stderr
+
+
+def test_runs_keep_every_runs_median():
+    run = invoke("kernels", *FAST, "--only", "tiny_add", "--runs", "2", "--json")
+    assert run.exit_code == 0, run.stderr
+    result = run.json()["result"]
+    assert result["runs"] == 2 and result["complete"] is True
+    for row in result["rows"]:
+        assert len(row["run_medians_s"]) == 2 and len(row["samples_s"]) == 6
+
+
+def _interrupt_at(monkeypatch, call: int) -> list[str]:
+    """Make the ``call``-th case timing raise KeyboardInterrupt; returns the cases timed."""
+    real = K.run_case
+    calls: list[str] = []
+
+    def flaky(case, *args, **kwargs):
+        if len(calls) + 1 == call:
+            calls.append("interrupted")
+            raise KeyboardInterrupt
+        calls.append(case.key)
+        return real(case, *args, **kwargs)
+
+    monkeypatch.setattr(K, "run_case", flaky)
+    return calls
+
+
+def test_interrupt_names_the_file_and_the_resume_command_which_goes_on(tmp_path, monkeypatch):
+    target = tmp_path / "partial.json"
+    args = ["kernels", *FAST, "--only", "tiny_add", "--runs", "2", "--out", str(target)]
+    monkeypatch.setattr("sys.argv", ["infer-opt", *args])
+    calls = _interrupt_at(monkeypatch, 5)
+    run = invoke(*args)
+    assert run.exit_code == 130
+    message = " ".join(run.stderr.split())
+    expected = f"infer-opt kernels {' '.join(FAST)} --only tiny_add --runs 2 --resume {target}"
+    assert f"saved to {target}; go on with: {expected}" in message
+    saved = json.loads(target.read_text())["result"]
+    # the second pass starts one case later (rotated): N=4 finished both runs, the others one
+    assert saved["complete"] is False and [len(r["run_medians_s"]) or 1 for r in saved["rows"]] == [1, 2, 1]
+    calls.clear()
+    monkeypatch.setattr(K, "run_case", K.run_case)
+    resumed = invoke(*args[:-2], "--resume", str(target))
+    assert resumed.exit_code == 0, resumed.stderr
+    assert "resuming" in resumed.stderr and "1 case(s) already measured in every run" in resumed.stderr
+    final = json.loads(target.read_text())["result"]
+    assert final["complete"] is True and [len(r["run_medians_s"]) for r in final["rows"]] == [2, 2, 2]
+    assert final["rows"][1]["run_medians_s"] == saved["rows"][1]["run_medians_s"]
+    assert final["rows"][0]["run_medians_s"][0] == saved["rows"][0]["time_s"]
+
+
+def test_interrupt_without_out_says_nothing_was_saved(monkeypatch):
+    _interrupt_at(monkeypatch, 2)
+    run = invoke("kernels", *FAST, "--only", "tiny_add")
+    assert run.exit_code == 130 and "not saved (give --out FILE.json" in run.stderr
+
+
+def test_resume_refuses_another_setup_or_kind(tmp_path):
+    saved = tmp_path / "k.json"
+    assert invoke("kernels", *FAST, "--only", "tiny_add", "--out", str(saved)).exit_code == 0
+    run = invoke("kernels", "--device", "cpu", "--reps", "4", "--warmup", "1", "--only", "tiny_add",
+                 "--resume", str(saved))  # fmt: skip
+    assert_one_line_error(run, "--resume", "another setup", "reps (3 vs 4)")
+    from infer_opt.results import save_result
+    from tests.reports.fixtures import fixture
+
+    other = save_result(tmp_path / "p.json", fixture("profile"))
+    assert_one_line_error(
+        invoke("kernels", *FAST, "--resume", str(other)), "--resume", "not a kernels result"
+    )

@@ -10,7 +10,7 @@ import torch
 
 from infer_opt.cost_models.roofline import RooflineFit
 from infer_opt.results import load_result, save_result
-from tests.helpers import Run, assert_one_line_error, invoke
+from tests.helpers import Run, assert_one_line_error, invoke, usable_fit
 
 FIT = RooflineFit(
     compute_rate_flops=100e9, bandwidth_bytes_per_s=10e9, launch_overhead_s=1e-6, median_abs_rel_error=0.05
@@ -19,18 +19,17 @@ FAST = ("--reps", "3", "--warmup", "1", "--seq-len", "32")
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "my_model.py"
 
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
 @pytest.fixture(autouse=True)
-def _one_thread_and_private_cache(tmp_path, monkeypatch):
-    """One intra-op thread (two stall each other on a shared 2-core machine) and a private
-    roofline cache holding a hand-made fit, so no test calibrates."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
+def _private_cache(tmp_path, monkeypatch, one_thread):
+    """A private roofline cache holding a hand-made fit for this (one-thread) run, so no test
+    calibrates."""
     monkeypatch.setenv("INFER_OPT_CACHE", str(tmp_path / "cache"))
     from infer_opt.profilers import roofline_store
 
-    roofline_store.save_fit(FIT, "cpu", torch.float32)
-    yield
-    torch.set_num_threads(before)
+    assert roofline_store.cache_fit(usable_fit()).saved
 
 
 def _profile(*args: str) -> Run:
@@ -114,10 +113,47 @@ def test_writes_plots_trace_markdown_and_a_loadable_result(tmp_path):
 
 
 def test_explicit_roofline_file(tmp_path):
-    path = save_result(tmp_path / "fit.json", FIT)
+    path = save_result(tmp_path / "fit.json", usable_fit())
     data = _profile("--roofline", str(path), "--json").json()["result"]
     assert data["roofline"]["source"] == str(path)
     assert data["roofline"]["compute_rate_flops"] == 100e9
+
+
+def test_a_roofline_file_for_another_dtype_or_timing_is_refused(tmp_path):
+    """A float16 fit was once used for a float32 profile without a word."""
+    path = save_result(tmp_path / "fit.json", usable_fit(dtype="float16", matmul_precision=""))
+    assert_one_line_error(_profile("--roofline", str(path)), "roofline", "dtype is float16", "float32")
+    old = save_result(tmp_path / "old.json", FIT)  # a fit that records none of its run key
+    assert_one_line_error(_profile("--roofline", str(old)), "roofline", "not usable for this run")
+
+
+def test_no_usable_fit_profiles_without_roofline_columns(tmp_path, monkeypatch):
+    """The cached fit is bad and both calibrations come out tick-quantized: the profile still
+    runs, without bound/efficiency, and says why and what to do."""
+    from dataclasses import replace
+
+    from infer_opt.notices import Notice
+    from infer_opt.profilers import roofline_store
+
+    cached = roofline_store.fit_path("cpu", "float32")
+    cached.write_text(
+        cached.read_text().replace('"compute_rate_flops": 100000000000.0', '"compute_rate_flops": -1.0')
+    )
+    bad = usable_fit(warnings=(Notice("fit_tick_quantized", {"times_s": [8e-3], "kernels": 6}),))
+    monkeypatch.setattr(roofline_store, "calibrate", lambda *a, **k: replace(bad, median_abs_rel_error=0.9))
+    png = tmp_path / "p.png"
+    run = _profile("--json", "--plot", str(png))
+    assert run.exit_code == 0, run.stderr
+    result = run.json()["result"]
+    assert result["roofline"] is None and result["all_at_bound_speedup"] is None
+    assert all(op["bound"] is None and op["efficiency"] is None for op in result["ops"])
+    assert all(c["roofline_speedup"] is None and c["ceiling_speedup"] > 1 for c in result["categories"])
+    joined = " ".join(w["message"] for w in run.json()["warnings"])
+    assert "not usable for this run" in joined and "R (compute rate) is -1" in joined
+    assert "misses the median kernel by 90%" in joined and "no usable roofline fit" in joined
+    assert png.exists() and not (tmp_path / "p-roofline.png").exists()
+    table = _profile()
+    assert table.exit_code == 0 and "Eff." not in table.stdout and "Roofline" in table.stdout
 
 
 def test_user_factory_from_a_file():
@@ -207,3 +243,21 @@ def test_threads_option_sets_torch_threads_and_rejects_zero():
     finally:
         torch.set_num_threads(before)
     assert_one_line_error(_profile("--threads", "0"), "--threads", f"[1, {os.cpu_count()}]")
+
+
+def test_runs_are_kept_per_step_op_and_category_and_compare_tests_them(tmp_path):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    for path in (a, b):
+        run = _profile("--runs", "2", "--out", str(path))
+        assert run.exit_code == 0, run.stderr
+    result = load_result(a).result
+    assert result.runs == 2 and len(result.step.run_medians_s) == 2
+    assert all(len(o.run_medians_s) == 2 for o in result.ops)
+    assert all(len(c.run_medians_s) == 2 for c in result.categories)
+    compared = invoke("compare", str(a), str(b), "--json").json()["result"]
+    assert compared["headline"]["runs_base"] == 2 and compared["headline"]["floor"] is None
+    assert {(r["runs_base"], r["runs_new"]) for r in compared["rows"]} == {(2, 2)}
+
+
+def test_runs_with_tp_is_refused_in_one_line():
+    assert_one_line_error(_profile("--tp", "2", "--runs", "2"), "--runs", "--tp")

@@ -4,11 +4,14 @@ import json
 import math
 
 import pytest
+import torch
 
 from infer_opt.cost_models.roofline import KernelPoint, fit_roofline
 from infer_opt.profilers import kernels as K
 from infer_opt.profilers import roofline_store as store
-from tests.helpers import assert_one_line_error, invoke
+from infer_opt.reports.messages import text
+from infer_opt.results import save_result
+from tests.helpers import assert_one_line_error, invoke, usable_fit
 
 R, B, T0 = 2e11, 5e10, 3e-6
 
@@ -108,12 +111,14 @@ def test_save_file_and_cache_from_a_kernels_result(tmp_path, cache):
     saved = tmp_path / "fit.json"
     run = invoke("roofline", str(kernels_json), "--bootstrap", "0", "--save", str(saved), "--json")
     assert run.exit_code == 0, run.stderr
-    fit = store.load_fit(None, None, path=saved)
-    assert fit is not None and fit.device == "cpu" and fit.dtype == "float32"
+    fit = store.load_fit(saved)
+    assert fit.device == "cpu" and fit.dtype == "float32" and fit.timing == "cpu-clock"
+    assert fit.threads == torch.get_num_threads() and fit.matmul_precision == "ieee"
     assert fit.n_points == 8
-    cached = store.load_fit("cpu", "float32")
-    assert cached == fit
-    assert str(cache) in run.stderr
+    # copies and tiny adds alone pin no compute rate: saved where asked, but not cached for profile
+    assert "not cached (profile would not use it)" in run.stderr
+    assert "lacks the kernels that pin R (matmul)" in run.stderr
+    assert not store.fit_path("cpu", "float32").exists()
 
 
 def test_no_file_runs_the_suite_first(monkeypatch):
@@ -129,7 +134,10 @@ def test_no_file_runs_the_suite_first(monkeypatch):
     r = run.json()["result"]
     assert r["n_points"] == 5 and r["source"].startswith("measured now")
     assert r["compute_rate_flops"] > 0 and r["bandwidth_bytes_per_s"] > 0
-    assert store.load_fit("cpu", "float32") is not None
+    assert r["timing"] == "cpu-clock" and r["threads"] == torch.get_num_threads()
+    # five kernels are too few to be trusted by profile
+    assert "only 5 kernels were fitted" in run.stderr and "not cached" in run.stderr
+    assert not store.fit_path("cpu", "float32").exists()
 
 
 def test_reads_the_sectioned_csv_that_kernels_writes(tmp_path):
@@ -218,25 +226,72 @@ def test_cache_dir_follows_the_environment(cache, monkeypatch):
     assert store.cache_dir().parts[-2:] == (".cache", "infer-opt")
 
 
-def test_save_and_load_round_trip(cache):
-    fit = _fit()
-    path = store.save_fit(fit, "cpu", "float32")
-    assert path.parent == cache / "roofline" and path.name.endswith("-float32.json")
-    assert store.load_fit("cpu", "float32") == fit
-    assert store.load_fit("cpu", "bfloat16") is None
+def test_cache_round_trip_under_the_run_key(cache):
+    fit = usable_fit()
+    stored = store.cache_fit(fit)
+    assert stored.saved and stored.path == store.fit_path("cpu", "float32")
+    assert stored.path.parent == cache / "roofline" and stored.path.name.endswith("-float32-cpu-clock.json")
+    assert store.ROOFLINE.load(store_key()).result == fit
+    assert store.ROOFLINE.load(store_key(dtype="bfloat16")).result is None
 
 
-def test_unreadable_cache_is_treated_as_missing_but_explicit_path_is_an_error(tmp_path):
+def store_key(dtype="float32"):
+    from infer_opt.profilers.device import run_key
+
+    return run_key("cpu", dtype, "cpu-clock")
+
+
+def test_a_corrupt_cache_file_is_reported_moved_aside_and_replaced(tmp_path):
     path = store.fit_path("cpu", "float32")
     path.parent.mkdir(parents=True)
     path.write_text("{not json")
-    assert store.load_fit("cpu", "float32") is None
+    found = store.ROOFLINE.load(store_key())
+    assert found.result is None
+    (corrupt,) = found.notices
+    assert corrupt.code == "calibration_cache_corrupt" and corrupt["path"] == str(path)
+    assert corrupt["moved_to"] == str(path) + ".corrupt" and "JSONDecodeError" in corrupt["reason"]
+    assert (tmp_path / "cache" / "roofline" / (path.name + ".corrupt")).read_text() == "{not json"
+    assert not path.exists()
+    # saving over a corrupt file says so too
+    path.write_text("[]")
+    stored = store.cache_fit(usable_fit())
+    assert stored.saved and [n.code for n in stored.notices] == ["calibration_cache_corrupt"]
+    assert store.ROOFLINE.load(store_key()).result == usable_fit()
+
+
+def test_explicit_files_missing_or_unreadable_are_errors(tmp_path):
     from infer_opt.errors import InvalidInput
 
-    with pytest.raises(InvalidInput, match="not a readable"):
-        store.load_fit("cpu", "float32", path=path)
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(InvalidInput, match="not a readable infer-opt roofline result"):
+        store.load_fit(bad)
     with pytest.raises(InvalidInput, match="does not exist"):
-        store.load_fit("cpu", "float32", path=tmp_path / "missing.json")
+        store.load_fit(tmp_path / "missing.json")
+
+
+@pytest.mark.parametrize(
+    ("changes", "code"),
+    [
+        ({"compute_rate_flops": -1.0}, "fit_not_finite"),
+        ({"compute_rate_flops": math.nan}, "fit_not_finite"),
+        ({"bandwidth_bytes_per_s": 0.0}, "fit_not_finite"),
+        ({"median_abs_rel_error": 0.9}, "fit_error_high"),
+        ({"n_fitted": 4, "parameters_at_bound": ("t0",)}, "fit_too_few_kernels"),
+    ],
+)
+def test_bad_fits_are_neither_cached_nor_used(changes, code):
+    """Each of these was once accepted and cached (issue 12): R = -1, R = NaN, b = 0 (a
+    ZeroDivisionError after profiling), median error 0.90, an interrupted 4-row file."""
+    stored = store.cache_fit(usable_fit(**changes))
+    assert not stored.saved and code in {n.code for n in stored.notices}
+    assert not stored.path.exists()
+    # hand-written into the cache, it is refused at use and replaced by the next good fit
+    save_result(stored.path, usable_fit(**changes))
+    found = store.ROOFLINE.load(store_key())
+    assert found.result is None and found.notices[0].code == "calibration_cache_rejected"
+    assert code in {n.code for n in found.notices[1:]}
+    assert store.cache_fit(usable_fit()).saved and store.ROOFLINE.load(store_key()).result is not None
 
 
 def test_calibrate_runs_a_small_sweep_and_fits(monkeypatch):
@@ -262,13 +317,27 @@ def test_roofline_json_round_trip_file(csv_file, tmp_path):
     assert len(data["result"]["kernels"]) == len(_rows())
 
 
-def test_view_warns_when_a_ceiling_is_not_pinned_down():
+def test_view_shows_the_fit_s_warnings():
     from dataclasses import replace
 
+    from infer_opt.cost_models.roofline import fit_quality
     from infer_opt.reports.roofline import build_view
 
     fit = replace(_fit(), parameters_at_bound=("b",), median_abs_rel_error=0.5)
-    warnings = " ".join(build_view(fit).warnings)
-    assert "b ended at the edge of the search range" in warnings
-    assert "misses the median kernel by 50.0%" in warnings
+    warnings = " ".join(text(n) for n in build_view(replace(fit, warnings=fit_quality(fit))).warnings)
+    assert "b (bandwidth) ended at the edge of its search range" in warnings
+    assert "misses the median kernel by 50%" in warnings
     assert build_view(_fit()).warnings == []
+
+
+def test_tf32_fits_are_labelled_and_warned_against_the_fp32_peak(csv_file):
+    from dataclasses import replace
+
+    from infer_opt.cost_models.roofline import with_datasheet
+    from infer_opt.reports.roofline import build_view
+
+    fit = replace(_fit(), matmul_precision="tf32")
+    view = build_view(with_datasheet(fit, flops=R / 2))
+    assert "tf32" in dict(view.summary)["Data"]
+    assert any("above the datasheet figure" in text(w) and "TF32 peak" in text(w) for w in view.warnings)
+    assert build_view(with_datasheet(_fit(), flops=2 * R)).warnings == []

@@ -3,7 +3,6 @@ from __future__ import annotations
 import json
 
 import pytest
-import torch
 
 from tests.helpers import assert_one_line_error, invoke
 
@@ -21,29 +20,9 @@ FAST = (
     "--warmup",
     "0",
 )
-FACTORY = """
-import torch
-from infer_opt.profilers import models
 
 
-def make(vocab=2048):
-    config = models.TransformerConfig("mini", vocab, 64, 1, 2, 2, 128, 256)
-    torch.manual_seed(0)
-    return models.DecoderLM(config).eval(), torch.zeros(1, 4, dtype=torch.long)
-
-
-def make_1024():
-    return make(1024)
-"""
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """One intra-op thread: on a shared 2-core machine two OpenMP threads stall each other."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _measure(*args: str):
@@ -132,9 +111,8 @@ def test_bad_input_is_one_line_exit_2(args, needles):
     assert_one_line_error(_measure(*args), *needles)
 
 
-def test_mismatched_vocabularies_are_one_line_exit_2(tmp_path):
-    path = tmp_path / "mini.py"
-    path.write_text(FACTORY)
+def test_mismatched_vocabularies_are_one_line_exit_2(mini_factory):
+    path = mini_factory
     run = invoke(
         "speculative",
         "measure",

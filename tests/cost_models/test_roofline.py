@@ -11,13 +11,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from infer_opt.cost_models.roofline import (
+    PROFILE_TIMINGS,
     KernelPoint,
     RooflineFit,
+    RunKey,
     classify,
+    fit_problems,
+    fit_quality,
     fit_roofline,
+    key_problems,
     lower_bound_time,
+    precision_label,
     predict_time,
     roofline_curve,
+    tick_plateaus,
     with_datasheet,
 )
 from infer_opt.errors import InvalidInput
@@ -211,3 +218,139 @@ def test_a_parameter_the_data_cannot_pin_is_flagged():
     fit = fit_roofline(points, bootstrap=0)
     assert "b" in fit.parameters_at_bound
     assert "b" not in fit_roofline(synthetic(), bootstrap=0).parameters_at_bound
+
+
+# ---------------------------------------------------------------------------- validation (issue 12)
+
+
+def _codes(fit):
+    return {n.code for n in fit_quality(fit)}
+
+
+def test_a_clean_suite_fit_has_no_problems():
+    fit = fit_roofline(synthetic(noise=0.05, seed=2), bootstrap=0)
+    assert fit.warnings == () == fit_quality(fit)
+
+
+def test_a_loaded_machine_s_quantized_timings_are_caught():
+    """Issue 12: every multi-threaded kernel stuck at 8 or 16 ms on a loaded 2-core machine,
+    a fit of R = 2.1 GFLOP/s and median error 0.90 — cached and used. Here the matmuls and
+    the large copies land on 8 and 16 ms whatever their work."""
+    points = []
+    for i, p in enumerate(synthetic(seed=4)):
+        t = p.time_s
+        big_matmul = p.family == "matmul" and p.flops >= 2.0 * 256**3
+        big_copy = p.family == "elementwise" and p.bytes >= 8 * 2**20
+        if big_matmul or big_copy:
+            t = (8e-3 if i % 2 else 16e-3) * (1 + 0.01 * (i % 3))
+        points.append(KernelPoint(p.name, p.family, p.flops, p.bytes, t))
+    fit = fit_roofline(points, bootstrap=0)
+    (tick,) = [n for n in fit.warnings if n.code == "fit_tick_quantized"]
+    assert tick["tick_s"] == pytest.approx(8e-3, rel=0.05) and tick["kernels"] >= 3
+
+
+def test_kernels_that_scale_with_their_work_are_not_ticks():
+    # 2, 4 and 8 ms copies are multiples of 2 ms, but their work doubles with their time
+    points = synthetic(seed=1)
+    points += [KernelPoint(f"big{k}", "elementwise", 0.0, k * 2e-3 * B, k * 2e-3) for k in (1, 2, 4)]
+    assert tick_plateaus(points, R, B) == []
+    # the same three at one time: work that should scale does not
+    stuck = [KernelPoint(f"big{k}", "elementwise", 0.0, k * 2e-3 * B, 8e-3) for k in (1, 2, 4)]
+    stuck.append(KernelPoint("c", "elementwise", 0.0, 1e9, 8.2e-3))
+    ((tick, count),) = tick_plateaus(synthetic(seed=1) + stuck, R, B)
+    assert count >= 4 and 8.2e-3 / tick in (1, 2)
+    # with nothing faster to compare with, equal times may be the launch floor: not judged
+    assert tick_plateaus(stuck, R, B) == []
+
+
+@given(st.floats(1e-3, 1e4))
+def test_a_clean_suite_is_never_tick_quantized_at_any_speed(scale):
+    points = [KernelPoint(p.name, p.family, p.flops, p.bytes, p.time_s * scale) for p in synthetic()]
+    envelope_r = max(p.flops / p.time_s for p in points)
+    envelope_b = max(p.bytes / p.time_s for p in points)
+    assert tick_plateaus(points, envelope_r, envelope_b) == []
+
+
+@pytest.mark.parametrize(
+    ("changes", "code"),
+    [
+        ({"compute_rate_flops": -1.0}, "fit_not_finite"),
+        ({"compute_rate_flops": math.nan}, "fit_not_finite"),
+        ({"bandwidth_bytes_per_s": 0.0}, "fit_not_finite"),
+        ({"launch_overhead_s": math.inf}, "fit_not_finite"),
+        ({"median_abs_rel_error": 0.9}, "fit_error_high"),
+        ({"median_abs_rel_error": math.nan}, "fit_error_high"),
+        ({"n_fitted": 4}, "fit_too_few_kernels"),
+        ({"parameters_at_bound": ("t0",)}, "fit_at_search_edge"),
+    ],
+)
+def test_each_bad_fit_is_named(changes, code):
+    from dataclasses import replace
+
+    fit = replace(fit_roofline(synthetic(), bootstrap=0), **changes)
+    assert code in _codes(fit)
+
+
+def test_an_interrupted_sweep_lacks_the_families_that_pin_the_ceilings():
+    """Issue 12: a fit from an interrupted kernels file (4 rows; t0 = 0.018 ns) was cached."""
+    rows = [p for p in synthetic() if p.name in ("matmul64", "matmul128", "copy4096", "add4096")]
+    fit = fit_roofline(rows, bootstrap=0)
+    codes = _codes(fit)
+    assert {"fit_too_few_kernels", "fit_missing_families"} <= codes
+    (missing,) = [n for n in fit_quality(fit) if n.code == "fit_missing_families"]
+    assert missing["families"] == ["launch"]
+    # a hand-made CSV with no suite families is not held to them
+    plain = [KernelPoint(p.name, "", p.flops, p.bytes, p.time_s) for p in synthetic()]
+    assert "fit_missing_families" not in _codes(fit_roofline(plain, bootstrap=0))
+
+
+def _keyed(**changes):
+    from dataclasses import replace
+
+    fit = fit_roofline(synthetic(), bootstrap=0, device="cpu", dtype="float32", device_name="Some CPU")
+    return replace(fit, **{"threads": 2, "matmul_precision": "ieee", "timing": "cpu-clock", **changes})
+
+
+RUN = RunKey("cpu", "Some CPU", "float32", 2, "ieee", "cpu-clock")
+
+
+def test_key_problems_name_each_difference():
+    assert fit_problems(_keyed(), RUN) == ()
+    codes = [(n["field"], n["fit"], n["run"]) for n in key_problems(_keyed(dtype="float16"), RUN)]
+    assert codes == [("dtype", "float16", "float32")]
+    fields = {n["field"] for n in key_problems(_keyed(threads=1000, matmul_precision="tf32"), RUN)}
+    assert fields == {"threads", "matmul_precision"}
+    (timing,) = key_problems(_keyed(timing="cuda-events"), RUN, timings=("cpu-clock",))
+    assert (timing["field"], timing["fit"], timing["run"]) == ("timing", "cuda-events", "cpu-clock")
+    # a CUDA profile accepts any timing of device time, not eager unflushed events
+    gpu = RunKey("cuda", "GPU", "bfloat16", None, "", "cuda-graph-flushed")
+    fit = _keyed(device="cuda:0", device_name="GPU", dtype="bfloat16", threads=None, matmul_precision="")
+    for timing in PROFILE_TIMINGS["cuda"]:
+        assert key_problems(replace_timing(fit, timing), gpu, timings=PROFILE_TIMINGS["cuda"]) == ()
+    assert key_problems(replace_timing(fit, "cuda-events"), gpu, timings=PROFILE_TIMINGS["cuda"])
+    # an older fit that records no key at all: one notice
+    assert [n.code for n in key_problems(fit_roofline(synthetic(), bootstrap=0), RUN)] == ["fit_not_keyed"]
+
+
+def replace_timing(fit, timing):
+    from dataclasses import replace
+
+    return replace(fit, timing=timing)
+
+
+def test_run_key_slug_and_of():
+    assert RUN.slug() == "cpu-some-cpu-2t-float32-cpu-clock"
+    tf32 = RunKey("cuda", "NVIDIA H200", "float32", None, "tf32", "cuda-graph-flushed")
+    assert tf32.slug() == "cuda-nvidia-h200-float32-tf32-cuda-graph-flushed"
+    assert tf32.device_slug() == "cuda-nvidia-h200-float32-tf32"
+    assert RunKey.of(_keyed()) == RUN
+
+
+def test_precision_labels_and_the_datasheet_check():
+    assert precision_label("float32", "tf32") == "tf32"
+    assert precision_label("float32", "ieee") == "float32"
+    assert precision_label("bfloat16", "") == "bfloat16"
+    fit = _keyed(matmul_precision="tf32")
+    (above,) = with_datasheet(fit, flops=R / 3).warnings
+    assert above.code == "fit_above_datasheet" and above["parameter"] == "R" and above["precision"] == "tf32"
+    assert with_datasheet(fit, flops=R, bytes_per_s=B).warnings == ()

@@ -9,18 +9,13 @@ import torch
 from infer_opt.cost_models import bucketing
 from infer_opt.errors import InvalidInput, RunFailure
 from infer_opt.profilers import compile_measure as cm
+from infer_opt.reports.messages import text
 from infer_opt.results import load_result, save_result
 
 MS = 1_000_000  # ns
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """One intra-op thread: on a shared 2-core machine two OpenMP threads stall each other."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 class FakeClock:
@@ -163,7 +158,37 @@ def test_a_failed_graph_capture_keeps_the_compiled_numbers():
     row = _graph_bucket(FakeGraphs(FakeClock(), fail=True))
     assert not row.failed and row.graph_capture_s is None
     assert row.compile_s == pytest.approx(3.0) and row.compiled_s == pytest.approx(1.5e-3)
-    assert any("CUDA graph capture failed" in w for w in row.warnings)
+    (failed,) = [w for w in row.warnings if w.code == "graph_capture_failed"]
+    assert failed["reason"] == "CUDA graph capture failed: operation not permitted when stream is capturing"
+    assert text(failed).startswith("CUDA graph capture failed")
+
+
+def test_a_capture_that_breaks_the_device_stops_the_sweep_keeping_earlier_buckets():
+    from infer_opt.profilers.timing import CaptureFailed
+
+    clock = FakeClock()
+
+    class Breaks(FakeGraphs):
+        def capture(self, fn, calls):
+            if self.captures:
+                raise CaptureFailed(
+                    "CUDA graph capture failed: RuntimeError: illegal memory access", device_usable=False
+                )
+            self.captures += 1
+            return super().capture(fn, calls)
+
+    graphs = Breaks(clock)
+    graphs.captures = 0
+    saved = []
+    with pytest.raises(
+        RunFailure, match=r"^bucket 1x64: CUDA graph capture failed.*illegal memory access.*sweep stops"
+    ):
+        cm.measure_sweep(
+            SPECS, _loader(clock), device="cpu", dtype_name="float32", warmup=1, reps=3, cuda_graphs=True,
+            compile_fn=FakeCompiler(clock), clock=clock, cuda_backend=graphs,
+            on_bucket=lambda rows, left: saved.append([r.bucket for r in rows]),
+        )  # fmt: skip
+    assert saved == [["1x32"]]
 
 
 def test_a_failing_compile_marks_its_bucket_and_the_sweep_goes_on():

@@ -90,8 +90,14 @@ def test_device_info_on_cpu():
     assert "llc_bytes" in info and "torch" in info
 
 
-def test_synchronize_is_a_no_op_on_cpu():
+def test_synchronize_waits_on_cuda_devices_only(monkeypatch):
+    waited = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: waited.append(str(device)))
     devices.synchronize("cpu")
+    devices.synchronize(torch.device("cpu"))
+    assert waited == []  # the CPU has no queue to wait for: torch.cuda is never asked
+    devices.synchronize("cuda:0")
+    assert waited == ["cuda:0"]
 
 
 @pytest.mark.gpu
@@ -111,3 +117,77 @@ def test_auto_dtype_is_float32_on_the_cpu():
 
     assert parse_dtype("auto", "cpu") is torch.float32
     assert parse_dtype(" AUTO ", "cpu") is torch.float32
+
+
+@pytest.fixture
+def restore_matmul_precision():
+    yield
+    torch.backends.cuda.matmul.fp32_precision = "none"
+    torch.backends.mkldnn.matmul.fp32_precision = "none"
+
+
+def test_matmul_precision_is_ieee_by_default_and_empty_for_other_dtypes():
+    assert devices.matmul_precision("cpu", torch.float32) == "ieee"
+    assert devices.matmul_precision("cpu", torch.bfloat16) == ""
+    assert devices.device_info("cpu")["float32_matmul_precision"] == "ieee"
+
+
+def test_cuda_float32_reads_the_tf32_setting(restore_matmul_precision):
+    torch.backends.cuda.matmul.fp32_precision = "tf32"  # what allow_tf32 = True sets too
+    assert devices.matmul_precision("cuda", torch.float32) == "tf32"
+    torch.backends.cuda.matmul.fp32_precision = "none"
+    assert devices.matmul_precision("cuda", torch.float32) == "ieee"
+
+
+def test_the_environment_override_turns_tf32_on(monkeypatch):
+    monkeypatch.setenv("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "1")
+    assert devices.matmul_precision("cuda:0", "float32") == "tf32"
+    assert devices.matmul_precision("cpu", "float32") == "ieee"  # cuBLAS only
+
+
+def test_reduced_cpu_matmul_precision_is_in_the_device_key(restore_matmul_precision):
+    plain = devices.device_key("cpu", torch.float32)
+    torch.backends.mkldnn.matmul.fp32_precision = "bf16"
+    assert devices.device_key("cpu", torch.float32) == plain + "-bf16"
+    assert devices.device_key("cpu", torch.bfloat16).endswith("-bfloat16")  # not a float32 key
+    key = devices.run_key("cpu", torch.float32, "cpu-clock")
+    assert key.matmul_precision == "bf16" and key.slug() == plain + "-bf16-cpu-clock"
+
+
+def test_set_threads_refuses_more_than_the_cpus_available():
+    cpus = devices.available_cpus()
+    before = torch.get_num_threads()
+    with pytest.raises(InvalidInput, match=rf"^threads: must be an integer from 1 to {cpus}"):
+        devices.set_threads(cpus + 1)
+    with pytest.raises(InvalidInput):
+        devices.set_threads(0)
+    assert torch.get_num_threads() == before
+    devices.set_threads(1)
+    try:
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_bf16_support_is_asked_of_the_run_s_device(monkeypatch):
+    """``torch.cuda.is_bf16_supported()`` asks the *current* device: a run on cuda:1 must
+    make it current first (here cuda:1 lacks bfloat16, cuda:0 has it)."""
+    from contextlib import contextmanager
+
+    current = ["cuda:0"]
+
+    @contextmanager
+    def device(d):
+        current.append(str(d))
+        try:
+            yield
+        finally:
+            current.pop()
+
+    monkeypatch.setattr(torch.cuda, "device", device)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: current[-1] != "cuda:1")
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda d=None: "Old GPU")
+    monkeypatch.setattr(devices, "_dtype_works", lambda device, key: True)
+    assert devices.parse_dtype("bfloat16", "cuda:0") is torch.bfloat16
+    with pytest.raises(InvalidInput, match="bfloat16 is not supported on Old GPU"):
+        devices.parse_dtype("bfloat16", "cuda:1")

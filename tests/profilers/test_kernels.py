@@ -1,9 +1,11 @@
-"""The kernel registry, F/Q bookkeeping, reference checks and the sweep's failure handling
-(with tiny cases so the file stays fast)."""
+"""The kernel registry, F/Q bookkeeping, reference checks, the sweep's failure handling, and
+several runs (rotation, merging, resuming; drift planted with a fake clock), with tiny cases so
+the file stays fast."""
 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import pytest
 import torch
@@ -73,7 +75,7 @@ def test_select_by_name_family_and_commas():
     assert {c.name for c in K.select(cases, ["elementwise"])} == {"copy", "add", "scale"}
     assert {c.name for c in K.select(cases, ["matmul,tiny_add"])} == {"matmul", "tiny_add"}
     assert K.select(cases, None) == cases
-    with pytest.raises(InvalidInput, match=r"--only.*nope"):
+    with pytest.raises(InvalidInput, match=r"only.*nope"):
         K.select(cases, ["matmul", "nope"])
 
 
@@ -296,3 +298,289 @@ def test_timed_callables_never_read_device_values_on_the_host():
         if mode.reads:
             offenders.append(case.key)
     assert offenders == []
+
+
+# ---------------------------------------------------------------------------- GPU paths, checked on the CPU
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_blocked_attention_runs_its_matmuls_in_the_input_dtype(dtype):
+    """The bf16 suite counts 2-byte elements and bf16 tensor-core work for attention_blocked:
+    its two matmuls must run in bfloat16 (accumulating in float32 inside), not in float32."""
+    from infer_opt.profilers.op_recorder import record_ops
+
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 300, 16, generator=g).to(dtype) for _ in range(3))
+    calls = record_ops(lambda: K.blocked_attention_native(q, k, v, block_size=128))
+    matmuls = [c for c in calls if c.name in ("aten::bmm", "aten::mm", "aten::matmul")]
+    assert len(matmuls) == 2 * 3  # Q·Kᵀ and P·V per key block (300 keys: 3 blocks)
+    assert {c.dtype for c in matmuls} == {str(dtype).removeprefix("torch.")}
+    explicit = K._explicit_attention({"q": q, "k": k, "v": v})()
+    out = K.blocked_attention_native(q, k, v, block_size=128)
+    assert out.dtype == dtype
+    assert K.relative_error(out, explicit) <= K.TOLERANCE[K.devices.dtype_name(dtype)]
+
+
+def test_blocked_attention_case_passes_its_check_in_bfloat16():
+    shape = (1, 2, 256, 32)
+    blocked = K.attention_case("attention_blocked", shape, K._blocked)
+    explicit = K.attention_case("attention_explicit", shape, K._explicit_attention, reference=None)
+    lookup = {(explicit.family, explicit.label, explicit.name): explicit}
+    row = K.run_case(blocked, torch.device("cpu"), torch.bfloat16, FAST, lookup)
+    assert row.passed is True and row.time_s > 0
+    assert row.bytes == K.attention_cost(shape, 2)[1]  # two bytes per element, as it runs
+
+
+def _measure_kwargs(monkeypatch, settings, graph):
+    seen = {}
+
+    def fake_measure(fn, **kwargs):
+        seen.update(kwargs)
+        raise _Stop
+
+    monkeypatch.setattr(K, "measure", fake_measure)
+    with pytest.raises(_Stop):
+        K._measure(lambda: None, torch.device("cuda", 0), settings, graph=graph)
+    return seen
+
+
+class _Stop(Exception):
+    pass
+
+
+def test_flushed_cuda_graphs_capture_one_call_per_replay(monkeypatch):
+    flushed = _measure_kwargs(monkeypatch, K.SuiteSettings(flush_cache=True, cuda_graphs=True), graph=True)
+    assert flushed["cuda_graph"] and flushed["flush_cache"] and flushed["calls_per_sample"] == 1
+    warm = _measure_kwargs(monkeypatch, K.SuiteSettings(cuda_graphs=True), graph=True)
+    assert warm["calls_per_sample"] == K.GRAPH_CALLS_PER_SAMPLE
+
+
+def test_suite_result_says_how_it_was_timed():
+    result = run([ADD])
+    assert result.timing == "cpu-clock" and result.threads == torch.get_num_threads()
+    assert result.matmul_precision == "ieee"
+    cuda = K.KernelSuiteResult(
+        "cuda:0", "GPU", "k", "float32", "quick", K.SuiteSettings(flush_cache=True, cuda_graphs=True)
+    )
+    assert cuda.timing == "cuda-graph-flushed" and cuda.threads is None
+    assert (
+        K.KernelSuiteResult("cuda:0", "GPU", "k", "bfloat16", "quick", K.SuiteSettings()).timing
+        == "cuda-events"
+    )
+
+
+def test_a_capture_that_breaks_the_device_stops_the_sweep_with_rows_kept(monkeypatch):
+    from infer_opt.profilers.timing import CaptureFailed
+
+    def capture_fails(x):
+        def fn():
+            raise CaptureFailed(
+                "CUDA graph capture failed: RuntimeError: illegal memory access", device_usable=False
+            )
+
+        return fn
+
+    saved = []
+    result = run([ADD, _case("graph", capture_fails), ADD], on_row=saved.append)
+    assert not result.complete and [r.name for r in result.rows] == ["toy_add"]
+    (stopped,) = result.warnings
+    assert stopped.code == "sweep_stopped" and stopped["case"] == "graph[n=8]"
+    assert "illegal memory access" in stopped["reason"]
+    assert len(saved) == 1
+
+
+def test_a_capture_that_fails_cleanly_skips_only_its_case():
+    from infer_opt.profilers.timing import CaptureFailed
+
+    def capture_fails(x):
+        def fn():
+            raise CaptureFailed("CUDA graph capture failed: RuntimeError: operation not permitted")
+
+        return fn
+
+    result = run([_case("graph", capture_fails), ADD])
+    assert result.complete
+    assert (
+        result.rows[0].skipped_reason
+        == "failed: CUDA graph capture failed: RuntimeError: operation not permitted"
+    )
+    assert result.rows[1].time_s > 0
+
+
+def test_compile_threads_and_the_sweep_run_on_the_run_s_device(monkeypatch):
+    """CUDA's current device is per thread: the compile worker must make the run's device
+    current itself (simulated: activate records the thread it is entered on)."""
+    import threading
+    from contextlib import contextmanager
+
+    entered = []
+
+    @contextmanager
+    def activate(dev):
+        entered.append((str(dev), threading.current_thread().name))
+        yield
+
+    monkeypatch.setattr(K.devices, "activate", activate)
+    result = run([_case("compiled", lambda x: lambda: x["x"] + 1, compiles=True)])
+    assert result.rows[0].time_s > 0
+    assert ("cpu", "MainThread") in entered  # the sweep
+    assert ("cpu", "compile-compiled") in entered  # the compile worker
+
+
+# ---------------------------------------------------------------------------- several runs
+
+
+class FakeClock:
+    """Nanoseconds that advance only when a planted kernel runs: each call costs its case's
+    planted time times the drift of the current run."""
+
+    def __init__(self) -> None:
+        self.now = 0
+        self.drift = 1.0
+
+    def __call__(self) -> int:
+        return self.now
+
+    def kernel(self, cost_s: float):
+        def run() -> None:
+            self.now += round(cost_s * self.drift * 1e9)
+
+        return run
+
+
+def _planted(name: str, cost_s: float, clock: FakeClock) -> K.KernelCase:
+    return K.KernelCase(
+        name, "toy", "n=8", 8, cost=lambda s: (8.0, 32.0), inputs=lambda ctx: {},
+        build=lambda x: clock.kernel(cost_s),
+    )  # fmt: skip
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    """Every measurement in the suite reads the fake clock."""
+    fake = FakeClock()
+    real = K.measure
+    monkeypatch.setattr(K, "measure", lambda fn, **kw: real(fn, clock=fake, **kw))
+    return fake
+
+
+def _suite(clock: FakeClock, costs: list[float], drifts: tuple[float, ...], **kwargs) -> K.KernelSuiteResult:
+    """The planted cases timed in ``len(drifts)`` passes, pass k's calls ``drifts[k]`` slower."""
+    cases = [_planted(f"k{i}", c, clock) for i, c in enumerate(costs)]
+    done = [0]
+    clock.drift = drifts[0]
+
+    def on_row(result: K.KernelSuiteResult) -> None:
+        done[0] += 1
+        clock.drift = drifts[min(done[0] // len(cases), len(drifts) - 1)]
+
+    settings = K.SuiteSettings(warmup=1, reps=5)
+    return K.run_passes(
+        cases, torch.device("cpu"), torch.float32, settings, runs=len(drifts), on_row=on_row, **kwargs
+    )
+
+
+def test_runs_keep_each_runs_median_and_pool_the_samples(clock):
+    result = _suite(clock, [1e-3, 2e-3], (1.0, 1.3, 1.0))
+    assert result.runs == 3 and result.complete
+    first = result.rows[0]
+    assert first.run_medians_s == pytest.approx((1e-3, 1.3e-3, 1e-3))
+    assert first.runs == 3 and len(first.samples_s) == 15 and first.summary.n == 15
+    assert first.time_s == pytest.approx(1e-3) and first.achieved_flops_per_s == pytest.approx(8.0 / 1e-3)
+    again = K.KernelSuiteResult.from_dict(result.to_dict())
+    assert again.rows[0].run_medians_s == first.run_medians_s and again.runs == 3
+
+
+def test_a_run_slower_across_the_board_is_within_noise_a_larger_change_is_slower(clock):
+    """The fake clock plants a drift: NEW's second run is 30% slower for every case, and one
+    case is 2× slower in every run. Unchanged cases stay 'within noise', the changed one is
+    'slower', and the headline sees no significant difference."""
+    from infer_opt.cost_models import compare as cm
+
+    base = _suite(clock, [1e-3] * 6, (1.0, 1.0, 1.0))
+    new = _suite(clock, [1e-3] * 5 + [2e-3], (1.0, 1.3, 1.0))
+    result = cm.compare_results(base, new)
+    verdicts = [r.verdict for r in result.rows]
+    assert verdicts == [cm.NOISE] * 5 + [cm.SLOWER], verdicts
+    assert result.rows[5].ratio == pytest.approx(2.0 * 1.3 ** (1 / 3))
+    assert result.headline.verdict == cm.NOISE and result.headline.floor is None
+
+
+def test_a_planted_20_percent_slowdown_of_one_kernel_is_found(clock):
+    from infer_opt.cost_models import compare as cm
+
+    base = _suite(clock, [1e-3] * 6, (1.0, 1.0, 1.0))
+    new = _suite(clock, [1e-3] * 5 + [1.2e-3], (1.0, 1.0, 1.0))
+    rows = cm.compare_results(base, new).rows
+    assert [r.verdict for r in rows] == [cm.NOISE] * 5 + [cm.SLOWER]
+    assert rows[5].ratio == pytest.approx(1.2)
+    faster = cm.compare_results(new, base).rows
+    assert faster[5].verdict == cm.FASTER
+
+
+def test_each_pass_rotates_the_case_order_and_keeps_compiling_cases_last():
+    cases = [_case(f"c{i}", lambda x: lambda: None) for i in range(6)]
+    compiling = [_case(f"z{i}", lambda x: lambda: None, compiles=True) for i in range(2)]
+    names = [[c.name for c in K.pass_order([*cases, *compiling], p, 3)] for p in range(3)]
+    assert names[0] == ["c0", "c1", "c2", "c3", "c4", "c5", "z0", "z1"]
+    assert names[1] == ["c2", "c3", "c4", "c5", "c0", "c1", "z0", "z1"]
+    assert names[2] == ["c4", "c5", "c0", "c1", "c2", "c3", "z1", "z0"]
+
+
+def test_passes_run_in_rotated_order(clock):
+    seen = []
+    cases = [_planted(f"k{i}", 1e-3, clock) for i in range(3)]
+    settings = K.SuiteSettings(warmup=0, reps=1)
+    K.run_passes(cases, torch.device("cpu"), torch.float32, settings, runs=3,
+                 progress=lambda i, n, text: seen.append(text))  # fmt: skip
+    firsts = [text for text in seen if text.endswith("[n=8]")][::3]
+    assert firsts == ["run 1/3: k0[n=8]", "run 2/3: k1[n=8]", "run 3/3: k2[n=8]"]
+
+
+def test_merge_row_pools_runs_and_a_failed_check_in_any_pass_fails_the_row():
+    summary = K.Summary.from_samples([1.0, 1.0])
+    first = K.KernelRow("a", "toy", "n=8", 8, "float32", 8.0, 32.0, time_s=1.0, summary=summary,
+                        samples_s=(1.0, 1.0), passed=True, error=0.0)  # fmt: skip
+    second = replace(first, time_s=3.0, summary=K.Summary.from_samples([3.0, 3.0]), samples_s=(3.0, 3.0))
+    merged = K.merge_row(first, second)
+    assert merged.run_medians_s == (1.0, 3.0) and merged.samples_s == (1.0, 1.0, 3.0, 3.0)
+    assert merged.time_s == 2.0 and merged.achieved_bytes_per_s == 16.0 and merged.runs == 2
+    failed = replace(second, time_s=None, summary=None, samples_s=(), passed=False, error=0.5)
+    kept = K.merge_row(merged, failed)
+    assert kept.runs == 2 and kept.passed is False and kept.error == 0.5
+    assert K.merge_row(None, first) is first
+
+
+def test_resume_times_only_the_missing_runs(clock, monkeypatch):
+    """Interrupted in the second of three passes, then resumed: every case ends with three
+    runs in run order, and no (case, pass) is timed twice."""
+    real = K.run_case
+    timed: list[str] = []
+
+    def counting(case, *args, **kwargs):
+        if len(timed) == 5 and stop:
+            raise KeyboardInterrupt
+        timed.append(case.name)
+        return real(case, *args, **kwargs)
+
+    monkeypatch.setattr(K, "run_case", counting)
+    stop = True
+    partial = _suite(clock, [1e-3, 2e-3, 3e-3, 4e-3], (1.0, 1.1, 1.2))
+    assert not partial.complete and sorted(r.runs for r in partial.rows) == [1, 1, 1, 2]
+    stop = False
+    resumed = _suite(clock, [1e-3, 2e-3, 3e-3, 4e-3], (1.0, 1.1, 1.2), previous=partial)
+    assert resumed.complete and len(timed) == 12 and [r.runs for r in resumed.rows] == [3, 3, 3, 3]
+    for before, after in zip(partial.rows, resumed.rows, strict=True):
+        assert (after.run_medians_s or (after.time_s,))[: before.runs] == (
+            before.run_medians_s or (before.time_s,)
+        )
+
+
+def test_resume_refuses_another_setup(clock):
+    done = _suite(clock, [1e-3], (1.0,))
+    with pytest.raises(InvalidInput) as err:
+        _suite(clock, [1e-3], (1.0,), previous=replace(done, suite="full"))
+    assert err.value.option == "resume" and "suite (full vs quick)" in str(err.value)
+    other = replace(done, settings=K.SuiteSettings(warmup=5, reps=20))
+    with pytest.raises(InvalidInput, match=r"warmup \(5 vs 1\), reps \(20 vs 5\)"):
+        _suite(clock, [1e-3], (1.0,), previous=other)

@@ -9,14 +9,7 @@ import torch
 from infer_opt.errors import InvalidInput, RunFailure
 from infer_opt.profilers import models
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """One intra-op thread: on a shared 2-core machine two OpenMP threads stall each other."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _tokens(model: models.DecoderLM, batch: int, length: int) -> torch.Tensor:

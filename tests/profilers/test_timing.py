@@ -8,6 +8,7 @@ from contextlib import nullcontext
 import pytest
 
 from infer_opt.errors import InvalidInput, UnsupportedOnDevice
+from infer_opt.notices import has
 from infer_opt.profilers.timing import (
     GRAPH_SIDE_STREAM_WARMUP,
     MODE_CPU,
@@ -15,6 +16,7 @@ from infer_opt.profilers.timing import (
     MODE_GRAPH,
     measure,
 )
+from infer_opt.reports.messages import text
 
 
 class FakeTime:
@@ -113,7 +115,7 @@ def test_adaptive_stops_once_spread_settles():
     from infer_opt.stats import Summary
 
     assert Summary.from_samples(m.samples_s[:-1]).rel_iqr > 0.05
-    assert not any("did not settle" in w for w in m.warnings)
+    assert not has(m.warnings, "variance_not_settled")
 
 
 def test_adaptive_hits_the_cap_and_warns():
@@ -121,8 +123,10 @@ def test_adaptive_hits_the_cap_and_warns():
     fn = t.work([1_000, 3_000])  # never settles: IQR/median ~ 100%
     m = measure(fn, warmup=0, reps=None, max_reps=12, time_cold=False, clock=t.clock, synchronize=t.sync)
     assert len(m.samples_s) == 12
-    assert any("did not settle" in w and "12 repetitions" in w for w in m.warnings)
-    assert any("high variance" in w and "--reps" in w for w in m.warnings)
+    (unsettled,) = [n for n in m.warnings if n.code == "variance_not_settled"]
+    assert unsettled["max_reps"] == 12 and unsettled["target"] == 0.05
+    assert "12 repetitions" in text(unsettled)
+    assert has(m.warnings, "high_variance") and "--reps" in text(m.warnings[-1])
 
 
 def test_time_cap_stops_a_fixed_run_after_min_reps():
@@ -139,7 +143,9 @@ def test_time_cap_stops_a_fixed_run_after_min_reps():
         synchronize=t.sync,
     )
     assert len(m.samples_s) == 6
-    assert any("stopped after 6 of 100" in w for w in m.warnings)
+    (cut,) = m.warnings
+    assert (cut.code, cut["reps"], cut["wanted"]) == ("reps_cut_by_time", 6, 100)
+    assert "stopped after 6 of 100" in text(cut)
 
 
 def test_flush_runs_outside_the_timed_region():
@@ -232,7 +238,16 @@ def test_cuda_events_one_sync_for_a_fixed_run():
     t = FakeTime()
     cuda = FakeCuda(t)
     fn = t.work([4_000, 2_000])
-    m = measure(fn, device="cuda:0", warmup=2, reps=6, time_cold=False, clock=t.clock, cuda_backend=cuda)
+    m = measure(
+        fn,
+        device="cuda:0",
+        warmup=2,
+        warmup_time_s=0,
+        reps=6,
+        time_cold=False,
+        clock=t.clock,
+        cuda_backend=cuda,
+    )
     assert m.mode == MODE_EVENTS
     assert m.samples_s == pytest.approx((4e-6, 2e-6) * 3)
     # warm-up ends with a sync, then the 6 repetitions share exactly one
@@ -246,7 +261,15 @@ def test_cuda_events_adaptive_synchronises_per_batch():
     cuda = FakeCuda(t)
     fn = t.work([1_000, 3_000])
     m = measure(
-        fn, device="cuda", warmup=0, reps=None, min_reps=5, max_reps=25, clock=t.clock, cuda_backend=cuda
+        fn,
+        device="cuda",
+        warmup=0,
+        warmup_time_s=0,
+        reps=None,
+        min_reps=5,
+        max_reps=25,
+        clock=t.clock,
+        cuda_backend=cuda,
     )
     assert len(m.samples_s) == 25  # 5 + 10 + 10
     assert cuda.syncs == 2 + 1 + 3  # cold call (2), end of warm-up (1), one per batch (3)
@@ -260,6 +283,7 @@ def test_cuda_graph_mode_times_replays_and_divides_by_calls():
         fn,
         device="cuda",
         warmup=3,
+        warmup_time_s=0,
         reps=4,
         cuda_graph=True,
         calls_per_sample=10,
@@ -347,18 +371,28 @@ def test_stopping_checks_grow_geometrically():
 
 class _FakeTorchCuda:
     """Just the ``torch.cuda`` surface :class:`TorchCudaBackend.capture` uses, logging where
-    each call happens (device context, stream, graph capture)."""
+    each call happens (device context, stream, graph capture) and behaving as torch does at
+    the edges: ``host_read`` (an ``.item()``) raises under ``set_sync_debug_mode("error")`` and
+    invalidates a capture; a failed capture's ``capture_end`` raises over the real error and
+    leaves the capture stream current (torch's ``graph.__exit__`` never reaches its stream
+    context's exit); ``broken`` makes the device fail to synchronise."""
 
     def __init__(self, fail_capture: bool = False) -> None:
         self.log: list[str] = []
         self.where: list[str] = []  # context stack: "device:<d>", "stream:side", "capture"
         self.fail_capture = fail_capture
+        self.sync_debug = 0
+        self.capturing = False
+        self.invalidated = False
+        self.broken = False
+        self.streams = 0
         fake = self
 
         class Stream:
-            def __init__(self, device=None, name="side"):
-                fake.log.append(f"new stream on {device}")
-                self.name = name
+            def __init__(self, device=None, name=None):
+                fake.streams += 1
+                self.name = name or ("side" if fake.streams == 1 else f"stream{fake.streams}")
+                fake.log.append(f"new stream {self.name} on {device}")
 
             def wait_stream(self, other):
                 fake.log.append(f"{self.name} waits for {other.name}")
@@ -368,19 +402,23 @@ class _FakeTorchCuda:
                 fake.log.append("replay")
 
         self.Stream, self.CUDAGraph = Stream, CUDAGraph
-        self._current = Stream.__new__(Stream)
-        self._current.name = "current"
+        self.current = Stream.__new__(Stream)
+        self.current.name = "current"
 
-    def _ctx(self, label):
+    def _ctx(self, label, stream=None):
         from contextlib import contextmanager
 
         @contextmanager
         def ctx():
             self.where.append(label)
+            before = self.current
+            if stream is not None:
+                self.current = stream
             try:
                 yield
             finally:
                 self.where.pop()
+                self.current = before
 
         return ctx()
 
@@ -388,19 +426,60 @@ class _FakeTorchCuda:
         return self._ctx(f"device:{device}")
 
     def stream(self, stream):
-        return self._ctx(f"stream:{stream.name}")
+        return self._ctx(f"stream:{stream.name}", stream)
 
-    def graph(self, graph):
+    def set_stream(self, stream):
+        self.log.append(f"set stream {stream.name}")
+        self.current = stream
+
+    def graph(self, graph, stream=None):
         if self.fail_capture:
             raise RuntimeError("operation not permitted when stream is capturing\nmore")
-        return self._ctx("capture")
+        return _FakeGraphCapture(self, stream)
 
     def current_stream(self, device=None):
         self.log.append(f"current stream of {device}")
-        return self._current
+        return self.current
 
     def synchronize(self, device=None):
+        if self.broken:
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
         self.log.append(f"sync {device}")
+
+    def get_sync_debug_mode(self):
+        return self.sync_debug
+
+    def set_sync_debug_mode(self, mode):
+        self.log.append(f"sync debug {mode}")
+        self.sync_debug = {"default": 0, "warn": 1, "error": 2}.get(mode, mode)
+
+    def host_read(self):
+        """What ``.item()`` does: a device-to-host copy and a stream synchronisation."""
+        if self.sync_debug == 2:
+            raise RuntimeError("called a synchronizing CUDA operation")
+        if self.capturing:
+            self.invalidated = True
+            raise RuntimeError("CUDA error: operation not permitted when stream is capturing")
+
+
+class _FakeGraphCapture:
+    def __init__(self, fake, stream):
+        self.fake, self.stream, self.before = fake, stream, None
+
+    def __enter__(self):
+        fake = self.fake
+        fake.where.append("capture")
+        self.before, fake.current = fake.current, self.stream  # torch enters its stream context ...
+        fake.capturing = True
+
+    def __exit__(self, *exc):
+        fake = self.fake
+        fake.where.pop()
+        fake.capturing = False
+        if fake.invalidated or exc[0] is not None:
+            # ... and leaves it only when capture_end succeeds
+            raise RuntimeError("CUDA error: operation failed due to a previous error during capture")
+        fake.current = self.before
 
 
 def _fake_backend(fake_cuda, device="cuda:1"):
@@ -447,3 +526,173 @@ def test_real_backend_capture_failure_is_a_one_line_run_failure():
         RunFailure, match=r"^CUDA graph capture failed: RuntimeError: operation not permitted"
     ):
         _fake_backend(fake).capture(lambda: None, 2)
+
+
+def test_capture_failure_reports_the_innermost_cause_and_restores_the_stream():
+    """A function that reads the device during capture (here past the side-stream check, as
+    when the read depends on a call count): capture_end raises "operation failed due to a
+    previous error during capture" over the real error; the message names the real one and
+    the caller's stream is current again."""
+    from infer_opt.profilers.timing import CaptureFailed
+
+    fake = _FakeTorchCuda()
+    calls = []
+
+    def fn():
+        calls.append(1)
+        if len(calls) > GRAPH_SIDE_STREAM_WARMUP:
+            fake.host_read()
+
+    with pytest.raises(CaptureFailed) as info:
+        _fake_backend(fake).capture(fn, 2)
+    message = str(info.value)
+    assert message.startswith(
+        "CUDA graph capture failed: RuntimeError: CUDA error: operation not permitted when stream is "
+        "capturing"
+    )
+    assert "(then: RuntimeError: CUDA error: operation failed due to a previous error" in message
+    assert "\n" not in message
+    assert fake.current.name == "current"  # restored, though torch's graph context never exited
+    assert info.value.device_usable and fake.sync_debug == 0
+
+
+def test_a_syncing_function_is_refused_before_capture_starts():
+    from infer_opt.profilers.timing import CaptureFailed
+
+    fake = _FakeTorchCuda()
+    with pytest.raises(
+        CaptureFailed, match=r"synchronizes with the host.*called a synchronizing CUDA operation"
+    ):
+        _fake_backend(fake).capture(fake.host_read, 2)
+    assert "capture" not in fake.where and not fake.capturing  # no capture began
+    assert fake.log.count("sync debug error") == 1 and fake.sync_debug == 0  # mode restored
+    assert fake.current.name == "current"
+
+
+def test_a_capture_that_breaks_the_device_says_so():
+    from infer_opt.profilers.timing import CaptureFailed
+
+    fake = _FakeTorchCuda()
+    calls = []
+
+    def fn():
+        calls.append(1)
+        if len(calls) > GRAPH_SIDE_STREAM_WARMUP:
+            fake.broken = True
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    with pytest.raises(CaptureFailed, match="illegal memory access") as info:
+        _fake_backend(fake).capture(fn, 1)
+    assert not info.value.device_usable
+
+
+def test_innermost_cause_follows_the_chain():
+    from infer_opt.profilers.timing import describe_cause, innermost_cause
+
+    try:
+        try:
+            raise ValueError("the real problem\nwith detail")
+        except ValueError:
+            raise RuntimeError("raised over it") from None
+    except RuntimeError as exc:
+        outer = exc
+    # `from None` hides the context from tracebacks but keeps __context__: still the cause
+    assert isinstance(innermost_cause(outer), ValueError)
+    assert describe_cause(outer) == "ValueError: the real problem (then: RuntimeError: raised over it)"
+    assert describe_cause(KeyError()) == "KeyError"
+
+
+def test_flushing_refuses_several_calls_per_sample():
+    t = FakeTime()
+    with pytest.raises(InvalidInput, match=r"calls_per_sample.*caches warm"):
+        measure(t.work([1_000]), flush_cache=True, flush=lambda: None, calls_per_sample=10, clock=t.clock)
+
+
+def test_flushed_graph_replays_capture_one_call_and_flush_before_each():
+    t = FakeTime()
+    cuda = FakeCuda(t)
+    flushes = []
+    m = measure(
+        t.work([9_000]),
+        device="cuda",
+        warmup=2,
+        reps=5,
+        cuda_graph=True,
+        flush_cache=True,
+        flush=lambda: (flushes.append(1), t.log.append("flush")),
+        clock=t.clock,
+        cuda_backend=cuda,
+    )
+    assert cuda.captured == 1 and m.calls_per_sample == 1 and m.flushed
+    assert len(flushes) == 5 == t.log.count("replay")
+    replays = [i for i, e in enumerate(t.log) if e == "replay"]
+    assert all(t.log[i - 2 : i] == ["flush", "record"] for i in replays)
+    assert m.timing == "cuda-graph-flushed"
+
+
+def test_flushing_ignores_min_sample_time_batching():
+    t = FakeTime()
+    m = measure(
+        t.work([500]),
+        warmup=4,
+        reps=3,
+        min_sample_time_s=10e-6,
+        flush_cache=True,
+        flush=lambda: None,
+        time_cold=False,
+        clock=t.clock,
+        synchronize=t.sync,
+    )
+    assert m.calls_per_sample == 1
+
+
+def test_cuda_warm_up_lasts_25_ms_with_few_synchronisations():
+    t = FakeTime()
+    cuda = FakeCuda(t)
+    m = measure(
+        t.work([10_000]), device="cuda", warmup=5, reps=3, time_cold=False, clock=t.clock, cuda_backend=cuda
+    )
+    assert m.warmup_calls * 10e-6 >= 0.025 > (m.warmup_calls - 1) * 10e-6
+    warm_up = t.log[: t.log.index("record")]
+    assert warm_up.count("sync") <= 3  # 5 calls, then the rest in one batch (not a sync per call)
+
+
+def test_warm_up_time_zero_keeps_the_count_on_cuda():
+    t = FakeTime()
+    cuda = FakeCuda(t)
+    m = measure(
+        t.work([10_000]), device="cuda", warmup=5, warmup_time_s=0, reps=3, clock=t.clock, cuda_backend=cuda
+    )
+    assert m.warmup_calls == 5
+
+
+def test_events_of_a_batch_are_created_before_its_first_sample():
+    t = FakeTime()
+    cuda = FakeCuda(t)
+    original = cuda.event
+
+    def event():
+        t.log.append("event")
+        return original()
+
+    cuda.event = event
+    measure(
+        t.work([3_000]), device="cuda", warmup=1, reps=4, time_cold=False, clock=t.clock, cuda_backend=cuda
+    )
+    timed = t.log[t.log.index("event") :]
+    assert timed[:8] == ["event"] * 8 and "event" not in timed[8:]
+
+
+def test_measure_stops_on_a_failed_capture_with_the_reason():
+    from infer_opt.profilers.timing import CaptureFailed
+
+    t = FakeTime()
+    cuda = FakeCuda(t)
+
+    def capture(fn, calls):
+        raise CaptureFailed("CUDA graph capture failed: RuntimeError: boom", device_usable=False)
+
+    cuda.capture = capture
+    with pytest.raises(CaptureFailed, match="boom") as info:
+        measure(t.work([1_000]), device="cuda", cuda_graph=True, clock=t.clock, cuda_backend=cuda)
+    assert not info.value.device_usable

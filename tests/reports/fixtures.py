@@ -5,7 +5,8 @@ measured kinds (profile, kernels, roofline) are read from ``fixtures/<kind>.json
 trimmed real CPU runs with rounded numbers, so the snapshots stay readable and never
 depend on the machine; ``amortize-measure`` is built by its core function from
 hand-made bucket measurements, ``speculative-measure`` is a frozen ``analyze`` output.
-``compare`` compares two of those kernel runs.
+``compare`` compares two kernel runs made into three runs each (:func:`in_runs`); ``ab`` is an
+A/A of them and ``noise-floor`` the noise it measured.
 """
 
 from __future__ import annotations
@@ -188,6 +189,51 @@ def speculative_measure() -> Result:
     return _from_json("speculative-measure")
 
 
+def speculative_run() -> Result:
+    """Hand-made timings and round counts through ``spec_run.make_point``: gpt2-small-like costs
+    (c_t = 38 ms, c_d = 20 ms, c_v(k) = 40 ms + 10 ms·k), greedy, 16 tokens, k = 1..3."""
+    from infer_opt.notices import Notice
+    from infer_opt.profilers import spec_run as sr
+    from infer_opt.profilers.spec_measure import MeasuredCost
+
+    what = "over 40 cached"
+    costs = [
+        MeasuredCost("c_t", f"target decode step (1 token {what})", _summary(38e-3)),
+        MeasuredCost("c_d", f"draft decode step (1 token {what})", _summary(20e-3)),
+        *(
+            MeasuredCost(
+                f"c_v({k})", f"target verification: {k + 1} new positions {what}", _summary(40e-3 + 10e-3 * k)
+            )
+            for k in (1, 2, 3)
+        ),
+        MeasuredCost("c_m", "cache rollback/commit of both models (host time)", _summary(100e-9)),
+    ]
+    medians = sr.cost_medians(costs)
+    tokens = [7, 7, 3, 9, 9, 9, 1, 4, 4, 2, 8, 8, 8, 8, 5, 6]
+    plain = _summary(16 * 38.5e-3)
+    rounds = {1: (10, 9, [6]), 2: (8, 7, [6, 4]), 3: (7, 5, [4, 3, 2])}
+    points = tuple(
+        sr.make_point(
+            sr.SpeculativeTrace(k, list(tokens), n, full, acc),
+            _summary(16 * 38.5e-3 / s),
+            plain,
+            medians,
+            new_tokens=16,
+            plain_tokens=tokens,
+        )
+        for (k, (n, full, acc)), s in zip(rounds.items(), (1.02, 0.95, 0.88), strict=True)
+    )
+    return sr.SpecRunResult(
+        target="gpt2-small", draft="self:4", vocab_size=50257, device="cpu", device_name="Example CPU",
+        dtype="float32", threads=1, prompt_len=32, new_tokens=16, temperature=None, seed=0, warmup=1,
+        reps=3, cost_context=40, plain_time=plain, plain_tokens_per_s=16 / plain.median_s,
+        plain_tokens=tuple(tokens), costs=tuple(costs), target_step_s=medians["c_t"],
+        draft_step_s=medians["c_d"], bookkeeping_s=medians["c_m"], points=points, sweep=True,
+        headline_k=1, draft_note="the target's first 4 of 12 layers with its final norm and LM head",
+        warnings=(Notice("high_variance", {"rel_iqr": 0.14}, "c_v(2)"),),
+    )  # fmt: skip
+
+
 def profile() -> Result:
     return _from_json("profile")
 
@@ -211,12 +257,90 @@ def kernels_new() -> Result:
     return replace(base, rows=tuple(rows))
 
 
+def in_runs(result: Result, drifts: tuple[float, ...], speed: dict[str, float] | None = None) -> Result:
+    """``result``'s kernel rows as if measured in ``len(drifts)`` runs: run k's samples are
+    the row's samples times ``drifts[k]`` (a drift shared by every case of the run) divided by
+    ``speed[family]``; samples pooled, run medians kept."""
+    from infer_opt.stats import Summary
+
+    rows = []
+    for row in result.rows:  # type: ignore[attr-defined]
+        if row.time_s is None:
+            rows.append(row)
+            continue
+        factor = 1.0 / (speed or {}).get(row.family, 1.0)
+        runs = [[v * d * factor for v in row.samples_s] for d in drifts]
+        samples = tuple(v for run in runs for v in run)
+        summary = Summary.from_samples(samples)
+        medians = tuple(float(np.median(run)) for run in runs)
+        rows.append(
+            replace(row, samples_s=samples, summary=summary, time_s=summary.median_s, run_medians_s=medians)
+        )
+    return replace(result, rows=tuple(rows), runs=len(drifts))
+
+
+def kernels_runs() -> Result:
+    """:func:`kernels` in three runs, the second 4% slower and the third 3% faster throughout."""
+    return in_runs(kernels(), (1.0, 1.04, 0.97))
+
+
+def kernels_runs_new() -> Result:
+    """Three runs of :func:`kernels_new` (matmuls 1.5× faster, one case dropped) with their own drift."""
+    return in_runs(kernels_new(), (1.02, 0.99, 1.05))
+
+
+def kernels_runs_again() -> Result:
+    """Three more runs of the unchanged suite (an A/A partner of :func:`kernels_runs`)."""
+    return in_runs(kernels(), (0.99, 1.06, 1.01))
+
+
 def compare() -> Result:
     from infer_opt.cost_models.compare import compare_results
 
     return compare_results(
-        kernels(), kernels_new(), base_name="base.json", new_name="new.json", bootstrap=500
+        kernels_runs(), kernels_runs_new(), base_name="base.json", new_name="new.json", bootstrap=500,
+        commands=("infer-opt kernels --runs 3 --out base.json", "infer-opt kernels --runs 3 --out new.json"),
+    )  # fmt: skip
+
+
+AA_COMMAND = "infer-opt kernels --suite quick --threads 1"
+
+
+def noise_floor() -> Result:
+    from infer_opt.cost_models.compare import noise_floor as measure
+
+    return measure([kernels_runs(), kernels_runs_again()], command=AA_COMMAND)
+
+
+def ab() -> Result:
+    """An A/A of :data:`AA_COMMAND` (two rounds of three runs a side), as ``infer-opt ab`` saves it."""
+    from infer_opt.cost_models.compare import compare_results
+    from infer_opt.profilers.ab import AbResult, AbRun
+
+    comparison = compare_results(kernels_runs(), kernels_runs_again(), base_name="base", new_name="new")
+    runs = tuple(
+        AbRun(side, r, f"ab-runs/{side}-{r}.json", wall)
+        for r, (b, n) in enumerate([(9.1, 9.4), (9.0, 9.2)], start=1)
+        for side, wall in (("base", b), ("new", n))
     )
+    return AbResult(
+        base_command=AA_COMMAND, new_command=AA_COMMAND, base_env=(), new_env=(), rounds=2,
+        folder="ab-runs", runs=runs, comparison=comparison, noise_floor=noise_floor(),
+        noise_saved_to="~/.cache/infer-opt/noise/cpu-example-cpu-1t-float32-kernels.json",
+    )  # fmt: skip
+
+
+def comm() -> Result:
+    """A 2-rank gloo sweep of two collectives, frozen (4 significant digits) from
+    ``cost_models.comm.sweep`` over per-rank samples on t = α + S/β (all_reduce α = 150 µs,
+    β = 1.2 GB/s; all_gather 120 µs, 0.9 GB/s), ±3% alternating, rank 1 slower, bootstrap 100:
+    the snapshot must not depend on the last bits of a least-squares solve."""
+    return _from_json("comm")
+
+
+def profile_tp() -> Result:
+    """``profile tiny --tp 2 --seq-len 64`` on 2 gloo ranks, trimmed and rounded."""
+    return _from_json("profile-tp")
 
 
 #: result kind -> a function building its fixture (every kind in infer_opt.registry needs one)
@@ -237,8 +361,13 @@ FIXTURES: dict[str, Callable[[], Result]] = {
     "kernels": kernels,
     "roofline": roofline,
     "compare": compare,
+    "ab": ab,
+    "noise-floor": noise_floor,
     "amortize-measure": amortize_measure,
     "speculative-measure": speculative_measure,
+    "speculative-run": speculative_run,
+    "comm": comm,
+    "profile-tp": profile_tp,
 }
 
 

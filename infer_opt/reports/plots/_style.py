@@ -30,6 +30,16 @@ STYLE = {
 
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
 
+_TIME_UNITS = [(3600.0, "h"), (60.0, "min"), (1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")]
+
+
+def time_unit(largest_s: float) -> tuple[float, str]:
+    """The unit a time axis reads best in: ``(seconds per unit, name)`` for the largest value."""
+    for factor, unit in _TIME_UNITS:
+        if largest_s >= factor:
+            return factor, unit
+    return _TIME_UNITS[-1]
+
 
 def figure(nrows: int = 1, ncols: int = 1, **kwargs: Any) -> tuple[Any, Any]:
     with plt.rc_context(STYLE):

@@ -6,17 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from infer_opt.cost_models.amortization import AmortizeBucketsResult, AmortizeResult, TimeCurve, time_curve
-from infer_opt.reports.plots._style import PALETTE, figure, save
+from infer_opt.reports.plots._style import PALETTE, figure, save, time_unit
 from infer_opt.units import format_duration, format_number
-
-_UNITS = [(3600.0, "h"), (60.0, "min"), (1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")]
-
-
-def _time_unit(largest_s: float) -> tuple[float, str]:
-    for factor, unit in _UNITS:
-        if largest_s >= factor:
-            return factor, unit
-    return _UNITS[-1]
 
 
 def plot_one(result: AmortizeResult, path: Path) -> Path:
@@ -27,7 +18,7 @@ def plot_one(result: AmortizeResult, path: Path) -> Path:
 def plot_one_shape(result: AmortizeResult, curve: TimeCurve, path: Path) -> Path:
     """Eager ``n·t_e`` and compiled ``C + n·t_c`` totals, the break-even and the given n."""
     fig, ax = figure()
-    factor, unit = _time_unit(max(max(curve.eager_s), max(curve.compiled_s)))
+    factor, unit = time_unit(max(max(curve.eager_s), max(curve.compiled_s)))
     eager = [t / factor for t in curve.eager_s]
     compiled = [t / factor for t in curve.compiled_s]
     ax.plot(
@@ -87,7 +78,7 @@ def plot_buckets(result: AmortizeBucketsResult, path: Path) -> Path:
     """Net gain ``n_i·Δt_i − C_i`` per bucket; the buckets worth compiling highlighted."""
     fig, ax = figure()
     gains = [b.net_gain_s for b in result.buckets]
-    factor, unit = _time_unit(max(abs(g) for g in gains) or 1.0)
+    factor, unit = time_unit(max(abs(g) for g in gains) or 1.0)
     labels = [b.bucket for b in result.buckets]
     colors = [PALETTE[2] if b.compile else "#b0b0b0" for b in result.buckets]
     bars = ax.bar(range(len(gains)), [g / factor for g in gains], color=colors)

@@ -1,0 +1,102 @@
+"""``infer-opt ab``: run two commands alternately (A B A B …) and compare their results with
+run-level statistics; the same command twice (an A/A) measures and saves the noise floor."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from infer_opt.cli.common import progress_bar
+from infer_opt.cli.compare import AlphaOpt, ForceOpt, SeedOpt, ThresholdOpt
+from infer_opt.cli.output import with_output
+from infer_opt.cli.types import Count
+from infer_opt.errors import InvalidInput
+
+MAX_ROUNDS = 1000
+
+HELP = (
+    "Run two infer-opt kernels or profile command lines alternately, A B A B … for --rounds rounds "
+    "(each a new process writing its result), then compare all BASE runs with all NEW runs: drift "
+    "falls on both sides alike, and the verdicts test each change against the spread between runs.\n\n"
+    "Per case/operator: t test on the log run medians (between-run variance pooled over both sides, "
+    "at least its family's); faster/slower iff p < --alpha and max(r, 1/r) - 1 >= --threshold.\n\n"
+    "Each command is split like a shell would (no shell runs it) and gets --out FILE appended; a "
+    "leading 'infer-opt' runs this infer-opt, anything else (another environment's infer-opt) runs "
+    "as given. --base-env/--new-env KEY=VALUE set environment variables per side.\n\n"
+    "The same command on both sides (an A/A) measures this machine's run-to-run noise per case "
+    "family and saves it (per device, threads and dtype) as the noise floor compare uses for "
+    "single-run comparisons.\n\n"
+    "Examples:\n\n"
+    "  infer-opt ab --base 'infer-opt kernels --only matmul --threads 1' --new 'infer-opt kernels "
+    "--only matmul --threads 2'\n\n"
+    "  infer-opt ab --base 'infer-opt kernels --suite quick --threads 1' --new 'infer-opt kernels "
+    "--suite quick --threads 1'   (A/A: saves the noise floor)\n\n"
+    "  infer-opt ab --base 'infer-opt profile --threads 1' --new 'infer-opt profile --threads 1' "
+    "--new-env OMP_PROC_BIND=close --rounds 5 --out ab.json\n"
+)
+
+
+def _folder(folder: Path | None) -> Path:
+    """The folder the rounds' result files go to (created): ``--dir``, else a new one under
+    the cache (``<cache>/ab/<UTC time>``)."""
+    if folder is None:
+        from infer_opt.files import cache_dir
+
+        stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S%f")
+        folder = cache_dir() / "ab" / stamp
+    if folder.exists() and not folder.is_dir():
+        raise InvalidInput("--dir", str(folder), "is a file; give a folder for the rounds' results")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InvalidInput("--dir", str(folder), f"cannot create it ({exc.strerror})") from None
+    return folder
+
+
+@with_output(plot=True)
+def ab(
+    base: Annotated[str, typer.Option("--base", help="The baseline command line (quoted).")],
+    new: Annotated[str, typer.Option("--new", help="The command line to compare with it (quoted).")],
+    rounds: Annotated[
+        int,
+        typer.Option("--rounds", click_type=Count(1, MAX_ROUNDS), help="Rounds of A then B (3 or more)."),
+    ] = 3,
+    base_env: Annotated[
+        list[str] | None, typer.Option("--base-env", help="Environment for BASE, KEY=VALUE (repeatable).")
+    ] = None,
+    new_env: Annotated[
+        list[str] | None, typer.Option("--new-env", help="Environment for NEW, KEY=VALUE (repeatable).")
+    ] = None,
+    folder: Annotated[
+        Path | None,
+        typer.Option(
+            "--dir", help="Folder for the rounds' result files (kept). Default: a new folder in the cache."
+        ),
+    ] = None,
+    threshold: ThresholdOpt = "5%",
+    alpha: AlphaOpt = 0.05,
+    force: ForceOpt = False,
+    save_floor: Annotated[
+        bool,
+        typer.Option("--save-floor/--no-save-floor", help="After an A/A, save the measured noise floor."),
+    ] = True,
+    seed: SeedOpt = 0,
+) -> Any:
+    from infer_opt.profilers import ab as core
+
+    sides = core.side("base", base, base_env or ()), core.side("new", new, new_env or ())
+    where = _folder(folder)
+    typer.echo(f"rounds' results go to {where}", err=True)
+    options = {"alpha": alpha, "threshold": threshold, "force": force, "seed": seed}
+    with progress_bar("ab") as update:
+        return core.run_ab(
+            *sides, rounds=rounds, folder=where, compare_options=options, save_floor=save_floor,
+            progress=update,
+        )  # fmt: skip
+
+
+def register(app: typer.Typer) -> None:
+    app.command("ab", help=HELP)(ab)

@@ -1,0 +1,154 @@
+"""``infer-opt comm``: collective times over message sizes on every rank, and their α-β fit."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from infer_opt.cli.common import DeviceOpt
+from infer_opt.cli.distributed import BackendOpt, NprocOpt, TimeoutOpt, progress_for, rank_job, relaunch
+from infer_opt.cli.output import Outcome, Output, with_output
+from infer_opt.cli.types import Choice, Count, Size
+from infer_opt.errors import Interrupted
+
+HELP = """Time the collectives of torch.distributed — all_reduce, all_gather,
+reduce_scatter, broadcast, all_to_all and send/recv — over message sizes on
+every rank, each checked for the right result first, and fit t ≈ α + S/β per
+collective.
+
+t = the slowest rank's median; algbw = S/t; busbw = algbw·2(n−1)/n (all_reduce),
+·(n−1)/n (all_gather, reduce_scatter, all_to_all), ·1 (broadcast, send/recv);
+latency dominates below S* = α·β. The sweep is saved per backend, world size
+and device (--no-save: not) for the tensor-parallel step prediction.
+
+Run it on N ranks with --nproc N, or under torchrun (one node or many; rank 0
+prints and writes). With one rank it measures the local copy instead.
+
+Examples:
+
+  infer-opt comm --nproc 2
+
+  infer-opt comm --nproc 2 --collective all_reduce --max-size 1MiB --plot comm.png
+
+  torchrun --nproc-per-node 8 -m infer_opt comm --device cuda --out comm.json
+
+  torchrun --nnodes 2 --nproc-per-node 8 --rdzv-backend c10d \\
+      --rdzv-endpoint host0:29500 -m infer_opt comm --device cuda
+"""
+
+COLLECTIVE_NAMES = (
+    "all",
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "broadcast",
+    "all_to_all",
+    "send_recv",
+)
+MAX_REPS = 100_000
+
+
+@with_output(plot=True)
+def comm(
+    collective: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--collective",
+            click_type=Choice(COLLECTIVE_NAMES),
+            help="A collective to time (repeatable); default: all.",
+        ),
+    ] = None,
+    min_size: Annotated[
+        float, typer.Option("--min-size", click_type=Size(), help="Smallest message S (bytes or 4KiB, …).")
+    ] = "4B",
+    max_size: Annotated[
+        float | None,
+        typer.Option(
+            "--max-size",
+            click_type=Size(),
+            help="Largest message S; default 64MiB on a GPU, 16MiB on the CPU.",
+        ),
+    ] = None,
+    factor: Annotated[
+        int,
+        typer.Option("--factor", click_type=Count(2, 1024), help="Each size is the previous one times this."),
+    ] = 2,
+    warmup: Annotated[
+        int, typer.Option("--warmup", click_type=Count(0, MAX_REPS), help="Untimed calls per size and rank.")
+    ] = 5,
+    reps: Annotated[
+        int, typer.Option("--reps", click_type=Count(1, MAX_REPS), help="Timed calls per size and rank.")
+    ] = 20,
+    device: DeviceOpt = "auto",
+    dtype: Annotated[
+        str,
+        typer.Option("--dtype", click_type=Choice(("float32", "bfloat16", "float16")), help="Element type."),
+    ] = "float32",
+    backend: BackendOpt = "auto",
+    timeout: TimeoutOpt = "60s",
+    nproc: NprocOpt = None,
+    no_save: Annotated[
+        bool, typer.Option("--no-save", help="Do not save the fit to the cache directory (for predict --tp).")
+    ] = False,
+    *,
+    output: Output,
+) -> Any:
+    if nproc is not None:
+        relaunch(nproc, timeout, device)
+    arguments = {
+        "collective": collective, "min_size": min_size, "max_size": max_size, "factor": factor,
+        "warmup": warmup, "reps": reps, "device": device, "dtype": dtype, "backend": backend,
+    }  # fmt: skip
+    with rank_job(backend, device, timeout, arguments) as ctx:
+        settings = _settings(ctx, collective, min_size, max_size, factor, warmup, reps, dtype)
+        with progress_for(ctx, "comm") as update:
+            result = _sweep(ctx, settings, update, output)
+    if result is None:
+        return None
+    if not result.complete:
+        return Outcome(result, error=Interrupted(_interrupted(result, output)))
+    if not no_save:
+        _save(result)
+    return result
+
+
+def _settings(ctx: Any, collective: Any, min_size: float, max_size: float | None, factor: int,
+              warmup: int, reps: int, dtype: str) -> Any:  # fmt: skip
+    from infer_opt.profilers import comm as sweep
+    from infer_opt.profilers.device import parse_dtype
+
+    largest = int(max_size) if max_size is not None else sweep.default_max_bytes(ctx.device)
+    return sweep.SweepSettings(
+        collectives=sweep.parse_collectives(collective or ["all"], ctx.world_size),
+        sizes=tuple(sweep.message_sizes(int(min_size), largest, factor)),
+        dtype=parse_dtype(dtype, ctx.device),
+        warmup=warmup,
+        reps=reps,
+    )
+
+
+def _sweep(ctx: Any, settings: Any, update: Any, output: Output) -> Any:
+    from infer_opt.profilers import comm as sweep
+
+    return sweep.run_sweep(ctx, settings, progress=update, on_update=output.save_partial)
+
+
+def _interrupted(result: Any, output: Output) -> str:
+    measured = sum(len(c.points) for c in result.collectives)
+    files = [str(p) for p, _ in output.targets() if str(p) != "-"]
+    kept = f"; kept in {', '.join(files)}" if files else ""
+    return f"interrupted after {measured} message size(s){kept}"
+
+
+def _save(result: Any) -> None:
+    from infer_opt.profilers import comm as sweep
+
+    try:
+        typer.echo(f"saved the fit to {sweep.save_comm(result)}", err=True)
+    except OSError as exc:
+        typer.echo(f"could not save the fit to the cache ({exc.strerror}); use --out FILE.json", err=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("comm", help=HELP)(comm)

@@ -1,0 +1,136 @@
+"""``infer-opt speculative run``: run speculative decoding, measure it, and hold it against the model."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from infer_opt.cli.common import AutoDtypeOpt, DeviceOpt, ThreadsOpt, progress_bar
+from infer_opt.cli.output import Outcome, with_output
+from infer_opt.cli.speculative import app
+from infer_opt.cli.types import Count, CountRange, Number
+from infer_opt.errors import InvalidInput, RunFailure
+
+#: repetitions above this would run for a very long time
+MAX_REPS = 10_000
+
+HELP = """Run speculative decoding for real and compare the measured speedup with the cost model's.
+
+A round: the draft proposes k tokens over its KV cache, the target verifies them in one forward
+over k + 1 positions, the exact rule accepts or corrects (greedy: accept iff the draft is the
+target's argmax), both caches are truncated to the committed tokens. Plain decoding of the same
+target from the same prompt is timed alike. Measured speedup = plain time / speculative time;
+predicted S = c_t·E[N] / (k·c_d + c_v(k) + c_m) with the costs measured in this run and the
+realised α_i. With --greedy (the default) the output must equal plain greedy decoding token for
+token (exit 1 otherwise).
+
+Drafts: self:N (the target's first N layers, its final norm and LM head; it shares the target's
+weights and the KV cache of those layers) or any model with the target's vocabulary (a built-in
+draft is built with it). Batch 1, random weights, a seeded random prompt.
+
+Examples:
+
+  infer-opt speculative run --target gpt2-small --draft self:4 --k 3 --threads 1
+
+  infer-opt speculative run --target tiny --draft self:1 --sweep-k 1..6 --plot run.png
+
+  infer-opt speculative run --target llama-tiny --draft self:1 --temperature 1.0 --new-tokens 128 --json
+"""
+
+
+def _draft_lengths(k: int | None, sweep_k: tuple[int, ...] | None) -> tuple[list[int], bool]:
+    if k is not None and sweep_k is not None:
+        raise InvalidInput("--sweep-k", "with --k", "give one draft length (--k) or a sweep (--sweep-k)")
+    if sweep_k is not None:
+        return list(sweep_k), True
+    return [4 if k is None else k], False
+
+
+def _temperature(greedy: bool, temperature: float | None) -> float | None:
+    if greedy and temperature is not None:
+        raise InvalidInput("--temperature", temperature, "give --greedy or --temperature, not both")
+    return temperature
+
+
+@app.command("run", help=HELP)
+@with_output(plot=True)
+def run(
+    target: Annotated[
+        str, typer.Option("--target", help="Target model: built-in name or a factory returning DecoderLM.")
+    ] = "gpt2-small",
+    draft: Annotated[
+        str,
+        typer.Option(
+            "--draft", help="self:N (the target's first N layers) or a model sharing its vocabulary."
+        ),
+    ] = "self:4",
+    k: Annotated[
+        int | None, typer.Option("--k", click_type=Count(1, 64), help="Draft length (default 4).")
+    ] = None,
+    sweep_k: Annotated[
+        Any,
+        typer.Option(
+            "--sweep-k",
+            click_type=CountRange(1, 64),
+            help="Run every k in A..B (or a list 1,2,4); plot S vs k.",
+        ),
+    ] = None,
+    new_tokens: Annotated[
+        int, typer.Option("--new-tokens", click_type=Count(1, 100_000), help="Tokens N to decode.")
+    ] = 64,
+    greedy: Annotated[bool, typer.Option("--greedy", help="Greedy decoding (the default).")] = False,
+    temperature: Annotated[
+        float | None,
+        typer.Option(
+            "--temperature", click_type=Number(0, low_open=True), help="Sample at temperature T instead."
+        ),
+    ] = None,
+    prompt_len: Annotated[
+        int, typer.Option("--prompt-len", click_type=Count(1, 1 << 20), help="Random prompt tokens P.")
+    ] = 32,
+    seed: Annotated[
+        int, typer.Option("--seed", click_type=Count(0), help="Seed of the prompt and the sampler.")
+    ] = 0,
+    threads: ThreadsOpt = None,
+    device: DeviceOpt = "auto",
+    dtype: AutoDtypeOpt = "auto",
+    warmup: Annotated[
+        int, typer.Option("--warmup", click_type=Count(0, MAX_REPS), help="Untimed decodings before timing.")
+    ] = 1,
+    reps: Annotated[
+        int, typer.Option("--reps", click_type=Count(1, MAX_REPS), help="Timed decodings of each kind.")
+    ] = 5,
+    cost_reps: Annotated[
+        int,
+        typer.Option(
+            "--cost-reps",
+            click_type=Count(1, MAX_REPS),
+            help="Timed calls of each cost c_t, c_d, c_v(k), c_m.",
+        ),
+    ] = 20,
+) -> Any:
+    ks, sweep = _draft_lengths(k, sweep_k)
+    temp = _temperature(greedy, temperature)
+    from infer_opt.profilers import device as devices
+    from infer_opt.profilers.spec_run import run_speculative
+
+    dev = devices.resolve_device(device)
+    if threads is not None:
+        import torch
+
+        torch.set_num_threads(threads)
+    torch_dtype = devices.parse_dtype(dtype, dev)
+    with progress_bar("speculative run") as update:
+        result = run_speculative(
+            target, draft, device=dev, dtype=torch_dtype, ks=ks, new_tokens=new_tokens, prompt_len=prompt_len,
+            temperature=temp, seed=seed, warmup=warmup, reps=reps, cost_reps=cost_reps, sweep=sweep,
+            progress=update,
+        )  # fmt: skip
+    if result.tokens_identical is False:
+        failed = ", ".join(str(p.k) for p in result.points if p.tokens_identical is False)
+        error = RunFailure(
+            f"greedy speculative output differs from plain greedy output (k = {failed}; see above)"
+        )
+        return Outcome(result, error=error)
+    return result

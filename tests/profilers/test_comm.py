@@ -1,0 +1,89 @@
+"""The collective sweep: sizes, checks before timing, the single-rank fallback (the sweep over
+2 gloo ranks is run through the CLI in tests/cli/test_comm_cli.py)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from infer_opt.cost_models import comm as cm
+from infer_opt.errors import InvalidInput, RunFailure
+from infer_opt.notices import has
+from infer_opt.profilers import comm, distributed
+from tests.profilers.distributed_helpers import json_lines, torchrun
+
+
+def test_sizes_are_a_geometric_grid_from_four_bytes():
+    assert comm.message_sizes(4, 64, 2) == [4, 8, 16, 32, 64]
+    assert comm.message_sizes(4, 100, 4) == [4, 16, 64]
+    assert comm.message_sizes(4, 16 * 2**20)[-1] == 16 * 2**20
+    with pytest.raises(InvalidInput, match="max_size"):
+        comm.message_sizes(64, 4)
+    with pytest.raises(InvalidInput, match="factor"):
+        comm.message_sizes(4, 64, 1)
+
+
+def test_collectives_are_named_in_canonical_order():
+    assert comm.parse_collectives(["all"], 2) == cm.COLLECTIVES
+    assert comm.parse_collectives(["send-recv", "all_reduce"], 4) == ("all_reduce", "send_recv")
+    assert comm.parse_collectives(["all_reduce"], 1) == (cm.LOCAL_COPY,)
+    with pytest.raises(InvalidInput, match="collectives"):
+        comm.parse_collectives(["allreduce2"], 2)
+
+
+def test_a_wrong_result_is_never_timed():
+    op = comm.CollectiveOp("all_reduce", 64, run=lambda: None, check=lambda: 3.0)
+    with pytest.raises(RunFailure, match="all_reduce of 64 B gave a wrong result on rank 1"):
+        comm.checked(op, 1)
+    assert comm.checked(comm.CollectiveOp("all_reduce", 64, lambda: None, lambda: 0.0), 0).bytes == 64
+
+
+def test_check_tolerance_allows_rounding_only_in_16_bit_floats():
+    assert comm.tolerance(torch.float32, 2) < 1e-5
+    assert comm.tolerance(torch.bfloat16, 2) == pytest.approx(0.0078125 * 5)
+
+
+def test_one_rank_measures_the_local_copy_and_says_why(monkeypatch):
+    for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
+        monkeypatch.delenv(key, raising=False)
+    updates = []
+    with distributed.rank_job("auto", "cpu", 10) as ctx:
+        settings = comm.SweepSettings(
+            comm.parse_collectives(["all"], ctx.world_size),
+            tuple(comm.message_sizes(4, 4096, 4)),
+            torch.float32,
+            warmup=1,
+            reps=3,
+            bootstrap=10,
+        )
+        result = comm.run_sweep(ctx, settings, on_update=updates.append)
+    assert result is not None and result.complete
+    assert [c.collective for c in result.collectives] == [cm.LOCAL_COPY]
+    (copy,) = result.collectives
+    assert [p.bytes for p in copy.points] == [4, 16, 64, 256, 1024, 4096]
+    assert copy.alpha_s is not None and copy.alpha_s > 0
+    assert has(result.warnings, "comm_single_rank")
+    assert len(updates) == 6 and not updates[0].complete and has(updates[0].warnings, "comm_partial")
+
+
+@pytest.mark.gpu
+def test_one_gpu_measures_the_local_copy_with_cuda_events(monkeypatch):
+    for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
+        monkeypatch.delenv(key, raising=False)
+    with distributed.rank_job("auto", "cuda", 30) as ctx:
+        assert (ctx.backend, ctx.device.type) == ("nccl", "cuda")
+        settings = comm.SweepSettings((cm.LOCAL_COPY,), (4, 2**20, 2**26), torch.float32, warmup=2, reps=5)
+        result = comm.run_sweep(ctx, settings)
+    assert result is not None and has(result.warnings, "comm_single_rank")
+    (copy,) = result.collectives
+    assert copy.points[-1].algbw_bytes_per_s > 1e10  # a device-local copy runs at HBM speed
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.device_count() < 2, reason="needs 2 GPUs")
+def test_every_collective_over_two_gpus_with_nccl():
+    run = torchrun("-m", "tests.profilers.dist_workers", "sweep", DEVICE="cuda")
+    assert run.returncode == 0, run.stderr[-2000:]
+    result = cm.CommResult.from_dict(json_lines(run.stdout)[0])
+    assert (result.backend, result.world_size) == ("nccl", 2)
+    assert [c.collective for c in result.collectives] == list(cm.COLLECTIVES)
