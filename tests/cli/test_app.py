@@ -111,9 +111,3 @@ def test_a_groups_own_options_are_named_in_core_errors(tmp_path):
     lengths.write_text("1\n12\n")
     run = invoke("amortize", "--buckets", str(bounds), "--lengths", str(lengths))
     assert_one_line_error(run, "--lengths", "1 of 2 lengths")
-
-
-def test_a_subcommand_never_blames_an_option_it_lacks():
-    run = invoke("amortize", "measure", "--bounds", "10000000")
-    assert_one_line_error(run, "--bounds", "2048 positions")
-    assert "--seq-len" not in run.stderr

@@ -47,8 +47,11 @@ BASES: dict[tuple[str, ...], list[str]] = {
     ("attention", "memory"): ["--tq", "8", "--tk", "8", "--heads", "2", "--head-dim", "4"],
     ("attention", "window"): ["--dropped-mass", "0.1", "--value-norm", "1"],
     ("attention", "check"): [],
+    ("speculative", "run"): ["--target", "tiny"],
     ("report",): ["{result}"],
     ("compare",): ["{result}", "{result}"],
+    ("ab",): ["--base", "infer-opt kernels --only tiny_add", "--new", "infer-opt kernels --only tiny_add"],
+    ("comm",): [],
 }
 #: options whose parsing needs no type (free text handled in the body) or that run work
 SKIP = {"--help", "--install-completion", "--show-completion", "--hf-config", "--device", "--dtype"}
@@ -182,6 +185,12 @@ CASES = _cases()
 def test_the_table_covers_every_command_and_hundreds_of_values():
     covered = {path for path, _, _ in CASES}
     assert covered == set(BASES)
+    every = {
+        (name, *([sub] if sub else []))
+        for name in COMMANDS
+        for sub in (list(getattr(_load_command(name), "commands", {})) or [None])
+    }
+    assert every <= set(BASES), f"add these commands to BASES: {sorted(every - set(BASES))}"
     assert len(CASES) > 300
 
 
