@@ -3,6 +3,8 @@ into exit codes (``InvalidInput`` -> 2, ``RunFailure`` -> 1)."""
 
 from __future__ import annotations
 
+import re
+
 
 class InferOptError(Exception):
     """Base class for every error infer-opt reports to the user."""
@@ -49,3 +51,35 @@ class Interrupted(InferOptError):
     """Ctrl-C during a long run: says what was kept and how to go on (exit 130)."""
 
     exit_code = 130
+
+
+_ALLOCATION = re.compile(
+    r"(?:tried to allocate|unable to allocate)\s+([\d.]+\s*(?:[KMGTPE]i?B|bytes)?)", re.IGNORECASE
+)
+
+
+def out_of_memory(exc: BaseException) -> str | None:
+    """When ``exc`` is an allocation failure (Python's or numpy's ``MemoryError``, torch's
+    ``OutOfMemoryError``, the CPU allocator's "can't allocate memory"), what it tried to
+    allocate ("" when the message does not say); else None. Needs no torch import."""
+    message = str(exc)
+    lowered = message.lower()
+    is_oom = (
+        isinstance(exc, MemoryError)
+        or type(exc).__name__ == "OutOfMemoryError"
+        or (
+            isinstance(exc, RuntimeError)
+            and ("out of memory" in lowered or "can't allocate memory" in lowered)
+        )
+    )
+    if not is_oom:
+        return None
+    found = _ALLOCATION.search(message)
+    if found is None:
+        return ""
+    size = found.group(1).strip()
+    if size.endswith("bytes") or size.isdigit():
+        from infer_opt.units import format_bytes
+
+        size = format_bytes(float(size.split()[0]))
+    return size

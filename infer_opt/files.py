@@ -57,6 +57,13 @@ def check_writable(path: str | os.PathLike[str], option: str, *, allow_stdout: b
         if allow_stdout:
             return Path(text)
         raise InvalidInput(option, text, "'-' (stdout) is not accepted here; give a file name")
+    try:
+        return _check_place(text, option)
+    except OSError as exc:  # a name too long, a loop of symlinks
+        raise InvalidInput(option, text, f"cannot use this path ({_reason(exc)})") from None
+
+
+def _check_place(text: str, option: str) -> Path:
     target = Path(os.path.realpath(text))
     if _is_special(target):
         if not os.access(target, os.W_OK):

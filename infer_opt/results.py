@@ -106,6 +106,19 @@ class Result:
     def from_dict(cls: type[R], data: dict[str, Any]) -> R:
         return _dataclass_from_dict(cls, data)
 
+    def to_frame(self, table: int | str | None = None) -> Any:
+        """The result's main table as a pandas DataFrame (raw values, SI units in the column
+        names, as in ``--csv``); ``table`` picks another table of its view by position or title."""
+        from infer_opt.reports.frames import result_frame
+
+        return result_frame(self, table)
+
+    def _repr_markdown_(self) -> str:
+        """How a notebook shows the result: the markdown report."""
+        from infer_opt.reports.render import render
+
+        return render(self, "markdown")
+
 
 def environment_info() -> dict[str, Any]:
     """Where a result was produced. Reads torch's details only when torch is already
@@ -199,15 +212,17 @@ def parse_envelope(data: Any, *, source: str = "result file") -> LoadedResult:
 
 def load_result(path: str | os.PathLike[str]) -> LoadedResult:
     """Read a saved result file."""
+    from infer_opt.tables import read_json
+
     p = Path(path)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        data = read_json(p.read_text(encoding="utf-8"), source=str(p))
     except FileNotFoundError:
         raise InvalidInput("result file", str(p), "file does not exist") from None
     except IsADirectoryError:
         raise InvalidInput("result file", str(p), "is a directory, expected a file") from None
     except UnicodeDecodeError:
         raise InvalidInput("result file", str(p), "not a UTF-8 text file") from None
-    except json.JSONDecodeError as exc:
-        raise InvalidInput("result file", str(p), f"not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    except OSError as exc:
+        raise InvalidInput("result file", str(p), f"cannot read it ({exc.strerror})") from None
     return parse_envelope(data, source=str(p))

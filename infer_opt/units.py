@@ -41,13 +41,16 @@ SIZE_UNITS: dict[str, float] = {
 _SI_PREFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15}
 
 
-def _split(text: str, option: str, what: str) -> tuple[float, str]:
+def _split(text: str, option: str, what: str, example: str | None = None) -> tuple[float, str]:
     match = _QUANTITY.match(str(text))
     if not match:
-        raise InvalidInput(option, text, f"expected a {what} such as {_EXAMPLES[what]}")
-    value = float(match.group("num"))
+        raise InvalidInput(option, text, f"expected a {what} such as {example or _EXAMPLES[what]}")
+    number = match.group("num")
+    value = float(number)
     if math.isnan(value):
         raise InvalidInput(option, text, f"expected a {what}, not NaN")
+    if math.isinf(value) and "inf" not in number.lower():
+        raise InvalidInput(option, text, f"too large: {number[:20]}… does not fit a float (at most ~1.8e308)")
     return value, match.group("unit")
 
 
@@ -56,7 +59,8 @@ _EXAMPLES = {
     "size": "512MiB, 4GiB or 1e6 (bytes)",
     "bandwidth": "1.2TB/s or 900GB/s",
     "compute rate": "312TFLOP/s or 5e12 (FLOP/s)",
-    "number": "0.4, 3 or inf",
+    "number": "0.4 or 3",
+    "whole number": "8 or 1e3",
 }
 
 
@@ -143,14 +147,16 @@ def parse_float(
     low_open: bool = False,
     high_open: bool = False,
     allow_inf: bool = False,
+    what: str = "number",
 ) -> float:
     """Parse a plain number and check it lies in the stated interval."""
     if isinstance(text, (int, float)):
         value = float(text)
     else:
-        value, unit = _split(text, option, "number")
+        example = _EXAMPLES[what] + (" or inf" if allow_inf else "")
+        value, unit = _split(text, option, what, example.replace(" or 3 or", ", 3 or"))
         if unit:
-            raise InvalidInput(option, text, "expected a plain number without a unit")
+            raise InvalidInput(option, text, f"expected a plain {what} without a unit")
     if math.isnan(value):
         raise InvalidInput(option, text, "expected a number, not NaN")
     value += 0.0  # "-0" -> 0.0: a negative zero would print as "-0.0%"
@@ -205,15 +211,16 @@ def parse_int(text: str | int, *, option: str, low: int | None = None, high: int
     """Parse a whole number (``"8"``, ``"1e3"``) and check ``low <= n <= high``; ``"2.5"`` is rejected."""
     if isinstance(text, bool):
         raise InvalidInput(option, text, "expected a whole number")
-    value = parse_float(text, option=option) if not isinstance(text, int) else float(text)
-    if value != math.floor(value) or abs(value) > 2**53:
+    value = (
+        parse_float(text, option=option, what="whole number") if not isinstance(text, int) else float(text)
+    )
+    lo = "-inf" if low is None else str(low)
+    hi = "+inf" if high is None else str(high)
+    if value != math.floor(value):
         raise InvalidInput(option, text, "expected a whole number")
-    n = int(value)
-    if (low is not None and n < low) or (high is not None and n > high):
-        lo = "-inf" if low is None else str(low)
-        hi = "+inf" if high is None else str(high)
+    if abs(value) > 2**53 or (low is not None and value < low) or (high is not None and value > high):
         raise InvalidInput(option, text, f"must be a whole number in [{lo}, {hi}]")
-    return n
+    return int(value)
 
 
 def _g(value: float) -> str:

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from infer_opt import units
 from infer_opt.errors import InvalidInput
 from infer_opt.units import (
     format_bytes,
@@ -97,3 +98,30 @@ def test_format_number_does_not_invent_digits_for_huge_floats():
     assert format_number(4.6116860141203e18) == "4.612e+18"
     assert format_number(123_456_789_012) == "123,456,789,012"  # exact integers below 1e15 stay whole
     assert format_number(12345.6) == "12,346"
+
+
+@pytest.mark.parametrize("text", ["1e400", "9" * 400, "-1e999"])
+def test_a_literal_that_overflows_a_float_is_refused_not_taken_as_inf(text):
+    with pytest.raises(InvalidInput, match="too large"):
+        units.parse_float(text, option="--x", allow_inf=True)
+
+
+def test_inf_itself_is_taken_where_allowed():
+    assert units.parse_float("inf", option="--x", allow_inf=True) == float("inf")
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"), [("1e20", "[1, 10]"), ("1e308", "[1, 10]"), ("2.5", "whole number")]
+)
+def test_counts_out_of_range_name_the_range_not_a_format(text, needle):
+    with pytest.raises(InvalidInput) as info:
+        units.parse_int(text, option="--n", low=1, high=10)
+    assert needle in str(info.value)
+
+
+def test_examples_offer_inf_only_where_it_is_allowed():
+    with pytest.raises(InvalidInput) as finite:
+        units.parse_float("abc", option="--x")
+    with pytest.raises(InvalidInput) as infinite:
+        units.parse_float("abc", option="--x", allow_inf=True)
+    assert "inf" not in finite.value.expected and "inf" in infinite.value.expected

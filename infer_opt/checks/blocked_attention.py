@@ -78,10 +78,10 @@ def visibility(
         keys = np.arange(tk)[None, :]
         out = keys <= pos
         if window is not None:
-            w = _check_int("--window", window, 1)
+            w = _check_int("window", window, 1)
             out = out & (keys > pos - w)
     elif window is not None:
-        raise InvalidInput("--window", window, "a sliding window needs a causal mask (give causal_offset)")
+        raise InvalidInput("window", window, "a sliding window needs a causal mask (give causal_offset)")
     if key_padding is not None:
         pad = np.asarray(key_padding, dtype=bool)
         if pad.shape[-1:] != (tk,):
@@ -105,13 +105,13 @@ def visibility(
 def bottom_right_offset(tq: int, tk: int) -> int:
     """The causal offset ``T_k - T_q`` that puts the last query at the last key."""
     if tq > tk:
-        raise InvalidInput("--tq", tq, f"must be <= T_k = {tk} (queries are the newest keys)")
+        raise InvalidInput("tq", tq, f"must be <= T_k = {tk} (queries are the newest keys)")
     return tk - tq
 
 
 def key_blocks(tk: int, block_size: int) -> list[tuple[int, int]]:
     """``[(start, stop), ...]`` of the key blocks; the last one may be shorter."""
-    bs = _check_int("--block-size", block_size, 1)
+    bs = _check_int("block_size", block_size, 1)
     return [(j0, min(tk, j0 + bs)) for j0 in range(0, tk, bs)]
 
 

@@ -133,7 +133,7 @@ def sdpa_is_causal_top_left(device: Any = "cpu", dtype: str = "float64") -> bool
 
 def _tolerance(dtype: str, tolerance: float | None) -> float:
     if dtype not in TOLERANCES:
-        raise InvalidInput("--dtype", dtype, f"must be one of {', '.join(TOLERANCES)}")
+        raise InvalidInput("dtype", dtype, f"must be one of {', '.join(TOLERANCES)}")
     if tolerance is None:
         return TOLERANCES[dtype]
     if not (isinstance(tolerance, (int, float)) and np.isfinite(tolerance) and tolerance > 0):
@@ -143,16 +143,16 @@ def _tolerance(dtype: str, tolerance: float | None) -> float:
 
 def _validate_sizes(tq: int, tk: int, batch: int, heads: int, head_dim: int) -> None:
     for option, value in (
-        ("--tq", tq),
-        ("--tk", tk),
-        ("--batch", batch),
-        ("--heads", heads),
-        ("--head-dim", head_dim),
+        ("tq", tq),
+        ("tk", tk),
+        ("batch", batch),
+        ("heads", heads),
+        ("head_dim", head_dim),
     ):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise InvalidInput(option, value, "must be an integer >= 1")
     if tq > tk:
-        raise InvalidInput("--tq", tq, f"must be <= --tk = {tk} (new queries cannot outnumber the keys)")
+        raise InvalidInput("tq", tq, f"must be <= --tk = {tk} (new queries cannot outnumber the keys)")
 
 
 @dataclass
@@ -320,9 +320,9 @@ def check_attention(
 
     _validate_sizes(tq, tk, batch, heads, head_dim)
     if isinstance(block_size, bool) or not isinstance(block_size, (int, np.integer)) or block_size < 1:
-        raise InvalidInput("--block-size", block_size, "must be an integer >= 1")
+        raise InvalidInput("block_size", block_size, "must be an integer >= 1")
     if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1:
-        raise InvalidInput("--window", window, "must be an integer >= 1")
+        raise InvalidInput("window", window, "must be an integer >= 1")
     run = _Run(
         torch.Generator().manual_seed(int(seed)), batch, heads, head_dim, getattr(torch, dtype), dtype,
         device, _tolerance(dtype, None), int(block_size),

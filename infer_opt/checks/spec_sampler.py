@@ -137,10 +137,10 @@ def _models(
 
 
 def _draft_length(k: int, budget: int | None) -> int:
-    k = _int("--k", k, 1)
+    k = _int("k", k, 1)
     if budget is None:
         return k
-    return min(k, _int("--budget", budget, 1) - 1)
+    return min(k, _int("budget", budget, 1) - 1)
 
 
 def _correction(p_i: np.ndarray, q_i: np.ndarray, rule: str) -> np.ndarray:
@@ -314,7 +314,7 @@ def verify_drafts(
 def _enumeration_size(vocab: int, horizon: int) -> None:
     if vocab**horizon > MAX_ENUMERATED_SEQUENCES:
         raise InvalidInput(
-            "--k",
+            "k",
             f"vocab {vocab}, horizon {horizon}",
             f"exact enumeration covers at most {MAX_ENUMERATED_SEQUENCES:,} sequences (vocab^(k+1)); "
             "use a smaller --vocab or --k",
@@ -504,7 +504,7 @@ def simulate_rounds(
     is (V,) or (k, V). Same algorithm as :func:`speculative_round`."""
     _check_rule(rule)
     k_eff = _draft_length(k, budget)
-    trials = _int("--trials", trials, 1)
+    trials = _int("trials", trials, 1)
     P = _rows("p", p, k_eff + 1)
     Q = _rows("q", q, k_eff)
     if P.shape[1] != Q.shape[1] and k_eff:
@@ -720,7 +720,7 @@ def random_pair(
             floor = calc.acceptance(p[i], base).acceptance_rate
             if floor > alpha_target:
                 raise InvalidInput(
-                    "--alpha-target",
+                    "alpha_target",
                     alpha_target,
                     f"with this seed the target at position {i + 1} accepts at least {floor:.3g}; "
                     "raise --alpha-target or change --seed",
@@ -841,14 +841,14 @@ def verify_sampler(
     errors. With a fixed seed the result is deterministic; over random seeds the exact
     rule fails by chance with probability about 2e-3 (two chi-square tests at 1e-3, plus
     k+2 comparisons at 5.7e-7 each)."""
-    vocab = _int("--vocab", vocab, 2)
-    k = _int("--k", k, 1)
-    trials = _int("--trials", trials, 1)
-    seed = _int("--seed", seed, 0)
+    vocab = _int("vocab", vocab, 2)
+    k = _int("k", k, 1)
+    trials = _int("trials", trials, 1)
+    seed = _int("seed", seed, 0)
     if alpha_target is not None and not (
         isinstance(alpha_target, (int, float)) and math.isfinite(alpha_target) and 0 < alpha_target < 1
     ):
-        raise InvalidInput("--alpha-target", alpha_target, "must be in (0, 1)")
+        raise InvalidInput("alpha_target", alpha_target, "must be in (0, 1)")
     _enumeration_size(vocab, k + 1)
     streams = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3)]
     p, q = random_pair(vocab, k, streams[0], alpha_target)

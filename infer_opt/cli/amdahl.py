@@ -39,7 +39,7 @@ class PartType(Parsed):
             raise InvalidInput(option, text, "expected NAME=FRACTION:SPEEDUP, e.g. attention=0.4:4")
         where = f"{option} {name.strip()}"
         fraction = parse_float(f_text, option=where, low=0, high=1)
-        speedup = parse_float(s_text, option=where, low=0, low_open=True, allow_inf=True)
+        speedup = parse_float(s_text, option=where, low=model.MIN_SPEEDUP, allow_inf=True)
         return model.Part(name.strip(), fraction, speedup)
 
 
@@ -74,7 +74,7 @@ SpeedupOpt = option(
     float | None,
     "--speedup",
     "-s",
-    parse=Number(0, low_open=True, allow_inf=True),
+    parse=Number(model.MIN_SPEEDUP, allow_inf=True),
     help="Speedup s of that fraction, > 0 ('inf' = free).",
 )
 PartOpt = option(

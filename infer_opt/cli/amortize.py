@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 
 from infer_opt.cli.common import option, read_text
-from infer_opt.cli.output import with_output
+from infer_opt.cli.output import Outcome, with_output
 from infer_opt.cli.types import Count, Duration, InputFile
 from infer_opt.cost_models import amortization as model
 from infer_opt.cost_models import bucketing
@@ -86,7 +86,7 @@ def amortize(
     buckets: BucketsOpt = None,
     lengths: LengthsOpt = None,
     requests: RequestsOpt = None,
-) -> Result | None:
+) -> Result | Outcome | None:
     if ctx.invoked_subcommand is not None:
         return None
     one_shape = {"--compile-cost": compile_cost, "--eager": eager, "--compiled": compiled, "--calls": calls}
@@ -109,17 +109,18 @@ def amortize(
     return model.amortize(compile_cost, eager, compiled, calls)  # type: ignore[arg-type]
 
 
-def _buckets(path: Path, lengths: Path | None, requests: int | None) -> model.AmortizeBucketsResult:
+def _buckets(path: Path, lengths: Path | None, requests: int | None) -> Outcome:
     if requests is not None and lengths is None:
         raise InvalidInput("--requests", requests, "only used with --lengths FILE")
     text, source = read_text(path, "--buckets")
     rows = model.read_bucket_csv(text, source=source, calls_required=lengths is None)
     if lengths is None:
-        return model.amortize_buckets(rows, source=source)
+        return Outcome(model.amortize_buckets(rows, source=source), warnings=rows.notices)
     sample_text, sample_source = read_text(lengths, "--lengths")
     sample = bucketing.parse_lengths_text(sample_text, source=sample_source)
-    rows, n = model.calls_from_lengths(rows, sample, requests=requests, source=source)
+    counted, n = model.calls_from_lengths(rows, sample, requests=requests, source=source)
     how = f"{sample_source} ({n} lengths" + (
         f", scaled to {requests} calls)" if requests is not None else ")"
     )
-    return model.amortize_buckets(rows, source=source, calls_source=how)
+    result = model.amortize_buckets(counted, source=source, calls_source=how)
+    return Outcome(result, warnings=rows.notices + sample.notices)

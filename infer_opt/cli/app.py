@@ -15,7 +15,7 @@ from typer.core import TyperGroup
 
 from infer_opt import __version__
 from infer_opt.cli._click import click
-from infer_opt.errors import InferOptError, InvalidInput
+from infer_opt.errors import InferOptError, InvalidInput, out_of_memory
 
 
 class InferOptGroup(TyperGroup):
@@ -47,6 +47,10 @@ class InferOptGroup(TyperGroup):
             _fail("Aborted.", 130, debug)
         except InferOptError as exc:  # raised with --debug, which keeps the traceback
             _fail(f"Error: {_one_line(str(exc))}", exc.exit_code, True)
+        except (Exception, MemoryError) as exc:  # out of memory outside a profiler's guard
+            if out_of_memory(exc) is None:
+                raise
+            _fail(f"Error: {out_of_memory_message(exc)}", 1, debug)
         if not standalone_mode:
             return rv
         sys.exit(rv if isinstance(rv, int) else 0)
@@ -66,6 +70,10 @@ class InferOptGroup(TyperGroup):
             if getattr(self, "debug", False):
                 raise
             raise _UserError(str(exc), exc.exit_code) from None
+        except (Exception, MemoryError) as exc:
+            if out_of_memory(exc) is None or getattr(self, "debug", False):
+                raise
+            raise _UserError(out_of_memory_message(exc), 1) from None
 
 
 def _fail(message: str, code: int, debug: bool) -> None:
@@ -143,19 +151,16 @@ def _name_flags_in_errors(command: Any) -> None:
     """The core names parameters (``compile_cost``); a command's user knows its flags
     (``--compile-cost``). Wrap each leaf command so an :class:`InvalidInput` about one of its
     parameters names the flag instead."""
-    subcommands = getattr(command, "commands", None)
-    if subcommands:
-        for sub in subcommands.values():
-            _name_flags_in_errors(sub)
-        return
-    invoke = command.invoke
+    for sub in getattr(command, "commands", {}).values():
+        _name_flags_in_errors(sub)
+    invoke = command.invoke  # a group's own options (`amortize --lengths`) are named too
 
     def invoke_naming_flags(ctx: click.Context) -> Any:
         try:
             return invoke(ctx)
         except InvalidInput as exc:
             flag = flag_for(ctx.command, exc.option)
-            if flag is None:
+            if flag is None or ctx.invoked_subcommand is not None:
                 raise
             raise InvalidInput(flag, exc.value, exc.expected) from exc
 
@@ -167,12 +172,14 @@ def flag_for(command: Any, parameter: str) -> str | None:
     name already is a flag or the command has no such option."""
     if parameter.startswith("-"):
         return None
-    wanted = {parameter, parameter.replace("-", "_"), parameter.removesuffix("s")}
-    dashed = "--" + parameter.replace("_", "-")
-    for param in command.params:
-        flags = [o for o in param.opts if o.startswith("--")]
-        if param.name in wanted or dashed in flags:
-            return max(flags, key=len) if flags else (param.human_readable_name or param.name).upper()
+    name = parameter.replace("-", "_")
+    dashed = "--" + name.replace("_", "-")
+    # an exact name first: `alphas` is --alphas even where --alpha comes earlier
+    for wanted in (name, name.removesuffix("s")):
+        for param in command.params:
+            flags = [o for o in param.opts if o.startswith("--")]
+            if param.name == wanted or (wanted == name and dashed in flags):
+                return max(flags, key=len) if flags else (param.human_readable_name or param.name).upper()
     return None
 
 
@@ -180,6 +187,16 @@ class _UserError(click.ClickException):
     def __init__(self, message: str, exit_code: int) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+
+
+def out_of_memory_message(exc: BaseException) -> str:
+    """One line for an allocation that failed: what it tried to allocate and what is kept."""
+    size = out_of_memory(exc)
+    tried = f" (tried to allocate {size})" if size else ""
+    return (
+        f"out of memory{tried}; results already written (--out files, saved sweeps) are kept. "
+        "Lower the sizes (--batch, --seq-len, --context, sample or file sizes) and rerun"
+    )
 
 
 def _one_line(message: str) -> str:

@@ -136,7 +136,7 @@ def buckets(
             batch_size=batch_size,
             given_bounds=bounds,
         )
-    return Outcome(result, plot=lambda res, path: _plot(res, sample, path))
+    return Outcome(result, plot=lambda res, path: _plot(res, sample, path), warnings=sample.notices)
 
 
 def _plot(result: model.BucketsResult, sample: model.LengthSample, path: Path) -> Path:

@@ -45,18 +45,20 @@ ThreadsOpt = Annotated[
 
 @contextmanager
 def progress_bar(label: str) -> Iterator[Callable[[int, int, str], None]]:
-    """A transient rich progress bar on stderr; yields the profilers' progress callback
-    ``update(done, total, description)``."""
+    """A transient rich progress bar on stderr when it is a terminal; yields the profilers'
+    progress callback ``update(done, total, description)``."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    console = Console(stderr=True)
     bar = Progress(
         TextColumn("[bold]{task.fields[label]}[/bold] {task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=Console(stderr=True),
+        console=console,
         transient=True,
+        disable=not console.is_terminal,  # a log file gets no bar (and no blank line where it was)
     )
     task = bar.add_task("", total=None, label=label)
 

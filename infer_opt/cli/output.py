@@ -29,6 +29,7 @@ import typer
 
 from infer_opt.cli.types import Choice, OutputFile, png_name, result_format_name
 from infer_opt.errors import InferOptError, InvalidInput, RunFailure
+from infer_opt.notices import Notice
 from infer_opt.results import Result
 
 #: ``--format`` values (the renderer registry's names, listed here so parsing imports nothing)
@@ -81,16 +82,27 @@ class Output:
 
         for path, fmt in self.targets():
             if not _is_stdout(path):
-                write_text(path, render(result, fmt))
+                try:
+                    write_text(path, render(result, fmt))
+                except OSError:  # the run goes on; emit() tries again and keeps the result if it fails
+                    continue
 
-    def emit(self, result: Result, plot_fn: PlotFn | None = None, view: dict[str, Any] | None = None) -> None:
-        """Show ``result`` on stdout, write its files and plots, print its warnings to stderr.
-        A file that cannot be written after the work does not lose the result: it is kept in
-        the cache folder and the failure names both (exit 1)."""
+    def emit(
+        self,
+        result: Result,
+        plot_fn: PlotFn | None = None,
+        view: dict[str, Any] | None = None,
+        warnings: tuple[Notice, ...] = (),
+    ) -> None:
+        """Show ``result`` on stdout, write its files and plots, print its warnings (and
+        ``warnings`` about its inputs) to stderr. A file that cannot be written after the work
+        does not lose the result: it is kept in the cache folder and the failure names both
+        (exit 1)."""
         from infer_opt.reports.console import print_warnings_to_stderr
         from infer_opt.reports.render import Document, get_renderer
 
         doc = Document.of(result, options=view)
+        doc.sections[0].view.warnings.extend(warnings)
         targets = self.targets()
         if self.json or self.format is not None or not any(_is_stdout(p) for p, _ in targets):
             options = {"terminal": True} if self.stdout_format == "console" else {}
@@ -118,6 +130,8 @@ class Outcome:
     also_write: tuple[Path, ...] = ()
     #: display options for the view (``profile``: ``top``, ``by``); never stored in the result
     view: dict[str, Any] = field(default_factory=dict)
+    #: what reading the inputs noticed (extra columns in a file): shown with the result's own
+    warnings: tuple[Notice, ...] = ()
 
 
 def _is_stdout(path: Path | None) -> bool:
@@ -278,7 +292,7 @@ def _finish(output: Output, returned: Any) -> None:
     extra = tuple(p for p in outcome.also_write if p not in output.out)
     if extra:
         output = replace(output, out=(*output.out, *extra))
-    output.emit(outcome.result, outcome.plot, outcome.view)
+    output.emit(outcome.result, outcome.plot, outcome.view, outcome.warnings)
     if outcome.error is not None:
         raise outcome.error
     if outcome.exit_code:

@@ -13,8 +13,8 @@ import typer
 
 from infer_opt import __version__
 from infer_opt.cli.types import InputFile, OutputFile
-from infer_opt.errors import InvalidInput
-from infer_opt.files import write_text
+from infer_opt.errors import InvalidInput, RunFailure
+from infer_opt.files import check_writable, keep_unsaved, write_text
 from infer_opt.registry import plotter
 from infer_opt.results import LoadedResult, load_result
 
@@ -111,6 +111,7 @@ def report(
     html_only = fmt == "html"
     if html and (to_stdout or html_only):
         raise InvalidInput("--html", str(out), "--html writes FILE.html next to a FILE.md given with --out")
+    _check_companions(out, html=html, plots=not (no_plots or to_stdout or html_only))
     loaded = [load_result(p) for p in results]
     titles = [build_view(item.result).title for item in loaded]
     generated = (
@@ -134,14 +135,40 @@ def report(
         if to_stdout:
             sys.stdout.write(get_renderer("markdown").render(doc))
             return
-        written = [write_text(out, get_renderer(fmt).render(doc))]
+        files = [(out, get_renderer(fmt).render(doc))]
         if html:
-            written.append(write_text(out.with_suffix(".html"), get_renderer("html").render(doc)))
+            files.append((out.with_suffix(".html"), get_renderer("html").render(doc)))
+        written = _write_all(files)
     summary = Document(sections=[], title=title, highlights=doc.highlights)
     sys.stdout.write(ConsoleRenderer(terminal=True).render(summary))
     n_figures = sum(len(f) for f in figures)
     for path in written:
         typer.echo(f"wrote {path} ({len(loaded)} results, {n_figures} plots)", err=True)
+
+
+def _check_companions(out: Path, *, html: bool, plots: bool) -> None:
+    """Before any result is read: the FILE.html beside FILE.md must be writable, and the plots'
+    folder FILE_assets/ must be a folder (or creatable)."""
+    if html:
+        check_writable(out.with_suffix(".html"), "--html")
+    folder = assets_dir(out)
+    if plots and folder.exists() and not folder.is_dir():
+        raise InvalidInput("--out", str(out), f"the plots go to {folder}/, which exists and is not a folder")
+
+
+def _write_all(files: list[tuple[Path, str]]) -> list[Path]:
+    """Write each report file; one that cannot be written is kept in the cache's unsaved/
+    folder and the run fails (exit 1) naming both."""
+    written, failed = [], []
+    for path, text in files:
+        try:
+            written.append(write_text(path, text))
+        except OSError as exc:
+            kept = keep_unsaved(path.name, text)
+            failed.append(f"{path} ({exc.strerror or type(exc).__name__}; kept in {kept})")
+    if failed:
+        raise RunFailure(f"could not write {'; '.join(failed)}")
+    return written
 
 
 def register(app: typer.Typer) -> None:

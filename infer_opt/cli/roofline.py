@@ -141,11 +141,18 @@ def _families(text: str, points: list[model.KernelPoint]) -> tuple[str, ...] | N
         return model.default_fit_families(points)
     if choice == "all":
         return None
-    wanted = tuple(f.strip() for f in text.split(",") if f.strip())
-    known = sorted({p.family for p in points})
+    wanted = tuple(f.strip() for f in text.split(","))
+    known = sorted({p.family for p in points if p.family})
+    choices = (
+        f"auto, all, or families among: {', '.join(known)}" if known else "auto or all (no families named)"
+    )
+    if any(f == "" for f in wanted):
+        raise InvalidInput("--fit-on", text, f"empty item in the list; expected {choices}")
     unknown = [f for f in wanted if f not in known]
-    if not wanted or unknown:
-        raise InvalidInput("--fit-on", text, f"expected auto, all or families among: {', '.join(known)}")
+    if unknown:
+        raise InvalidInput(
+            "--fit-on", text, f"unknown famil{'ies' if len(unknown) > 1 else 'y'}; expected {choices}"
+        )
     return wanted
 
 

@@ -5,9 +5,6 @@ modules that import ``app`` from here (they are imported by :mod:`infer_opt.cli.
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import math
 import re
 from pathlib import Path
@@ -16,7 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from infer_opt.cli.common import option, read_text
-from infer_opt.cli.output import Output, with_output
+from infer_opt.cli.output import Outcome, Output, with_output
 from infer_opt.cli.types import (
     Count,
     CountList,
@@ -30,7 +27,8 @@ from infer_opt.cli.types import (
 )
 from infer_opt.cost_models import speculative as model
 from infer_opt.errors import InvalidInput
-from infer_opt.units import parse_duration, parse_int
+from infer_opt.notices import Notice
+from infer_opt.units import parse_duration
 
 app = typer.Typer(
     help="Speculative decoding: expected committed tokens, speedup, acceptance, plan comparison.",
@@ -93,7 +91,8 @@ def parse_verify_model(text: str, option: str = "--verify-cost-model") -> tuple[
         try:
             value = parse_duration(coefficient, option=option, default_unit="ms")
         except InvalidInput:
-            raise InvalidInput(option, text, f"{_VERIFY_MODEL_EXPECTED}; {term!r} is not") from None
+            shown = term if len(term) <= 40 else term[:30] + "…"
+            raise InvalidInput(option, text, f"{_VERIFY_MODEL_EXPECTED}; {shown!r} is not") from None
         if match:
             per_k += value
         else:
@@ -364,50 +363,37 @@ def acceptance(
 PLANS_HELP = """Compare speculative plans from logged rounds: long-run cost per committed token
 Σ time / Σ tokens per plan (never the mean of per-round ratios), tokens per round, best plan.
 
-FILE is a CSV with a header naming the columns plan, time, tokens (time like 12ms; bare = ms).
+FILE is a CSV or TSV with a header naming the columns plan, time, tokens (time like 12ms; bare =
+ms; a header time_us or time_s changes the unit of bare numbers; other columns are ignored, with a
+warning).
 
 Example:
 
   infer-opt speculative plans rounds.csv
 """
 
-_PLAN_COLUMNS = ("plan", "time", "tokens")
 
+def read_plan_log(path: Path) -> tuple[list[model.PlanRound], tuple[Notice, ...]]:
+    """Rounds from a CSV/TSV with columns plan, time (``time``: bare = ms; or ``time_ms``,
+    ``time_us``, ``time_s``), tokens, in any order; other columns are reported, not read."""
+    from infer_opt.tables import Field, read_table
 
-def read_plan_log(path: Path) -> list[model.PlanRound]:
-    """Rounds from a CSV with columns plan, time, tokens (any order; extra columns ignored)."""
-    if not path.exists():
-        raise InvalidInput("FILE", str(path), "file does not exist")
-    reader = csv.reader(io.StringIO(read_text(path, "FILE")[0]))
-    header = next(reader, None)
-    names = [h.strip().lower() for h in header or []]
-    missing = [c for c in _PLAN_COLUMNS if c not in names]
-    if missing:
-        raise InvalidInput(
-            f"{path} line 1",
-            ",".join(header or []),
-            f"the header must name the columns plan, time, tokens (missing: {', '.join(missing)})",
-        )
-    col = {c: names.index(c) for c in _PLAN_COLUMNS}
-    rounds = []
-    for row in reader:
-        line = reader.line_num
-        if not any(cell.strip() for cell in row) or row[0].lstrip().startswith("#"):
-            continue
-        where = f"{path} line {line}"
-        if len(row) <= max(col.values()):
-            raise InvalidInput(where, ",".join(row), f"expected {len(names)} columns: {','.join(names)}")
-        plan = row[col["plan"]].strip()
-        if not plan:
-            raise InvalidInput(f"{where}, column plan", row[col["plan"]], "the plan name is empty")
-        time_s = parse_duration(
-            row[col["time"]].strip(), option=f"{where}, column time", default_unit="ms", allow_zero=False
-        )
-        tokens = parse_int(row[col["tokens"]].strip(), option=f"{where}, column tokens", low=1)
-        rounds.append(model.PlanRound(plan, time_s, tokens))
-    if not rounds:
+    fields = (
+        Field("plan", "text"),
+        Field("time", "duration", unit="ms", low=0.0, low_open=True),
+        Field("tokens", "count", low=1),
+    )
+    table = read_table(read_text(path, "FILE")[0], fields, source=str(path))
+    if len(table) == 0:
         raise InvalidInput("FILE", str(path), "the log has no data rows")
-    return rounds
+    frame = table.frame
+    rounds = [
+        model.PlanRound(plan, time_s, tokens)
+        for plan, time_s, tokens in zip(
+            frame["plan"].tolist(), frame["time"].tolist(), frame["tokens"].tolist(), strict=True
+        )
+    ]
+    return rounds, table.notices()
 
 
 @with_output()
@@ -418,8 +404,9 @@ def plans(
             click_type=InputFile(), help="CSV of logged rounds: plan, time, tokens.", show_default=False
         ),
     ],
-) -> model.PlansResult:
-    return model.compare_plans(read_plan_log(file))
+) -> Outcome:
+    rounds, notices = read_plan_log(file)
+    return Outcome(model.compare_plans(rounds), warnings=notices)
 
 
 # ------------------------------------------------------------------------------- from-metrics
@@ -468,12 +455,11 @@ def _whole(option: str, value: Any) -> int:
 def read_metrics(path: Path) -> dict[str, Any]:
     """``{"drafts": ..., "accepted_per_position": [...], "draft_tokens": ...}`` from a JSON file
     (vLLM's names, with or without the ``vllm:spec_decode_num_`` prefix, are accepted)."""
+    from infer_opt.tables import read_json
+
     if not path.exists():
         raise InvalidInput("--file", str(path), "file does not exist")
-    try:
-        data = json.loads(read_text(path, "--file")[0])
-    except json.JSONDecodeError as exc:
-        raise InvalidInput("--file", str(path), f"not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    data = read_json(read_text(path, "--file")[0], source=str(path))
     if not isinstance(data, dict):
         raise InvalidInput(
             "--file", str(path), "expected a JSON object with drafts and accepted_per_position"

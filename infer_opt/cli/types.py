@@ -211,10 +211,13 @@ class InputFile(Parsed):
         if text.strip() == "":
             raise InvalidInput(option, text, "empty path; give a file name")
         path = Path(text)
-        if not path.exists():
-            raise InvalidInput(option, text, "file does not exist")
-        if path.is_dir():
-            raise InvalidInput(option, text, "is a directory, expected a file")
+        try:
+            if not path.exists():
+                raise InvalidInput(option, text, "file does not exist")
+            if path.is_dir():
+                raise InvalidInput(option, text, "is a directory, expected a file")
+        except OSError as exc:  # a name too long, a loop of links
+            raise InvalidInput(option, text, f"cannot use this path ({exc.strerror})") from None
         if not os.access(path, os.R_OK):
             raise InvalidInput(option, text, "cannot read it (permission denied)")
         return path

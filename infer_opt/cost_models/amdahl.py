@@ -64,12 +64,23 @@ class AmdahlResult(Result):
     warnings: tuple[Notice, ...] = ()
 
 
+#: the smallest speedup taken: below it f/s and every time after it would be meaningless
+#: (and f/s overflows a float near 1e-308)
+MIN_SPEEDUP = 1e-9
+
+
 def validate_part(part: Part, option: str = "parts") -> None:
     f, s = part.fraction, part.speedup
     if not isinstance(f, (int, float)) or math.isnan(f) or not 0.0 <= f <= 1.0:
         raise InvalidInput(option, f"{part.name}={f}", "fraction must be in [0, 1]")
     if not isinstance(s, (int, float)) or math.isnan(s) or s <= 0:
         raise InvalidInput(option, f"{part.name} speedup {s}", "speedup must be > 0 (inf allowed)")
+    if s < MIN_SPEEDUP:
+        raise InvalidInput(
+            option,
+            f"{part.name} speedup {s:g}",
+            f"speedup must be at least {MIN_SPEEDUP:g} (a slowdown, but finite)",
+        )
 
 
 def _validate(parts: Sequence[Part], added: float) -> float:

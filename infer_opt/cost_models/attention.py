@@ -82,6 +82,10 @@ def _positive_int(option: str, value: object) -> int:
     return value
 
 
+#: element sizes a dtype may have: one bit (packed) to a 64-byte vector
+MIN_ELEMENT_BYTES, MAX_ELEMENT_BYTES = 0.125, 64.0
+
+
 def dtype_size(dtype: str) -> tuple[str, float]:
     """``(name, bytes per element)`` for a dtype name or a plain byte count (``"2"``)."""
     key = str(dtype).strip().lower().removeprefix("torch.")
@@ -92,9 +96,11 @@ def dtype_size(dtype: str) -> tuple[str, float]:
         size = float(key)
     except ValueError:
         names = "float32, float16, bfloat16, float64, fp8"
-        raise InvalidInput("--dtype", dtype, f"expected one of {names}, or bytes per element") from None
-    if not (math.isfinite(size) and size > 0):
-        raise InvalidInput("--dtype", dtype, "bytes per element must be a finite number > 0")
+        raise InvalidInput("dtype", dtype, f"expected one of {names}, or bytes per element") from None
+    if not (math.isfinite(size) and MIN_ELEMENT_BYTES <= size <= MAX_ELEMENT_BYTES):
+        raise InvalidInput(
+            "dtype", dtype, f"bytes per element must be in [{MIN_ELEMENT_BYTES:g}, {MAX_ELEMENT_BYTES:g}]"
+        )
     return f"{size:g} B", size
 
 
@@ -120,15 +126,15 @@ def attention_memory(
 
     The explicit path materialises the full ``T_q × T_k`` matrices even when causal; the
     tiled traffic is the ideal of reading Q, K, V once and writing O once."""
-    tq = _positive_int("--tq", tq)
-    tk = _positive_int("--tk", tk)
-    heads = _positive_int("--heads", heads)
-    batch = _positive_int("--batch", batch)
-    head_dim = _positive_int("--head-dim", head_dim)
+    tq = _positive_int("tq", tq)
+    tk = _positive_int("tk", tk)
+    heads = _positive_int("heads", heads)
+    batch = _positive_int("batch", batch)
+    head_dim = _positive_int("head_dim", head_dim)
     name, size = dtype_size(dtype)
     if causal and tq > tk:
         raise InvalidInput(
-            "--tq", tq, f"with --causal T_q must be <= T_k = {tk} (queries are the last T_q key positions)"
+            "tq", tq, f"with --causal T_q must be <= T_k = {tk} (queries are the last T_q key positions)"
         )
     bh = batch * heads
     elements = tq * tk
@@ -194,12 +200,15 @@ def window_bound(dropped_mass: float, value_norm: float) -> WindowBoundResult:
     if not (isinstance(dropped_mass, (int, float)) and math.isfinite(dropped_mass)) or not (
         0.0 <= dropped_mass < 1.0
     ):
-        raise InvalidInput("--dropped-mass", dropped_mass, "dropped mass δ must be in [0, 1)")
+        raise InvalidInput("dropped_mass", dropped_mass, "dropped mass δ must be in [0, 1)")
     if not (isinstance(value_norm, (int, float)) and math.isfinite(value_norm)) or value_norm < 0:
-        raise InvalidInput("--value-norm", value_norm, "value norm bound M must be a finite number >= 0")
+        raise InvalidInput("value_norm", value_norm, "value norm bound M must be a finite number >= 0")
+    bound = 2.0 * dropped_mass * value_norm
+    if not math.isfinite(bound):
+        raise InvalidInput("value_norm", value_norm, "too large: the bound 2·δ·M overflows a float")
     return WindowBoundResult(
         dropped_mass=float(dropped_mass),
         value_norm=float(value_norm),
-        bound=2.0 * dropped_mass * value_norm,
+        bound=bound,
         relative_bound=2.0 * dropped_mass,
     )

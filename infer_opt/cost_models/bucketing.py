@@ -19,19 +19,20 @@ p = 2 quadratic) are found exactly by dynamic programming over the sorted distin
 
 from __future__ import annotations
 
-import csv
-import io
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
 from infer_opt.results import Result
+
+if TYPE_CHECKING:
+    from infer_opt.tables import Table
 
 Cost = Literal["linear", "quadratic"]
 #: Largest accepted length (and count): keeps every sum exact in int64 / float64 ranges.
@@ -49,6 +50,8 @@ class LengthSample:
     values: np.ndarray  # int64, strictly increasing, > 0
     counts: np.ndarray  # int64, > 0
     source: str = "sample"
+    #: what reading the file noticed (extra columns)
+    notices: tuple[Notice, ...] = ()
 
     @property
     def total(self) -> int:
@@ -111,102 +114,47 @@ def sample_from_lengths(
     return LengthSample(values.astype(np.int64), agg, source)
 
 
-def _positive_int(text: str, *, where: str, what: str, allow_zero: bool = False) -> int:
-    cell = text.strip()
-    try:
-        value = int(cell)
-    except ValueError:
-        try:
-            as_float = float(cell)
-        except ValueError:
-            as_float = math.nan
-        if not (math.isfinite(as_float) and as_float == int(as_float)):
-            bound = ">= 0" if allow_zero else "> 0"
-            raise InvalidInput(where, text, f"expected an integer {what} {bound}") from None
-        value = int(as_float)
-    if value < 0 or (value == 0 and not allow_zero):
-        bound = ">= 0" if allow_zero else "> 0"
-        raise InvalidInput(where, text, f"{what} must be an integer {bound}")
-    if value > MAX_LENGTH:
-        raise InvalidInput(where, text, f"{what} must be at most {MAX_LENGTH}")
-    return value
-
-
 def _looks_like_header(line: str) -> bool:
-    return "," in line or any(ch.isalpha() for ch in line)
+    return any(sep in line for sep in ",\t") or any(ch.isalpha() for ch in line)
 
 
 def parse_lengths_text(text: str, *, source: str = "sample") -> LengthSample:
-    """Read a length sample: one positive integer per line, or a CSV with a ``length``
-    column and an optional ``count`` column (other columns are ignored). Errors name the
-    source, the line and the value."""
-    first = next((line for line in text.splitlines() if line.strip()), None)
+    """Read a length sample: one positive integer per line, or a CSV/TSV with a ``length``
+    column and an optional ``count`` column (other columns are reported and ignored), through
+    :func:`infer_opt.tables.read_table`. Errors name the source, the line and the value."""
+    return sample_from_table(read_lengths_table(text, source=source), source=source)
+
+
+def read_lengths_table(text: str, *, source: str = "sample") -> Table:
+    """The length sample as a table with ``length`` (and ``count``) columns."""
+    from infer_opt.tables import Field, read_table
+
+    fields = (
+        Field("length", "count", low=0, low_open=True, high=MAX_LENGTH, aliases=("lengths", "len_tokens")),
+        Field("count", "count", required=False, low=0, high=MAX_LENGTH),
+    )
+    first = next(
+        (line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")), None
+    )
     if first is None:
         raise InvalidInput(source, "no lengths", "the length sample is empty")
-    if _looks_like_header(first):
-        return _parse_lengths_csv(text, source)
-    lines = [line for line in text.splitlines() if line.strip()]
-    try:
-        arr = np.array(lines, dtype=np.int64)
-    except (ValueError, OverflowError):
-        arr = None
-    if arr is None or arr.min() <= 0 or arr.max() > MAX_LENGTH:
-        # The slow path names the offending line (and accepts integral floats such as 12.0).
-        arr = np.array(
-            [
-                _positive_int(line, where=f"{source} line {number}", what="length")
-                for number, line in enumerate(text.splitlines(), start=1)
-                if line.strip()
-            ],
-            dtype=np.int64,
-        )
-    return sample_from_lengths(arr, source=source)
+    names = None if _looks_like_header(first) else ["length"]
+    return read_table(text, fields, source=source, names=names)
 
 
-def _parse_lengths_csv(text: str, source: str) -> LengthSample:
-    reader = csv.reader(io.StringIO(text))
-    header: list[str] | None = None
-    lengths: list[int] = []
-    counts: list[int] = []
-    length_col = count_col = -1
-    for row in reader:
-        if not row or all(not cell.strip() for cell in row):
-            continue
-        if header is None:
-            header = [cell.strip().lower() for cell in row]
-            if "length" not in header:
-                raise InvalidInput(
-                    source,
-                    ",".join(header),
-                    "a CSV length sample needs a 'length' column (optional 'count'); "
-                    "or give one integer per line",
-                )
-            length_col = header.index("length")
-            count_col = header.index("count") if "count" in header else -1
-            continue
-        line = reader.line_num
-        if len(row) != len(header):
-            raise InvalidInput(
-                f"{source} line {line}", ",".join(row), f"expected {len(header)} fields like the header"
-            )
-        lengths.append(
-            _positive_int(row[length_col], where=f"{source} line {line}, column length", what="length")
-        )
-        if count_col >= 0:
-            counts.append(
-                _positive_int(
-                    row[count_col], where=f"{source} line {line}, column count", what="count", allow_zero=True
-                )
-            )
-    if not lengths:
+def sample_from_table(table: Table, *, source: str) -> LengthSample:
+    frame = table.frame
+    if len(frame) == 0:
         raise InvalidInput(source, "header only", "the length sample is empty")
-    return sample_from_lengths(lengths, counts if count_col >= 0 else None, source=source)
+    counts = frame["count"].to_numpy() if table.has("count") else None
+    sample = sample_from_lengths(frame["length"].to_numpy(), counts, source=source)
+    return replace(sample, notices=table.notices())
 
 
 # ----------------------------------------------------------------------------- bounds
 
 
-def validate_bounds(bounds: Sequence[float], option: str = "--bounds") -> tuple[int, ...]:
+def validate_bounds(bounds: Sequence[float], option: str = "bounds") -> tuple[int, ...]:
     """Bounds must be positive integers (at most ``MAX_LENGTH``), strictly increasing."""
     if len(bounds) == 0:
         raise InvalidInput(option, "none", "give at least one bucket bound")
@@ -395,7 +343,7 @@ def _bucketed(
 
 def expected_waste(sample: LengthSample, bounds: Sequence[int], power: int) -> float:
     """``E[b(T)^p - T^p]`` per request over the lengths the bounds cover."""
-    v, c, b, _ = _bucketed(sample, bounds, True, "--bounds")
+    v, c, b, _ = _bucketed(sample, bounds, True, "bounds")
     return float(np.dot(c, b**power - v**power) / c.sum())
 
 
@@ -434,7 +382,7 @@ def analyze(
     *,
     batch_size: int = 1,
     allow_unbucketed: bool = False,
-    option: str = "--bounds",
+    option: str = "bounds",
     optimization: Optimization | None = None,
 ) -> BucketsResult:
     """Expected padding of ``sample`` under ``bounds``: ``E[b(T) - T]``, ``E[b(T)² - T²]``,
@@ -443,7 +391,7 @@ def analyze(
     ``allow_unbucketed`` counted apart and left out of every expectation."""
     bounds = validate_bounds(bounds, option)
     if batch_size < 1:
-        raise InvalidInput("--batch-size", batch_size, "must be an integer >= 1")
+        raise InvalidInput("batch_size", batch_size, "must be an integer >= 1")
     v, c, b, assignment = _bucketed(sample, bounds, allow_unbucketed, option)
     total = c.sum()
     e_t = float(np.dot(c, v) / total)
@@ -558,10 +506,10 @@ def optimal_waste_table(sample: LengthSample, k_max: int, cost: Cost = "linear")
     power = COST_POWER[cost]
     d = sample.distinct
     if k_max < 1:
-        raise InvalidInput("--optimize", k_max, "K must be an integer >= 1")
+        raise InvalidInput("optimize", k_max, "K must be an integer >= 1")
     if k_max > d:
         raise InvalidInput(
-            "--optimize",
+            "optimize",
             k_max,
             f"K must be at most the number of distinct lengths in the sample ({d})",
         )
@@ -650,20 +598,20 @@ def optimize(
     against a power-of-two ladder, a fixed-step ladder with the same K, and
     ``given_bounds``."""
     if cost not in COST_POWER:
-        raise InvalidInput("--cost", cost, "expected linear or quadratic")
+        raise InvalidInput("cost", cost, "expected linear or quadratic")
     if (compile_cost_s is None) != (token_cost_s is None):
-        missing = "--token-cost" if token_cost_s is None else "--compile-cost"
+        missing = "token_cost" if token_cost_s is None else "compile_cost"
         raise InvalidInput(missing, "missing", "give --compile-cost and --token-cost together to choose K")
-    for option, value in (("--compile-cost", compile_cost_s), ("--token-cost", token_cost_s)):
+    for option, value in (("compile_cost", compile_cost_s), ("token_cost", token_cost_s)):
         if value is not None and (math.isnan(value) or value < 0 or math.isinf(value)):
             raise InvalidInput(option, value, "must be a finite duration >= 0")
     if requests is not None and requests < 1:
-        raise InvalidInput("--requests", requests, "must be an integer >= 1")
+        raise InvalidInput("requests", requests, "must be an integer >= 1")
     if k < 1:
-        raise InvalidInput("--optimize", k, "K must be an integer >= 1")
+        raise InvalidInput("optimize", k, "K must be an integer >= 1")
     if k > sample.distinct:
         raise InvalidInput(
-            "--optimize",
+            "optimize",
             k,
             f"K must be at most the number of distinct lengths in the sample ({sample.distinct})",
         )

@@ -41,7 +41,7 @@ MODEL_LABEL = "model_name"
 POSITION_LABEL = "position"
 ENGINE_LABEL = "engine"
 #: what :func:`speculative.rates_from_counts` calls the counts (its other errors are about costs)
-_COUNT_PARAMS = frozenset({"--drafts", "--accepted-per-position", "--draft-tokens"})
+_COUNT_PARAMS = frozenset({"drafts", "accepted_per_position", "draft_tokens"})
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,11 @@ MAX_K = 1024
 # ----------------------------------------------------------------------------- distributions
 
 
+#: the largest entry a probability vector may hold (with --normalize, weights are rescaled by
+#: their sum, which must fit a float)
+MAX_WEIGHT = 1e300
+
+
 def _total(values: np.ndarray) -> float:
     """The sum of non-negative terms by numpy's pairwise summation: relative error about
     ``log2(n)·eps`` (the terms are >= 0, so nothing cancels). ``math.fsum`` over a Python list
@@ -69,6 +74,9 @@ def validate_distribution(
     if neg.size:
         i = int(neg[0])
         raise InvalidInput(name, f"entry {i} = {arr[i]:g}", "probabilities must be >= 0")
+    if arr.max() > MAX_WEIGHT:
+        i = int(arr.argmax())
+        raise InvalidInput(name, f"entry {i} = {arr[i]:g}", f"weights must be at most {MAX_WEIGHT:g}")
     total = _total(arr)
     if normalize:
         if total <= 0:
@@ -121,7 +129,12 @@ def softmax(
         )
     if not np.isfinite(z).any():
         raise InvalidInput(name, "all -inf", "at least one logit must be finite")
-    scaled = z / temperature
+    with np.errstate(over="ignore"):
+        scaled = z / temperature
+    if np.isinf(scaled[np.isfinite(z)]).any():
+        raise InvalidInput(
+            f"{name} temperature", temperature, "too small for these logits: z/T overflows a float"
+        )
     scaled = scaled - scaled[np.isfinite(scaled)].max()
     e = np.exp(scaled)
     return e / e.sum()
@@ -272,7 +285,7 @@ def acceptance_report(
 # ------------------------------------------------------------------- committed tokens per round
 
 
-def validate_alphas(alphas: Sequence[float] | np.ndarray, option: str = "--alphas") -> np.ndarray:
+def validate_alphas(alphas: Sequence[float] | np.ndarray, option: str = "alphas") -> np.ndarray:
     """Per-position conditional acceptance rates as a float64 array, each in [0, 1]."""
     arr = np.atleast_1d(np.asarray(alphas, dtype=np.float64))
     if arr.ndim != 1 or arr.size == 0:
@@ -306,7 +319,7 @@ def expected_tokens_within_budget(alphas: Sequence[float] | np.ndarray, budget: 
     """``E[min(N, L)] = Σ_{j=1}^{min(L, k+1)} P(N ≥ j)``: a length budget (or the tokens left
     before a stop) of L ≥ 1 caps what one round can commit."""
     if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
-        raise InvalidInput("--budget", budget, "budget must be an integer >= 1")
+        raise InvalidInput("budget", budget, "budget must be an integer >= 1")
     return math.fsum(survival(alphas)[: int(budget)].tolist())
 
 
@@ -318,9 +331,9 @@ def expected_tokens_constant(alpha: float | np.ndarray, k: int | np.ndarray) -> 
     a = np.asarray(alpha, dtype=np.float64)
     kk = np.asarray(k, dtype=np.float64)
     if np.any(~np.isfinite(a)) or np.any((a < 0) | (a > 1)):
-        raise InvalidInput("--alpha", alpha, "acceptance rate must be in [0, 1]")
+        raise InvalidInput("alpha", alpha, "acceptance rate must be in [0, 1]")
     if np.any(kk < 0) or np.any(kk != np.floor(kk)):
-        raise InvalidInput("--k", k, "draft length must be an integer >= 0")
+        raise InvalidInput("k", k, "draft length must be an integer >= 0")
     eps = 1.0 - a
     with np.errstate(divide="ignore", invalid="ignore"):
         closed = -np.expm1((kk + 1.0) * np.log1p(-eps)) / eps
@@ -353,11 +366,11 @@ class Costs:
 
 def validate_costs(costs: Costs) -> Costs:
     checks = [
-        ("--target-cost", costs.target_s, False),
-        ("--draft-cost", costs.draft_s, True),
-        ("--verify-cost", costs.verify_base_s, True),
-        ("--verify-cost-model", costs.verify_per_k_s, True),
-        ("--overhead", costs.overhead_s, True),
+        ("target_cost", costs.target_s, False),
+        ("draft_cost", costs.draft_s, True),
+        ("verify_cost", costs.verify_base_s, True),
+        ("verify_cost_model", costs.verify_per_k_s, True),
+        ("overhead", costs.overhead_s, True),
     ]
     for option, value, zero_ok in checks:
         if (
@@ -426,7 +439,7 @@ def _rates(k: int, alpha: float | None, alphas: np.ndarray | None) -> np.ndarray
         return np.full(k, float(alpha))
     if alphas.size < k:
         raise InvalidInput(
-            "--alphas", f"{alphas.size} rates", f"need k = {k} per-position rates (one per draft position)"
+            "alphas", f"{alphas.size} rates", f"need k = {k} per-position rates (one per draft position)"
         )
     return alphas[:k]
 
@@ -440,10 +453,23 @@ def _point(k: int, rates: np.ndarray, costs: Costs, budget: int | None) -> Sweep
     t_round = float(costs.round_time_s(k))
     if t_round <= 0:
         raise InvalidInput(
-            "--draft-cost", "round time 0", "the round time k·c_d + c_v(k) + c_m must be > 0; give some cost"
+            "draft_cost", "round time 0", "the round time k·c_d + c_v(k) + c_m must be > 0; give some cost"
         )
     n = committed_tokens(rates, budget)
-    return SweepPoint(k, n, t_round, costs.target_s * n / t_round, t_round / n)
+    return SweepPoint(k, n, t_round, finite_speedup(costs.target_s * n, t_round), t_round / n)
+
+
+def finite_speedup(plain_s: float, round_s: float) -> float:
+    """``plain / round`` (``c_t·E[N] / round time``), refused when it does not fit a float:
+    costs some 300 orders of magnitude apart are a typo, not a speedup of 1e308."""
+    speed = plain_s / round_s
+    if not math.isfinite(speed):
+        raise InvalidInput(
+            "target_cost",
+            plain_s,
+            "too large against the round time k·c_d + c_v(k) + c_m: the speedup overflows",
+        )
+    return speed
 
 
 def speculative_speedup(
@@ -464,14 +490,14 @@ def speculative_speedup(
     k = validate_k(k)
     validate_costs(costs)
     if (alpha is None) == (alphas is None):
-        raise InvalidInput("--alpha", "both or neither", "give one constant --alpha or per-position --alphas")
+        raise InvalidInput("alpha", "both or neither", "give one constant --alpha or per-position --alphas")
     arr = None
     if alphas is not None:
         arr = validate_alphas(alphas)
     else:
-        validate_alphas([alpha], option="--alpha")
+        validate_alphas([alpha], option="alpha")
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
-        raise InvalidInput("--budget", budget, "budget must be an integer >= 1")
+        raise InvalidInput("budget", budget, "budget must be an integer >= 1")
     rates = _rates(k, alpha, arr)
     point = _point(k, rates, costs, budget)
     e_n = expected_tokens(rates)
@@ -487,7 +513,7 @@ def speculative_speedup(
         validate_k(sweep_kmax, "sweep_k")
         if arr is not None and arr.size < sweep_kmax:
             raise InvalidInput(
-                "--sweep-k",
+                "sweep_k",
                 sweep_kmax,
                 f"a sweep to K_max = {sweep_kmax} needs a constant --alpha or >= {sweep_kmax} per-position "
                 f"rates in --alphas (got {arr.size})",
@@ -766,22 +792,22 @@ def rates_from_counts(
     ``spec_decode_num_drafts`` and ``spec_decode_num_accepted_tokens_per_pos``):
     ``u_i = acc_i/drafts``, ``α_i = acc_i/acc_{i-1}``, ``E[N] = 1 + Σ u_i``; with costs, the
     implied ``S = c_t·E[N] / (k·c_d + c_v(k) + c_m)`` with k = the number of positions."""
-    drafts = _count("--drafts", drafts, "the number of drafts")
+    drafts = _count("drafts", drafts, "the number of drafts")
     if drafts < 1:
-        raise InvalidInput("--drafts", drafts, "need at least one draft round")
+        raise InvalidInput("drafts", drafts, "need at least one draft round")
     if not accepted_per_position:
-        raise InvalidInput("--accepted-per-position", "empty", "give one accepted count per draft position")
-    acc = [_count("--accepted-per-position", a, "accepted counts") for a in accepted_per_position]
+        raise InvalidInput("accepted_per_position", "empty", "give one accepted count per draft position")
+    acc = [_count("accepted_per_position", a, "accepted counts") for a in accepted_per_position]
     if acc[0] > drafts:
         raise InvalidInput(
-            "--accepted-per-position",
+            "accepted_per_position",
             f"{acc[0]} at position 1 > {drafts} drafts",
             "position 1 cannot be accepted more often than there were drafts",
         )
     for i in range(1, len(acc)):
         if acc[i] > acc[i - 1]:
             raise InvalidInput(
-                "--accepted-per-position",
+                "accepted_per_position",
                 f"{acc[i]} at position {i + 1} > {acc[i - 1]} at position {i}",
                 "counts must be non-increasing: position i can only be accepted if position i-1 was",
             )
@@ -789,16 +815,16 @@ def rates_from_counts(
     total_acc = sum(acc)
     short = False
     if draft_tokens is not None:
-        draft_tokens = _count("--draft-tokens", draft_tokens, "the number of draft tokens")
+        draft_tokens = _count("draft_tokens", draft_tokens, "the number of draft tokens")
         if draft_tokens < total_acc:
             raise InvalidInput(
-                "--draft-tokens",
+                "draft_tokens",
                 draft_tokens,
                 f"fewer draft tokens than accepted ones ({total_acc}); counters do not match",
             )
         if draft_tokens > drafts * k:
             raise InvalidInput(
-                "--draft-tokens",
+                "draft_tokens",
                 draft_tokens,
                 f"more than drafts × positions = {drafts * k}; give one accepted count per draft position",
             )
@@ -813,9 +839,9 @@ def rates_from_counts(
         round_time = float(costs.round_time_s(k))
         if round_time <= 0:
             raise InvalidInput(
-                "--draft-cost", "round time 0", "the round time k·c_d + c_v(k) + c_m must be > 0"
+                "draft_cost", "round time 0", "the round time k·c_d + c_v(k) + c_m must be > 0"
             )
-        speed = costs.target_s * e_n / round_time
+        speed = finite_speedup(costs.target_s * e_n, round_time)
         per_token = round_time / e_n
     return MetricsResult(
         drafts=drafts,

@@ -311,9 +311,9 @@ def _describe(exc: BaseException) -> str:
 
 
 def _is_oom(exc: BaseException) -> bool:
-    from infer_opt.profilers.model_profile import _is_oom as is_oom
+    from infer_opt.errors import out_of_memory
 
-    return is_oom(exc)
+    return out_of_memory(exc) is not None
 
 
 def cache_state(backend: str, custom_compiler: bool = False) -> str:
@@ -626,14 +626,19 @@ def default_loader(
                     )
                 return BucketInputs(loaded.model, (ids,), {})
             return BucketInputs(loaded.model, (), {**loaded.kwargs, "input_ids": ids})
-        loaded = models.load_model(
-            spec_text,
-            batch_size=spec.batch,
-            seq_len=spec.seq_len,
-            device=device,
-            dtype=dtype,
-            hf_overrides=hf_overrides,
-        )
+        try:
+            loaded = models.load_model(
+                spec_text,
+                batch_size=spec.batch,
+                seq_len=spec.seq_len,
+                device=device,
+                dtype=dtype,
+                hf_overrides=hf_overrides,
+            )
+        except InvalidInput as exc:  # the sequence length is a bucket bound here
+            if exc.option != "seq_len":
+                raise
+            raise InvalidInput("bounds", exc.value, exc.expected) from None
         if loaded.source == "factory" and (loaded.batch, loaded.seq_len) != (spec.batch, spec.seq_len):
             got = "no token inputs" if loaded.seq_len is None else f"inputs {loaded.batch}x{loaded.seq_len}"
             raise InvalidInput(

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from infer_opt.cost_models.roofline import RunKey
-from infer_opt.errors import InvalidInput, UnsupportedOnDevice
+from infer_opt.errors import InvalidInput, RunFailure, UnsupportedOnDevice
 
 #: flush buffer size when the last-level cache size cannot be read (CPU)
 DEFAULT_LLC_BYTES = 64 * 2**20
@@ -314,3 +314,40 @@ def device_info(device: Any) -> dict[str, Any]:
         except (ValueError, OSError):
             pass
     return info
+
+
+# ---------------------------------------------------------------------------- memory
+
+
+def free_memory_bytes(device: Any) -> int | None:
+    """Memory free for new tensors on ``device``: CUDA's free memory, else the host's
+    ``MemAvailable`` (None when it cannot be read)."""
+    if is_cuda(device):
+        import torch
+
+        return int(torch.cuda.mem_get_info(device)[0])
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    return None
+
+
+#: refuse a working set above this share of the free memory (the rest is for everything else)
+MEMORY_HEADROOM = 0.9
+
+
+def ensure_fits(n_bytes: float, device: Any, what: str, hint: str) -> None:
+    """A :class:`RunFailure` (exit 1) naming ``what`` and its size when ``n_bytes`` would not fit
+    in the free memory of ``device``: asking first beats the allocator's failure (or, on Linux,
+    the kernel killing the process when the pages are touched)."""
+    from infer_opt.units import format_bytes
+
+    free = free_memory_bytes(device)
+    if free is not None and n_bytes > MEMORY_HEADROOM * free:
+        raise RunFailure(
+            f"out of memory: {what} needs about {format_bytes(n_bytes)} and {device} has "
+            f"{format_bytes(free)} free; nothing was measured. {hint}"
+        )

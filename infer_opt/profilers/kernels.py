@@ -171,15 +171,23 @@ def all_cases(kind: str, suite: str) -> list[KernelCase]:
 
 
 def select(cases: Sequence[KernelCase], only: Sequence[str] | None) -> list[KernelCase]:
-    """Cases whose name or family is in ``only`` (all when empty)."""
-    if not only:
+    """Cases whose name or family is in ``only`` (all when None); an empty name (``--only ''``,
+    ``a,,b``) is an error, not "everything"."""
+    if only is None:
         return list(cases)
-    wanted = {w.strip() for item in only for w in item.split(",") if w.strip()}
+    items = [w.strip() for item in only for w in str(item).split(",")]
+    if not items or any(w == "" for w in items):
+        raise InvalidInput(
+            "only",
+            ",".join(only),
+            "empty item in the list; expected kernel or family names separated by commas",
+        )
+    wanted = set(items)
     known = {c.name for c in cases} | {c.family for c in cases}
     unknown = sorted(wanted - known)
     if unknown:
         raise InvalidInput(
-            "--only", ",".join(unknown), f"unknown kernel or family; known: {', '.join(sorted(known))}"
+            "only", ",".join(unknown), f"unknown kernel or family; known: {', '.join(sorted(known))}"
         )
     return [c for c in cases if c.name in wanted or c.family in wanted]
 

@@ -37,7 +37,7 @@ import torch
 
 from infer_opt.cost_models import profile_amdahl as pa
 from infer_opt.cost_models.roofline import RooflineFit, RunKey, classify
-from infer_opt.errors import InferOptError, InvalidInput, RunFailure
+from infer_opt.errors import InferOptError, InvalidInput, RunFailure, out_of_memory
 from infer_opt.notices import Notice
 from infer_opt.profilers import op_recorder as rec
 from infer_opt.profilers.models import DecoderLM, LoadedModel, random_tokens
@@ -272,11 +272,6 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def _is_oom(exc: BaseException) -> bool:
-    oom = getattr(torch.cuda, "OutOfMemoryError", None)
-    return (oom is not None and isinstance(exc, oom)) or "out of memory" in str(exc).lower()
-
-
 @contextmanager
 def guard(what: str, hint: str = "") -> Iterator[None]:
     """Turn a model failure into a one-line :class:`RunFailure` naming the cause."""
@@ -286,10 +281,14 @@ def guard(what: str, hint: str = "") -> Iterator[None]:
         raise
     except KeyboardInterrupt:
         raise
-    except Exception as exc:
-        if _is_oom(exc):
+    except SystemExit as exc:  # the user's model called sys.exit: a failure, not a silent exit
+        raise RunFailure(f"the model called sys.exit({exc.code!r}) while {what}") from None
+    except (Exception, MemoryError) as exc:
+        size = out_of_memory(exc)
+        if size is not None:
+            tried = f" (tried to allocate {size})" if size else ""
             raise RunFailure(
-                f"out of memory while {what}{hint}: lower --batch, --seq-len or --context, or use a "
+                f"out of memory while {what}{hint}{tried}: lower --batch, --seq-len or --context, or use a "
                 "smaller --dtype (bfloat16) or model"
             ) from exc
         raise RunFailure(

@@ -41,6 +41,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from infer_opt.errors import InvalidInput, RunFailure
+from infer_opt.profilers.device import ensure_fits
 
 #: weights are drawn from this seed so every run profiles the same numbers
 DEFAULT_SEED = 0
@@ -158,6 +159,16 @@ def builtin_names() -> list[str]:
 
 
 # ---------------------------------------------------------------------------- KV cache
+
+
+def working_set_bytes(config: TransformerConfig, batch: int, length: int, itemsize: int) -> float:
+    """About what a forward over ``batch × length`` tokens holds at once: the KV cache
+    (2 · layers · B · H_kv · T · d_head) and one layer's activations plus the logits
+    (B · T · (4·d_model + d_ff + vocab))."""
+    c = config
+    kv = 2.0 * c.n_layers * batch * c.n_kv_heads * length * c.head_dim
+    activations = float(batch) * length * (4 * c.d_model + c.d_ff + c.vocab_size)
+    return (kv + activations) * itemsize
 
 
 class KVCache:
@@ -371,6 +382,12 @@ class DecoderLM(nn.Module):
     def new_cache(self, batch: int, max_len: int | None = None) -> KVCache:
         c = self.config
         p = self.lm_head.weight
+        ensure_fits(
+            working_set_bytes(c, batch, max_len or c.max_seq_len, p.element_size()),
+            p.device,
+            f"a batch of {batch} × {max_len or c.max_seq_len} tokens (KV cache and activations)",
+            "Lower --batch, --seq-len or --context, or use a smaller --dtype.",
+        )
         return KVCache(
             c.n_layers,
             batch,
@@ -528,7 +545,7 @@ def load_model(
         )
     config = BUILTIN_CONFIGS[key]
     if seq_len > config.max_seq_len:
-        raise InvalidInput("--seq-len", seq_len, f"model {key!r} has {config.max_seq_len} positions")
+        raise InvalidInput("seq_len", seq_len, f"model {key!r} has {config.max_seq_len} positions")
     model = build_builtin(key, device=device, dtype=dtype)
     tokens = random_tokens(batch_size, seq_len, config.vocab_size, device=device)
     return LoadedModel(
@@ -563,6 +580,9 @@ def _import_factory(spec: str) -> Callable[..., Any]:
         except Exception as exc:
             sys.modules.pop(mod_name, None)
             raise InvalidInput("MODEL", spec, f"importing {target} failed: {_describe(exc)}") from exc
+        except (SystemExit, KeyboardInterrupt) as exc:
+            sys.modules.pop(mod_name, None)
+            raise RunFailure(f"importing {target} for the model factory {spec} {_stopped(exc)}") from None
     else:
         try:
             module = importlib.import_module(target)
@@ -570,6 +590,8 @@ def _import_factory(spec: str) -> Callable[..., Any]:
             raise InvalidInput("MODEL", spec, f"cannot import module {target!r}: {exc}") from exc
         except Exception as exc:
             raise InvalidInput("MODEL", spec, f"importing {target} failed: {_describe(exc)}") from exc
+        except (SystemExit, KeyboardInterrupt) as exc:
+            raise RunFailure(f"importing {target} for the model factory {spec} {_stopped(exc)}") from None
     factory = getattr(module, attr, None)
     if factory is None:
         raise InvalidInput("MODEL", spec, f"{target} has no attribute {attr!r}")
@@ -581,6 +603,13 @@ def _import_factory(spec: str) -> Callable[..., Any]:
 def _describe(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _stopped(exc: BaseException) -> str:
+    """How user code stopped: ``called sys.exit(3)``, ``raised KeyboardInterrupt``, ``raised X: …``."""
+    if isinstance(exc, SystemExit):
+        return f"called sys.exit({exc.code!r})"
+    return f"raised {_describe(exc)}"
 
 
 def factory_kwargs(factory: Callable[..., Any], available: Mapping[str, Any]) -> dict[str, Any]:
@@ -652,8 +681,8 @@ def load_factory(
         returned = factory(**kwargs)
     except torch.cuda.OutOfMemoryError:
         raise
-    except Exception as exc:
-        raise RunFailure(f"the model factory {spec} raised {_describe(exc)}") from exc
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:  # user code: never a silent exit
+        raise RunFailure(f"the model factory {spec} {_stopped(exc)}") from exc
     if not isinstance(returned, (tuple, list)) or len(returned) != 2:
         raise InvalidInput(
             "MODEL", spec, f"the factory must return (model, example_inputs), got {type(returned).__name__}"
@@ -749,7 +778,7 @@ def load_hf(
     vocab = int(getattr(config, "vocab_size", 1000) or 1000)
     max_pos = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
     if max_pos is not None and seq_len > int(max_pos):
-        raise InvalidInput("--seq-len", seq_len, f"hf:{model_type} has {max_pos} positions")
+        raise InvalidInput("seq_len", seq_len, f"hf:{model_type} has {max_pos} positions")
     ids = random_tokens(batch_size, seq_len, vocab, device=device)
     analytic = hf_prefill_flops(model, config, batch_size, seq_len)
     return LoadedModel(

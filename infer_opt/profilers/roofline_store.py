@@ -23,8 +23,6 @@ torch is imported only by the functions that measure.
 from __future__ import annotations
 
 import contextlib
-import csv
-import io
 import json
 import math
 import os
@@ -45,6 +43,7 @@ from infer_opt.cost_models.roofline import (
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
 from infer_opt.results import Result, parse_envelope, save_result
+from infer_opt.tables import Field, read_json, read_table, reject_non_finite
 
 CACHE_ENV = "INFER_OPT_CACHE"
 REQUIRED_COLUMNS = ("name", "flops", "bytes", "time_s")
@@ -151,7 +150,7 @@ class CalibrationStore(Generic[R]):
         return Stored(path, True, notices)
 
     def _read(self, path: Path) -> R:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"), parse_constant=reject_non_finite)
         loaded = parse_envelope(data, source=str(path))
         if not isinstance(loaded.result, self.result_type):
             raise ValueError(f"holds a {loaded.kind!r} result, not {self.kind}")
@@ -206,62 +205,56 @@ def load_fit(path: str | os.PathLike[str]) -> RooflineFit:
 # ---------------------------------------------------------------------------- measurement files
 
 
-def _number(value: str, column: str, row: int, path: str) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise InvalidInput(
-            str(path), f"{column}={value!r} on row {row}", f"{column} must be a number"
-        ) from None
+#: a measurement CSV's columns: name, flops, bytes, time (``time_s``; ``time_us`` etc. change the
+#: unit); ``family``, ``size``/``label`` optional; an empty time is a case that was skipped
+POINT_FIELDS = (
+    Field("name", "text"),
+    Field("flops", "number", high=1e30),
+    Field("bytes", "number", high=1e30),
+    # below a femtosecond a time is a unit mistake, not a kernel (and its log overflows the fit)
+    Field("time", "duration", unit="s", low=1e-15, high=1e9, blank_ok=True),
+    Field("family", "text", required=False, blank_ok=True),
+    Field("size", "text", required=False, blank_ok=True, aliases=("label",)),
+)
 
 
 def points_from_csv(text: str, source: str = "measurements") -> list[KernelPoint]:
-    """Rows of a CSV with columns ``name, flops, bytes, time_s`` (``family`` optional).
+    """Rows of a CSV/TSV with columns ``name, flops, bytes, time_s`` (``family`` optional), read
+    by :func:`infer_opt.tables.read_table` (errors name the file, line, column and value).
 
     The CSV that ``infer-opt kernels --out FILE.csv`` writes holds one section per family,
     each after a ``# <family>`` line with its own header; sections are read in turn and the
     family is taken from the section title when there is no ``family`` column."""
-    sections: list[tuple[str, list[str]]] = []
-    title, lines = "", []
-    for line in text.splitlines():
+    sections: list[tuple[str, int, list[str]]] = []
+    title, start, lines = "", 0, []
+    for number, line in enumerate(text.splitlines()):
         if line.startswith("#"):
             if any(s.strip() for s in lines):
-                sections.append((title, lines))
-            title, lines = line.lstrip("#").strip(), []
+                sections.append((title, start, lines))
+            title, start, lines = line.lstrip("#").strip(), number + 1, []
         else:
             lines.append(line)
     if any(s.strip() for s in lines):
-        sections.append((title, lines))
+        sections.append((title, start, lines))
     if not sections:
         raise InvalidInput(source, "empty", f"expected CSV columns {', '.join(REQUIRED_COLUMNS)}")
     points: list[KernelPoint] = []
-    for title, body in sections:
-        reader = csv.DictReader(io.StringIO("\n".join(body)))
-        header = [h.strip() for h in reader.fieldnames or []]
-        missing = [c for c in REQUIRED_COLUMNS if c not in header]
-        if missing:
-            raise InvalidInput(
-                source,
-                ",".join(header),
-                f"CSV needs columns {', '.join(REQUIRED_COLUMNS)} (missing: {', '.join(missing)})",
-            )
-        for i, raw in enumerate(reader, start=2):
-            row = {(k or "").strip(): (v or "").strip() for k, v in raw.items()}
-            if not any(row.values()):
-                continue
-            label = row.get("size") or row.get("label") or ""
-            name = f"{row['name']}[{label}]" if label else row["name"]
-            if row["time_s"] == "":
-                continue  # a skipped case in a kernels CSV
-            time_s = _number(row["time_s"], "time_s", i, source)
-            if not time_s > 0:
-                raise InvalidInput(source, f"time_s={row['time_s']} on row {i} ({name})", "times must be > 0")
-            flops = _number(row["flops"], "flops", i, source)
-            nbytes = _number(row["bytes"], "bytes", i, source)
-            if flops < 0 or nbytes < 0:
-                raise InvalidInput(source, f"row {i} ({name})", "flops and bytes must be >= 0")
-            points.append(KernelPoint(name, row.get("family") or title, flops, nbytes, time_s))
+    for title, start, body in sections:
+        # blank lines keep the section's line numbers equal to the file's
+        table = read_table("\n" * start + "\n".join(body), POINT_FIELDS, source=source, comments=False)
+        points.extend(_points(table.frame, title))
     return points
+
+
+def _points(frame: Any, title: str) -> list[KernelPoint]:
+    out = []
+    for row in frame.to_dict("records"):
+        if row["time"] != row["time"]:  # NaN: a skipped case in a kernels CSV
+            continue
+        label = row.get("size") or ""
+        name = f"{row['name']}[{label}]" if label else row["name"]
+        out.append(KernelPoint(name, row.get("family") or title, row["flops"], row["bytes"], row["time"]))
+    return out
 
 
 def load_points(path: str | os.PathLike[str]) -> tuple[list[KernelPoint], dict[str, str]]:
@@ -277,10 +270,7 @@ def load_points(path: str | os.PathLike[str]) -> tuple[list[KernelPoint], dict[s
         raise InvalidInput("MEASUREMENTS", str(p), f"cannot read it ({type(exc).__name__})") from None
     if p.suffix.lower() != ".json":
         return points_from_csv(text, str(p)), {}
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidInput("MEASUREMENTS", str(p), f"not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    data = read_json(text, source=str(p))
     loaded = parse_envelope(data, source=str(p))
     result = loaded.result
     if loaded.kind == "kernels":

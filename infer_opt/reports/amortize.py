@@ -105,8 +105,8 @@ def build_buckets_view(result: AmortizeBucketsResult) -> View:
     columns += [
         Column("saving_s", "Saving/call", _signed, csv_header="saving_s"),
         Column("break_even", "Break-even", _calls, csv_header="break_even_calls"),
-        Column("net", "Net gain", _signed, csv_header="net_gain_s"),
-        Column("decision", "Compile?", align="left", csv_header="compile"),
+        Column("net", "Net gain", _signed, csv_header="net_gain_s", importance=2),
+        Column("decision", "Compile?", align="left", csv_header="compile", importance=2),
     ]
     rows = []
     highlight = {}

@@ -98,7 +98,9 @@ def _per_bucket_table(r: BucketsResult) -> Table:
         Column("share", "Share", format_percent, csv_header="share"),
         Column("mean_length", "Mean T", _tokens, csv_header="mean_length"),
         Column("expected_padding", "Mean padding b − T", _tokens, csv_header="expected_padding"),
-        Column("padding_fraction", "Padding share", format_percent, csv_header="padding_fraction"),
+        Column(
+            "padding_fraction", "Padding share", format_percent, csv_header="padding_fraction", importance=1
+        ),
         Column(
             "expected_quadratic_padding", "Mean b² − T²", _tokens, csv_header="expected_quadratic_padding"
         ),

@@ -170,13 +170,13 @@ def _columns(result: CompareResult, first: str, detail: str | None) -> list[Colu
         *columns,
         Column("base_s", "Base", format_duration, csv_header="base_median_s"),
         Column("new_s", "New", format_duration, csv_header="new_median_s"),
-        Column("ratio", "New/Base", _ratio, csv_header="ratio_new_over_base"),
+        Column("ratio", "New/Base", _ratio, csv_header="ratio_new_over_base", importance=2),
         Column("ci", f"{100 * result.confidence:g}% CI", csv_header="ratio_ci"),
         Column("runs", "Runs", align="right", csv_header="runs_base+new"),
         Column("spread", "Spread", _pct, csv_header="between_run_cv"),
         Column("p_value", "p", _p, csv_header="p_value"),
         Column("q_value", "p adj.", _p, csv_header="p_adjusted"),
-        Column("verdict", "Verdict", align="left", csv_header="verdict"),
+        Column("verdict", "Verdict", align="left", csv_header="verdict", importance=2),
     ]
 
 

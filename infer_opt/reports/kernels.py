@@ -111,7 +111,7 @@ def _columns(graphs: bool, checks: bool, notes: bool) -> list[Column]:
     columns = [
         Column("name", "Case", lambda v: getattr(v, "short", v), align="left"),
         Column("label", "Size", align="left", csv_header="size"),
-        Column("time_s", "Median ± IQR/2", _time_cell, csv_header="time_s"),
+        Column("time_s", "Median ± IQR/2", _time_cell, csv_header="time_s", importance=2),
     ]
     if graphs:
         columns.append(Column("eager_time_s", "Eager (launches)", format_duration, csv_header="eager_time_s"))
@@ -123,7 +123,7 @@ def _columns(graphs: bool, checks: bool, notes: bool) -> list[Column]:
         Column("bytes", "Q", format_bytes, csv_header="bytes"),
     ]
     if checks:
-        columns.append(Column("error", "Check", _check_cell, csv_header="rel_error"))
+        columns.append(Column("error", "Check", _check_cell, csv_header="rel_error", importance=1))
     if notes:
         columns.append(Column("note", "Note", align="left", csv_header="note"))
     return columns

@@ -321,8 +321,8 @@ def _amortize_columns(result: AmortizeMeasureResult) -> list[Column]:
         Column("compile_s", "Compile C", format_duration, csv_header="compile_s"),
         Column("calls", "Calls", _calls, csv_header="calls"),
         Column("break_even", "Break-even", _calls, csv_header="break_even_calls"),
-        Column("net", "Net gain", _signed, csv_header="net_gain_s"),
-        Column("decision", "Compile?", align="left", csv_header="compile"),
+        Column("net", "Net gain", _signed, csv_header="net_gain_s", importance=2),
+        Column("decision", "Compile?", align="left", csv_header="compile", importance=2),
     ]
     if _has_peaks(result):
         columns += [

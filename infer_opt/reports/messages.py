@@ -292,6 +292,11 @@ MESSAGES: dict[str, Words] = {
         f"{_pct(v['share'])} of the predicted op time is on shapes the calibration measured: this point "
         "checks the grid, not the interpolation; choose shapes between grid points"
     ),
+    # ---- input files (infer_opt/tables.py; robustness helper)
+    "extra_columns": lambda v: (
+        f"{v['file']}: column{'s' if len(v['columns']) > 1 else ''} {', '.join(v['columns'])} not used "
+        "(check the spelling if one was meant to be read)"
+    ),
 }
 
 _FAMILY_PINS = {"matmul": "R (matmul)", "elementwise": "b (elementwise)", "launch": "t0 (launch)"}

@@ -114,8 +114,8 @@ def op_tables(ops: Sequence[OpStat], top: int, *, has_fit: bool = True) -> list[
             Column("shapes", "Input shapes", align="left"),
             Column("category", "Category", align="left"),
             Column("calls", "Calls", csv_header="calls"),
-            Column("time_s", "Time", format_duration, csv_header="time_s"),
-            Column("share", "Share", format_percent, csv_header="share"),
+            Column("time_s", "Time", format_duration, csv_header="time_s", importance=2),
+            Column("share", "Share", format_percent, csv_header="share", importance=2),
             *(judged if has_fit else []),
         ],
         rows,
@@ -143,8 +143,8 @@ def op_tables(ops: Sequence[OpStat], top: int, *, has_fit: bool = True) -> list[
 def category_table(categories: Sequence[CategoryStat]) -> Table:
     columns = [
         Column("category", "Category", align="left"),
-        Column("time_s", "Time", format_duration, csv_header="time_s"),
-        Column("fraction", "Share f", format_percent, csv_header="fraction"),
+        Column("time_s", "Time", format_duration, csv_header="time_s", importance=2),
+        Column("fraction", "Share f", format_percent, csv_header="fraction", importance=2),
         Column("calls", "Calls", csv_header="calls"),
         Column("flops", "FLOPs", format_flops, csv_header="flops"),
         Column("bytes", "Bytes", format_bytes, csv_header="bytes"),
@@ -171,14 +171,22 @@ def category_table(categories: Sequence[CategoryStat]) -> Table:
 def amdahl_table(result: ProfileResult) -> Table:
     at_bound = [
         Column("part_speedup", "Category at bound", format_ratio, csv_header="category_speedup_at_bound"),
-        Column("roofline_speedup", "End to end at bound", format_ratio, csv_header="roofline_speedup"),
+        Column(
+            "roofline_speedup",
+            "End to end at bound",
+            format_ratio,
+            csv_header="roofline_speedup",
+            importance=2,
+        ),
     ]
     columns = [
         Column("rank", "#", csv_header="rank"),
-        Column("category", "Category", align="left"),
+        Column("category", "Category", align="left", is_key=True),
         Column("fraction", "f", format_percent, csv_header="fraction"),
         *(at_bound if result.roofline is not None else []),
-        Column("ceiling_speedup", "End to end if free", format_ratio, csv_header="ceiling_speedup"),
+        Column(
+            "ceiling_speedup", "End to end if free", format_ratio, csv_header="ceiling_speedup", importance=1
+        ),
     ]
     rows: list[dict[str, object]] = [
         {
@@ -222,8 +230,8 @@ def module_table(result: ProfileResult, top: int = 15) -> Table:
     columns = [
         Column("module", "Module (layers folded)", align="left"),
         Column("calls", "Op calls", csv_header="calls"),
-        Column("time_s", "Time", format_duration, csv_header="time_s"),
-        Column("share", "Share", format_percent, csv_header="share"),
+        Column("time_s", "Time", format_duration, csv_header="time_s", importance=2),
+        Column("share", "Share", format_percent, csv_header="share", importance=2),
         Column("flops", "FLOPs", format_flops, csv_header="flops"),
         Column("bytes", "Bytes", format_bytes, csv_header="bytes"),
     ]

@@ -98,11 +98,11 @@ def build_view(fit: RooflineFit) -> View:
         Column("flops", "F", format_flops, csv_header="flops"),
         Column("bytes", "Q", format_bytes, csv_header="bytes"),
         Column("intensity", "F/Q", _intensity, csv_header="intensity_flop_per_byte"),
-        Column("time_s", "Measured", format_duration, csv_header="time_s"),
+        Column("time_s", "Measured", format_duration, csv_header="time_s", importance=1),
         Column("predicted_s", "Predicted", format_duration, csv_header="predicted_s"),
         Column("ratio", "Meas/pred", lambda v: format_ratio(v, 3), csv_header="measured_over_predicted"),
-        Column("bound", "Bound", align="left"),
-        Column("efficiency", "Effic.", format_percent, csv_header="efficiency"),
+        Column("bound", "Bound", align="left", importance=2),
+        Column("efficiency", "Effic.", format_percent, csv_header="efficiency", importance=2),
         Column("fitted", "In fit", lambda v: "yes" if v else "no", csv_header="fitted"),
     ]
     rows = [

@@ -113,7 +113,7 @@ def _curve_table(result: SpeedupResult) -> Table:
         Column("k", "k", csv_header="k"),
         Column("expected_tokens", per_round, _tokens, csv_header="expected_tokens"),
         Column("round_time_s", "Round time", format_duration, csv_header="round_time_s"),
-        Column("speedup", "Speedup", format_ratio, csv_header="speedup"),
+        Column("speedup", "Speedup", format_ratio, csv_header="speedup", importance=2),
         Column("cost_per_token_s", "Cost per token", format_duration, csv_header="cost_per_token_s"),
     ]
     return Table(
@@ -237,8 +237,14 @@ def build_plans_view(result: PlansResult) -> View:
         Column("total_time_s", "Time", format_duration, csv_header="total_time_s"),
         Column("tokens_per_round", "Tokens/round", lambda v: f"{v:.4g}", csv_header="tokens_per_round"),
         Column("time_per_round_s", "Time/round", format_duration, csv_header="time_per_round_s"),
-        Column("cost_per_token_s", "Cost/token Σt/Σn", format_duration, csv_header="cost_per_token_s"),
-        Column("relative_cost", "vs best", format_ratio, csv_header="relative_cost"),
+        Column(
+            "cost_per_token_s",
+            "Cost/token Σt/Σn",
+            format_duration,
+            csv_header="cost_per_token_s",
+            importance=2,
+        ),
+        Column("relative_cost", "vs best", format_ratio, csv_header="relative_cost", importance=1),
         Column("mean_of_ratios_s", "Mean of t/n (naive)", format_duration, csv_header="mean_of_ratios_s"),
         Column("naive_rank", "Naive rank", csv_header="naive_rank"),
     ]

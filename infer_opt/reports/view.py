@@ -30,13 +30,19 @@ def _default_format(value: Any) -> str:
 @dataclass(frozen=True)
 class Column:
     """One column: ``key`` into the row dicts, a human ``header``, how to format a cell,
-    and the ``csv_header`` (with the SI unit of the raw value, e.g. ``time_s``)."""
+    and the ``csv_header`` (with the SI unit of the raw value, e.g. ``time_s``).
+
+    For a narrow terminal: ``is_key`` marks the column that names the row (default: the
+    table's first column), which never wraps or disappears; when the table cannot fit, the
+    columns of lowest ``importance`` are hidden first (ties: the rightmost first)."""
 
     key: str
     header: str
     fmt: Formatter = _default_format
     align: Literal["left", "right"] = "right"
     csv_header: str | None = None
+    is_key: bool = False
+    importance: int = 0
 
     def format(self, value: Any) -> str:
         return self.fmt(value) if value is not None else "—"

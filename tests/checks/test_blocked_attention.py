@@ -125,9 +125,9 @@ def test_row_with_no_visible_key_errors_or_gives_zeros():
 @pytest.mark.parametrize(
     ("kwargs", "needle"),
     [
-        ({"block_size": 0}, "--block-size"),
-        ({"block_size": 2, "window": 3}, "--window"),
-        ({"block_size": 2, "causal_offset": 0, "window": 0}, "--window"),
+        ({"block_size": 0}, "block_size"),
+        ({"block_size": 2, "window": 3}, "window"),
+        ({"block_size": 2, "causal_offset": 0, "window": 0}, "window"),
         ({"block_size": 2, "block_order": [0, 0, 1]}, "block_order"),
         ({"block_size": 2, "causal_offset": -1}, "causal_offset"),
         ({"block_size": 2, "mask": np.ones((3, 6))}, "mask"),

@@ -30,7 +30,7 @@ def test_masks_agree_only_for_square_prefill():
     br, tl = causal_mask_bottom_right(2, 5), causal_mask_top_left(2, 5)
     assert br.tolist() == [[True, True, True, True, False], [True] * 5]
     assert tl.tolist() == [[True, False, False, False, False], [True, True, False, False, False]]
-    with pytest.raises(InvalidInput, match="--tq"):
+    with pytest.raises(InvalidInput, match="tq"):
         causal_mask_bottom_right(6, 5)
 
 
@@ -107,12 +107,12 @@ def test_check_attention_fn_flags_nan_output():
 @pytest.mark.parametrize(
     ("kwargs", "needle"),
     [
-        ({"tq": 5, "tk": 4}, "--tq"),
-        ({"tq": 0}, "--tq"),
-        ({"block_size": 0}, "--block-size"),
-        ({"window": 0}, "--window"),
-        ({"heads": 0}, "--heads"),
-        ({"dtype": "int8"}, "--dtype"),
+        ({"tq": 5, "tk": 4}, "tq"),
+        ({"tq": 0}, "tq"),
+        ({"block_size": 0}, "block_size"),
+        ({"window": 0}, "window"),
+        ({"heads": 0}, "heads"),
+        ({"dtype": "int8"}, "dtype"),
     ],
 )
 def test_bad_sizes_are_rejected(kwargs, needle):

@@ -225,11 +225,11 @@ def test_alpha_target_tunes_the_draft():
 @pytest.mark.parametrize(
     ("kwargs", "needle"),
     [
-        ({"vocab": 1}, "--vocab"),
-        ({"k": 0}, "--k"),
-        ({"trials": 0}, "--trials"),
-        ({"seed": -1}, "--seed"),
-        ({"alpha_target": 1.0}, "--alpha-target"),
+        ({"vocab": 1}, "vocab"),
+        ({"k": 0}, "k"),
+        ({"trials": 0}, "trials"),
+        ({"seed": -1}, "seed"),
+        ({"alpha_target": 1.0}, "alpha_target"),
         ({"vocab": 50, "k": 5}, "exact enumeration"),
     ],
 )

@@ -91,3 +91,23 @@ def test_every_example_in_the_help_parses(name, argv, tmp_path, monkeypatch):
 
 def test_every_command_shows_an_example_in_its_help():
     assert {name for name, _ in _help_examples()} == set(COMMANDS)
+
+
+def test_core_errors_name_the_commands_own_flags():
+    from infer_opt.cli.app import flag_for
+
+    speedup = _load_command("speculative").commands["speedup"]
+    assert flag_for(speedup, "alphas") == "--alphas"  # not --alpha, which comes first
+    assert flag_for(speedup, "alpha") == "--alpha"
+    assert flag_for(speedup, "target_cost") == "--target-cost"
+    assert flag_for(speedup, "seq_len") is None
+    assert flag_for(_load_command("amdahl"), "parts") == "--part"
+
+
+def test_a_groups_own_options_are_named_in_core_errors(tmp_path):
+    bounds = tmp_path / "b.csv"
+    bounds.write_text("bucket,compile_s,saving_ms\n4,1,1\n")
+    lengths = tmp_path / "l.txt"
+    lengths.write_text("1\n12\n")
+    run = invoke("amortize", "--buckets", str(bounds), "--lengths", str(lengths))
+    assert_one_line_error(run, "--lengths", "1 of 2 lengths")

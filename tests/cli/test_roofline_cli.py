@@ -165,10 +165,16 @@ def test_reads_the_sectioned_csv_that_kernels_writes(tmp_path):
 @pytest.mark.parametrize(
     ("text", "needles"),
     [
-        ("name,flops,time_s\na,1,1\n", ["missing: bytes"]),
-        ("name,flops,bytes,time_s\na,1,1,0\nb,1,1,1\nc,1,1,1\n", ["time_s=0", "> 0"]),
-        ("name,flops,bytes,time_s\na,1,1,-2\nb,1,1,1\nc,1,1,1\n", ["time_s=-2"]),
-        ("name,flops,bytes,time_s\na,1,x,1\nb,1,1,1\nc,1,1,1\n", ["bytes='x'", "number"]),
+        ("name,flops,time_s\na,1,1\n", ["'bytes' column"]),
+        (
+            "name,flops,bytes,time_s\na,1,1,0\nb,1,1,1\nc,1,1,1\n",
+            ["line 2, column time_s", ">= 1e-15", "'0'"],
+        ),
+        ("name,flops,bytes,time_s\na,1,1,-2\nb,1,1,1\nc,1,1,1\n", ["line 2, column time_s", "'-2'"]),
+        ("name,flops,bytes,time_s\na,1,x,1\nb,1,1,1\nc,1,1,1\n", ["line 2, column bytes", "number", "'x'"]),
+        ("name,flops,bytes,time_s\na,1,nan,1\nb,1,1,1\nc,1,1,1\n", ["line 2, column bytes", "NaN"]),
+        ("name,flops,bytes,time_s\na,1,1,inf\nb,1,1,1\nc,1,1,1\n", ["line 2, column time_s", "finite"]),
+        ("name\tflops\tbytes\ttime_us\na\t1\t1\t-1\n", ["line 2, column time_us", "'-1'"]),
         ("name,flops,bytes,time_s\na,1,1,1\n", ["at least 3"]),
         ("", ["expected CSV columns"]),
     ],

@@ -273,10 +273,10 @@ def test_plans_ratio_of_sums_and_ranking_flag(tmp_path):
         ("plan,time,tokens\nA,2ms,1\nA,0,3\n", ["line 3, column time", "> 0"]),
         ("plan,time,tokens\nA,-2ms,1\n", ["line 2, column time"]),
         ("plan,time,tokens\nA,2ms,1.5\n", ["line 2, column tokens", "whole number"]),
-        ("plan,time,tokens\nA,2ms,0\n", ["line 2, column tokens", "[1, +inf]"]),
+        ("plan,time,tokens\nA,2ms,0\n", ["line 2, column tokens", ">= 1"]),
         ("plan,time,tokens\nA,2 fortnights,1\n", ["line 2, column time"]),
-        ("plan,time,tokens\nA,2ms\n", ["line 2", "3 columns"]),
-        ("plan,time\nA,2ms\n", ["line 1", "missing: tokens"]),
+        ("plan,time,tokens\nA,2ms\n", ["line 2", "3 fields"]),
+        ("plan,time\nA,2ms\n", ["line 1", "'tokens' column"]),
         ("plan,time,tokens\n", ["no data rows"]),
         ("plan,time,tokens\n,2ms,1\n", ["column plan", "empty"]),
     ],
@@ -360,10 +360,11 @@ def test_speculative_commands_do_not_import_heavy_modules(tmp_path):
         ["speculative", "speedup", *SPEC, "--sweep-k", "8"],
         ["speculative", "speedup", *SPEC, "--json"],
         ["speculative", "acceptance", "--p", "0.5,0.3,0.2", "--q", "0.2,0.5,0.3"],
-        ["speculative", "plans", str(log)],
         ["speculative", "from-metrics", "--drafts", "1000", "--accepted-per-position", "820,610,400"],
     ]
     assert heavy_modules_imported(*argvs) == []
+    # a log file goes through the one pandas reader; nothing heavier
+    assert heavy_modules_imported(["speculative", "plans", str(log)]) == ["pandas"]
 
 
 @pytest.mark.parametrize(

@@ -91,10 +91,10 @@ def test_checkpoints_totals():
 @pytest.mark.parametrize(
     ("args", "option"),
     [
-        ((-1.0, 0.002, 0.001), "--compile-cost"),
-        ((math.nan, 0.002, 0.001), "--compile-cost"),
-        ((1.0, -0.002, 0.001), "--eager"),
-        ((1.0, 0.002, math.inf), "--compiled"),
+        ((-1.0, 0.002, 0.001), "compile_cost"),
+        ((math.nan, 0.002, 0.001), "compile_cost"),
+        ((1.0, -0.002, 0.001), "eager"),
+        ((1.0, 0.002, math.inf), "compiled"),
     ],
 )
 def test_rejects_bad_durations(args, option):
@@ -104,7 +104,7 @@ def test_rejects_bad_durations(args, option):
 
 
 def test_rejects_fractional_calls():
-    with pytest.raises(InvalidInput, match="--calls"):
+    with pytest.raises(InvalidInput, match="calls"):
         amortize(1.0, 0.002, 0.001, calls=2.5)  # type: ignore[arg-type]
 
 

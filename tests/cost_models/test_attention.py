@@ -84,11 +84,11 @@ def test_dtype_sizes(name, size):
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"dtype": "int3"}, "--dtype"),
-        ({"dtype": "0"}, "--dtype"),
-        ({"tq": 0}, "--tq"),
-        ({"heads": 2.5}, "--heads"),
-        ({"tq": 10, "tk": 5, "causal": True}, "--tq"),
+        ({"dtype": "int3"}, "dtype"),
+        ({"dtype": "0"}, "dtype"),
+        ({"tq": 0}, "tq"),
+        ({"heads": 2.5}, "heads"),
+        ({"tq": 10, "tk": 5, "causal": True}, "tq"),
     ],
 )
 def test_memory_rejects_bad_input(kwargs, match):

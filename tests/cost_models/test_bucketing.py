@@ -385,14 +385,14 @@ def test_default_request_count_is_the_sample_size():
 @pytest.mark.parametrize(
     ("kwargs", "option", "needle"),
     [
-        ({"k": 0}, "--optimize", ">= 1"),
-        ({"k": 4}, "--optimize", "number of distinct lengths in the sample (3)"),
-        ({"k": 2, "compile_cost_s": 1.0}, "--token-cost", "together"),
-        ({"k": 2, "token_cost_s": 1.0}, "--compile-cost", "together"),
-        ({"k": 2, "compile_cost_s": -1.0, "token_cost_s": 1.0}, "--compile-cost", ">= 0"),
-        ({"k": 2, "compile_cost_s": float("nan"), "token_cost_s": 1.0}, "--compile-cost", ">= 0"),
-        ({"k": 2, "cost": "cubic"}, "--cost", "linear or quadratic"),
-        ({"k": 2, "requests": 0}, "--requests", ">= 1"),
+        ({"k": 0}, "optimize", ">= 1"),
+        ({"k": 4}, "optimize", "number of distinct lengths in the sample (3)"),
+        ({"k": 2, "compile_cost_s": 1.0}, "token_cost", "together"),
+        ({"k": 2, "token_cost_s": 1.0}, "compile_cost", "together"),
+        ({"k": 2, "compile_cost_s": -1.0, "token_cost_s": 1.0}, "compile_cost", ">= 0"),
+        ({"k": 2, "compile_cost_s": float("nan"), "token_cost_s": 1.0}, "compile_cost", ">= 0"),
+        ({"k": 2, "cost": "cubic"}, "cost", "linear or quadratic"),
+        ({"k": 2, "requests": 0}, "requests", ">= 1"),
     ],
 )
 def test_optimize_rejects_bad_input(kwargs, option, needle):

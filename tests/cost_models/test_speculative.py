@@ -222,7 +222,7 @@ def test_sweep_with_per_position_rates_uses_the_prefixes():
 
 
 def test_sweep_needs_enough_per_position_rates():
-    with pytest.raises(InvalidInput, match="--sweep-k"):
+    with pytest.raises(InvalidInput, match="sweep_k"):
         speculative_speedup(2, SPEC_COSTS, alphas=[0.9, 0.7, 0.5], sweep_kmax=5)
 
 
@@ -242,14 +242,14 @@ def test_curves_and_grid_for_plots_agree_with_the_result():
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"k": 3, "alpha": 1.2}, "--alpha"),
-        ({"k": 3, "alpha": -0.1}, "--alpha"),
-        ({"k": 3, "alpha": float("nan")}, "--alpha"),
+        ({"k": 3, "alpha": 1.2}, "alpha"),
+        ({"k": 3, "alpha": -0.1}, "alpha"),
+        ({"k": 3, "alpha": float("nan")}, "alpha"),
         ({"k": 0, "alpha": 0.5}, "k: "),
-        ({"k": 3, "alphas": [0.9, 1.5, 0.2]}, "--alphas"),
-        ({"k": 3, "alphas": [0.9, 0.5]}, "--alphas"),
-        ({"k": 3}, "--alpha"),
-        ({"k": 3, "alpha": 0.5, "budget": 0}, "--budget"),
+        ({"k": 3, "alphas": [0.9, 1.5, 0.2]}, "alphas"),
+        ({"k": 3, "alphas": [0.9, 0.5]}, "alphas"),
+        ({"k": 3}, "alpha"),
+        ({"k": 3, "alpha": 0.5, "budget": 0}, "budget"),
     ],
 )
 def test_speedup_rejects_bad_input(kwargs, match):
@@ -260,10 +260,10 @@ def test_speedup_rejects_bad_input(kwargs, match):
 @pytest.mark.parametrize(
     ("costs", "match"),
     [
-        (Costs(0.0, MS, MS), "--target-cost"),
-        (Costs(10 * MS, -MS, MS), "--draft-cost"),
-        (Costs(10 * MS, MS, -MS), "--verify-cost"),
-        (Costs(10 * MS, MS, MS, overhead_s=-MS), "--overhead"),
+        (Costs(0.0, MS, MS), "target_cost"),
+        (Costs(10 * MS, -MS, MS), "draft_cost"),
+        (Costs(10 * MS, MS, -MS), "verify_cost"),
+        (Costs(10 * MS, MS, MS, overhead_s=-MS), "overhead"),
         (Costs(10 * MS, 0.0, 0.0), "round time"),
     ],
 )
@@ -446,7 +446,7 @@ def test_conditional_rate_is_undefined_after_a_position_never_accepted():
     [
         (1000, [820, 830, 400], {}, "non-increasing"),
         (100, [820], {}, "more often than there were drafts"),
-        (0, [0], {}, "--drafts"),
+        (0, [0], {}, "drafts"),
         (1000, [-1], {}, "non-negative"),
         (1000, [], {}, "accepted count"),
         (1000, [820, 610], {"draft_tokens": 1000}, "fewer draft tokens"),

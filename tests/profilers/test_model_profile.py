@@ -296,3 +296,19 @@ def test_several_runs_keep_each_runs_median_of_the_step_ops_and_categories():
     assert mp.ProfileResult.from_dict(result.to_dict()) == result
     with pytest.raises(InvalidInput, match="runs"):
         _profile(runs=0)
+
+
+def test_guard_turns_sys_exit_and_allocation_failures_into_run_failures():
+    from infer_opt.errors import RunFailure
+    from infer_opt.profilers.model_profile import guard
+
+    exiting = r"the model called sys.exit\(3\) while running the step"
+    with pytest.raises(RunFailure, match=exiting), guard("running the step"):
+        raise SystemExit(3)
+    full = r"out of memory while building .*\(tried to allocate 256 GiB\)"
+    with pytest.raises(RunFailure, match=full), guard("building"):
+        raise RuntimeError(
+            "DefaultCPUAllocator: can't allocate memory: you tried to allocate 274877906944 bytes"
+        )
+    with pytest.raises(KeyboardInterrupt), guard("running the step"):
+        raise KeyboardInterrupt

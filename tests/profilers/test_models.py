@@ -122,7 +122,7 @@ def test_too_long_for_the_cache_or_positions_is_bad_input():
     cache = model.new_cache(1, 4)
     with pytest.raises(InvalidInput, match="at most 4"), torch.no_grad():
         model(_tokens(model, 1, 5), cache)
-    with pytest.raises(InvalidInput, match="--seq-len"):
+    with pytest.raises(InvalidInput, match="seq_len"):
         models.load_model("tiny", seq_len=5000)
 
 
@@ -227,6 +227,48 @@ def test_factory_that_raises_is_a_run_failure(factory_file):
         models.load_factory(
             f"{factory_file}:raises", batch_size=1, seq_len=3, device="cpu", dtype=torch.float32
         )
+
+
+@pytest.mark.parametrize(
+    ("body", "needle"),
+    [
+        ("import sys\n    sys.exit(3)", "called sys.exit(3)"),
+        ("raise KeyboardInterrupt", "raised KeyboardInterrupt"),
+    ],
+)
+def test_a_factory_that_exits_or_interrupts_is_a_run_failure_naming_it(tmp_path, body, needle):
+    path = tmp_path / "quits.py"
+    path.write_text(f"def make(**kwargs):\n    {body}\n")
+    with pytest.raises(RunFailure) as info:
+        models.load_model(f"{path}:make")
+    assert f"the model factory {path}:make {needle}" in str(info.value)
+
+
+def test_a_factory_module_that_exits_on_import_is_a_run_failure(tmp_path):
+    path = tmp_path / "exits_on_import.py"
+    path.write_text("import sys\nsys.exit(3)\n")
+    with pytest.raises(RunFailure, match=r"called sys.exit\(3\)"):
+        models.load_model(f"{path}:make")
+
+
+def test_a_batch_that_cannot_fit_in_memory_is_refused_before_allocating(monkeypatch):
+    from infer_opt.profilers import device
+
+    model = models.build_builtin("tiny")
+    monkeypatch.setattr(device, "free_memory_bytes", lambda _device: 64 * 2**20)
+    with pytest.raises(RunFailure) as info:
+        model.new_cache(4096, 2048)
+    message = str(info.value)
+    assert message.startswith("out of memory: a batch of 4096 × 2048 tokens") and "64 MiB free" in message
+    assert model.new_cache(1, 16).max_len == 16  # a small one still fits
+
+
+def test_the_working_set_counts_the_kv_cache_and_activations():
+    config = models.build_builtin("tiny").config
+    one = models.working_set_bytes(config, 1, 128, 4)
+    assert models.working_set_bytes(config, 2, 128, 4) == 2 * one
+    kv = 2 * config.n_layers * config.n_kv_heads * 128 * config.head_dim * 4
+    assert one > kv
 
 
 def test_unimportable_factories(tmp_path):

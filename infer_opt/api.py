@@ -1,0 +1,222 @@
+"""The Python API for notebooks and scripts: what the commands do, as functions returning
+result objects (each with ``.to_frame()`` for its main table as a pandas DataFrame, and a
+markdown ``_repr_markdown_`` a notebook shows by itself).
+
+Everything here is also importable from :mod:`infer_opt` itself (lazily: ``import infer_opt``
+imports nothing heavy until a function is used)::
+
+    import infer_opt as io
+
+    io.amdahl(0.4, 4).speedup                      # 1.4286
+    r = io.profile("tiny", seq_len=128)            # ProfileResult (torch)
+    r.to_frame()                                   # the operator table as a DataFrame
+    fit = io.fit_roofline(io.kernels(suite="quick"))
+
+Errors are the CLI's: :class:`~infer_opt.errors.InvalidInput` for bad input (naming the
+parameter), :class:`~infer_opt.errors.RunFailure` for a failure while running.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from infer_opt.cost_models.amdahl import AmdahlResult, Part, combined
+
+
+def amdahl(
+    fraction: float | None = None,
+    speedup: float | None = None,
+    *,
+    parts: Sequence[Part] = (),
+    added: float = 0.0,
+    target: float | None = None,
+) -> AmdahlResult:
+    """Amdahl's law ``S = 1/((1 - Σf_i) + Σ f_i/s_i + a)``: one part (``fraction``,
+    ``speedup``) or several :class:`Part` s, added overhead ``added``, and with ``target`` the
+    speedup the parts need to reach it."""
+    all_parts = list(parts)
+    if fraction is not None:
+        all_parts.insert(0, Part("part", fraction, 1.0 if speedup is None else speedup))
+    return combined(all_parts, added=added, target=target, speedup_given=speedup is not None or bool(parts))
+
+
+def load(path: str | Path) -> Any:
+    """A saved result (any ``--out FILE.json``) as its result object."""
+    from infer_opt.results import load_result
+
+    return load_result(path).result
+
+
+def profile(
+    model: str = "tiny",
+    *,
+    batch: int = 1,
+    seq_len: int = 128,
+    mode: str = "prefill",
+    context: int = 128,
+    new_tokens: int = 32,
+    device: str = "auto",
+    dtype: str = "auto",
+    warmup: int = 3,
+    reps: int = 20,
+    roofline: str | Path | bool | None = None,
+    hf_config: Sequence[str] = (),
+    trace: str | Path | None = None,
+) -> Any:
+    """Profile one step of ``model`` per aten operator, as ``infer-opt profile`` does: a
+    built-in name, ``module:factory``, ``file.py:factory`` or ``hf:<model_type>``. ``roofline``:
+    a fit file, None for the fit cached for this machine (calibrated now if there is none), or
+    False for no roofline columns. Returns a
+    :class:`~infer_opt.profilers.model_profile.ProfileResult`."""
+    from infer_opt.profilers import device as devices
+    from infer_opt.profilers import model_profile, models
+
+    dev = devices.resolve_device(device)
+    torch_dtype = devices.parse_dtype(dtype, dev)
+    with model_profile.guard(f"building model {model}"):
+        loaded = models.load_model(
+            model,
+            batch_size=batch,
+            seq_len=seq_len,
+            device=dev,
+            dtype=torch_dtype,
+            hf_overrides=models.parse_hf_overrides(list(hf_config)),
+        )
+    fit, source, notices = None, "not used", ()
+    if roofline is not False:
+        path = None if roofline is None or roofline is True else Path(roofline)
+        resolved = model_profile.resolve_fit(dev, torch_dtype, path)
+        fit, source, notices = resolved.fit, resolved.source, resolved.warnings
+    return model_profile.profile_model(
+        loaded,
+        device=dev,
+        dtype=torch_dtype,
+        mode=mode,
+        context=context,
+        new_tokens=new_tokens,
+        warmup=warmup,
+        reps=reps,
+        fit=fit,
+        fit_source=source,
+        fit_warnings=notices,
+        trace_path=trace,
+    )
+
+
+def kernels(
+    *,
+    suite: str = "quick",
+    only: Sequence[str] | None = None,
+    device: str = "auto",
+    dtype: str = "float32",
+    warmup: int = 5,
+    reps: int = 20,
+    flush_cache: bool = False,
+) -> Any:
+    """Time the kernel suite (``infer-opt kernels``): a
+    :class:`~infer_opt.profilers.kernels.KernelSuiteResult`."""
+    from infer_opt.profilers import device as devices
+    from infer_opt.profilers import kernels as suite_module
+
+    dev = devices.resolve_device(device)
+    torch_dtype = devices.parse_dtype(dtype, dev)
+    known = suite_module.all_cases("cuda" if devices.is_cuda(dev) else "cpu", suite)
+    cases = suite_module.select(known, list(only) if only is not None else None)
+    settings = suite_module.SuiteSettings(warmup=warmup, reps=reps, flush_cache=flush_cache)
+    return suite_module.run_suite(cases, dev, torch_dtype, settings, suite=suite, all_known=known)
+
+
+def fit_roofline(measurements: Any, *, bootstrap: int = 200, seed: int = 0) -> Any:
+    """Fit ``t ≈ t0 + max(F/R, Q/b)`` (``infer-opt roofline``) to a kernel-suite result, a
+    saved ``.json`` or a measurement ``.csv``: a :class:`~infer_opt.cost_models.roofline.RooflineFit`."""
+    from infer_opt.cost_models import roofline
+
+    if isinstance(measurements, (str, Path)):
+        from infer_opt.profilers.roofline_store import load_points
+
+        points, meta = load_points(measurements)
+        source = str(measurements)
+    else:
+        from infer_opt.profilers.kernels import kernel_points
+
+        points = kernel_points(measurements)
+        meta = {k: getattr(measurements, k) for k in ("device", "dtype", "device_name", "device_key")}
+        source = "kernel suite"
+    return roofline.fit_roofline(
+        points,
+        bootstrap=bootstrap,
+        seed=seed,
+        source=source,
+        fit_families=roofline.default_fit_families(points),
+        **meta,
+    )
+
+
+def buckets(
+    lengths: Any,
+    bounds: Sequence[int] | None = None,
+    *,
+    optimize: int | None = None,
+    cost: str = "linear",
+    batch_size: int = 1,
+) -> Any:
+    """Padding waste of a length sample under ``bounds`` (or, with ``optimize=K``, the K
+    bounds with the least waste): ``lengths`` is a file path or a sequence of lengths."""
+    from infer_opt.cost_models import bucketing
+
+    if isinstance(lengths, (str, Path)):
+        sample = bucketing.parse_lengths_text(Path(lengths).read_text(encoding="utf-8"), source=str(lengths))
+    else:
+        sample = bucketing.sample_from_lengths(list(lengths))
+    if optimize is None:
+        if bounds is None:
+            from infer_opt.errors import InvalidInput
+
+            raise InvalidInput("bounds", "missing", "give bounds, or optimize=K to design them")
+        return bucketing.analyze(sample, bounds, batch_size=batch_size)
+    return bucketing.optimize(sample, optimize, cost=cost, batch_size=batch_size, given_bounds=bounds)  # type: ignore[arg-type]
+
+
+def amortize_buckets(path: str | Path) -> Any:
+    """Compile amortization per bucket from a bucket CSV (``infer-opt amortize --buckets``)."""
+    from infer_opt.cost_models import amortization
+
+    rows = amortization.read_bucket_csv(Path(path).read_text(encoding="utf-8"), source=str(path))
+    return amortization.amortize_buckets(rows, source=str(path))
+
+
+def acceptance(p: Sequence[float], q: Sequence[float], *, normalize: bool = False) -> Any:
+    """Acceptance of draft tokens ``x ~ q`` against the target ``p``: ``a(x) = min(1, p/q)``,
+    ``A = Σ min(p, q)``, the residual and both sampling rules' outputs."""
+    from infer_opt.cost_models import speculative
+
+    p_arr, q_arr = speculative.validate_pair(list(p), list(q), normalize=normalize, names=("p", "q"))
+    return speculative.acceptance_report(p_arr, q_arr, normalized=normalize)
+
+
+#: name -> "module:attribute", for infer_opt.__getattr__ (each imported on first use)
+EXPORTS: dict[str, str] = {
+    "amdahl": "infer_opt.api:amdahl",
+    "Part": "infer_opt.cost_models.amdahl:Part",
+    "load": "infer_opt.api:load",
+    "profile": "infer_opt.api:profile",
+    "kernels": "infer_opt.api:kernels",
+    "fit_roofline": "infer_opt.api:fit_roofline",
+    "buckets": "infer_opt.api:buckets",
+    "amortize": "infer_opt.cost_models.amortization:amortize",
+    "amortize_buckets": "infer_opt.api:amortize_buckets",
+    "speculative_speedup": "infer_opt.cost_models.speculative:speculative_speedup",
+    "Costs": "infer_opt.cost_models.speculative:Costs",
+    "acceptance": "infer_opt.api:acceptance",
+    "compare_plans": "infer_opt.cost_models.speculative:compare_plans",
+    "PlanRound": "infer_opt.cost_models.speculative:PlanRound",
+    "rates_from_counts": "infer_opt.cost_models.speculative:rates_from_counts",
+    "attention_memory": "infer_opt.cost_models.attention:attention_memory",
+    "window_bound": "infer_opt.cost_models.attention:window_bound",
+    "compare": "infer_opt.cost_models.compare:compare_results",
+    "render": "infer_opt.reports.render:render",
+    "InvalidInput": "infer_opt.errors:InvalidInput",
+    "RunFailure": "infer_opt.errors:RunFailure",
+}
