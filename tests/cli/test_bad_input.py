@@ -52,6 +52,9 @@ BASES: dict[tuple[str, ...], list[str]] = {
     ("compare",): ["{result}", "{result}"],
     ("ab",): ["--base", "infer-opt kernels --only tiny_add", "--new", "infer-opt kernels --only tiny_add"],
     ("comm",): [],
+    ("calibrate",): [],
+    ("predict",): [],
+    ("validate",): [],
 }
 #: options whose parsing needs no type (free text handled in the body) or that run work
 SKIP = {"--help", "--install-completion", "--show-completion", "--hf-config", "--device", "--dtype"}
