@@ -63,7 +63,7 @@ def main() -> int:
     if args.calibration:
         calibration, source = cal.load_calibration(args.calibration), args.calibration
     else:
-        calibration = cal.load_cached("cpu", torch.float32)
+        calibration = cal.load_cached("cpu", torch.float32).result
         source = (
             str(cal.cache_path("cpu", torch.float32)) if calibration else "synthetic (no calibration saved)"
         )

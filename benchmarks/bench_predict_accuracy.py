@@ -51,7 +51,7 @@ def calibration(args: argparse.Namespace) -> tuple[Any, str, float]:
     start = time.perf_counter()
     result = cal.calibrate("cpu", torch.float32)
     wall = time.perf_counter() - start
-    path = cal.save_calibration(result, cal.cache_path("cpu", torch.float32))
+    path = cal.cache_calibration(result).path
     return result, str(path), wall
 
 

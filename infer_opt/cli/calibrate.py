@@ -56,8 +56,9 @@ def _resume_from(output: Output, device: Any, dtype: Any) -> Any:
 
     for path in output.out:
         if path.suffix.lower() == ".json" and path.exists():
-            return calibration.load_calibration(path, option="resume")
-    return calibration.load_cached(device, dtype)
+            return calibration.load_calibration(path, option="resume", to_use=False)
+    cached = calibration.cache_path(device, dtype)
+    return calibration.load_calibration(cached, option="resume", to_use=False) if cached.exists() else None
 
 
 @with_output()
@@ -86,21 +87,19 @@ def calibrate(
     *,
     output: Output,
 ) -> Any:
-    import torch
-
     from infer_opt.profilers import calibration
     from infer_opt.profilers import device as devices
 
     groups = _only(only)
     dev = devices.resolve_device(device)
     if threads is not None:
-        torch.set_num_threads(threads)
+        devices.set_threads(threads)
     torch_dtype = devices.parse_dtype(dtype, dev)
     previous = _resume_from(output, dev, torch_dtype) if resume else None
-    cache = calibration.cache_path(dev, torch_dtype)
+    stored: list[Any] = []
 
     def save(result: Any) -> None:
-        calibration.save_calibration(result, cache)
+        stored[:] = [calibration.cache_calibration(result)]
         output.save_partial(result)
 
     with progress_bar("calibrate") as update:
@@ -108,8 +107,10 @@ def calibrate(
             dev, torch_dtype, grid=grid, only=groups, reps=reps, resume_from=previous, on_group=save,
             progress=update,
         )  # fmt: skip
-    typer.echo(f"saved {cache}", err=True)
-    return Outcome(result, exit_code=0 if result.complete or groups else 130)
+    notices = stored[0].notices if stored else ()
+    if stored and stored[0].saved:
+        typer.echo(f"saved {stored[0].path}", err=True)
+    return Outcome(result, exit_code=0 if result.complete or groups else 130, warnings=notices)
 
 
 def register(app: typer.Typer) -> None:

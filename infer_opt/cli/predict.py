@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from infer_opt.cli.common import AutoDtypeOpt, HfConfigOpt, ModelArg, ThreadsOpt, progress_bar
+from infer_opt.cli.common import AutoDtypeOpt, HfConfigOpt, ModelArg, ThreadsOpt, option, progress_bar
 from infer_opt.cli.output import Outcome, with_output
 from infer_opt.cli.profile import BatchOpt, ContextOpt, ModeOpt, NewTokensOpt, SeqLenOpt
 from infer_opt.cli.types import Count, InputFile, Parsed
@@ -51,6 +52,22 @@ class SweepType(Parsed):
             raise InvalidInput(option, text, exc.expected) from None
 
 
+TpOpt = option(
+    int,
+    "--tp",
+    parse=Count(1, 64),
+    help="Predict the step sharded over N tensor-parallel ranks (built-ins): each rank's compute from "
+    "the calibration, the collectives from the comm sweep over N ranks.",
+)
+CommOpt = option(
+    Path | None,
+    "--comm",
+    parse=InputFile(),
+    help="With --tp: the comm sweep (infer-opt comm --out FILE.json) to price the collectives with. "
+    "Default: the one saved for N ranks.",
+)
+
+
 CalibrationOpt = Annotated[
     Path | None,
     typer.Option(
@@ -62,9 +79,27 @@ CalibrationOpt = Annotated[
 ]
 
 
-def resolve(calibration_file: Path | None, dtype: str, threads: int | None) -> tuple[Any, str, Any]:
-    """``(calibration, source, torch dtype)``: the file given, else the cached one for the CPU,
-    this dtype and thread count; a --dtype that is not the calibration's is an error."""
+PredictDeviceOpt = option(
+    str,
+    "--device",
+    help="Whose cached calibration to use: cpu (default), cuda or cuda:N (or give --calibration FILE).",
+)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """The calibration a prediction uses, where it came from, what the cache lookup found wrong
+    on the way, and the dtype to record the model in."""
+
+    calibration: Any
+    source: str
+    notices: tuple[Any, ...]
+    dtype: Any
+
+
+def resolve(calibration_file: Path | None, dtype: str, threads: int | None, device: str = "cpu") -> Resolved:
+    """The file given, else the one cached for ``device`` (default: the CPU), this dtype, thread
+    count and matmul precision; a --dtype that is not the calibration's is an error."""
     import torch
 
     from infer_opt.errors import InvalidInput
@@ -72,22 +107,24 @@ def resolve(calibration_file: Path | None, dtype: str, threads: int | None) -> t
     from infer_opt.profilers import device as devices
 
     if threads is not None:
-        torch.set_num_threads(threads)
+        devices.set_threads(threads)
+    dev = devices.resolve_device(device)
     if calibration_file is not None:
-        found, source = cal.resolve_calibration("cpu", "float32", calibration_file)
+        found, source, notices = cal.resolve_calibration(dev, "float32", calibration_file)
     else:
-        found, source = cal.resolve_calibration("cpu", devices.parse_dtype(dtype, "cpu"))
-    wanted = found.dtype if dtype == "auto" else devices.dtype_name(devices.parse_dtype(dtype, "cpu"))
+        found, source, notices = cal.resolve_calibration(dev, devices.parse_dtype(dtype, dev))
+    wanted = found.dtype if dtype == "auto" else devices.dtype_name(devices.parse_dtype(dtype, dev))
     if wanted != found.dtype:
         raise InvalidInput(
             "dtype", dtype, f"the calibration is for {found.dtype}; calibrate for {wanted} first"
         )
-    return found, source, getattr(torch, found.dtype)
+    return Resolved(found, source, notices, getattr(torch, found.dtype))
 
 
 @with_output(plot=True)
 def predict(
     model: ModelArg = "tiny",
+    device: PredictDeviceOpt = "cpu",
     dtype: AutoDtypeOpt = "auto",
     batch: BatchOpt = 1,
     seq_len: SeqLenOpt = 128,
@@ -108,18 +145,27 @@ def predict(
     ] = 15,
     threads: ThreadsOpt = None,
     hf_config: HfConfigOpt = None,
+    tp: TpOpt = 1,
+    comm: CommOpt = None,
 ) -> Any:
     from infer_opt.profilers import models
     from infer_opt.profilers import predict as pr
+    from infer_opt.profilers.comm import comm_for
 
     overrides = models.parse_hf_overrides(list(hf_config or ()))
-    found, source, torch_dtype = resolve(calibration, dtype, threads)
+    found = resolve(calibration, dtype, threads, device)
+    sweep_comm = (
+        None
+        if tp == 1
+        else comm_for(tp, "cuda" if found.calibration.device.startswith("cuda") else "cpu", comm)
+    )
     with progress_bar("predict") as update:
         result = pr.predict(
-            model, found, calibration_source=source, mode=mode, batch=batch, seq_len=seq_len, context=context,
-            new_tokens=new_tokens, dtype=torch_dtype, hf_overrides=overrides, sweep=sweep, progress=update,
+            model, found.calibration, calibration_source=found.source, mode=mode, batch=batch,
+            seq_len=seq_len, context=context, new_tokens=new_tokens, dtype=found.dtype,
+            hf_overrides=overrides, sweep=sweep, progress=update, tp=tp, comm=sweep_comm,
         )  # fmt: skip
-    return Outcome(result, view={"top": top})
+    return Outcome(result, view={"top": top}, warnings=found.notices)
 
 
 def register(app: typer.Typer) -> None:

@@ -68,19 +68,19 @@ def validate(
     from infer_opt.profilers import validate as va
 
     overrides = models.parse_hf_overrides(list(hf_config or ()))
-    found, source, torch_dtype = resolve(calibration, dtype, threads)
+    found = resolve(calibration, dtype, threads, device)
     dev = devices.resolve_device(device)
     params = [param for param, _ in grid or ()]
     if len(set(params)) != len(params):
         raise InvalidInput("grid", ",".join(params), "name each of batch, seq-len and context at most once")
     with progress_bar("validate") as update:
         result = va.validate(
-            model, found, calibration_source=source, modes=tuple(dict.fromkeys(mode or ["prefill"])),
-            grid=dict(grid or ()), defaults={"batch": batch, "seq_len": seq_len, "context": context},
-            new_tokens=new_tokens, dtype=torch_dtype, hf_overrides=overrides, warmup=warmup, reps=reps,
-            device=dev, progress=update,
+            model, found.calibration, calibration_source=found.source,
+            modes=tuple(dict.fromkeys(mode or ["prefill"])), grid=dict(grid or ()),
+            defaults={"batch": batch, "seq_len": seq_len, "context": context}, new_tokens=new_tokens,
+            dtype=found.dtype, hf_overrides=overrides, warmup=warmup, reps=reps, device=dev, progress=update,
         )  # fmt: skip
-    return Outcome(result)
+    return Outcome(result, warnings=found.notices)
 
 
 def register(app: typer.Typer) -> None:

@@ -36,13 +36,16 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
 from infer_opt.results import Result
+
+#: the timing of an operator calibration (:class:`~infer_opt.cost_models.roofline.RunKey`)
+OP_TIMING = "op-profiler"
 
 #: cache states a family is measured in: its main operand (a matmul's weight, attention's keys
 #: and values, an embedding's table) just touched (hot), after a read of about two L2s (warm),
@@ -150,6 +153,9 @@ class CalibrationResult(Result):
     """An operator-level calibration of one device, dtype and thread count."""
 
     KIND = "calibration"
+    #: how its times were taken, in a :class:`~infer_opt.cost_models.roofline.RunKey`: per
+    #: operator under torch.profiler, as ``profile`` times operators
+    timing: ClassVar[str] = OP_TIMING
 
     device: str
     device_name: str
@@ -171,7 +177,7 @@ class CalibrationResult(Result):
     torch_version: str = ""
     #: how op times were taken (the same instrument profile uses)
     op_timer: str = ""
-    #: torch.get_float32_matmul_precision() when calibrated
+    #: what float32 matmuls computed in (``ieee``, ``tf32``, ``bf16``; ``""`` for other dtypes)
     matmul_precision: str = ""
     grid: str = ""
     warnings: tuple[Notice, ...] = ()

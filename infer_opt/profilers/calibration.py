@@ -33,7 +33,6 @@ keeps what it measured and ``--resume`` skips the finished groups.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import statistics
@@ -48,13 +47,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from infer_opt.cost_models import op_model as om
-from infer_opt.cost_models.roofline import KernelPoint, fit_roofline
+from infer_opt.cost_models.roofline import KernelPoint, RunKey, fit_roofline, key_problems
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
 from infer_opt.profilers import calibration_cases as cc
 from infer_opt.profilers import op_recorder as rec
 from infer_opt.profilers.op_families import FamilyRecorder, ModuleCounter, Signature
-from infer_opt.results import parse_envelope, save_result
+from infer_opt.profilers.roofline_store import CalibrationStore, Lookup, Stored
+from infer_opt.results import save_result
 
 Progress = Callable[[int, int, str], None]
 
@@ -520,7 +520,7 @@ def new_result(device: Any, dtype: torch.dtype, grid: str) -> om.CalibrationResu
             if devices.is_cuda(device)
             else "torch.profiler: CPU time per op, minus the profiler's cost per nested event"
         ),
-        matmul_precision=torch.get_float32_matmul_precision(),
+        matmul_precision=devices.matmul_precision(device, dtype),
         grid=grid,
     )
 
@@ -591,94 +591,107 @@ def _skip_notices(group: str, skipped: Sequence[str]) -> tuple[Notice, ...]:
 
 
 def calibration_key(device: Any, dtype: Any) -> str:
-    """The cache key: the roofline cache's device key (device model, CPU threads, dtype), plus
-    the float32 matmul precision when torch is not at its default ("highest")."""
-    from infer_opt.profilers.device import device_key
+    """The cache key of a calibration made now on ``device`` in ``dtype``: the roofline cache's
+    (:class:`~infer_opt.cost_models.roofline.RunKey`: device model, CPU threads, dtype, float32
+    matmul precision) with this instrument's timing."""
+    from infer_opt.profilers.device import run_key
 
-    key = device_key(device, dtype)
-    precision = torch.get_float32_matmul_precision()
-    return key if precision == "highest" else f"{key}-{precision}"
+    return run_key(device, dtype, om.OP_TIMING).slug()
+
+
+def _check(
+    result: om.CalibrationResult, key: RunKey | None, timings: Sequence[str] | None
+) -> tuple[Notice, ...]:
+    """What stops ``result`` from being saved (times that are not finite positive numbers) or,
+    with the run's ``key``, used (no families, no device roofline, another device, dtype,
+    thread count or matmul precision)."""
+    out = [
+        Notice("calibration_bad_time", {"family": family.key})
+        for family in result.families
+        if any(not (math.isfinite(p.time_s) and p.time_s > 0) for p in family.points)
+        or not (math.isfinite(family.launch_s) and family.launch_s >= 0)
+    ]
+    if key is None:
+        return tuple(out)
+    if not result.families:
+        out.append(Notice("calibration_empty", {}))
+    elif result.roofline is None:
+        out.append(Notice("calibration_no_roofline", {}))
+    return (*out, *key_problems(result, key, timings=timings))  # type: ignore[arg-type]
+
+
+#: the operator calibrations ``predict`` and ``validate`` use, cached beside the roofline fits
+OPERATORS: CalibrationStore[om.CalibrationResult] = CalibrationStore(
+    "calibration", om.CalibrationResult, _check
+)
 
 
 def cache_path(device: Any, dtype: Any) -> Path:
-    """``cache_dir()/calibration/<key>.json`` (the roofline fits' cache directory)."""
-    from infer_opt.profilers.roofline_store import cache_dir
+    """Where the calibration for ``device`` and ``dtype`` (as torch is set now) is cached."""
+    from infer_opt.profilers.device import run_key
 
-    return cache_dir() / "calibration" / f"{calibration_key(device, dtype)}.json"
+    return OPERATORS.path(run_key(device, dtype, om.OP_TIMING))
 
 
-def problems(result: om.CalibrationResult, *, to_use: bool = True) -> list[str]:
-    """Why a calibration cannot be saved (a time or base roofline that is not a finite positive
-    number) or, with ``to_use``, used (no families, no device roofline). Empty: it can."""
-    out = []
-    for family in result.families:
-        if any(not (math.isfinite(p.time_s) and p.time_s > 0) for p in family.points):
-            out.append(f"family {family.key} has a time that is not a finite positive number")
-        if not (math.isfinite(family.launch_s) and family.launch_s >= 0):
-            out.append(f"family {family.key} has an invalid launch time")
-    if to_use and not result.families:
-        out.append("it holds no measured families")
-    if to_use and result.families and result.roofline is None:
-        out.append("it has no device roofline (the linear and elementwise groups were not measured)")
-    return out
+def _words(notices: Sequence[Notice]) -> str:
+    from infer_opt.reports.messages import text
+
+    return "; ".join(text(n) for n in notices)
 
 
 def save_calibration(result: om.CalibrationResult, path: str | os.PathLike[str]) -> Path:
-    """Write ``result`` (envelope JSON, atomically), after checking its numbers."""
-    found = problems(result, to_use=False)
+    """Write ``result`` to a file of the user's (envelope JSON, atomically), after checking its
+    numbers."""
+    found = _check(result, None, None)
     if found:
-        raise InvalidInput("calibration", result.device_key, "not saved: " + "; ".join(found))
+        raise InvalidInput("calibration", result.device_key, "not saved: " + _words(found))
     return save_result(path, result)
 
 
-def load_calibration(path: str | os.PathLike[str], *, option: str = "calibration") -> om.CalibrationResult:
+def cache_calibration(result: om.CalibrationResult) -> Stored:
+    """Save ``result`` to the cache under its own key if its numbers are sound (a partial run is
+    kept: ``--resume`` continues it)."""
+    return OPERATORS.save(result)
+
+
+def load_calibration(
+    path: str | os.PathLike[str], *, option: str = "calibration", to_use: bool = True
+) -> om.CalibrationResult:
     """A calibration file, checked: a one-line error when it is missing, unreadable, of another
-    kind or unusable (:func:`problems`)."""
-    target = Path(path)
+    kind or (``to_use``) holds nothing to predict with. Another device's calibration is
+    accepted: that is what ``--calibration`` is for."""
     try:
-        data = json.loads(target.read_text(encoding="utf-8"))
-        loaded = parse_envelope(data, source=str(target))
-    except FileNotFoundError:
-        raise InvalidInput(option, str(target), "file does not exist") from None
+        result = OPERATORS.read_file(path)
     except InvalidInput as exc:
-        raise InvalidInput(option, str(target), exc.expected) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, TypeError, ValueError, KeyError) as exc:
-        raise InvalidInput(
-            option, str(target), f"not a readable calibration ({type(exc).__name__})"
-        ) from None
-    if not isinstance(loaded.result, om.CalibrationResult):
-        raise InvalidInput(option, str(target), f"holds a {loaded.kind!r} result, not a calibration")
-    found = problems(loaded.result)
+        raise InvalidInput(option, str(path), exc.expected) from None
+    found = _check(result, RunKey.of(result), None) if to_use else _check(result, None, None)
     if found:
-        raise InvalidInput(option, str(target), "unusable calibration: " + "; ".join(found))
-    return loaded.result
+        raise InvalidInput(option, str(path), "unusable calibration: " + _words(found))
+    return result
 
 
-def load_cached(device: Any, dtype: Any) -> om.CalibrationResult | None:
-    """The cached calibration for this device, dtype and thread count; None when there is none or
-    it is unusable (a corrupt cache file is ignored, not fatal)."""
-    path = cache_path(device, dtype)
-    if not path.exists():
-        return None
-    try:
-        return load_calibration(path)
-    except InvalidInput:
-        return None
+def load_cached(device: Any, dtype: Any) -> Lookup[om.CalibrationResult]:
+    """The cached calibration for this device, dtype, thread count and matmul precision, with
+    what was wrong with the cache (a corrupt file is moved aside, an unusable one ignored)."""
+    from infer_opt.profilers.device import run_key
+
+    return OPERATORS.load(run_key(device, dtype, om.OP_TIMING))
 
 
 def resolve_calibration(
     device: Any, dtype: Any, path: str | os.PathLike[str] | None = None
-) -> tuple[om.CalibrationResult, str]:
-    """``(calibration, source)``: the file given, else the one cached for this device, dtype and
-    thread count, else a one-line error saying how to make one."""
+) -> tuple[om.CalibrationResult, str, tuple[Notice, ...]]:
+    """``(calibration, source, notices)``: the file given, else the one cached for this device,
+    dtype and thread count, else a one-line error saying how to make one."""
     if path is not None:
-        return load_calibration(path), str(path)
-    cached = load_cached(device, dtype)
-    if cached is None:
+        return load_calibration(path), str(path), ()
+    found = load_cached(device, dtype)
+    if found.result is None:
+        why = f" ({_words(found.notices)})" if found.notices else ""
         raise InvalidInput(
             "calibration",
             calibration_key(device, dtype),
-            "no calibration saved for this device, dtype and thread count: run infer-opt calibrate "
-            "(same --dtype and --threads) first, or give a calibration file",
+            "no usable calibration saved for this device, dtype and thread count"
+            f"{why}: run infer-opt calibrate (same --dtype and --threads) first, or give a calibration file",
         )
-    return cached, str(cache_path(device, dtype))
+    return found.result, str(found.path), found.notices

@@ -414,3 +414,41 @@ def load_comm(backend: str, world_size: int, device_key: str) -> cm.CommResult |
     except (FileNotFoundError, json.JSONDecodeError, InvalidInput, TypeError, ValueError, KeyError):
         return None
     return loaded.result if isinstance(loaded.result, cm.CommResult) else None
+
+
+def comm_for(world_size: int, device_kind: str, path: Path | None = None) -> cm.CommResult:
+    """The comm sweep a ``--tp`` prediction prices its collectives with: ``path`` (a saved
+    ``infer-opt comm --out FILE.json``), else the one cached for this world size on this kind of
+    device (gloo on the CPU, NCCL on CUDA): the newest when several devices have one."""
+    if path is not None:
+        try:
+            loaded = parse_envelope(json.loads(Path(path).read_text(encoding="utf-8")), source=str(path))
+        except (OSError, json.JSONDecodeError, ValueError) as exc:
+            raise InvalidInput(
+                "comm", str(path), f"not a readable comm result ({type(exc).__name__})"
+            ) from None
+        if not isinstance(loaded.result, cm.CommResult):
+            raise InvalidInput("comm", str(path), f"holds a {loaded.kind!r} result, not a comm sweep")
+        result = loaded.result
+    else:
+        backend = "nccl" if device_kind == "cuda" else "gloo"
+        from infer_opt.profilers.roofline_store import cache_dir
+
+        saved = sorted(
+            (cache_dir() / "comm").glob(f"{backend}-{world_size}ranks-*.json"),
+            key=lambda p: p.stat().st_mtime,
+        )
+        found = [
+            r for r in (load_comm(backend, world_size, p.name.split("ranks-", 1)[1][:-5]) for p in saved) if r
+        ]
+        if not found:
+            why = f"no comm sweep over {world_size} ranks is saved: run infer-opt comm --nproc {world_size}"
+            raise InvalidInput("tp", world_size, f"{why} first (or give --comm FILE)")
+        result = found[-1]
+    if result.world_size != world_size:
+        raise InvalidInput(
+            "comm",
+            result.world_size,
+            f"the sweep was measured over {result.world_size} ranks; --tp is {world_size}",
+        )
+    return result

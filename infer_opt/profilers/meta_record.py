@@ -240,18 +240,37 @@ def record_fake(
     dtype: torch.dtype,
     hf_overrides: Mapping[str, Any] | None = None,
     device: torch.device | str = "cpu",
+    tp: int = 1,
 ) -> RecordedStep:
-    """The step's ops recorded on fake tensors (module docstring)."""
+    """The step's ops recorded on fake tensors (module docstring); with ``tp`` > 1, the ops of
+    one rank's compute-only tensor-parallel shard (a built-in's, without its collectives)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     target = torch.device(device)
     loaded = load_meta(spec, batch=batch, seq_len=seq_len, dtype=dtype, hf_overrides=hf_overrides)
+    if tp > 1:
+        loaded = shard_meta(loaded, tp)
     fake_mode = FakeTensorMode(allow_non_fake_inputs=False)
     loaded = to_fake(loaded, fake_mode, target)
     with fake_mode, _real_mask_path(), torch.no_grad():
         step = build_step(loaded, mode, context=context, new_tokens=new_tokens, device=target)
         recorded = _record(step, loaded.model, mode)
     return _recorded(loaded, step, recorded, HOW_FAKE, mode, dtype)
+
+
+def shard_meta(loaded: models.LoadedModel, tp: int) -> models.LoadedModel:
+    """Rank 0's compute-only shard of a built-in built on the meta device (the slices stay on
+    the meta device: nothing is allocated)."""
+    from dataclasses import replace
+
+    from infer_opt.profilers.tensor_parallel import shard
+
+    if loaded.source != "builtin" or not isinstance(loaded.model, models.DecoderLM):
+        raise InvalidInput(
+            "tp", tp, "--tp shards the built-in decoders (tiny, gpt2-small, llama-tiny, llama-small)"
+        )
+    sharded = shard(loaded.model, 0, tp, communicate=False)
+    return replace(loaded, model=sharded, config=sharded.config)
 
 
 def record_real(
@@ -286,16 +305,18 @@ def record_step(
     hf_overrides: Mapping[str, Any] | None = None,
     device: torch.device | str = "cpu",
     fallback: bool = True,
+    tp: int = 1,
 ) -> RecordedStep:
     """Record on fake tensors; if the model cannot be recorded that way, by a real run when
-    ``fallback`` (with a ``recorded_by_real_run`` notice), else a one-line error."""
+    ``fallback`` (with a ``recorded_by_real_run`` notice), else a one-line error. ``tp`` > 1:
+    one rank's compute-only shard (built-ins, which always record on fake tensors)."""
     from dataclasses import replace
 
     shape = {"mode": mode, "batch": batch, "seq_len": seq_len, "context": context, "new_tokens": new_tokens}
     try:
-        recorded = record_fake(spec, dtype=dtype, hf_overrides=hf_overrides, device=device, **shape)
+        recorded = record_fake(spec, dtype=dtype, hf_overrides=hf_overrides, device=device, tp=tp, **shape)
     except InferOptError as exc:
-        if isinstance(exc, InvalidInput):
+        if isinstance(exc, InvalidInput) or tp > 1:
             raise
         reason = str(exc)
         if not fallback:

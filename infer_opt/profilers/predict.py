@@ -29,9 +29,10 @@ import torch
 
 from infer_opt.cost_models import op_model as om
 from infer_opt.cost_models import profile_amdahl as pa
+from infer_opt.cost_models.comm import CommResult, TPPrediction
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
-from infer_opt.profilers import meta_record
+from infer_opt.profilers import meta_record, models
 from infer_opt.results import Result
 
 Progress = Callable[[int, int, str], None]
@@ -164,6 +165,9 @@ class PredictResult(Result):
     #: R_f / b_f of the matmul family that runs the step's matmuls (FLOP/byte)
     ridge_point: float | None = None
     warnings: tuple[Notice, ...] = ()
+    #: with --tp N: each rank's compute (its shard's ops, predicted as above) plus the
+    #: collectives the sharded model issues (the comm fit), against this single-device step
+    tensor_parallel: TPPrediction | None = None
 
 
 # ---------------------------------------------------------------------------- one step
@@ -306,9 +310,10 @@ def predict_recorded(
     dtype: torch.dtype,
     hf_overrides: Mapping[str, Any] | None = None,
     device: str = "cpu",
+    tp: int = 1,
 ) -> StepPrediction:
     """Record one step on fake tensors (claiming ``device``: its kernels are chosen) and
-    predict it."""
+    predict it; ``tp`` > 1: one rank's compute-only tensor-parallel shard."""
     start = time.perf_counter()
     recorded = meta_record.record_step(
         spec,
@@ -320,6 +325,7 @@ def predict_recorded(
         dtype=dtype,
         hf_overrides=hf_overrides,
         device=device,
+        tp=tp,
     )
     elapsed = time.perf_counter() - start
     qs = queries(recorded)
@@ -474,8 +480,11 @@ def predict(
     hf_overrides: Mapping[str, Any] | None = None,
     sweep: tuple[str, Sequence[int]] | None = None,
     progress: Progress | None = None,
+    tp: int = 1,
+    comm: CommResult | None = None,
 ) -> PredictResult:
-    """Predict one step of ``spec`` (module docstring); with ``sweep`` also each sweep value."""
+    """Predict one step of ``spec`` (module docstring); with ``sweep`` also each sweep value;
+    with ``tp`` > 1 and the ``comm`` sweep of that many ranks, the tensor-parallel step."""
     model = om.OpModel(calibration)
     device, device_notices = recording_device(calibration)
     shape = {"mode": mode, "batch": batch, "seq_len": seq_len, "context": context, "new_tokens": new_tokens}
@@ -522,5 +531,37 @@ def predict(
         compute_bound_from=crossing,
         ridge_point=ridge,
         warnings=(*device_notices, *_notices(base, calibration, fields["extrapolated_share"])),
+        tensor_parallel=None
+        if tp == 1
+        else tensor_parallel(spec, model, base, tp=tp, comm=comm, record=record, shape=shape),
         **fields,
     )
+
+
+def tensor_parallel(
+    spec: str,
+    model: om.OpModel,
+    base: StepPrediction,
+    *,
+    tp: int,
+    comm: CommResult | None,
+    record: Mapping[str, Any],
+    shape: Mapping[str, Any],
+) -> TPPrediction:
+    """``max_r compute_r + Σ t(S)``: one rank's shard recorded and predicted like the whole model
+    (the Megatron shards have equal shapes: one rank stands for all), the collectives of the
+    split priced with ``comm``'s α-β fits, and the speedup over ``base`` (one device)."""
+    from infer_opt.profilers import tp_predict
+
+    if comm is None:
+        raise InvalidInput(
+            "comm", "none", f"--tp {tp} needs a comm sweep over {tp} ranks (infer-opt comm --nproc {tp})"
+        )
+    shard = predict_recorded(spec, model, tp=tp, **record, **shape)
+    config = models.BUILTIN_CONFIGS[models.ALIASES.get(spec, spec)]
+    itemsize = torch.empty((), dtype=record["dtype"]).element_size()
+    return tp_predict.predict_tp(
+        config, tp=tp, mode=shape["mode"], batch=shape["batch"], seq_len=shape["seq_len"],
+        new_tokens=shape["new_tokens"], dtype_bytes=itemsize, compute_per_rank_s=[shard.step_time_s] * tp,
+        comm=comm, baseline_step_s=base.step_time_s,
+    )  # fmt: skip

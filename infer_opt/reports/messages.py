@@ -292,6 +292,12 @@ MESSAGES: dict[str, Words] = {
         f"{_pct(v['share'])} of the predicted op time is on shapes the calibration measured: this point "
         "checks the grid, not the interpolation; choose shapes between grid points"
     ),
+    # ---- operator calibration cache (profilers/calibration.py)
+    "calibration_bad_time": lambda v: f"family {v['family']} has a time that is not a finite positive number",
+    "calibration_empty": lambda v: "it holds no measured families",
+    "calibration_no_roofline": lambda v: (
+        "it has no device roofline (the linear and elementwise groups were not measured)"
+    ),
     # ---- input files (infer_opt/tables.py; robustness helper)
     "extra_columns": lambda v: (
         f"{v['file']}: column{'s' if len(v['columns']) > 1 else ''} {', '.join(v['columns'])} not used "

@@ -3,9 +3,10 @@ their Amdahl ceilings — every number labelled *predicted* — and a sweep's po
 
 from __future__ import annotations
 
+from infer_opt.cost_models.comm import TPPrediction
 from infer_opt.profilers.predict import PredictResult
 from infer_opt.reports.profile import CATEGORY_LABELS, format_shapes, short_name
-from infer_opt.reports.view import Column, Table, View
+from infer_opt.reports.view import Column, Table, View, rows_of
 from infer_opt.units import (
     format_bytes,
     format_duration,
@@ -173,10 +174,39 @@ def sweep_table(r: PredictResult) -> Table:
     return Table(f"Sweep over {label.lower()} (predicted)", columns, rows, caption=caption)
 
 
+def tp_table(tp: TPPrediction) -> Table:
+    """The collectives a tensor-parallel step issues, each priced with the comm fit."""
+    columns = [
+        Column("collective", "Collective", align="left", is_key=True),
+        Column("bytes", "Message", format_bytes, csv_header="bytes"),
+        Column("count", "Calls", csv_header="count"),
+        Column("time_each_s", "Each (α + S/β)", format_duration, csv_header="time_each_s"),
+        Column("total_s", "Total", format_duration, csv_header="total_s"),
+    ]
+    return Table(
+        f"Collectives of the {tp.world_size}-rank split (predicted from the comm fit)",
+        columns,
+        rows_of(tp.collectives, columns),
+    )
+
+
+def _tp_summary(tp: TPPrediction) -> list[tuple[str, str]]:
+    speedup = "" if tp.speedup is None else f"; {format_ratio(tp.speedup)} the single-device step"
+    return [
+        (
+            f"Tensor-parallel ({tp.world_size} ranks)",
+            f"{format_duration(tp.step_s)} predicted = compute {format_duration(tp.compute_s)} per rank + "
+            f"communication {format_duration(tp.communication_s)}{speedup}",
+        )
+    ]
+
+
 def build_view(result: PredictResult, top: int = 15) -> View:
     tables = [op_table(result, top), category_table(result)]
     if result.points:
         tables.insert(0, sweep_table(result))
+    if result.tensor_parallel is not None:
+        tables.insert(0, tp_table(result.tensor_parallel))
     notes = [
         "Predictions, not measurements: operators from the calibration's grids (interpolated in log space "
         "over each family's measured shapes, on the family's roofline t0 + max(F/R, Q/b)), plus the host "
@@ -185,7 +215,8 @@ def build_view(result: PredictResult, top: int = 15) -> View:
     ]
     return View(
         title=f"Predicted step of {result.model} — {result.mode}",
-        summary=_summary(result),
+        summary=_summary(result)
+        + ([] if result.tensor_parallel is None else _tp_summary(result.tensor_parallel)),
         tables=tables,
         notes=notes,
         warnings=list(result.warnings),

@@ -7,7 +7,7 @@ import torch
 
 from infer_opt.profilers import calibration as cal
 from tests.helpers import assert_one_line_error, invoke
-from tests.profilers.synthetic_calibration import synthetic_calibration
+from tests.profilers.synthetic_calibration import local_calibration, synthetic_calibration
 
 
 @pytest.fixture(autouse=True)
@@ -68,7 +68,7 @@ def test_predict_sweep_table_and_plot(calibration_file, tmp_path):
 
 def test_predict_uses_the_cached_calibration_and_says_how_to_make_one(tmp_path):
     assert_one_line_error(invoke("predict", "tiny", "--threads", "1"), "run infer-opt calibrate")
-    cal.save_calibration(synthetic_calibration(families=True), cal.cache_path("cpu", torch.float32))
+    assert cal.cache_calibration(local_calibration()).saved
     run = invoke("predict", "tiny", "--threads", "1", "--json")
     assert run.exit_code == 0, run.stderr
     assert run.json()["result"]["calibration"]["source"].endswith(".json")
@@ -133,3 +133,46 @@ def test_calibrate_smoke_run_saves_to_the_cache_and_out(tmp_path):
 
 def test_calibrate_unknown_group_is_one_line():
     assert_one_line_error(invoke("calibrate", "--only", "everything"), "--only")
+
+
+# ---------------------------------------------------------------------------- --tp N
+
+
+@pytest.fixture
+def comm_file(tmp_path):
+    from infer_opt.results import save_result
+    from tests.reports.fixtures import fixture
+
+    comm = fixture("comm")
+    assert comm.world_size == 2
+    return str(save_result(tmp_path / "comm.json", comm))
+
+
+def test_predict_tp_is_one_rank_compute_plus_the_collectives_of_the_split(calibration_file, comm_file):
+    from infer_opt.profilers.models import BUILTIN_CONFIGS
+
+    args = ["predict", "tiny", "--seq-len", "16", "--calibration", calibration_file, "--json"]
+    single = invoke(*args).json()["result"]
+    run = invoke(*args, "--tp", "2", "--comm", comm_file)
+    assert run.exit_code == 0, run.stderr
+    result = run.json()["result"]
+    assert result["step_time_s"] == pytest.approx(single["step_time_s"])  # the single-device step as before
+    tp = result["tensor_parallel"]
+    config = BUILTIN_CONFIGS["tiny"]
+    (all_reduce,) = tp["collectives"]
+    # Megatron: two all_reduces of B·T·d activations per layer (after attention-out, after MLP-down)
+    assert all_reduce["collective"] == "all_reduce" and all_reduce["count"] == 2 * config.n_layers
+    assert all_reduce["bytes"] == 1 * 16 * config.d_model * 4
+    assert tp["step_s"] == pytest.approx(tp["compute_s"] + tp["communication_s"])
+    assert 0 < tp["compute_s"] < single["step_time_s"]  # half the heads and MLP width per rank
+    assert tp["speedup"] == pytest.approx(single["step_time_s"] / tp["step_s"])
+    table = invoke(*args[:-1], "--tp", "2", "--comm", comm_file)
+    assert "Tensor-parallel (2 ranks)" in table.stdout and "Collectives of the 2-rank split" in table.stdout
+
+
+def test_predict_tp_refuses_a_missing_or_mismatched_comm_sweep(calibration_file, comm_file):
+    base = ["predict", "tiny", "--calibration", calibration_file]
+    assert_one_line_error(invoke(*base, "--tp", "2"), "--tp", "infer-opt comm --nproc 2")
+    assert_one_line_error(invoke(*base, "--tp", "3", "--comm", comm_file), "--comm", "over 2 ranks")
+    wrong_kind = invoke(*base, "--tp", "2", "--comm", calibration_file)
+    assert_one_line_error(wrong_kind, "--comm", "not a comm sweep")

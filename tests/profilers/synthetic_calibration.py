@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from infer_opt.cost_models import op_model as om
 
 T0, R, B = 2e-6, 2e10, 1e10
@@ -46,3 +48,18 @@ def synthetic_calibration(*, families: bool = False) -> om.CalibrationResult:
 
 def roofline_time(flops: float, nbytes: float) -> float:
     return T0 + max(flops / R, nbytes / B)
+
+
+def local_calibration() -> om.CalibrationResult:
+    """:func:`synthetic_calibration` keyed for this machine and torch's settings now (device
+    model, threads, matmul precision), so the cache serves it to a run here."""
+    import torch
+
+    from infer_opt.profilers import device as devices
+
+    return replace(
+        synthetic_calibration(families=True),
+        device_name=devices.device_name("cpu"),
+        threads=torch.get_num_threads(),
+        matmul_precision=devices.matmul_precision("cpu", torch.float32),
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -11,7 +12,7 @@ from infer_opt.cost_models import op_model as om
 from infer_opt.errors import InvalidInput
 from infer_opt.profilers import calibration as cal
 from infer_opt.profilers import calibration_cases as cc
-from tests.profilers.synthetic_calibration import synthetic_calibration
+from tests.profilers.synthetic_calibration import local_calibration, synthetic_calibration
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +99,7 @@ def test_unusable_files_are_one_line_errors(tmp_path):
         cal.load_calibration(missing)
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
-    with pytest.raises(InvalidInput, match="not a readable calibration"):
+    with pytest.raises(InvalidInput, match="not a readable infer-opt calibration result"):
         cal.load_calibration(bad)
     empty = om.CalibrationResult(
         device="cpu",
@@ -123,19 +124,42 @@ def test_unusable_files_are_one_line_errors(tmp_path):
         cal.save_calibration(nan, tmp_path / "nan.json")
 
 
-def test_a_corrupt_cache_file_is_ignored_not_fatal(tmp_path, monkeypatch):
+def test_a_corrupt_cache_file_is_reported_moved_aside_and_replaced(tmp_path, monkeypatch):
     monkeypatch.setenv("INFER_OPT_CACHE", str(tmp_path))
     path = cal.cache_path("cpu", torch.float32)
     path.parent.mkdir(parents=True)
     path.write_text("garbage")
-    assert cal.load_cached("cpu", torch.float32) is None
+    lookup = cal.load_cached("cpu", torch.float32)
+    assert lookup.result is None and [n.code for n in lookup.notices] == ["calibration_cache_corrupt"]
+    assert path.with_name(path.name + ".corrupt").exists() and not path.exists()
     with pytest.raises(InvalidInput, match="run infer-opt calibrate"):
         cal.resolve_calibration("cpu", torch.float32)
-    cal.save_calibration(synthetic_calibration(families=True), path)
-    found, source = cal.resolve_calibration("cpu", torch.float32)
-    assert found.grid == "synthetic" and source == str(path)
+    stored = cal.cache_calibration(local_calibration())
+    assert stored.saved and stored.path == path
+    found, source, notices = cal.resolve_calibration("cpu", torch.float32)
+    assert found.grid == "synthetic" and source == str(path) and notices == ()
 
 
-def test_the_key_names_device_threads_and_dtype():
+def test_a_cached_calibration_of_another_machine_or_thread_count_is_not_used(tmp_path, monkeypatch):
+    monkeypatch.setenv("INFER_OPT_CACHE", str(tmp_path))
+    other = replace(local_calibration(), threads=local_calibration().threads + 1)
+    path = cal.cache_path("cpu", torch.float32)
+    path.parent.mkdir(parents=True)
+    cal.save_calibration(other, path)  # under this run's key, but measured with other threads
+    lookup = cal.load_cached("cpu", torch.float32)
+    assert lookup.result is None
+    assert {"calibration_cache_rejected", "fit_mismatch"} <= {n.code for n in lookup.notices}
+
+
+def test_a_partial_run_is_cached_for_resume_but_not_used():
+    partial = replace(local_calibration(), families=(), roofline=None, complete=False)
+    stored = cal.cache_calibration(partial)
+    assert stored.saved
+    assert cal.load_cached("cpu", torch.float32).result is None
+    assert cal.load_calibration(stored.path, to_use=False) == partial
+
+
+def test_the_key_names_device_threads_dtype_and_timing():
     key = cal.calibration_key("cpu", torch.float32)
     assert key.startswith("cpu-") and f"-{torch.get_num_threads()}t-float32" in key
+    assert key.endswith("-op-profiler")
