@@ -141,21 +141,39 @@ def _predicted(model: str, mode: str, seq_len: int, tp: int, comm: Any) -> tuple
     return timed, roof, pred.communication_s
 
 
+def _predict_cli(args: argparse.Namespace, mode: str, env: dict[str, str], comm_file: str) -> float | None:
+    """``infer-opt predict MODEL --tp N``: the calibrated operator model per rank + the α-β fit."""
+    if not args.calibration:
+        return None
+    cmd = [sys.executable, "-m", "infer_opt", "predict", args.model, "--mode", mode, "--seq-len",
+           str(args.seq_len), "--context", str(args.seq_len), "--tp", str(args.nproc), "--comm", comm_file,
+           "--calibration", args.calibration, "--threads", "1", "--json"]  # fmt: skip
+    return _run(cmd, env)["result"]["tensor_parallel"]["step_s"]
+
+
 def part_predict(args: argparse.Namespace, env: dict[str, str], comm_data: dict[str, Any]) -> None:
     from infer_opt.cost_models.comm import CommResult
+    from infer_opt.results import save_result
 
     comm = CommResult.from_dict(comm_data)
+    comm_file = str(save_result(Path(tempfile.mkdtemp(prefix="bench-comm-")) / "comm.json", comm))
     what = f"{args.model}, {args.seq_len} tokens"
     print(f"\n### predict --tp {args.nproc} vs profile --tp {args.nproc} ({what})\n")
-    print("| mode | measured N=1 | measured N | predicted (timed shard + α-β) | error | "
-          "predicted (roofline + α-β) | error | speedup measured | speedup predicted |")  # fmt: skip
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    header = ["mode", "measured N=1", "measured N", "predict --tp (calibrated ops + α-β)", "error",
+              "timed shard + α-β", "error", "roofline + α-β", "error", "speedup measured", "speedup (timed shard)"]
+    print("| " + " | ".join(header) + " |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for mode in ("prefill", "decode"):
         one = _profile(args.model, mode, args.seq_len, env, 1)
         measured = _profile(args.model, mode, args.seq_len, env, args.nproc)
         timed, roof, communication = _predicted(args.model, mode, args.seq_len, args.nproc, comm)
         p1, p2 = timed + communication, roof + communication
-        print(f"| {mode} | {one * 1e3:.2f} ms | {measured * 1e3:.2f} ms | {p1 * 1e3:.2f} ms | "
+        calibrated = _predict_cli(args, mode, env, comm_file)
+        cal_cells = (
+            "— | —" if calibrated is None
+            else f"{calibrated * 1e3:.2f} ms | {100 * (calibrated / measured - 1):+.0f}%"
+        )  # fmt: skip
+        print(f"| {mode} | {one * 1e3:.2f} ms | {measured * 1e3:.2f} ms | {cal_cells} | {p1 * 1e3:.2f} ms | "
               f"{100 * (p1 / measured - 1):+.0f}% | {p2 * 1e3:.2f} ms | {100 * (p2 / measured - 1):+.0f}% | "
               f"{one / measured:.2f}× | {one / p1:.2f}× |")  # fmt: skip
 
@@ -167,6 +185,9 @@ def main() -> None:
     parser.add_argument("--model", default="tiny")
     parser.add_argument("--seq-len", type=int, default=128)
     parser.add_argument("--skip", default="", help="comma-separated parts to skip: allreduce,fit,predict")
+    parser.add_argument(
+        "--calibration", default=None, help="an operator calibration at one thread: adds `predict --tp`"
+    )
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     cache = tempfile.mkdtemp(prefix="bench-comm-")
