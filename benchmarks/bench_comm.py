@@ -159,8 +159,19 @@ def part_predict(args: argparse.Namespace, env: dict[str, str], comm_data: dict[
     comm_file = str(save_result(Path(tempfile.mkdtemp(prefix="bench-comm-")) / "comm.json", comm))
     what = f"{args.model}, {args.seq_len} tokens"
     print(f"\n### predict --tp {args.nproc} vs profile --tp {args.nproc} ({what})\n")
-    header = ["mode", "measured N=1", "measured N", "predict --tp (calibrated ops + α-β)", "error",
-              "timed shard + α-β", "error", "roofline + α-β", "error", "speedup measured", "speedup (timed shard)"]
+    header = [
+        "mode",
+        "measured N=1",
+        "measured N",
+        "predict --tp (calibrated ops + α-β)",
+        "error",
+        "timed shard + α-β",
+        "error",
+        "roofline + α-β",
+        "error",
+        "speedup measured",
+        "speedup (timed shard)",
+    ]
     print("| " + " | ".join(header) + " |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for mode in ("prefill", "decode"):
