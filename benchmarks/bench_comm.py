@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import math
 import os
 import platform
 import statistics
@@ -134,8 +135,8 @@ def _predicted(model: str, mode: str, seq_len: int, tp: int, comm: Any) -> tuple
     )
     step = tp_predict.shard_step(loaded, mode=mode, context=seq_len, new_tokens=1, device="cpu")
     timed = tp_predict.measured_compute_s(step, device="cpu", reps=20)
-    fit, _ = model_profile.resolve_fit("cpu", torch.float32)
-    roof = tp_predict.roofline_compute_s(tp_predict.rank_ops(loaded, step), fit)
+    fit = model_profile.resolve_fit("cpu", torch.float32).fit
+    roof = math.nan if fit is None else tp_predict.roofline_compute_s(tp_predict.rank_ops(loaded, step), fit)
     pred = tp_predict.predict_tp(loaded.config, tp=tp, mode=mode, batch=1, seq_len=seq_len, new_tokens=1,
                                  dtype_bytes=4, compute_per_rank_s=[0.0] * tp, comm=comm)  # fmt: skip
     return timed, roof, pred.communication_s

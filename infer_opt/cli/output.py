@@ -98,7 +98,6 @@ class Output:
         ``warnings`` about its inputs) to stderr. A file that cannot be written after the work
         does not lose the result: it is kept in the cache folder and the failure names both
         (exit 1)."""
-        from infer_opt.reports.console import print_warnings_to_stderr
         from infer_opt.reports.render import Document, get_renderer
 
         doc = Document.of(result, options=view)
@@ -112,7 +111,10 @@ class Output:
             _write(path, lambda fmt=fmt: get_renderer(fmt).render(doc), failed)
         if self.plot is not None:
             _plots(result, self.plot, plot_fn, failed)
-        print_warnings_to_stderr(doc)
+        if any(section.view.warnings for section in doc.sections):  # rich only when there is one
+            from infer_opt.reports.console import print_warnings_to_stderr
+
+            print_warnings_to_stderr(doc)
         if failed:
             raise _kept(result, failed)
 

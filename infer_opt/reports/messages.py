@@ -352,11 +352,9 @@ def _single_run(v: Mapping[str, Any]) -> str:
     return f"{text}, or alternate the two commands: {ab}"
 
 
-def text(notice: Notice | str) -> str:
+def text(notice: Notice) -> str:
     """``notice`` in words, prefixed with its subject. An unknown code (a result saved by a
     newer infer-opt) is shown as its code and values rather than dropped."""
-    if isinstance(notice, str):  # TRANSITION: free-text warnings not yet given a code
-        return notice
     words = MESSAGES.get(notice.code)
     if words is None:
         values = ", ".join(f"{k}={v}" for k, v in notice.values.items())
@@ -366,10 +364,8 @@ def text(notice: Notice | str) -> str:
     return body if notice.subject is None else f"{notice.subject}: {body}"
 
 
-def as_json(notice: Notice | str) -> dict[str, Any]:
+def as_json(notice: Notice) -> dict[str, Any]:
     """What the JSON envelope lists for a warning: code, words, subject and values."""
-    if isinstance(notice, str):  # TRANSITION
-        return {"code": "unclassified", "message": notice}
     out: dict[str, Any] = {"code": notice.code, "message": text(notice)}
     if notice.subject is not None:
         out["subject"] = notice.subject

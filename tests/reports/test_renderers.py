@@ -16,6 +16,7 @@ import pytest
 
 from infer_opt.cost_models.amdahl import Part, combined
 from infer_opt.errors import InvalidInput
+from infer_opt.notices import Notice
 from infer_opt.registry import KINDS as REGISTRY
 from infer_opt.registry import resolve
 from infer_opt.reports.render import (
@@ -247,7 +248,8 @@ def test_no_stale_snapshots():
 
 def _doc() -> Document:
     table = Table("T", [Column("a", "A", align="left"), Column("x", "X")], [{"a": "p|q", "x": 1.5}])
-    view = View("V", summary=[("k", "v")], tables=[table], notes=["n"], warnings=["w"], verdict="ok")
+    warning = Notice.from_text("w")
+    view = View("V", summary=[("k", "v")], tables=[table], notes=["n"], warnings=[warning], verdict="ok")
     return Document(
         [Section(view, figures=[Figure(Path("/nonexistent/f.png"), "r_assets/f.png", "V")])],
         title="Report",
