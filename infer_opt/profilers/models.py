@@ -293,9 +293,13 @@ def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch
 
 
 class Attention(nn.Module):
+    """Multi-head (grouped-query) attention over ``heads`` query heads and ``kv_heads``
+    key/value heads — all of the config's, or one tensor-parallel rank's share."""
+
     def __init__(self, config: TransformerConfig) -> None:
         super().__init__()
         self.config = config
+        self.heads, self.kv_heads = config.n_heads, config.n_kv_heads
         kv_dim = config.n_kv_heads * config.head_dim
         self.q_proj = nn.Linear(config.d_model, config.d_model, bias=config.bias)
         self.k_proj = nn.Linear(config.d_model, kv_dim, bias=config.bias)
@@ -309,18 +313,18 @@ class Attention(nn.Module):
         cache: KVCache | None,
         rotary: tuple[torch.Tensor, torch.Tensor] | None,
     ) -> torch.Tensor:
-        c = self.config
+        head_dim = self.config.head_dim
         batch, q_len, _ = x.shape
-        q = self.q_proj(x).view(batch, q_len, c.n_heads, c.head_dim).transpose(1, 2)
-        k = self.k_proj(x).view(batch, q_len, c.n_kv_heads, c.head_dim).transpose(1, 2)
-        v = self.v_proj(x).view(batch, q_len, c.n_kv_heads, c.head_dim).transpose(1, 2)
+        q = self.q_proj(x).view(batch, q_len, self.heads, head_dim).transpose(1, 2)
+        k = self.k_proj(x).view(batch, q_len, self.kv_heads, head_dim).transpose(1, 2)
+        v = self.v_proj(x).view(batch, q_len, self.kv_heads, head_dim).transpose(1, 2)
         if rotary is not None:
             cos, sin = rotary
             q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
         if cache is not None:
             k, v = cache.update(layer, k, v)
-        out = attention(q, k, v, gqa=c.n_kv_heads != c.n_heads)
-        return self.o_proj(out.transpose(1, 2).reshape(batch, q_len, c.d_model))
+        out = attention(q, k, v, gqa=self.kv_heads != self.heads)
+        return self.o_proj(out.transpose(1, 2).reshape(batch, q_len, self.heads * head_dim))
 
 
 class MLP(nn.Module):

@@ -39,8 +39,6 @@ from infer_opt.profilers.models import (
     DecoderLM,
     KVCache,
     TransformerConfig,
-    apply_rotary,
-    attention,
 )
 
 
@@ -143,38 +141,18 @@ class RowParallelLinear(nn.Module):
         return out if self.bias is None else out + self.bias
 
 
-class ParallelAttention(nn.Module):
+class ParallelAttention(Attention):
     """One rank's heads of :class:`~infer_opt.profilers.models.Attention`."""
 
     def __init__(self, full: Attention, config: ShardedConfig, rank: int, group_name: str | None) -> None:
-        super().__init__()
+        nn.Module.__init__(self)  # the projections are slices of ``full``'s, not new layers
         self.config = config
+        self.heads, self.kv_heads = config.local_heads, config.local_kv_heads
         tp = config.tp
         self.q_proj = ColumnParallelLinear.from_linear(full.q_proj, rank, tp)
         self.k_proj = ColumnParallelLinear.from_linear(full.k_proj, rank, tp)
         self.v_proj = ColumnParallelLinear.from_linear(full.v_proj, rank, tp)
         self.o_proj = RowParallelLinear(full.o_proj, rank, tp, group_name)
-
-    def forward(
-        self,
-        x: torch.Tensor,
-        layer: int,
-        cache: KVCache | None,
-        rotary: tuple[torch.Tensor, torch.Tensor] | None,
-    ) -> torch.Tensor:
-        c = self.config
-        batch, q_len, _ = x.shape
-        heads, kv_heads = c.local_heads, c.local_kv_heads
-        q = self.q_proj(x).view(batch, q_len, heads, c.head_dim).transpose(1, 2)
-        k = self.k_proj(x).view(batch, q_len, kv_heads, c.head_dim).transpose(1, 2)
-        v = self.v_proj(x).view(batch, q_len, kv_heads, c.head_dim).transpose(1, 2)
-        if rotary is not None:
-            cos, sin = rotary
-            q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
-        if cache is not None:
-            k, v = cache.update(layer, k, v)
-        out = attention(q, k, v, gqa=kv_heads != heads)
-        return self.o_proj(out.transpose(1, 2).reshape(batch, q_len, heads * c.head_dim))
 
 
 class ParallelMLP(nn.Module):
