@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
@@ -237,4 +238,21 @@ def _root(
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except SystemExit as exc:
+        if "RANK" in os.environ and "WORLD_SIZE" in os.environ:  # a rank of a torchrun job
+            leave_rank(exc.code)
+        raise
+
+
+def leave_rank(code: object) -> None:
+    """End a torchrun rank now, with ``code``, skipping the interpreter's finalization: gloo's
+    worker threads can still hold work objects then, and tearing them down aborts the process
+    (SIGABRT, "terminate called without an active exception"; pytorch/pytorch#179291) after
+    the rank's work is done and its process group destroyed."""
+    status = code if isinstance(code, int) else (0 if code is None else 1)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(status)

@@ -104,4 +104,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from infer_opt.cli.app import leave_rank
+
+    leave_rank(main())
