@@ -191,7 +191,9 @@ def tp_table(tp: TPPrediction) -> Table:
 
 
 def _tp_summary(tp: TPPrediction) -> list[tuple[str, str]]:
-    speedup = "" if tp.speedup is None else f"; {format_ratio(tp.speedup)} the single-device step"
+    speedup = "" if tp.speedup is None else f"; speedup over one device {format_ratio(tp.speedup, 3)}"
+    if tp.speedup is not None and tp.speedup < 1:
+        speedup += " (slower)"
     return [
         (
             f"Tensor-parallel ({tp.world_size} ranks)",
