@@ -382,7 +382,10 @@ class OpEstimate:
 def fallbacks(family: str) -> list[str]:
     """Related families to borrow from, best first: the same op without the non-contiguous
     marker; ``baddbmm`` → ``bmm``; for pointwise ops the
-    ``add`` (binary patterns) or ``mul`` (scalar/unary pattern) family of the same pattern."""
+    ``add`` (binary patterns) or ``mul`` (scalar/unary pattern) family of the same pattern;
+    grouped-query decode attention → plain decode attention (its first three features)."""
+    if family == "sdpa.decode.gqa":
+        return ["sdpa.decode"]
     out: list[str] = []
     base = family.removesuffix(".nc")
     if base != family:
@@ -423,9 +426,9 @@ class OpModel:
         for state in STATES:
             family = self.families.get(f"{name}@{state}")
             if family is not None:
-                t, extrapolated = self._interpolator(family).time(
-                    query.features, query.flops, query.work_bytes
-                )
+                # a borrowed family may key fewer features (grouped-query decode → plain decode)
+                features = query.features[: len(family.feature_names)]
+                t, extrapolated = self._interpolator(family).time(features, query.flops, query.work_bytes)
                 found[state] = (family, t, extrapolated)
         inside = {s: v for s, v in found.items() if not v[2]}
         if inside or not found:

@@ -106,6 +106,9 @@ _SPEC: dict[str, dict[str, Any]] = {
         "linear_wide": ((32768, 256), (32768, 1024)),
         "linear_flops": 1e9,
         "max_weight": 2**23,
+        "large_m": (128, 256, 512, 1024, 2048),
+        "large_nk": (1024, 2048, 4096),
+        "large_flops": 9e9,
         "cold_m": (1, 4, 8, 16, 32),
         "warm_max_m": 256,
         "coarse_m": (1, 2, 4, 8, 16, 32, 64, 256, 1024),
@@ -120,6 +123,8 @@ _SPEC: dict[str, dict[str, Any]] = {
         "sdpa_decode_bh": (1, 4, 16, 64, 256),
         "sdpa_decode_t": (16, 64, 256, 1024, 4096, 16384),
         "sdpa_d": (32, 64, 128),
+        "gqa_bh": (8, 32, 128),
+        "gqa_groups": (2, 4, 8),
         "sdpa_flops": 2e9,
         "rows": (1, 2, 4, 8, 16, 32, 64, 256, 1024, 4096),
         "hidden": (64, 128, 256, 512, 1024, 2048, 4096),
@@ -135,6 +140,9 @@ _SPEC: dict[str, dict[str, Any]] = {
         "linear_wide": (),
         "linear_flops": 5e8,
         "max_weight": 2**24,
+        "large_m": (),
+        "large_nk": (),
+        "large_flops": 0.0,
         "cold_m": (1, 4),
         "warm_max_m": 4,
         "coarse_m": (1, 16),
@@ -149,6 +157,8 @@ _SPEC: dict[str, dict[str, Any]] = {
         "sdpa_decode_bh": (1, 4),
         "sdpa_decode_t": (16, 64),
         "sdpa_d": (32,),
+        "gqa_bh": (4,),
+        "gqa_groups": (2,),
         "sdpa_flops": 2e9,
         "rows": (1, 16),
         "hidden": (64, 256),
@@ -166,9 +176,11 @@ def grid_spec(grid: str, kind: str) -> dict[str, Any]:
         raise InvalidInput("grid", grid, f"expected one of {', '.join(GRIDS)}")
     spec = dict(_SPEC[grid])
     if kind == "cuda" and grid == "standard":
-        for key in ("linear_n", "linear_k", "coarse_nk", "bmm_long", "sdpa_t", "hidden", "embed_d"):
+        scaled = ("linear_n", "linear_k", "large_nk", "coarse_nk", "bmm_long", "sdpa_t", "hidden", "embed_d")
+        for key in scaled:
             spec[key] = tuple(4 * v for v in spec[key])
         spec["linear_flops"] *= 64
+        spec["large_flops"] *= 64
         spec["max_weight"] *= 16
         spec["sdpa_flops"] *= 64
         spec["max_elements"] *= 16
@@ -229,7 +241,8 @@ def _fits(spec: dict[str, Any], m: int, n: int, k: int) -> bool:
 
 
 def linear_cases(spec: dict[str, Any]) -> Iterator[Case]:
-    """``F.linear`` (with a bias: ``mm`` and ``addmm`` share the ``gemm`` family) on the full grid."""
+    """``F.linear`` (with a bias: ``mm`` and ``addmm`` share the ``gemm`` family) on the full grid,
+    then the large, compute-bound shapes (:func:`large_linear_shapes`), hot only."""
     shapes = [
         (m, n, k) for m, n, k in itertools.product(spec["linear_m"], spec["linear_n"], spec["linear_k"])
     ]
@@ -241,6 +254,23 @@ def linear_cases(spec: dict[str, Any]) -> Iterator[Case]:
             yield _matmul_case(
                 "linear", f"linear M={m} N={n} K={k}", m, n, k, True, True, matmul_states(spec, m)
             )
+    for m, n, k in large_linear_shapes(spec):
+        yield _matmul_case("linear", f"linear M={m} N={n} K={k}", m, n, k, True, True, ("hot",))
+
+
+def large_linear_shapes(spec: dict[str, Any]) -> list[tuple[int, int, int]]:
+    """The prefill-sized matmuls the dense grid's work cap leaves out: ``M`` of ``large_m`` times
+    ``N, K`` of ``large_nk`` (and the wide lm-head-like ``N × K``), with ``linear_flops < 2MNK ≤
+    large_flops``. Matmul efficiency keeps rising with size well past the dense cap (on one CPU
+    core from ~110 GFLOP/s at 10⁹ FLOPs to ~150 beyond), so a prefill's matmuls are interpolated
+    against shapes of their own size instead of extrapolated from smaller ones."""
+    nk = [*itertools.product(spec["large_nk"], spec["large_nk"]), *spec["linear_wide"]]
+    return [
+        (m, n, k)
+        for m in spec["large_m"]
+        for n, k in nk
+        if spec["linear_flops"] < 2.0 * m * n * k <= spec["large_flops"]
+    ]
 
 
 def conv1d_cases(spec: dict[str, Any]) -> Iterator[Case]:
@@ -291,35 +321,41 @@ def _attention_reference(
     return torch.softmax(scores, dim=-1) @ _d(v)
 
 
-def _sdpa_case(kind: str, bh: int, tq: int, tk: int, d: int) -> Case:
+def _sdpa_case(kind: str, bh: int, tq: int, tk: int, d: int, group: int = 1) -> Case:
+    """Fused attention over ``bh`` query heads (at most 8 per batch row); with ``group`` > 1 every
+    ``group`` query heads share one key/value head (grouped-query attention)."""
     heads = min(bh, 8)
     batch = bh // heads
+    kv_heads = heads // group
 
     def inputs(g: torch.Generator, dtype: torch.dtype) -> Inputs:
         x = {
             "q": _randn(g, dtype, batch, heads, tq, d),
-            "k": _randn(g, dtype, batch, heads, tk, d),
-            "v": _randn(g, dtype, batch, heads, tk, d),
+            "k": _randn(g, dtype, batch, kv_heads, tk, d),
+            "v": _randn(g, dtype, batch, kv_heads, tk, d),
         }
         x["mask"] = torch.ones(tq, tk, dtype=torch.bool).tril(tk - tq) if kind == "masked" else None
         return x
 
+    gqa = {"enable_gqa": True} if group > 1 else {}
+
     def run(x: Inputs) -> torch.Tensor:
         return F.scaled_dot_product_attention(
-            x["q"], x["k"], x["v"], attn_mask=x["mask"], is_causal=kind == "causal"
+            x["q"], x["k"], x["v"], attn_mask=x["mask"], is_causal=kind == "causal", **gqa
         )
 
     def reference(x: Inputs) -> torch.Tensor:
         mask = torch.ones(tq, tk, dtype=torch.bool).tril() if kind == "causal" else x["mask"]
-        return _attention_reference(x["q"], x["k"], x["v"], mask)
+        k, v = (x[n].repeat_interleave(group, dim=1) for n in ("k", "v"))
+        return _attention_reference(x["q"], k, v, mask)
 
     return Case(
         "sdpa",
-        f"sdpa.{kind} BH={bh} Tq={tq} Tk={tk} d={d}",
+        f"sdpa.{kind} BH={bh} Tq={tq} Tk={tk} d={d}" + (f" g={group}" if group > 1 else ""),
         inputs,
         run,
         reference,
-        4 * bh * (tq + 2 * tk) * d,
+        4 * bh * tq * d + 8 * (bh // group) * tk * d,
         ALL_STATES if kind == "decode" else ("hot",),
     )
 
@@ -332,6 +368,11 @@ def sdpa_cases(spec: dict[str, Any]) -> Iterator[Case]:
     for bh, t, d in itertools.product(spec["sdpa_decode_bh"], spec["sdpa_decode_t"], spec["sdpa_d"]):
         if 2.0 * bh * t * d <= spec["max_elements"] * 4:
             yield _sdpa_case("decode", bh, 1, t, d)
+    for bh, group, t, d in itertools.product(
+        spec["gqa_bh"], spec["gqa_groups"], spec["sdpa_decode_t"], spec["sdpa_d"][-2:]
+    ):
+        if 2.0 * bh * t * d <= spec["max_elements"] * 4:
+            yield _sdpa_case("decode", bh, 1, t, d, group)
     for bh, t, d in itertools.product(spec["sdpa_bh"][1:3], spec["sdpa_t"][2::2], spec["sdpa_d"][1:2]):
         for tq in (4, 16):
             if tq < t:

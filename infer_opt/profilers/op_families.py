@@ -15,6 +15,8 @@ family               calls                                        features
 ``sdpa.causal``      fused attention, causal, ``Tq = Tk``          ``B·H, T, d``
 ``sdpa.full``        fused attention, no mask, ``Tq = Tk``         ``B·H, T, d``
 ``sdpa.decode``      fused attention, one query, no mask           ``B·H, Tk, d``
+``sdpa.decode.gqa``  the same with grouped keys/values (``g``      ``B·H, Tk, d, g``
+                     query heads share one; ``H`` counts queries)
 ``sdpa.masked``      fused attention with an explicit mask         ``B·H, Tq, Tk, d``
 ``layer_norm``       ``native_layer_norm``                         ``rows, hidden``
 ``rms_norm``         ``_fused_rms_norm``                           ``rows, hidden``
@@ -144,6 +146,9 @@ def _sdpa(bound: dict[str, Any]) -> tuple[str, tuple[int, ...], list[str]]:
     if bound.get("attn_mask") is not None:
         return "sdpa.masked", (bh, tq, tk, d), main
     if tq == 1:
+        group = int(q.shape[-3]) // int(k.shape[-3]) if q.ndim >= 3 and k.ndim >= 3 else 1
+        if group > 1:
+            return "sdpa.decode.gqa", (bh, tk, d, group), main
         return "sdpa.decode", (bh, tk, d), main
     if tq != tk:
         return "sdpa.cross", (bh, tq, tk, d), main

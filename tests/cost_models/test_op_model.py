@@ -190,6 +190,34 @@ def test_fallbacks_are_related_families_best_first():
     assert om.fallbacks("baddbmm.nn") == ["bmm.nn"]
     assert om.fallbacks("gelu.s") == ["mul.s"]
     assert om.fallbacks("sdpa.causal") == []
+    assert om.fallbacks("sdpa.decode.gqa") == ["sdpa.decode"]
+
+
+def test_grouped_query_decode_borrows_plain_decode_on_its_first_three_features():
+    """A calibration without the grouped-query family predicts ``(B·H, Tk, d, g)`` from the plain
+    decode grid at ``(B·H, Tk, d)``, flagged as borrowed; with the family, from its own grid."""
+    plain = family(
+        "sdpa.decode",
+        [((bh, tk, 64.0), 1e6, 1e6, 3 * base(1e6, 1e6)) for bh in (4.0, 16.0) for tk in (64.0, 1024.0)],
+        state="hot",
+    )
+    q = om.OpQuery("aten::sdpa", "sdpa.decode.gqa", (8.0, 256.0, 64.0, 4.0), 1e6, 1e6)
+    borrowed = om.OpModel(calibration(plain)).estimate(q)
+    assert borrowed.source == om.SOURCE_FALLBACK and borrowed.extrapolated
+    assert borrowed.time_s == pytest.approx(3 * base(1e6, 1e6))
+    own = family(
+        "sdpa.decode.gqa",
+        [
+            ((bh, tk, 64.0, g), 1e6, 1e6, 2 * base(1e6, 1e6))
+            for bh in (4.0, 16.0)
+            for tk in (64.0, 1024.0)
+            for g in (2.0, 8.0)
+        ],
+        state="hot",
+    )
+    estimate = om.OpModel(calibration(plain, own)).estimate(q)
+    assert estimate.source == om.SOURCE_GRID and not estimate.extrapolated
+    assert estimate.time_s == pytest.approx(2 * base(1e6, 1e6))
 
 
 def test_step_is_the_sum_of_its_ops_plus_the_host_term():

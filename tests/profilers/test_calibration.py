@@ -33,6 +33,27 @@ def test_every_case_of_every_grid_passes_its_check_in_the_tiny_grid():
         assert len(passed) == len(group.cases)
 
 
+def test_the_large_matmuls_lie_between_the_dense_cap_and_the_large_one_and_are_timed_hot():
+    spec = cc.grid_spec("standard", "cpu")
+    shapes = cc.large_linear_shapes(spec)
+    assert shapes and len(set(shapes)) == len(shapes)
+    assert all(spec["linear_flops"] < 2.0 * m * n * k <= spec["large_flops"] for m, n, k in shapes)
+    assert (256, 4096, 4096) in shapes and (2048, 4096, 4096) not in shapes
+    linear = {c.label: c for c in cc.groups("standard", "cpu", ["linear"])[0].cases}
+    for m, n, k in shapes:
+        assert linear[f"linear M={m} N={n} K={k}"].states == ("hot",)
+    assert cc.large_linear_shapes(cc.grid_spec("tiny", "cpu")) == []
+
+
+def test_grouped_query_decode_cases_share_each_key_value_head_among_group_query_heads():
+    cases = [c for c in cc.groups("tiny", "cpu", ["sdpa"])[0].cases if " g=" in c.label]
+    assert cases
+    x = cases[0].inputs(torch.Generator().manual_seed(0), torch.float32)
+    assert x["q"].shape[1] == 2 * x["k"].shape[1] and x["q"].shape[2] == 1
+    passed, skipped = cal.checked_inputs(cases, torch.float32)
+    assert not skipped and len(passed) == len(cases)
+
+
 def test_a_case_whose_output_is_wrong_is_not_timed():
     good = cc.groups("tiny", "cpu", ["views"])[0].cases[0]
     wrong = cc.Case("views", "wrong", good.inputs, good.run, lambda x: good.reference(x) + 1.0)

@@ -42,6 +42,10 @@ def test_attention_kinds():
     assert families(lambda: F.scaled_dot_product_attention(one, cache, cache)) == [
         ("sdpa.decode", (8, 33, 16))
     ]
+    grouped = torch.randn(2, 2, 33, 16)
+    assert families(lambda: F.scaled_dot_product_attention(one, grouped, grouped, enable_gqa=True)) == [
+        ("sdpa.decode.gqa", (8, 33, 16, 2))
+    ]
     four = torch.randn(2, 4, 4, 16)
     assert families(lambda: F.scaled_dot_product_attention(four, cache, cache, attn_mask=mask))[-1] == (
         "sdpa.masked",
