@@ -56,8 +56,9 @@ class StepSpec:
 
 
 @dataclass(frozen=True)
-class RecordedStep:
-    """The ops of one step, recorded without data, and what the step is."""
+class ModelStep:
+    """Which model's step: its name, where it came from, its size, and the step's mode, dtype and
+    token shape (``batch``, ``seq_len``: None when the inputs are not tokens)."""
 
     model: str
     model_source: str
@@ -67,6 +68,12 @@ class RecordedStep:
     dtype: str
     batch: int | None
     seq_len: int | None
+
+
+@dataclass(frozen=True)
+class RecordedStep(ModelStep):
+    """The ops of one step, recorded without data, and what the step is."""
+
     calls: tuple[rec.OpCall, ...]
     signatures: tuple[Signature, ...]
     module_calls: int

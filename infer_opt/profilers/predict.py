@@ -116,20 +116,12 @@ class SweepPoint:
 
 
 @dataclass(frozen=True)
-class PredictResult(Result):
+class PredictResult(Result, meta_record.ModelStep):
     """A step's predicted time from an operator calibration (docs/prediction.md) — a model prediction,
     not a measurement."""
 
     KIND = "predict"
 
-    model: str
-    model_source: str
-    description: str
-    n_params: int
-    mode: str
-    dtype: str
-    batch: int | None
-    seq_len: int | None
     context: int | None
     new_tokens: int | None
     tokens_per_step: int | None
