@@ -770,6 +770,13 @@ def _measured(
     )  # fmt: skip
 
 
+def _summed(key: str, row: Any, reps: int, **names: Any) -> Measured:
+    """A profile's operator or category row: its per-repetition totals, or without them its
+    summed median alone (no quartiles of a sum of medians)."""
+    t = row.time_s
+    return _measured(key, row.time_samples_s, t, t, t, reps, runs=getattr(row, "run_medians_s", ()), **names)
+
+
 def profile_rows(result: Any) -> tuple[Measured, list[Measured], list[Measured]]:
     """(step, operators, categories) of a profile. An operator's samples are its per-step
     totals over the repetitions; without samples its summed median stands alone."""
@@ -779,14 +786,10 @@ def profile_rows(result: Any) -> tuple[Measured, list[Measured], list[Measured]]
         runs=getattr(step, "run_medians_s", ()), group=STEP,
     )  # fmt: skip
     ops = [
-        _measured(
+        _summed(
             f"{o.name} [{_shapes(o.shapes)}] {o.dtype}",
-            o.time_samples_s,
-            o.time_s,
-            o.time_s,
-            o.time_s,
+            o,
             result.reps,
-            runs=getattr(o, "run_medians_s", ()),
             label=o.name,
             detail=_shapes(o.shapes),
             group=o.category,
@@ -795,17 +798,8 @@ def profile_rows(result: Any) -> tuple[Measured, list[Measured], list[Measured]]
         for o in result.ops
     ]
     categories = [
-        _measured(
-            c.category,
-            c.time_samples_s,
-            c.time_s,
-            c.time_s,
-            c.time_s,
-            result.reps,
-            runs=getattr(c, "run_medians_s", ()),
-            label=c.category,
-            group="category",
-            noise_key=f"category:{c.category}",
+        _summed(
+            c.category, c, result.reps, label=c.category, group="category", noise_key=f"category:{c.category}"
         )
         for c in result.categories
     ]
