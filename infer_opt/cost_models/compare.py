@@ -50,7 +50,7 @@ import math
 import shlex
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from statistics import NormalDist
 from typing import Any
 
@@ -345,6 +345,10 @@ class Settings:
     @property
     def floor(self) -> Noise:
         return self.noise or Noise()
+
+    def recorded(self) -> dict[str, float]:
+        """The settings a result records by name: all but the noise (a result holds its floor)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "noise"}
 
 
 def _log(value: float) -> float:
@@ -1051,11 +1055,6 @@ def compare_results(
         headline=headline,
         rows=tuple(rows),
         categories=tuple(categories),
-        alpha=alpha,
-        threshold=threshold,
-        confidence=confidence,
-        bootstrap=bootstrap,
-        seed=seed,
         differences=tuple(diff),
         runs_base=headline.runs_base,
         runs_new=headline.runs_new,
@@ -1063,6 +1062,7 @@ def compare_results(
         noise_source=noise.source,
         noise_where=noise.where,
         warnings=_compare_notices(kind, [*rows, *categories], headline, diff, noise, commands),
+        **settings.recorded(),
     )
 
 
