@@ -50,7 +50,7 @@ import math
 import shlex
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from statistics import NormalDist
 from typing import Any
 
@@ -326,6 +326,31 @@ def _validate(alpha: float, threshold: float, confidence: float, bootstrap: int)
         raise InvalidInput("bootstrap", bootstrap, "need at least 100 replicates")
 
 
+@dataclass(frozen=True)
+class Settings:
+    """How a pair is judged: significance ``alpha``, the ``threshold`` a change must pass for a
+    verdict, the interval's ``confidence``, the bootstrap's resamples and ``seed``, and the
+    run-to-run ``noise`` (None: the default floor)."""
+
+    alpha: float = ALPHA
+    threshold: float = THRESHOLD
+    confidence: float = CONFIDENCE
+    bootstrap: int = BOOTSTRAP
+    seed: int = 0
+    noise: Noise | None = None
+
+    def __post_init__(self) -> None:
+        _validate(self.alpha, self.threshold, self.confidence, self.bootstrap)
+
+    @property
+    def floor(self) -> Noise:
+        return self.noise or Noise()
+
+    def recorded(self) -> dict[str, float]:
+        """The settings a result records by name: all but the noise (a result holds its floor)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "noise"}
+
+
 def _log(value: float) -> float:
     """Medians of 0 s (an op below the clock resolution) would make ratios infinite."""
     return math.log(max(value, 1e-15))
@@ -480,23 +505,19 @@ def _logs(m: Measured) -> list[float]:
 def assess_pair(
     base: Measured,
     new: Measured,
-    *,
-    confidence: float = CONFIDENCE,
-    bootstrap: int = BOOTSTRAP,
-    seed: int = 0,
-    noise: Noise | None = None,
+    settings: Settings,
     family_variance: float = 0.0,
 ) -> tuple[Test, float, bool]:
     """The test of ``log(new/base)`` for one row, the variance of its estimate that a
     single-run headline adds up (within-run; a run-level row gives its ``se²``) and whether
     that is approximate: run level when both sides hold ≥ 2 runs, else single run (no verdict
     with fewer than two samples on a side: nothing shows their spread)."""
-    noise = noise or Noise()
+    noise, confidence = settings.floor, settings.confidence
     if len(base.runs) >= 2 and len(new.runs) >= 2:
         floor_var = max(family_variance, noise.variance_floor(base.floor_key))
         test = run_level_test(_logs(base), _logs(new), variance_floor=floor_var, confidence=confidence)
         return test, test.se**2, False
-    within, approximate = within_run_variance(base, new, bootstrap=bootstrap, seed=seed)
+    within, approximate = within_run_variance(base, new, bootstrap=settings.bootstrap, seed=settings.seed)
     sigma = noise.sigma(base.floor_key, min(base.median_s, new.median_s))
     test = single_run_test(_log(new.median_s) - _log(base.median_s), within, sigma, confidence=confidence)
     if min(base.n, new.n) < 2:
@@ -507,22 +528,13 @@ def assess_pair(
 def compare_pair(
     base: Measured,
     new: Measured,
-    *,
-    alpha: float = ALPHA,
-    threshold: float = THRESHOLD,
-    confidence: float = CONFIDENCE,
-    bootstrap: int = BOOTSTRAP,
-    seed: int = 0,
-    noise: Noise | None = None,
+    settings: Settings = Settings(),
     family_variance: float = 0.0,
 ) -> tuple[CompareRow, float]:
     """One row present on both sides (:func:`assess_pair`) judged on its own p, and the
     variance a single-run headline adds up."""
-    test, within, approximate = assess_pair(
-        base, new, confidence=confidence, bootstrap=bootstrap, seed=seed, noise=noise,
-        family_variance=family_variance,
-    )  # fmt: skip
-    return row_of(base, new, test, approximate, alpha=alpha, threshold=threshold), within
+    test, within, approximate = assess_pair(base, new, settings, family_variance)
+    return row_of(base, new, test, approximate, settings), within
 
 
 def row_of(
@@ -530,9 +542,7 @@ def row_of(
     new: Measured,
     test: Test,
     approximate: bool,
-    *,
-    alpha: float,
-    threshold: float,
+    settings: Settings,
     q_value: float | None = None,
 ) -> CompareRow:
     """The row of a tested pair; its verdict from ``q_value`` (the adjusted p) when given."""
@@ -551,7 +561,7 @@ def row_of(
         speedup=1.0 / ratio,
         p_value=test.p_value,
         q_value=q,
-        verdict=verdict(ratio, significant=test.significant(alpha, q), threshold=threshold),
+        verdict=verdict(ratio, significant=test.significant(settings.alpha, q), threshold=settings.threshold),
         approximate=approximate,
         shapes=base.shapes,
         runs_base=len(base.runs),
@@ -584,32 +594,17 @@ def family_variances(pairs: Iterable[tuple[Measured, Measured]]) -> dict[str, fl
 def compare_rows(
     base: Sequence[Measured],
     new: Sequence[Measured],
-    *,
-    alpha: float = ALPHA,
-    threshold: float = THRESHOLD,
-    confidence: float = CONFIDENCE,
-    bootstrap: int = BOOTSTRAP,
-    seed: int = 0,
-    noise: Noise | None = None,
+    settings: Settings = Settings(),
 ) -> tuple[list[CompareRow], dict[str, float]]:
     """Match rows by key: rows on both sides compared (base order, then rows only in NEW),
     each judged on its p adjusted for the rows compared with it (:func:`adjusted_p_values`);
     returns the rows and each matched row's variance for a single-run headline."""
-    _validate(alpha, threshold, confidence, bootstrap)
     base, new = _unique(base), _unique(new)
     new_by_key = {m.key: m for m in new}
     pairs = [(i, b, new_by_key[b.key]) for i, b in enumerate(base) if b.key in new_by_key]
     families = family_variances((b, n) for _, b, n in pairs)
     tested = {
-        b.key: assess_pair(
-            b,
-            n,
-            confidence=confidence,
-            bootstrap=bootstrap,
-            seed=seed + i,
-            noise=noise,
-            family_variance=families.get(b.group, 0.0),
-        )
+        b.key: assess_pair(b, n, replace(settings, seed=settings.seed + i), families.get(b.group, 0.0))
         for i, b, n in pairs
     }
     with_p = [k for k, (t, _, _) in tested.items() if t.p_value is not None]
@@ -622,15 +617,7 @@ def compare_rows(
         test, _, approximate = tested[b.key]
         q = q_values.get(b.key)
         rows.append(
-            row_of(
-                b,
-                new_by_key[b.key],
-                test,
-                approximate,
-                alpha=alpha,
-                threshold=threshold,
-                q_value=None if q is None else float(q),
-            )
+            row_of(b, new_by_key[b.key], test, approximate, settings, None if q is None else float(q))
         )
     base_keys = {m.key for m in base}
     rows.extend(_only(n, ONLY_NEW) for n in new if n.key not in base_keys)
@@ -653,9 +640,8 @@ def _only(m: Measured, where: str) -> CompareRow:
 def headline_from_test(
     what: str,
     test: Test,
+    settings: Settings,
     *,
-    alpha: float,
-    threshold: float,
     runs: tuple[int, int],
     approximate: bool = False,
     cases: int = 1,
@@ -669,7 +655,9 @@ def headline_from_test(
         speedup_std=speedup * test.se,
         low=math.exp(-test.high),
         high=math.exp(-test.low),
-        verdict=verdict(1.0 / speedup, significant=test.significant(alpha), threshold=threshold),
+        verdict=verdict(
+            1.0 / speedup, significant=test.significant(settings.alpha), threshold=settings.threshold
+        ),
         p_value=test.p_value,
         approximate=approximate,
         cases=cases,
@@ -684,22 +672,13 @@ def pair_headline(
     what: str,
     base: Measured,
     new: Measured,
-    *,
-    alpha: float = ALPHA,
-    threshold: float = THRESHOLD,
-    confidence: float = CONFIDENCE,
-    bootstrap: int = BOOTSTRAP,
-    seed: int = 0,
-    noise: Noise | None = None,
+    settings: Settings = Settings(),
 ) -> Headline:
     """The headline of one timed quantity (a profile's step time), tested like a row."""
-    test, _, approximate = assess_pair(
-        base, new, confidence=confidence, bootstrap=bootstrap, seed=seed, noise=noise
-    )
+    test, _, approximate = assess_pair(base, new, settings)
     headline = headline_from_test(
-        what, test, alpha=alpha, threshold=threshold, runs=(len(base.runs), len(new.runs)),
-        approximate=approximate,
-    )  # fmt: skip
+        what, test, settings, runs=(len(base.runs), len(new.runs)), approximate=approximate
+    )
     return replace(headline, base_s=base.median_s, new_s=new.median_s)
 
 
@@ -724,17 +703,14 @@ def full_keys(rows: Sequence[Measured]) -> set[str]:
 def geometric_mean_headline(
     rows: Sequence[CompareRow],
     within: Mapping[str, float],
+    settings: Settings = Settings(),
     *,
-    alpha: float = ALPHA,
-    threshold: float = THRESHOLD,
-    confidence: float = CONFIDENCE,
-    noise: Noise | None = None,
     levels: tuple[Sequence[float], Sequence[float]] | None = None,
 ) -> Headline:
     """Geometric mean of the per-case speedups over the cases on both sides. With ≥ 2 suite
     levels a side (:func:`suite_levels`), a run-level t test on them; else single run: the
     cases' within-run variances (independent: ``Σ var_i / n²``) plus one run's noise."""
-    noise = noise or Noise()
+    noise, confidence = settings.floor, settings.confidence
     matched = [r for r in rows if r.speedup is not None]
     if not matched:
         raise InvalidInput("BASE/NEW", "no common cases", "the two runs share no measured case")
@@ -745,14 +721,13 @@ def geometric_mean_headline(
             levels[0], levels[1], variance_floor=noise.variance_floor(OVERALL), confidence=confidence
         )
         runs = (len(levels[0]), len(levels[1]))
-        return headline_from_test(what, test, alpha=alpha, threshold=threshold, runs=runs, cases=len(matched))
+        return headline_from_test(what, test, settings, runs=runs, cases=len(matched))
     variance = math.fsum(within[r.key] for r in matched) / len(matched) ** 2
     test = single_run_test(d, variance, noise.headline_sigma(), confidence=confidence)
     runs = (min(r.runs_base for r in matched), min(r.runs_new for r in matched))
     return headline_from_test(
-        what, test, alpha=alpha, threshold=threshold, runs=runs,
-        approximate=any(r.approximate for r in matched), cases=len(matched),
-    )  # fmt: skip
+        what, test, settings, runs=runs, approximate=any(r.approximate for r in matched), cases=len(matched)
+    )
 
 
 # ----------------------------------------------------------------------------- results
@@ -799,6 +774,13 @@ def _measured(
     )  # fmt: skip
 
 
+def _summed(key: str, row: Any, reps: int, **names: Any) -> Measured:
+    """A profile's operator or category row: its per-repetition totals, or without them its
+    summed median alone (no quartiles of a sum of medians)."""
+    t = row.time_s
+    return _measured(key, row.time_samples_s, t, t, t, reps, runs=getattr(row, "run_medians_s", ()), **names)
+
+
 def profile_rows(result: Any) -> tuple[Measured, list[Measured], list[Measured]]:
     """(step, operators, categories) of a profile. An operator's samples are its per-step
     totals over the repetitions; without samples its summed median stands alone."""
@@ -808,14 +790,10 @@ def profile_rows(result: Any) -> tuple[Measured, list[Measured], list[Measured]]
         runs=getattr(step, "run_medians_s", ()), group=STEP,
     )  # fmt: skip
     ops = [
-        _measured(
+        _summed(
             f"{o.name} [{_shapes(o.shapes)}] {o.dtype}",
-            o.time_samples_s,
-            o.time_s,
-            o.time_s,
-            o.time_s,
+            o,
             result.reps,
-            runs=getattr(o, "run_medians_s", ()),
             label=o.name,
             detail=_shapes(o.shapes),
             group=o.category,
@@ -824,17 +802,8 @@ def profile_rows(result: Any) -> tuple[Measured, list[Measured], list[Measured]]
         for o in result.ops
     ]
     categories = [
-        _measured(
-            c.category,
-            c.time_samples_s,
-            c.time_s,
-            c.time_s,
-            c.time_s,
-            result.reps,
-            runs=getattr(c, "run_medians_s", ()),
-            label=c.category,
-            group="category",
-            noise_key=f"category:{c.category}",
+        _summed(
+            c.category, c, result.reps, label=c.category, group="category", noise_key=f"category:{c.category}"
         )
         for c in result.categories
     ]
@@ -982,8 +951,7 @@ def _kernel_headline(
     within: Mapping[str, float],
     per_base: list[list[Measured]],
     per_new: list[list[Measured]],
-    noise: Noise,
-    opts: Mapping[str, Any],
+    settings: Settings,
 ) -> Headline:
     matched = {r.key for r in rows if r.speedup is not None}
     full = [full_keys(rows_) for rows_ in [*per_base, *per_new]]
@@ -991,10 +959,7 @@ def _kernel_headline(
     levels = None
     if common:
         levels = (suite_levels(per_base, common), suite_levels(per_new, common))
-    return geometric_mean_headline(
-        rows, within, alpha=opts["alpha"], threshold=opts["threshold"], confidence=opts["confidence"],
-        noise=noise, levels=levels,
-    )  # fmt: skip
+    return geometric_mean_headline(rows, within, settings, levels=levels)
 
 
 def _compare_notices(
@@ -1064,26 +1029,23 @@ def compare_results(
     NEW, for the notice that says how to get a run-level test."""
     bases, news = _as_list(base), _as_list(new)
     kind = _check_kinds(bases, news, base_name, new_name)
-    _validate(alpha, threshold, confidence, bootstrap)
+    settings = Settings(alpha, threshold, confidence, bootstrap, seed, noise)
     diff = differences(kind, bases[0], news[0])
     if diff and not force:
         raise InvalidInput(
             "NEW", new_name, f"differs from BASE in {', '.join(diff)}; pass --force to compare anyway"
         )
-    noise = noise or Noise()
-    opts = {"alpha": alpha, "threshold": threshold, "confidence": confidence, "bootstrap": bootstrap}
+    noise = settings.floor
     per_base, steps_b, cats_b = _sides(kind, bases)
     per_new, steps_n, cats_n = _sides(kind, news)
-    rows, within = compare_rows(
-        merge_sides(per_base), merge_sides(per_new), seed=seed + 1, noise=noise, **opts
-    )
+    rows, within = compare_rows(merge_sides(per_base), merge_sides(per_new), replace(settings, seed=seed + 1))
     categories: list[CompareRow] = []
     if kind == "profile":
-        categories, _ = compare_rows(cats_b, cats_n, seed=seed + 100_000, noise=noise, **opts)
-        headline = pair_headline("median step time", steps_b[0], steps_n[0], seed=seed, noise=noise, **opts)
+        categories, _ = compare_rows(cats_b, cats_n, replace(settings, seed=seed + 100_000))
+        headline = pair_headline("median step time", steps_b[0], steps_n[0], settings)
         subject = _profile_subject(bases[0])
     else:
-        headline = _kernel_headline(rows, within, per_base, per_new, noise, opts)
+        headline = _kernel_headline(rows, within, per_base, per_new, settings)
         subject = f"kernel suite {bases[0].suite}, {bases[0].dtype} on {bases[0].device_name}"
     return CompareResult(
         compared=kind,
@@ -1093,7 +1055,6 @@ def compare_results(
         headline=headline,
         rows=tuple(rows),
         categories=tuple(categories),
-        seed=seed,
         differences=tuple(diff),
         runs_base=headline.runs_base,
         runs_new=headline.runs_new,
@@ -1101,7 +1062,7 @@ def compare_results(
         noise_source=noise.source,
         noise_where=noise.where,
         warnings=_compare_notices(kind, [*rows, *categories], headline, diff, noise, commands),
-        **opts,
+        **settings.recorded(),
     )
 
 

@@ -40,8 +40,25 @@ HOW_REAL = "real run"
 
 
 @dataclass(frozen=True)
-class RecordedStep:
-    """The ops of one step, recorded without data, and what the step is."""
+class StepSpec:
+    """The step to record: MODEL, what the step does (``mode``) over which shapes, its dtype, and
+    the device the fake tensors claim (its kernels are chosen)."""
+
+    spec: str
+    mode: str
+    batch: int
+    seq_len: int
+    context: int
+    new_tokens: int
+    dtype: torch.dtype
+    hf_overrides: Mapping[str, Any] | None = None
+    device: torch.device | str = "cpu"
+
+
+@dataclass(frozen=True)
+class ModelStep:
+    """Which model's step: its name, where it came from, its size, and the step's mode, dtype and
+    token shape (``batch``, ``seq_len``: None when the inputs are not tokens)."""
 
     model: str
     model_source: str
@@ -51,6 +68,12 @@ class RecordedStep:
     dtype: str
     batch: int | None
     seq_len: int | None
+
+
+@dataclass(frozen=True)
+class RecordedStep(ModelStep):
+    """The ops of one step, recorded without data, and what the step is."""
+
     calls: tuple[rec.OpCall, ...]
     signatures: tuple[Signature, ...]
     module_calls: int
@@ -204,8 +227,7 @@ def _recorded(
     step: Any,
     recorded: tuple[FamilyRecorder, int, list[tuple[int, int, int]]],
     how: str,
-    mode: str,
-    dtype: torch.dtype,
+    wanted: StepSpec,
 ) -> RecordedStep:
     from infer_opt.profilers.device import dtype_name
 
@@ -215,8 +237,8 @@ def _recorded(
         model_source=loaded.source,
         description=f"{loaded.description}; {step.description}" if loaded.description else step.description,
         n_params=loaded.n_params(),
-        mode=mode,
-        dtype=dtype_name(dtype),
+        mode=wanted.mode,
+        dtype=dtype_name(wanted.dtype),
         batch=loaded.batch,
         seq_len=loaded.seq_len,
         calls=tuple(recorder.calls),
@@ -229,33 +251,23 @@ def _recorded(
     )
 
 
-def record_fake(
-    spec: str,
-    *,
-    mode: str,
-    batch: int,
-    seq_len: int,
-    context: int,
-    new_tokens: int,
-    dtype: torch.dtype,
-    hf_overrides: Mapping[str, Any] | None = None,
-    device: torch.device | str = "cpu",
-    tp: int = 1,
-) -> RecordedStep:
+def record_fake(step: StepSpec, tp: int = 1) -> RecordedStep:
     """The step's ops recorded on fake tensors (module docstring); with ``tp`` > 1, the ops of
     one rank's compute-only tensor-parallel shard (a built-in's, without its collectives)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    target = torch.device(device)
-    loaded = load_meta(spec, batch=batch, seq_len=seq_len, dtype=dtype, hf_overrides=hf_overrides)
+    target = torch.device(step.device)
+    loaded = load_meta(
+        step.spec, batch=step.batch, seq_len=step.seq_len, dtype=step.dtype, hf_overrides=step.hf_overrides
+    )
     if tp > 1:
         loaded = shard_meta(loaded, tp)
     fake_mode = FakeTensorMode(allow_non_fake_inputs=False)
     loaded = to_fake(loaded, fake_mode, target)
     with fake_mode, _real_mask_path(), torch.no_grad():
-        step = build_step(loaded, mode, context=context, new_tokens=new_tokens, device=target)
-        recorded = _record(step, loaded.model, mode)
-    return _recorded(loaded, step, recorded, HOW_FAKE, mode, dtype)
+        built = build_step(loaded, step.mode, context=step.context, new_tokens=step.new_tokens, device=target)
+        recorded = _record(built, loaded.model, step.mode)
+    return _recorded(loaded, built, recorded, HOW_FAKE, step)
 
 
 def shard_meta(loaded: models.LoadedModel, tp: int) -> models.LoadedModel:
@@ -273,48 +285,30 @@ def shard_meta(loaded: models.LoadedModel, tp: int) -> models.LoadedModel:
     return replace(loaded, model=sharded, config=sharded.config)
 
 
-def record_real(
-    spec: str,
-    *,
-    mode: str,
-    batch: int,
-    seq_len: int,
-    context: int,
-    new_tokens: int,
-    dtype: torch.dtype,
-    hf_overrides: Mapping[str, Any] | None = None,
-    device: torch.device | str = "cpu",
-) -> RecordedStep:
+def record_real(step: StepSpec) -> RecordedStep:
     """The step's ops recorded by running it once on real (random) data."""
     loaded = models.load_model(
-        spec, batch_size=batch, seq_len=seq_len, device=device, dtype=dtype, hf_overrides=hf_overrides
+        step.spec,
+        batch_size=step.batch,
+        seq_len=step.seq_len,
+        device=step.device,
+        dtype=step.dtype,
+        hf_overrides=step.hf_overrides,
     )
-    step = build_step(loaded, mode, context=context, new_tokens=new_tokens, device=device)
-    return _recorded(loaded, step, _record(step, loaded.model, mode), HOW_REAL, mode, dtype)
+    built = build_step(
+        loaded, step.mode, context=step.context, new_tokens=step.new_tokens, device=step.device
+    )
+    return _recorded(loaded, built, _record(built, loaded.model, step.mode), HOW_REAL, step)
 
 
-def record_step(
-    spec: str,
-    *,
-    mode: str,
-    batch: int,
-    seq_len: int,
-    context: int,
-    new_tokens: int,
-    dtype: torch.dtype,
-    hf_overrides: Mapping[str, Any] | None = None,
-    device: torch.device | str = "cpu",
-    fallback: bool = True,
-    tp: int = 1,
-) -> RecordedStep:
+def record_step(step: StepSpec, *, fallback: bool = True, tp: int = 1) -> RecordedStep:
     """Record on fake tensors; if the model cannot be recorded that way, by a real run when
     ``fallback`` (with a ``recorded_by_real_run`` notice), else a one-line error. ``tp`` > 1:
     one rank's compute-only shard (built-ins, which always record on fake tensors)."""
     from dataclasses import replace
 
-    shape = {"mode": mode, "batch": batch, "seq_len": seq_len, "context": context, "new_tokens": new_tokens}
     try:
-        recorded = record_fake(spec, dtype=dtype, hf_overrides=hf_overrides, device=device, tp=tp, **shape)
+        recorded = record_fake(step, tp)
     except InferOptError as exc:
         if isinstance(exc, InvalidInput) or tp > 1:
             raise
@@ -325,13 +319,13 @@ def record_step(
         reason = f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
         if not fallback:
             raise RunFailure(
-                f"{spec} cannot be recorded on the meta device / fake tensors ({reason}); "
+                f"{step.spec} cannot be recorded on the meta device / fake tensors ({reason}); "
                 "build it from its config without real tensors, or allow a real run"
             ) from exc
     else:
         return recorded
-    with rec_guard(spec):
-        recorded = record_real(spec, dtype=dtype, hf_overrides=hf_overrides, device=device, **shape)
+    with rec_guard(step.spec):
+        recorded = record_real(step)
     return replace(recorded, notices=(Notice("recorded_by_real_run", {"reason": reason}),))
 
 

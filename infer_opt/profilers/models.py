@@ -98,6 +98,16 @@ class TransformerConfig:
         return 2 * self.matmul_params() * batch * q_len + self.attention_flops(batch, q_len, k_len)
 
 
+#: what makes a decoder Llama style (RMSNorm, SwiGLU, rotary positions, no biases, untied embeddings)
+LLAMA_STYLE: dict[str, Any] = {
+    "norm": "rmsnorm",
+    "mlp": "swiglu",
+    "positions": "rotary",
+    "bias": False,
+    "tie_embeddings": False,
+    "norm_eps": 1e-6,
+}
+
 BUILTIN_CONFIGS: dict[str, TransformerConfig] = {
     c.name: c
     for c in (
@@ -124,13 +134,8 @@ BUILTIN_CONFIGS: dict[str, TransformerConfig] = {
             2,
             352,
             2048,
-            norm="rmsnorm",
-            mlp="swiglu",
-            positions="rotary",
-            bias=False,
-            tie_embeddings=False,
-            norm_eps=1e-6,
             description="Llama style (RMSNorm, SwiGLU, rotary, GQA 4q/2kv), 2 layers, d=128",
+            **LLAMA_STYLE,
         ),
         TransformerConfig(
             "llama-small",
@@ -141,13 +146,8 @@ BUILTIN_CONFIGS: dict[str, TransformerConfig] = {
             4,
             2048,
             2048,
-            norm="rmsnorm",
-            mlp="swiglu",
-            positions="rotary",
-            bias=False,
-            tie_embeddings=False,
-            norm_eps=1e-6,
             description="Llama style (RMSNorm, SwiGLU, rotary, GQA 12q/4kv), 12 layers, d=768",
+            **LLAMA_STYLE,
         ),
     )
 }

@@ -22,7 +22,7 @@ import math
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -116,20 +116,12 @@ class SweepPoint:
 
 
 @dataclass(frozen=True)
-class PredictResult(Result):
+class PredictResult(Result, meta_record.ModelStep):
     """A step's predicted time from an operator calibration (docs/prediction.md) — a model prediction,
     not a measurement."""
 
     KIND = "predict"
 
-    model: str
-    model_source: str
-    description: str
-    n_params: int
-    mode: str
-    dtype: str
-    batch: int | None
-    seq_len: int | None
     context: int | None
     new_tokens: int | None
     tokens_per_step: int | None
@@ -298,35 +290,11 @@ class StepPrediction:
         )
 
 
-def predict_recorded(
-    spec: str,
-    model: om.OpModel,
-    *,
-    mode: str,
-    batch: int,
-    seq_len: int,
-    context: int,
-    new_tokens: int,
-    dtype: torch.dtype,
-    hf_overrides: Mapping[str, Any] | None = None,
-    device: str = "cpu",
-    tp: int = 1,
-) -> StepPrediction:
-    """Record one step on fake tensors (claiming ``device``: its kernels are chosen) and
+def predict_recorded(step: meta_record.StepSpec, model: om.OpModel, *, tp: int = 1) -> StepPrediction:
+    """Record one step on fake tensors (claiming ``step.device``: its kernels are chosen) and
     predict it; ``tp`` > 1: one rank's compute-only tensor-parallel shard."""
     start = time.perf_counter()
-    recorded = meta_record.record_step(
-        spec,
-        mode=mode,
-        batch=batch,
-        seq_len=seq_len,
-        context=context,
-        new_tokens=new_tokens,
-        dtype=dtype,
-        hf_overrides=hf_overrides,
-        device=device,
-        tp=tp,
-    )
+    recorded = meta_record.record_step(step, tp=tp)
     elapsed = time.perf_counter() - start
     qs = queries(recorded)
     return StepPrediction(recorded, tuple(qs), tuple(_segments(model, qs, recorded)), elapsed)
@@ -487,12 +455,11 @@ def predict(
     with ``tp`` > 1 and the ``comm`` sweep of that many ranks, the tensor-parallel step."""
     model = om.OpModel(calibration)
     device, device_notices = recording_device(calibration)
-    shape = {"mode": mode, "batch": batch, "seq_len": seq_len, "context": context, "new_tokens": new_tokens}
-    record = {"dtype": dtype, "hf_overrides": hf_overrides, "device": device}
+    step = meta_record.StepSpec(spec, mode, batch, seq_len, context, new_tokens, dtype, hf_overrides, device)
     total = 1 + (len(sweep[1]) if sweep else 0)
     if progress is not None:
         progress(0, total, "recording the step on fake tensors")
-    base = predict_recorded(spec, model, **record, **shape)
+    base = predict_recorded(step, model)
     fields = _step_fields(base, model)
     points: list[SweepPoint] = []
     ridge = matmul_ridge(base, model)
@@ -501,9 +468,7 @@ def predict(
         for k, value in enumerate(values):
             if progress is not None:
                 progress(1 + k, total, f"{param} = {value}")
-            p = predict_recorded(
-                spec, model, dtype=dtype, hf_overrides=hf_overrides, **{**shape, param: value}
-            )
+            p = predict_recorded(replace(step, device="cpu", **{param: value}), model)
             points.append(sweep_point(param, value, p, ridge))
     crossing = None
     if points and ridge is not None and sweep is not None:
@@ -531,22 +496,13 @@ def predict(
         compute_bound_from=crossing,
         ridge_point=ridge,
         warnings=(*device_notices, *_notices(base, calibration, fields["extrapolated_share"])),
-        tensor_parallel=None
-        if tp == 1
-        else tensor_parallel(spec, model, base, tp=tp, comm=comm, record=record, shape=shape),
+        tensor_parallel=None if tp == 1 else tensor_parallel(step, model, base, tp=tp, comm=comm),
         **fields,
     )
 
 
 def tensor_parallel(
-    spec: str,
-    model: om.OpModel,
-    base: StepPrediction,
-    *,
-    tp: int,
-    comm: CommResult | None,
-    record: Mapping[str, Any],
-    shape: Mapping[str, Any],
+    step: meta_record.StepSpec, model: om.OpModel, base: StepPrediction, *, tp: int, comm: CommResult | None
 ) -> TPPrediction:
     """``max_r compute_r + Σ t(S)``: one rank's shard recorded and predicted like the whole model
     (the Megatron shards have equal shapes: one rank stands for all), the collectives of the
@@ -557,11 +513,11 @@ def tensor_parallel(
         raise InvalidInput(
             "comm", "none", f"--tp {tp} needs a comm sweep over {tp} ranks (infer-opt comm --nproc {tp})"
         )
-    shard = predict_recorded(spec, model, tp=tp, **record, **shape)
-    config = models.BUILTIN_CONFIGS[models.ALIASES.get(spec, spec)]
-    itemsize = torch.empty((), dtype=record["dtype"]).element_size()
+    shard = predict_recorded(step, model, tp=tp)
+    config = models.BUILTIN_CONFIGS[models.ALIASES.get(step.spec, step.spec)]
+    itemsize = torch.empty((), dtype=step.dtype).element_size()
     return tp_predict.predict_tp(
-        config, tp=tp, mode=shape["mode"], batch=shape["batch"], seq_len=shape["seq_len"],
-        new_tokens=shape["new_tokens"], dtype_bytes=itemsize, compute_per_rank_s=[shard.step_time_s] * tp,
+        config, tp=tp, mode=step.mode, batch=step.batch, seq_len=step.seq_len,
+        new_tokens=step.new_tokens, dtype_bytes=itemsize, compute_per_rank_s=[shard.step_time_s] * tp,
         comm=comm, baseline_step_s=base.step_time_s,
     )  # fmt: skip

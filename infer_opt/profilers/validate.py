@@ -30,7 +30,7 @@ from infer_opt.cost_models import op_model as om
 from infer_opt.cost_models.roofline import RooflineFit
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
-from infer_opt.profilers import model_profile, models
+from infer_opt.profilers import meta_record, model_profile, models
 from infer_opt.profilers import predict as pr
 from infer_opt.results import Result
 
@@ -349,17 +349,12 @@ def validate(
             hf_overrides=hf_overrides, fit=fit, warmup=warmup, reps=reps,
         )  # fmt: skip
         predicted = pr.predict_recorded(
-            spec,
+            meta_record.StepSpec(
+                spec, mode, batch, seq_len, context, new_tokens, dtype, hf_overrides,
+                device="cuda" if str(device).startswith("cuda") else "cpu",
+            ),
             model,
-            mode=mode,
-            batch=batch,
-            seq_len=seq_len,
-            context=context,
-            new_tokens=new_tokens,
-            dtype=dtype,
-            hf_overrides=hf_overrides,
-            device="cuda" if str(device).startswith("cuda") else "cpu",
-        )
+        )  # fmt: skip
         point = _point(mode, (batch, seq_len, context), measured, predicted)
         points.append(point)
         ops.extend(compare_ops(k, mode, measured, predicted))

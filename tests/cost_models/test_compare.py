@@ -67,7 +67,7 @@ def test_default_noise_is_wider_for_microsecond_rows():
 @settings(max_examples=25, deadline=None)
 @given(samples_st)
 def test_identical_samples_give_ratio_one_within_noise(samples):
-    row, _ = cm.compare_pair(_m("op", samples), _m("op", samples), **FAST)
+    row, _ = cm.compare_pair(_m("op", samples), _m("op", samples), cm.Settings(**FAST))
     assert row.ratio == pytest.approx(1.0)
     assert row.ratio_low <= 1.0 <= row.ratio_high
     assert row.verdict == cm.NOISE
@@ -80,11 +80,11 @@ def test_identical_samples_give_ratio_one_within_noise(samples):
 def test_a_two_fold_shift_clears_the_default_floor(seed, n):
     base = _noisy(1e-3, n, seed)
     new = _noisy(0.5e-3, n, seed + 1)
-    row, _ = cm.compare_pair(_m("op", base), _m("op", new), **FAST)
+    row, _ = cm.compare_pair(_m("op", base), _m("op", new), cm.Settings(**FAST))
     assert row.verdict == cm.FASTER and row.floor == pytest.approx(cm.DEFAULT_FLOOR)
     assert row.ratio == pytest.approx(0.5, rel=0.1)
     assert row.ratio_high < 1 and row.p_value < 1e-3
-    slower, _ = cm.compare_pair(_m("op", new), _m("op", base), **FAST)
+    slower, _ = cm.compare_pair(_m("op", new), _m("op", base), cm.Settings(**FAST))
     assert slower.verdict == cm.SLOWER
 
 
@@ -92,20 +92,20 @@ def test_no_single_run_verdict_below_the_floor_however_tight_the_samples():
     """Issue 17: within-run samples 0.1% apart, runs 16% apart — one run a side gives no verdict."""
     base = _noisy(1e-3, 40, 1, rel=0.001)
     new = [v * 1.16 for v in _noisy(1e-3, 40, 2, rel=0.001)]
-    row, _ = cm.compare_pair(_m("op", base), _m("op", new), **FAST)
+    row, _ = cm.compare_pair(_m("op", base), _m("op", new), cm.Settings(**FAST))
     assert row.verdict == cm.NOISE and row.ratio == pytest.approx(1.16, rel=0.01)
     # the interval includes one run's noise on each side, not just the samples' spread
     assert row.ratio_low < 1.0 < row.ratio_high
     measured = cm.Noise("measured", {"g": cm.sigma_of_floor(0.10)})
-    row, _ = cm.compare_pair(_m("op", base, "g"), _m("op", new, "g"), noise=measured, **FAST)
+    row, _ = cm.compare_pair(_m("op", base, "g"), _m("op", new, "g"), cm.Settings(noise=measured, **FAST))
     assert row.verdict == cm.SLOWER and row.floor == pytest.approx(0.10)
 
 
 @settings(max_examples=25, deadline=None)
 @given(samples_st, samples_st)
 def test_swapping_base_and_new_inverts_the_ratio(a, b):
-    ab, _ = cm.compare_pair(_m("op", a), _m("op", b), **FAST)
-    ba, _ = cm.compare_pair(_m("op", b), _m("op", a), **FAST)
+    ab, _ = cm.compare_pair(_m("op", a), _m("op", b), cm.Settings(**FAST))
+    ba, _ = cm.compare_pair(_m("op", b), _m("op", a), cm.Settings(**FAST))
     assert ab.ratio * ba.ratio == pytest.approx(1.0)
     assert ab.speedup == pytest.approx(ba.ratio)
     assert ab.p_value == pytest.approx(ba.p_value)
@@ -119,9 +119,9 @@ def test_swapping_base_and_new_inverts_the_ratio(a, b):
 def test_significant_but_small_change_is_within_threshold():
     base = _noisy(1e-3, 40, 3, rel=0.002)
     new = [v * 1.02 for v in _noisy(1e-3, 40, 4, rel=0.002)]
-    row, _ = cm.compare_pair(_m("op", base), _m("op", new), threshold=0.05, noise=QUIET, **FAST)
+    row, _ = cm.compare_pair(_m("op", base), _m("op", new), cm.Settings(threshold=0.05, noise=QUIET, **FAST))
     assert row.p_value < 0.05 and row.verdict == cm.BELOW_THRESHOLD
-    row, _ = cm.compare_pair(_m("op", base), _m("op", new), threshold=0.01, noise=QUIET, **FAST)
+    row, _ = cm.compare_pair(_m("op", base), _m("op", new), cm.Settings(threshold=0.01, noise=QUIET, **FAST))
     assert row.verdict == cm.SLOWER
 
 
@@ -132,7 +132,7 @@ def test_change_is_symmetric():
 def test_rows_only_on_one_side_are_flagged_in_order():
     base = [_m("a", [1.0, 1.1, 0.9]), _m("b", [2.0, 2.1, 1.9])]
     new = [_m("b", [2.0, 2.1, 1.9]), _m("c", [3.0, 3.1, 2.9])]
-    rows, within = cm.compare_rows(base, new, **FAST)
+    rows, within = cm.compare_rows(base, new, cm.Settings(**FAST))
     assert [(r.key, r.verdict) for r in rows] == [("a", cm.ONLY_BASE), ("b", cm.NOISE), ("c", cm.ONLY_NEW)]
     assert set(within) == {"b"}
     assert (rows[0].runs_base, rows[0].runs_new, rows[2].runs_base) == (1, 0, 0)
@@ -141,7 +141,7 @@ def test_rows_only_on_one_side_are_flagged_in_order():
 def test_without_samples_the_summary_gives_an_approximate_interval():
     base = cm.Measured("op", "op", "", "", (), 1e-3, 0.95e-3, 1.05e-3, 20)
     new = cm.Measured("op", "op", "", "", (), 0.5e-3, 0.48e-3, 0.52e-3, 20)
-    row, within = cm.compare_pair(base, new, **FAST)
+    row, within = cm.compare_pair(base, new, cm.Settings(**FAST))
     assert row.approximate and row.verdict == cm.FASTER and row.ratio_low < 0.5 < row.ratio_high
     sd = cm.approx_log_ratio_sd(base, new)
     # se(log median) ≈ 1.2533·(IQR/1.349)/(m·√n), per side in quadrature
@@ -155,7 +155,7 @@ def test_without_samples_the_summary_gives_an_approximate_interval():
 
 
 def test_one_sample_per_side_is_never_significant():
-    row, _ = cm.compare_pair(_m("op", [1e-3]), _m("op", [0.2e-3]), **FAST)
+    row, _ = cm.compare_pair(_m("op", [1e-3]), _m("op", [0.2e-3]), cm.Settings(**FAST))
     assert row.ratio == pytest.approx(0.2) and row.p_value is None and row.verdict == cm.NOISE
 
 
@@ -175,7 +175,7 @@ def test_within_run_bootstrap_is_seeded_and_side_symmetric():
 )  # fmt: skip
 def test_rejects_bad_settings_naming_the_parameter(kwargs, needle):
     with pytest.raises(InvalidInput) as err:
-        cm.compare_rows([_m("a", [1.0, 2.0])], [_m("a", [1.0, 2.0])], **kwargs)
+        cm.compare_rows([_m("a", [1.0, 2.0])], [_m("a", [1.0, 2.0])], cm.Settings(**kwargs))
     assert err.value.option == needle
 
 
@@ -204,7 +204,9 @@ def test_worked_run_level_numbers():
 
 
 def test_run_level_rows_report_runs_and_spread_and_no_floor():
-    row, _ = cm.compare_pair(_runs("k", [1.0, 1.02, 0.98]), _runs("k", [0.5, 0.51, 0.49]), **FAST)
+    row, _ = cm.compare_pair(
+        _runs("k", [1.0, 1.02, 0.98]), _runs("k", [0.5, 0.51, 0.49]), cm.Settings(**FAST)
+    )
     assert row.method == cm.RUN_LEVEL and row.floor is None
     assert (row.runs_base, row.runs_new) == (3, 3) and row.between_run_cv == pytest.approx(0.02, rel=0.01)
     assert row.verdict == cm.FASTER and row.ratio == pytest.approx(0.5, rel=0.01)
@@ -214,18 +216,20 @@ def test_a_row_is_held_to_its_familys_spread():
     """Three runs a side guess a row's spread poorly: a row that happened to land three times
     on the same value is judged with its family's median spread."""
     lucky = (_runs("lucky", [1.0, 1.0, 1.0]), _runs("lucky", [1.06, 1.06, 1.06]))
-    alone, _ = cm.compare_rows([lucky[0]], [lucky[1]], **FAST)
+    alone, _ = cm.compare_rows([lucky[0]], [lucky[1]], cm.Settings(**FAST))
     assert alone[0].verdict == cm.SLOWER
     noisy = [(_runs(f"n{i}", [1.0, 1.15, 0.9]), _runs(f"n{i}", [1.1, 0.95, 1.0])) for i in range(3)]
-    rows, _ = cm.compare_rows([lucky[0], *(b for b, _ in noisy)], [lucky[1], *(n for _, n in noisy)], **FAST)
+    rows, _ = cm.compare_rows(
+        [lucky[0], *(b for b, _ in noisy)], [lucky[1], *(n for _, n in noisy)], cm.Settings(**FAST)
+    )
     assert rows[0].verdict == cm.NOISE and rows[0].between_run_cv == pytest.approx(0.0, abs=1e-12)
 
 
 def test_a_measured_device_floor_bounds_the_run_level_spread():
     base, new = _runs("k", [1.0, 1.0, 1.0], "matmul"), _runs("k", [1.08, 1.08, 1.08], "matmul")
-    assert cm.compare_pair(base, new, **FAST)[0].verdict == cm.SLOWER
+    assert cm.compare_pair(base, new, cm.Settings(**FAST))[0].verdict == cm.SLOWER
     measured = cm.Noise("measured", {"matmul": 0.10})
-    assert cm.compare_pair(base, new, noise=measured, **FAST)[0].verdict == cm.NOISE
+    assert cm.compare_pair(base, new, cm.Settings(noise=measured, **FAST))[0].verdict == cm.NOISE
 
 
 @settings(max_examples=40, deadline=None)
@@ -248,7 +252,7 @@ def test_one_drifted_run_never_makes_a_verdict(drift, which, side, seed):
         target[which] *= drift
         base.append(_runs(f"c{i}", runs_b, f"f{i % 3}"))
         new.append(_runs(f"c{i}", runs_n, f"f{i % 3}"))
-    rows, within = cm.compare_rows(base, new, **FAST)
+    rows, within = cm.compare_rows(base, new, cm.Settings(**FAST))
     assert all(r.verdict in (cm.NOISE, cm.BELOW_THRESHOLD) for r in rows), [r.verdict for r in rows]
     levels = (cm.suite_levels([base], {m.key for m in base}), cm.suite_levels([new], {m.key for m in new}))
     headline = cm.geometric_mean_headline(rows, within, levels=levels)
@@ -271,7 +275,7 @@ def test_a_change_larger_than_the_drift_is_found_in_its_direction(drift, which, 
         runs_n[which] *= drift
         base.append(_runs(f"c{i}", runs_b, "family"))
         new.append(_runs(f"c{i}", runs_n, "family"))
-    rows, _ = cm.compare_rows(base, new, **FAST)
+    rows, _ = cm.compare_rows(base, new, cm.Settings(**FAST))
     assert rows[0].verdict == (cm.FASTER if faster else cm.SLOWER)
     assert all(r.verdict != (cm.FASTER if faster else cm.SLOWER) for r in rows[1:])
 
@@ -292,7 +296,7 @@ def _aa_flags(simulations: int, cases: int, seed: int) -> tuple[float, int, int]
                     for i in range(cases)
                 ]
             )
-        rows, within = cm.compare_rows(*sides, **FAST)
+        rows, within = cm.compare_rows(*sides, cm.Settings(**FAST))
         count = sum(r.verdict in (cm.FASTER, cm.SLOWER) for r in rows)
         flagged, any_flag = flagged + count, any_flag + (count > 0)
         keys = {m.key for m in sides[0]}
@@ -325,7 +329,7 @@ def test_adjusted_p_values_are_benjamini_hochberg(p_values):
 
 def test_headline_reports_speedup_with_its_uncertainty():
     base, new = _noisy(1e-3, 30, 5), _noisy(1e-3 / 1.5, 30, 6)
-    h = cm.pair_headline("step", _m("step", base), _m("step", new), **FAST)
+    h = cm.pair_headline("step", _m("step", base), _m("step", new), cm.Settings(**FAST))
     assert h.speedup == pytest.approx(1.5, rel=0.05)
     assert h.low < h.speedup < h.high and h.floor == pytest.approx(cm.DEFAULT_FLOOR)
     assert h.verdict == cm.FASTER and h.base_s == pytest.approx(np.median(base))
@@ -336,7 +340,7 @@ def test_headline_reports_speedup_with_its_uncertainty():
 def test_geometric_mean_of_case_speedups_single_run():
     base = [_m("x", _noisy(1e-3, 20, 7)), _m("y", _noisy(2e-3, 20, 8))]
     new = [_m("x", [v / 2 for v in base[0].samples_s]), _m("y", [v / 8 for v in base[1].samples_s])]
-    rows, within = cm.compare_rows(base, new, **FAST)
+    rows, within = cm.compare_rows(base, new, cm.Settings(**FAST))
     h = cm.geometric_mean_headline(rows, within)
     assert h.speedup == pytest.approx(4.0)  # sqrt(2 · 8)
     assert h.cases == 2 and h.low <= 4.0 <= h.high and h.verdict == cm.FASTER
@@ -345,7 +349,7 @@ def test_geometric_mean_of_case_speedups_single_run():
 def test_geometric_mean_on_run_levels():
     base = [_runs("x", [1.0, 1.1, 0.9]), _runs("y", [2.0, 2.2, 1.8])]
     new = [_runs("x", [0.5, 0.55, 0.45]), _runs("y", [0.25, 0.275, 0.225])]
-    rows, within = cm.compare_rows(base, new, **FAST)
+    rows, within = cm.compare_rows(base, new, cm.Settings(**FAST))
     levels = (cm.suite_levels([base], {"x", "y"}), cm.suite_levels([new], {"x", "y"}))
     assert levels[0][1] == pytest.approx((math.log(1.1) + math.log(2.2)) / 2)
     h = cm.geometric_mean_headline(rows, within, levels=levels)
@@ -448,7 +452,7 @@ def test_refuses_different_kinds_and_uncomparable_kinds():
 
 def test_repeated_keys_are_matched_in_order_not_dropped():
     base = [_m("a", [1.0, 1.1, 0.9]), _m("a", [2.0, 2.1, 1.9])]
-    rows, _ = cm.compare_rows(base, base, **FAST)
+    rows, _ = cm.compare_rows(base, base, cm.Settings(**FAST))
     assert [r.key for r in rows] == ["a", "a #2"] and all(r.ratio == pytest.approx(1.0) for r in rows)
 
 

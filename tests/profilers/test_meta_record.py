@@ -41,13 +41,13 @@ def same_ops(recorded: mr.RecordedStep, calls, signatures) -> None:
 @pytest.mark.parametrize("spec", ["tiny", "llama-tiny"])
 @pytest.mark.parametrize("mode", ["prefill", "decode", "generate"])
 def test_builtins_record_the_ops_a_real_run_makes(spec, mode):
-    recorded = mr.record_step(spec, mode=mode, dtype=torch.float32, **SHAPE)
+    recorded = mr.record_step(mr.StepSpec(spec, mode=mode, dtype=torch.float32, **SHAPE))
     assert recorded.how == mr.HOW_FAKE
     same_ops(recorded, *real_calls(spec, mode))
 
 
 def test_generate_is_split_by_token():
-    recorded = mr.record_step("tiny", mode="generate", dtype=torch.float32, **SHAPE)
+    recorded = mr.record_step(mr.StepSpec("tiny", mode="generate", dtype=torch.float32, **SHAPE))
     assert len(recorded.segments) == SHAPE["new_tokens"]
     assert recorded.segments[0][0] == 0 and recorded.segments[-1][1] == len(recorded.calls)
     assert all(a[1] == b[0] for a, b in zip(recorded.segments, recorded.segments[1:], strict=False))
@@ -57,7 +57,7 @@ def test_generate_is_split_by_token():
 
 def test_the_example_factory_records_on_fake_tensors():
     spec = "examples/my_model.py:make_model"
-    recorded = mr.record_step(spec, mode="prefill", dtype=torch.float32, **SHAPE)
+    recorded = mr.record_step(mr.StepSpec(spec, mode="prefill", dtype=torch.float32, **SHAPE))
     assert recorded.how == mr.HOW_FAKE
     same_ops(recorded, *real_calls(spec, "prefill"))
 
@@ -65,7 +65,8 @@ def test_the_example_factory_records_on_fake_tensors():
 def test_hf_models_record_the_real_mask_path():
     pytest.importorskip("transformers")
     overrides = {"n_layer": 2, "n_embd": 64, "n_head": 4, "vocab_size": 500}
-    recorded = mr.record_step("hf:gpt2", mode="prefill", dtype=torch.float32, hf_overrides=overrides, **SHAPE)
+    step = mr.StepSpec("hf:gpt2", mode="prefill", dtype=torch.float32, hf_overrides=overrides, **SHAPE)
+    recorded = mr.record_step(step)
     same_ops(recorded, *real_calls("hf:gpt2", "prefill", overrides))
 
 
@@ -82,14 +83,16 @@ def test_a_7b_llama_records_in_seconds_without_its_weights():
     }
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     recorded = mr.record_step(
-        "hf:llama",
-        mode="prefill",
-        batch=1,
-        seq_len=512,
-        context=0,
-        new_tokens=1,
-        dtype=torch.float32,
-        hf_overrides=config,
+        mr.StepSpec(
+            "hf:llama",
+            mode="prefill",
+            batch=1,
+            seq_len=512,
+            context=0,
+            new_tokens=1,
+            dtype=torch.float32,
+            hf_overrides=config,
+        )
     )
     grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
     assert recorded.n_params > 6.5e9
@@ -119,16 +122,16 @@ def test_a_factory_with_real_tensors_falls_back_to_a_real_run(tmp_path):
         )
     )
     spec = f"{path}:make"
-    recorded = mr.record_step(spec, mode="prefill", dtype=torch.float32, **SHAPE)
+    recorded = mr.record_step(mr.StepSpec(spec, mode="prefill", dtype=torch.float32, **SHAPE))
     assert recorded.how == mr.HOW_REAL
     assert [n.code for n in recorded.notices] == ["recorded_by_real_run"]
     assert [c.name for c in recorded.calls] == ["aten::mul"]
     with pytest.raises(RunFailure, match="cannot be recorded on the meta device"):
-        mr.record_step(spec, mode="prefill", dtype=torch.float32, fallback=False, **SHAPE)
+        mr.record_step(mr.StepSpec(spec, mode="prefill", dtype=torch.float32, **SHAPE), fallback=False)
 
 
 def test_bad_shapes_are_errors_not_fallbacks():
     with pytest.raises(InvalidInput, match="positions"):
         mr.record_step(
-            "tiny", mode="prefill", dtype=torch.float32, batch=1, seq_len=5000, context=0, new_tokens=1
+            mr.StepSpec("tiny", "prefill", 1, seq_len=5000, context=0, new_tokens=1, dtype=torch.float32)
         )

@@ -9,6 +9,7 @@ import torch
 
 from infer_opt.errors import InvalidInput
 from infer_opt.profilers import predict as pr
+from infer_opt.profilers.meta_record import StepSpec
 from tests.profilers.synthetic_calibration import (
     PER_MODULE_S,
     PER_OP_S,
@@ -22,14 +23,8 @@ def test_step_is_every_op_at_its_prediction_plus_the_host_term():
     calibration = synthetic_calibration()
     result = pr.predict("tiny", calibration, mode="prefill", batch=2, seq_len=16)
     step = pr.predict_recorded(
-        "tiny",
+        StepSpec("tiny", "prefill", batch=2, seq_len=16, context=0, new_tokens=1, dtype=torch.float32),
         pr.om.OpModel(calibration),
-        mode="prefill",
-        batch=2,
-        seq_len=16,
-        context=0,
-        new_tokens=1,
-        dtype=torch.float32,
     )
     recorded = step.recorded
     ops = math.fsum(
