@@ -468,7 +468,7 @@ def predict(
         for k, value in enumerate(values):
             if progress is not None:
                 progress(1 + k, total, f"{param} = {value}")
-            p = predict_recorded(replace(step, device="cpu", **{param: value}), model)
+            p = predict_recorded(replace(step, **{param: value}), model)
             points.append(sweep_point(param, value, p, ridge))
     crossing = None
     if points and ridge is not None and sweep is not None:

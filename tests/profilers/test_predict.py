@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -88,6 +89,22 @@ def test_decode_batch_sweep_finds_where_matmuls_turn_compute_bound():
     assert all(p.bound == "bandwidth" for p in below)
     assert all(p.bound == "compute" for p in result.points if p.value >= crossing)
     assert all(p.step_time_s > 0 and p.tokens_per_s for p in result.points)
+
+
+def test_sweep_points_are_recorded_on_the_same_device_as_the_step(monkeypatch):
+    """A CUDA calibration's sweep claims CUDA for every point, as its base step does (the fused
+    kernels a step picks depend on the device its fake tensors claim)."""
+    seen: list[tuple[str, int]] = []
+    real = pr.predict_recorded
+
+    def spy(step, model):
+        seen.append((step.device, step.batch))
+        return real(replace(step, device="cpu"), model)
+
+    monkeypatch.setattr(pr, "predict_recorded", spy)
+    monkeypatch.setattr(pr, "recording_device", lambda calibration: ("cuda", []))
+    pr.predict("tiny", synthetic_calibration(families=True), mode="decode", context=8, sweep=("batch", (1, 2)))
+    assert seen == [("cuda", 1), ("cuda", 1), ("cuda", 2)]
 
 
 def test_parse_sweep():
