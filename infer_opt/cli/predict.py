@@ -10,7 +10,7 @@ import typer
 
 from infer_opt.cli.common import AutoDtypeOpt, HfConfigOpt, ModelArg, ThreadsOpt, option, progress_bar
 from infer_opt.cli.output import Outcome, with_output
-from infer_opt.cli.profile import BatchOpt, ContextOpt, ModeOpt, NewTokensOpt, SeqLenOpt
+from infer_opt.cli.profile import BatchOpt, ContextOpt, ModeOpt, NewTokensOpt, SeqLenOpt, TopOpt
 from infer_opt.cli.types import Count, InputFile, Parsed
 
 HELP = """Predict one step of a model from the device's operator calibration, without
@@ -140,9 +140,7 @@ def predict(
             help="Predict over batch=…, seq-len=… or context=… (comma-separated, increasing).",
         ),
     ] = None,
-    top: Annotated[
-        int, typer.Option("--top", click_type=Count(1, 10_000), help="Rows in the operator table.")
-    ] = 15,
+    top: TopOpt = 15,
     threads: ThreadsOpt = None,
     hf_config: HfConfigOpt = None,
     tp: TpOpt = 1,

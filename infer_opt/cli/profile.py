@@ -17,6 +17,9 @@ from infer_opt.cli.common import (
     ThreadsOpt,
     option,
     progress_bar,
+    reps_option,
+    runs_option,
+    warmup_option,
 )
 from infer_opt.cli.distributed import TimeoutOpt, TracePath
 from infer_opt.cli.output import Outcome, with_output
@@ -62,8 +65,6 @@ Examples:
 MODES = ("prefill", "decode", "generate")
 GROUPS = ("op", "category", "module")
 MAX_SIZE = 1 << 20
-MAX_REPS = 10_000
-MAX_RUNS = 1000
 
 ModeOpt = Annotated[
     str,
@@ -127,10 +128,8 @@ def load(run: ModelRun, update: Any) -> tuple[Any, Any, Any]:
     return loaded, dev, torch_dtype
 
 
-WarmupOpt = option(int, "--warmup", parse=Count(0, MAX_REPS), help="Untimed calls before timing.")
-RepsOpt = option(
-    int, "--reps", parse=Count(1, MAX_REPS), help="Timed repetitions (step timing and operator pass)."
-)
+WarmupOpt = warmup_option("Untimed calls before timing.")
+RepsOpt = reps_option("Timed repetitions (step timing and operator pass).")
 RooflineOpt = option(
     Path | None,
     "--roofline",
@@ -147,12 +146,9 @@ TraceOpt = option(
     help="Write the raw torch.profiler trace (Chrome/Perfetto JSON); with --tp a folder, one "
     "rank<r>.json per rank.",
 )
-RunsOpt = option(
-    int,
-    "--runs",
-    parse=Count(1, MAX_RUNS),
-    help="Independent passes over the step, each with its own warm-up. 1 for a look; 3 or more for "
-    "anything you will compare.",
+RunsOpt = runs_option(
+    "Independent passes over the step, each with its own warm-up. 1 for a look; 3 or more for anything "
+    "you will compare."
 )
 
 
