@@ -96,6 +96,18 @@ NewTokensOpt = Annotated[
 
 
 @dataclass(frozen=True)
+class StepShape:
+    """The step a model runs (``profile``, ``predict``): its options ``--batch``, ``--seq-len``,
+    ``--mode``, ``--context``, ``--new-tokens``, an option group for :func:`with_output`."""
+
+    batch: BatchOpt = 1
+    seq_len: SeqLenOpt = 128
+    mode: ModeOpt = "prefill"
+    context: ContextOpt = 128
+    new_tokens: NewTokensOpt = 32
+
+
+@dataclass(frozen=True)
 class ModelRun:
     """The model options of ``profile`` (and the commands that run a model the same way)."""
 
@@ -157,11 +169,7 @@ def profile(
     model: ModelArg = "tiny",
     device: DeviceOpt = "auto",
     dtype: AutoDtypeOpt = "auto",
-    batch: BatchOpt = 1,
-    seq_len: SeqLenOpt = 128,
-    mode: ModeOpt = "prefill",
-    context: ContextOpt = 128,
-    new_tokens: NewTokensOpt = 32,
+    shape: StepShape = StepShape(),
     warmup: WarmupOpt = 3,
     reps: RepsOpt = 20,
     roofline: RooflineOpt = None,
@@ -176,13 +184,14 @@ def profile(
 ) -> Any:
     from infer_opt.profilers import model_profile
 
-    run = ModelRun(model, device, dtype, batch, seq_len, tuple(hf_config or ()), threads)
+    run = ModelRun(model, device, dtype, shape.batch, shape.seq_len, tuple(hf_config or ()), threads)
+    mode, context, new_tokens = shape.mode, shape.context, shape.new_tokens
     if profile_tp.wanted(tp):
         if runs > 1:
             raise InvalidInput("runs", runs, "--tp profiles one run per rank; drop --runs (or --tp)")
         options = {"mode": mode, "context": context, "new_tokens": new_tokens, "warmup": warmup, "reps": reps}
-        arguments = {**options, "model": model, "device": device, "dtype": dtype, "batch": batch,
-                     "seq_len": seq_len, "threads": threads, "tp": tp}  # fmt: skip
+        arguments = {**options, "model": model, "device": device, "dtype": dtype, "batch": shape.batch,
+                     "seq_len": shape.seq_len, "threads": threads, "tp": tp}  # fmt: skip
         return profile_tp.profile_tp(
             run, tp=tp, timeout_s=timeout, arguments=arguments, roofline=roofline, trace=trace, top=top,
             by=by, **options,
