@@ -64,6 +64,20 @@ _EXAMPLES = {
 }
 
 
+def _number_and_unit(text: str | float, option: str, what: str) -> tuple[float, str]:
+    """A bare number (no unit), or the number and the unit ``text`` spells."""
+    if isinstance(text, (int, float)):
+        return float(text), ""
+    return _split(text, option, what)
+
+
+def _finite(out: float, text: str | float, option: str, what: str, *, positive: bool) -> float:
+    """``out`` when finite and >= 0 (> 0 where ``positive``), else :class:`InvalidInput`."""
+    if not math.isfinite(out) or out < 0 or (positive and out == 0):
+        raise InvalidInput(option, text, f"{what} must be a finite number {'> 0' if positive else '>= 0'}")
+    return out
+
+
 def parse_duration(
     text: str | float,
     *,
@@ -75,12 +89,9 @@ def parse_duration(
 
     A bare number is in ``default_unit``. Negative, infinite or NaN durations are rejected.
     """
-    if isinstance(text, (int, float)):
-        value, unit = float(text), ""
-        if math.isnan(value):
-            raise InvalidInput(option, text, "expected a duration, not NaN")
-    else:
-        value, unit = _split(text, option, "duration")
+    value, unit = _number_and_unit(text, option, "duration")
+    if math.isnan(value):
+        raise InvalidInput(option, text, "expected a duration, not NaN")
     unit = unit or default_unit
     if unit not in DURATION_UNITS:
         raise InvalidInput(option, text, f"unknown duration unit {unit!r}; use one of ns, us, ms, s, min, h")
@@ -95,47 +106,29 @@ def parse_duration(
 
 def parse_size(text: str | float, *, option: str = "size") -> float:
     """Parse a byte count: ``"4GiB"`` -> 4·2³⁰, ``"1.5GB"`` -> 1.5e9; bare numbers are bytes."""
-    if isinstance(text, (int, float)):
-        value, unit = float(text), ""
-    else:
-        value, unit = _split(text, option, "size")
+    value, unit = _number_and_unit(text, option, "size")
     key = (unit or "b").lower()
     if key not in SIZE_UNITS:
         raise InvalidInput(option, text, f"unknown size unit {unit!r}; use B, KB, MB, GB, KiB, MiB, GiB")
-    out = value * SIZE_UNITS[key]
-    if not math.isfinite(out) or out < 0:
-        raise InvalidInput(option, text, "size must be a finite number >= 0")
-    return out
+    return _finite(value * SIZE_UNITS[key], text, option, "size", positive=False)
 
 
 def parse_bandwidth(text: str | float, *, option: str = "bandwidth") -> float:
     """Parse bytes per second: ``"1.2TB/s"`` -> 1.2e12; bare numbers are bytes/s."""
-    if isinstance(text, (int, float)):
-        value, unit = float(text), ""
-    else:
-        value, unit = _split(text, option, "bandwidth")
+    value, unit = _number_and_unit(text, option, "bandwidth")
     key = unit.lower().removesuffix("/s").removesuffix("ps")
     if key not in SIZE_UNITS and key != "":
         raise InvalidInput(option, text, f"unknown bandwidth unit {unit!r}; use e.g. GB/s or TB/s")
-    out = value * SIZE_UNITS.get(key, 1.0)
-    if not math.isfinite(out) or out <= 0:
-        raise InvalidInput(option, text, "bandwidth must be a finite number > 0")
-    return out
+    return _finite(value * SIZE_UNITS.get(key, 1.0), text, option, "bandwidth", positive=True)
 
 
 def parse_flops_rate(text: str | float, *, option: str = "compute rate") -> float:
     """Parse FLOP/s: ``"312TFLOP/s"``, ``"312 TFLOPS"`` -> 3.12e14; bare numbers are FLOP/s."""
-    if isinstance(text, (int, float)):
-        value, unit = float(text), ""
-    else:
-        value, unit = _split(text, option, "compute rate")
+    value, unit = _number_and_unit(text, option, "compute rate")
     key = unit.lower().replace("flop/s", "").replace("flops", "").replace("flop", "")
     if key not in _SI_PREFIX:
         raise InvalidInput(option, text, f"unknown rate unit {unit!r}; use e.g. TFLOP/s")
-    out = value * _SI_PREFIX[key]
-    if not math.isfinite(out) or out <= 0:
-        raise InvalidInput(option, text, "compute rate must be a finite number > 0")
-    return out
+    return _finite(value * _SI_PREFIX[key], text, option, "compute rate", positive=True)
 
 
 def parse_float(

@@ -20,13 +20,14 @@ from infer_opt.cli.common import (
     progress_bar,
     read_resume,
     read_text,
+    reps_option,
+    warmup_option,
 )
 from infer_opt.cli.output import Outcome, Output, with_output
-from infer_opt.cli.types import Choice, Count, CountList, InputFile
+from infer_opt.cli.types import Choice, CountList, InputFile
 from infer_opt.errors import Interrupted, InvalidInput, UnsupportedOnDevice
 from infer_opt.units import format_duration
 
-MAX_REPS = 10_000
 MAX_BATCH = 1 << 16
 BACKENDS = ("inductor", "eager", "aot_eager", "cudagraphs")
 
@@ -105,8 +106,8 @@ BatchSizesOpt = option(
 CallsOpt = option(
     Any, "--calls", parse=CountList(0), help="Calls per bucket, in bucket order (batch-major), e.g. 1000,500."
 )
-WarmupOpt = option(int, "--warmup", parse=Count(0, MAX_REPS), help="Untimed calls before each timing.")
-RepsOpt = option(int, "--reps", parse=Count(1, MAX_REPS), help="Timed repetitions (eager and compiled).")
+WarmupOpt = warmup_option("Untimed calls before each timing.")
+RepsOpt = reps_option("Timed repetitions (eager and compiled).")
 BackendOpt = option(
     str,
     "--backend",

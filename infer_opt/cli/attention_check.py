@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from infer_opt.cli.attention import app
-from infer_opt.cli.common import option
+from infer_opt.cli.common import option, seed_option
 from infer_opt.cli.output import Outcome, with_output
 from infer_opt.cli.types import Choice, Count
 from infer_opt.errors import InvalidInput, RunFailure
@@ -44,7 +44,7 @@ BlockSizeOpt = option(
 WindowOpt = option(
     int, "--window", parse=Count(1, MAX_KEYS), help="Sliding window (keys) of the window case."
 )
-SeedOpt = option(int, "--seed", parse=Count(0), help="Seed of the random q, k, v.")
+SeedOpt = seed_option("the random q, k, v")
 DtypeOpt = option(str, "--dtype", parse=Choice(DTYPES), help="Dtype of the torch paths: float32 or float64.")
 
 

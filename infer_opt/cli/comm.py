@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from infer_opt.cli.common import DeviceOpt
+from infer_opt.cli.common import DeviceOpt, reps_option, warmup_option
 from infer_opt.cli.distributed import BackendOpt, NprocOpt, TimeoutOpt, progress_for, rank_job, relaunch
 from infer_opt.cli.output import Outcome, Output, with_output
 from infer_opt.cli.types import Choice, Count, Size
@@ -47,6 +47,8 @@ COLLECTIVE_NAMES = (
     "send_recv",
 )
 MAX_REPS = 100_000
+WarmupOpt = warmup_option("Untimed calls per size and rank.", MAX_REPS)
+RepsOpt = reps_option("Timed calls per size and rank.", MAX_REPS)
 
 
 @with_output(plot=True)
@@ -74,12 +76,8 @@ def comm(
         int,
         typer.Option("--factor", click_type=Count(2, 1024), help="Each size is the previous one times this."),
     ] = 2,
-    warmup: Annotated[
-        int, typer.Option("--warmup", click_type=Count(0, MAX_REPS), help="Untimed calls per size and rank.")
-    ] = 5,
-    reps: Annotated[
-        int, typer.Option("--reps", click_type=Count(1, MAX_REPS), help="Timed calls per size and rank.")
-    ] = 20,
+    warmup: WarmupOpt = 5,
+    reps: RepsOpt = 20,
     device: DeviceOpt = "auto",
     dtype: Annotated[
         str,

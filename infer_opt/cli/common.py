@@ -92,6 +92,32 @@ def option(kind: Any, *flags: str, parse: ParamType | None = None, help: str, **
     return Annotated[kind, typer.Option(*flags, click_type=parse, help=help, **extra)]
 
 
+#: the most timed (or untimed) calls a step-timing command takes
+MAX_REPS = 10_000
+#: the most independent runs (``--runs``)
+MAX_RUNS = 1000
+
+
+def warmup_option(help: str, most: int = MAX_REPS) -> Any:
+    """``--warmup N``: untimed calls before timing, 0 to ``most``."""
+    return option(int, "--warmup", parse=Count(0, most), help=help)
+
+
+def reps_option(help: str, most: int = MAX_REPS) -> Any:
+    """``--reps N``: timed calls, 1 to ``most``."""
+    return option(int, "--reps", parse=Count(1, most), help=help)
+
+
+def seed_option(of: str) -> Any:
+    """``--seed N`` (N >= 0), helped as "Seed of ``of``."."""
+    return option(int, "--seed", parse=Count(0), help=f"Seed of {of}.")
+
+
+def runs_option(help: str) -> Any:
+    """``--runs N``: independent passes, 1 to :data:`MAX_RUNS`."""
+    return option(int, "--runs", parse=Count(1, MAX_RUNS), help=help)
+
+
 def read_resume(path: Path | None, kind: str, what: str) -> Any:
     """The saved result ``--resume`` names (None without one): a ``.json`` file of result kind
     ``kind`` (``what`` names it in the refusal, e.g. "an amortize measure result")."""

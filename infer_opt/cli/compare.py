@@ -8,8 +8,9 @@ from typing import Annotated
 
 import typer
 
+from infer_opt.cli.common import seed_option
 from infer_opt.cli.output import with_output
-from infer_opt.cli.types import Count, Fraction, InputFile, Number
+from infer_opt.cli.types import Fraction, InputFile, Number
 from infer_opt.cost_models import compare as model
 from infer_opt.results import load_result
 
@@ -53,7 +54,7 @@ AlphaOpt = Annotated[
 ForceOpt = Annotated[
     bool, typer.Option("--force", help="Compare even if model, shapes, dtype or device differ.")
 ]
-SeedOpt = Annotated[int, typer.Option("--seed", click_type=Count(0), help="Seed of the bootstrap.")]
+SeedOpt = seed_option("the bootstrap")
 
 
 @with_output(plot=True)

@@ -19,7 +19,7 @@ from typing import Annotated, Any
 import typer
 
 from infer_opt.cli._click import Context, click
-from infer_opt.cli.types import Choice, Count, Duration, Parsed
+from infer_opt.cli.types import Choice, Count, Duration, Parsed, given_path
 from infer_opt.errors import InvalidInput
 
 MAX_RANKS = 4096
@@ -62,9 +62,7 @@ class TracePath(Parsed):
     def parse(self, text: str, option: str) -> Path:
         from infer_opt.files import check_writable
 
-        if text.strip() == "":
-            raise InvalidInput(option, text, "empty path; give a file or folder name")
-        path = Path(text)
+        path = given_path(text, option, "a file or folder name")
         if path.is_dir():
             return path
         return check_writable(text, option)

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from infer_opt import units
-from infer_opt.cli.common import DeviceOpt, ThreadsOpt, progress_bar, read_resume
+from infer_opt.cli.common import DeviceOpt, ThreadsOpt, progress_bar, read_resume, runs_option
 from infer_opt.cli.output import Outcome, Output, with_output
-from infer_opt.cli.types import Choice, Count, Duration, InputFile, Parsed
+from infer_opt.cli.types import Choice, Duration, InputFile, Parsed
 from infer_opt.errors import Interrupted, RunFailure, UnsupportedOnDevice
 
 if TYPE_CHECKING:
@@ -74,7 +74,6 @@ class RepsType(Parsed):
 
 
 MAX_REPS = 100_000
-MAX_RUNS = 1000
 MAX_WARMUP_CALLS = 100_000
 MAX_WARMUP_S = 600.0
 
@@ -126,15 +125,9 @@ MaxTimeOpt = Annotated[
 ]
 
 
-RunsOpt = Annotated[
-    int,
-    typer.Option(
-        "--runs",
-        click_type=Count(1, MAX_RUNS),
-        help="Independent passes (own warm-up, rotated order). 1 for a look; 3 or more for anything "
-        "you will compare.",
-    ),
-]
+RunsOpt = runs_option(
+    "Independent passes (own warm-up, rotated order). 1 for a look; 3 or more for anything you will compare."
+)
 
 
 def suite_settings(

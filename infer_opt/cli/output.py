@@ -13,13 +13,18 @@ A command body parses nothing by hand and formats nothing: it receives parsed op
 body runs, and afterwards shows the result on stdout and writes the files, each through the
 one renderer registry (:mod:`infer_opt.reports.render`). A body that writes partial results
 during a long run declares an ``output: Output`` parameter and calls :meth:`Output.save_partial`.
+A parameter whose annotation is a dataclass is an option group: its fields (each annotated with
+an option alias, with its default) become the command's options in its place, and the body
+receives the dataclass (``shape: StepShape = StepShape()`` in ``profile`` and ``predict``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import sys
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -261,11 +266,13 @@ def with_output(
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
         signature = inspect.signature(func, eval_str=True)
         takes_output = "output" in signature.parameters
-        own = [p for name, p in signature.parameters.items() if name != "output"]
+        own, groups = _expand_groups([p for name, p in signature.parameters.items() if name != "output"])
         added = _output_parameters(plot=plot, csv=csv, markdown=markdown)
 
         @functools.wraps(func)
         def command(**kwargs: Any) -> None:
+            for name, group in groups.items():
+                kwargs[name] = group(**{f.name: kwargs.pop(f.name) for f in dataclasses.fields(group)})
             output = Output(
                 json=kwargs.pop("json_out"),
                 out=tuple(kwargs.pop("out") or ()),
@@ -285,6 +292,25 @@ def with_output(
         return command
 
     return decorate
+
+
+def _expand_groups(params: list[inspect.Parameter]) -> tuple[list[inspect.Parameter], dict[str, type]]:
+    """``params`` with each option group (a parameter annotated with a dataclass) replaced by
+    the group's fields as parameters, and the groups by parameter name."""
+    expanded: list[inspect.Parameter] = []
+    groups: dict[str, type] = {}
+    for param in params:
+        group = param.annotation
+        if not (isinstance(group, type) and dataclasses.is_dataclass(group)):
+            expanded.append(param)
+            continue
+        groups[param.name] = group
+        hints = typing.get_type_hints(group, include_extras=True)
+        expanded += [
+            inspect.Parameter(f.name, param.kind, default=f.default, annotation=hints[f.name])
+            for f in dataclasses.fields(group)
+        ]
+    return expanded, groups
 
 
 def _finish(output: Output, returned: Any) -> None:

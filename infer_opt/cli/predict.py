@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -10,7 +10,7 @@ import typer
 
 from infer_opt.cli.common import AutoDtypeOpt, HfConfigOpt, ModelArg, ThreadsOpt, option, progress_bar
 from infer_opt.cli.output import Outcome, with_output
-from infer_opt.cli.profile import BatchOpt, ContextOpt, ModeOpt, NewTokensOpt, SeqLenOpt
+from infer_opt.cli.profile import StepShape, TopOpt
 from infer_opt.cli.types import Count, InputFile, Parsed
 
 HELP = """Predict one step of a model from the device's operator calibration, without
@@ -126,11 +126,7 @@ def predict(
     model: ModelArg = "tiny",
     device: PredictDeviceOpt = "cpu",
     dtype: AutoDtypeOpt = "auto",
-    batch: BatchOpt = 1,
-    seq_len: SeqLenOpt = 128,
-    mode: ModeOpt = "prefill",
-    context: ContextOpt = 128,
-    new_tokens: NewTokensOpt = 32,
+    shape: StepShape = StepShape(),
     calibration: CalibrationOpt = None,
     sweep: Annotated[
         Any,
@@ -140,9 +136,7 @@ def predict(
             help="Predict over batch=…, seq-len=… or context=… (comma-separated, increasing).",
         ),
     ] = None,
-    top: Annotated[
-        int, typer.Option("--top", click_type=Count(1, 10_000), help="Rows in the operator table.")
-    ] = 15,
+    top: TopOpt = 15,
     threads: ThreadsOpt = None,
     hf_config: HfConfigOpt = None,
     tp: TpOpt = 1,
@@ -161,9 +155,8 @@ def predict(
     )
     with progress_bar("predict") as update:
         result = pr.predict(
-            model, found.calibration, calibration_source=found.source, mode=mode, batch=batch,
-            seq_len=seq_len, context=context, new_tokens=new_tokens, dtype=found.dtype,
-            hf_overrides=overrides, sweep=sweep, progress=update, tp=tp, comm=sweep_comm,
+            model, found.calibration, calibration_source=found.source, **asdict(shape),
+            dtype=found.dtype, hf_overrides=overrides, sweep=sweep, progress=update, tp=tp, comm=sweep_comm,
         )  # fmt: skip
     return Outcome(result, view={"top": top}, warnings=found.notices)
 

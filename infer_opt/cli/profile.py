@@ -17,6 +17,9 @@ from infer_opt.cli.common import (
     ThreadsOpt,
     option,
     progress_bar,
+    reps_option,
+    runs_option,
+    warmup_option,
 )
 from infer_opt.cli.distributed import TimeoutOpt, TracePath
 from infer_opt.cli.output import Outcome, with_output
@@ -62,8 +65,6 @@ Examples:
 MODES = ("prefill", "decode", "generate")
 GROUPS = ("op", "category", "module")
 MAX_SIZE = 1 << 20
-MAX_REPS = 10_000
-MAX_RUNS = 1000
 
 ModeOpt = Annotated[
     str,
@@ -92,6 +93,18 @@ NewTokensOpt = Annotated[
         "--new-tokens", click_type=Count(1, MAX_SIZE), help="Tokens to generate for --mode generate."
     ),
 ]
+
+
+@dataclass(frozen=True)
+class StepShape:
+    """The step a model runs (``profile``, ``predict``): its options ``--batch``, ``--seq-len``,
+    ``--mode``, ``--context``, ``--new-tokens``, an option group for :func:`with_output`."""
+
+    batch: BatchOpt = 1
+    seq_len: SeqLenOpt = 128
+    mode: ModeOpt = "prefill"
+    context: ContextOpt = 128
+    new_tokens: NewTokensOpt = 32
 
 
 @dataclass(frozen=True)
@@ -127,10 +140,8 @@ def load(run: ModelRun, update: Any) -> tuple[Any, Any, Any]:
     return loaded, dev, torch_dtype
 
 
-WarmupOpt = option(int, "--warmup", parse=Count(0, MAX_REPS), help="Untimed calls before timing.")
-RepsOpt = option(
-    int, "--reps", parse=Count(1, MAX_REPS), help="Timed repetitions (step timing and operator pass)."
-)
+WarmupOpt = warmup_option("Untimed calls before timing.")
+RepsOpt = reps_option("Timed repetitions (step timing and operator pass).")
 RooflineOpt = option(
     Path | None,
     "--roofline",
@@ -147,12 +158,9 @@ TraceOpt = option(
     help="Write the raw torch.profiler trace (Chrome/Perfetto JSON); with --tp a folder, one "
     "rank<r>.json per rank.",
 )
-RunsOpt = option(
-    int,
-    "--runs",
-    parse=Count(1, MAX_RUNS),
-    help="Independent passes over the step, each with its own warm-up. 1 for a look; 3 or more for "
-    "anything you will compare.",
+RunsOpt = runs_option(
+    "Independent passes over the step, each with its own warm-up. 1 for a look; 3 or more for anything "
+    "you will compare."
 )
 
 
@@ -161,11 +169,7 @@ def profile(
     model: ModelArg = "tiny",
     device: DeviceOpt = "auto",
     dtype: AutoDtypeOpt = "auto",
-    batch: BatchOpt = 1,
-    seq_len: SeqLenOpt = 128,
-    mode: ModeOpt = "prefill",
-    context: ContextOpt = 128,
-    new_tokens: NewTokensOpt = 32,
+    shape: StepShape = StepShape(),
     warmup: WarmupOpt = 3,
     reps: RepsOpt = 20,
     roofline: RooflineOpt = None,
@@ -180,13 +184,14 @@ def profile(
 ) -> Any:
     from infer_opt.profilers import model_profile
 
-    run = ModelRun(model, device, dtype, batch, seq_len, tuple(hf_config or ()), threads)
+    run = ModelRun(model, device, dtype, shape.batch, shape.seq_len, tuple(hf_config or ()), threads)
+    mode, context, new_tokens = shape.mode, shape.context, shape.new_tokens
     if profile_tp.wanted(tp):
         if runs > 1:
             raise InvalidInput("runs", runs, "--tp profiles one run per rank; drop --runs (or --tp)")
         options = {"mode": mode, "context": context, "new_tokens": new_tokens, "warmup": warmup, "reps": reps}
-        arguments = {**options, "model": model, "device": device, "dtype": dtype, "batch": batch,
-                     "seq_len": seq_len, "threads": threads, "tp": tp}  # fmt: skip
+        arguments = {**options, "model": model, "device": device, "dtype": dtype, "batch": shape.batch,
+                     "seq_len": shape.seq_len, "threads": threads, "tp": tp}  # fmt: skip
         return profile_tp.profile_tp(
             run, tp=tp, timeout_s=timeout, arguments=arguments, roofline=roofline, trace=trace, top=top,
             by=by, **options,

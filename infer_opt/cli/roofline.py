@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from infer_opt.cli.common import DeviceOpt, ThreadsOpt, option
+from infer_opt.cli.common import DeviceOpt, ThreadsOpt, option, seed_option
 from infer_opt.cli.kernels import DtypeOpt, FlushOpt, RepsOpt, SuiteOpt, WarmupOpt
 from infer_opt.cli.output import with_output
 from infer_opt.cli.types import Bandwidth, Count, FlopRate, InputFile, OutputFile
@@ -38,7 +38,6 @@ Examples:
 BootstrapOpt = option(
     int, "--bootstrap", parse=Count(0, 100_000), help="Bootstrap resamples for the intervals (0 = none)."
 )
-SeedOpt = option(int, "--seed", parse=Count(0), help="Seed of the bootstrap.")
 PeakFlopsOpt = option(
     float | None,
     "--peak-flops",
@@ -65,6 +64,8 @@ SaveOpt = option(
     help="Also save the fit to FILE (JSON) for `profile --roofline`.",
 )
 NoSaveOpt = option(bool, "--no-save", help="Do not write the fit to the cache directory.")
+
+SeedOpt = seed_option("the bootstrap")
 
 
 @with_output(plot=True)

@@ -5,7 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from infer_opt.cli.common import AutoDtypeOpt, DeviceOpt, option, progress_bar
+from infer_opt.cli.common import (
+    AutoDtypeOpt,
+    DeviceOpt,
+    option,
+    progress_bar,
+    reps_option,
+    seed_option,
+    warmup_option,
+)
 from infer_opt.cli.output import with_output
 from infer_opt.cli.speculative import app, read_metrics
 from infer_opt.cli.types import Count, InputFile, Number, NumberList
@@ -14,7 +22,6 @@ from infer_opt.errors import InvalidInput
 #: --k-max, --context and repetitions above these would run for a very long time
 MAX_K = 64
 MAX_CONTEXT = 1 << 20
-MAX_REPS = 10_000
 MAX_ROUNDS = 100_000
 
 # Rich keeps single newlines in help text, so each paragraph is one (concatenated) line.
@@ -66,8 +73,8 @@ TargetOpt = option(str, "--target", help="Target model: built-in name or a facto
 DraftOpt = option(str, "--draft", help="Draft model (a built-in is built with the target's vocabulary).")
 KMaxOpt = option(int, "--k-max", parse=Count(1, MAX_K), help="Measure c_v(k) for k = 1..K_MAX.")
 ContextOpt = option(int, "--context", parse=Count(0, MAX_CONTEXT), help="KV-cache length the steps run over.")
-WarmupOpt = option(int, "--warmup", parse=Count(0, MAX_REPS), help="Untimed calls before each measurement.")
-RepsOpt = option(int, "--reps", parse=Count(1, MAX_REPS), help="Timed repetitions per measurement.")
+WarmupOpt = warmup_option("Untimed calls before each measurement.")
+RepsOpt = reps_option("Timed repetitions per measurement.")
 AlphaOpt = option(
     float | None, "--alpha", parse=Number(0, 1), help="Predict the speedup for this constant α in [0, 1]."
 )
@@ -90,7 +97,7 @@ SimulateOpt = option(
     "(random weights: a plumbing check, not a quality estimate).",
 )
 RoundsOpt = option(int, "--rounds", parse=Count(1, MAX_ROUNDS), help="Rounds for --simulate-acceptance.")
-SeedOpt = option(int, "--seed", parse=Count(0), help="Seed of the prompts and the sampler.")
+SeedOpt = seed_option("the prompts and the sampler")
 
 
 @app.command("measure", help=HELP)

@@ -6,14 +6,24 @@ from typing import Annotated, Any
 
 import typer
 
-from infer_opt.cli.common import AutoDtypeOpt, DeviceOpt, ThreadsOpt, progress_bar
+from infer_opt.cli.common import (
+    MAX_REPS,
+    AutoDtypeOpt,
+    DeviceOpt,
+    ThreadsOpt,
+    progress_bar,
+    reps_option,
+    seed_option,
+    warmup_option,
+)
 from infer_opt.cli.output import Outcome, with_output
 from infer_opt.cli.speculative import app
 from infer_opt.cli.types import Count, CountRange, Number
 from infer_opt.errors import InvalidInput, RunFailure
 
-#: repetitions above this would run for a very long time
-MAX_REPS = 10_000
+SeedOpt = seed_option("the prompt and the sampler")
+WarmupOpt = warmup_option("Untimed decodings before timing.")
+RepsOpt = reps_option("Timed decodings of each kind.")
 
 HELP = """Run speculative decoding for real and compare the measured speedup with the cost model's.
 
@@ -89,18 +99,12 @@ def run(
     prompt_len: Annotated[
         int, typer.Option("--prompt-len", click_type=Count(1, 1 << 20), help="Random prompt tokens P.")
     ] = 32,
-    seed: Annotated[
-        int, typer.Option("--seed", click_type=Count(0), help="Seed of the prompt and the sampler.")
-    ] = 0,
+    seed: SeedOpt = 0,
     threads: ThreadsOpt = None,
     device: DeviceOpt = "auto",
     dtype: AutoDtypeOpt = "auto",
-    warmup: Annotated[
-        int, typer.Option("--warmup", click_type=Count(0, MAX_REPS), help="Untimed decodings before timing.")
-    ] = 1,
-    reps: Annotated[
-        int, typer.Option("--reps", click_type=Count(1, MAX_REPS), help="Timed decodings of each kind.")
-    ] = 5,
+    warmup: WarmupOpt = 1,
+    reps: RepsOpt = 5,
     cost_reps: Annotated[
         int,
         typer.Option(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from infer_opt.cli.common import option
+from infer_opt.cli.common import option, seed_option
 from infer_opt.cli.output import Outcome, with_output
 from infer_opt.cli.speculative import app
 from infer_opt.cli.types import Count, Number
@@ -37,7 +37,7 @@ Examples:
 VocabOpt = option(int, "--vocab", parse=Count(2, MAX_VOCAB), help="Vocabulary size V, >= 2.")
 KOpt = option(int, "--k", parse=Count(1, MAX_K), help="Draft length k, >= 1.")
 TrialsOpt = option(int, "--trials", parse=Count(1, MAX_TRIALS), help="Monte-Carlo rounds per rule.")
-SeedOpt = option(int, "--seed", parse=Count(0), help="Seed of p, q and the sampler.")
+SeedOpt = seed_option("p, q and the sampler")
 AlphaTargetOpt = option(
     float | None,
     "--alpha-target",

@@ -35,6 +35,13 @@ def flag_of(param: Parameter | None) -> str:
     return (param.human_readable_name or param.name or "value").upper()
 
 
+def given_path(text: str, option: str, expected: str) -> Path:
+    """``text`` as a path; an empty one is refused, asking for ``expected`` ("a file name")."""
+    if text.strip() == "":
+        raise InvalidInput(option, text, f"empty path; give {expected}")
+    return Path(text)
+
+
 class Parsed(ParamType):
     """Base of the unit-aware types: :meth:`parse` turns the text into the value or raises
     :class:`InvalidInput`, which becomes a :class:`BadParameter`."""
@@ -70,31 +77,34 @@ class Duration(Parsed):
         return seconds
 
 
-class Size(Parsed):
+class _UnitQuantity(Parsed):
+    """A quantity in units: :attr:`parser` (one of :mod:`infer_opt.units`' ``parse_*``) reads it."""
+
+    parser: Callable[..., float]
+
+    def parse(self, text: str, option: str) -> float:
+        return type(self).parser(text, option=option)
+
+
+class Size(_UnitQuantity):
     """Bytes from ``4GiB``, ``512MB`` or a bare number of bytes."""
 
     name = "SIZE"
-
-    def parse(self, text: str, option: str) -> float:
-        return units.parse_size(text, option=option)
+    parser = staticmethod(units.parse_size)
 
 
-class Bandwidth(Parsed):
+class Bandwidth(_UnitQuantity):
     """Bytes per second from ``1.2TB/s`` or a bare number."""
 
     name = "RATE"
-
-    def parse(self, text: str, option: str) -> float:
-        return units.parse_bandwidth(text, option=option)
+    parser = staticmethod(units.parse_bandwidth)
 
 
-class FlopRate(Parsed):
+class FlopRate(_UnitQuantity):
     """FLOP/s from ``312TFLOP/s`` or a bare number."""
 
     name = "RATE"
-
-    def parse(self, text: str, option: str) -> float:
-        return units.parse_flops_rate(text, option=option)
+    parser = staticmethod(units.parse_flops_rate)
 
 
 class Number(Parsed):
@@ -208,9 +218,7 @@ class InputFile(Parsed):
     def parse(self, text: str, option: str) -> Path:
         if text == "-" and self.allow_stdin:
             return Path(text)
-        if text.strip() == "":
-            raise InvalidInput(option, text, "empty path; give a file name")
-        path = Path(text)
+        path = given_path(text, option, "a file name")
         try:
             if not path.exists():
                 raise InvalidInput(option, text, "file does not exist")
@@ -251,9 +259,7 @@ class OutputDir(Parsed):
     def parse(self, text: str, option: str) -> Path:
         from infer_opt.files import check_writable
 
-        if text.strip() == "":
-            raise InvalidInput(option, text, "empty path; give a folder name")
-        path = Path(text)
+        path = given_path(text, option, "a folder name")
         if path.exists() and not path.is_dir():
             raise InvalidInput(option, text, "exists and is not a folder")
         if not path.exists():

@@ -6,11 +6,20 @@ from typing import Annotated, Any
 
 import typer
 
-from infer_opt.cli.common import AutoDtypeOpt, DeviceOpt, HfConfigOpt, ModelArg, ThreadsOpt, progress_bar
+from infer_opt.cli.common import (
+    AutoDtypeOpt,
+    DeviceOpt,
+    HfConfigOpt,
+    ModelArg,
+    ThreadsOpt,
+    progress_bar,
+    reps_option,
+    warmup_option,
+)
 from infer_opt.cli.output import Outcome, with_output
 from infer_opt.cli.predict import CalibrationOpt, SweepType
 from infer_opt.cli.profile import MODES, BatchOpt, ContextOpt, NewTokensOpt, SeqLenOpt
-from infer_opt.cli.types import Choice, Count
+from infer_opt.cli.types import Choice
 
 HELP = """Validate the predictor: on every point of a shape grid, measure the step as
 profile does and predict it from the calibration (ops recorded on fake tensors),
@@ -28,6 +37,9 @@ Examples:
 
   infer-opt validate llama-small --mode prefill --mode decode --grid batch=1,3 --json
 """
+
+WarmupOpt = warmup_option("Untimed calls per point.")
+RepsOpt = reps_option("Timed repetitions per point.")
 
 
 @with_output(plot=True)
@@ -52,12 +64,8 @@ def validate(
     context: ContextOpt = 128,
     new_tokens: NewTokensOpt = 8,
     calibration: CalibrationOpt = None,
-    warmup: Annotated[
-        int, typer.Option("--warmup", click_type=Count(0, 10_000), help="Untimed calls per point.")
-    ] = 3,
-    reps: Annotated[
-        int, typer.Option("--reps", click_type=Count(1, 10_000), help="Timed repetitions per point.")
-    ] = 10,
+    warmup: WarmupOpt = 3,
+    reps: RepsOpt = 10,
     threads: ThreadsOpt = None,
     hf_config: HfConfigOpt = None,
 ) -> Any:

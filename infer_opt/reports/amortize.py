@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from infer_opt.cost_models.amortization import AmortizeBucketsResult, AmortizeResult
-from infer_opt.reports.view import Column, Table, View
+from infer_opt.reports.view import Column, Table, View, rows_of
 from infer_opt.units import format_duration, format_number
 
 PREDICTION_NOTE = (
@@ -57,16 +59,13 @@ def build_view(result: AmortizeResult) -> View:
         Column("compiled", "Compiled C + n·t_c", _total, csv_header="compiled_total_s"),
         Column("net", "Net gain", _signed, csv_header="net_gain_s"),
     ]
-    rows = [
-        {
-            "label": p.label,
-            "calls": p.calls,
-            "eager": p.eager_total_s,
-            "compiled": p.compiled_total_s,
-            "net": p.net_gain_s,
-        }
-        for p in result.checkpoints
-    ]
+    rows = rows_of(
+        result.checkpoints,
+        columns,
+        eager=attrgetter("eager_total_s"),
+        compiled=attrgetter("compiled_total_s"),
+        net=attrgetter("net_gain_s"),
+    )
     highlight = {i: ("best" if r["net"] > 0 else "muted") for i, r in enumerate(rows) if r["net"] != 0}
     table = Table("Total time by call count (predicted)", columns, rows, highlight=highlight)
 

@@ -28,13 +28,13 @@ def _verdict(view: View) -> list[Highlight]:
 
 
 def _profile(r: Any, view: View) -> list[Highlight]:
-    from infer_opt.reports.profile import CATEGORY_LABELS, short_name
+    from infer_opt.reports.profile import category_label, short_name
 
     topic = f"Profile of {r.model} ({r.mode})"
     out = [Highlight(topic, f"step {format_duration(r.step.median_s)} median on {r.device_name}, {r.dtype}")]
     if r.categories:
         largest = max(r.categories, key=lambda c: c.time_s)
-        label = CATEGORY_LABELS.get(largest.category, largest.category)
+        label = category_label(largest)
         out.append(
             Highlight(
                 topic,
@@ -44,7 +44,7 @@ def _profile(r: Any, view: View) -> list[Highlight]:
         )
         if r.roofline is not None:
             best = max(r.categories, key=lambda c: c.roofline_speedup)
-            label = CATEGORY_LABELS.get(best.category, best.category)
+            label = category_label(best)
             out.append(
                 Highlight(
                     topic,

@@ -162,15 +162,23 @@ def _spec_summary(result: SpecMeasureResult) -> list[tuple[str, str]]:
     ]
 
 
+def cost_columns() -> list[Column]:
+    """The columns of a table of measured costs (``speculative measure`` and ``run``): name,
+    what was timed, median, IQR, repetitions."""
+    return [
+        Column("name", "Cost", align="left", csv_header="cost"),
+        Column("what", "What was timed", align="left", csv_header="what"),
+        Column("median_s", "Median", format_duration, csv_header="median_s"),
+        Column("iqr_s", "IQR", format_duration, csv_header="iqr_s"),
+        Column("n", "Reps", csv_header="reps"),
+    ]
+
+
 def _costs_table(result: SpecMeasureResult) -> Table:
     return Table(
         "Measured costs",
         [
-            Column("name", "Cost", align="left", csv_header="cost"),
-            Column("what", "What was timed", align="left", csv_header="what"),
-            Column("median_s", "Median", format_duration, csv_header="median_s"),
-            Column("iqr_s", "IQR", format_duration, csv_header="iqr_s"),
-            Column("n", "Reps", csv_header="reps"),
+            *cost_columns(),
             Column("fit_s", "Fit a + b·k", format_duration, csv_header="fit_s"),
             Column("fit_error", "Fit error", _pct, csv_header="fit_rel_error"),
         ],

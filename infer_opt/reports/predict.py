@@ -3,9 +3,11 @@ their Amdahl ceilings — every number labelled *predicted* — and a sweep's po
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from infer_opt.cost_models.comm import TPPrediction
 from infer_opt.profilers.predict import PredictResult
-from infer_opt.reports.profile import CATEGORY_LABELS, format_shapes, short_name
+from infer_opt.reports.profile import category_label, format_shapes, short_name
 from infer_opt.reports.view import Column, Table, View, rows_of
 from infer_opt.units import (
     format_bytes,
@@ -118,18 +120,7 @@ def category_table(r: PredictResult) -> Table:
         Column("roofline_speedup", "End to end at bound", format_ratio, csv_header="roofline_speedup"),
         Column("ceiling_speedup", "End to end if free", format_ratio, csv_header="ceiling_speedup"),
     ]
-    rows = [
-        {
-            "category": CATEGORY_LABELS.get(c.category, c.category),
-            "time_s": c.time_s,
-            "fraction": c.fraction,
-            "calls": c.calls,
-            "part_speedup": c.part_speedup,
-            "roofline_speedup": c.roofline_speedup,
-            "ceiling_speedup": c.ceiling_speedup,
-        }
-        for c in r.categories
-    ]
+    rows = rows_of(r.categories, columns, category=category_label)
     return Table(
         "Time by category and where optimization pays (predicted)",
         columns,
@@ -149,17 +140,9 @@ def sweep_table(r: PredictResult) -> Table:
         Column("intensity", "Matmul FLOP/B", lambda v: format_number(v, 3), csv_header="matmul_intensity"),
         Column("bound", "Bound", align="left", csv_header="bound"),
     ]
-    rows = [
-        {
-            "value": p.value,
-            "step_time_s": p.step_time_s,
-            "band": p.rel_uncertainty,
-            "tokens_per_s": p.tokens_per_s,
-            "intensity": p.matmul_intensity,
-            "bound": p.bound,
-        }
-        for p in r.points
-    ]
+    rows = rows_of(
+        r.points, columns, band=attrgetter("rel_uncertainty"), intensity=attrgetter("matmul_intensity")
+    )
     caption = None
     if r.ridge_point is not None:
         where = (

@@ -4,9 +4,11 @@ opportunities (labelled as roofline predictions)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter
+from typing import Any
 
 from infer_opt.profilers.model_profile import CategoryStat, OpStat, ProfileResult
-from infer_opt.reports.view import Column, Table, View
+from infer_opt.reports.view import Column, Table, View, rows_of
 from infer_opt.units import (
     format_bandwidth,
     format_bytes,
@@ -27,6 +29,11 @@ CATEGORY_LABELS = {
     "communication": "communication",
     "other": "other",
 }
+
+
+def category_label(item: Any) -> str:
+    """The words for ``item.category`` (an operator's or a category's), e.g. memory/layout."""
+    return CATEGORY_LABELS.get(item.category, item.category)
 
 
 def format_shapes(shapes: Sequence[Sequence[int]]) -> str:
@@ -75,7 +82,7 @@ def _op_rows(ops: Sequence[OpStat], top: int) -> list[dict[str, object]]:
         {
             "name": o.name,
             "shapes": format_shapes(o.shapes),
-            "category": CATEGORY_LABELS.get(o.category, o.category),
+            "category": category_label(o),
             "calls": o.calls,
             "time_s": o.time_s,
             "share": o.share,
@@ -152,19 +159,13 @@ def category_table(categories: Sequence[CategoryStat]) -> Table:
         Column("byte_rate", "B/s", format_bandwidth, csv_header="achieved_bytes_per_s"),
     ]
     ordered = sorted(categories, key=lambda c: -c.time_s)
-    rows = [
-        {
-            "category": CATEGORY_LABELS.get(c.category, c.category),
-            "time_s": c.time_s,
-            "fraction": c.fraction,
-            "calls": c.calls,
-            "flops": c.flops,
-            "bytes": c.bytes,
-            "flop_rate": c.achieved_flops_per_s,
-            "byte_rate": c.achieved_bytes_per_s,
-        }
-        for c in ordered
-    ]
+    rows = rows_of(
+        ordered,
+        columns,
+        category=category_label,
+        flop_rate=attrgetter("achieved_flops_per_s"),
+        byte_rate=attrgetter("achieved_bytes_per_s"),
+    )
     return Table("Time by category (measured)", columns, rows)
 
 
@@ -191,7 +192,7 @@ def amdahl_table(result: ProfileResult) -> Table:
     rows: list[dict[str, object]] = [
         {
             "rank": i,
-            "category": CATEGORY_LABELS.get(c.category, c.category),
+            "category": category_label(c),
             "fraction": c.fraction,
             "part_speedup": c.part_speedup,
             "roofline_speedup": c.roofline_speedup,
@@ -235,17 +236,7 @@ def module_table(result: ProfileResult, top: int = 15) -> Table:
         Column("flops", "FLOPs", format_flops, csv_header="flops"),
         Column("bytes", "Bytes", format_bytes, csv_header="bytes"),
     ]
-    rows = [
-        {
-            "module": m.module,
-            "calls": m.calls,
-            "time_s": m.time_s,
-            "share": m.share,
-            "flops": m.flops,
-            "bytes": m.bytes,
-        }
-        for m in result.modules[:top]
-    ]
+    rows = rows_of(result.modules[:top], columns)
     caption = f"Top {len(rows)} of {len(result.modules)} modules by the time of the ops they run directly."
     return Table("Time by module", columns, rows, caption=caption)
 
@@ -363,7 +354,7 @@ def _verdict(r: ProfileResult) -> str | None:
     if not r.categories:
         return None
     best = r.categories[0]
-    label = CATEGORY_LABELS.get(best.category, best.category)
+    label = category_label(best)
     if best.roofline_speedup is None:
         return (
             f"Most time: {label} ({format_percent(best.fraction)} of the step); the step would run "

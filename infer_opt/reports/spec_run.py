@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from infer_opt.profilers.spec_run import RunPoint, SpecRunResult, measured_speedup_range
-from infer_opt.reports.view import Column, Table, View
+from infer_opt.reports.measure import cost_columns
+from infer_opt.reports.view import Column, Table, View, rows_of
 from infer_opt.units import format_duration, format_number, format_ratio
 
 MEASURED_NOTE = (
@@ -132,21 +133,9 @@ def _points_table(result: SpecRunResult) -> Table:
 
 
 def _costs_table(result: SpecRunResult) -> Table:
-    rows = [
-        {"name": c.name, "what": c.what, "median": c.median_s, "iqr": c.summary.iqr_s, "n": c.summary.n}
-        for c in result.costs
-    ]
-    return Table(
-        "Measured costs",
-        [
-            Column("name", "Cost", align="left", csv_header="cost"),
-            Column("what", "What was timed", align="left", csv_header="what"),
-            Column("median", "Median", format_duration, csv_header="median_s"),
-            Column("iqr", "IQR", format_duration, csv_header="iqr_s"),
-            Column("n", "Reps", csv_header="reps"),
-        ],
-        rows,
-    )
+    columns = cost_columns()
+    rows = rows_of(result.costs, columns, iqr_s=lambda c: c.summary.iqr_s, n=lambda c: c.summary.n)
+    return Table("Measured costs", columns, rows)
 
 
 def _verdict(result: SpecRunResult) -> tuple[str, bool]:

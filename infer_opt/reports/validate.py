@@ -3,9 +3,11 @@ mode, operators of at least 10 µs, the shorter ones, the host term) and the wor
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from infer_opt.profilers.validate import SMALL_OP_S, ErrorSummary, ValidateResult
 from infer_opt.reports.profile import format_shapes, short_name
-from infer_opt.reports.view import Column, Table, View
+from infer_opt.reports.view import Column, Table, View, rows_of
 from infer_opt.units import format_duration, format_percent
 
 
@@ -30,21 +32,13 @@ def point_table(r: ValidateResult) -> Table:
         Column("host_predicted", "Host predicted", format_duration, csv_header="predicted_host_s"),
         Column("on_grid", "On grid", _pct, csv_header="on_grid_share"),
     ]
-    rows = [
-        {
-            "mode": p.mode,
-            "batch": p.batch,
-            "seq_len": p.seq_len,
-            "context": p.context,
-            "measured_s": p.measured_s,
-            "predicted_s": p.predicted_s,
-            "rel_error": p.rel_error,
-            "host_measured": p.measured_host_s,
-            "host_predicted": p.predicted_host_s,
-            "on_grid": p.on_grid_share,
-        }
-        for p in r.points
-    ]
+    rows = rows_of(
+        r.points,
+        columns,
+        host_measured=attrgetter("measured_host_s"),
+        host_predicted=attrgetter("predicted_host_s"),
+        on_grid=attrgetter("on_grid_share"),
+    )
     return Table(
         "Step time: predicted vs measured",
         columns,

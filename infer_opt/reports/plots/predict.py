@@ -8,7 +8,7 @@ from typing import Any
 
 from infer_opt.reports.plots._style import PALETTE, figure, plain_log_ticks, save
 from infer_opt.reports.predict import SWEEP_LABELS
-from infer_opt.reports.profile import CATEGORY_LABELS
+from infer_opt.reports.profile import category_label
 
 
 def plot(result: Any, path: Path) -> Path:
@@ -54,7 +54,7 @@ def plot_sweep(result: Any, path: Path) -> Path:
 def plot_categories(result: Any, path: Path) -> Path:
     fig, ax = figure(figsize=(8.0, 4.2))
     cats = list(result.categories)
-    names = [CATEGORY_LABELS.get(c.category, c.category) for c in cats] + ["host (outside ops)"]
+    names = [category_label(c) for c in cats] + ["host (outside ops)"]
     times = [c.time_s * 1e3 for c in cats] + [result.host_s * 1e3]
     ax.barh(names[::-1], times[::-1], color=PALETTE[0])
     ax.set_xlabel("predicted time per step (ms)")

@@ -13,7 +13,7 @@ from matplotlib.patches import Patch
 from infer_opt.cost_models.profile_amdahl import RooflineLine, roofline_line
 from infer_opt.profilers.model_profile import OpStat, ProfileResult
 from infer_opt.reports.plots._style import PALETTE, figure, plain_log_ticks, save
-from infer_opt.reports.profile import CATEGORY_LABELS, format_shapes, short_name
+from infer_opt.reports.profile import CATEGORY_LABELS, category_label, format_shapes, short_name
 from infer_opt.units import format_duration, format_flop_rate, format_percent
 
 CATEGORY_COLORS = {
@@ -49,7 +49,7 @@ def plot(result: ProfileResult, path: Path) -> list[Path]:
 def plot_categories(result: ProfileResult, path: Path) -> Path:
     fig, (left, right) = figure(1, 2, figsize=(11, 4.6), gridspec_kw={"width_ratios": [1.15, 1]})
     cats = sorted(result.categories, key=lambda c: c.time_s)
-    labels = [CATEGORY_LABELS.get(c.category, c.category) for c in cats]
+    labels = [category_label(c) for c in cats]
     times = [c.time_s for c in cats]
     colors = [CATEGORY_COLORS.get(c.category, PALETTE[6]) for c in cats]
     shares = [c.fraction for c in cats]
@@ -88,7 +88,7 @@ def _plot_speedups(right: Any, result: ProfileResult) -> None:
     every op in it ran at its roofline bound."""
     has_fit = result.roofline is not None
     ranked = sorted(result.categories, key=lambda c: (c.roofline_speedup or 1.0, c.ceiling_speedup))
-    names = [CATEGORY_LABELS.get(c.category, c.category) for c in ranked]
+    names = [category_label(c) for c in ranked]
     at_bound = [float(c.roofline_speedup or 1.0) for c in ranked] if has_fit else []
     free = [c.ceiling_speedup for c in ranked]
     finite = [v for v in free + at_bound if math.isfinite(v)]
