@@ -103,7 +103,9 @@ def test_sweep_points_are_recorded_on_the_same_device_as_the_step(monkeypatch):
 
     monkeypatch.setattr(pr, "predict_recorded", spy)
     monkeypatch.setattr(pr, "recording_device", lambda calibration: ("cuda", []))
-    pr.predict("tiny", synthetic_calibration(families=True), mode="decode", context=8, sweep=("batch", (1, 2)))
+    pr.predict(
+        "tiny", synthetic_calibration(families=True), mode="decode", context=8, sweep=("batch", (1, 2))
+    )
     assert seen == [("cuda", 1), ("cuda", 1), ("cuda", 2)]
 
 
