@@ -459,10 +459,12 @@ class OpModel:
 
     def anchor_bytes(self, state: str, query: OpQuery) -> float:
         """Where a state sits on the reuse-distance axis for this op: hot = its own main bytes
-        (touched just before), warm and cold = the calibration's reads plus those bytes."""
+        (touched just before) or, if larger, the L2 (half the warm read, which is twice the L2):
+        an operand whose reuse footprint still fits in the L2 is still there; warm and cold = the
+        calibration's reads plus the operand's bytes."""
         own = max(query.main_bytes, 1.0)
         if state == "hot":
-            return own
+            return max(own, self.calibration.warm_reuse_bytes / 2)
         return own + (
             self.calibration.warm_reuse_bytes if state == "warm" else self.calibration.cold_reuse_bytes
         )
@@ -588,33 +590,68 @@ class Touches:
 
 
 def reuse_distances(touches: Sequence[Touches]) -> list[tuple[float | None, float]]:
-    """Per call, ``(d, q)``: the bytes touched since its main operand was last used and the
-    bytes of that operand, in the steady state of a repeated step (two passes over the calls;
-    the second is reported). ``d`` is None for a call without a main operand.
+    """Per call, ``(d, q)``: the bytes of its main operand plus the distinct bytes touched since
+    the operand was last used — the sizes of the storages read or written in between, each once
+    (a cache holds a footprint: an activation read ten times takes its room once) — and the
+    bytes of that operand, in the steady state of a repeated step (two passes over the calls; the second is
+    reported). ``d`` is None for a call without a main operand.
 
     The operand's *last use* is its storage's latest touch of at least half the bytes read now:
     a KV cache whose new row was just written counts from its last full read, a step ago. With
     several main operands the largest decides."""
-    clock = 0.0
-    last_full: dict[int, tuple[float, float]] = {}
+    n = len(touches)
+    tree = _Fenwick(2 * n)
+    latest: dict[int, tuple[int, float]] = {}
+    full: dict[int, tuple[int, float]] = {}
     out: list[tuple[float | None, float]] = []
-    for second in (False, True):
-        for call in touches:
-            best: tuple[float, float] | None = None
-            for i, (storage, nbytes) in enumerate(call.reads):
-                if i in call.main and (best is None or nbytes > best[1]):
-                    seen = last_full.get(storage)
-                    distance = clock - seen[0] if seen is not None and seen[1] >= 0.5 * nbytes else math.inf
-                    best = (distance, float(nbytes))
-            for storage, nbytes in (*call.reads, *call.writes):
-                if nbytes > 0:
-                    seen = last_full.get(storage)
-                    if seen is None or nbytes >= 0.5 * seen[1]:
-                        last_full[storage] = (clock, float(nbytes))
-                    clock += nbytes
-            if second:
-                out.append((None, 0.0) if best is None else (min(best[0], clock), best[1]))
+    for index in range(2 * n):
+        call = touches[index % n]
+        best: tuple[float, float] | None = None
+        for i, (storage, nbytes) in enumerate(call.reads):
+            if i in call.main and (best is None or nbytes > best[1]):
+                seen = full.get(storage)
+                used = seen is not None and seen[1] >= 0.5 * nbytes
+                # in between, plus the operand itself (the hot anchor: touched just before)
+                between = tree.total(seen[0] + 1, index) if used else math.inf
+                best = (between + nbytes, float(nbytes))
+        for storage, nbytes in (*call.reads, *call.writes):
+            if nbytes <= 0:
+                continue
+            if storage in latest:
+                tree.add(latest[storage][0], -latest[storage][1])
+            latest[storage] = (index, float(nbytes))
+            tree.add(index, float(nbytes))
+            seen = full.get(storage)
+            if seen is None or nbytes >= 0.5 * seen[1]:
+                full[storage] = (index, float(nbytes))
+        if index >= n:
+            out.append((None, 0.0) if best is None else (min(best[0], tree.total(0, index + 1)), best[1]))
     return out
+
+
+class _Fenwick:
+    """Prefix sums with point updates in O(log n) (a binary indexed tree)."""
+
+    def __init__(self, size: int) -> None:
+        self.tree = [0.0] * (size + 1)
+
+    def add(self, index: int, value: float) -> None:
+        i = index + 1
+        while i < len(self.tree):
+            self.tree[i] += value
+            i += i & -i
+
+    def _prefix(self, end: int) -> float:
+        """Σ of positions < end."""
+        total, i = 0.0, end
+        while i > 0:
+            total += self.tree[i]
+            i -= i & -i
+        return total
+
+    def total(self, start: int, end: int) -> float:
+        """Σ of positions start..end−1."""
+        return max(0.0, self._prefix(end) - self._prefix(start))
 
 
 # ---------------------------------------------------------------------------- accuracy

@@ -160,8 +160,13 @@ def query(m: float, reuse: float | None, main: float = 1000.0) -> om.OpQuery:
 
 def test_the_reuse_distance_places_an_op_between_the_calibrated_states():
     model = om.OpModel(calibration(*three_states()))
-    # anchors for 1000 main bytes: hot 1000, warm 1000 + 4000 = 5000, cold 1000 + 10^6
+    # anchors for 1000 main bytes: hot at the L2 (half the warm read: 2000 > 1000), warm 1000 + 4000
+    # = 5000, cold 1000 + 10^6
     assert model.estimate(query(1.0, 1000.0)).time_s == pytest.approx(1e-6)
+    # a footprint that still fits in the L2 leaves the operand there: hot
+    assert model.estimate(query(1.0, 2000.0)).time_s == pytest.approx(1e-6)
+    between = math.sqrt(2000.0 * 5000.0)
+    assert model.estimate(query(1.0, between)).time_s == pytest.approx(math.sqrt(1e-6 * 2e-6))
     assert model.estimate(query(1.0, 5000.0)).time_s == pytest.approx(2e-6)
     assert model.estimate(query(1.0, 1_001_000.0)).time_s == pytest.approx(8e-6)
     # halfway between the warm and cold anchors in log distance: the geometric mean
@@ -260,8 +265,27 @@ def test_weights_read_once_per_step_are_a_step_away():
     calls = [
         om.Touches(reads=((i, 400), (100 + i, 10)), writes=((200 + i, 10),), main=(0,)) for i in range(4)
     ]
-    step = 4 * (400 + 10 + 10)
-    assert om.reuse_distances(calls) == [(step, 400.0)] * 4
+    # the other three calls' storages, then the weight itself
+    assert om.reuse_distances(calls) == [(3 * (400 + 10 + 10) + 400, 400.0)] * 4
+
+
+def test_a_storage_touched_many_times_in_between_takes_its_room_once():
+    """Reuse distance is a footprint: an activation read by ten calls between two uses of a
+    weight counts its bytes once, not ten times."""
+    weight = om.Touches(reads=((1, 400), (2, 100)), writes=((2, 100),), main=(0,))
+    rereads = [om.Touches(reads=((2, 100),), writes=((3, 50),)) for _ in range(10)]
+    assert om.reuse_distances([weight, *rereads])[0] == (100 + 50 + 400, 400.0)
+
+
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(1, 1000)), min_size=1, max_size=30))
+def test_a_reuse_distance_is_at_most_the_bytes_of_all_storages_plus_the_operand(reads):
+    calls = [om.Touches(reads=((storage, n),), main=(0,)) for storage, n in reads]
+    largest: dict[int, int] = {}
+    for storage, n in reads:
+        largest[storage] = max(n, largest.get(storage, 0))
+    for (distance, main), (_, n) in zip(om.reuse_distances(calls), reads, strict=True):
+        # each storage counted once, at most at its largest size, then the operand itself
+        assert main == n and n <= distance <= sum(largest.values()) + n
 
 
 def test_a_kv_cache_counts_from_its_last_full_read_not_the_new_row():
@@ -269,9 +293,9 @@ def test_a_kv_cache_counts_from_its_last_full_read_not_the_new_row():
     write_row = om.Touches(reads=((3, 10),), writes=((9, 10),))
     read_cache = om.Touches(reads=((4, 10), (9, 100)), writes=((5, 10),), main=(1,))
     distances = om.reuse_distances([weights, write_row, read_cache])
-    # from the last full read of the cache (a step ago) to this one: the bytes the calls touched in
-    # between (the same call's other operand, read first, is not counted)
-    assert distances[2] == (100 + 10 + 5000 + 10 + 10 + 10, 100.0)
+    # from the last full read of the cache (a step ago) to this one: the storages the calls touched
+    # in between (the weights, their output, the row and its source), then the cache itself
+    assert distances[2] == (5000 + 10 + 10 + 10 + 100, 100.0)
     assert distances[1] == (None, 0.0)  # no main operand
 
 
