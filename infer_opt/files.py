@@ -89,6 +89,21 @@ def _probe(folder: Path, option: str, text: str) -> None:
     os.unlink(name)
 
 
+def read_text(path: str | os.PathLike[str], param: str) -> str:
+    """The UTF-8 text of the file at ``path``; a missing, unreadable or non-text file is an
+    :class:`InvalidInput` naming ``param`` and saying which."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InvalidInput(param, str(path), "file does not exist") from None
+    except IsADirectoryError:
+        raise InvalidInput(param, str(path), "is a directory, expected a file") from None
+    except UnicodeDecodeError:
+        raise InvalidInput(param, str(path), "not a UTF-8 text file") from None
+    except OSError as exc:
+        raise InvalidInput(param, str(path), f"cannot read it ({exc.strerror})") from None
+
+
 def write_text(path: str | os.PathLike[str], text: str) -> Path:
     """Write ``text`` to ``path`` ('-' = stdout): atomically for a regular file (through a
     symlink to its target), in place for a FIFO or device. Raises OSError on failure."""

@@ -212,17 +212,8 @@ def parse_envelope(data: Any, *, source: str = "result file") -> LoadedResult:
 
 def load_result(path: str | os.PathLike[str]) -> LoadedResult:
     """Read a saved result file."""
+    from infer_opt.files import read_text
     from infer_opt.tables import read_json
 
     p = Path(path)
-    try:
-        data = read_json(p.read_text(encoding="utf-8"), source=str(p))
-    except FileNotFoundError:
-        raise InvalidInput("result file", str(p), "file does not exist") from None
-    except IsADirectoryError:
-        raise InvalidInput("result file", str(p), "is a directory, expected a file") from None
-    except UnicodeDecodeError:
-        raise InvalidInput("result file", str(p), "not a UTF-8 text file") from None
-    except OSError as exc:
-        raise InvalidInput("result file", str(p), f"cannot read it ({exc.strerror})") from None
-    return parse_envelope(data, source=str(p))
+    return parse_envelope(read_json(read_text(p, "result file"), source=str(p)), source=str(p))

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
+from infer_opt import files
 from infer_opt.cli._click import ParamType
 from infer_opt.cli.types import Count
 from infer_opt.errors import InvalidInput
@@ -73,17 +74,7 @@ def read_text(path: str | Path, option: str) -> tuple[str, str]:
     """The text of ``path`` (``-`` = stdin) and a name for it in messages."""
     if str(path) == "-":
         return sys.stdin.read(), "stdin"
-    p = Path(path)
-    try:
-        return p.read_text(encoding="utf-8"), p.name
-    except FileNotFoundError:
-        raise InvalidInput(option, str(path), "file does not exist") from None
-    except IsADirectoryError:
-        raise InvalidInput(option, str(path), "is a directory, expected a file") from None
-    except UnicodeDecodeError:
-        raise InvalidInput(option, str(path), "not a UTF-8 text file") from None
-    except OSError as exc:
-        raise InvalidInput(option, str(path), f"cannot read it ({exc.strerror})") from None
+    return files.read_text(path, option), Path(path).name
 
 
 def option(kind: Any, *flags: str, parse: ParamType | None = None, help: str, **extra: Any) -> Any:

@@ -457,8 +457,6 @@ def read_metrics(path: Path) -> dict[str, Any]:
     (vLLM's names, with or without the ``vllm:spec_decode_num_`` prefix, are accepted)."""
     from infer_opt.tables import read_json
 
-    if not path.exists():
-        raise InvalidInput("--file", str(path), "file does not exist")
     data = read_json(read_text(path, "--file")[0], source=str(path))
     if not isinstance(data, dict):
         raise InvalidInput(

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from infer_opt.cost_models import speculative as calc
 from infer_opt.errors import InvalidInput
+from infer_opt.files import read_text
 from infer_opt.notices import Notice
 
 DRAFTS = "vllm:spec_decode_num_drafts_total"
@@ -64,19 +65,6 @@ class SpecCounters:
     accepted_per_position: tuple[int, ...]
     model_name: str | None
     engines: tuple[str, ...]
-
-
-def _read(path: Path, param: str) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InvalidInput(param, str(path), "file does not exist") from None
-    except IsADirectoryError:
-        raise InvalidInput(param, str(path), "is a directory, expected a file") from None
-    except UnicodeDecodeError:
-        raise InvalidInput(param, str(path), "not a UTF-8 text file") from None
-    except OSError as exc:
-        raise InvalidInput(param, str(path), f"cannot read it ({exc.strerror})") from None
 
 
 def parse_samples(text: str, *, source: str, param: str) -> list[Sample]:
@@ -176,7 +164,7 @@ def counters_from_text(
 
 def read_counters(path: Path, *, model_name: str | None = None, param: str = "prometheus") -> SpecCounters:
     """:func:`counters_from_text` of a file."""
-    return counters_from_text(_read(path, param), source=str(path), model_name=model_name, param=param)
+    return counters_from_text(read_text(path, param), source=str(path), model_name=model_name, param=param)
 
 
 def interval(before: SpecCounters, after: SpecCounters, *, source: str) -> SpecCounters:
