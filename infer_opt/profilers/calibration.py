@@ -65,12 +65,12 @@ CHUNK_BYTES = 1024 * 2**20
 CHUNK_CASES = 400
 #: feature names per family prefix (families not listed have one feature: elements)
 FEATURE_NAMES = {
-    "mm": ("M", "N", "K"),
-    "addmm": ("M", "N", "K"),
+    "gemm": ("M", "N", "K"),
     "bmm": ("batch", "M", "N", "K"),
     "sdpa.causal": ("BH", "T", "d"),
     "sdpa.full": ("BH", "T", "d"),
     "sdpa.decode": ("BH", "Tk", "d"),
+    "sdpa.decode.gqa": ("BH", "Tk", "d", "g"),
     "sdpa.masked": ("BH", "Tq", "Tk", "d"),
     "sdpa.cross": ("BH", "Tq", "Tk", "d"),
     "layer_norm": ("rows", "hidden"),

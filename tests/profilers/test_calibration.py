@@ -54,6 +54,15 @@ def test_grouped_query_decode_cases_share_each_key_value_head_among_group_query_
     assert not skipped and len(passed) == len(cases)
 
 
+def test_every_family_with_several_features_has_names_for_them():
+    assert cal.feature_names("gemm.nt", 3) == ("M", "N", "K")
+    assert cal.feature_names("bmm.nn", 4) == ("batch", "M", "N", "K")
+    assert cal.feature_names("sdpa.decode.gqa", 4) == ("BH", "Tk", "d", "g")
+    # no x0, x1, … placeholders for the families the suite measures with several features
+    for family in ("gemm.nn", "sdpa.causal", "sdpa.masked", "mean.r", "embedding", "layer_norm"):
+        assert not any(name.startswith("x") for name in cal.feature_names(family, 4)), family
+
+
 def test_a_case_whose_output_is_wrong_is_not_timed():
     good = cc.groups("tiny", "cpu", ["views"])[0].cases[0]
     wrong = cc.Case("views", "wrong", good.inputs, good.run, lambda x: good.reference(x) + 1.0)
