@@ -22,7 +22,9 @@ operators (torch.profiler, per aten call), with its weights warm and cold. The
 grid is generic (the shapes used are in the file). Saved to the cache for this
 device, dtype and thread count after every group (and to --out FILE.json, which
 predict --calibration reads on another machine); --resume continues an
-interrupted run. About 3 minutes at --threads 1 on a quiet 2-core CPU.
+interrupted run; --only GROUP measures those groups again in the cached
+calibration of the same grid (their points replace its own). About 3 minutes
+at --threads 1 on a quiet 2-core CPU.
 
 Examples:
 
@@ -61,6 +63,28 @@ def _resume_from(output: Output, device: Any, dtype: Any) -> Any:
     return calibration.load_calibration(cached, option="resume", to_use=False) if cached.exists() else None
 
 
+def _to_update(device: Any, dtype: Any, grid: str) -> tuple[Any, str | None]:
+    """For ``--only`` without ``--resume``: ``(the cached calibration of the same grid, whose
+    groups are measured again and replaced, or None; why the run must not be cached, or None)``.
+    A run of another grid is not cached over a complete calibration (the cache keeps one per
+    device, dtype and thread count)."""
+    from infer_opt.errors import InvalidInput
+    from infer_opt.profilers import calibration
+
+    path = calibration.cache_path(device, dtype)
+    if not path.exists():
+        return None, None
+    try:
+        cached = calibration.load_calibration(path, option="only", to_use=False)
+    except InvalidInput:
+        return None, None
+    if cached.grid == grid:
+        return cached, None
+    if cached.complete:
+        return None, f"{path} keeps its complete {cached.grid} calibration (this run is --grid {grid})"
+    return None, None
+
+
 @with_output()
 def calibrate(
     device: DeviceOpt = "auto",
@@ -96,20 +120,24 @@ def calibrate(
         devices.set_threads(threads)
     torch_dtype = devices.parse_dtype(dtype, dev)
     previous = _resume_from(output, dev, torch_dtype) if resume else None
+    base, not_cached = _to_update(dev, torch_dtype, grid) if groups and not resume else (None, None)
     stored: list[Any] = []
 
     def save(result: Any) -> None:
-        stored[:] = [calibration.cache_calibration(result)]
+        if not_cached is None:
+            stored[:] = [calibration.cache_calibration(result)]
         output.save_partial(result)
 
-    with progress_bar("calibrate") as update:
+    with progress_bar("calibrate") as bar:
         result = calibration.calibrate(
-            dev, torch_dtype, grid=grid, only=groups, reps=reps, resume_from=previous, on_group=save,
-            progress=update,
+            dev, torch_dtype, grid=grid, only=groups, reps=reps, resume_from=previous, update=base,
+            on_group=save, progress=bar,
         )  # fmt: skip
     notices = stored[0].notices if stored else ()
     if stored and stored[0].saved:
         typer.echo(f"saved {stored[0].path}", err=True)
+    if not_cached is not None:
+        typer.echo(f"not cached: {not_cached}", err=True)
     return Outcome(result, exit_code=0 if result.complete or groups else 130, warnings=notices)
 
 

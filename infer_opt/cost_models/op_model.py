@@ -49,8 +49,11 @@ OP_TIMING = "op-profiler"
 
 #: cache states a family is measured in: its main operand (a matmul's weight, attention's keys
 #: and values, an embedding's table) just touched (hot), after a read of about two L2s (warm),
-#: after a read of twice the last-level cache (cold); see :func:`reuse_distances`
-STATES = ("hot", "warm", "cold")
+#: after a read of twice the last-level cache (cold); see :func:`reuse_distances`. An op without
+#: a main operand (elementwise, norms, copies, views) is measured hot and in **context**: right
+#: after a read of several L2s, which pushes the dispatcher's code and data for it out of the
+#: caches as a step's matmuls do (:func:`context_distances`)
+STATES = ("hot", "warm", "cold", "context")
 #: grid points held out for the cross-validated error, at most (seeded choice)
 CV_POINTS = 48
 #: outside a grid the residual is the median of this many nearest measured shapes ...
@@ -168,6 +171,9 @@ class CalibrationResult(Result):
     warm_reuse_bytes: int
     cold_reuse_bytes: int
     families: tuple[FamilyCalibration, ...] = ()
+    #: bytes read before a small op's call in the context state (0: not measured — a GPU, or a
+    #: calibration made before the state existed)
+    context_reuse_bytes: int = 0
     host: HostCalibration | None = None
     roofline: DeviceRoofline | None = None
     #: families (by calibration group name) finished, in order: what --resume skips
@@ -359,6 +365,10 @@ class OpQuery:
     reuse_bytes: float | None = None
     #: bytes of the main operand(s) read
     main_bytes: float = 0.0
+    #: distinct bytes touched since the previous call of the same aten op
+    #: (:func:`context_distances`): where an op without a main operand sits between its hot and
+    #: context states; None: unknown (hot)
+    context_bytes: float | None = None
 
 
 @dataclass(frozen=True)
@@ -417,6 +427,7 @@ class OpModel:
         self.families = calibration.family_map()
         self._interpolators: dict[str, FamilyInterpolator] = {}
         self._cache: dict[tuple[Any, ...], OpEstimate] = {}
+        self._slowdown: float | None = None
 
     def _states(self, name: str, query: OpQuery) -> dict[str, tuple[FamilyCalibration, float, bool]]:
         """``state -> (family, t̂, extrapolated)`` for each state the family ``name`` was measured
@@ -452,38 +463,50 @@ class OpModel:
             query.work_bytes,
             query.reuse_bytes,
             query.main_bytes,
+            query.context_bytes,
         )
         if key not in self._cache:
             self._cache[key] = self._estimate(query)
         return self._cache[key]
 
     def anchor_bytes(self, state: str, query: OpQuery) -> float:
-        """Where a state sits on the reuse-distance axis for this op: hot = its own main bytes
-        (touched just before) or, if larger, the L2 (half the warm read, which is twice the L2):
-        an operand whose reuse footprint still fits in the L2 is still there; warm and cold = the
+        """Where a state sits on the distance axis for this op: hot = its own main bytes (touched
+        just before) or, if larger, the L2 (half the warm read, which is twice the L2): an operand
+        whose reuse footprint still fits in the L2 is still there; warm, cold and context = the
         calibration's reads plus the operand's bytes."""
         own = max(query.main_bytes, 1.0)
+        reads = {
+            "warm": self.calibration.warm_reuse_bytes,
+            "cold": self.calibration.cold_reuse_bytes,
+            "context": self.calibration.context_reuse_bytes,
+        }
         if state == "hot":
             return max(own, self.calibration.warm_reuse_bytes / 2)
-        return own + (
-            self.calibration.warm_reuse_bytes if state == "warm" else self.calibration.cold_reuse_bytes
-        )
+        return own + reads[state]
 
     def _at_distance(
         self, found: dict[str, tuple[FamilyCalibration, float, bool]], query: OpQuery
     ) -> tuple[FamilyCalibration, float, bool, str]:
-        """Interpolate log t̂ linearly in log reuse distance between the measured states' anchors
-        (clamped at both ends); an op without a main operand takes the hottest state."""
-        if query.reuse_bytes is None:
+        """Interpolate log t̂ linearly in log distance between the measured states' anchors
+        (clamped at both ends): the main operand's reuse distance, or for an op without one the
+        bytes touched since the same op last ran (its dispatch context); unknown: the hottest
+        state. An op with a main operand and a context state (an embedding of few rows) adds
+        the context's cost over the hot state, ``w · (t_context − t_hot)``, at its own context
+        weight (:meth:`context_weight`): where its data is and how cold its code is are apart."""
+        context = found.pop("context", None) if query.reuse_bytes is not None and len(found) > 1 else None
+        distance = query.reuse_bytes if query.reuse_bytes is not None else query.context_bytes
+        if distance is None:
             state = next(s for s in STATES if s in found)
             family, t, extrapolated = found[state]
             return family, t, extrapolated, state
         points = sorted((math.log(self.anchor_bytes(s, query)), math.log(v[1]), s) for s, v in found.items())
-        x = math.log(max(query.reuse_bytes, 1.0))
-        log_t = float(np.interp(x, [p[0] for p in points], [p[1] for p in points]))
+        x = math.log(max(distance, 1.0))
+        t = math.exp(float(np.interp(x, [p[0] for p in points], [p[1] for p in points])))
         state = min(points, key=lambda p: abs(p[0] - x))[2]
+        if context is not None and "hot" in found:
+            t += self.context_weight(query.context_bytes) * max(0.0, context[1] - found["hot"][1])
         family, _, _ = found[state]
-        return family, math.exp(log_t), any(v[2] for v in found.values()), state
+        return family, t, any(v[2] for v in found.values()), state
 
     def _estimate(self, query: OpQuery) -> OpEstimate:
         for i, name in enumerate([query.family, *fallbacks(query.family)]):
@@ -528,12 +551,48 @@ class OpModel:
             ),
         )
 
-    def host_time(self, n_ops: int, n_module_calls: int) -> float:
-        """``h = c_op · n_ops + c_mod · n_module_calls`` (0 without a host calibration)."""
+    def dispatch_slowdown(self) -> float:
+        """``Φ ≥ 1``: how much slower the calibration found small ops in context than hot — the
+        median over the families measured in both states of their median ratio at shared shapes
+        (1 without context states: a GPU, an older calibration)."""
+        if self._slowdown is None:
+            ratios = []
+            for key, hot in self.families.items():
+                name, _, state = key.rpartition("@")
+                context = self.families.get(f"{name}@context")
+                if state != "hot" or context is None:
+                    continue
+                times = {p.features: p.time_s for p in hot.points}
+                shared = [p.time_s / times[p.features] for p in context.points if p.features in times]
+                if shared:
+                    ratios.append(float(np.median(shared)))
+            self._slowdown = max(1.0, float(np.median(ratios))) if ratios else 1.0
+        return self._slowdown
+
+    def context_weight(self, distance: float | None) -> float:
+        """Where ``distance`` bytes touched since an op last ran lie between the hot anchor (the
+        L2: 0) and the context state's read (1), in log bytes, clamped; 0 when unknown or when
+        the calibration has no context state."""
+        far = self.calibration.context_reuse_bytes
+        near = max(self.calibration.warm_reuse_bytes / 2, 1.0)
+        if distance is None or far <= near:
+            return 0.0
+        return min(1.0, max(0.0, math.log(max(distance, 1.0) / near) / math.log((far + 1.0) / near)))
+
+    def host_time(self, queries: Sequence[OpQuery], n_module_calls: int) -> float:
+        """``h = c_op · Σ_i φ_i + c_mod · n_module_calls · mean φ`` (0 without a host
+        calibration): the chains are timed in a hot loop, and the Python and dispatcher work
+        around a call slows down in a step as the small ops themselves do —
+        ``φ_i = Φ^{w_i}`` with Φ the calibration's context slowdown
+        (:meth:`dispatch_slowdown`) and ``w_i`` the op's context weight (:meth:`context_weight`)."""
         host = self.calibration.host
         if host is None:
             return 0.0
-        return host.per_op_s * n_ops + host.per_module_call_s * n_module_calls
+        slowdown = math.log(self.dispatch_slowdown())
+        factors = [math.exp(slowdown * self.context_weight(q.context_bytes)) for q in queries]
+        total = math.fsum(factors)
+        mean = total / len(factors) if factors else 1.0
+        return host.per_op_s * total + host.per_module_call_s * n_module_calls * mean
 
 
 @dataclass(frozen=True)
@@ -559,7 +618,7 @@ def predict_step(model: OpModel, queries: Sequence[OpQuery], n_module_calls: int
     tensor-parallel prediction applies it per rank and adds communication)."""
     estimates = tuple(model.estimate(q) for q in queries)
     op_time = math.fsum(e.time_s for e in estimates)
-    host = model.host_time(len(queries), n_module_calls)
+    host = model.host_time(queries, n_module_calls)
     host_spread = model.calibration.host.rel_spread if model.calibration.host is not None else 0.0
     total = op_time + host
     weighted = math.fsum(e.time_s * e.rel_uncertainty for e in estimates) + host * max(host_spread, 0.1)
@@ -626,6 +685,32 @@ def reuse_distances(touches: Sequence[Touches]) -> list[tuple[float | None, floa
                 full[storage] = (index, float(nbytes))
         if index >= n:
             out.append((None, 0.0) if best is None else (min(best[0], tree.total(0, index + 1)), best[1]))
+    return out
+
+
+def context_distances(names: Sequence[str], touches: Sequence[Touches]) -> list[float]:
+    """Per call, the distinct bytes touched since the previous call of the same op name (each
+    storage once, at its latest size: a cache holds a footprint), in the steady state of a
+    repeated step (two passes; the second is reported): how far the step has pushed that op's
+    code and data down the caches since it last ran. A small op after a few megabytes of matmuls
+    costs several times its hot-loop time (``benchmarks/bench_dispatch_context.py``)."""
+    n = len(names)
+    tree = _Fenwick(2 * n)
+    latest: dict[int, tuple[int, float]] = {}
+    last_call: dict[str, int] = {}
+    out: list[float] = []
+    for index in range(2 * n):
+        name, call = names[index % n], touches[index % n]
+        if index >= n:
+            out.append(tree.total(last_call[name] + 1, index))
+        last_call[name] = index
+        for storage, nbytes in (*call.reads, *call.writes):
+            if nbytes <= 0:
+                continue
+            if storage in latest:
+                tree.add(latest[storage][0], -latest[storage][1])
+            latest[storage] = (index, float(nbytes))
+            tree.add(index, float(nbytes))
     return out
 
 
@@ -761,6 +846,7 @@ __all__ = [
     "StepEstimate",
     "Touches",
     "categories",
+    "context_distances",
     "error_stats",
     "fallbacks",
     "fit_family",

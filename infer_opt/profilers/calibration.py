@@ -16,9 +16,14 @@ repetition, so one profiler session covers hundreds of shapes:
   from the last-level cache;
 * **cold**: a read of twice the last-level cache first, then each case once — its weights come
   from memory, as in a model larger than the cache. Only calls with a main operand are kept.
+* **context** (small cases without a main operand: elementwise, norms, copies, views, inputs of
+  at most 512 KiB): the case, a read of four warm reads (:func:`context_reuse_bytes`), the case
+  again (kept) — as a small op runs after a step's matmuls, its code and the dispatcher's data
+  gone from the L2 and the TLB, which costs it two to eight times its hot-loop time on the CPU.
 
 The reads between uses are where the warm and cold states sit on the reuse-distance axis the
-predictor interpolates along (``warm_reuse_bytes``, ``cold_reuse_bytes`` in the result).
+predictor interpolates along (``warm_reuse_bytes``, ``cold_reuse_bytes``,
+``context_reuse_bytes`` in the result).
 Every call's time lands on its family's grid point (:func:`op_families.signature`), the median
 over repetitions; the families are then fitted (:func:`infer_opt.cost_models.op_model.fit_family`).
 
@@ -166,38 +171,77 @@ def _record(case: cc.Case, inputs: cc.Inputs) -> tuple[list[rec.OpCall], list[Si
     return calls, recorder.signatures
 
 
+#: a warm case's code warmer (:func:`_warmers`) reads at most this much: a few percent of an L2
+WARMER_MAX_BYTES = 2**16
+
+
 @dataclass(frozen=True)
 class _Scrubs:
-    """What a repetition writes to move data out of the caches: ``l2`` over the L2 (a warm
+    """What a repetition reads to move data out of the caches: ``l2`` over the L2 (a warm
     case's weights then come from the last-level cache, as a layer's do in a model step;
-    None on a GPU), ``llc`` over the last-level cache (cold)."""
+    None on a GPU), ``llc`` over the last-level cache (cold), ``context`` over several L2s
+    before a small op (None on a GPU, whose kernels do not run the host's code)."""
 
     l2: Callable[[], object] | None
     llc: Callable[[], object]
+    context: Callable[[], object] | None = None
 
 
-def _case_program(case: cc.Case, inputs: cc.Inputs, state: str, scrubs: _Scrubs) -> Callable[[], None]:
+def _case_program(
+    case: cc.Case,
+    inputs: cc.Inputs,
+    state: str,
+    scrubs: _Scrubs,
+    warmer: tuple[cc.Case, cc.Inputs] | None = None,
+) -> Callable[[], None]:
     """One case's part of a repetition (module docstring): hot = twice in a row; warm = once, the
-    L2 scrub, once more; cold = once (after the flush of the chunk)."""
+    L2 scrub, the ``warmer`` (a small case of the same kind: the op's code back in the caches,
+    its weight not), once more; context = once, the context read, once more; cold = once (after
+    the flush of the chunk, the case before it of the same kind)."""
     if state == "cold":
         return lambda: case.run(inputs)
-    scrub = scrubs.l2 if state == "warm" else None
+    scrub = {"warm": scrubs.l2, "context": scrubs.context}.get(state)
 
     def run() -> None:
         case.run(inputs)
         if scrub is not None:
             scrub()
+        if warmer is not None:
+            warmer[0].run(warmer[1])
         case.run(inputs)
 
     return run
+
+
+def _warmers(
+    items: Sequence[tuple[cc.Case, cc.Inputs]], limit: int
+) -> list[tuple[cc.Case, cc.Inputs] | None]:
+    """Per case, the smallest *other* case of its kind (the first word of its label) that reads
+    at most ``limit`` bytes, or None. Run between the warm state's scrub and its timed call,
+    it brings back the op's code and the dispatcher's data — which a step's previous op of the
+    same kind would have left there — without touching the timed case's weight: the warm state
+    measures where the weight is, not how cold the code is (the context state's concern)."""
+    by_kind: dict[str, list[tuple[cc.Case, cc.Inputs]]] = {}
+    for item in items:
+        if item[0].reads <= limit:
+            by_kind.setdefault(item[0].label.split()[0], []).append(item)
+    out: list[tuple[cc.Case, cc.Inputs] | None] = []
+    for item in items:
+        others = [c for c in by_kind.get(item[0].label.split()[0], []) if c[0] is not item[0]]
+        out.append(min(others, key=lambda c: c[0].reads) if others else None)
+    return out
 
 
 def _timed_program(
     items: Sequence[tuple[cc.Case, cc.Inputs]], state: str, scrubs: _Scrubs
 ) -> tuple[Callable[[], None], list[rec.OpCall], list[tuple[int, Signature]]]:
     """The function one repetition runs, its recorded calls, and which calls are kept: every call
-    of each case's last run (hot), or its calls with a main operand (warm, cold)."""
-    parts = [_case_program(case, inputs, state, scrubs) for case, inputs in items]
+    of each case's last run (hot, context), or its calls with a main operand (warm, cold)."""
+    warmers = _warmers(items, WARMER_MAX_BYTES) if state == "warm" else [None] * len(items)
+    parts = [
+        _case_program(case, inputs, state, scrubs, warmer)
+        for (case, inputs), warmer in zip(items, warmers, strict=True)
+    ]
     calls: list[rec.OpCall] = []
     kept: list[tuple[int, Signature]] = []
     if state == "cold":
@@ -207,7 +251,7 @@ def _timed_program(
         everything = rec.record_ops(part)
         calls.extend(everything[: len(everything) - len(case_calls)])
         for call, sig in zip(case_calls, signatures, strict=True):
-            if state == "hot" or sig.touches.main:
+            if state in ("hot", "context") or sig.touches.main:
                 kept.append((len(calls), sig))
             calls.append(call)
 
@@ -274,8 +318,12 @@ def measure_group(
         overhead_per_event_s = 0.0 if is_cuda(device) else rec.profiler_overhead_per_event_s()
     from infer_opt.profilers.device import flush_buffer_bytes
 
-    warm = None if is_cuda(device) else reader(warm_reuse_bytes(), device)
-    scrubs = _Scrubs(warm, reader(flush_buffer_bytes(device), device))
+    cpu = not is_cuda(device)
+    scrubs = _Scrubs(
+        reader(warm_reuse_bytes(), device) if cpu else None,
+        reader(flush_buffer_bytes(device), device),
+        reader(context_reuse_bytes(), device) if cpu else None,
+    )
     samples: list[_Sample] = []
     skipped: list[str] = []
     done = 0
@@ -286,8 +334,8 @@ def measure_group(
         skipped.extend(failed)
         for chunk in _chunks(passed):
             for state in om.STATES:
-                if state == "warm" and scrubs.l2 is None:
-                    continue  # a GPU's L2 is its last-level cache: hot and cold only
+                if (state == "warm" and scrubs.l2 is None) or (state == "context" and scrubs.context is None):
+                    continue  # a GPU's L2 is its last-level cache, and its kernels run no host code
                 items = [item for item in chunk if state in item[0].states]
                 if not items:
                     continue
@@ -332,6 +380,15 @@ def warm_reuse_bytes() -> int:
     return 2 * (cache_level_bytes(2) or 2 * 2**20)
 
 
+def context_reuse_bytes() -> int:
+    """What the context state reads before a small op's timed call: four warm reads (16 MiB with
+    a 2 MiB L2). A small op costs more the more a step touched since it last ran — its code,
+    the dispatcher's tables and their page-table entries leave the caches and the TLB — and on
+    the 2-core Xeon this was measured to level off between 8 and 16 MiB (an RMS norm's ops after
+    reads of 0.06…64 MiB, and after a llama-small layer's 22 MB of matmuls)."""
+    return 4 * warm_reuse_bytes()
+
+
 def reader(nbytes: int, device: Any = "cpu") -> Callable[[], object]:
     """A read of ``nbytes`` (a sum over a buffer that size). A read, not a write: what runs
     between two uses of a weight in a model step is mostly other weights being read, which
@@ -344,20 +401,26 @@ def reader(nbytes: int, device: Any = "cpu") -> Callable[[], object]:
 
 
 def merge_families(
-    existing: Sequence[om.FamilyCalibration], samples: Sequence[_Sample], skipped: Sequence[str] = ()
+    existing: Sequence[om.FamilyCalibration], samples: Sequence[_Sample], *, renew: bool = False
 ) -> list[om.FamilyCalibration]:
-    """Families with ``samples`` added: points with the same features are merged (median time),
+    """Families with ``samples`` added: points with the same features are merged (median time) —
+    or, ``renew``, the new ones replace the old at the same features (a group measured again) —
     and each family that got new points is refitted."""
     by_key: dict[str, dict[tuple[int, ...], list[om.GridPoint]]] = {}
     for family in existing:
         by_key[family.key] = {tuple(int(v) for v in p.features): [p] for p in family.points}
     touched: set[str] = set()
+    fresh: set[tuple[str, tuple[int, ...]]] = set()
     for s in samples:
         key = f"{s.family}@{s.state}"
         point = om.GridPoint(
             tuple(float(v) for v in s.features), s.time_s, s.rel_spread, s.flops, s.work_bytes
         )
-        by_key.setdefault(key, {}).setdefault(tuple(s.features), []).append(point)
+        grid = by_key.setdefault(key, {})
+        if renew and (key, s.features) not in fresh:
+            grid.pop(tuple(s.features), None)
+            fresh.add((key, s.features))
+        grid.setdefault(tuple(s.features), []).append(point)
         touched.add(key)
     old = {f.key: f for f in existing}
     out = []
@@ -514,6 +577,7 @@ def new_result(device: Any, dtype: torch.dtype, grid: str) -> om.CalibrationResu
         threads=torch.get_num_threads(),
         warm_reuse_bytes=0 if cuda else warm_reuse_bytes(),
         cold_reuse_bytes=devices.flush_buffer_bytes(device),
+        context_reuse_bytes=0 if cuda else context_reuse_bytes(),
         torch_version=torch.__version__,
         op_timer=(
             "torch.profiler: CUDA kernel time per op (CUPTI)"
@@ -533,14 +597,24 @@ def calibrate(
     only: Sequence[str] | None = None,
     reps: int = DEFAULT_REPS,
     resume_from: om.CalibrationResult | None = None,
+    update: om.CalibrationResult | None = None,
     on_group: Callable[[om.CalibrationResult], None] | None = None,
     progress: Progress | None = None,
 ) -> om.CalibrationResult:
     """Run the suite (module docstring); ``on_group`` receives the result after every group (to
-    save it). ``resume_from`` skips its finished groups. Ctrl-C returns what finished."""
+    save it). ``resume_from`` skips its finished groups; ``update`` is a calibration whose
+    ``only`` groups are measured again, their points replacing its own at the same shapes.
+    Ctrl-C returns what finished."""
     from infer_opt.profilers import device as devices
 
     kind = "cuda" if devices.is_cuda(device) else "cpu"
+    if update is not None:
+        again = set(only or [*cc.GROUPS, HOST_GROUP])
+        resume_from = replace(
+            update,
+            groups_done=tuple(g for g in update.groups_done if g not in again),
+            host=None if HOST_GROUP in again else update.host,
+        )
     result = resume_from if resume_from is not None else new_result(device, dtype, grid)
     start = time.perf_counter() - result.wall_s
     wanted = None if not only else [name for name in only if name != HOST_GROUP]
@@ -553,11 +627,11 @@ def calibrate(
             samples, skipped = measure_group(
                 group, dtype, reps=reps, overhead_per_event_s=overhead, progress=progress
             )
-            families = merge_families(result.families, samples)
+            families = merge_families(result.families, samples, renew=update is not None)
             result = replace(
                 result,
                 families=tuple(families),
-                roofline=device_roofline(families),
+                roofline=device_roofline(families) or result.roofline,
                 groups_done=(*result.groups_done, group.name),
                 wall_s=time.perf_counter() - start,
                 warnings=(*result.warnings, *_skip_notices(group.name, skipped)),

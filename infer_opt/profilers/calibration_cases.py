@@ -35,7 +35,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -51,6 +51,14 @@ CHECK_COLUMNS = 256
 #: small-M matmuls (bandwidth-bound) in all three, larger ones (compute-bound) not cold
 ALL_STATES = ("hot", "warm", "cold")
 NOT_COLD = ("hot", "warm")
+#: the groups of small ops without a main operand, measured hot and in context (after a read
+#: that pushes the dispatcher's code and data out of the caches, as a step's matmuls do) when
+#: their inputs take at most CONTEXT_MAX_BYTES: beyond that an op's time is its data's, and the
+#: read would move the data too (an embedding of few rows is measured in context as well as in
+#: its three cache states)
+CONTEXT_GROUPS = ("norms", "elementwise", "memory", "views")
+CONTEXT_STATES = ("hot", "context")
+CONTEXT_MAX_BYTES = 2**19
 
 Inputs = dict[str, Any]
 
@@ -69,11 +77,20 @@ class Case:
     #: bytes the inputs take (to keep a chunk of cases within memory)
     input_bytes: int = 0
     #: cache states measured: "hot" (inputs just touched), "warm" (main operand in the last-level
-    #: cache, not in L2), "cold" (in memory); only cases with a main operand have the last two
+    #: cache, not in L2), "cold" (in memory) — only cases with a main operand have those two —,
+    #: "context" (small ops without one: after a read of several L2s, :func:`with_context`)
     states: tuple[str, ...] = ("hot",)
     #: the part of the output the reference covers (a large matmul is checked on a sample of
     #: rows and columns: a float64 reference of all of it would cost more than timing it)
     sample: Callable[[Any], torch.Tensor] | None = None
+    #: bytes one call reads when far fewer than its inputs (an embedding's rows, not its table);
+    #: None: all of its inputs
+    touched_bytes: int | None = None
+
+    @property
+    def reads(self) -> int:
+        """Bytes one call reads."""
+        return self.input_bytes if self.touched_bytes is None else self.touched_bytes
 
 
 @dataclass(frozen=True)
@@ -498,6 +515,24 @@ def _rotary_case(n: int) -> Case:
     )
 
 
+def _strided_binary_case(op: str, n: int) -> Case:
+    """A same-size ``op`` of a transposed head view and a contiguous tensor: rotary embedding's
+    ``q·cos + rotate_half(q)·sin``, whose first product keeps the view's layout."""
+
+    def inputs(g: torch.Generator, dtype: torch.dtype) -> Inputs:
+        x = _strided(n, g, dtype)
+        return {"x": x, "y": _randn(g, dtype, *x.shape)}
+
+    return Case(
+        "elementwise",
+        f"{op}.t.nc N={n}",
+        inputs,
+        lambda x: _BINARY[op](x["x"], x["y"]),
+        lambda x: _BINARY[op](_d(x["x"]), _d(x["y"])),
+        8 * n,
+    )
+
+
 def _unary_case(op: str, n: int, strided: bool) -> Case:
     fn = _UNARY[op]
 
@@ -542,6 +577,8 @@ def elementwise_cases(spec: dict[str, Any]) -> Iterator[Case]:
         if n >= 256:
             yield _rotary_case(n)
             yield _unary_case("neg", n, True)
+            yield _strided_binary_case("add", n)
+            yield _strided_binary_case("mul", n)
     for op, rows, cols in itertools.product(_REDUCTIONS, spec["rows"], spec["hidden"]):
         if rows * cols <= spec["max_elements"]:
             yield _reduction_case(op, rows, cols)
@@ -589,6 +626,7 @@ def _embedding_case(n_idx: int, dim: int) -> Case:
     def inputs(g: torch.Generator, dtype: torch.dtype) -> Inputs:
         return {"w": _randn(g, dtype, vocab, dim), "i": torch.randint(0, vocab, (n_idx,), generator=g)}
 
+    rows = 4 * n_idx * dim
     return Case(
         "memory",
         f"embedding n={n_idx} d={dim}",
@@ -596,7 +634,9 @@ def _embedding_case(n_idx: int, dim: int) -> Case:
         lambda x: F.embedding(x["i"], x["w"]),
         lambda x: _d(x["w"])[x["i"]],
         4 * vocab * dim,
-        ALL_STATES,
+        # few rows: its time is the dispatch's, measured in context too (the first op of a step)
+        (*ALL_STATES, "context") if rows <= CONTEXT_MAX_BYTES else ALL_STATES,
+        touched_bytes=rows + 8 * n_idx,
     )
 
 
@@ -656,6 +696,13 @@ GROUPS: dict[str, Callable[[dict[str, Any]], Iterator[Case]]] = {
 }
 
 
+def with_context(case: Case) -> Case:
+    """``case`` measured in context too when it is a small op without a main operand."""
+    if case.group in CONTEXT_GROUPS and case.states == ("hot",) and case.input_bytes <= CONTEXT_MAX_BYTES:
+        return replace(case, states=CONTEXT_STATES)
+    return case
+
+
 def groups(grid: str, kind: str, only: Sequence[str] | None = None) -> list[Group]:
     """The suite's groups for a grid and device kind (``only``: a subset, by name)."""
     spec = grid_spec(grid, kind)
@@ -665,4 +712,4 @@ def groups(grid: str, kind: str, only: Sequence[str] | None = None) -> list[Grou
         if unknown:
             raise InvalidInput("only", ",".join(unknown), f"unknown group; known: {', '.join(names)}")
         names = [n for n in names if n in only]
-    return [Group(name, tuple(GROUPS[name](spec))) for name in names]
+    return [Group(name, tuple(with_context(c) for c in GROUPS[name](spec))) for name in names]

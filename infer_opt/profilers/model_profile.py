@@ -55,6 +55,10 @@ OVERCOVERAGE_WARNING = 1.10
 #: profiled repetitions are capped so that about this many op calls are parsed in all
 #: (parsing the trace costs ~10 µs per event)
 MAX_PROFILED_CALLS = 30_000
+#: after a profiler pass a CPU step is warmed up again for at least this long (one call at least):
+#: the profiler's teardown leaves the caches and the allocator cold, and a 1 ms step then runs
+#: 1.5-2x slower for its first few calls (tiny decode: 1.5, 1.2, 0.9, 0.9, 0.85 ms, then 0.81)
+SETTLE_AFTER_PROFILER_S = 0.02
 #: an op taking this share of the step whose efficiency is above FAST_OP_EFFICIENCY (faster than
 #: the fitted bound) suggests a stale fit
 FAST_OP_SHARE = 0.02
@@ -759,10 +763,12 @@ def _time_runs(
     report: Callable[[int, str], None],
 ) -> _Timed:
     """``runs`` passes, each with its own warm-up: the uninstrumented step timing and the
-    operator pass alternating in up to four chunks (a change in load hits both alike)."""
+    operator pass alternating in up to four chunks (a change in load hits both alike), each
+    timing chunk after a profiler pass warmed up again (:data:`SETTLE_AFTER_PROFILER_S`)."""
     from infer_opt.profilers import timing
 
-    overhead = 0.0 if str(device).startswith("cuda") else rec.profiler_overhead_per_event_s()
+    on_cuda = str(device).startswith("cuda")
+    overhead = 0.0 if on_cuda else rec.profiler_overhead_per_event_s()
     op_reps = min(reps, max(3, MAX_PROFILED_CALLS // len(calls)))
     chunks = _chunks(reps, count=len(_chunks(op_reps)))
     op_chunks = _chunks(op_reps, count=len(chunks))
@@ -775,7 +781,12 @@ def _time_runs(
             report(unit, f"{prefix}timing the step ({k + 1}/{len(chunks)})")
             with guard(f"running the {mode} step"):
                 m = timing.measure(
-                    step.fn, device=device, warmup=warmup if k == 0 else 1, reps=n, time_cold=False
+                    step.fn,
+                    device=device,
+                    warmup=warmup if k == 0 else 1,
+                    warmup_time_s=None if k == 0 or on_cuda else SETTLE_AFTER_PROFILER_S,
+                    reps=n,
+                    time_cold=False,
                 )
             timed.samples_s.extend(m.samples_s)
             timed.warmup_calls += m.warmup_calls

@@ -166,8 +166,11 @@ class PredictResult(Result, meta_record.ModelStep):
 
 
 def queries(recorded: meta_record.RecordedStep) -> list[om.OpQuery]:
-    """The recorded calls as the op model's queries, each with its main operand's reuse distance."""
-    reuse = om.reuse_distances([s.touches for s in recorded.signatures])
+    """The recorded calls as the op model's queries, each with its main operand's reuse distance
+    and the bytes touched since the previous call of the same op (its dispatch context)."""
+    touches = [s.touches for s in recorded.signatures]
+    reuse = om.reuse_distances(touches)
+    context = om.context_distances([call.name for call in recorded.calls], touches)
     return [
         om.OpQuery(
             call.name,
@@ -177,8 +180,11 @@ def queries(recorded: meta_record.RecordedStep) -> list[om.OpQuery]:
             sig.work_bytes,
             distance,
             main_bytes,
+            since_same_op,
         )
-        for call, sig, (distance, main_bytes) in zip(recorded.calls, recorded.signatures, reuse, strict=True)
+        for call, sig, (distance, main_bytes), since_same_op in zip(
+            recorded.calls, recorded.signatures, reuse, context, strict=True
+        )
     ]
 
 

@@ -64,6 +64,15 @@ def _summary(r: CalibrationResult) -> list[tuple[str, str]]:
         ("Op timer", r.op_timer),
         ("Took", format_duration(r.wall_s)),
     ]
+    if r.context_reuse_bytes:
+        out.insert(
+            5,
+            (
+                "Dispatch context",
+                f"small ops also {format_bytes(r.context_reuse_bytes)} read since their last call; "
+                "an op is placed by the bytes touched since it last ran",
+            ),
+        )
     if r.roofline is not None:
         roof = r.roofline
         out.append(

@@ -4,6 +4,7 @@ statistics and the ridge crossing (SPEC §5.1)."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
@@ -237,6 +238,45 @@ def test_step_is_the_sum_of_its_ops_plus_the_host_term():
     assert low < step.step_time_s < high
 
 
+def test_the_host_term_slows_down_with_each_calls_context_as_the_small_ops_do():
+    """h = c_op·Σφ_i + c_mod·n_mod·mean φ, φ_i = Φ^{w_i}: Φ = 4 (context over hot), w the
+    context weight (0 in the L2, 1 at the context read and beyond)."""
+    host = om.HostCalibration(per_op_s=1e-6, per_module_call_s=3e-6)
+    model = _context_model(host)
+    assert model.dispatch_slowdown() == pytest.approx(4.0)
+    assert model.context_weight(None) == model.context_weight(2.0**20) == 0.0
+    assert model.context_weight(2.0**22.5) == pytest.approx(0.5, rel=1e-3)
+    assert model.context_weight(2.0**30) == 1.0
+    query = om.OpQuery("aten::add", "add.t", (256.0,), 0.0, 2048.0)
+    near, mid, far = (replace(query, context_bytes=b) for b in (0.0, 2.0**22.5, 2.0**25))
+    phis = [1.0, 2.0, 4.0]
+    step = om.predict_step(model, [near, mid, far], n_module_calls=4)
+    assert step.host_s == pytest.approx(1e-6 * sum(phis) + 3e-6 * 4 * sum(phis) / 3, rel=1e-3)
+    # the op itself: 4x at the context read and beyond
+    assert model.estimate(far).time_s == pytest.approx(4 * model.estimate(near).time_s)
+    # without context states (a GPU, an older calibration) the host term is the hot loop's
+    plain = om.OpModel(calibration(replace(line_family({64: 1.0, 4096: 1.0}), state="hot"), host=host))
+    assert om.predict_step(plain, [near, mid], 4).host_s == pytest.approx(2e-6 + 12e-6)
+
+
+def test_an_op_with_a_main_operand_adds_its_code_context_to_where_its_data_is():
+    """An embedding of few rows: its data state comes from the reuse distance (hot/cold), and
+    the context state's cost over the hot one is added at its context weight."""
+    fams = tuple(
+        family("embedding", [((4.0, 64.0), 0.0, 1024.0, t), ((8.0, 64.0), 0.0, 2048.0, t)], state)
+        for state, t in (("hot", 2e-6), ("cold", 5e-6), ("context", 12e-6))
+    )
+    calib = replace(
+        calibration(*fams), warm_reuse_bytes=2**22, cold_reuse_bytes=2**29, context_reuse_bytes=2**24
+    )
+    model = om.OpModel(calib)
+    query = om.OpQuery("aten::embedding", "embedding", (4.0, 64.0), 0.0, 1024.0, 2.0**40, 1024.0)
+    cold_code_warm = model.estimate(replace(query, context_bytes=0.0))
+    assert cold_code_warm.time_s == pytest.approx(5e-6) and cold_code_warm.state == "cold"
+    cold_code_cold = model.estimate(replace(query, context_bytes=2.0**30))
+    assert cold_code_cold.time_s == pytest.approx(5e-6 + (12e-6 - 2e-6))
+
+
 def test_fit_family_recovers_a_known_base_roofline_and_rejects_bad_points():
     points = [
         om.GridPoint((float(n),), base(2.0 * n, 8.0 * n), 0.0, 2.0 * n, 8.0 * n)
@@ -275,6 +315,39 @@ def test_a_storage_touched_many_times_in_between_takes_its_room_once():
     weight = om.Touches(reads=((1, 400), (2, 100)), writes=((2, 100),), main=(0,))
     rereads = [om.Touches(reads=((2, 100),), writes=((3, 50),)) for _ in range(10)]
     assert om.reuse_distances([weight, *rereads])[0] == (100 + 50 + 400, 400.0)
+
+
+def test_context_distances_count_each_storage_once_since_the_same_op():
+    weight = om.Touches(reads=((1, 400), (2, 100)), writes=((2, 100),), main=(0,))
+    rereads = [om.Touches(reads=((2, 100),), writes=((3, 50),)) for _ in range(10)]
+    names = ["mm", *["add"] * 10]
+    context = om.context_distances(names, [weight, *rereads])
+    assert context[0] == 100 + 50  # since the previous mm (a step ago): storages 2 and 3, once each
+    assert context[2] == 0.0  # the add just before touched only what this add touches
+    assert context[1] == 400 + 100  # since the last add (a step ago): the mm's weight and output
+
+
+def _context_model(host: om.HostCalibration | None = None) -> om.OpModel:
+    """add.t measured hot and (4× slower) in context; anchors at 2 MiB (hot) and 16 MiB."""
+    hot = replace(line_family({64: 1.0, 4096: 1.0}), state="hot")
+    slow = replace(hot, state="context", points=tuple(replace(p, time_s=4 * p.time_s) for p in hot.points))
+    calib = replace(calibration(hot, slow, host=host), warm_reuse_bytes=2**22, context_reuse_bytes=2**24)
+    return om.OpModel(calib)
+
+
+def test_an_op_without_a_main_operand_sits_between_hot_and_context_by_its_context_distance():
+    model = _context_model()
+    query = om.OpQuery("aten::add", "add.t", (256.0,), 0.0, 2048.0)
+    t_hot = model.estimate(query).time_s
+    assert model.estimate(replace(query, context_bytes=0.0)).time_s == pytest.approx(t_hot)
+    assert model.estimate(replace(query, context_bytes=2**21)).time_s == pytest.approx(t_hot)  # in the L2
+    far = model.estimate(replace(query, context_bytes=2**30))
+    assert far.time_s == pytest.approx(4 * t_hot) and far.state == "context"  # clamped
+    # halfway in log distance between the anchors (2 MiB and 16 MiB + 1 byte): 2x
+    assert model.estimate(replace(query, context_bytes=2**22.5)).time_s == pytest.approx(2 * t_hot, rel=1e-3)
+    # an older calibration without the context state: hot at any distance
+    hot_only = calibration(replace(line_family({64: 1.0, 4096: 1.0}), state="hot"))
+    assert om.OpModel(hot_only).estimate(replace(query, context_bytes=2**30)).time_s == pytest.approx(t_hot)
 
 
 @given(st.lists(st.tuples(st.integers(0, 5), st.integers(1, 1000)), min_size=1, max_size=30))

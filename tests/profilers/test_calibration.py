@@ -63,6 +63,38 @@ def test_every_family_with_several_features_has_names_for_them():
         assert not any(name.startswith("x") for name in cal.feature_names(family, 4)), family
 
 
+def test_small_ops_without_a_main_operand_are_measured_in_context_and_nothing_else_is():
+    groups = {g.name: g for g in cc.groups("standard", "cpu")}
+    for name, group in groups.items():
+        for case in group.cases:
+            small = name in cc.CONTEXT_GROUPS and case.reads <= cc.CONTEXT_MAX_BYTES
+            main = "warm" in case.states or "cold" in case.states
+            embedding = case.label.startswith("embedding")  # few rows of a table: context too
+            assert ("context" in case.states) == (small and (embedding or not main)), case.label
+    assert any("context" in c.states for c in groups["elementwise"].cases)
+    assert not any("context" in c.states for c in groups["elementwise"].cases if c.input_bytes > 2**19)
+
+
+def _fake_case(label: str, nbytes: int, log: list[str]) -> cc.Case:
+    return cc.Case("linear", label, lambda g, d: {}, lambda x: log.append(label), lambda x: None, nbytes)
+
+
+def test_a_warm_case_runs_a_small_case_of_its_kind_between_the_scrub_and_its_timed_call():
+    log: list[str] = []
+    big, other, small = (_fake_case(f"linear {n}", n, log) for n in (2**22, 2**21, 2**12))
+    lone = _fake_case("sdpa.decode 1", 2**10, log)
+    items = [(big, {}), (other, {}), (small, {}), (lone, {})]
+    warmers = cal._warmers(items, cal.WARMER_MAX_BYTES)
+    # the smallest other case of the same kind, within the limit; none for a kind alone
+    assert [w[0].label if w else None for w in warmers] == ["linear 4096", "linear 4096", None, None]
+    scrubs = cal._Scrubs(lambda: log.append("scrub"), lambda: log.append("flush"), lambda: log.append("read"))
+    cal._case_program(big, {}, "warm", scrubs, warmers[0])()
+    assert log == ["linear 4194304", "scrub", "linear 4096", "linear 4194304"]
+    log.clear()
+    cal._case_program(small, {}, "context", scrubs)()
+    assert log == ["linear 4096", "read", "linear 4096"]
+
+
 def test_a_case_whose_output_is_wrong_is_not_timed():
     good = cc.groups("tiny", "cpu", ["views"])[0].cases[0]
     wrong = cc.Case("views", "wrong", good.inputs, good.run, lambda x: good.reference(x) + 1.0)
@@ -77,6 +109,9 @@ def test_a_run_measures_the_calls_each_case_makes(small_run):
     assert "view.transpose@hot" in families
     assert {"pow.s@hot", "mean.r@hot", "rsqrt.s@hot"} <= set(families)  # rms_norm's parts
     assert not any(key.endswith(("@warm", "@cold")) for key in families)  # no main operands here
+    # small ops are measured in context too (after a read of several L2s), and slower there
+    assert {"layer_norm@context", "view.transpose@context", "mean.r@context"} <= set(families)
+    assert small_run.context_reuse_bytes == cal.context_reuse_bytes() >= 2 * small_run.warm_reuse_bytes
     ln = families["layer_norm@hot"]
     assert ln.feature_names == ("rows", "hidden")
     assert {p.features for p in ln.points} == {(1.0, 64.0), (1.0, 256.0), (16.0, 64.0), (16.0, 256.0)}

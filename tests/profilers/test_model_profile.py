@@ -110,6 +110,26 @@ def test_chunks_split_the_repetitions():
     assert mp._chunks(10, count=3) == [4, 3, 3]
 
 
+def test_step_timing_after_a_profiler_pass_is_warmed_up_again_for_a_while(monkeypatch):
+    """The profiler's teardown leaves a short CPU step 1.5-2x slower for its first calls: every
+    timing chunk after an operator pass warms up for SETTLE_AFTER_PROFILER_S, not one call."""
+    from infer_opt.profilers import timing
+
+    seen = []
+    real = timing.measure
+
+    def spy(fn, **kwargs):
+        seen.append((kwargs["warmup"], kwargs.get("warmup_time_s")))
+        return real(fn, **kwargs)
+
+    monkeypatch.setattr(timing, "measure", spy)
+    _profile(reps=8, warmup=2)
+    chunks = [w for w in seen if w[0] != 0]  # the cold call is its own measure(warmup=0)
+    assert chunks[0] == (2, None) and len(chunks) > 1
+    assert all(w == (1, mp.SETTLE_AFTER_PROFILER_S) for w in chunks[1:])
+    assert mp.SETTLE_AFTER_PROFILER_S >= 0.01
+
+
 # ---------------------------------------------------------------------------- whole profiles
 
 
