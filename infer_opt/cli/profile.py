@@ -140,7 +140,7 @@ def load(run: ModelRun, update: Any) -> tuple[Any, Any, Any]:
     return loaded, dev, torch_dtype
 
 
-WarmupOpt = warmup_option("Untimed calls before timing.")
+WarmupOpt = warmup_option("Untimed calls before timing (on a CPU for 0.1 s at least, unless 0).")
 RepsOpt = reps_option("Timed repetitions (step timing and operator pass).")
 RooflineOpt = option(
     Path | None,

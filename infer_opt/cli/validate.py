@@ -38,7 +38,7 @@ Examples:
   infer-opt validate llama-small --mode prefill --mode decode --grid batch=1,3 --json
 """
 
-WarmupOpt = warmup_option("Untimed calls per point.")
+WarmupOpt = warmup_option("Untimed calls per point (on a CPU for 0.1 s at least, unless 0).")
 RepsOpt = reps_option("Timed repetitions per point.")
 
 

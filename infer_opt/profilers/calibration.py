@@ -216,19 +216,30 @@ def _case_program(
 def _warmers(
     items: Sequence[tuple[cc.Case, cc.Inputs]], limit: int
 ) -> list[tuple[cc.Case, cc.Inputs] | None]:
-    """Per case, the smallest *other* case of its kind (the first word of its label) that reads
-    at most ``limit`` bytes, or None. Run between the warm state's scrub and its timed call,
-    it brings back the op's code and the dispatcher's data — which a step's previous op of the
-    same kind would have left there — without touching the timed case's weight: the warm state
-    measures where the weight is, not how cold the code is (the context state's concern)."""
+    """Per case, another case of its kind (the first word of its label) that reads at most
+    ``limit`` bytes — the one whose label shares the most leading words with it (``linear M=4``:
+    a BLAS picks its kernel by the shape, and M decides most), then the smallest — or None. Run
+    between the warm state's scrub and its timed call, it brings back the op's code and the
+    dispatcher's data — which a step's previous op of the same kind would have left there —
+    without touching the timed case's weight: the warm state measures where the weight is, not
+    how cold the code is (the context state's concern)."""
     by_kind: dict[str, list[tuple[cc.Case, cc.Inputs]]] = {}
     for item in items:
         if item[0].reads <= limit:
             by_kind.setdefault(item[0].label.split()[0], []).append(item)
+
+    def shared(a: str, b: str) -> int:
+        n = 0
+        for x, y in zip(a.split(), b.split()):
+            if x != y:
+                break
+            n += 1
+        return n
+
     out: list[tuple[cc.Case, cc.Inputs] | None] = []
-    for item in items:
-        others = [c for c in by_kind.get(item[0].label.split()[0], []) if c[0] is not item[0]]
-        out.append(min(others, key=lambda c: c[0].reads) if others else None)
+    for case, _ in items:
+        others = [c for c in by_kind.get(case.label.split()[0], []) if c[0] is not case]
+        out.append(min(others, key=lambda c: (-shared(c[0].label, case.label), c[0].reads)) if others else None)
     return out
 
 

@@ -55,6 +55,10 @@ OVERCOVERAGE_WARNING = 1.10
 #: profiled repetitions are capped so that about this many op calls are parsed in all
 #: (parsing the trace costs ~10 µs per event)
 MAX_PROFILED_CALLS = 30_000
+#: a CPU step is warmed up for at least this long as well as ``warmup`` calls (unless that is 0):
+#: a freshly built step runs slow for its first ~20 ms — tiny's 0.85 ms decode step took 1.4-1.6 ms
+#: for its first 14 calls, then dropped at once — and a count of 3 left most samples there
+STEP_WARMUP_S = 0.1
 #: after a profiler pass a CPU step is warmed up again for at least this long (one call at least):
 #: the profiler's teardown leaves the caches and the allocator cold, and a 1 ms step then runs
 #: 1.5-2x slower for its first few calls (tiny decode: 1.5, 1.2, 0.9, 0.9, 0.85 ms, then 0.81)
@@ -784,7 +788,7 @@ def _time_runs(
                     step.fn,
                     device=device,
                     warmup=warmup if k == 0 else 1,
-                    warmup_time_s=None if k == 0 or on_cuda else SETTLE_AFTER_PROFILER_S,
+                    warmup_time_s=_warmup_time(k, warmup, on_cuda),
                     reps=n,
                     time_cold=False,
                 )
@@ -805,6 +809,15 @@ def _time_runs(
         timed.step_run_sizes.append(len(timed.samples_s) - first_sample)
         timed.op_run_sizes.append(sum(len(p.per_rep_s) for p in timed.parts[first_part:]))
     return timed
+
+
+def _warmup_time(chunk: int, warmup: int, on_cuda: bool) -> float | None:
+    """The least warm-up time of a timing chunk: none on CUDA (the timer's own rule) or when the
+    user asked for no warm-up; :data:`STEP_WARMUP_S` before the first chunk and
+    :data:`SETTLE_AFTER_PROFILER_S` before each chunk after a profiler pass."""
+    if on_cuda or (chunk == 0 and warmup == 0):
+        return None
+    return STEP_WARMUP_S if chunk == 0 else SETTLE_AFTER_PROFILER_S
 
 
 def run_medians(samples: Sequence[float], sizes: Sequence[int]) -> tuple[float, ...]:

@@ -93,6 +93,11 @@ def test_a_warm_case_runs_a_small_case_of_its_kind_between_the_scrub_and_its_tim
     log.clear()
     cal._case_program(small, {}, "context", scrubs)()
     assert log == ["linear 4096", "read", "linear 4096"]
+    # the warmer shares the most leading words of the label (a BLAS picks its kernel by M)
+    same_m, tinier = _fake_case("linear M=4 N=64", 2**14, log), _fake_case("linear M=1 N=64", 2**10, log)
+    timed = _fake_case("linear M=4 N=512", 2**20, log)
+    picked = cal._warmers([(timed, {}), (tinier, {}), (same_m, {})], cal.WARMER_MAX_BYTES)[0]
+    assert picked is not None and picked[0] is same_m
 
 
 def test_a_case_whose_output_is_wrong_is_not_timed():

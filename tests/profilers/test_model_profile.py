@@ -111,8 +111,10 @@ def test_chunks_split_the_repetitions():
 
 
 def test_step_timing_after_a_profiler_pass_is_warmed_up_again_for_a_while(monkeypatch):
-    """The profiler's teardown leaves a short CPU step 1.5-2x slower for its first calls: every
-    timing chunk after an operator pass warms up for SETTLE_AFTER_PROFILER_S, not one call."""
+    """A fresh step, and a step after the profiler's teardown, run a short CPU step 1.5-2x slower
+    for its first calls: the first timing chunk warms up for STEP_WARMUP_S as well as --warmup
+    calls, every chunk after an operator pass for SETTLE_AFTER_PROFILER_S, not one call; with
+    --warmup 0 the first chunk is not warmed up at all."""
     from infer_opt.profilers import timing
 
     seen = []
@@ -125,9 +127,10 @@ def test_step_timing_after_a_profiler_pass_is_warmed_up_again_for_a_while(monkey
     monkeypatch.setattr(timing, "measure", spy)
     _profile(reps=8, warmup=2)
     chunks = [w for w in seen if w[0] != 0]  # the cold call is its own measure(warmup=0)
-    assert chunks[0] == (2, None) and len(chunks) > 1
+    assert chunks[0] == (2, mp.STEP_WARMUP_S) and len(chunks) > 1
     assert all(w == (1, mp.SETTLE_AFTER_PROFILER_S) for w in chunks[1:])
     assert mp.SETTLE_AFTER_PROFILER_S >= 0.01
+    assert mp._warmup_time(0, 0, False) is None and mp._warmup_time(1, 3, True) is None
 
 
 # ---------------------------------------------------------------------------- whole profiles
