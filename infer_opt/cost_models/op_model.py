@@ -2,13 +2,16 @@
 
 A step's predicted time is
 
-    t̂(step) = Σ_ops t̂(op) + h,    h = c_op · n_ops + c_mod · n_module_calls
+    t̂(step) = Σ_ops t̂(op) + h,    h = c_op · Σ_i φ_i + c_mod · n_module_calls · mean φ
 
 * **Per operator** ``t̂(op)`` comes from the device's calibration of the op's *family* (an aten
   op with its operand layout, e.g. ``gemm.nt`` = ``mm``/``addmm`` with a transposed weight as
   ``nn.Linear`` calls it), measured with its main operand hot, warm and cold; the op's own
   reuse distance (bytes touched since its main operand was last used, :func:`reuse_distances`)
-  places it between those states (log-linear in the distance).
+  places it between those states (log-linear in the distance). An op without a main operand
+  is measured hot and in *context* (after a read that pushes its code and the dispatcher's
+  data out of the caches) and placed between them by its context distance (bytes touched since
+  the same op last ran, :func:`context_distances`).
   Each family has a grid of measured shapes (features such as ``M, N, K``) and a fitted base
   roofline ``b(F, Q) = t0_f + max(F/R_f, Q/b_f)`` (the device roofline with per-family
   efficiencies ``R_f = η_f·R``, ``b_f = β_f·b``). What is interpolated is the residual
@@ -18,7 +21,8 @@ A step's predicted time is
   calibration borrows a related one (:func:`fallbacks`), and an op no family covers gets the
   device roofline ``t0 + max(F/R, Q/b)`` — both flagged.
 * **Host term** ``h``: what a step costs outside its operators (Python, ``nn.Module`` calls, the
-  dispatcher, composite wrappers), calibrated per dispatched op and per module call.
+  dispatcher, composite wrappers), calibrated per dispatched op and per module call in a hot
+  loop; ``φ_i = Φ^{w_i}`` scales each call's share by its context (:meth:`OpModel.host_time`).
 * **Uncertainty**: every family carries its cross-validated error (median |t̂ − t|/t of its
   grid points predicted with the point left out, an upper estimate for a shape between grid
   points); a step's relative band is the time-weighted mean of its ops' errors (errors of one
@@ -113,9 +117,10 @@ class FamilyCalibration:
 
 @dataclass(frozen=True)
 class HostCalibration:
-    """Host cost outside the operators: ``h = per_op_s · n_ops + per_module_call_s · n_modules``,
-    from two op chains timed with and without the profiler: the same ops called raw and through
-    ``nn.Module`` calls."""
+    """Host cost outside the operators in a hot loop, ``per_op_s · n_ops + per_module_call_s ·
+    n_modules``, from two op chains timed with and without the profiler: the same ops called raw
+    and through ``nn.Module`` calls (a step scales it by its calls' context:
+    :meth:`OpModel.host_time`)."""
 
     per_op_s: float
     per_module_call_s: float

@@ -38,6 +38,7 @@ keeps what it measured and ``--resume`` skips the finished groups.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import statistics
@@ -228,18 +229,15 @@ def _warmers(
         if item[0].reads <= limit:
             by_kind.setdefault(item[0].label.split()[0], []).append(item)
 
-    def shared(a: str, b: str) -> int:
-        n = 0
-        for x, y in zip(a.split(), b.split()):
-            if x != y:
-                break
-            n += 1
-        return n
+    def rank(other: cc.Case, case: cc.Case) -> tuple[int, int]:
+        pairs = zip(other.label.split(), case.label.split(), strict=False)  # labels differ in length
+        shared = sum(1 for _ in itertools.takewhile(lambda pair: pair[0] == pair[1], pairs))
+        return -shared, other.reads
 
     out: list[tuple[cc.Case, cc.Inputs] | None] = []
     for case, _ in items:
         others = [c for c in by_kind.get(case.label.split()[0], []) if c[0] is not case]
-        out.append(min(others, key=lambda c: (-shared(c[0].label, case.label), c[0].reads)) if others else None)
+        out.append(min(others, key=lambda c: rank(c[0], case)) if others else None)
     return out
 
 
