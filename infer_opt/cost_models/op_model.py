@@ -664,8 +664,7 @@ def reuse_distances(touches: Sequence[Touches]) -> list[tuple[float | None, floa
     a KV cache whose new row was just written counts from its last full read, a step ago. With
     several main operands the largest decides."""
     n = len(touches)
-    tree = _Fenwick(2 * n)
-    latest: dict[int, tuple[int, float]] = {}
+    footprint = _Footprint(2 * n)
     full: dict[int, tuple[int, float]] = {}
     out: list[tuple[float | None, float]] = []
     for index in range(2 * n):
@@ -676,20 +675,15 @@ def reuse_distances(touches: Sequence[Touches]) -> list[tuple[float | None, floa
                 seen = full.get(storage)
                 used = seen is not None and seen[1] >= 0.5 * nbytes
                 # in between, plus the operand itself (the hot anchor: touched just before)
-                between = tree.total(seen[0] + 1, index) if used else math.inf
+                between = footprint.between(seen[0] + 1, index) if used else math.inf
                 best = (between + nbytes, float(nbytes))
-        for storage, nbytes in (*call.reads, *call.writes):
-            if nbytes <= 0:
-                continue
-            if storage in latest:
-                tree.add(latest[storage][0], -latest[storage][1])
-            latest[storage] = (index, float(nbytes))
-            tree.add(index, float(nbytes))
+        for storage, nbytes in footprint.touch(index, call):
             seen = full.get(storage)
             if seen is None or nbytes >= 0.5 * seen[1]:
                 full[storage] = (index, float(nbytes))
         if index >= n:
-            out.append((None, 0.0) if best is None else (min(best[0], tree.total(0, index + 1)), best[1]))
+            everything = footprint.between(0, index + 1)
+            out.append((None, 0.0) if best is None else (min(best[0], everything), best[1]))
     return out
 
 
@@ -700,23 +694,39 @@ def context_distances(names: Sequence[str], touches: Sequence[Touches]) -> list[
     code and data down the caches since it last ran. A small op after a few megabytes of matmuls
     costs several times its hot-loop time (``benchmarks/bench_dispatch_context.py``)."""
     n = len(names)
-    tree = _Fenwick(2 * n)
-    latest: dict[int, tuple[int, float]] = {}
+    footprint = _Footprint(2 * n)
     last_call: dict[str, int] = {}
     out: list[float] = []
     for index in range(2 * n):
-        name, call = names[index % n], touches[index % n]
+        name = names[index % n]
         if index >= n:
-            out.append(tree.total(last_call[name] + 1, index))
+            out.append(footprint.between(last_call[name] + 1, index))
         last_call[name] = index
-        for storage, nbytes in (*call.reads, *call.writes):
-            if nbytes <= 0:
-                continue
-            if storage in latest:
-                tree.add(latest[storage][0], -latest[storage][1])
-            latest[storage] = (index, float(nbytes))
-            tree.add(index, float(nbytes))
+        footprint.touch(index, touches[index % n])
     return out
+
+
+class _Footprint:
+    """The distinct bytes touched between two calls: every storage counted once, at its latest
+    touch and size, on a Fenwick tree over the call indices (O(log n) per touch and query)."""
+
+    def __init__(self, size: int) -> None:
+        self.tree = _Fenwick(size)
+        self.latest: dict[int, tuple[int, float]] = {}
+
+    def touch(self, index: int, call: Touches) -> list[tuple[int, int]]:
+        """Record call ``index``'s reads and writes; returns the (storage, bytes) it touched."""
+        touched = [(storage, nbytes) for storage, nbytes in (*call.reads, *call.writes) if nbytes > 0]
+        for storage, nbytes in touched:
+            if storage in self.latest:
+                self.tree.add(self.latest[storage][0], -self.latest[storage][1])
+            self.latest[storage] = (index, float(nbytes))
+            self.tree.add(index, float(nbytes))
+        return touched
+
+    def between(self, start: int, end: int) -> float:
+        """Bytes of the storages whose latest touch is in calls ``start .. end − 1``."""
+        return self.tree.total(start, end)
 
 
 class _Fenwick:
