@@ -812,9 +812,15 @@ def _time_runs(
 
 
 def _warmup_time(chunk: int, warmup: int, on_cuda: bool) -> float | None:
-    """The least warm-up time of a timing chunk: none on CUDA (the timer's own rule) or when the
+    """The least warm-up time of a timing chunk: 0 under torchrun, even on CUDA (every rank must
+    call the step — and its collectives — as many times as the others: a warm-up by time would
+    let them differ and the collectives hang); None (the timer's own rule) on CUDA or when the
     user asked for no warm-up; :data:`STEP_WARMUP_S` before the first chunk and
     :data:`SETTLE_AFTER_PROFILER_S` before each chunk after a profiler pass."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+        return 0.0
     if on_cuda or (chunk == 0 and warmup == 0):
         return None
     return STEP_WARMUP_S if chunk == 0 else SETTLE_AFTER_PROFILER_S
