@@ -18,8 +18,9 @@ reductions, copies, cat, embedding and views — per dtype and thread count — 
 the host cost per dispatched op and per nn.Module call.
 
 Each case is checked against a float64 reference, then timed as profile times
-operators (torch.profiler, per aten call), with its weights warm and cold. The
-grid is generic (the shapes used are in the file). Saved to the cache for this
+operators (torch.profiler, per aten call), with its weights warm and cold, and
+small ops also after a read of eight L2s (their dispatch context in a step). The grid
+is generic (the shapes used are in the file). Saved to the cache for this
 device, dtype and thread count after every group (and to --out FILE.json, which
 predict --calibration reads on another machine); --resume continues an
 interrupted run; --only GROUP measures those groups again in the cached
