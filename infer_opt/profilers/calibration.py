@@ -19,7 +19,7 @@ repetition, so one profiler session covers hundreds of shapes:
 * **context** (small cases without a main operand: elementwise, norms, copies, views, inputs of
   at most 512 KiB): the case, a read of four warm reads (:func:`context_reuse_bytes`), the case
   again (kept) — as a small op runs after a step's matmuls, its code and the dispatcher's data
-  gone from the L2 and the TLB, which costs it two to eight times its hot-loop time on the CPU.
+  gone from the L2 and the TLB, which costs it two to nine times its hot-loop time on the CPU.
 
 The reads between uses are where the warm and cold states sit on the reuse-distance axis the
 predictor interpolates along (``warm_reuse_bytes``, ``cold_reuse_bytes``,
@@ -391,10 +391,11 @@ def warm_reuse_bytes() -> int:
 
 def context_reuse_bytes() -> int:
     """What the context state reads before a small op's timed call: four warm reads (16 MiB with
-    a 2 MiB L2). A small op costs more the more a step touched since it last ran — its code,
-    the dispatcher's tables and their page-table entries leave the caches and the TLB — and on
-    the 2-core Xeon this was measured to level off between 8 and 16 MiB (an RMS norm's ops after
-    reads of 0.06…64 MiB, and after a llama-small layer's 22 MB of matmuls)."""
+    a 2 MiB L2), about one layer of a small model's decode step. A small op costs more the more a
+    step touched since it last ran — its code, the dispatcher's tables and their page-table
+    entries leave the caches and the TLB: on the 2-core Xeon an RMS norm's ops cost 2–5× their
+    hot time after 4–16 MiB and more again after 64–256 MiB (docs/prediction.md, "Dispatch
+    context"; a curve beyond this read was tried and left out, docs/experiments)."""
     return 4 * warm_reuse_bytes()
 
 
@@ -623,6 +624,7 @@ def calibrate(
             update,
             groups_done=tuple(g for g in update.groups_done if g not in again),
             host=None if HOST_GROUP in again else update.host,
+            context_reuse_bytes=new_result(device, dtype, grid).context_reuse_bytes,
         )
     result = resume_from if resume_from is not None else new_result(device, dtype, grid)
     start = time.perf_counter() - result.wall_s
