@@ -69,7 +69,7 @@ def _summary(r: CalibrationResult) -> list[tuple[str, str]]:
             5,
             (
                 "Dispatch context",
-                f"small ops also {format_bytes(r.context_reuse_bytes)} read since their last call; "
+                f"small ops also timed after a {format_bytes(r.context_reuse_bytes)} read; "
                 "an op is placed by the bytes touched since it last ran",
             ),
         )

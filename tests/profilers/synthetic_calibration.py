@@ -38,6 +38,7 @@ def synthetic_calibration(*, families: bool = False) -> om.CalibrationResult:
         warm_reuse_bytes=4 * 2**20,
         cold_reuse_bytes=512 * 2**20,
         families=tuple(matmul_family()) if families else (),
+        context_reuse_bytes=16 * 2**20,
         host=om.HostCalibration(per_op_s=PER_OP_S, per_module_call_s=PER_MODULE_S),
         roofline=om.DeviceRoofline(R, B, T0),
         groups_done=("linear",),
