@@ -479,7 +479,9 @@ class OpModel:
         just before) or, if larger, the L2 (half the warm read, which is twice the L2): an operand
         whose reuse footprint still fits in the L2 is still there; warm, cold and context = the
         calibration's reads plus the operand's bytes."""
-        own = max(query.main_bytes, 1.0)
+        return self._anchor(state, max(query.main_bytes, 1.0))
+
+    def _anchor(self, state: str, own: float) -> float:
         reads = {
             "warm": self.calibration.warm_reuse_bytes,
             "cold": self.calibration.cold_reuse_bytes,
@@ -575,14 +577,14 @@ class OpModel:
         return self._slowdown
 
     def context_weight(self, distance: float | None) -> float:
-        """Where ``distance`` bytes touched since an op last ran lie between the hot anchor (the
-        L2: 0) and the context state's read (1), in log bytes, clamped; 0 when unknown or when
-        the calibration has no context state."""
-        far = self.calibration.context_reuse_bytes
-        near = max(self.calibration.warm_reuse_bytes / 2, 1.0)
+        """Where ``distance`` bytes touched since an op last ran lie between the hot and the
+        context anchors of an op without a main operand (:meth:`anchor_bytes`: the L2, 0; the
+        context read, 1), in log bytes, clamped; 0 when unknown or when the calibration has no
+        context state."""
+        near, far = self._anchor("hot", 1.0), self._anchor("context", 1.0)
         if distance is None or far <= near:
             return 0.0
-        return min(1.0, max(0.0, math.log(max(distance, 1.0) / near) / math.log((far + 1.0) / near)))
+        return min(1.0, max(0.0, math.log(max(distance, 1.0) / near) / math.log(far / near)))
 
     def host_time(self, queries: Sequence[OpQuery], n_module_calls: int) -> float:
         """``h = c_op · Σ_i φ_i + c_mod · n_module_calls · mean φ`` (0 without a host

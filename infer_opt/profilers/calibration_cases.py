@@ -51,13 +51,12 @@ CHECK_COLUMNS = 256
 #: small-M matmuls (bandwidth-bound) in all three, larger ones (compute-bound) not cold
 ALL_STATES = ("hot", "warm", "cold")
 NOT_COLD = ("hot", "warm")
-#: the groups of small ops without a main operand, measured hot and in context (after a read
-#: that pushes the dispatcher's code and data out of the caches, as a step's matmuls do) when
-#: their inputs take at most CONTEXT_MAX_BYTES: beyond that an op's time is its data's, and the
-#: read would move the data too (an embedding of few rows is measured in context as well as in
-#: its three cache states)
+#: the groups whose cases are also measured in context (after a read that pushes the
+#: dispatcher's code and data out of the caches, as a step's matmuls do) when a call reads at
+#: most CONTEXT_MAX_BYTES: beyond that an op's time is its data's, and the read would move the
+#: data too. Small ops without a main operand are then measured hot and in context; an
+#: embedding of few rows in context as well as in its three cache states
 CONTEXT_GROUPS = ("norms", "elementwise", "memory", "views")
-CONTEXT_STATES = ("hot", "context")
 CONTEXT_MAX_BYTES = 2**19
 
 Inputs = dict[str, Any]
@@ -634,8 +633,7 @@ def _embedding_case(n_idx: int, dim: int) -> Case:
         lambda x: F.embedding(x["i"], x["w"]),
         lambda x: _d(x["w"])[x["i"]],
         4 * vocab * dim,
-        # few rows: its time is the dispatch's, measured in context too (the first op of a step)
-        (*ALL_STATES, "context") if rows <= CONTEXT_MAX_BYTES else ALL_STATES,
+        ALL_STATES,
         touched_bytes=rows + 8 * n_idx,
     )
 
@@ -697,9 +695,10 @@ GROUPS: dict[str, Callable[[dict[str, Any]], Iterator[Case]]] = {
 
 
 def with_context(case: Case) -> Case:
-    """``case`` measured in context too when it is a small op without a main operand."""
-    if case.group in CONTEXT_GROUPS and case.states == ("hot",) and case.input_bytes <= CONTEXT_MAX_BYTES:
-        return replace(case, states=CONTEXT_STATES)
+    """``case`` measured in context too when it is of a :data:`CONTEXT_GROUPS` group and one call
+    reads little (a small op; an embedding of few rows, the first op of a step)."""
+    if case.group in CONTEXT_GROUPS and case.reads <= CONTEXT_MAX_BYTES:
+        return replace(case, states=(*case.states, "context"))
     return case
 
 

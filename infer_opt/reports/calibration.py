@@ -61,18 +61,20 @@ def _summary(r: CalibrationResult) -> list[tuple[str, str]]:
             f"hot (just touched), warm ({format_bytes(r.warm_reuse_bytes)} read since), cold "
             f"({format_bytes(r.cold_reuse_bytes)} read since); an op is placed by its reuse distance",
         ),
+        *(
+            [
+                (
+                    "Dispatch context",
+                    f"small ops also timed after a {format_bytes(r.context_reuse_bytes)} read; "
+                    "an op is placed by the bytes touched since it last ran",
+                )
+            ]
+            if r.context_reuse_bytes
+            else []
+        ),
         ("Op timer", r.op_timer),
         ("Took", format_duration(r.wall_s)),
     ]
-    if r.context_reuse_bytes:
-        out.insert(
-            5,
-            (
-                "Dispatch context",
-                f"small ops also timed after a {format_bytes(r.context_reuse_bytes)} read; "
-                "an op is placed by the bytes touched since it last ran",
-            ),
-        )
     if r.roofline is not None:
         roof = r.roofline
         out.append(
