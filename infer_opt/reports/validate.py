@@ -146,7 +146,11 @@ def _summary(r: ValidateResult) -> list[tuple[str, str]]:
             f"{format_duration(SMALL_OP_S)}); shorter ones MAPE {_pct(r.small_op_mape)} over "
             f"{r.small_op_count}",
         ),
-        ("Measured with", f"profile's timing: {r.warmup} warm-up calls, {r.reps} repetitions per point"),
+        (
+            "Measured with",
+            f"profile's timing: {r.warmup} warm-up calls (on a CPU 0.1 s at least, unless 0), "
+            f"{r.reps} repetitions per point",
+        ),
     ]
 
 
