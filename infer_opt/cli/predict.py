@@ -27,7 +27,7 @@ tokens/s, a plot, and where decode turns from bandwidth- to compute-bound.
 
 Examples:
 
-  infer-opt predict gpt2-small --mode decode --context 1024 --threads 1
+  infer-opt predict gpt2-small --mode decode --context 1000 --threads 1
 
   infer-opt predict hf:llama --hf-config hidden_size=4096 --hf-config num_hidden_layers=32 --seq-len 2048
 
