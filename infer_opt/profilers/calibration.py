@@ -166,10 +166,33 @@ def checked_inputs(
     return passed, skipped
 
 
-def _record(case: cc.Case, inputs: cc.Inputs) -> tuple[list[rec.OpCall], list[Signature]]:
+@dataclass(frozen=True)
+class _Part:
+    """One piece of a repetition: what it runs, and the aten calls a run of it makes (recorded
+    once, not per state: a recording runs the piece for real)."""
+
+    run: Callable[[], object]
+    calls: tuple[rec.OpCall, ...]
+
+    @classmethod
+    def recorded(cls, fn: Callable[[], object]) -> _Part:
+        return cls(fn, tuple(rec.record_ops(fn)))
+
+
+@dataclass(frozen=True)
+class _Recorded:
+    """A case ready to time: its inputs, its run as a :class:`_Part`, and its calls' signatures."""
+
+    case: cc.Case
+    inputs: cc.Inputs
+    part: _Part
+    signatures: tuple[Signature, ...]
+
+
+def _record(case: cc.Case, inputs: cc.Inputs) -> _Recorded:
     recorder = FamilyRecorder()
     calls = rec.record_ops(lambda: case.run(inputs), recorder=recorder)
-    return calls, recorder.signatures
+    return _Recorded(case, inputs, _Part(lambda: case.run(inputs), tuple(calls)), tuple(recorder.signatures))
 
 
 #: a warm case's code warmer (:func:`_warmers`) reads at most this much: a few percent of an L2
@@ -183,40 +206,24 @@ class _Scrubs:
     None on a GPU), ``llc`` over the last-level cache (cold), ``context`` over several L2s
     before a small op (None on a GPU, whose kernels do not run the host's code)."""
 
-    l2: Callable[[], object] | None
-    llc: Callable[[], object]
-    context: Callable[[], object] | None = None
+    l2: _Part | None
+    llc: _Part
+    context: _Part | None = None
 
 
-def _case_program(
-    case: cc.Case,
-    inputs: cc.Inputs,
-    state: str,
-    scrubs: _Scrubs,
-    warmer: tuple[cc.Case, cc.Inputs] | None = None,
-) -> Callable[[], None]:
-    """One case's part of a repetition (module docstring): hot = twice in a row; warm = once, the
-    L2 scrub, the ``warmer`` (a small case of the same kind: the op's code back in the caches,
-    its weight not), once more; context = once, the context read, once more; cold = once (after
-    the flush of the chunk, the case before it of the same kind)."""
+def _case_parts(case: _Part, state: str, scrubs: _Scrubs, warmer: _Part | None = None) -> list[_Part]:
+    """One case's part of a repetition (module docstring), its timed run last: hot = twice in a
+    row; warm = once, the L2 scrub, the ``warmer`` (a small case of the same kind: the op's code
+    back in the caches, its weight not), once more; context = once, the context read, once more;
+    cold = once (after the flush of the chunk, the case before it of the same kind)."""
     if state == "cold":
-        return lambda: case.run(inputs)
+        return [case]
     scrub = {"warm": scrubs.l2, "context": scrubs.context}.get(state)
-
-    def run() -> None:
-        case.run(inputs)
-        if scrub is not None:
-            scrub()
-        if warmer is not None:
-            warmer[0].run(warmer[1])
-        case.run(inputs)
-
-    return run
+    between = [p for p in (scrub, warmer) if p is not None]
+    return [case, *between, case]
 
 
-def _warmers(
-    items: Sequence[tuple[cc.Case, cc.Inputs]], limit: int
-) -> list[tuple[cc.Case, cc.Inputs] | None]:
+def _warmers(items: Sequence[_Recorded], limit: int) -> list[_Recorded | None]:
     """Per case, another case of its kind (the first word of its label) that reads at most
     ``limit`` bytes — the one whose label shares the most leading words with it (``linear M=4``:
     a BLAS picks its kernel by the shape, and M decides most), then the smallest — or None. Run
@@ -224,51 +231,47 @@ def _warmers(
     dispatcher's data — which a step's previous op of the same kind would have left there —
     without touching the timed case's weight: the warm state measures where the weight is, not
     how cold the code is (the context state's concern)."""
-    by_kind: dict[str, list[tuple[cc.Case, cc.Inputs]]] = {}
+    by_kind: dict[str, list[_Recorded]] = {}
     for item in items:
-        if item[0].reads <= limit:
-            by_kind.setdefault(item[0].label.split()[0], []).append(item)
+        if item.case.reads <= limit:
+            by_kind.setdefault(item.case.label.split()[0], []).append(item)
 
     def rank(other: cc.Case, case: cc.Case) -> tuple[int, int]:
         pairs = zip(other.label.split(), case.label.split(), strict=False)  # labels differ in length
         shared = sum(1 for _ in itertools.takewhile(lambda pair: pair[0] == pair[1], pairs))
         return -shared, other.reads
 
-    out: list[tuple[cc.Case, cc.Inputs] | None] = []
-    for case, _ in items:
-        others = [c for c in by_kind.get(case.label.split()[0], []) if c[0] is not case]
-        out.append(min(others, key=lambda c: rank(c[0], case)) if others else None)
+    out: list[_Recorded | None] = []
+    for item in items:
+        others = [c for c in by_kind.get(item.case.label.split()[0], []) if c.case is not item.case]
+        out.append(min(others, key=lambda c: rank(c.case, item.case)) if others else None)
     return out
 
 
 def _timed_program(
-    items: Sequence[tuple[cc.Case, cc.Inputs]], state: str, scrubs: _Scrubs
+    items: Sequence[_Recorded], state: str, scrubs: _Scrubs
 ) -> tuple[Callable[[], None], list[rec.OpCall], list[tuple[int, Signature]]]:
-    """The function one repetition runs, its recorded calls, and which calls are kept: every call
-    of each case's last run (hot, context), or its calls with a main operand (warm, cold)."""
+    """The function one repetition runs, its calls (composed from the recorded parts), and
+    which calls are kept: every call of each case's timed run (hot, context), or its calls
+    with a main operand (warm, cold)."""
     warmers = _warmers(items, WARMER_MAX_BYTES) if state == "warm" else [None] * len(items)
-    parts = [
-        _case_program(case, inputs, state, scrubs, warmer)
-        for (case, inputs), warmer in zip(items, warmers, strict=True)
-    ]
-    calls: list[rec.OpCall] = []
+    pieces: list[_Part] = [scrubs.llc] if state == "cold" else []
+    calls: list[rec.OpCall] = list(scrubs.llc.calls) if state == "cold" else []
     kept: list[tuple[int, Signature]] = []
-    if state == "cold":
-        calls.extend(rec.record_ops(scrubs.llc))
-    for (case, inputs), part in zip(items, parts, strict=True):
-        case_calls, signatures = _record(case, inputs)
-        everything = rec.record_ops(part)
-        calls.extend(everything[: len(everything) - len(case_calls)])
-        for call, sig in zip(case_calls, signatures, strict=True):
+    for item, warmer in zip(items, warmers, strict=True):
+        parts = _case_parts(item.part, state, scrubs, warmer.part if warmer is not None else None)
+        pieces.extend(parts)
+        for part in parts[:-1]:
+            calls.extend(part.calls)
+        for call, sig in zip(item.part.calls, item.signatures, strict=True):
             if state in ("hot", "context") or sig.touches.main:
                 kept.append((len(calls), sig))
             calls.append(call)
+    runs = [piece.run for piece in pieces]
 
     def program() -> None:
-        if state == "cold":
-            scrubs.llc()
-        for part in parts:
-            part()
+        for run in runs:
+            run()
 
     return program, calls, kept
 
@@ -329,9 +332,9 @@ def measure_group(
 
     cpu = not is_cuda(device)
     scrubs = _Scrubs(
-        reader(warm_reuse_bytes(), device) if cpu else None,
-        reader(flush_buffer_bytes(device), device),
-        reader(context_reuse_bytes(), device) if cpu else None,
+        _Part.recorded(reader(warm_reuse_bytes(), device)) if cpu else None,
+        _Part.recorded(reader(flush_buffer_bytes(device), device)),
+        _Part.recorded(reader(context_reuse_bytes(), device)) if cpu else None,
     )
     samples: list[_Sample] = []
     skipped: list[str] = []
@@ -342,10 +345,11 @@ def measure_group(
         passed, failed = checked_inputs(batch, dtype, seed=start, device=device)
         skipped.extend(failed)
         for chunk in _chunks(passed):
+            recorded = [_record(case, inputs) for case, inputs in chunk]
             for state in om.STATES:
                 if (state == "warm" and scrubs.l2 is None) or (state == "context" and scrubs.context is None):
                     continue  # a GPU's L2 is its last-level cache, and its kernels run no host code
-                items = [item for item in chunk if state in item[0].states]
+                items = [item for item in recorded if state in item.case.states]
                 if not items:
                     continue
                 program, calls, kept = _timed_program(items, state, scrubs)

@@ -12,6 +12,7 @@ from infer_opt.cost_models import op_model as om
 from infer_opt.errors import InvalidInput
 from infer_opt.profilers import calibration as cal
 from infer_opt.profilers import calibration_cases as cc
+from infer_opt.profilers import op_recorder as rec
 from tests.profilers.synthetic_calibration import local_calibration, synthetic_calibration
 
 
@@ -83,21 +84,33 @@ def test_a_warm_case_runs_a_small_case_of_its_kind_between_the_scrub_and_its_tim
     log: list[str] = []
     big, other, small = (_fake_case(f"linear {n}", n, log) for n in (2**22, 2**21, 2**12))
     lone = _fake_case("sdpa.decode 1", 2**10, log)
-    items = [(big, {}), (other, {}), (small, {}), (lone, {})]
+    items = [_recorded(c) for c in (big, other, small, lone)]
     warmers = cal._warmers(items, cal.WARMER_MAX_BYTES)
     # the smallest other case of the same kind, within the limit; none for a kind alone
-    assert [w[0].label if w else None for w in warmers] == ["linear 4096", "linear 4096", None, None]
-    scrubs = cal._Scrubs(lambda: log.append("scrub"), lambda: log.append("flush"), lambda: log.append("read"))
-    cal._case_program(big, {}, "warm", scrubs, warmers[0])()
+    assert [w.case.label if w else None for w in warmers] == ["linear 4096", "linear 4096", None, None]
+    scrubs = cal._Scrubs(*(_logged(word, log) for word in ("scrub", "flush", "read")))
+    log.clear()  # recording ran each once
+    assert warmers[0] is not None
+    for part in cal._case_parts(items[0].part, "warm", scrubs, warmers[0].part):
+        part.run()
     assert log == ["linear 4194304", "scrub", "linear 4096", "linear 4194304"]
     log.clear()
-    cal._case_program(small, {}, "context", scrubs)()
+    for part in cal._case_parts(items[2].part, "context", scrubs):
+        part.run()
     assert log == ["linear 4096", "read", "linear 4096"]
     # the warmer shares the most leading words of the label (a BLAS picks its kernel by M)
     same_m, tinier = _fake_case("linear M=4 N=64", 2**14, log), _fake_case("linear M=1 N=64", 2**10, log)
     timed = _fake_case("linear M=4 N=512", 2**20, log)
-    picked = cal._warmers([(timed, {}), (tinier, {}), (same_m, {})], cal.WARMER_MAX_BYTES)[0]
-    assert picked is not None and picked[0] is same_m
+    picked = cal._warmers([_recorded(c) for c in (timed, tinier, same_m)], cal.WARMER_MAX_BYTES)[0]
+    assert picked is not None and picked.case is same_m
+
+
+def _recorded(case: cc.Case) -> cal._Recorded:
+    return cal._Recorded(case, {}, cal._Part(lambda: case.run({}), ()), ())
+
+
+def _logged(word: str, log: list[str]) -> cal._Part:
+    return cal._Part.recorded(lambda: log.append(word))
 
 
 def test_a_case_whose_output_is_wrong_is_not_timed():
@@ -233,3 +246,21 @@ def test_the_key_names_device_threads_dtype_and_timing():
     key = cal.calibration_key("cpu", torch.float32)
     assert key.startswith("cpu-") and f"-{torch.get_num_threads()}t-float32" in key
     assert key.endswith("-op-profiler")
+
+
+def test_a_repetitions_calls_composed_from_its_recorded_parts_are_the_calls_it_makes():
+    """Each case and scrub is recorded once; the calls a state's repetition is matched against
+    are composed from those records, and must be what recording the whole repetition gives."""
+    scrubs = cal._Scrubs(*(cal._Part.recorded(cal.reader(n)) for n in (2**16, 2**17, 2**16)))
+    for name in ("linear", "sdpa", "elementwise"):
+        cases = cc.groups("tiny", "cpu", [name])[0].cases[:12]
+        passed, _ = cal.checked_inputs(cases, torch.float32)
+        items = [cal._record(case, inputs) for case, inputs in passed]
+        for state in om.STATES:
+            chosen = [item for item in items if state in item.case.states]
+            if not chosen:
+                continue
+            program, calls, kept = cal._timed_program(chosen, state, scrubs)
+            actual = rec.record_ops(program)
+            assert [(c.name, c.match_shapes) for c in calls] == [(c.name, c.match_shapes) for c in actual]
+            assert kept and all(calls[i].name for i, _ in kept)
