@@ -191,10 +191,18 @@ class CalibrationResult(Result):
     #: what float32 matmuls computed in (``ieee``, ``tf32``, ``bf16``; ``""`` for other dtypes)
     matmul_precision: str = ""
     grid: str = ""
+    #: the speed probe's time before each group (:mod:`infer_opt.profilers.speed_probe`; empty
+    #: in a calibration made before it existed)
+    probe_s: tuple[float, ...] = ()
     warnings: tuple[Notice, ...] = ()
 
     def family_map(self) -> dict[str, FamilyCalibration]:
         return {f.key: f for f in self.families}
+
+    @property
+    def probe_median_s(self) -> float | None:
+        """The speed probe's median over the groups (None: not measured)."""
+        return float(np.median(self.probe_s)) if self.probe_s else None
 
 
 # ---------------------------------------------------------------------------- fitting a family

@@ -32,6 +32,9 @@ instrumentation (:func:`timing.measure`) and per op: called as plain functions a
 ``nn.Module`` calls. ``c_op = (wall − Σ ops)/n_ops`` of the plain chain; ``c_mod`` is what the
 module chain adds per module call.
 
+Before each group the speed probe (:mod:`infer_opt.profilers.speed_probe`) is timed and kept,
+so ``validate`` can tell how far the machine's speed has moved since.
+
 The result is saved after every group (to the cache and to ``--out``), so an interrupted run
 keeps what it measured and ``--resume`` skips the finished groups.
 """
@@ -58,6 +61,7 @@ from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
 from infer_opt.profilers import calibration_cases as cc
 from infer_opt.profilers import op_recorder as rec
+from infer_opt.profilers import speed_probe
 from infer_opt.profilers.op_families import FamilyRecorder, ModuleCounter, Signature
 from infer_opt.profilers.roofline_store import CalibrationStore, Lookup, Stored
 from infer_opt.results import save_result
@@ -90,6 +94,8 @@ FEATURE_NAMES = {
 HOST_GROUP = "host"
 HOST_LAYERS = 8
 HOST_WIDTH = 64
+#: interleaved rounds of the two host chains (:func:`calibrate_host`)
+HOST_ROUNDS = 15
 
 
 def feature_names(family: str, n: int) -> tuple[str, ...]:
@@ -211,16 +217,45 @@ class _Scrubs:
     context: _Part | None = None
 
 
-def _case_parts(case: _Part, state: str, scrubs: _Scrubs, warmer: _Part | None = None) -> list[_Part]:
-    """One case's part of a repetition (module docstring), its timed run last: hot = twice in a
-    row; warm = once, the L2 scrub, the ``warmer`` (a small case of the same kind: the op's code
-    back in the caches, its weight not), once more; context = once, the context read, once more;
-    cold = once (after the flush of the chunk, the case before it of the same kind)."""
+#: a case whose main operand a model's every step reads again (a weight, a KV cache: the cases
+#: calibrated at a reuse distance, warm or cold) is run to its steady state
+#: (:func:`_case_parts`) when one call does at most this much work: a
+#: second call after a first is then still up to twice its steady time (a decode attention over
+#: a 4 MiB cache: data used once is not yet kept in the last-level cache), and two more calls
+#: cost little; beyond, calls are long enough to be within a few percent of it
+STEADY_MAX_FLOPS = 1e8
+STEADY_MAX_BYTES = 32 * 2**20
+#: runs before the timed one, at the steady state and below it
+STEADY_RUNS, FIRST_RUNS = 3, 1
+
+
+def _steady(item: _Recorded) -> bool:
+    """Whether ``item`` is timed at its steady state: a case whose main operand persists from
+    step to step, with little work. Other inputs — a small op's, a prefill attention's keys and
+    values — are what the op before wrote, once: such a case stays at its second run."""
+    flops = sum(call.flops for call in item.part.calls)
+    persists = "warm" in item.case.states or "cold" in item.case.states
+    return persists and flops <= STEADY_MAX_FLOPS and item.case.reads <= STEADY_MAX_BYTES
+
+
+def _case_parts(
+    case: _Part, state: str, scrubs: _Scrubs, warmer: _Part | None = None, runs: int = FIRST_RUNS
+) -> list[_Part]:
+    """One case's part of a repetition (module docstring), its timed run last: hot = ``runs``
+    runs, then the timed one; warm = ``runs`` rounds of the case, the L2 scrub and the
+    ``warmer`` (a small case of the same kind: the op's code back in the caches, its weight
+    not), then the timed run; context = once, the context read, once more; cold = once (after
+    the flush of the chunk, the case before it of the same kind). Several runs before the timed
+    one (:func:`_steady`) measure the state a step's every call sees after the first steps: its
+    data and the weights it reads back have been used before, and are kept where such data is."""
     if state == "cold":
         return [case]
+    if state == "hot":
+        return [case] * (runs + 1)
     scrub = {"warm": scrubs.l2, "context": scrubs.context}.get(state)
+    rounds = runs if state == "warm" else 1
     between = [p for p in (scrub, warmer) if p is not None]
-    return [case, *between, case]
+    return [*[case, *between] * rounds, case]
 
 
 def _warmers(items: Sequence[_Recorded], limit: int) -> list[_Recorded | None]:
@@ -259,7 +294,8 @@ def _timed_program(
     calls: list[rec.OpCall] = list(scrubs.llc.calls) if state == "cold" else []
     kept: list[tuple[int, Signature]] = []
     for item, warmer in zip(items, warmers, strict=True):
-        parts = _case_parts(item.part, state, scrubs, warmer.part if warmer is not None else None)
+        runs = STEADY_RUNS if _steady(item) else FIRST_RUNS
+        parts = _case_parts(item.part, state, scrubs, warmer.part if warmer is not None else None, runs)
         pieces.extend(parts)
         for part in parts[:-1]:
             calls.extend(part.calls)
@@ -537,41 +573,56 @@ def host_chains(
     return raw_chain, lambda: layers(x), layers
 
 
-def _chain_times(
-    fn: Callable[[], object], model: nn.Module | None, reps: int, device: Any
-) -> tuple[float, float, int, int, float]:
-    """(wall median, Σ per-op medians, ops, module calls, wall IQR/median) of one chain."""
-    from infer_opt.profilers.timing import measure
+@dataclass(frozen=True)
+class _Chain:
+    fn: Callable[[], object]
+    calls: list[rec.OpCall]
+    modules: int
 
-    with ModuleCounter() as counter, torch.no_grad():
-        fn()
-    with torch.no_grad():
-        wall = measure(fn, device=device, warmup=10, reps=max(30, 4 * reps), time_cold=False)
-    calls = rec.record_ops(fn, model)
-    timings = rec.time_ops(fn, calls, device=device, reps=reps)
-    ops = math.fsum(timings.median_per_call_s())
-    return wall.summary.median_s, ops, len(calls), counter.count, wall.summary.rel_iqr
+    @classmethod
+    def of(cls, fn: Callable[[], object], model: nn.Module | None) -> _Chain:
+        with ModuleCounter() as counter, torch.no_grad():
+            fn()
+        return cls(fn, rec.record_ops(fn, model), counter.count)
+
+    def round(self, reps: int, device: Any) -> tuple[float, float]:
+        """(wall median, Σ per-op medians) of one round: uninstrumented, then profiled."""
+        from infer_opt.profilers.timing import measure
+
+        with torch.no_grad():
+            wall = measure(self.fn, device=device, warmup=3, reps=max(20, 4 * reps), time_cold=False)
+        timings = rec.time_ops(self.fn, self.calls, device=device, reps=reps)
+        return wall.summary.median_s, math.fsum(timings.median_per_call_s())
 
 
 def calibrate_host(
     dtype: torch.dtype, *, device: Any = "cpu", reps: int = DEFAULT_REPS
 ) -> om.HostCalibration:
-    """``c_op`` and ``c_mod`` from the plain and the module chain (module docstring)."""
+    """``c_op`` and ``c_mod`` from the plain and the module chain (module docstring), in
+    :data:`HOST_ROUNDS` interleaved rounds: each host time is a difference of two timings
+    (wall − Σ ops) taken apart, which a machine whose speed drifts between them makes swing
+    (c_op 0.5–2.7 µs from one calibration to the next, when each chain was timed once); the
+    median over rounds of each round's difference keeps the two timings of a difference close."""
     raw_chain, module_chain, layers = host_chains(dtype, device)
-    raw_wall, raw_ops, n_ops, _, raw_spread = _chain_times(raw_chain, None, reps, device)
-    mod_wall, mod_ops, n_mod_ops, n_modules, mod_spread = _chain_times(module_chain, layers, reps, device)
-    per_op = max(0.0, (raw_wall - raw_ops) / n_ops)
-    extra = (mod_wall - mod_ops) - per_op * n_mod_ops
+    raw, mod = _Chain.of(raw_chain, None), _Chain.of(module_chain, layers)
+    rounds = [(raw.round(reps, device), mod.round(reps, device)) for _ in range(HOST_ROUNDS)]
+    per_op = [max(0.0, (r_wall - r_ops) / len(raw.calls)) for (r_wall, r_ops), _ in rounds]
+    extra = [
+        (m_wall - m_ops) - op * len(mod.calls)
+        for op, (_, (m_wall, m_ops)) in zip(per_op, rounds, strict=True)
+    ]
+    walls = [r[0][0] for r in rounds]
+    q = statistics.quantiles(walls, n=4, method="inclusive")
     return om.HostCalibration(
-        per_op_s=per_op,
-        per_module_call_s=max(0.0, extra / n_modules) if n_modules else 0.0,
-        chain_ops=n_ops,
-        chain_module_calls=n_modules,
-        raw_wall_s=raw_wall,
-        raw_op_time_s=raw_ops,
-        module_wall_s=mod_wall,
-        module_op_time_s=mod_ops,
-        rel_spread=max(raw_spread, mod_spread),
+        per_op_s=statistics.median(per_op),
+        per_module_call_s=max(0.0, statistics.median(extra) / mod.modules) if mod.modules else 0.0,
+        chain_ops=len(raw.calls),
+        chain_module_calls=mod.modules,
+        raw_wall_s=statistics.median(walls),
+        raw_op_time_s=statistics.median(r[0][1] for r in rounds),
+        module_wall_s=statistics.median(r[1][0] for r in rounds),
+        module_op_time_s=statistics.median(r[1][1] for r in rounds),
+        rel_spread=(q[2] - q[0]) / statistics.median(walls),
     )
 
 
@@ -639,12 +690,14 @@ def calibrate(
     overhead = 0.0 if kind == "cuda" else rec.profiler_overhead_per_event_s()
     try:
         for group in todo:
+            probe = speed_probe.probe_s(device)
             samples, skipped = measure_group(
-                group, dtype, reps=reps, overhead_per_event_s=overhead, progress=progress
+                group, dtype, device=device, reps=reps, overhead_per_event_s=overhead, progress=progress
             )
             families = merge_families(result.families, samples, renew=update is not None)
             result = replace(
                 result,
+                probe_s=(*result.probe_s, probe),
                 families=tuple(families),
                 roofline=device_roofline(families) or result.roofline,
                 groups_done=(*result.groups_done, group.name),
@@ -657,7 +710,9 @@ def calibrate(
             if progress is not None:
                 progress(0, 1, "host: op and module-call overhead")
             result = replace(
-                result, host=calibrate_host(dtype, reps=reps), wall_s=time.perf_counter() - start
+                result,
+                host=calibrate_host(dtype, device=device, reps=reps),
+                wall_s=time.perf_counter() - start,
             )
     except KeyboardInterrupt:
         return replace(result, complete=False, wall_s=time.perf_counter() - start)

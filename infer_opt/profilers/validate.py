@@ -13,7 +13,10 @@ cancel): per step the MAPE and p90, prefill and decode apart; per operator (an o
 of shapes, per call) the same over ops of at least :data:`SMALL_OP_S` measured, and the MAPE of
 the shorter ones as their own bucket (the launch floor rules them). Ops are matched by name and
 shapes; the worst are listed. A point whose ops mostly sit on measured grid shapes is flagged:
-validation shapes should lie between them.
+validation shapes should lie between them. Before each point the speed probe (a fixed matmul,
+:mod:`infer_opt.profilers.speed_probe`) is timed; against its time in the calibration it says how
+far the machine's own speed moved between calibrating and measuring, which every step error
+includes.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -30,7 +33,7 @@ from infer_opt.cost_models import op_model as om
 from infer_opt.cost_models.roofline import RooflineFit
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
-from infer_opt.profilers import meta_record, model_profile, models
+from infer_opt.profilers import meta_record, model_profile, models, speed_probe
 from infer_opt.profilers import predict as pr
 from infer_opt.results import Result
 
@@ -65,6 +68,8 @@ class ValidatePoint:
     ttft_predicted_s: float | None = None
     tpot_measured_s: float | None = None
     tpot_predicted_s: float | None = None
+    #: the speed probe's time just before the point was measured (:mod:`speed_probe`)
+    probe_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -126,6 +131,10 @@ class ValidateResult(Result):
     ops: tuple[OpComparison, ...] = ()
     warmup: int = 0
     reps: int = 0
+    #: the speed probe's median over the points / its median in the calibration (> 1: the
+    #: machine ran slower than when calibrated); None for another device's calibration or one
+    #: without probes
+    probe_slowdown: float | None = None
     warnings: tuple[Notice, ...] = ()
 
 
@@ -338,12 +347,15 @@ def validate(
     points: list[ValidatePoint] = []
     ops: list[OpComparison] = []
     warnings: list[Notice] = []
+    probes: list[float] = []
+    same_machine = speed_probe.same_machine(calibration, device)
     for k, (mode, batch, seq_len, context) in enumerate(shapes):
         label = f"{mode} batch={batch} " + (
             f"context={context}" if mode == "decode" else f"seq-len={seq_len}"
         )
         if progress is not None:
             progress(k, len(shapes), label)
+        probes.append(speed_probe.probe_s(device))
         measured = _measure(
             spec, mode, (batch, seq_len, context, new_tokens), device=device, dtype=dtype,
             hf_overrides=hf_overrides, fit=fit, warmup=warmup, reps=reps,
@@ -355,7 +367,7 @@ def validate(
             ),
             model,
         )  # fmt: skip
-        point = _point(mode, (batch, seq_len, context), measured, predicted)
+        point = replace(_point(mode, (batch, seq_len, context), measured, predicted), probe_s=probes[-1])
         points.append(point)
         ops.extend(compare_ops(k, mode, measured, predicted))
         if point.on_grid_share > ON_GRID_WARNING:
@@ -372,6 +384,7 @@ def validate(
         ops=tuple(ops),
         warmup=warmup,
         reps=reps,
+        probe_slowdown=speed_probe.slowdown(probes, calibration.probe_s) if same_machine else None,
         warnings=tuple(warnings),
         **summarize(points, ops),
     )

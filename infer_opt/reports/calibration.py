@@ -75,6 +75,15 @@ def _summary(r: CalibrationResult) -> list[tuple[str, str]]:
         ("Op timer", r.op_timer),
         ("Took", format_duration(r.wall_s)),
     ]
+    if r.probe_median_s is not None:
+        out.append(
+            (
+                "Speed probe",
+                f"a fixed matmul took {format_duration(r.probe_median_s)} (median of {len(r.probe_s)}, "
+                f"one before each group: {format_duration(min(r.probe_s))}–"
+                f"{format_duration(max(r.probe_s))}); validate times it again and compares",
+            )
+        )
     if r.roofline is not None:
         roof = r.roofline
         out.append(

@@ -10,6 +10,9 @@ from infer_opt.reports.profile import format_shapes, short_name
 from infer_opt.reports.view import Column, Table, View, rows_of
 from infer_opt.units import format_duration, format_percent
 
+#: a probe ratio within this of 1 is reported as the calibration's speed
+SPEED_TOLERANCE = 0.05
+
 
 def _signed(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:+.1f}%"
@@ -151,7 +154,18 @@ def _summary(r: ValidateResult) -> list[tuple[str, str]]:
             f"profile's timing: {r.warmup} warm-up calls (on a CPU 0.1 s at least, unless 0), "
             f"{r.reps} repetitions per point",
         ),
+        ("Machine speed", _speed(r.probe_slowdown)),
     ]
+
+
+def _speed(slowdown: float | None) -> str:
+    if slowdown is None:
+        return "not compared (a calibration of another device, or made without the speed probe)"
+    words = f"the speed probe (a fixed matmul) took {slowdown:.2f}× its time at calibration"
+    if abs(slowdown - 1.0) < SPEED_TOLERANCE:
+        return words
+    moved = "slower" if slowdown > 1.0 else "faster"
+    return f"{words}: the machine ran {moved} than when calibrated, and the step errors include that"
 
 
 def build_view(result: ValidateResult) -> View:

@@ -1,0 +1,119 @@
+"""How much does this machine's speed move while nothing else runs? (the floor under
+``validate``'s step errors, docs/benchmarks.md "Machine drift")
+
+For ``--seconds``, round after round: a hot 256×256 matmul (median of 20 calls), a read of
+8 MiB (median of 5) and three model steps (tiny decode at batch 5 over 700 tokens, tiny prefill
+at batch 3 × 200, llama-tiny decode; median of 7 each). Prints, per series, the spread of the
+rounds (p90 / p10) and of their medians over 5 s and 15 s windows (max / min), and the
+correlation of each step with the matmul probe over the windows: how far a calibration made at
+one moment can be from a measurement made at another, and how much of that a probe would see.
+
+    python benchmarks/bench_machine_drift.py [--seconds 120] [--threads 1] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from infer_opt.profilers import model_profile, models
+from infer_opt.profilers.device import cpu_model_name
+
+STEPS = (("tiny", "decode", 5), ("tiny", "prefill", 3), ("llama-tiny", "decode", 5))
+
+
+def _median_s(fn: Callable[[], object], n: int) -> float:
+    times = []
+    for _ in range(n):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _steps() -> dict[str, Callable[[], object]]:
+    out = {}
+    for name, mode, batch in STEPS:
+        loaded = models.load_model(name, batch_size=batch, seq_len=200)
+        out[f"{name} {mode}"] = model_profile.build_step(
+            loaded, mode, context=700, new_tokens=1, device="cpu"
+        ).fn
+    return out
+
+
+def rounds(seconds: float) -> list[dict[str, float]]:
+    a, b = torch.randn(256, 256), torch.randn(256, 256)
+    buffer = torch.randn(2 * 2**20)
+    steps = _steps()
+    for fn in steps.values():
+        for _ in range(50):
+            fn()
+    out = []
+    start = time.time()
+    while time.time() - start < seconds:
+        row = {"t": time.time() - start, "matmul": _median_s(lambda: a @ b, 20)}
+        row["read"] = _median_s(buffer.sum, 5)
+        for key, fn in steps.items():
+            row[key] = _median_s(fn, 7)
+        out.append(row)
+    return out
+
+
+def summary(rows: list[dict[str, float]]) -> dict[str, object]:
+    keys = [k for k in rows[0] if k != "t"]
+    t = np.array([r["t"] for r in rows])
+    values = np.log(np.array([[r[k] for k in keys] for r in rows]))
+    out: dict[str, object] = {
+        "rounds": len(rows),
+        "p90_over_p10": {
+            k: float(np.exp(np.percentile(values[:, i], 90) - np.percentile(values[:, i], 10)))
+            for i, k in enumerate(keys)
+        },
+    }
+    for window in (5, 15):
+        bins = (t // window).astype(int)
+        medians = np.array([np.median(values[bins == b], axis=0) for b in np.unique(bins)])
+        out[f"max_over_min_{window}s"] = {
+            k: float(np.exp(medians[:, i].max() - medians[:, i].min())) for i, k in enumerate(keys)
+        }
+        if len(medians) > 2:
+            corr = np.corrcoef(medians.T)[0]
+            out[f"corr_with_matmul_{window}s"] = {k: float(corr[i]) for i, k in enumerate(keys)}
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=120.0)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    print(f"# {' '.join(sys.argv)}")
+    print(
+        f"# {dt.datetime.now().isoformat(timespec='seconds')}  {cpu_model_name()}  {os.cpu_count()} CPUs  "
+        f"threads {args.threads}  torch {torch.__version__}  load average {os.getloadavg()[0]:.2f}"
+    )
+    rows = rounds(args.seconds)
+    result = summary(rows)
+    for key, value in result.items():
+        if isinstance(value, dict):
+            print(f"{key:24s} " + "  ".join(f"{k}: {v:.3f}" for k, v in value.items()))
+        else:
+            print(f"{key:24s} {value}")
+    if args.out:
+        args.out.write_text(json.dumps({"summary": result, "rows": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

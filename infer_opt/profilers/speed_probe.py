@@ -1,0 +1,51 @@
+"""How fast the machine runs right now: one fixed matmul, timed hot.
+
+A calibration takes it before every group and ``validate`` before every point, so a validation
+can say how far the machine's speed has moved since the calibration was made — on a shared VM
+the same step measures 10–30% apart a minute later (docs/benchmarks.md, "Machine drift"), which
+a prediction made from the calibration cannot know. The probe is reported, never used to
+correct a prediction: a fixed matmul moves with the step in direction (correlation 0.9 over
+15 s windows here) but not by the same amount.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from infer_opt.cost_models.roofline import RunKey
+from infer_opt.profilers.device import is_cuda, run_key
+from infer_opt.profilers.timing import measure
+
+#: the probe's square matmul side, float32: a fraction of a millisecond on a CPU core, a few
+#: microseconds of work on a GPU
+SIZE = {"cpu": 256, "cuda": 2048}
+REPS = 30
+
+
+def probe_s(device: Any = "cpu") -> float:
+    """Median time of the probe matmul on ``device``, hot."""
+    n = SIZE["cuda" if is_cuda(device) else "cpu"]
+    generator = torch.Generator().manual_seed(0)
+    a = torch.randn(n, n, generator=generator).to(device)
+    b = torch.randn(n, n, generator=generator).to(device)
+    return measure(lambda: a @ b, device=device, warmup=10, reps=REPS, time_cold=False).median_s
+
+
+def same_machine(calibration: Any, device: Any) -> bool:
+    """Whether ``calibration`` was made on this device model with the thread count set now: only
+    then does its probe time say anything about this machine's speed (dtype aside: the probe is
+    always float32)."""
+    keys = (RunKey.of(calibration), run_key(device, "float32"))
+    return len({(k.device_kind, k.device_name, k.threads) for k in keys}) == 1
+
+
+def slowdown(now: Sequence[float], then: Sequence[float]) -> float | None:
+    """Median probe time ``now`` over the median ``then`` (> 1: slower now), or None without
+    both."""
+    if not now or not then:
+        return None
+    return statistics.median(now) / statistics.median(then)

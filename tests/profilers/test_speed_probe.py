@@ -1,0 +1,58 @@
+"""The speed probe: taken before each calibration group and each validate point, compared."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+import torch
+
+from infer_opt.profilers import calibration as cal
+from infer_opt.profilers import speed_probe
+from infer_opt.profilers import validate as va
+from infer_opt.reports import validate as view
+from tests.profilers.synthetic_calibration import local_calibration, synthetic_calibration
+
+
+def test_the_probe_times_its_matmul_and_compares_medians():
+    assert 0 < speed_probe.probe_s("cpu") < 1.0
+    assert speed_probe.slowdown([2.0, 3.0, 9.0], [1.0, 1.5, 2.0]) == pytest.approx(2.0)
+    assert speed_probe.slowdown([], [1.0]) is None
+    assert speed_probe.slowdown([1.0], []) is None
+
+
+def test_calibrate_measures_on_its_device_and_probes_before_every_group(monkeypatch):
+    device = torch.device("cpu")  # an object, so forwarding can be told from the default "cpu"
+    seen: list[object] = []
+    probes = iter([1e-3, 2e-3, 3e-3])
+
+    def measure_group(group, dtype, *, device="cpu", **kwargs):
+        seen.append(device)
+        return [], []
+
+    monkeypatch.setattr(cal, "measure_group", measure_group)
+    monkeypatch.setattr(cal, "calibrate_host", lambda dtype, device="cpu", reps=5: seen.append(device))
+    monkeypatch.setattr(speed_probe, "probe_s", lambda device="cpu": next(probes))
+    result = cal.calibrate(device, torch.float32, grid="tiny", only=["views", "norms", cal.HOST_GROUP])
+    assert seen == [device, device, device]
+    assert result.probe_s == (1e-3, 2e-3)
+
+
+@pytest.mark.parametrize("calibration_probes", [(1e-3, 1e-3), ()])
+def test_validate_says_how_much_slower_the_machine_ran_than_when_calibrated(monkeypatch, calibration_probes):
+    monkeypatch.setattr(speed_probe, "probe_s", lambda device="cpu": 2e-3)
+    calibration = replace(local_calibration(), probe_s=calibration_probes)
+    result = va.validate("tiny", calibration, grid={"seq_len": (24,)}, reps=2, warmup=1)
+    assert [p.probe_s for p in result.points] == [2e-3]
+    expected = 2.0 if calibration_probes else None
+    assert result.probe_slowdown == expected
+    # another device's calibration: its probe says nothing about this machine
+    other = replace(synthetic_calibration(families=True), probe_s=(1e-3,))
+    assert va.validate("tiny", other, grid={"seq_len": (24,)}, reps=2, warmup=1).probe_slowdown is None
+
+
+def test_the_report_words_the_machine_speed():
+    assert view._speed(None).startswith("not compared")
+    assert "slower" not in view._speed(1.03) and "1.03×" in view._speed(1.03)
+    assert "ran slower than when calibrated" in view._speed(1.2)
+    assert "ran faster than when calibrated" in view._speed(0.8)
