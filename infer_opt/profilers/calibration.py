@@ -10,10 +10,11 @@ minus the profiler's cost per nested event), in chunks that run every case in tu
 repetition, so one profiler session covers hundreds of shapes:
 
 * **hot**: each case twice in a row per repetition, the second call kept — its inputs were just
-  touched, as a layer's activations are;
+  touched, as a layer's activations are (a short case whose main operand persists from step to
+  step — a weight, a KV cache — four times: its steady state, :func:`_steady`);
 * **warm** (cases with a main operand: matmuls, attention over a cache, embeddings): the case,
   a read of twice the L2 (:func:`warm_reuse_bytes`), the case again (kept) — its weights come
-  from the last-level cache;
+  from the last-level cache (a short case: three rounds of case and read first);
 * **cold**: a read of twice the last-level cache first, then each case once — its weights come
   from memory, as in a model larger than the cache. Only calls with a main operand are kept.
 * **context** (small cases without a main operand: elementwise, norms, copies, views, inputs of
@@ -303,11 +304,11 @@ def _timed_program(
             if state in ("hot", "context") or sig.touches.main:
                 kept.append((len(calls), sig))
             calls.append(call)
-    runs = [piece.run for piece in pieces]
+    steps = [piece.run for piece in pieces]
 
     def program() -> None:
-        for run in runs:
-            run()
+        for step in steps:
+            step()
 
     return program, calls, kept
 
@@ -575,6 +576,8 @@ def host_chains(
 
 @dataclass(frozen=True)
 class _Chain:
+    """A host chain, its recorded calls and how many module calls it makes."""
+
     fn: Callable[[], object]
     calls: list[rec.OpCall]
     modules: int
