@@ -264,3 +264,59 @@ def test_a_repetitions_calls_composed_from_its_recorded_parts_are_the_calls_it_m
             actual = rec.record_ops(program)
             assert [(c.name, c.match_shapes) for c in calls] == [(c.name, c.match_shapes) for c in actual]
             assert kept and all(calls[i].name for i, _ in kept)
+
+
+def test_a_short_case_whose_main_operand_persists_is_timed_at_its_steady_state():
+    log: list[str] = []
+    case = _recorded(_fake_case("linear 1", 2**20, log))
+    scrubs = cal._Scrubs(*(_logged(word, log) for word in ("scrub", "flush", "read")))
+    warmer = _logged("warmer", log)
+    log.clear()
+    for part in cal._case_parts(case.part, "hot", scrubs, runs=cal.STEADY_RUNS):
+        part.run()
+    assert log == ["linear 1"] * 4
+    log.clear()
+    for part in cal._case_parts(case.part, "warm", scrubs, warmer, runs=cal.STEADY_RUNS):
+        part.run()
+    assert log == ["linear 1", "scrub", "warmer"] * 3 + ["linear 1"]
+    log.clear()
+    for part in cal._case_parts(case.part, "context", scrubs, runs=cal.STEADY_RUNS):
+        part.run()
+    assert log == ["linear 1", "read", "linear 1"]  # a small op runs after its producer, once
+
+
+def test_only_short_cases_whose_main_operand_persists_run_to_their_steady_state():
+    groups = {g.name: g for g in cc.groups("standard", "cpu", ["linear", "sdpa", "norms", "memory"])}
+
+    def steady(group: str, prefix: str, flops: float = 1e6) -> list[bool]:
+        cases = [c for c in groups[group].cases if c.label.startswith(prefix)][:3]
+        assert cases, prefix
+        calls = (replace(_CALL, flops=int(flops)),)
+        return [cal._steady(cal._Recorded(c, {}, cal._Part(lambda: None, calls), ())) for c in cases]
+
+    assert all(steady("linear", "linear M=1 ")) and all(steady("sdpa", "sdpa.decode"))
+    assert all(steady("memory", "embedding"))
+    assert not any(steady("linear", "linear M=1 ", flops=2 * cal.STEADY_MAX_FLOPS))  # long calls
+    assert not any(steady("sdpa", "sdpa.causal")) and not any(steady("norms", "layer_norm"))
+
+
+_CALL = rec.OpCall(0, "aten::mm", ((1, 1),), "float32", 0, "torch", 0, "", "", "matmul")
+
+
+def test_the_host_term_is_the_median_of_interleaved_rounds(monkeypatch):
+    """Each round's host time is its own wall minus its own op sum: one round of each chain timed
+    in a slow spell (wall 3× the others) changes neither figure."""
+
+    def host(slow: bool) -> om.HostCalibration:
+        walls = iter(([3.0e-3, 3.0e-3] if slow else []) + [1.0e-3] * (2 * cal.HOST_ROUNDS))
+        # the module chain's ops take less than the plain chain's: it has host time of its own
+        ops = {True: 0.5e-3, False: 0.2e-3}
+        monkeypatch.setattr(
+            cal._Chain, "round", lambda self, reps, device: (next(walls), ops[self.modules == 0])
+        )
+        return cal.calibrate_host(torch.float32)
+
+    steady, spell = host(False), host(True)
+    assert spell.per_op_s == steady.per_op_s == pytest.approx(0.5e-3 / steady.chain_ops)
+    assert spell.per_module_call_s == pytest.approx(steady.per_module_call_s) and steady.per_module_call_s > 0
+    assert spell.raw_wall_s == pytest.approx(1.0e-3)
