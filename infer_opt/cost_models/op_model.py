@@ -200,9 +200,16 @@ class CalibrationResult(Result):
         return {f.key: f for f in self.families}
 
     @property
+    def usable_probe_s(self) -> tuple[float, ...]:
+        """The speed probe's times that are finite and positive (a hand-edited file may hold
+        others)."""
+        return tuple(t for t in self.probe_s if math.isfinite(t) and t > 0)
+
+    @property
     def probe_median_s(self) -> float | None:
         """The speed probe's median over the groups (None: not measured)."""
-        return float(np.median(self.probe_s)) if self.probe_s else None
+        usable = self.usable_probe_s
+        return float(np.median(usable)) if usable else None
 
 
 # ---------------------------------------------------------------------------- fitting a family

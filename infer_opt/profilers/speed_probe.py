@@ -45,7 +45,7 @@ def same_machine(calibration: Any, device: Any) -> bool:
 
 def slowdown(now: Sequence[float], then: Sequence[float]) -> float | None:
     """Median probe time ``now`` over the median ``then`` (> 1: slower now), or None without
-    both."""
+    both (a calibration's usable times: :attr:`CalibrationResult.usable_probe_s`)."""
     if not now or not then:
         return None
     return statistics.median(now) / statistics.median(then)

@@ -384,7 +384,7 @@ def validate(
         ops=tuple(ops),
         warmup=warmup,
         reps=reps,
-        probe_slowdown=speed_probe.slowdown(probes, calibration.probe_s) if same_machine else None,
+        probe_slowdown=speed_probe.slowdown(probes, calibration.usable_probe_s) if same_machine else None,
         warnings=tuple(warnings),
         **summarize(points, ops),
     )

@@ -79,9 +79,9 @@ def _summary(r: CalibrationResult) -> list[tuple[str, str]]:
         out.append(
             (
                 "Speed probe",
-                f"a fixed matmul took {format_duration(r.probe_median_s)} (median of {len(r.probe_s)}, "
-                f"one before each group: {format_duration(min(r.probe_s))}–"
-                f"{format_duration(max(r.probe_s))}); validate times it again and compares",
+                f"a fixed matmul took {format_duration(r.probe_median_s)} (median of "
+                f"{len(r.usable_probe_s)}, one before each group: {format_duration(min(r.usable_probe_s))}–"
+                f"{format_duration(max(r.usable_probe_s))}); validate times it again and compares",
             )
         )
     if r.roofline is not None:

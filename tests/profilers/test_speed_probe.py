@@ -19,6 +19,10 @@ def test_the_probe_times_its_matmul_and_compares_medians():
     assert speed_probe.slowdown([2.0, 3.0, 9.0], [1.0, 1.5, 2.0]) == pytest.approx(2.0)
     assert speed_probe.slowdown([], [1.0]) is None
     assert speed_probe.slowdown([1.0], []) is None
+    # a hand-edited calibration's unusable times are left out, not propagated
+    edited = replace(synthetic_calibration(), probe_s=(1.0, float("nan"), -3.0, float("inf"), 3.0))
+    assert edited.usable_probe_s == (1.0, 3.0) and edited.probe_median_s == pytest.approx(2.0)
+    assert replace(edited, probe_s=(float("nan"), 0.0)).probe_median_s is None
 
 
 def test_calibrate_measures_on_its_device_and_probes_before_every_group(monkeypatch):
