@@ -17,7 +17,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -26,19 +25,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from infer_opt.profilers import model_profile, models
+from infer_opt.profilers import model_profile, models, timing
 from infer_opt.profilers.device import cpu_model_name
 
 STEPS = (("tiny", "decode", 5), ("tiny", "prefill", 3), ("llama-tiny", "decode", 5))
 
 
 def _median_s(fn: Callable[[], object], n: int) -> float:
-    times = []
-    for _ in range(n):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return timing.measure(fn, warmup=0, reps=n, time_cold=False).median_s
 
 
 def _steps() -> dict[str, Callable[[], object]]:

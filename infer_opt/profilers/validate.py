@@ -24,7 +24,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -259,6 +259,7 @@ def _point(
     shape: tuple[int, int, int],
     measured: model_profile.ProfileResult,
     predicted: pr.StepPrediction,
+    probe_s: float | None = None,
 ) -> ValidatePoint:
     batch, seq_len, context = shape
     estimates = predicted.estimates
@@ -286,6 +287,7 @@ def _point(
             if gen and len(segments) > 1
             else None
         ),
+        probe_s=probe_s,
     )
 
 
@@ -355,7 +357,8 @@ def validate(
         )
         if progress is not None:
             progress(k, len(shapes), label)
-        probes.append(speed_probe.probe_s(device))
+        probe = speed_probe.probe_s(device)
+        probes.append(probe)
         measured = _measure(
             spec, mode, (batch, seq_len, context, new_tokens), device=device, dtype=dtype,
             hf_overrides=hf_overrides, fit=fit, warmup=warmup, reps=reps,
@@ -367,7 +370,7 @@ def validate(
             ),
             model,
         )  # fmt: skip
-        point = replace(_point(mode, (batch, seq_len, context), measured, predicted), probe_s=probes[-1])
+        point = _point(mode, (batch, seq_len, context), measured, predicted, probe)
         points.append(point)
         ops.extend(compare_ops(k, mode, measured, predicted))
         if point.on_grid_share > ON_GRID_WARNING:
