@@ -179,6 +179,10 @@ class CalibrationResult(Result):
     #: bytes read before a small op's call in the context state (0: not measured — a GPU, or a
     #: calibration made before the state existed)
     context_reuse_bytes: int = 0
+    #: where a small op's dispatch context starts to cost: the L1 caches (data and instruction)
+    #: of one core — an op's own code leaves them as soon as other ops run between two of its
+    #: calls (0: the L2, as calibrations made before this field predicted; :meth:`OpModel.near_bytes`)
+    context_near_bytes: int = 0
     host: HostCalibration | None = None
     roofline: DeviceRoofline | None = None
     #: families (by calibration group name) finished, in order: what --resume skips
@@ -413,9 +417,12 @@ def fallbacks(family: str) -> list[str]:
     """Related families to borrow from, best first: the same op without the non-contiguous
     marker; ``baddbmm`` → ``bmm``; for pointwise ops the
     ``add`` (binary patterns) or ``mul`` (scalar/unary pattern) family of the same pattern;
-    grouped-query decode attention → plain decode attention (its first three features)."""
+    grouped-query decode attention → plain decode attention (its first three features); attention
+    over a length off the CPU's vector width (``.tail``) → the same over aligned lengths."""
     if family == "sdpa.decode.gqa":
         return ["sdpa.decode"]
+    if family.endswith(".tail"):
+        return [family.removesuffix(".tail")]
     out: list[str] = []
     base = family.removesuffix(".nc")
     if base != family:
@@ -494,7 +501,19 @@ class OpModel:
         just before) or, if larger, the L2 (half the warm read, which is twice the L2): an operand
         whose reuse footprint still fits in the L2 is still there; warm, cold and context = the
         calibration's reads plus the operand's bytes."""
+        if state == "hot" and query.reuse_bytes is None:
+            return self.near_bytes(query.family)
         return self._anchor(state, max(query.main_bytes, 1.0))
+
+    def near_bytes(self, family: str | None = None) -> float:
+        """The hot anchor of the dispatch context (:meth:`context_weight`): the L1 caches
+        (:attr:`CalibrationResult.context_near_bytes`) for an op that runs a kernel of its own —
+        a hot loop keeps its code there, a step's other ops between two of its calls push it
+        out —, the L2 for what every op shares (the dispatcher, the Python around each call, a
+        view's metadata: ``family`` None or ``view.*``) and for a calibration without the field."""
+        near = self.calibration.context_near_bytes
+        shared = family is None or family.startswith("view.")
+        return self._anchor("hot", 1.0) if shared or near <= 0 else float(near)
 
     def _anchor(self, state: str, own: float) -> float:
         reads = {
@@ -526,7 +545,8 @@ class OpModel:
         t = math.exp(float(np.interp(x, [p[0] for p in points], [p[1] for p in points])))
         state = min(points, key=lambda p: abs(p[0] - x))[2]
         if context is not None and "hot" in found:
-            t += self.context_weight(query.context_bytes) * max(0.0, context[1] - found["hot"][1])
+            weight = self.context_weight(query.context_bytes, query.family)
+            t += weight * max(0.0, context[1] - found["hot"][1])
         family, _, _ = found[state]
         return family, t, any(v[2] for v in found.values()), state
 
@@ -591,12 +611,12 @@ class OpModel:
             self._slowdown = max(1.0, float(np.median(ratios))) if ratios else 1.0
         return self._slowdown
 
-    def context_weight(self, distance: float | None) -> float:
+    def context_weight(self, distance: float | None, family: str | None = None) -> float:
         """Where ``distance`` bytes touched since an op last ran lie between the hot and the
-        context anchors of an op without a main operand (:meth:`anchor_bytes`: the L2, 0; the
-        context read, 1), in log bytes, clamped; 0 when unknown or when the calibration has no
-        context state."""
-        near, far = self._anchor("hot", 1.0), self._anchor("context", 1.0)
+        context anchors of an op without a main operand (:meth:`near_bytes`, 0; the context
+        read, 1), in log bytes, clamped; 0 when unknown or when the calibration has no context
+        state. ``family`` None: the host's share of a call (code every op shares)."""
+        near, far = self.near_bytes(family), self._anchor("context", 1.0)
         if distance is None or far <= near:
             return 0.0
         return min(1.0, max(0.0, math.log(max(distance, 1.0) / near) / math.log(far / near)))

@@ -80,6 +80,8 @@ FEATURE_NAMES = {
     "bmm": ("batch", "M", "N", "K"),
     "sdpa.causal": ("BH", "T", "d"),
     "sdpa.full": ("BH", "T", "d"),
+    "sdpa.causal.tail": ("BH", "T", "d"),
+    "sdpa.full.tail": ("BH", "T", "d"),
     "sdpa.decode": ("BH", "Tk", "d"),
     "sdpa.decode.gqa": ("BH", "Tk", "d", "g"),
     "sdpa.masked": ("BH", "Tq", "Tk", "d"),
@@ -404,21 +406,39 @@ def measure_group(
 # ---------------------------------------------------------------------------- families
 
 
-def cache_level_bytes(level: int) -> int | None:
-    """The size of the CPU's level-``level`` data or unified cache (sysfs), None if unknown."""
+#: where the CPU's caches are described (one core's: cpu0)
+CACHE_SYSFS = Path("/sys/devices/system/cpu/cpu0/cache")
+
+
+def _caches(level: int) -> dict[str, int]:
+    """``type -> bytes`` of the CPU's level-``level`` caches (sysfs; empty if unknown)."""
     from infer_opt.profilers.device import _parse_cache_size
 
-    base = Path("/sys/devices/system/cpu/cpu0/cache")
+    out = {}
     try:
-        for index in sorted(base.glob("index*")):
-            if (
-                int((index / "level").read_text()) == level
-                and (index / "type").read_text().strip() != "Instruction"
-            ):
-                return _parse_cache_size((index / "size").read_text())
+        for index in sorted(CACHE_SYSFS.glob("index*")):
+            if int((index / "level").read_text()) == level:
+                size = _parse_cache_size((index / "size").read_text())
+                if size:
+                    out[(index / "type").read_text().strip()] = size
     except (OSError, ValueError):
-        return None
-    return None
+        return {}
+    return out
+
+
+def cache_level_bytes(level: int) -> int | None:
+    """The size of the CPU's level-``level`` data or unified cache (sysfs), None if unknown."""
+    sizes = [size for kind, size in _caches(level).items() if kind != "Instruction"]
+    return sizes[0] if sizes else None
+
+
+def code_cache_bytes() -> int:
+    """One core's L1 caches, data and instruction (80 KiB on the 2-core Xeon; 64 KiB when
+    unknown): the hot anchor of a small op's dispatch context. Timed in a hot loop an op finds
+    its code there; in a step, other ops run between two of its calls and push it out — one
+    small layer between (15 ops, 200 KB) makes a mean 1.3× slower, a 1 MiB read by a single op
+    does not (docs/prediction.md, "Dispatch context")."""
+    return sum(_caches(1).values()) or 2**16
 
 
 _READ_BUFFERS: dict[tuple[str, int], torch.Tensor] = {}
@@ -646,6 +666,7 @@ def new_result(device: Any, dtype: torch.dtype, grid: str) -> om.CalibrationResu
         warm_reuse_bytes=0 if cuda else warm_reuse_bytes(),
         cold_reuse_bytes=devices.flush_buffer_bytes(device),
         context_reuse_bytes=0 if cuda else context_reuse_bytes(),
+        context_near_bytes=0 if cuda else code_cache_bytes(),
         torch_version=torch.__version__,
         op_timer=(
             "torch.profiler: CUDA kernel time per op (CUPTI)"
@@ -677,12 +698,14 @@ def calibrate(
 
     kind = "cuda" if devices.is_cuda(device) else "cpu"
     if update is not None:
+        fresh = new_result(device, dtype, grid)
         again = set(only or [*cc.GROUPS, HOST_GROUP])
         resume_from = replace(
             update,
             groups_done=tuple(g for g in update.groups_done if g not in again),
             host=None if HOST_GROUP in again else update.host,
-            context_reuse_bytes=new_result(device, dtype, grid).context_reuse_bytes,
+            context_reuse_bytes=fresh.context_reuse_bytes,
+            context_near_bytes=fresh.context_near_bytes,
         )
     result = resume_from if resume_from is not None else new_result(device, dtype, grid)
     start = time.perf_counter() - result.wall_s

@@ -14,6 +14,9 @@ family               calls                                        features
 ``bmm.<ab>``         ``bmm``, ``baddbmm`` (explicit attention)     ``batch, M, N, K``
 ``sdpa.causal``      fused attention, causal, ``Tq = Tk``          ``B·H, T, d``
 ``sdpa.full``        fused attention, no mask, ``Tq = Tk``         ``B·H, T, d``
+``sdpa.<…>.tail``    the two above on a CPU with ``T`` not a           ``B·H, T, d``
+                     multiple of the vector width
+                     (:func:`cpu_vector_lanes`)
 ``sdpa.decode``      fused attention, one query, no mask           ``B·H, Tk, d``
 ``sdpa.decode.gqa``  the same with grouped keys/values (``g``      ``B·H, Tk, d, g``
                      query heads share one; ``H`` counts queries)
@@ -43,6 +46,7 @@ metadata queries that fake tensors route through the dispatcher) and answers a b
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -138,6 +142,20 @@ def _batched(name: str, bound: dict[str, Any]) -> tuple[str, tuple[int, ...], li
     )
 
 
+#: float32 lanes of the CPU's vector unit, by torch's CPU capability (what ATen's kernels were
+#: built for); other capabilities (NEON, no vectors) count 4
+_CPU_LANES = {"AVX512": 16, "AVX2": 8, "SVE256": 8}
+
+
+@functools.cache
+def cpu_vector_lanes() -> int:
+    """How many float32 values one CPU vector holds, as ATen's kernels use it: 16 with AVX-512.
+    A fused attention finishes each row's last ``T mod lanes`` keys in scalar code (its softmax's
+    exponentials), which costs more than a whole vector: on a 2-core Xeon a causal attention over
+    47 tokens takes 1.8× one over 48 (docs/prediction.md)."""
+    return _CPU_LANES.get(torch.backends.cpu.get_cpu_capability(), 4)
+
+
 def _sdpa(bound: dict[str, Any]) -> tuple[str, tuple[int, ...], list[str]]:
     q, k = bound["query"], bound["key"]
     bh = _numel(q.shape[:-2])
@@ -152,7 +170,9 @@ def _sdpa(bound: dict[str, Any]) -> tuple[str, tuple[int, ...], list[str]]:
         return "sdpa.decode", (bh, tk, d), main
     if tq != tk:
         return "sdpa.cross", (bh, tq, tk, d), main
-    return ("sdpa.causal" if bound.get("is_causal") else "sdpa.full"), (bh, tq, d), main
+    family = "sdpa.causal" if bound.get("is_causal") else "sdpa.full"
+    tail = q.device.type == "cpu" and tq % cpu_vector_lanes() != 0
+    return family + (".tail" if tail else ""), (bh, tq, d), main
 
 
 def _pointwise(short: str, tensors: list[torch.Tensor], out: Any) -> tuple[str, tuple[int, ...]]:

@@ -66,7 +66,12 @@ def _summary(r: CalibrationResult) -> list[tuple[str, str]]:
                 (
                     "Dispatch context",
                     f"small ops also timed after a {format_bytes(r.context_reuse_bytes)} read; "
-                    "an op is placed by the bytes touched since it last ran",
+                    "an op is placed by the bytes touched since it last ran"
+                    + (
+                        f" (from {format_bytes(r.context_near_bytes)}, the L1 caches, for its own code)"
+                        if r.context_near_bytes
+                        else ""
+                    ),
                 )
             ]
             if r.context_reuse_bytes

@@ -197,6 +197,8 @@ def test_fallbacks_are_related_families_best_first():
     assert om.fallbacks("gelu.s") == ["mul.s"]
     assert om.fallbacks("sdpa.causal") == []
     assert om.fallbacks("sdpa.decode.gqa") == ["sdpa.decode"]
+    assert om.fallbacks("sdpa.causal.tail") == ["sdpa.causal"]
+    assert om.fallbacks("sdpa.full.tail") == ["sdpa.full"]
 
 
 def test_grouped_query_decode_borrows_plain_decode_on_its_first_three_features():
@@ -348,6 +350,33 @@ def test_an_op_without_a_main_operand_sits_between_hot_and_context_by_its_contex
     # an older calibration without the context state: hot at any distance
     hot_only = calibration(replace(line_family({64: 1.0, 4096: 1.0}), state="hot"))
     assert om.OpModel(hot_only).estimate(replace(query, context_bytes=2**30)).time_s == pytest.approx(t_hot)
+
+
+def test_an_ops_own_code_is_cold_from_the_l1_on_shared_code_from_the_l2():
+    """With ``context_near_bytes`` (the L1 caches) a small op that runs a kernel of its own slows
+    down from there on; a view (metadata only) and the host's share of a call (the dispatcher, the
+    Python around it: code every op runs) keep the L2 as their hot anchor — as every op did in a
+    calibration without the field."""
+    base_model = _context_model(host=om.HostCalibration(1e-6, 0.0))
+    model = om.OpModel(replace(base_model.calibration, context_near_bytes=2**16))
+    add = om.OpQuery("aten::add", "add.t", (256.0,), 0.0, 2048.0)
+    view = om.OpQuery("aten::view", "view.view", (), 0.0, 0.0)
+    views = replace(line_family({64: 1.0, 4096: 1.0}), family="view.view", feature_names=())
+    t_hot = model.estimate(replace(add, context_bytes=0.0)).time_s
+    assert model.estimate(replace(add, context_bytes=2**16)).time_s == pytest.approx(t_hot)
+    # 2 MiB: 5/8 of the way from 64 KiB to 16 MiB in log bytes (was: still hot)
+    at_l2 = model.estimate(replace(add, context_bytes=2**21)).time_s
+    assert at_l2 == pytest.approx(t_hot * 4 ** (5 / 8), rel=1e-3)
+    assert base_model.estimate(replace(add, context_bytes=2**21)).time_s == pytest.approx(t_hot)
+    assert model.estimate(replace(add, context_bytes=2**30)).time_s == pytest.approx(4 * t_hot)
+    assert model.near_bytes("add.t") == 2**16 and model.near_bytes("view.view") == 2**21
+    assert model.near_bytes(None) == 2**21 and base_model.near_bytes("add.t") == 2**21
+    assert model.context_weight(2**21, "view.view") == 0.0 == model.context_weight(2**21)
+    # the host term places each call's share from the L2, whatever the op
+    queries = [replace(add, context_bytes=2**21), replace(view, context_bytes=2**21)]
+    assert om.predict_step(model, queries, 0).host_s == pytest.approx(2e-6)
+    hot_view = om.OpModel(replace(calibration(views), context_near_bytes=2**16, warm_reuse_bytes=2**22))
+    assert hot_view.anchor_bytes("hot", replace(view, context_bytes=1.0)) == 2**21
 
 
 @given(st.lists(st.tuples(st.integers(0, 5), st.integers(1, 1000)), min_size=1, max_size=30))

@@ -12,6 +12,7 @@ from infer_opt.cost_models import op_model as om
 from infer_opt.errors import InvalidInput
 from infer_opt.profilers import calibration as cal
 from infer_opt.profilers import calibration_cases as cc
+from infer_opt.profilers import op_families
 from infer_opt.profilers import op_recorder as rec
 from tests.profilers.synthetic_calibration import local_calibration, synthetic_calibration
 
@@ -55,10 +56,34 @@ def test_grouped_query_decode_cases_share_each_key_value_head_among_group_query_
     assert not skipped and len(passed) == len(cases)
 
 
+@pytest.mark.parametrize("lanes", [8, 16])
+def test_prefill_attention_is_measured_on_and_off_the_vector_width_on_a_cpu_only(monkeypatch, lanes):
+    """Every (B·H, T, d) of the prefill attention grid again at T + lanes/2 on a CPU — the
+    ``.tail`` families, recorded as such —; on a GPU the grid's lengths only."""
+    monkeypatch.setattr(cc, "cpu_vector_lanes", lambda: lanes)
+    monkeypatch.setattr(op_families, "cpu_vector_lanes", lambda: lanes)
+    spec = cc.grid_spec("tiny", "cpu")
+    assert spec["sdpa_tail"] == lanes // 2 and cc.grid_spec("standard", "cuda")["sdpa_tail"] == 0
+    prefill = [c for c in cc.sdpa_cases(spec) if c.label.startswith(("sdpa.causal", "sdpa.full"))]
+    lengths = {int(c.label.split("Tq=")[1].split()[0]) for c in prefill}
+    assert lengths == {t + r for t in spec["sdpa_t"] for r in (0, lanes // 2)}
+    gpu = [c for c in cc.sdpa_cases({**spec, "sdpa_tail": 0}) if c.label.startswith("sdpa.causal")]
+    assert {int(c.label.split("Tq=")[1].split()[0]) for c in gpu} == set(spec["sdpa_t"])
+    for case in prefill:
+        x = case.inputs(torch.Generator().manual_seed(0), torch.float32)
+        recorder = op_families.FamilyRecorder()
+        rec.record_ops(lambda case=case, x=x: case.run(x), recorder=recorder)
+        t = x["q"].shape[-2]
+        kind = case.label.split()[0]
+        assert recorder.signatures[-1].family == kind + (".tail" if t % lanes else ""), case.label
+
+
 def test_every_family_with_several_features_has_names_for_them():
     assert cal.feature_names("gemm.nt", 3) == ("M", "N", "K")
     assert cal.feature_names("bmm.nn", 4) == ("batch", "M", "N", "K")
     assert cal.feature_names("sdpa.decode.gqa", 4) == ("BH", "Tk", "d", "g")
+    for tail in ("sdpa.causal.tail", "sdpa.full.tail"):
+        assert cal.feature_names(tail, 3) == ("BH", "T", "d")
     # no x0, x1, … placeholders for the families the suite measures with several features
     for family in ("gemm.nn", "sdpa.causal", "sdpa.masked", "mean.r", "embedding", "layer_norm"):
         assert not any(name.startswith("x") for name in cal.feature_names(family, 4)), family
@@ -121,6 +146,27 @@ def test_a_case_whose_output_is_wrong_is_not_timed():
     assert skipped and skipped[0].startswith("wrong: output differs from the float64 reference")
 
 
+def _sysfs_cache(root, index, level, kind, size):
+    folder = root / f"index{index}"
+    folder.mkdir()
+    for name, text in (("level", str(level)), ("type", kind), ("size", size)):
+        (folder / name).write_text(text + "\n")
+
+
+def test_cache_sizes_come_from_sysfs_and_the_l1s_add_data_and_instructions(tmp_path, monkeypatch):
+    monkeypatch.setattr(cal, "CACHE_SYSFS", tmp_path)
+    assert cal.code_cache_bytes() == 2**16 and cal.cache_level_bytes(2) is None  # unknown
+    for i, (level, kind, size) in enumerate(
+        ((1, "Data", "48K"), (1, "Instruction", "32K"), (2, "Unified", "2048K"), (3, "Unified", "260M"))
+    ):
+        _sysfs_cache(tmp_path, i, level, kind, size)
+    assert cal.code_cache_bytes() == 80 * 2**10
+    assert cal.cache_level_bytes(1) == 48 * 2**10  # data, not instructions
+    assert cal.cache_level_bytes(2) == 2 * 2**20 and cal.warm_reuse_bytes() == 4 * 2**20
+    (tmp_path / "index0" / "level").write_text("one\n")  # unreadable: unknown, not a crash
+    assert cal.code_cache_bytes() == 2**16
+
+
 def test_a_run_measures_the_calls_each_case_makes(small_run):
     families = small_run.family_map()
     assert "layer_norm@hot" in families and "softmax@hot" in families
@@ -130,6 +176,7 @@ def test_a_run_measures_the_calls_each_case_makes(small_run):
     # small ops are measured in context too (after a read of several L2s), and slower there
     assert {"layer_norm@context", "view.transpose@context", "mean.r@context"} <= set(families)
     assert small_run.context_reuse_bytes == cal.context_reuse_bytes() >= 2 * small_run.warm_reuse_bytes
+    assert 0 < small_run.context_near_bytes == cal.code_cache_bytes() < small_run.warm_reuse_bytes
     ln = families["layer_norm@hot"]
     assert ln.feature_names == ("rows", "hidden")
     assert {p.features for p in ln.points} == {(1.0, 64.0), (1.0, 256.0), (16.0, 64.0), (16.0, 256.0)}

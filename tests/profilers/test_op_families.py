@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from infer_opt.errors import RunFailure
+from infer_opt.profilers import op_families
 from infer_opt.profilers import op_recorder as rec
 from infer_opt.profilers.op_families import FamilyRecorder, ModuleCounter, aten_view_strides, layout
 
@@ -31,7 +32,8 @@ def test_a_row_major_weight_is_the_nn_layout():
     assert families(lambda: torch.addmm(b, x, w)) == [("gemm.nn", (5, 32, 16))]
 
 
-def test_attention_kinds():
+def test_attention_kinds(monkeypatch):
+    monkeypatch.setattr(op_families, "cpu_vector_lanes", lambda: 8)
     q, k = torch.randn(2, 4, 8, 16), torch.randn(2, 4, 8, 16)
     one, cache = torch.randn(2, 4, 1, 16), torch.randn(2, 4, 33, 16)
     mask = torch.ones(4, 33, dtype=torch.bool).tril(29)
@@ -51,6 +53,34 @@ def test_attention_kinds():
         "sdpa.masked",
         (8, 4, 33, 16),
     )
+
+
+@pytest.mark.parametrize("lanes", [4, 8, 16])
+def test_prefill_attention_off_the_vector_width_is_its_own_family(monkeypatch, lanes):
+    """A fused attention whose length is not a multiple of the CPU's vector width finishes every
+    row in scalar code (``.tail``); decode attention (one row per head) stays one family."""
+    monkeypatch.setattr(op_families, "cpu_vector_lanes", lambda: lanes)
+    for t in (lanes, 2 * lanes, lanes + 1, 3 * lanes - 1, 40):
+        q = torch.randn(1, 2, t, 8)
+        tail = ".tail" if t % lanes else ""
+        assert families(lambda q=q: F.scaled_dot_product_attention(q, q, q, is_causal=True)) == [
+            (f"sdpa.causal{tail}", (2, t, 8))
+        ]
+        assert families(lambda q=q: F.scaled_dot_product_attention(q, q, q))[0][0] == f"sdpa.full{tail}"
+        one = torch.randn(1, 2, 1, 8)
+        assert families(lambda q=q, one=one: F.scaled_dot_product_attention(one, q, q))[0][0] == "sdpa.decode"
+
+
+def test_cpu_vector_lanes_follows_torchs_cpu_capability(monkeypatch):
+    op_families.cpu_vector_lanes.cache_clear()
+    try:
+        for capability, lanes in (("AVX512", 16), ("AVX2", 8), ("DEFAULT", 4), ("NO AVX", 4)):
+            monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda c=capability: c)
+            op_families.cpu_vector_lanes.cache_clear()
+            assert op_families.cpu_vector_lanes() == lanes
+    finally:
+        monkeypatch.undo()
+        op_families.cpu_vector_lanes.cache_clear()
 
 
 def test_pointwise_patterns_and_strided_operands():
