@@ -78,6 +78,20 @@ def test_prefill_attention_is_measured_on_and_off_the_vector_width_on_a_cpu_only
         assert recorder.signatures[-1].family == kind + (".tail" if t % lanes else ""), case.label
 
 
+def test_attention_is_checked_on_its_first_batch_row():
+    """A float64 copy of every head of a long cache cost more than timing it: the check covers the
+    first batch row (8 heads) — and still catches a kernel that gets that row wrong."""
+    case = cc._sdpa_case("decode", 16, 1, 64, 32)
+    x = case.inputs(torch.Generator().manual_seed(0), torch.float32)
+    assert x["k"].shape[0] == 2 and case.sample is not None
+    assert case.sample(case.run(x)).shape == case.reference(x).shape == (1, 8, 1, 32)
+    passed, skipped = cal.checked_inputs([case], torch.float32)
+    assert [c for c, _ in passed] == [case] and not skipped
+    broken = replace(case, label="broken", run=lambda x: case.run(x) * 1.01)
+    passed, skipped = cal.checked_inputs([broken], torch.float32)
+    assert not passed and skipped[0].startswith("broken: output differs")
+
+
 def test_every_family_with_several_features_has_names_for_them():
     assert cal.feature_names("gemm.nt", 3) == ("M", "N", "K")
     assert cal.feature_names("bmm.nn", 4) == ("batch", "M", "N", "K")
