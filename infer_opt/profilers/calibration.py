@@ -406,29 +406,11 @@ def measure_group(
 # ---------------------------------------------------------------------------- families
 
 
-#: where the CPU's caches are described (one core's: cpu0)
-CACHE_SYSFS = Path("/sys/devices/system/cpu/cpu0/cache")
-
-
-def _caches(level: int) -> dict[str, int]:
-    """``type -> bytes`` of the CPU's level-``level`` caches (sysfs; empty if unknown)."""
-    from infer_opt.profilers.device import _parse_cache_size
-
-    out = {}
-    try:
-        for index in sorted(CACHE_SYSFS.glob("index*")):
-            if int((index / "level").read_text()) == level:
-                size = _parse_cache_size((index / "size").read_text())
-                if size:
-                    out[(index / "type").read_text().strip()] = size
-    except (OSError, ValueError):
-        return {}
-    return out
-
-
 def cache_level_bytes(level: int) -> int | None:
     """The size of the CPU's level-``level`` data or unified cache (sysfs), None if unknown."""
-    sizes = [size for kind, size in _caches(level).items() if kind != "Instruction"]
+    from infer_opt.profilers.device import cpu_caches
+
+    sizes = [size for (lvl, kind), size in cpu_caches().items() if lvl == level and kind != "Instruction"]
     return sizes[0] if sizes else None
 
 
@@ -438,7 +420,9 @@ def code_cache_bytes() -> int:
     its code there; in a step, other ops run between two of its calls and push it out — one
     small layer between (15 ops, 200 KB) makes a mean 1.3× slower, a 1 MiB read by a single op
     does not (docs/prediction.md, "Dispatch context")."""
-    return sum(_caches(1).values()) or 2**16
+    from infer_opt.profilers.device import cpu_caches
+
+    return sum(size for (level, _), size in cpu_caches().items() if level == 1) or 2**16
 
 
 _READ_BUFFERS: dict[tuple[str, int], torch.Tensor] = {}

@@ -229,25 +229,32 @@ def _parse_cache_size(text: str) -> int | None:
     return int(match.group(1)) * scale
 
 
+#: where the CPU's caches are described (one core's: cpu0)
+CACHE_SYSFS = Path("/sys/devices/system/cpu/cpu0/cache")
+
+
+def cpu_caches() -> dict[tuple[int, str], int]:
+    """``(level, type) -> bytes`` of one core's caches from sysfs (type ``Data``, ``Instruction``
+    or ``Unified``); empty when sysfs does not tell."""
+    out = {}
+    try:
+        for index in sorted(CACHE_SYSFS.glob("index*")):
+            size = _parse_cache_size((index / "size").read_text())
+            if size:
+                level = int((index / "level").read_text().strip())
+                out[(level, (index / "type").read_text().strip())] = size
+    except (OSError, ValueError):
+        return {}
+    return out
+
+
 @functools.lru_cache(maxsize=1)
 def cpu_llc_bytes() -> int | None:
     """Size of the last-level cache from sysfs (highest level, data or unified), else from
     ``sysconf``; ``None`` when neither tells."""
-    base = Path("/sys/devices/system/cpu/cpu0/cache")
-    best: tuple[int, int] | None = None
-    try:
-        for index in sorted(base.glob("index*")):
-            kind = (index / "type").read_text().strip()
-            if kind not in ("Data", "Unified"):
-                continue
-            level = int((index / "level").read_text().strip())
-            size = _parse_cache_size((index / "size").read_text())
-            if size and (best is None or level > best[0]):
-                best = (level, size)
-    except (OSError, ValueError):
-        best = None
-    if best is not None:
-        return best[1]
+    levels = [(level, size) for (level, kind), size in cpu_caches().items() if kind in ("Data", "Unified")]
+    if levels:
+        return max(levels)[1]
     for name in ("SC_LEVEL3_CACHE_SIZE", "SC_LEVEL2_CACHE_SIZE"):
         try:
             size = os.sysconf(name)

@@ -168,7 +168,9 @@ def _sysfs_cache(root, index, level, kind, size):
 
 
 def test_cache_sizes_come_from_sysfs_and_the_l1s_add_data_and_instructions(tmp_path, monkeypatch):
-    monkeypatch.setattr(cal, "CACHE_SYSFS", tmp_path)
+    from infer_opt.profilers import device as devices
+
+    monkeypatch.setattr(devices, "CACHE_SYSFS", tmp_path)
     assert cal.code_cache_bytes() == 2**16 and cal.cache_level_bytes(2) is None  # unknown
     for i, (level, kind, size) in enumerate(
         ((1, "Data", "48K"), (1, "Instruction", "32K"), (2, "Unified", "2048K"), (3, "Unified", "260M"))
