@@ -36,18 +36,26 @@ Two passes over the same step, because no single instrument gives both honestly:
      (:func:`profiler_overhead_per_event_s`) and subtracted per nested event, so
      instrumentation is not passed off as op time.
 
+   The profiler records shapes (the match needs them) but not the values of list arguments
+   (sizes, strides: part of what torch calls "concrete inputs", on by default with shapes).
+   With them, a small Llama's prefill (3 × 200 tokens) took ~1,000 minor page faults per
+   profiled step against ~0 without, inside the ops that write fresh outputs: its matmuls
+   timed 1.3× and its products 2.1× slower, and the ops added up to more than the unprofiled
+   step (:func:`lean_profiler_records`; ``benchmarks/bench_profiler_records.py``).
+
 The uninstrumented step time is measured separately (:mod:`infer_opt.profilers.timing`); the
 per-op total divided by it is the *coverage*, the rest is host / launch / framework time.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -301,8 +309,34 @@ class OpTimings:
         return out
 
 
+_lean_depth = 0
+
+
+@contextlib.contextmanager
+def lean_profiler_records() -> Iterator[None]:
+    """Within: profiler sessions record op names, times and shapes, not the values of list
+    arguments (module docstring). Torch keeps that switch process-wide with a setter and no
+    getter; on leaving the outermost block it is set back to torch's default (on). A torch
+    without the switch profiles as it always did."""
+    global _lean_depth
+    setter = getattr(torch._C._profiler, "_set_record_concrete_inputs_enabled_val", None)
+    if setter is None:
+        yield
+        return
+    if _lean_depth == 0:
+        setter(False)
+    _lean_depth += 1
+    try:
+        yield
+    finally:
+        _lean_depth -= 1
+        if _lean_depth == 0:
+            setter(True)
+
+
 def profiler_overhead_per_event_s(samples: int = 7, calls: int = 300) -> float:
-    """The profiler's cost per recorded op on the CPU (with shapes recorded): the time of
+    """The profiler's cost per recorded op on the CPU (with shapes recorded, as
+    :func:`time_ops` records them): the time of
     ``calls`` trivial ``aten::view`` calls with the profiler on minus off, per call, median of
     ``samples`` tries. This is what an event nested inside an op adds to the op's interval."""
     x = torch.ones(4, 4)
@@ -320,7 +354,10 @@ def profiler_overhead_per_event_s(samples: int = 7, calls: int = 300) -> float:
     quiet_kineto()
     loop()
     off = [timed() for _ in range(samples)]
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True):
+    with (
+        lean_profiler_records(),
+        torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True),
+    ):
         loop()
         on = [timed() for _ in range(samples)]
     return max(0.0, statistics.median(on) - statistics.median(off))
@@ -543,7 +580,7 @@ def time_ops(
         if on_cuda:
             torch.cuda.synchronize(device)
 
-    with torch.no_grad(), profile(activities=activities, record_shapes=True) as prof:
+    with torch.no_grad(), lean_profiler_records(), profile(activities=activities, record_shapes=True) as prof:
         with record_function(_WARMUP_MARK):
             fn()
         sync()

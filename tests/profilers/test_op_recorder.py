@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import json
 import warnings
 
@@ -218,6 +219,54 @@ def test_time_ops_matches_every_call_of_a_real_step_and_writes_the_trace(tmp_pat
     assert 0 < sum(per_call) <= sum(timings.rep_total_s) / 2 * (1 + 1e-9)
     events = json.loads(trace.read_text())["traceEvents"]
     assert any(e.get("name") == "aten::addmm" for e in events)
+
+
+def _profiled_view(*, lean: bool) -> tuple[list[list[int]], list[object]]:
+    """Shapes and argument values the profiler recorded for one ``view`` (a list argument)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    x = torch.ones(8, 4)
+    lean_or_not = rec.lean_profiler_records() if lean else contextlib.nullcontext()
+    with lean_or_not, profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        x.view(32)
+    event = next(e for e in prof.profiler.kineto_results.events() if e.name() == "aten::view")
+    return event.shapes(), event.concrete_inputs()
+
+
+@pytest.mark.skipif(
+    not hasattr(torch._C._profiler, "_set_record_concrete_inputs_enabled_val"),
+    reason="this torch has no switch for the profiler's argument values",
+)
+def test_lean_profiler_records_keep_shapes_drop_list_values_and_restore_torchs_default():
+    assert _profiled_view(lean=False) == ([[8, 4], []], [None, [32]])  # torch's default
+    assert _profiled_view(lean=True) == ([[8, 4], []], [None, None])  # shapes kept for the match
+    with rec.lean_profiler_records():
+        with rec.lean_profiler_records():
+            pass
+        # leaving an inner block does not turn the values back on for the outer one
+        assert _profiled_view(lean=False)[1] == [None, None]
+    assert _profiled_view(lean=False)[1] == [None, [32]]  # back on after the outermost block
+
+
+def test_lean_profiler_records_without_the_switch_profile_as_before(monkeypatch):
+    monkeypatch.delattr(torch._C._profiler, "_set_record_concrete_inputs_enabled_val", raising=False)
+    with rec.lean_profiler_records():
+        assert _profiled_view(lean=False)[0] == [[8, 4], []]
+
+
+def test_time_ops_and_the_overhead_estimate_profile_without_argument_values(monkeypatch):
+    entered = []
+
+    @contextlib.contextmanager
+    def spy():
+        entered.append(True)
+        yield
+
+    monkeypatch.setattr(rec, "lean_profiler_records", spy)
+    x = torch.ones(4, 4)
+    calls = rec.record_ops(lambda: x * 2)
+    rec.time_ops(lambda: x * 2, calls, reps=1)  # estimates its overhead per event, then times
+    assert len(entered) == 2
 
 
 def test_profiler_overhead_estimate_is_small():
