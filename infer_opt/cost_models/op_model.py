@@ -56,8 +56,9 @@ OP_TIMING = "op-profiler"
 #: after a read of twice the last-level cache (cold); see :func:`reuse_distances`. An op without
 #: a main operand (elementwise, norms, copies, views) is measured hot and in **context**: right
 #: after a read of several L2s, which pushes the dispatcher's code and data for it out of the
-#: caches as a step's matmuls do (:func:`context_distances`)
-STATES = ("hot", "warm", "cold", "context")
+#: caches as a step's matmuls do (:func:`context_distances`) — and the smallest of them **far**:
+#: after the cold state's flush of the last-level cache, as after a layer's weights streamed by
+STATES = ("hot", "warm", "cold", "context", "far")
 #: grid points held out for the cross-validated error, at most (seeded choice)
 CV_POINTS = 48
 #: outside a grid the residual is the median of this many nearest measured shapes ...
@@ -183,6 +184,9 @@ class CalibrationResult(Result):
     #: of one core — an op's own code leaves them as soon as other ops run between two of its
     #: calls (0: the L2, as calibrations made before this field predicted; :meth:`OpModel.near_bytes`)
     context_near_bytes: int = 0
+    #: bytes read before a small op's call in the far state (0: not measured — a GPU, or a
+    #: calibration made before the state existed)
+    far_reuse_bytes: int = 0
     host: HostCalibration | None = None
     roofline: DeviceRoofline | None = None
     #: families (by calibration group name) finished, in order: what --resume skips
@@ -499,8 +503,8 @@ class OpModel:
     def anchor_bytes(self, state: str, query: OpQuery) -> float:
         """Where a state sits on the distance axis for this op: hot = its own main bytes (touched
         just before) or, if larger, the L2 (half the warm read, which is twice the L2): an operand
-        whose reuse footprint still fits in the L2 is still there; warm, cold and context = the
-        calibration's reads plus the operand's bytes."""
+        whose reuse footprint still fits in the L2 is still there; warm, cold, context and far =
+        the calibration's reads plus the operand's bytes."""
         if state == "hot" and query.reuse_bytes is None:
             return self.near_bytes(query.family)
         return self._anchor(state, max(query.main_bytes, 1.0))
@@ -520,6 +524,7 @@ class OpModel:
             "warm": self.calibration.warm_reuse_bytes,
             "cold": self.calibration.cold_reuse_bytes,
             "context": self.calibration.context_reuse_bytes,
+            "far": self.calibration.far_reuse_bytes,
         }
         if state == "hot":
             return max(own, self.calibration.warm_reuse_bytes / 2)
@@ -534,7 +539,11 @@ class OpModel:
         state. An op with a main operand and a context state (an embedding of few rows) adds
         the context's cost over the hot state, ``w · (t_context − t_hot)``, at its own context
         weight (:meth:`context_weight`): where its data is and how cold its code is are apart."""
-        context = found.pop("context", None) if query.reuse_bytes is not None and len(found) > 1 else None
+        context = None
+        if query.reuse_bytes is not None and len(found) > 1:
+            # where its data is decides; how cold its code is, is added below
+            context = found.pop("context", None)
+            found.pop("far", None)
         distance = query.reuse_bytes if query.reuse_bytes is not None else query.context_bytes
         if distance is None:
             state = next(s for s in STATES if s in found)

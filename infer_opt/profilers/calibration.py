@@ -20,11 +20,17 @@ repetition, so one profiler session covers hundreds of shapes:
 * **context** (small cases without a main operand: elementwise, norms, copies, views, inputs of
   at most 512 KiB): the case, a read of four warm reads (:func:`context_reuse_bytes`), the case
   again (kept) — as a small op runs after a step's matmuls, its code and the dispatcher's data
-  gone from the L2 and the TLB, which costs it two to nine times its hot-loop time on the CPU.
+  gone from the L2 and the TLB, which costs it two to nine times its hot-loop time on the CPU;
+* **far** (the smallest of those, one call reading at most 64 KiB): the case, a flush of the
+  last-level cache (:func:`far_reuse_bytes`), a read of the case's inputs by another op, the
+  case again (kept) — as a small op runs after a decode step's tens of megabytes of weights:
+  its inputs just written by the op before, its code gone from every cache (on a CPU whose
+  last-level cache holds the context read, the context state alone barely slows a small op:
+  1.2× on a 32 MiB-L3 EPYC, against 2–10× after 32–64 MiB).
 
 The reads between uses are where the warm and cold states sit on the reuse-distance axis the
 predictor interpolates along (``warm_reuse_bytes``, ``cold_reuse_bytes``,
-``context_reuse_bytes`` in the result).
+``context_reuse_bytes``, ``far_reuse_bytes`` in the result).
 Every call's time lands on its family's grid point (:func:`op_families.signature`), the median
 over repetitions; the families are then fitted (:func:`infer_opt.cost_models.op_model.fit_family`).
 
@@ -213,11 +219,22 @@ class _Scrubs:
     """What a repetition reads to move data out of the caches: ``l2`` over the L2 (a warm
     case's weights then come from the last-level cache, as a layer's do in a model step;
     None on a GPU), ``llc`` over the last-level cache (cold), ``context`` over several L2s
-    before a small op (None on a GPU, whose kernels do not run the host's code)."""
+    and ``far`` over the last-level cache (at most 64 MiB) before a small op (None on a GPU,
+    whose kernels do not run the host's code)."""
 
     l2: _Part | None
     llc: _Part
     context: _Part | None = None
+    far: _Part | None = None
+
+    def between(self, state: str) -> _Part | None:
+        """The read between a case's two runs in ``state`` (warm, context, far; None otherwise)."""
+        return {"warm": self.l2, "context": self.context, "far": self.far}.get(state)
+
+    def measures(self, state: str) -> bool:
+        """Whether ``state`` is measured here: the warm, context and far states need their read
+        (none on a GPU, whose L2 is its last-level cache and whose kernels run no host code)."""
+        return state in ("hot", "cold") or self.between(state) is not None
 
 
 #: a case whose main operand a model's every step reads again (a weight, a KV cache: the cases
@@ -247,7 +264,9 @@ def _case_parts(
     """One case's part of a repetition (module docstring), its timed run last: hot = ``runs``
     runs, then the timed one; warm = ``runs`` rounds of the case, the L2 scrub and the
     ``warmer`` (a small case of the same kind: the op's code back in the caches, its weight
-    not), then the timed run; context = once, the context read, once more; cold = once (after
+    not), then the timed run; context = once, the context read, once more; far = once, the
+    flush of the last-level cache, the ``warmer`` (a read of the case's inputs by another op),
+    once more; cold = once (after
     the flush of the chunk, the case before it of the same kind). Several runs before the timed
     one (:func:`_steady`) measure the state a step's every call sees after the first steps: its
     data and the weights it reads back have been used before, and are kept where such data is."""
@@ -255,7 +274,7 @@ def _case_parts(
         return [case]
     if state == "hot":
         return [case] * (runs + 1)
-    scrub = {"warm": scrubs.l2, "context": scrubs.context}.get(state)
+    scrub = scrubs.between(state)
     rounds = runs if state == "warm" else 1
     between = [p for p in (scrub, warmer) if p is not None]
     return [*[case, *between] * rounds, case]
@@ -286,24 +305,41 @@ def _warmers(items: Sequence[_Recorded], limit: int) -> list[_Recorded | None]:
     return out
 
 
+def _toucher(inputs: cc.Inputs) -> Callable[[], object]:
+    """A read of a case's input tensors by another op (a sum), which the far state runs after its
+    flush: in a step a small op's inputs were just written by the op before, only its own code
+    (and the dispatcher's data for it) comes from memory."""
+    tensors = [v for v in inputs.values() if isinstance(v, torch.Tensor) and v.numel()]
+
+    def touch() -> object:
+        return [t.sum() for t in tensors]
+
+    return touch
+
+
 def _timed_program(
     items: Sequence[_Recorded], state: str, scrubs: _Scrubs
 ) -> tuple[Callable[[], None], list[rec.OpCall], list[tuple[int, Signature]]]:
     """The function one repetition runs, its calls (composed from the recorded parts), and
-    which calls are kept: every call of each case's timed run (hot, context), or its calls
+    which calls are kept: every call of each case's timed run (hot, context, far), or its calls
     with a main operand (warm, cold)."""
-    warmers = _warmers(items, WARMER_MAX_BYTES) if state == "warm" else [None] * len(items)
+    if state == "warm":
+        warmers = [w.part if w is not None else None for w in _warmers(items, WARMER_MAX_BYTES)]
+    elif state == "far":
+        warmers = [_Part.recorded(_toucher(item.inputs)) for item in items]
+    else:
+        warmers = [None] * len(items)
     pieces: list[_Part] = [scrubs.llc] if state == "cold" else []
     calls: list[rec.OpCall] = list(scrubs.llc.calls) if state == "cold" else []
     kept: list[tuple[int, Signature]] = []
     for item, warmer in zip(items, warmers, strict=True):
         runs = STEADY_RUNS if _steady(item) else FIRST_RUNS
-        parts = _case_parts(item.part, state, scrubs, warmer.part if warmer is not None else None, runs)
+        parts = _case_parts(item.part, state, scrubs, warmer, runs)
         pieces.extend(parts)
         for part in parts[:-1]:
             calls.extend(part.calls)
         for call, sig in zip(item.part.calls, item.signatures, strict=True):
-            if state in ("hot", "context") or sig.touches.main:
+            if state in ("hot", "context", "far") or sig.touches.main:
                 kept.append((len(calls), sig))
             calls.append(call)
     steps = [piece.run for piece in pieces]
@@ -374,6 +410,7 @@ def measure_group(
         _Part.recorded(reader(warm_reuse_bytes(), device)) if cpu else None,
         _Part.recorded(reader(flush_buffer_bytes(device), device)),
         _Part.recorded(reader(context_reuse_bytes(), device)) if cpu else None,
+        _Part.recorded(reader(far_reuse_bytes(), device)) if cpu else None,
     )
     samples: list[_Sample] = []
     skipped: list[str] = []
@@ -386,8 +423,8 @@ def measure_group(
         for chunk in _chunks(passed):
             recorded = [_record(case, inputs) for case, inputs in chunk]
             for state in om.STATES:
-                if (state == "warm" and scrubs.l2 is None) or (state == "context" and scrubs.context is None):
-                    continue  # a GPU's L2 is its last-level cache, and its kernels run no host code
+                if not scrubs.measures(state):
+                    continue
                 items = [item for item in recorded if state in item.case.states]
                 if not items:
                     continue
@@ -442,6 +479,24 @@ def context_reuse_bytes() -> int:
     hot time after 4–16 MiB and more again after 64–256 MiB (docs/prediction.md, "Dispatch
     context"; a curve beyond this read was tried and left out, docs/experiments)."""
     return 4 * warm_reuse_bytes()
+
+
+#: the far state's read is the last-level cache's flush, at most this much
+FAR_MAX_READ_BYTES = 64 * 2**20
+
+
+def far_reuse_bytes() -> int:
+    """What the far state reads before a small op's timed call: twice the last-level cache (the
+    cold state's flush), at most 64 MiB. A decode step of a model of a few hundred megabytes
+    streams tens of megabytes of weights between two calls of a small op, and on a CPU whose
+    last-level cache keeps the context read the op's code comes back from there: on a 32 MiB-L3
+    EPYC a mean over 768 values took 1.6× its hot time after a 4 MiB read, 4–10× after 32–64
+    MiB (docs/prediction.md, "Dispatch context"). 64 MiB is where the Xeon's small ops had taken
+    most of their step up (a mean: 13–16 µs after 16 MiB, 20–40 after 64, 60–110 after 256),
+    and a larger read would cost the calibration seconds per case."""
+    from infer_opt.profilers.device import flush_buffer_bytes
+
+    return min(flush_buffer_bytes("cpu"), FAR_MAX_READ_BYTES)
 
 
 def reader(nbytes: int, device: Any = "cpu") -> Callable[[], object]:
@@ -651,6 +706,7 @@ def new_result(device: Any, dtype: torch.dtype, grid: str) -> om.CalibrationResu
         cold_reuse_bytes=devices.flush_buffer_bytes(device),
         context_reuse_bytes=0 if cuda else context_reuse_bytes(),
         context_near_bytes=0 if cuda else code_cache_bytes(),
+        far_reuse_bytes=0 if cuda else far_reuse_bytes(),
         torch_version=torch.__version__,
         op_timer=(
             "torch.profiler: CUDA kernel time per op (CUPTI)"
@@ -690,6 +746,7 @@ def calibrate(
             host=None if HOST_GROUP in again else update.host,
             context_reuse_bytes=fresh.context_reuse_bytes,
             context_near_bytes=fresh.context_near_bytes,
+            far_reuse_bytes=fresh.far_reuse_bytes,
         )
     result = resume_from if resume_from is not None else new_result(device, dtype, grid)
     start = time.perf_counter() - result.wall_s

@@ -60,6 +60,10 @@ NOT_COLD = ("hot", "warm")
 #: embedding of few rows in context as well as in its three cache states
 CONTEXT_GROUPS = ("norms", "elementwise", "memory", "views")
 CONTEXT_MAX_BYTES = 2**19
+#: ... and the smallest of those (a decode step's norms, products, views: batch × hidden) also
+#: after a flush of the last-level cache ("far"), where a step's small ops run after a layer's
+#: weights have streamed through
+FAR_MAX_BYTES = 2**16
 
 Inputs = dict[str, Any]
 
@@ -732,10 +736,12 @@ GROUPS: dict[str, Callable[[dict[str, Any]], Iterator[Case]]] = {
 
 def with_context(case: Case) -> Case:
     """``case`` measured in context too when it is of a :data:`CONTEXT_GROUPS` group and one call
-    reads little (a small op; an embedding of few rows, the first op of a step)."""
-    if case.group in CONTEXT_GROUPS and case.reads <= CONTEXT_MAX_BYTES:
-        return replace(case, states=(*case.states, "context"))
-    return case
+    reads little (a small op; an embedding of few rows, the first op of a step), and far as well
+    when it has no main operand and reads at most :data:`FAR_MAX_BYTES`."""
+    if case.group not in CONTEXT_GROUPS or case.reads > CONTEXT_MAX_BYTES:
+        return case
+    far = ("far",) if case.reads <= FAR_MAX_BYTES and "warm" not in case.states else ()
+    return replace(case, states=(*case.states, "context", *far))
 
 
 def groups(grid: str, kind: str, only: Sequence[str] | None = None) -> list[Group]:

@@ -65,8 +65,13 @@ def _summary(r: CalibrationResult) -> list[tuple[str, str]]:
             [
                 (
                     "Dispatch context",
-                    f"small ops also timed after a {format_bytes(r.context_reuse_bytes)} read; "
-                    "an op is placed by the bytes touched since it last ran"
+                    f"small ops also timed after a {format_bytes(r.context_reuse_bytes)} read"
+                    + (
+                        f", the smallest after {format_bytes(r.far_reuse_bytes)} too"
+                        if r.far_reuse_bytes
+                        else ""
+                    )
+                    + "; an op is placed by the bytes touched since it last ran"
                     + (
                         f" (from {format_bytes(r.context_near_bytes)}, the L1 caches, for its own code)"
                         if r.context_near_bytes

@@ -379,6 +379,62 @@ def test_an_ops_own_code_is_cold_from_the_l1_on_shared_code_from_the_l2():
     assert hot_view.anchor_bytes("hot", replace(view, context_bytes=1.0)) == 2**21
 
 
+def test_beyond_the_context_read_a_small_op_slows_on_to_its_far_state():
+    """The far state (after a flush of the last-level cache) is a third anchor of the dispatch
+    context: between the context read and the far read ``log t̂`` is linear in log distance,
+    clamped beyond; a calibration without far states stays at the context state."""
+    model = _context_model()
+    hot = model.calibration.families[0]
+    far_family = replace(hot, state="far", points=tuple(replace(p, time_s=16 * p.time_s) for p in hot.points))
+    calib = replace(model.calibration, families=(*model.calibration.families, far_family))
+    with_far = om.OpModel(replace(calib, far_reuse_bytes=2**26))
+    query = om.OpQuery("aten::add", "add.t", (256.0,), 0.0, 2048.0)
+    t_hot = with_far.estimate(replace(query, context_bytes=0.0)).time_s
+    at_context = with_far.estimate(replace(query, context_bytes=2**24 + 1)).time_s
+    assert at_context == pytest.approx(4 * t_hot, rel=1e-6)
+    # halfway from 16 MiB to 64 MiB in log bytes: 8x, the geometric mean of 4x and 16x
+    halfway = with_far.estimate(replace(query, context_bytes=2**25 + 1))
+    assert halfway.time_s == pytest.approx(8 * t_hot, rel=1e-3)
+    beyond = with_far.estimate(replace(query, context_bytes=2**32))
+    assert beyond.time_s == pytest.approx(16 * t_hot) and beyond.state == "far"
+    # without the far states (an older calibration): clamped at the context state
+    assert model.estimate(replace(query, context_bytes=2**32)).time_s == pytest.approx(4 * t_hot)
+
+
+def test_a_far_state_out_of_reach_of_the_shape_is_not_used():
+    """The far grid covers only the smallest calls; a larger one interpolates hot and context."""
+    model = _context_model()
+    hot = model.calibration.families[0]
+    small = tuple(replace(p, time_s=16 * p.time_s) for p in hot.points if p.features[0] <= 64)
+    far_family = replace(hot, state="far", points=small)
+    calib = replace(model.calibration, families=(*model.calibration.families, far_family))
+    with_far = om.OpModel(replace(calib, far_reuse_bytes=2**26))
+    query = om.OpQuery("aten::add", "add.t", (1024.0,), 0.0, 8192.0, context_bytes=2**32)
+    assert with_far.estimate(query).time_s == pytest.approx(model.estimate(query).time_s)
+    assert with_far.estimate(query).state == "context"
+
+
+def test_an_op_with_a_main_operand_ignores_a_far_state():
+    """Where an embedding's table is decides its data state; its code's cost is the context
+    state's, added at its context weight — a far family of the same name changes nothing."""
+    fams = tuple(
+        family("embedding", [((4.0, 64.0), 0.0, 1024.0, t), ((8.0, 64.0), 0.0, 2048.0, t)], state)
+        for state, t in (("hot", 2e-6), ("cold", 5e-6), ("context", 12e-6), ("far", 40e-6))
+    )
+    calib = replace(
+        calibration(*fams),
+        warm_reuse_bytes=2**22,
+        cold_reuse_bytes=2**29,
+        context_reuse_bytes=2**24,
+        far_reuse_bytes=2**26,
+    )
+    without = replace(calib, families=fams[:3])
+    for reuse in (2.0**22, 2.0**27, 2.0**40):  # the table in the L2, past the far read, in memory
+        query = om.OpQuery("aten::embedding", "embedding", (4.0, 64.0), 0.0, 1024.0, reuse, 1024.0, 2.0**30)
+        assert om.OpModel(calib).estimate(query).time_s == om.OpModel(without).estimate(query).time_s
+    assert om.OpModel(calib).estimate(query).time_s == pytest.approx(5e-6 + (12e-6 - 2e-6))
+
+
 @given(st.lists(st.tuples(st.integers(0, 5), st.integers(1, 1000)), min_size=1, max_size=30))
 def test_a_reuse_distance_is_at_most_the_bytes_of_all_storages_plus_the_operand(reads):
     calls = [om.Touches(reads=((storage, n),), main=(0,)) for storage, n in reads]

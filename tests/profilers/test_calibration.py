@@ -111,7 +111,11 @@ def test_small_ops_without_a_main_operand_are_measured_in_context_and_nothing_el
             main = "warm" in case.states or "cold" in case.states
             embedding = case.label.startswith("embedding")  # few rows of a table: context too
             assert ("context" in case.states) == (small and (embedding or not main)), case.label
+            # and the smallest of them, without a main operand, after a flush of the LLC too
+            tiny = small and case.reads <= cc.FAR_MAX_BYTES
+            assert ("far" in case.states) == (tiny and not main), case.label
     assert any("context" in c.states for c in groups["elementwise"].cases)
+    assert any("far" in c.states for g in cc.CONTEXT_GROUPS for c in groups[g].cases)
     assert not any("context" in c.states for c in groups["elementwise"].cases if c.input_bytes > 2**19)
 
 
@@ -137,6 +141,16 @@ def test_a_warm_case_runs_a_small_case_of_its_kind_between_the_scrub_and_its_tim
     for part in cal._case_parts(items[2].part, "context", scrubs):
         part.run()
     assert log == ["linear 4096", "read", "linear 4096"]
+    # far: the flush of the LLC, then the case's inputs read by another op, then the case
+    scrubs = cal._Scrubs(*(_logged(word, log) for word in ("scrub", "flush", "read", "far")))
+    toucher = _logged("touch", log)
+    log.clear()
+    for part in cal._case_parts(items[2].part, "far", scrubs, toucher):
+        part.run()
+    assert log == ["linear 4096", "far", "touch", "linear 4096"]
+    assert [scrubs.measures(s) for s in om.STATES] == [True] * 5
+    gpu = cal._Scrubs(None, scrubs.llc)
+    assert [gpu.measures(s) for s in om.STATES] == [True, False, True, False, False]
     # the warmer shares the most leading words of the label (a BLAS picks its kernel by M)
     same_m, tinier = _fake_case("linear M=4 N=64", 2**14, log), _fake_case("linear M=1 N=64", 2**10, log)
     timed = _fake_case("linear M=4 N=512", 2**20, log)
@@ -193,6 +207,9 @@ def test_a_run_measures_the_calls_each_case_makes(small_run):
     assert {"layer_norm@context", "view.transpose@context", "mean.r@context"} <= set(families)
     assert small_run.context_reuse_bytes == cal.context_reuse_bytes() >= 2 * small_run.warm_reuse_bytes
     assert 0 < small_run.context_near_bytes == cal.code_cache_bytes() < small_run.warm_reuse_bytes
+    # ... and the smallest after a flush of the last-level cache (at most 64 MiB)
+    assert {"layer_norm@far", "view.transpose@far", "mean.r@far"} <= set(families)
+    assert small_run.far_reuse_bytes == cal.far_reuse_bytes() <= cal.FAR_MAX_READ_BYTES
     ln = families["layer_norm@hot"]
     assert ln.feature_names == ("rows", "hidden")
     assert {p.features for p in ln.points} == {(1.0, 64.0), (1.0, 256.0), (16.0, 64.0), (16.0, 256.0)}
@@ -314,8 +331,8 @@ def test_the_key_names_device_threads_dtype_and_timing():
 def test_a_repetitions_calls_composed_from_its_recorded_parts_are_the_calls_it_makes():
     """Each case and scrub is recorded once; the calls a state's repetition is matched against
     are composed from those records, and must be what recording the whole repetition gives."""
-    scrubs = cal._Scrubs(*(cal._Part.recorded(cal.reader(n)) for n in (2**16, 2**17, 2**16)))
-    for name in ("linear", "sdpa", "elementwise"):
+    scrubs = cal._Scrubs(*(cal._Part.recorded(cal.reader(n)) for n in (2**16, 2**17, 2**16, 2**17)))
+    for name in ("linear", "sdpa", "elementwise", "memory"):
         cases = cc.groups("tiny", "cpu", [name])[0].cases[:12]
         passed, _ = cal.checked_inputs(cases, torch.float32)
         items = [cal._record(case, inputs) for case, inputs in passed]
@@ -327,6 +344,19 @@ def test_a_repetitions_calls_composed_from_its_recorded_parts_are_the_calls_it_m
             actual = rec.record_ops(program)
             assert [(c.name, c.match_shapes) for c in calls] == [(c.name, c.match_shapes) for c in actual]
             assert kept and all(calls[i].name for i, _ in kept)
+
+
+def test_the_far_state_reads_the_llc_flush_capped_and_the_cases_inputs_by_another_op(monkeypatch):
+    from infer_opt.profilers import device as devices
+
+    monkeypatch.setattr(devices, "flush_buffer_bytes", lambda device: 2**31)
+    assert cal.far_reuse_bytes() == cal.FAR_MAX_READ_BYTES == 64 * 2**20
+    monkeypatch.setattr(devices, "flush_buffer_bytes", lambda device: 2**24)
+    assert cal.far_reuse_bytes() == 2**24
+    inputs = {"x": torch.ones(3, 4), "index": torch.tensor([1, 2]), "dim": 1, "empty": torch.ones(0)}
+    calls = rec.record_ops(cal._toucher(inputs))
+    assert [c.name for c in calls] == ["aten::sum", "aten::sum"]
+    assert [c.shapes[0] for c in calls] == [(3, 4), (2,)]
 
 
 def test_a_short_case_whose_main_operand_persists_is_timed_at_its_steady_state():
