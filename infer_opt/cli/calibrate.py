@@ -19,13 +19,14 @@ the host cost per dispatched op and per nn.Module call.
 
 Each case is checked against a float64 reference, then timed as profile times
 operators (torch.profiler, per aten call), with its weights warm and cold, and
-small ops also after a read of eight L2s (their dispatch context in a step). The grid
+small ops also after a read of eight L2s and the smallest after a flush of the
+last-level cache (their dispatch context in a step). The grid
 is generic (the shapes used are in the file). Saved to the cache for this
 device, dtype and thread count after every group (and to --out FILE.json, which
 predict --calibration reads on another machine); --resume continues an
 interrupted run; --only GROUP measures those groups again in the cached
 calibration of the same grid (their points replace its own). About 3 minutes
-at --threads 1 on a quiet 2-core CPU.
+at --threads 1 on a quiet 2-core Xeon, 6 on a 2-core EPYC of half its speed.
 
 Examples:
 

@@ -39,7 +39,7 @@ instrumentation (:func:`timing.measure`) and per op: called as plain functions a
 ``nn.Module`` calls. ``c_op = (wall − Σ ops)/n_ops`` of the plain chain; ``c_mod`` is what the
 module chain adds per module call.
 
-Before each group the speed probe (:mod:`infer_opt.profilers.speed_probe`) is timed and kept,
+Before each group the speed probes (:mod:`infer_opt.profilers.speed_probe`) are timed and kept,
 so ``validate`` can tell how far the machine's speed has moved since.
 
 The result is saved after every group (to the cache and to ``--out``), so an interrupted run
@@ -477,7 +477,7 @@ def context_reuse_bytes() -> int:
     step touched since it last ran — its code, the dispatcher's tables and their page-table
     entries leave the caches and the TLB: on the 2-core Xeon an RMS norm's ops cost 2–5× their
     hot time after 4–16 MiB and more again after 64–256 MiB (docs/prediction.md, "Dispatch
-    context"; a curve beyond this read was tried and left out, docs/experiments)."""
+    context"; beyond it, the far state: :func:`far_reuse_bytes`)."""
     return 4 * warm_reuse_bytes()
 
 
@@ -757,7 +757,7 @@ def calibrate(
     overhead = 0.0 if kind == "cuda" else rec.profiler_overhead_per_event_s()
     try:
         for group in todo:
-            probe = speed_probe.probe_s(device)
+            probe, small_probe = speed_probe.probe_s(device), speed_probe.small_ops_s(device)
             samples, skipped = measure_group(
                 group, dtype, device=device, reps=reps, overhead_per_event_s=overhead, progress=progress
             )
@@ -765,6 +765,7 @@ def calibrate(
             result = replace(
                 result,
                 probe_s=(*result.probe_s, probe),
+                small_probe_s=(*result.small_probe_s, small_probe),
                 families=tuple(families),
                 roofline=device_roofline(families) or result.roofline,
                 groups_done=(*result.groups_done, group.name),
