@@ -202,8 +202,6 @@ class CalibrationResult(Result):
     #: the speed probe's time before each group (:mod:`infer_opt.profilers.speed_probe`; empty
     #: in a calibration made before it existed)
     probe_s: tuple[float, ...] = ()
-    #: the small-ops probe's time before each group (empty in a calibration made before it)
-    small_probe_s: tuple[float, ...] = ()
     warnings: tuple[Notice, ...] = ()
 
     def family_map(self) -> dict[str, FamilyCalibration]:
@@ -213,28 +211,13 @@ class CalibrationResult(Result):
     def usable_probe_s(self) -> tuple[float, ...]:
         """The speed probe's times that are finite and positive (a hand-edited file may hold
         others)."""
-        return _usable(self.probe_s)
-
-    @property
-    def usable_small_probe_s(self) -> tuple[float, ...]:
-        """The small-ops probe's times that are finite and positive."""
-        return _usable(self.small_probe_s)
+        return tuple(t for t in self.probe_s if math.isfinite(t) and t > 0)
 
     @property
     def probe_median_s(self) -> float | None:
         """The speed probe's median over the groups (None: not measured)."""
         usable = self.usable_probe_s
         return float(np.median(usable)) if usable else None
-
-    @property
-    def small_probe_median_s(self) -> float | None:
-        """The small-ops probe's median over the groups (None: not measured)."""
-        usable = self.usable_small_probe_s
-        return float(np.median(usable)) if usable else None
-
-
-def _usable(times: Sequence[float]) -> tuple[float, ...]:
-    return tuple(t for t in times if math.isfinite(t) and t > 0)
 
 
 # ---------------------------------------------------------------------------- fitting a family

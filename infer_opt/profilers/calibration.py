@@ -39,7 +39,7 @@ instrumentation (:func:`timing.measure`) and per op: called as plain functions a
 ``nn.Module`` calls. ``c_op = (wall − Σ ops)/n_ops`` of the plain chain; ``c_mod`` is what the
 module chain adds per module call.
 
-Before each group the speed probes (:mod:`infer_opt.profilers.speed_probe`) are timed and kept,
+Before each group the speed probe (:mod:`infer_opt.profilers.speed_probe`) is timed and kept,
 so ``validate`` can tell how far the machine's speed has moved since.
 
 The result is saved after every group (to the cache and to ``--out``), so an interrupted run
@@ -757,7 +757,7 @@ def calibrate(
     overhead = 0.0 if kind == "cuda" else rec.profiler_overhead_per_event_s()
     try:
         for group in todo:
-            probe, small_probe = speed_probe.probe_s(device), speed_probe.small_ops_s(device)
+            probe = speed_probe.probe_s(device)
             samples, skipped = measure_group(
                 group, dtype, device=device, reps=reps, overhead_per_event_s=overhead, progress=progress
             )
@@ -765,7 +765,6 @@ def calibrate(
             result = replace(
                 result,
                 probe_s=(*result.probe_s, probe),
-                small_probe_s=(*result.small_probe_s, small_probe),
                 families=tuple(families),
                 roofline=device_roofline(families) or result.roofline,
                 groups_done=(*result.groups_done, group.name),

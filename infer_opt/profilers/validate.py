@@ -13,10 +13,10 @@ cancel): per step the MAPE and p90, prefill and decode apart; per operator (an o
 of shapes, per call) the same over ops of at least :data:`SMALL_OP_S` measured, and the MAPE of
 the shorter ones as their own bucket (the launch floor rules them). Ops are matched by name and
 shapes; the worst are listed. A point whose ops mostly sit on measured grid shapes is flagged:
-validation shapes should lie between them. Before each point the speed probes (a fixed matmul and
-a fixed chain of small ops, :mod:`infer_opt.profilers.speed_probe`) are timed; against their times
-in the calibration they say how far the machine's own speed moved between calibrating and
-measuring, which every step error includes.
+validation shapes should lie between them. Before each point the speed probe (a fixed matmul,
+:mod:`infer_opt.profilers.speed_probe`) is timed; against its time in the calibration it says how
+far the machine's own speed moved between calibrating and measuring, which every step error
+includes.
 """
 
 from __future__ import annotations
@@ -70,8 +70,6 @@ class ValidatePoint:
     tpot_predicted_s: float | None = None
     #: the speed probe's time just before the point was measured (:mod:`speed_probe`)
     probe_s: float | None = None
-    #: the small-ops probe's time just before the point was measured
-    small_probe_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -137,8 +135,6 @@ class ValidateResult(Result):
     #: machine ran slower than when calibrated); None for another device's calibration or one
     #: without probes
     probe_slowdown: float | None = None
-    #: the same for the small-ops probe (None also for a calibration made before it)
-    small_probe_slowdown: float | None = None
     warnings: tuple[Notice, ...] = ()
 
 
@@ -264,7 +260,6 @@ def _point(
     measured: model_profile.ProfileResult,
     predicted: pr.StepPrediction,
     probe_s: float | None = None,
-    small_probe_s: float | None = None,
 ) -> ValidatePoint:
     batch, seq_len, context = shape
     estimates = predicted.estimates
@@ -293,7 +288,6 @@ def _point(
             else None
         ),
         probe_s=probe_s,
-        small_probe_s=small_probe_s,
     )
 
 
@@ -356,7 +350,6 @@ def validate(
     ops: list[OpComparison] = []
     warnings: list[Notice] = []
     probes: list[float] = []
-    small_probes: list[float] = []
     same_machine = speed_probe.same_machine(calibration, device)
     for k, (mode, batch, seq_len, context) in enumerate(shapes):
         label = f"{mode} batch={batch} " + (
@@ -364,9 +357,8 @@ def validate(
         )
         if progress is not None:
             progress(k, len(shapes), label)
-        probe, small_probe = speed_probe.probe_s(device), speed_probe.small_ops_s(device)
+        probe = speed_probe.probe_s(device)
         probes.append(probe)
-        small_probes.append(small_probe)
         measured = _measure(
             spec, mode, (batch, seq_len, context, new_tokens), device=device, dtype=dtype,
             hf_overrides=hf_overrides, fit=fit, warmup=warmup, reps=reps,
@@ -378,7 +370,7 @@ def validate(
             ),
             model,
         )  # fmt: skip
-        point = _point(mode, (batch, seq_len, context), measured, predicted, probe, small_probe)
+        point = _point(mode, (batch, seq_len, context), measured, predicted, probe)
         points.append(point)
         ops.extend(compare_ops(k, mode, measured, predicted))
         if point.on_grid_share > ON_GRID_WARNING:
@@ -396,9 +388,6 @@ def validate(
         warmup=warmup,
         reps=reps,
         probe_slowdown=speed_probe.slowdown(probes, calibration.usable_probe_s) if same_machine else None,
-        small_probe_slowdown=(
-            speed_probe.slowdown(small_probes, calibration.usable_small_probe_s) if same_machine else None
-        ),
         warnings=tuple(warnings),
         **summarize(points, ops),
     )

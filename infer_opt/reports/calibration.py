@@ -91,15 +91,7 @@ def _summary(r: CalibrationResult) -> list[tuple[str, str]]:
                 "Speed probe",
                 f"a fixed matmul took {format_duration(r.probe_median_s)} (median of "
                 f"{len(r.usable_probe_s)}, one before each group: {format_duration(min(r.usable_probe_s))}–"
-                f"{format_duration(max(r.usable_probe_s))})"
-                + (
-                    f", a chain of small ops {format_duration(r.small_probe_median_s)} "
-                    f"({format_duration(min(r.usable_small_probe_s))}–"
-                    f"{format_duration(max(r.usable_small_probe_s))})"
-                    if r.small_probe_median_s is not None
-                    else ""
-                )
-                + "; validate times them again and compares",
+                f"{format_duration(max(r.usable_probe_s))}); validate times it again and compares",
             )
         )
     if r.roofline is not None:

@@ -154,23 +154,18 @@ def _summary(r: ValidateResult) -> list[tuple[str, str]]:
             f"profile's timing: {r.warmup} warm-up calls (on a CPU 0.1 s at least, unless 0), "
             f"{r.reps} repetitions per point",
         ),
-        ("Machine speed", _speed(r.probe_slowdown, r.small_probe_slowdown)),
+        ("Machine speed", _speed(r.probe_slowdown)),
     ]
 
 
-def _speed(slowdown: float | None, small: float | None = None) -> str:
+def _speed(slowdown: float | None) -> str:
     if slowdown is None:
         return "not compared (a calibration of another device, or made without the speed probe)"
     words = f"the speed probe (a fixed matmul) took {slowdown:.2f}× its time at calibration"
-    if small is not None:
-        words += f", the small-ops probe {small:.2f}×"
-    moved = [r for r in (slowdown, small) if r is not None and abs(r - 1.0) >= SPEED_TOLERANCE]
-    if not moved:
+    if abs(slowdown - 1.0) < SPEED_TOLERANCE:
         return words
-    if all(r > 1.0 for r in moved) or all(r < 1.0 for r in moved):
-        how = "slower" if moved[0] > 1.0 else "faster"
-        return f"{words}: the machine ran {how} than when calibrated, and the step errors include that"
-    return f"{words}: the machine's speed moved since it was calibrated, and the step errors include that"
+    moved = "slower" if slowdown > 1.0 else "faster"
+    return f"{words}: the machine ran {moved} than when calibrated, and the step errors include that"
 
 
 def build_view(result: ValidateResult) -> View:

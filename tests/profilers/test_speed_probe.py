@@ -16,7 +16,6 @@ from tests.profilers.synthetic_calibration import local_calibration, synthetic_c
 
 def test_the_probe_times_its_matmul_and_compares_medians():
     assert 0 < speed_probe.probe_s("cpu") < 1.0
-    assert 0 < speed_probe.small_ops_s("cpu") < 1.0
     assert speed_probe.slowdown([2.0, 3.0, 9.0], [1.0, 1.5, 2.0]) == pytest.approx(2.0)
     assert speed_probe.slowdown([], [1.0]) is None
     assert speed_probe.slowdown([1.0], []) is None
@@ -24,9 +23,6 @@ def test_the_probe_times_its_matmul_and_compares_medians():
     edited = replace(synthetic_calibration(), probe_s=(1.0, float("nan"), -3.0, float("inf"), 3.0))
     assert edited.usable_probe_s == (1.0, 3.0) and edited.probe_median_s == pytest.approx(2.0)
     assert replace(edited, probe_s=(float("nan"), 0.0)).probe_median_s is None
-    small = replace(edited, small_probe_s=(4.0, float("nan"), 2.0))
-    assert small.usable_small_probe_s == (4.0, 2.0) and small.small_probe_median_s == pytest.approx(3.0)
-    assert edited.small_probe_median_s is None  # a calibration made before the small-ops probe
 
 
 def test_calibrate_measures_on_its_device_and_probes_before_every_group(monkeypatch):
@@ -41,26 +37,19 @@ def test_calibrate_measures_on_its_device_and_probes_before_every_group(monkeypa
     monkeypatch.setattr(cal, "measure_group", measure_group)
     monkeypatch.setattr(cal, "calibrate_host", lambda dtype, device="cpu", reps=5: seen.append(device))
     monkeypatch.setattr(speed_probe, "probe_s", lambda device="cpu": next(probes))
-    small = iter([5e-5, 6e-5, 7e-5])
-    monkeypatch.setattr(speed_probe, "small_ops_s", lambda device="cpu": next(small))
     result = cal.calibrate(device, torch.float32, grid="tiny", only=["views", "norms", cal.HOST_GROUP])
     assert seen == [device, device, device]
     assert result.probe_s == (1e-3, 2e-3)
-    assert result.small_probe_s == (5e-5, 6e-5)
 
 
 @pytest.mark.parametrize("calibration_probes", [(1e-3, 1e-3), ()])
 def test_validate_says_how_much_slower_the_machine_ran_than_when_calibrated(monkeypatch, calibration_probes):
     monkeypatch.setattr(speed_probe, "probe_s", lambda device="cpu": 2e-3)
-    monkeypatch.setattr(speed_probe, "small_ops_s", lambda device="cpu": 3e-5)
-    small_probes = tuple(p / 100 for p in calibration_probes)
-    calibration = replace(local_calibration(), probe_s=calibration_probes, small_probe_s=small_probes)
+    calibration = replace(local_calibration(), probe_s=calibration_probes)
     result = va.validate("tiny", calibration, grid={"seq_len": (24,)}, reps=2, warmup=1)
     assert [p.probe_s for p in result.points] == [2e-3]
-    assert [p.small_probe_s for p in result.points] == [3e-5]
     expected = 2.0 if calibration_probes else None
     assert result.probe_slowdown == expected
-    assert result.small_probe_slowdown == (pytest.approx(3.0) if calibration_probes else None)
     # another device's calibration: its probe says nothing about this machine
     other = replace(synthetic_calibration(families=True), probe_s=(1e-3,))
     assert va.validate("tiny", other, grid={"seq_len": (24,)}, reps=2, warmup=1).probe_slowdown is None
@@ -71,9 +60,3 @@ def test_the_report_words_the_machine_speed():
     assert "slower" not in view._speed(1.03) and "1.03×" in view._speed(1.03)
     assert "ran slower than when calibrated" in view._speed(1.2)
     assert "ran faster than when calibrated" in view._speed(0.8)
-    # the small-ops probe moves on its own: named, and counted when it moved
-    both = view._speed(1.03, 2.4)
-    assert "small-ops probe 2.40×" in both and "ran slower than when calibrated" in both
-    assert "ran faster" in view._speed(0.7, 0.98)
-    assert "speed moved since it was calibrated" in view._speed(1.3, 0.6)
-    assert "ran" not in view._speed(1.02, 0.97).split("calibration", 1)[1]
