@@ -57,7 +57,7 @@ OP_TIMING = "op-profiler"
 #: a main operand (elementwise, norms, copies, views) is measured hot and in **context**: right
 #: after a read of several L2s, which pushes the dispatcher's code and data for it out of the
 #: caches as a step's matmuls do (:func:`context_distances`) — and the smallest of them **far**:
-#: after the cold state's flush of the last-level cache, as after a layer's weights streamed by
+#: after a flush of the last-level cache (at most 64 MiB), as after a layer's weights streamed by
 STATES = ("hot", "warm", "cold", "context", "far")
 #: grid points held out for the cross-validated error, at most (seeded choice)
 CV_POINTS = 48
