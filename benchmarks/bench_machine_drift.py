@@ -1,12 +1,14 @@
 """How much does this machine's speed move while nothing else runs? (the floor under
 ``validate``'s step errors, docs/benchmarks.md "Machine drift")
 
-For ``--seconds``, round after round: a hot 256×256 matmul (median of 20 calls), a read of
-8 MiB (median of 5) and three model steps (tiny decode at batch 5 over 700 tokens, tiny prefill
-at batch 3 × 200, llama-tiny decode; median of 7 each). Prints, per series, the spread of the
-rounds (p90 / p10) and of their medians over 5 s and 15 s windows (max / min), and the
-correlation of each step with the matmul probe over the windows: how far a calibration made at
-one moment can be from a measurement made at another, and how much of that a probe would see.
+For ``--seconds``, round after round: a hot 256×256 matmul (median of 20 calls), a hot
+1×128 by 128×128 matmul (``dispatch``: a call that is almost all dispatch and library entry,
+median of 20), a read of 8 MiB (median of 5) and three model steps (tiny decode at batch 5
+over 700 tokens, tiny prefill at batch 3 × 200, llama-tiny decode; median of 7 each). Prints,
+per series, the spread of the rounds (p90 / p10, p50 / p10) and of their medians over 5 s and
+15 s windows (max / min), and the correlation of each step with the matmul probe over the
+windows: how far a calibration made at one moment can be from a measurement made at another,
+and how much of that a probe would see.
 
     python benchmarks/bench_machine_drift.py [--seconds 120] [--threads 1] [--out FILE]
 """
@@ -47,6 +49,7 @@ def _steps() -> dict[str, Callable[[], object]]:
 
 def rounds(seconds: float) -> list[dict[str, float]]:
     a, b = torch.randn(256, 256), torch.randn(256, 256)
+    x, w = torch.randn(1, 128), torch.randn(128, 128)
     buffer = torch.randn(2 * 2**20)
     steps = _steps()
     for fn in steps.values():
@@ -56,6 +59,7 @@ def rounds(seconds: float) -> list[dict[str, float]]:
     start = time.time()
     while time.time() - start < seconds:
         row = {"t": time.time() - start, "matmul": _median_s(lambda: a @ b, 20)}
+        row["dispatch"] = _median_s(lambda: x @ w, 20)
         row["read"] = _median_s(buffer.sum, 5)
         for key, fn in steps.items():
             row[key] = _median_s(fn, 7)
@@ -71,6 +75,10 @@ def summary(rows: list[dict[str, float]]) -> dict[str, object]:
         "rounds": len(rows),
         "p90_over_p10": {
             k: float(np.exp(np.percentile(values[:, i], 90) - np.percentile(values[:, i], 10)))
+            for i, k in enumerate(keys)
+        },
+        "p50_over_p10": {
+            k: float(np.exp(np.percentile(values[:, i], 50) - np.percentile(values[:, i], 10)))
             for i, k in enumerate(keys)
         },
     }

@@ -84,7 +84,8 @@ def validate_all(calib: Any, source: str, args: argparse.Namespace) -> list[Any]
             f"{model:34s} {mode:8s} step MAPE {pct(result.step_mape)} "
             f"p90 {pct(result.step_p90_abs_rel_error)}"
             f"  ops≥10µs MAPE {pct(result.op_mape)} (n={result.op_count})  <10µs {pct(result.small_op_mape)}"
-            f"  host MAPE {pct(result.host.mape)}  probe {ratio(result.probe_slowdown)}"
+            f"  host MAPE {pct(result.host.mape)}  probes {ratio(result.probe_slowdown)}"
+            f" / {ratio(result.dispatch_probe_slowdown)}"
             f"  [{time.perf_counter() - start:.0f} s]",
             flush=True,
         )
@@ -128,13 +129,11 @@ def overall(results: list[Any]) -> dict[str, Any]:
     by_family: dict[str, list[float]] = {}
     for o in large:
         by_family.setdefault(o.family, []).append(abs(o.rel_error))
-    slowdowns = [r.probe_slowdown for r in results if r.probe_slowdown is not None]
-    if slowdowns:
-        summary["probe_slowdown"] = {
-            "median": statistics.median(slowdowns),
-            "min": min(slowdowns),
-            "max": max(slowdowns),
-        }
+    for key in ("probe_slowdown", "dispatch_probe_slowdown"):
+        slowdowns = [getattr(r, key) for r in results if getattr(r, key) is not None]
+        if slowdowns:
+            middle = statistics.median(slowdowns)
+            summary[key] = {"median": middle, "min": min(slowdowns), "max": max(slowdowns)}
     summary["ops_by_family"] = {
         f: {"n": len(v), "mape": statistics.fmean(v)} for f, v in sorted(by_family.items())
     }

@@ -202,6 +202,8 @@ class CalibrationResult(Result):
     #: the speed probe's time before each group (:mod:`infer_opt.profilers.speed_probe`; empty
     #: in a calibration made before it existed)
     probe_s: tuple[float, ...] = ()
+    #: the dispatch probe's time before each group (empty in a calibration made before it existed)
+    dispatch_probe_s: tuple[float, ...] = ()
     warnings: tuple[Notice, ...] = ()
 
     def family_map(self) -> dict[str, FamilyCalibration]:
@@ -209,15 +211,30 @@ class CalibrationResult(Result):
 
     @property
     def usable_probe_s(self) -> tuple[float, ...]:
-        """The speed probe's times that are finite and positive (a hand-edited file may hold
+        """The matmul probe's times that are finite and positive (a hand-edited file may hold
         others)."""
-        return tuple(t for t in self.probe_s if math.isfinite(t) and t > 0)
+        return _usable(self.probe_s)
 
     @property
     def probe_median_s(self) -> float | None:
-        """The speed probe's median over the groups (None: not measured)."""
+        """The matmul probe's median over the groups (None: not measured)."""
         usable = self.usable_probe_s
         return float(np.median(usable)) if usable else None
+
+    @property
+    def usable_dispatch_probe_s(self) -> tuple[float, ...]:
+        """The dispatch probe's times that are finite and positive."""
+        return _usable(self.dispatch_probe_s)
+
+    @property
+    def dispatch_probe_median_s(self) -> float | None:
+        """The dispatch probe's median over the groups (None: not measured)."""
+        usable = self.usable_dispatch_probe_s
+        return float(np.median(usable)) if usable else None
+
+
+def _usable(times: Sequence[float]) -> tuple[float, ...]:
+    return tuple(t for t in times if math.isfinite(t) and t > 0)
 
 
 # ---------------------------------------------------------------------------- fitting a family

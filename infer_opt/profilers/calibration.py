@@ -39,8 +39,9 @@ instrumentation (:func:`timing.measure`) and per op: called as plain functions a
 ``nn.Module`` calls. ``c_op = (wall − Σ ops)/n_ops`` of the plain chain; ``c_mod`` is what the
 module chain adds per module call.
 
-Before each group the speed probe (:mod:`infer_opt.profilers.speed_probe`) is timed and kept,
-so ``validate`` can tell how far the machine's speed has moved since.
+Before each group the speed probes (:mod:`infer_opt.profilers.speed_probe`: a square matmul and
+a dispatch-bound small one) are timed and kept, so ``validate`` can tell how far the machine's
+speed has moved since.
 
 The result is saved after every group (to the cache and to ``--out``), so an interrupted run
 keeps what it measured and ``--resume`` skips the finished groups.
@@ -758,6 +759,7 @@ def calibrate(
     try:
         for group in todo:
             probe = speed_probe.probe_s(device)
+            dispatch = speed_probe.dispatch_probe_s(device)
             samples, skipped = measure_group(
                 group, dtype, device=device, reps=reps, overhead_per_event_s=overhead, progress=progress
             )
@@ -765,6 +767,7 @@ def calibrate(
             result = replace(
                 result,
                 probe_s=(*result.probe_s, probe),
+                dispatch_probe_s=(*result.dispatch_probe_s, dispatch),
                 families=tuple(families),
                 roofline=device_roofline(families) or result.roofline,
                 groups_done=(*result.groups_done, group.name),

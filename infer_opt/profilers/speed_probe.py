@@ -1,11 +1,19 @@
-"""How fast the machine runs right now: one fixed matmul, timed hot.
+"""How fast the machine runs right now: two fixed matmuls, timed hot.
 
-A calibration takes it before every group and ``validate`` before every point, so a validation
-can say how far the machine's speed has moved since the calibration was made — on a shared VM
-the same step measures 10–30% apart a minute later (docs/benchmarks.md, "Machine drift"), which
-a prediction made from the calibration cannot know. The probe is reported, never used to
-correct a prediction: a fixed matmul moves with the step in direction (correlation 0.9 over
-15 s windows here) but not by the same amount.
+* the **matmul probe**, a square matmul: a fraction of a millisecond of arithmetic on a CPU
+  core — what a large model's step is made of;
+* the **dispatch probe**, a (1×128)·(128×128) matmul: a few microseconds, almost all of it the
+  call's way through Python, the dispatcher and the library's entry (on a GPU, a launch) — what a
+  small model's step and a step's small ops are made of.
+
+A calibration takes both before every group and ``validate`` before every point, so a
+validation can say how far the machine's speed has moved since the calibration was made — on a
+shared VM the same step measures 10–30% apart a minute later (docs/benchmarks.md, "Machine
+drift"), which a prediction made from the calibration cannot know. The two move apart: on a
+2-core EPYC VM whose speed switches between two levels every few seconds, over 5 s windows the
+square matmul moved 1.31× and the dispatch probe 1.82×, as a tiny model's decode step did
+(1.63×; both probes follow the steps, correlation 0.92–0.98). The probes are reported, never
+used to correct a prediction: they move with the step in direction, not by the same amount.
 """
 
 from __future__ import annotations
@@ -24,6 +32,9 @@ from infer_opt.profilers.timing import measure
 #: microseconds of work on a GPU
 SIZE = {"cpu": 256, "cuda": 2048}
 REPS = 30
+#: the dispatch probe's (M, K, N), float32, and its repetitions (a few microseconds each)
+DISPATCH_SHAPE = (1, 128, 128)
+DISPATCH_REPS = 200
 
 
 def probe_s(device: Any = "cpu") -> float:
@@ -33,6 +44,15 @@ def probe_s(device: Any = "cpu") -> float:
     a = torch.randn(n, n, generator=generator).to(device)
     b = torch.randn(n, n, generator=generator).to(device)
     return measure(lambda: a @ b, device=device, warmup=10, reps=REPS, time_cold=False).median_s
+
+
+def dispatch_probe_s(device: Any = "cpu") -> float:
+    """Median time of the dispatch probe's small matmul on ``device``, hot."""
+    m, k, n = DISPATCH_SHAPE
+    generator = torch.Generator().manual_seed(1)
+    x = torch.randn(m, k, generator=generator).to(device)
+    w = torch.randn(k, n, generator=generator).to(device)
+    return measure(lambda: x @ w, device=device, warmup=20, reps=DISPATCH_REPS, time_cold=False).median_s
 
 
 def same_machine(calibration: Any, device: Any) -> bool:
@@ -45,7 +65,8 @@ def same_machine(calibration: Any, device: Any) -> bool:
 
 def slowdown(now: Sequence[float], then: Sequence[float]) -> float | None:
     """Median probe time ``now`` over the median ``then`` (> 1: slower now), or None without
-    both (a calibration's usable times: :attr:`CalibrationResult.usable_probe_s`)."""
+    both (a calibration's usable times: :attr:`CalibrationResult.usable_probe_s`,
+    :attr:`CalibrationResult.usable_dispatch_probe_s`)."""
     if not now or not then:
         return None
     return statistics.median(now) / statistics.median(then)

@@ -13,10 +13,11 @@ cancel): per step the MAPE and p90, prefill and decode apart; per operator (an o
 of shapes, per call) the same over ops of at least :data:`SMALL_OP_S` measured, and the MAPE of
 the shorter ones as their own bucket (the launch floor rules them). Ops are matched by name and
 shapes; the worst are listed. A point whose ops mostly sit on measured grid shapes is flagged:
-validation shapes should lie between them. Before each point the speed probe (a fixed matmul,
-:mod:`infer_opt.profilers.speed_probe`) is timed; against its time in the calibration it says how
-far the machine's own speed moved between calibrating and measuring, which every step error
-includes.
+validation shapes should lie between them. Before each point the speed probes (a square matmul
+and a dispatch-bound small one, :mod:`infer_opt.profilers.speed_probe`) are timed; against their
+times in the calibration they say how far the machine's own speed moved between calibrating and
+measuring, which every step error includes — a large model's as the matmul moved, a small
+model's (mostly dispatch) as the small one did.
 """
 
 from __future__ import annotations
@@ -68,8 +69,9 @@ class ValidatePoint:
     ttft_predicted_s: float | None = None
     tpot_measured_s: float | None = None
     tpot_predicted_s: float | None = None
-    #: the speed probe's time just before the point was measured (:mod:`speed_probe`)
+    #: the speed probes' times just before the point was measured (:mod:`speed_probe`)
     probe_s: float | None = None
+    dispatch_probe_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -131,10 +133,12 @@ class ValidateResult(Result):
     ops: tuple[OpComparison, ...] = ()
     warmup: int = 0
     reps: int = 0
-    #: the speed probe's median over the points / its median in the calibration (> 1: the
+    #: the matmul probe's median over the points / its median in the calibration (> 1: the
     #: machine ran slower than when calibrated); None for another device's calibration or one
     #: without probes
     probe_slowdown: float | None = None
+    #: the same for the dispatch probe (None also for a calibration made before it existed)
+    dispatch_probe_slowdown: float | None = None
     warnings: tuple[Notice, ...] = ()
 
 
@@ -260,6 +264,7 @@ def _point(
     measured: model_profile.ProfileResult,
     predicted: pr.StepPrediction,
     probe_s: float | None = None,
+    dispatch_probe_s: float | None = None,
 ) -> ValidatePoint:
     batch, seq_len, context = shape
     estimates = predicted.estimates
@@ -288,6 +293,7 @@ def _point(
             else None
         ),
         probe_s=probe_s,
+        dispatch_probe_s=dispatch_probe_s,
     )
 
 
@@ -350,7 +356,9 @@ def validate(
     ops: list[OpComparison] = []
     warnings: list[Notice] = []
     probes: list[float] = []
+    dispatch_probes: list[float] = []
     same_machine = speed_probe.same_machine(calibration, device)
+    then = (calibration.usable_probe_s, calibration.usable_dispatch_probe_s) if same_machine else ((), ())
     for k, (mode, batch, seq_len, context) in enumerate(shapes):
         label = f"{mode} batch={batch} " + (
             f"context={context}" if mode == "decode" else f"seq-len={seq_len}"
@@ -358,7 +366,9 @@ def validate(
         if progress is not None:
             progress(k, len(shapes), label)
         probe = speed_probe.probe_s(device)
+        dispatch = speed_probe.dispatch_probe_s(device)
         probes.append(probe)
+        dispatch_probes.append(dispatch)
         measured = _measure(
             spec, mode, (batch, seq_len, context, new_tokens), device=device, dtype=dtype,
             hf_overrides=hf_overrides, fit=fit, warmup=warmup, reps=reps,
@@ -370,7 +380,7 @@ def validate(
             ),
             model,
         )  # fmt: skip
-        point = _point(mode, (batch, seq_len, context), measured, predicted, probe)
+        point = _point(mode, (batch, seq_len, context), measured, predicted, probe, dispatch)
         points.append(point)
         ops.extend(compare_ops(k, mode, measured, predicted))
         if point.on_grid_share > ON_GRID_WARNING:
@@ -387,7 +397,8 @@ def validate(
         ops=tuple(ops),
         warmup=warmup,
         reps=reps,
-        probe_slowdown=speed_probe.slowdown(probes, calibration.usable_probe_s) if same_machine else None,
+        probe_slowdown=speed_probe.slowdown(probes, then[0]),
+        dispatch_probe_slowdown=speed_probe.slowdown(dispatch_probes, then[1]),
         warnings=tuple(warnings),
         **summarize(points, ops),
     )

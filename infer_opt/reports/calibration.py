@@ -50,6 +50,10 @@ def family_table(r: CalibrationResult) -> Table:
     )
 
 
+def _span(times: tuple[float, ...]) -> str:
+    return f"{format_duration(min(times))}–{format_duration(max(times))}"
+
+
 def _summary(r: CalibrationResult) -> list[tuple[str, str]]:
     out = [
         ("Device", f"{r.device} — {r.device_name}, {r.dtype}, {r.threads} thread(s)"),
@@ -90,8 +94,14 @@ def _summary(r: CalibrationResult) -> list[tuple[str, str]]:
             (
                 "Speed probe",
                 f"a fixed matmul took {format_duration(r.probe_median_s)} (median of "
-                f"{len(r.usable_probe_s)}, one before each group: {format_duration(min(r.usable_probe_s))}–"
-                f"{format_duration(max(r.usable_probe_s))}); validate times it again and compares",
+                f"{len(r.usable_probe_s)}, one before each group: {_span(r.usable_probe_s)})"
+                + (
+                    f", a small dispatch-bound one {format_duration(r.dispatch_probe_median_s)} "
+                    f"({_span(r.usable_dispatch_probe_s)})"
+                    if r.dispatch_probe_median_s is not None
+                    else ""
+                )
+                + "; validate times them again and compares",
             )
         )
     if r.roofline is not None:

@@ -154,18 +154,29 @@ def _summary(r: ValidateResult) -> list[tuple[str, str]]:
             f"profile's timing: {r.warmup} warm-up calls (on a CPU 0.1 s at least, unless 0), "
             f"{r.reps} repetitions per point",
         ),
-        ("Machine speed", _speed(r.probe_slowdown)),
+        ("Machine speed", _speed(r.probe_slowdown, r.dispatch_probe_slowdown)),
     ]
 
 
-def _speed(slowdown: float | None) -> str:
-    if slowdown is None:
+def _speed(matmul: float | None, dispatch: float | None) -> str:
+    if matmul is None and dispatch is None:
         return "not compared (a calibration of another device, or made without the speed probe)"
-    words = f"the speed probe (a fixed matmul) took {slowdown:.2f}× its time at calibration"
-    if abs(slowdown - 1.0) < SPEED_TOLERANCE:
+    if dispatch is None:
+        words = f"the speed probe (a fixed matmul) took {matmul:.2f}× its time at calibration"
+    elif matmul is None:
+        words = f"the dispatch probe (a small matmul) took {dispatch:.2f}× its time at calibration"
+    else:
+        words = (
+            f"the speed probes took {matmul:.2f}× (a square matmul) and {dispatch:.2f}× (a small, "
+            "dispatch-bound one) their times at calibration"
+        )
+    ratios = [r for r in (matmul, dispatch) if r is not None]
+    if all(abs(r - 1.0) < SPEED_TOLERANCE for r in ratios):
         return words
-    moved = "slower" if slowdown > 1.0 else "faster"
-    return f"{words}: the machine ran {moved} than when calibrated, and the step errors include that"
+    if all(r > 1.0 - SPEED_TOLERANCE for r in ratios) or all(r < 1.0 + SPEED_TOLERANCE for r in ratios):
+        moved = "slower" if max(ratios, key=lambda r: abs(r - 1.0)) > 1.0 else "faster"
+        return f"{words}: the machine ran {moved} than when calibrated, and the step errors include that"
+    return f"{words}: the machine's speed moved since it was calibrated, and the step errors include that"
 
 
 def build_view(result: ValidateResult) -> View:
