@@ -12,7 +12,10 @@
    10 µs (goal ≤ 10%), with the sub-10 µs bucket and the host term.
 4. ``--aa`` measures every point twice (A/A): the MAPE between the two measurements — per step,
    per operator (≥ 10 µs) and for the host term — is the noise floor no predictor can beat on
-   this machine at this moment.
+   this machine at this moment; the predictor's errors on the second pass are kept too
+   (``aa_pass``).
+5. ``--out`` also keeps one row per model and mode and pass (``rows``): the step MAPE and mean
+   signed error, and the two speed probes' ratios to the calibration (matmul, dispatch).
 
     python benchmarks/bench_predict_accuracy.py [--threads 1] [--calibration FILE] [--quick] [--aa]
         [--reps 10] [--out results.json]
@@ -140,6 +143,27 @@ def overall(results: list[Any]) -> dict[str, Any]:
     return summary
 
 
+def rows(results: list[Any], label: str) -> list[dict[str, Any]]:
+    """One row per validation: its step MAPE and bias and its speed probes' ratios."""
+    from infer_opt.cost_models.op_model import error_stats
+
+    out = []
+    for r in results:
+        s = error_stats([p.predicted_s for p in r.points], [p.measured_s for p in r.points])
+        out.append(
+            {
+                "pass": label,
+                "model": r.model,
+                "mode": r.points[0].mode if r.points else None,
+                "step_mape": s.mape,
+                "step_bias": s.mean_signed_rel_error,
+                "probe_slowdown": r.probe_slowdown,
+                "dispatch_probe_slowdown": r.dispatch_probe_slowdown,
+            }
+        )
+    return out
+
+
 def aa_noise(first: list[Any], second: list[Any]) -> dict[str, float | None]:
     """MAPE of the second measurement against the first — the noise floor no predictor can beat
     here: per mode for the step, over the operators of at least 10 µs (matched by point, name and
@@ -197,16 +221,26 @@ def main() -> int:
     )
     results = validate_all(calib, source, args)
     summary = overall(results)
+    table = rows(results, "first")
     if args.aa:
         print("A/A: measuring every point again", flush=True)
-        summary["aa_mape"] = aa_noise(results, validate_all(calib, source, args))
+        again = validate_all(calib, source, args)
+        summary["aa_mape"] = aa_noise(results, again)
+        summary["aa_pass"] = {k: v for k, v in overall(again).items() if k != "ops_by_family"}
+        table += rows(again, "A/A")
     load_after = os.getloadavg()
     print(f"# load average after: {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}")
     print(json.dumps({"calibration_s": wall, **summary}, indent=1, default=float))
     if args.out:
         with open(args.out, "w", encoding="utf-8") as handle:
             json.dump(
-                {"calibration_s": wall, "load_before": load_before, "load_after": load_after, **summary},
+                {
+                    "calibration_s": wall,
+                    "load_before": load_before,
+                    "load_after": load_after,
+                    **summary,
+                    "rows": table,
+                },
                 handle,
                 indent=1,
             )
