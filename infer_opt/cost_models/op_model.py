@@ -199,7 +199,7 @@ class CalibrationResult(Result):
     #: what float32 matmuls computed in (``ieee``, ``tf32``, ``bf16``; ``""`` for other dtypes)
     matmul_precision: str = ""
     grid: str = ""
-    #: the speed probe's time before each group (:mod:`infer_opt.profilers.speed_probe`; empty
+    #: the matmul speed probe's time before each group (:mod:`infer_opt.profilers.speed_probe`; empty
     #: in a calibration made before it existed)
     probe_s: tuple[float, ...] = ()
     #: the dispatch probe's time before each group (empty in a calibration made before it existed)
