@@ -93,7 +93,7 @@ def _summary(r: CalibrationResult) -> list[tuple[str, str]]:
         out.append(
             (
                 "Speed probe",
-                f"a fixed matmul took {format_duration(r.probe_median_s)} (median of "
+                f"a square matmul took {format_duration(r.probe_median_s)} (median of "
                 f"{len(r.usable_probe_s)}, one before each group: {_span(r.usable_probe_s)})"
                 + (
                     f", a small dispatch-bound one {format_duration(r.dispatch_probe_median_s)} "
