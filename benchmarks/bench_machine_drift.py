@@ -94,9 +94,11 @@ def summary(rows: list[dict[str, float]]) -> dict[str, object]:
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=120.0)
+def start(doc: str, seconds: float) -> argparse.Namespace:
+    """The options of a timed machine benchmark (``--seconds``, ``--threads``, ``--out``), its
+    thread count set and its header printed (also used by ``bench_speed_levels.py``)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=seconds)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
@@ -106,6 +108,11 @@ def main() -> None:
         f"# {dt.datetime.now().isoformat(timespec='seconds')}  {cpu_model_name()}  {os.cpu_count()} CPUs  "
         f"threads {args.threads}  torch {torch.__version__}  load average {os.getloadavg()[0]:.2f}"
     )
+    return args
+
+
+def main() -> None:
+    args = start(__doc__, 120.0)
     rows = rounds(args.seconds)
     result = summary(rows)
     for key, value in result.items():

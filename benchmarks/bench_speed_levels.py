@@ -16,22 +16,17 @@ ratio; and the probe's share of calls at each level and how often the level chan
 
 from __future__ import annotations
 
-import argparse
-import datetime as dt
 import itertools
 import json
-import os
 import statistics
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from bench_machine_drift import start
 
 from infer_opt.profilers import model_profile, models
-from infer_opt.profilers.device import cpu_model_name
 
 #: a probe within FAST × the probes' p5 is the fast level, at least SLOW × it the slow one
 FAST, SLOW = 1.2, 1.5
@@ -120,17 +115,7 @@ def summary(calls: dict[str, list[tuple[int, int, float]]], window: float = WIND
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=40.0)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--out", type=Path)
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    print(f"# {' '.join(sys.argv)}")
-    print(
-        f"# {dt.datetime.now().isoformat(timespec='seconds')}  {cpu_model_name()}  {os.cpu_count()} CPUs  "
-        f"threads {args.threads}  torch {torch.__version__}  load average {os.getloadavg()[0]:.2f}"
-    )
+    args = start(__doc__, 40.0)
     result = summary(measure(args.seconds))
     print(
         f"probe (10 calls): p5 {result['probe_p5_us']:.1f} µs, median {result['probe_median_us']:.1f} µs; "
