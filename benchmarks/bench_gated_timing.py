@@ -21,30 +21,10 @@ from collections.abc import Callable
 
 import numpy as np
 import torch
-from bench_machine_drift import start
-
-from infer_opt.profilers import model_profile, models
+from bench_machine_drift import median_ns, probe_ns, start, steps_of
 
 FAST = 1.2
 STEPS = (("tiny", "decode", 1), ("llama-tiny", "prefill", 1))
-
-
-def _probe(x: torch.Tensor, w: torch.Tensor) -> int:
-    for _ in range(10):
-        torch.mm(x, w)
-    begin = time.perf_counter_ns()
-    for _ in range(10):
-        torch.mm(x, w)
-    return time.perf_counter_ns() - begin
-
-
-def _plain(fn: Callable[[], object], reps: int) -> float:
-    times = []
-    for _ in range(reps):
-        begin = time.perf_counter_ns()
-        fn()
-        times.append(time.perf_counter_ns() - begin)
-    return statistics.median(times)
 
 
 def _gated(fn: Callable[[], object], reps: int, probe: Callable[[], int], limit: float) -> tuple[float, int]:
@@ -68,16 +48,11 @@ def main() -> None:
     x, w = torch.randn(1, 128), torch.randn(128, 128)
 
     def probe() -> int:
-        return _probe(x, w)
+        return probe_ns(x, w)
 
     warm = [probe() for _ in range(2000)]
     limit = FAST * float(np.percentile(warm, 5))
-    steps = {}
-    for name, mode, batch in STEPS:
-        loaded = models.load_model(name, batch_size=batch, seq_len=64)
-        steps[f"{name} {mode}"] = model_profile.build_step(
-            loaded, mode, context=300, new_tokens=1, device="cpu"
-        ).fn
+    steps = steps_of(STEPS, seq_len=64, context=300)
     rows: dict[str, dict[str, list[float]]] = {k: {"plain": [], "gated": [], "gated_wall": []} for k in steps}
     with torch.no_grad():
         for fn in steps.values():
@@ -86,7 +61,7 @@ def main() -> None:
         end = time.perf_counter() + args.seconds
         while time.perf_counter() < end:
             for key, fn in steps.items():
-                rows[key]["plain"].append(_plain(fn, args.reps))
+                rows[key]["plain"].append(median_ns(fn, args.reps))
                 time.sleep(0.3)
                 begin = time.perf_counter()
                 median, _ = _gated(fn, args.reps, probe, limit)

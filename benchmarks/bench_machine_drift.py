@@ -19,9 +19,10 @@ import argparse
 import datetime as dt
 import json
 import os
+import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -37,21 +38,45 @@ def _median_s(fn: Callable[[], object], n: int) -> float:
     return timing.measure(fn, warmup=0, reps=n, time_cold=False).median_s
 
 
-def _steps() -> dict[str, Callable[[], object]]:
+def steps_of(
+    steps: Sequence[tuple[str, str, int]] = STEPS, seq_len: int = 200, context: int = 700
+) -> dict[str, Callable[[], object]]:
+    """The steps (model, mode, batch) built as ``profile`` builds them, by "model mode"
+    (also used by ``bench_gated_timing.py``)."""
     out = {}
-    for name, mode, batch in STEPS:
-        loaded = models.load_model(name, batch_size=batch, seq_len=200)
+    for name, mode, batch in steps:
+        loaded = models.load_model(name, batch_size=batch, seq_len=seq_len)
         out[f"{name} {mode}"] = model_profile.build_step(
-            loaded, mode, context=700, new_tokens=1, device="cpu"
+            loaded, mode, context=context, new_tokens=1, device="cpu"
         ).fn
     return out
+
+
+def probe_ns(x: torch.Tensor, w: torch.Tensor) -> int:
+    """The dispatch probe as the speed-level scripts take it: ten ``x @ w`` run, then ten timed."""
+    for _ in range(10):
+        torch.mm(x, w)
+    begin = time.perf_counter_ns()
+    for _ in range(10):
+        torch.mm(x, w)
+    return time.perf_counter_ns() - begin
+
+
+def median_ns(fn: Callable[[], object], n: int) -> float:
+    """The median of ``n`` back-to-back calls of ``fn``, each timed on its own."""
+    times = []
+    for _ in range(n):
+        begin = time.perf_counter_ns()
+        fn()
+        times.append(time.perf_counter_ns() - begin)
+    return statistics.median(times)
 
 
 def rounds(seconds: float) -> list[dict[str, float]]:
     a, b = torch.randn(256, 256), torch.randn(256, 256)
     x, w = torch.randn(1, 128), torch.randn(128, 128)
     buffer = torch.randn(2 * 2**20)
-    steps = _steps()
+    steps = steps_of()
     for fn in steps.values():
         for _ in range(50):
             fn()

@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
-from bench_machine_drift import start
+from bench_machine_drift import probe_ns, start
 
 from infer_opt.profilers import model_profile, models
 
@@ -54,13 +54,6 @@ def _ops() -> dict[str, Callable[[], object]]:
     }
 
 
-def _probe(x: torch.Tensor, w: torch.Tensor) -> int:
-    start = time.perf_counter_ns()
-    for _ in range(10):
-        torch.mm(x, w)
-    return time.perf_counter_ns() - start
-
-
 def measure(seconds: float) -> dict[str, list[tuple[int, int, float]]]:
     """Per op, (probe ns, op ns, seconds since the start) for every call, round-robin over the
     ops for ``seconds``."""
@@ -74,8 +67,7 @@ def measure(seconds: float) -> dict[str, list[tuple[int, int, float]]]:
         begin = time.perf_counter()
         while time.perf_counter() < begin + seconds:
             for name, fn in ops.items():
-                _probe(x, w)
-                probe = _probe(x, w)
+                probe = probe_ns(x, w)
                 fn()
                 start = time.perf_counter_ns()
                 fn()

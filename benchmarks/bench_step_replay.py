@@ -17,10 +17,10 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from collections.abc import Callable
 from typing import Any
 
 import torch
+from bench_machine_drift import median_ns, probe_ns
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from infer_opt.profilers import model_profile, models
@@ -34,15 +34,6 @@ class _Recorder(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
         self.calls.append((func, args, kwargs or {}))
         return func(*args, **(kwargs or {}))
-
-
-def _median_us(fn: Callable[[], object], n: int) -> float:
-    times = []
-    for _ in range(n):
-        begin = time.perf_counter_ns()
-        fn()
-        times.append(time.perf_counter_ns() - begin)
-    return statistics.median(times) / 1e3
 
 
 def main() -> None:
@@ -59,12 +50,7 @@ def main() -> None:
     x, w = torch.randn(1, 128), torch.randn(128, 128)
 
     def probe() -> float:
-        for _ in range(10):
-            torch.mm(x, w)
-        begin = time.perf_counter_ns()
-        for _ in range(10):
-            torch.mm(x, w)
-        return (time.perf_counter_ns() - begin) / 1e3
+        return probe_ns(x, w) / 1e3
 
     with torch.no_grad():
         for _ in range(20):
@@ -89,7 +75,7 @@ def main() -> None:
         print(f"# {args.model} decode 1 × {args.context}: {len(calls)} aten calls; µs")
         for _ in range(args.rounds):
             before = probe()
-            s, r = _median_us(step, 100), _median_us(replay, 100)
+            s, r = median_ns(step, 100) / 1e3, median_ns(replay, 100) / 1e3
             h = statistics.median(hot_sum() for _ in range(30))
             print(
                 f"probe {before:6.1f}  step {s:8.1f}  replay {r:8.1f}  Σ hot {h:8.1f}  "
