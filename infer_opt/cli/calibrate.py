@@ -26,7 +26,7 @@ device, dtype and thread count after every group (and to --out FILE.json, which
 predict --calibration reads on another machine); --resume continues an
 interrupted run; --only GROUP measures those groups again in the cached
 calibration of the same grid (their points replace its own). About 3 minutes
-at --threads 1 on a quiet 2-core Xeon, 6 on a 2-core EPYC of half its speed.
+at --threads 1 on a quiet 2-core Xeon, 5-6 on a 2-core EPYC of half its speed.
 
 Examples:
 
