@@ -27,6 +27,7 @@ needs a quiet machine: the script prints the load average before and after.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -167,31 +168,18 @@ def rows(results: list[Any], label: str) -> list[dict[str, Any]]:
 def aa_noise(first: list[Any], second: list[Any]) -> dict[str, float | None]:
     """MAPE of the second measurement against the first — the noise floor no predictor can beat
     here: per mode for the step, over the operators of at least 10 µs (matched by point, name and
-    shapes), and for the host term."""
-    from infer_opt.cost_models.op_model import error_stats
-
-    out: dict[str, float | None] = {}
-    for mode in ("prefill", "decode"):
-        a = [p.measured_s for r in first for p in r.points if p.mode == mode]
-        b = [p.measured_s for r in second for p in r.points if p.mode == mode]
-        out[mode] = error_stats(b, a).mape if a else None
-    pairs = []
-    for r1, r2 in zip(first, second, strict=True):
-        again = {(o.point, o.name, o.shapes): o.measured_s for o in r2.ops}
-        pairs += [
-            (again[key], o.measured_s)
-            for o in r1.ops
-            if o.measured_s >= va.SMALL_OP_S and (key := (o.point, o.name, o.shapes)) in again
-        ]
-    out["ops"] = error_stats([b for b, _ in pairs], [a for _, a in pairs]).mape if pairs else None
-    hosts = [
-        (p2.measured_host_s, p1.measured_host_s)
-        for r1, r2 in zip(first, second, strict=True)
-        for p1, p2 in zip(r1.points, r2.points, strict=True)
-        if p1.measured_host_s > 0 and p2.measured_host_s > 0
-    ]
-    out["host"] = error_stats([b for b, _ in hosts], [a for _, a in hosts]).mape if hosts else None
-    return out
+    shapes), and for the host term (validate's own comparison of passes, over every model)."""
+    passes = []
+    for results in (first, second):
+        points: list[Any] = []
+        ops: list[Any] = []
+        for r in results:
+            ops += [dataclasses.replace(o, point=len(points) + o.point) for o in r.ops]
+            points += r.points
+        passes.append((points, ops))
+    noise = va.pass_noise(passes)
+    keys = {"prefill": "prefill", "decode": "decode", "ops": va.NOISE_OPS, "host": va.NOISE_HOST}
+    return {name: noise[key].mape if key in noise else None for name, key in keys.items()}
 
 
 def main() -> int:

@@ -12,6 +12,7 @@ from infer_opt.cli.common import (
     HfConfigOpt,
     ModelArg,
     ThreadsOpt,
+    option,
     progress_bar,
     reps_option,
     warmup_option,
@@ -19,7 +20,7 @@ from infer_opt.cli.common import (
 from infer_opt.cli.output import Outcome, with_output
 from infer_opt.cli.predict import CalibrationOpt, SweepType
 from infer_opt.cli.profile import MODES, BatchOpt, ContextOpt, NewTokensOpt, SeqLenOpt
-from infer_opt.cli.types import Choice
+from infer_opt.cli.types import Choice, Count
 
 HELP = """Validate the predictor: on every point of a shape grid, measure the step as
 profile does and predict it from the calibration (ops recorded on fake tensors),
@@ -28,6 +29,10 @@ decode apart), per operator over ops of at least 10 µs, the shorter ones as the
 own bucket — the worst operators and a parity plot (y = x, ±10%).
 
 Use shapes off the calibration grid (a point mostly on measured shapes is flagged).
+On a shared or noisy machine measure the grid twice or more (--passes 2): each
+point is then compared at the median of its passes, and the passes with each
+other — how far the same step moved between two measurements, the noise floor
+under which a prediction error says nothing.
 
 Examples:
 
@@ -36,10 +41,21 @@ Examples:
   infer-opt validate gpt2-small --threads 1 --mode decode --grid context=200,700 --plot parity.png
 
   infer-opt validate llama-small --mode prefill --mode decode --grid batch=1,3 --json
+
+  infer-opt validate tiny --threads 1 --grid seq-len=48,200 --passes 3
 """
 
 WarmupOpt = warmup_option("Untimed calls per point (on a CPU for 0.1 s at least, unless 0).")
 RepsOpt = reps_option("Timed repetitions per point.")
+#: the most passes over a grid (--passes)
+MAX_PASSES = 10
+PassesOpt = option(
+    int,
+    "--passes",
+    parse=Count(1, MAX_PASSES),
+    help="Measure the whole grid this many times, pass after pass; with 2 or more the passes are "
+    "compared (the noise floor) and each point is compared at their median.",
+)
 
 
 @with_output(plot=True)
@@ -66,6 +82,7 @@ def validate(
     calibration: CalibrationOpt = None,
     warmup: WarmupOpt = 3,
     reps: RepsOpt = 10,
+    passes: PassesOpt = 1,
     threads: ThreadsOpt = None,
     hf_config: HfConfigOpt = None,
 ) -> Any:
@@ -86,7 +103,8 @@ def validate(
             model, found.calibration, calibration_source=found.source,
             modes=tuple(dict.fromkeys(mode or ["prefill"])), grid=dict(grid or ()),
             defaults={"batch": batch, "seq_len": seq_len, "context": context}, new_tokens=new_tokens,
-            dtype=found.dtype, hf_overrides=overrides, warmup=warmup, reps=reps, device=dev, progress=update,
+            dtype=found.dtype, hf_overrides=overrides, warmup=warmup, reps=reps, device=dev, passes=passes,
+            progress=update,
         )  # fmt: skip
     return Outcome(result, warnings=found.notices)
 

@@ -18,14 +18,22 @@ and a dispatch-bound small one, :mod:`infer_opt.profilers.speed_probe`) are time
 times in the calibration they say how far the machine's own speed moved between calibrating and
 measuring, which every step error includes — a large model's as the matmul moved, a small
 model's (mostly dispatch) as the small one did.
+
+With several passes (``passes``) the whole grid is measured again, pass after pass, so that a
+point's measurements lie minutes apart as a prediction and its calibration do. A point is then
+compared at the median of its passes, and the passes are compared with each other
+(:func:`pass_noise`): how far the same step, the same operator and the host term moved between
+two measurements of them — the noise floor under which no prediction error says anything.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+import statistics
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from typing import Any
 
 import torch
@@ -45,6 +53,8 @@ SMALL_OP_S = 10e-6
 ON_GRID_WARNING = 0.5
 WORST_OPS = 10
 GRID_PARAMS = ("batch", "seq_len", "context")
+#: keys of :attr:`ValidateResult.noise` beside the step modes
+NOISE_OPS, NOISE_SMALL_OPS, NOISE_HOST = "operators", "small operators", "host term"
 
 
 @dataclass(frozen=True)
@@ -72,6 +82,9 @@ class ValidatePoint:
     #: the speed probes' times just before the point was measured (:mod:`speed_probe`)
     probe_s: float | None = None
     dispatch_probe_s: float | None = None
+    #: with several passes: the step's median in each pass, in pass order (``measured_s`` is
+    #: their median)
+    pass_measured_s: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -139,6 +152,9 @@ class ValidateResult(Result):
     probe_slowdown: float | None = None
     #: the same for the dispatch probe (None also for a calibration made before it existed)
     dispatch_probe_slowdown: float | None = None
+    #: passes over the grid; with more than one, ``noise`` compares them (:func:`pass_noise`)
+    passes: int = 1
+    noise: dict[str, ErrorSummary] = field(default_factory=dict)
     warnings: tuple[Notice, ...] = ()
 
 
@@ -226,6 +242,21 @@ def _measure(
     )
 
 
+def _predict(
+    spec: str,
+    mode: str,
+    shape: tuple[int, int, int, int],
+    dtype: torch.dtype,
+    hf_overrides: Mapping[str, Any] | None,
+    device: Any,
+    model: om.OpModel,
+) -> pr.StepPrediction:
+    """The point's step recorded on fake tensors and predicted (``shape`` as for :func:`_measure`)."""
+    on = "cuda" if str(device).startswith("cuda") else "cpu"
+    step = meta_record.StepSpec(spec, mode, *shape, dtype, hf_overrides, device=on)
+    return pr.predict_recorded(step, model)
+
+
 def compare_ops(
     point: int, mode: str, measured: model_profile.ProfileResult, predicted: pr.StepPrediction
 ) -> list[OpComparison]:
@@ -297,16 +328,25 @@ def _point(
     )
 
 
-def _by_mode(points: Sequence[ValidatePoint]) -> dict[str, ErrorSummary]:
-    """Step errors per mode; generate adds its TTFT to prefill and its TPOT to decode."""
-    pairs: dict[str, list[tuple[float, float]]] = {}
-    for p in points:
-        pairs.setdefault(p.mode, []).append((p.predicted_s, p.measured_s))
-        if p.ttft_measured_s and p.ttft_predicted_s is not None:
-            pairs.setdefault("prefill (TTFT)", []).append((p.ttft_predicted_s, p.ttft_measured_s))
-        if p.tpot_measured_s and p.tpot_predicted_s is not None:
-            pairs.setdefault("decode (TPOT)", []).append((p.tpot_predicted_s, p.tpot_measured_s))
-    return {mode: ErrorSummary.of([a for a, _ in v], [b for _, b in v]) for mode, v in pairs.items()}
+_PREDICTED = (attrgetter("predicted_s"), attrgetter("ttft_predicted_s"), attrgetter("tpot_predicted_s"))
+_MEASURED = (attrgetter("measured_s"), attrgetter("ttft_measured_s"), attrgetter("tpot_measured_s"))
+
+
+def _by_mode(
+    pairs: Iterable[tuple[ValidatePoint, ValidatePoint]],
+    estimate: tuple[Callable[[ValidatePoint], float | None], ...] = _PREDICTED,
+) -> dict[str, ErrorSummary]:
+    """Step errors per mode of each (estimate, reference) pair of points — the estimate's
+    ``estimate`` getters (step, TTFT, TPOT) against the reference's measured ones; generate adds
+    its TTFT to prefill and its TPOT to decode."""
+    values: dict[str, list[tuple[float, float]]] = {}
+    for e, m in pairs:
+        keys = (m.mode, "prefill (TTFT)", "decode (TPOT)")
+        for key, get_e, get_m in zip(keys, estimate, _MEASURED, strict=True):
+            t_hat, t = get_e(e), get_m(m)
+            if t and t_hat is not None:
+                values.setdefault(key, []).append((t_hat, t))
+    return {mode: ErrorSummary.of([a for a, _ in v], [b for _, b in v]) for mode, v in values.items()}
 
 
 def summarize(points: Sequence[ValidatePoint], ops: Sequence[OpComparison]) -> dict[str, Any]:
@@ -320,7 +360,7 @@ def summarize(points: Sequence[ValidatePoint], ops: Sequence[OpComparison]) -> d
     return {
         "step_mape": step.mape,
         "step_p90_abs_rel_error": step.p90_abs_rel_error,
-        "step_by_mode": _by_mode(points),
+        "step_by_mode": _by_mode((p, p) for p in points),
         "op_mape": big.mape,
         "op_p90_abs_rel_error": big.p90_abs_rel_error,
         "op_count": big.n,
@@ -329,6 +369,85 @@ def summarize(points: Sequence[ValidatePoint], ops: Sequence[OpComparison]) -> d
         "host": ErrorSummary.of([a for a, _ in hosts], [b for _, b in hosts]),
         "worst_ops": tuple(sorted(large, key=lambda o: -abs(o.rel_error))[:WORST_OPS]),
     }
+
+
+def _label(mode: str, batch: int, seq_len: int | None, context: int | None) -> str:
+    return f"{mode} batch={batch} " + (f"context={context}" if mode == "decode" else f"seq-len={seq_len}")
+
+
+def pass_noise(
+    passes: Sequence[tuple[Sequence[ValidatePoint], Sequence[OpComparison]]],
+) -> dict[str, ErrorSummary]:
+    """The passes' measurements against each other: for every pair of passes, the later one's
+    measurement of a point against the earlier one's, ``|t_later − t_earlier| / t_earlier``
+    (the mean signed error is then the drift from pass to pass). Keyed like
+    :attr:`ValidateResult.step_by_mode`, plus :data:`NOISE_OPS` (operators of at least
+    :data:`SMALL_OP_S` in the earlier pass, matched by point, name and shapes),
+    :data:`NOISE_SMALL_OPS` and :data:`NOISE_HOST`. Each pass is (points, op comparisons) over the
+    same grid, its points in the same order; empty with fewer than two passes."""
+    steps: list[tuple[ValidatePoint, ValidatePoint]] = []
+    ops: dict[str, list[tuple[float, float]]] = {NOISE_OPS: [], NOISE_SMALL_OPS: []}
+    hosts: list[tuple[float, float]] = []
+    for (points_a, ops_a), (points_b, ops_b) in itertools.combinations(passes, 2):
+        steps += zip(points_b, points_a, strict=True)
+        hosts += [
+            (b.measured_host_s, a.measured_host_s)
+            for a, b in zip(points_a, points_b, strict=True)
+            if a.measured_host_s > 0 and b.measured_host_s > 0
+        ]
+        later = {(o.point, o.name, o.shapes): o.measured_s for o in ops_b}
+        for o in ops_a:
+            if (t := later.get((o.point, o.name, o.shapes))) is not None:
+                ops[NOISE_OPS if o.measured_s >= SMALL_OP_S else NOISE_SMALL_OPS].append((t, o.measured_s))
+    if not steps:
+        return {}
+    out = _by_mode(steps, _MEASURED)
+    for key, pairs in (*ops.items(), (NOISE_HOST, hosts)):
+        out[key] = ErrorSummary.of([b for b, _ in pairs], [a for _, a in pairs])
+    return out
+
+
+def merge_passes(
+    passes: Sequence[tuple[Sequence[ValidatePoint], Sequence[OpComparison]]],
+) -> tuple[list[ValidatePoint], list[OpComparison]]:
+    """One measurement per point and per operator from several passes: the median of the passes'
+    measurements (step, host term, TTFT, TPOT; an operator over the passes that matched it), the
+    prediction and the rest from the first pass; each point keeps its passes' step times."""
+    if len(passes) == 1:
+        return list(passes[0][0]), list(passes[0][1])
+
+    def median(values: Iterable[float | None]) -> float | None:
+        known = [v for v in values if v is not None]
+        return statistics.median(known) if known else None
+
+    points = []
+    for same in zip(*(p for p, _ in passes), strict=True):
+        first = same[0]
+        measured = statistics.median(p.measured_s for p in same)
+        points.append(
+            replace(
+                first,
+                measured_s=measured,
+                rel_error=(first.predicted_s - measured) / measured,
+                measured_host_s=statistics.median(p.measured_host_s for p in same),
+                measured_rel_iqr=statistics.median(p.measured_rel_iqr for p in same),
+                ttft_measured_s=median(p.ttft_measured_s for p in same),
+                tpot_measured_s=median(p.tpot_measured_s for p in same),
+                probe_s=median(p.probe_s for p in same),
+                dispatch_probe_s=median(p.dispatch_probe_s for p in same),
+                pass_measured_s=tuple(p.measured_s for p in same),
+            )
+        )
+    grouped: dict[tuple[int, str, tuple[tuple[int, ...], ...]], list[OpComparison]] = {}
+    for _, ops in passes:
+        for o in ops:
+            grouped.setdefault((o.point, o.name, o.shapes), []).append(o)
+    merged = []
+    for same_op in grouped.values():
+        t = statistics.median(o.measured_s for o in same_op)
+        first_op = same_op[0]
+        merged.append(replace(first_op, measured_s=t, rel_error=(first_op.predicted_s - t) / t))
+    return points, merged
 
 
 def validate(
@@ -345,49 +464,56 @@ def validate(
     warmup: int = 3,
     reps: int = 10,
     device: Any = "cpu",
+    passes: int = 1,
     progress: Progress | None = None,
 ) -> ValidateResult:
-    """Measure and predict every grid point (module docstring) on ``device``."""
+    """Measure and predict every grid point (module docstring) on ``device``, ``passes`` times."""
+    if passes < 1:
+        raise InvalidInput("passes", passes, "must be at least 1")
     base = {"batch": 1, "seq_len": 128, "context": 128, **(defaults or {})}
     shapes = grid_points(modes, grid or {}, base)
     fit = roofline_of(calibration)
     model = om.OpModel(calibration)
-    points: list[ValidatePoint] = []
-    ops: list[OpComparison] = []
     warnings: list[Notice] = []
     probes: list[float] = []
     dispatch_probes: list[float] = []
     same_machine = speed_probe.same_machine(calibration, device)
     then = (calibration.usable_probe_s, calibration.usable_dispatch_probe_s) if same_machine else ((), ())
-    for k, (mode, batch, seq_len, context) in enumerate(shapes):
-        label = f"{mode} batch={batch} " + (
-            f"context={context}" if mode == "decode" else f"seq-len={seq_len}"
+    predictions: dict[int, pr.StepPrediction] = {}
+    passes_done: list[tuple[list[ValidatePoint], list[OpComparison]]] = []
+    for n in range(passes):
+        pass_points: list[ValidatePoint] = []
+        pass_ops: list[OpComparison] = []
+        for k, (mode, batch, seq_len, context) in enumerate(shapes):
+            label = _label(mode, batch, seq_len, context)
+            if progress is not None:
+                done = f"pass {n + 1}/{passes}: " if passes > 1 else ""
+                progress(n * len(shapes) + k, passes * len(shapes), done + label)
+            probes.append(probe := speed_probe.probe_s(device))
+            dispatch_probes.append(dispatch := speed_probe.dispatch_probe_s(device))
+            step = (batch, seq_len, context, new_tokens)
+            measured = _measure(
+                spec, mode, step, device=device, dtype=dtype, hf_overrides=hf_overrides, fit=fit,
+                warmup=warmup, reps=reps,
+            )  # fmt: skip
+            if k not in predictions:  # once per point: the prediction does not change between passes
+                predictions[k] = _predict(spec, mode, step, dtype, hf_overrides, device, model)
+                warnings.extend(notice.about(label) for notice in predictions[k].recorded.notices)
+            predicted = predictions[k]
+            point = _point(mode, (batch, seq_len, context), measured, predicted, probe, dispatch)
+            pass_points.append(point)
+            pass_ops.extend(compare_ops(k, mode, measured, predicted))
+        passes_done.append((pass_points, pass_ops))
+    points, ops = merge_passes(passes_done)
+    warnings += [
+        Notice(
+            "validation_on_grid", {"share": p.on_grid_share}, _label(p.mode, p.batch, p.seq_len, p.context)
         )
-        if progress is not None:
-            progress(k, len(shapes), label)
-        probe = speed_probe.probe_s(device)
-        dispatch = speed_probe.dispatch_probe_s(device)
-        probes.append(probe)
-        dispatch_probes.append(dispatch)
-        measured = _measure(
-            spec, mode, (batch, seq_len, context, new_tokens), device=device, dtype=dtype,
-            hf_overrides=hf_overrides, fit=fit, warmup=warmup, reps=reps,
-        )  # fmt: skip
-        predicted = pr.predict_recorded(
-            meta_record.StepSpec(
-                spec, mode, batch, seq_len, context, new_tokens, dtype, hf_overrides,
-                device="cuda" if str(device).startswith("cuda") else "cpu",
-            ),
-            model,
-        )  # fmt: skip
-        point = _point(mode, (batch, seq_len, context), measured, predicted, probe, dispatch)
-        points.append(point)
-        ops.extend(compare_ops(k, mode, measured, predicted))
-        if point.on_grid_share > ON_GRID_WARNING:
-            warnings.append(Notice("validation_on_grid", {"share": point.on_grid_share}, label))
-        warnings.extend(n.about(label) for n in predicted.recorded.notices)
+        for p in points
+        if p.on_grid_share > ON_GRID_WARNING
+    ]
     if progress is not None:
-        progress(len(shapes), len(shapes), "done")
+        progress(passes * len(shapes), passes * len(shapes), "done")
     return ValidateResult(
         model=spec,
         dtype=calibration.dtype,
@@ -399,6 +525,8 @@ def validate(
         reps=reps,
         probe_slowdown=speed_probe.slowdown(probes, then[0]),
         dispatch_probe_slowdown=speed_probe.slowdown(dispatch_probes, then[1]),
+        passes=passes,
+        noise=pass_noise(passes_done),
         warnings=tuple(warnings),
         **summarize(points, ops),
     )

@@ -14,6 +14,7 @@ from infer_opt.units import (
     format_bandwidth,
     format_duration,
     format_flop_rate,
+    format_number,
     format_percent,
     format_ratio,
 )
@@ -185,6 +186,47 @@ def _compare(r: Any, view: View) -> list[Highlight]:
     return out
 
 
+def _calibration(r: Any, view: View) -> list[Highlight]:
+    shapes = sum(len(f.points) for f in r.families)
+    return [
+        Highlight(
+            f"Calibration of {r.device_name}",
+            f"{shapes:,} shapes in {len(r.families)} operator families, {r.dtype}, {r.threads} thread(s), "
+            f"grid {r.grid}" + ("" if r.complete else " (incomplete: resume it)"),
+            "info" if r.complete else "bad",
+        )
+    ]
+
+
+def _predict(r: Any, view: View) -> list[Highlight]:
+    topic = f"Prediction for {r.model} ({r.mode})"
+    text = (
+        f"step {format_duration(r.step_time_s)} predicted (band {format_duration(r.step_low_s)}–"
+        f"{format_duration(r.step_high_s)}) on {r.calibration.device_name}, {r.calibration.dtype}"
+    )
+    if r.tokens_per_s is not None:
+        text += f"; {format_number(r.tokens_per_s, 4)} tokens/s"
+    return [Highlight(topic, text)]
+
+
+def _validate(r: Any, view: View) -> list[Highlight]:
+    from infer_opt.reports.validate import SMALL_OP_S
+
+    topic = f"Validation of the predictor on {r.model}"
+    modes = ", ".join(f"{mode} {format_percent(s.mape, 1)}" for mode, s in r.step_by_mode.items())
+    out = [
+        Highlight(
+            topic,
+            f"step MAPE {modes} over {len(r.points)} points; operators ≥ {format_duration(SMALL_OP_S)} "
+            f"{format_percent(r.op_mape, 1)}",
+        )
+    ]
+    noise = [f"{mode} {format_percent(r.noise[mode].mape, 1)}" for mode in r.step_by_mode if mode in r.noise]
+    if noise:
+        out.append(Highlight(topic, f"the same steps between {r.passes} passes: {', '.join(noise)}"))
+    return out
+
+
 #: result kind -> its highlights; kinds not listed contribute their view's verdict
 HIGHLIGHTS: dict[str, HighlightFn] = {
     "profile": _profile,
@@ -196,6 +238,9 @@ HIGHLIGHTS: dict[str, HighlightFn] = {
     "amortize": _amortize,
     "amortize-buckets": _amortize_buckets,
     "compare": _compare,
+    "calibration": _calibration,
+    "predict": _predict,
+    "validate": _validate,
 }
 
 

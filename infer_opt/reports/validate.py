@@ -5,7 +5,15 @@ from __future__ import annotations
 
 from operator import attrgetter
 
-from infer_opt.profilers.validate import SMALL_OP_S, ErrorSummary, ValidateResult
+from infer_opt.profilers.validate import (
+    NOISE_HOST,
+    NOISE_OPS,
+    NOISE_SMALL_OPS,
+    SMALL_OP_S,
+    ErrorSummary,
+    ValidatePoint,
+    ValidateResult,
+)
 from infer_opt.reports.profile import format_shapes, short_name
 from infer_opt.reports.view import Column, Table, View, rows_of
 from infer_opt.units import format_duration, format_percent
@@ -22,7 +30,14 @@ def _pct(value: float | None) -> str:
     return format_percent(value, 1)
 
 
+def _pass_spread(p: ValidatePoint) -> float | None:
+    """(slowest − fastest) / median of the point's passes."""
+    t = p.pass_measured_s
+    return (max(t) - min(t)) / p.measured_s if len(t) > 1 else None
+
+
 def point_table(r: ValidateResult) -> Table:
+    passes = r.passes > 1
     columns = [
         Column("mode", "Mode", align="left", csv_header="mode"),
         Column("batch", "Batch", csv_header="batch"),
@@ -35,24 +50,33 @@ def point_table(r: ValidateResult) -> Table:
         Column("host_predicted", "Host predicted", format_duration, csv_header="predicted_host_s"),
         Column("on_grid", "On grid", _pct, csv_header="on_grid_share"),
     ]
+    if passes:
+        columns.insert(5, Column("spread", "Pass spread", _pct, csv_header="pass_spread"))
     rows = rows_of(
         r.points,
         columns,
         host_measured=attrgetter("measured_host_s"),
         host_predicted=attrgetter("predicted_host_s"),
         on_grid=attrgetter("on_grid_share"),
+        spread=_pass_spread,
+    )
+    measured = (
+        f"Measured: the median of the point's {r.passes} passes; pass spread = (slowest − fastest) / "
+        "that median. "
+        if passes
+        else ""
     )
     return Table(
         "Step time: predicted vs measured",
         columns,
         rows,
-        caption="Error = (predicted − measured) / measured. Host measured = step − Σ measured op times "
-        "(profile's unattributed time). On grid: share of the predicted op time on shapes the calibration "
-        "measured (validation shapes should lie between them).",
+        caption=f"{measured}Error = (predicted − measured) / measured. Host measured = step − Σ measured op "
+        "times (profile's unattributed time). On grid: share of the predicted op time on shapes the "
+        "calibration measured (validation shapes should lie between them).",
     )
 
 
-def _stats_row(what: str, s: ErrorSummary) -> dict[str, object]:
+def _stats_row(what: str, s: ErrorSummary, noise: ErrorSummary | None) -> dict[str, object]:
     return {
         "what": what,
         "n": s.n,
@@ -60,11 +84,17 @@ def _stats_row(what: str, s: ErrorSummary) -> dict[str, object]:
         "p90": s.p90_abs_rel_error,
         "max": s.max_abs_rel_error,
         "bias": s.mean_signed_rel_error,
+        "noise": noise.mape if noise else None,
     }
 
 
+def _noise(r: ValidateResult, key: str) -> float | None:
+    s = r.noise.get(key)
+    return s.mape if s else None
+
+
 def stats_table(r: ValidateResult) -> Table:
-    rows = [_stats_row(f"step: {mode}", s) for mode, s in r.step_by_mode.items()]
+    rows = [_stats_row(f"step: {mode}", s, r.noise.get(mode)) for mode, s in r.step_by_mode.items()]
     small = format_duration(SMALL_OP_S)
     rows.append(
         {
@@ -74,6 +104,7 @@ def stats_table(r: ValidateResult) -> Table:
             "p90": r.op_p90_abs_rel_error,
             "max": None,
             "bias": None,
+            "noise": _noise(r, NOISE_OPS),
         }
     )
     rows.append(
@@ -84,9 +115,10 @@ def stats_table(r: ValidateResult) -> Table:
             "p90": None,
             "max": None,
             "bias": None,
+            "noise": _noise(r, NOISE_SMALL_OPS),
         }
     )
-    rows.append(_stats_row("host term", r.host))
+    rows.append(_stats_row("host term", r.host, r.noise.get(NOISE_HOST)))
     columns = [
         Column("what", "Over", align="left", csv_header="over"),
         Column("n", "n", csv_header="n"),
@@ -95,12 +127,20 @@ def stats_table(r: ValidateResult) -> Table:
         Column("max", "max |error|", _pct, csv_header="max_abs_rel_error"),
         Column("bias", "Mean signed", _signed, csv_header="mean_signed_rel_error"),
     ]
+    noise = ""
+    if r.noise:
+        columns.append(Column("noise", "Between passes", _pct, csv_header="between_passes_mape"))
+        noise = (
+            " Between passes: the MAPE of the passes' measurements against each other (every pair, the "
+            "later against the earlier) — a prediction error below it cannot be told from the machine's "
+            "noise."
+        )
     return Table(
         "Error (absolute relative errors |t̂ − t| / t)",
         columns,
         rows,
         caption="MAPE = mean |t̂ − t| / t. Signed errors can cancel; the mean signed error is shown only as "
-        "the bias. Operators: per call, matched by name and shapes.",
+        f"the bias. Operators: per call, matched by name and shapes.{noise}",
     )
 
 
@@ -152,10 +192,43 @@ def _summary(r: ValidateResult) -> list[tuple[str, str]]:
         (
             "Measured with",
             f"profile's timing: {r.warmup} warm-up calls (on a CPU 0.1 s at least, unless 0), "
-            f"{r.reps} repetitions per point",
+            f"{r.reps} repetitions per point"
+            + (
+                f", the grid {r.passes} times (each point at the median of its passes)"
+                if r.passes > 1
+                else ""
+            ),
         ),
+        ("Noise floor", _noise_floor(r)),
         ("Machine speed", _speed(r.probe_slowdown, r.dispatch_probe_slowdown)),
     ]
+
+
+def _noise_floor(r: ValidateResult) -> str:
+    """How far the passes' measurements moved against each other, beside the step errors."""
+    if not r.noise:
+        return "not measured: one pass over the grid (--passes 2 measures the same steps again)"
+    steps = [
+        f"{_pct(s.mape)} ({mode})"
+        for mode, s in r.noise.items()
+        if mode not in (NOISE_OPS, NOISE_SMALL_OPS, NOISE_HOST)
+    ]
+    within = [
+        mode
+        for mode, s in r.step_by_mode.items()
+        if (n := r.noise.get(mode)) and n.mape is not None and s.mape is not None and s.mape <= n.mape
+    ]
+    verdict = (
+        f"; the {' and '.join(within)} step error{'s are' if len(within) > 1 else ' is'} within it: "
+        "this machine cannot judge the model any closer"
+        if within
+        else ""
+    )
+    return (
+        f"between passes the same steps moved {', '.join(steps)}, the operators ≥ "
+        f"{format_duration(SMALL_OP_S)} {_pct(_noise(r, NOISE_OPS))} (MAPE of the later pass against "
+        f"the earlier){verdict}"
+    )
 
 
 def _speed(matmul: float | None, dispatch: float | None) -> str:

@@ -111,6 +111,26 @@ def test_validate_reports_errors_and_writes_the_parity_plot(calibration_file, tm
     assert png.exists()
 
 
+def test_validate_passes_put_the_noise_floor_beside_the_errors(calibration_file):
+    run = invoke(
+        "validate", "tiny", "--calibration", calibration_file, "--grid", "seq-len=24", "--reps", "2",
+        "--warmup", "1", "--passes", "2", "--json",
+    )  # fmt: skip
+    assert run.exit_code == 0, run.stderr
+    result = run.json()["result"]
+    assert result["passes"] == 2
+    (point,) = result["points"]
+    assert len(point["pass_measured_s"]) == 2
+    assert point["measured_s"] == pytest.approx(sum(point["pass_measured_s"]) / 2)
+    assert {"prefill", "operators", "small operators", "host term"} <= set(result["noise"])
+    assert result["noise"]["prefill"]["n"] == 1
+    shown = invoke(
+        "validate", "tiny", "--calibration", calibration_file, "--grid", "seq-len=24", "--reps", "2",
+        "--warmup", "1", "--passes", "2",
+    )  # fmt: skip
+    assert "Noise floor" in shown.stdout and "Between" in shown.stdout
+
+
 def test_validate_refuses_a_grid_parameter_twice(calibration_file):
     run = invoke(
         "validate", "tiny", "--calibration", calibration_file, "--grid", "batch=1", "--grid", "batch=2"

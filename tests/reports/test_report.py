@@ -45,3 +45,19 @@ def test_failures_come_first_and_the_environment_names_each_result():
     assert [r["dtype"] for r in rows] == ["—", "float32", "float32"]
     summary = dict(doc.about.summary)
     assert summary["Python"] == "3.11.7" and summary["CPU"] == "x86_64, 2 logical cores"
+
+
+def test_the_predictor_kinds_lead_with_their_own_figures():
+    validation = fixture("validate")
+    step, noise = highlights(validation, build_view(validation))
+    assert "step MAPE prefill 3.9%, decode 5.7% over 4 points" in step.text
+    assert noise.text == "the same steps between 2 passes: prefill 8.3%, decode 8.3%"
+    one_pass = replace(validation, passes=1, noise={})
+    assert len(highlights(one_pass, build_view(one_pass))) == 1
+    (prediction,) = highlights(fixture("predict"), build_view(fixture("predict")))
+    assert prediction.text.startswith("step ") and "predicted" in prediction.text
+    calibration = fixture("calibration")
+    (made,) = highlights(calibration, build_view(calibration))
+    assert made.level == "info" and "operator families" in made.text
+    (partial,) = highlights(replace(calibration, complete=False), build_view(calibration))
+    assert partial.level == "bad" and "incomplete" in partial.text
