@@ -79,7 +79,8 @@ class ValidatePoint:
     ttft_predicted_s: float | None = None
     tpot_measured_s: float | None = None
     tpot_predicted_s: float | None = None
-    #: the speed probes' times just before the point was measured (:mod:`speed_probe`)
+    #: the speed probes' times just before the point was measured (:mod:`speed_probe`; with several
+    #: passes the median of theirs)
     probe_s: float | None = None
     dispatch_probe_s: float | None = None
     #: with several passes: the step's median in each pass, in pass order (``measured_s`` is
