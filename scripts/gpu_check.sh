@@ -182,10 +182,11 @@ step_if "speculative run" spec-run 60 "${IO[@]}" speculative run --target gpt2-s
 
 # 7. the operator-level calibration (bf16) and its validation on gpt2-small
 step_if calibrate calibrate-bf16 90 "${IO[@]}" calibrate --device cuda --dtype bfloat16 --out "$W/calibration-cuda-bf16.json"
-step_if validate validate-prefill 45 "${IO[@]}" validate gpt2-small --device cuda --dtype bfloat16 --mode prefill \
-  --out "$W/validate-gpt2-bf16-prefill.json"
-step_if validate validate-decode 45 "${IO[@]}" validate gpt2-small --device cuda --dtype bfloat16 --mode decode \
-  --out "$W/validate-gpt2-bf16-decode.json"
+#    (shapes off the calibration's powers of two; two passes for the noise floor beside the errors)
+step_if validate validate-prefill 55 "${IO[@]}" validate gpt2-small --device cuda --dtype bfloat16 --mode prefill \
+  --batch 4 --seq-len 200 --passes 2 --out "$W/validate-gpt2-bf16-prefill.json"
+step_if validate validate-decode 55 "${IO[@]}" validate gpt2-small --device cuda --dtype bfloat16 --mode decode \
+  --batch 4 --context 700 --passes 2 --out "$W/validate-gpt2-bf16-decode.json"
 
 # 8. communication on one GPU (a collective needs two devices; comm says what one can measure)
 step_if comm comm 30 "${IO[@]}" comm --device cuda --out "$W/comm-cuda.json"
