@@ -1,6 +1,6 @@
 """Do the caches forget with time? (docs/benchmarks.md, "Caches that forget with time")
 
-Each op is run, then one of several preludes, then timed, the preludes interleaved
+Each op is run (three times), then one of several preludes, then timed, the preludes interleaved
 over ``--reps`` rounds: nothing (hot), a read of 4 or 64 MiB (what the calibration's warm
 and far states do), or a busy wait of 1–30 ms — the core spinning in Python, touching next to
 nothing. On a quiet machine waiting costs nothing; on a shared one other tenants evict the
@@ -27,6 +27,9 @@ from infer_opt.profilers import models
 
 WAITS_S = (1e-3, 3e-3, 10e-3, 30e-3)
 READS = (4 << 20, 64 << 20)
+#: calls of the op before each prelude (one left a 200×128 · 128×1024 linear at twice its
+#: steady time after a 30 ms wait)
+PRIME = 3
 
 
 def _spin(seconds: float) -> None:
@@ -40,9 +43,15 @@ def _ops() -> dict[str, Callable[[], object]]:
     x, w = torch.randn(1, 128, generator=g), torch.randn(128, 128, generator=g)
     h, head, bias = torch.randn(40, 128, generator=g), torch.randn(1024, 128, generator=g), torch.randn(1024)
     v = torch.randn(4096, generator=g)
+    h200, wide, h40w, h200w = (
+        torch.randn(*s, generator=g) for s in ((200, 128), (2304, 768), (40, 768), (200, 768))
+    )
     return {
         "matmul 1×128 · 128×128": lambda: x @ w,
         "linear 40×128 · 128×1024": lambda: F.linear(h, head, bias),
+        "linear 200×128 · 128×1024": lambda: F.linear(h200, head, bias),
+        "linear 40×768 · 768×2304": lambda: F.linear(h40w, wide),
+        "linear 200×768 · 768×2304": lambda: F.linear(h200w, wide),
         "layer norm 40×128": lambda: F.layer_norm(h, (128,)),
         "add, 4,096 values": lambda: v + 1.0,
     }
@@ -68,7 +77,8 @@ def after_preludes(reps: int) -> dict[str, dict[str, float]]:
     for _ in range(reps):
         for op, fn in ops.items():
             for name, prelude in preludes.items():
-                fn()  # the op just ran: between its two calls lies the prelude alone
+                for _ in range(PRIME):  # the op just ran: between its calls lies the prelude alone
+                    fn()
                 prelude()
                 begin = time.perf_counter()
                 fn()
