@@ -130,7 +130,7 @@ def linears_in_step(reps: int) -> dict[str, dict[str, float]]:
 
 
 def main() -> None:
-    args = start(__doc__, 0.0, reps=25)
+    args = start(__doc__, None, reps=25)
     decay = after_preludes(args.reps)
     names = list(next(iter(decay.values())))
     print(f"{'op (µs; × hot)':28s}" + "".join(f"{p:>16s}" for p in names))

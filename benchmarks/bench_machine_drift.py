@@ -119,12 +119,13 @@ def summary(rows: list[dict[str, float]]) -> dict[str, object]:
     return out
 
 
-def start(doc: str, seconds: float, reps: int | None = None) -> argparse.Namespace:
-    """The options of a timed machine benchmark (``--seconds``, ``--threads``, ``--out``, and
-    ``--reps`` when given a default), its thread count set and its header printed (also used by
-    ``bench_speed_levels.py`` and ``bench_gated_timing.py``)."""
+def start(doc: str, seconds: float | None, reps: int | None = None) -> argparse.Namespace:
+    """The options of a timed machine benchmark (``--seconds`` when given a default, ``--reps``
+    likewise, ``--threads``, ``--out``), its thread count set and its header printed (also used
+    by ``bench_speed_levels.py``, ``bench_gated_timing.py`` and ``bench_idle_decay.py``)."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=seconds)
+    if seconds is not None:
+        parser.add_argument("--seconds", type=float, default=seconds)
     if reps is not None:
         parser.add_argument("--reps", type=int, default=reps)
     parser.add_argument("--threads", type=int, default=1)

@@ -372,6 +372,26 @@ def summarize(points: Sequence[ValidatePoint], ops: Sequence[OpComparison]) -> d
     }
 
 
+def _notices(
+    shapes: Sequence[tuple[str, int, int, int]],
+    predictions: Sequence[pr.StepPrediction],
+    points: Sequence[ValidatePoint],
+) -> list[Notice]:
+    """What recording each point said, then the points mostly on measured grid shapes."""
+    recorded = [
+        notice.about(_label(*shape))
+        for shape, p in zip(shapes, predictions, strict=True)
+        for notice in p.recorded.notices
+    ]
+    return recorded + [
+        Notice(
+            "validation_on_grid", {"share": p.on_grid_share}, _label(p.mode, p.batch, p.seq_len, p.context)
+        )
+        for p in points
+        if p.on_grid_share > ON_GRID_WARNING
+    ]
+
+
 def _label(mode: str, batch: int, seq_len: int | None, context: int | None) -> str:
     return f"{mode} batch={batch} " + (f"context={context}" if mode == "decode" else f"seq-len={seq_len}")
 
@@ -475,44 +495,38 @@ def validate(
     shapes = grid_points(modes, grid or {}, base)
     fit = roofline_of(calibration)
     model = om.OpModel(calibration)
-    warnings: list[Notice] = []
     probes: list[float] = []
     dispatch_probes: list[float] = []
     same_machine = speed_probe.same_machine(calibration, device)
     then = (calibration.usable_probe_s, calibration.usable_dispatch_probe_s) if same_machine else ((), ())
-    predictions: dict[int, pr.StepPrediction] = {}
+    # once per point: the prediction does not change between passes
+    predictions = [
+        _predict(spec, mode, (batch, seq_len, context, new_tokens), dtype, hf_overrides, device, model)
+        for mode, batch, seq_len, context in shapes
+    ]
     passes_done: list[tuple[list[ValidatePoint], list[OpComparison]]] = []
     for n in range(passes):
         pass_points: list[ValidatePoint] = []
         pass_ops: list[OpComparison] = []
         for k, (mode, batch, seq_len, context) in enumerate(shapes):
-            label = _label(mode, batch, seq_len, context)
             if progress is not None:
                 done = f"pass {n + 1}/{passes}: " if passes > 1 else ""
-                progress(n * len(shapes) + k, passes * len(shapes), done + label)
+                progress(
+                    n * len(shapes) + k, passes * len(shapes), done + _label(mode, batch, seq_len, context)
+                )
             probes.append(probe := speed_probe.probe_s(device))
             dispatch_probes.append(dispatch := speed_probe.dispatch_probe_s(device))
-            step = (batch, seq_len, context, new_tokens)
             measured = _measure(
-                spec, mode, step, device=device, dtype=dtype, hf_overrides=hf_overrides, fit=fit,
-                warmup=warmup, reps=reps,
+                spec, mode, (batch, seq_len, context, new_tokens), device=device, dtype=dtype,
+                hf_overrides=hf_overrides, fit=fit, warmup=warmup, reps=reps,
             )  # fmt: skip
-            if k not in predictions:  # once per point: the prediction does not change between passes
-                predictions[k] = _predict(spec, mode, step, dtype, hf_overrides, device, model)
-                warnings.extend(notice.about(label) for notice in predictions[k].recorded.notices)
             predicted = predictions[k]
             point = _point(mode, (batch, seq_len, context), measured, predicted, probe, dispatch)
             pass_points.append(point)
             pass_ops.extend(compare_ops(k, mode, measured, predicted))
         passes_done.append((pass_points, pass_ops))
     points, ops = merge_passes(passes_done)
-    warnings += [
-        Notice(
-            "validation_on_grid", {"share": p.on_grid_share}, _label(p.mode, p.batch, p.seq_len, p.context)
-        )
-        for p in points
-        if p.on_grid_share > ON_GRID_WARNING
-    ]
+    warnings = _notices(shapes, predictions, points)
     if progress is not None:
         progress(passes * len(shapes), passes * len(shapes), "done")
     return ValidateResult(
