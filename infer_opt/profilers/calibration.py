@@ -789,7 +789,9 @@ def calibrate(
     complete = all(name in result.groups_done for name in cc.GROUPS) and result.host is not None
     if result.host is not None and HOST_GROUP not in result.groups_done:
         result = replace(result, groups_done=(*result.groups_done, HOST_GROUP))
-    result = replace(result, complete=complete, wall_s=time.perf_counter() - start)
+    kept = tuple(w for w in result.warnings if w.code != "calibration_noisy")
+    result = replace(result, complete=complete, wall_s=time.perf_counter() - start, warnings=kept)
+    result = replace(result, warnings=(*kept, *om.noise_notices(result)))
     if on_group is not None:
         on_group(result)
     return result

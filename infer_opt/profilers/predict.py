@@ -364,7 +364,7 @@ def _notices(prediction: StepPrediction, calibration: om.CalibrationResult, shar
         out.append(Notice("calibration_incomplete", {"groups": list(calibration.groups_done)}))
     if calibration.host is None:
         out.append(Notice("calibration_no_host_term"))
-    return out
+    return out + om.noise_notices(calibration)
 
 
 def _step_fields(prediction: StepPrediction, model: om.OpModel) -> dict[str, Any]:

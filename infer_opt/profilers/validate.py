@@ -376,20 +376,28 @@ def _notices(
     shapes: Sequence[tuple[str, int, int, int]],
     predictions: Sequence[pr.StepPrediction],
     points: Sequence[ValidatePoint],
+    calibration: om.CalibrationResult,
 ) -> list[Notice]:
-    """What recording each point said, then the points mostly on measured grid shapes."""
+    """What recording each point said, the points mostly on measured grid shapes, then how noisy
+    the calibration is (:func:`~infer_opt.cost_models.op_model.noise_notices`)."""
     recorded = [
         notice.about(_label(*shape))
         for shape, p in zip(shapes, predictions, strict=True)
         for notice in p.recorded.notices
     ]
-    return recorded + [
-        Notice(
-            "validation_on_grid", {"share": p.on_grid_share}, _label(p.mode, p.batch, p.seq_len, p.context)
-        )
-        for p in points
-        if p.on_grid_share > ON_GRID_WARNING
-    ]
+    return (
+        recorded
+        + [
+            Notice(
+                "validation_on_grid",
+                {"share": p.on_grid_share},
+                _label(p.mode, p.batch, p.seq_len, p.context),
+            )
+            for p in points
+            if p.on_grid_share > ON_GRID_WARNING
+        ]
+        + om.noise_notices(calibration)
+    )
 
 
 def _label(mode: str, batch: int, seq_len: int | None, context: int | None) -> str:
@@ -526,7 +534,7 @@ def validate(
             pass_ops.extend(compare_ops(k, mode, measured, predicted))
         passes_done.append((pass_points, pass_ops))
     points, ops = merge_passes(passes_done)
-    warnings = _notices(shapes, predictions, points)
+    warnings = _notices(shapes, predictions, points, calibration)
     if progress is not None:
         progress(passes * len(shapes), passes * len(shapes), "done")
     return ValidateResult(

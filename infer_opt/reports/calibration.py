@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from infer_opt.cost_models.op_model import CalibrationResult
+from infer_opt.cost_models.op_model import ORDER_TOLERANCE, CalibrationResult
 from infer_opt.reports.view import Column, Table, View
 from infer_opt.units import format_bandwidth, format_bytes, format_duration, format_flop_rate, format_percent
 
@@ -88,6 +88,7 @@ def _summary(r: CalibrationResult) -> list[tuple[str, str]]:
         ),
         ("Op timer", r.op_timer),
         ("Took", format_duration(r.wall_s)),
+        *_repeatability(r),
     ]
     if r.probe_median_s is not None:
         out.append(
@@ -125,6 +126,27 @@ def _summary(r: CalibrationResult) -> list[tuple[str, str]]:
             )
         )
     return out
+
+
+def _repeatability(r: CalibrationResult) -> list[tuple[str, str]]:
+    """How well the shapes repeat, and how often a colder cache state came out faster."""
+    parts = []
+    if r.point_spread is not None:
+        spread = format_percent(r.point_spread, 0)
+        parts.append(f"a shape's repetitions spread by {spread} (median IQR/median)")
+    orders = [o for o in r.state_order if o.faster]
+    if r.out_of_order_share is not None:
+        shapes = sum(o.shapes for o in r.state_order)
+        worst = sorted(orders, key=lambda o: (-o.faster, o.family))[:2]
+        parts.append(
+            f"a colder cache state more than {format_percent(ORDER_TOLERANCE, 0)} faster than a hotter one "
+            f"at {format_percent(r.out_of_order_share, 0)} of {shapes:,} shapes measured in both"
+            + "".join(
+                f"{'; most' if i == 0 else ','} {o.family} {o.colder} vs {o.hotter} {o.faster}/{o.shapes}"
+                for i, o in enumerate(worst)
+            )
+        )
+    return [("Repeatability", "; ".join(parts))] if parts else []
 
 
 def build_view(result: CalibrationResult) -> View:

@@ -267,6 +267,24 @@ MESSAGES: dict[str, Words] = {
         f"{v['count']} shape(s) not timed (they failed their correctness check or could not run), "
         f"e.g. {v['first']}"
     ),
+    "calibration_noisy": lambda v: (
+        "the calibration is noisy: "
+        + " and ".join(
+            part
+            for part in (
+                f"a shape's repetitions spread by {_pct(v['spread'])} (median IQR/median)"
+                if v.get("spread") is not None
+                else "",
+                f"colder cache states came out more than {_pct(v.get('tolerance', 0.1))} faster than "
+                f"hotter ones at {_pct(v['out_of_order'])} of the shapes measured in both"
+                if v.get("out_of_order") is not None
+                else "",
+            )
+            if part
+        )
+        + " — the machine's speed moved while it was measured, and predictions from it carry that; "
+        "close other programs and calibrate again, or calibrate on a quieter machine"
+    ),
     "calibration_incomplete": lambda v: (
         "the calibration is incomplete (measured: "
         + (", ".join(v["groups"]) or "nothing")

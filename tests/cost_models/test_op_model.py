@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from infer_opt.cost_models import op_model as om
 from infer_opt.errors import InvalidInput
+from infer_opt.reports.messages import text
 
 T0, R, B = 2e-6, 1e10, 5e9
 
@@ -510,3 +511,88 @@ def test_ridge_crossing_of_a_linear_intensity_is_exact(slope, ridge):
         assert crossing is None
     else:
         assert crossing == pytest.approx(expected, rel=1e-9)
+
+
+# ---------------------------------------------------------------------------- the calibration's own noise
+
+
+def states(name: str, times: dict[str, list[float]], spread: float = 0.01) -> list[om.FamilyCalibration]:
+    """``name`` in each state of ``times``, at M = 1, 2, 4, … (one time per shape)."""
+    return [
+        om.FamilyCalibration(
+            name,
+            state,
+            ("M",),
+            tuple(om.GridPoint((2.0**i,), t, spread, 1.0, 1.0) for i, t in enumerate(ts)),
+            T0,
+            R,
+            B,
+        )
+        for state, ts in times.items()
+    ]
+
+
+def test_state_order_counts_the_shapes_where_a_colder_state_came_out_faster():
+    """Neighbouring states only (hot → warm → cold, hot → context → far), at shared shapes: a
+    colder state 5% faster is within the tolerance, 20% faster is counted; with no warm state
+    the hot one is cold's neighbour."""
+    orders = om.state_order(
+        [
+            *states("mm", {"hot": [1.0, 1.0, 1.0], "warm": [0.8, 0.95, 2.0], "cold": [3.0, 0.7]}),
+            *states("add", {"hot": [1.0, 1.0], "context": [2.0, 0.5], "far": [1.0, 9.0, 9.0]}),
+            *states("emb", {"hot": [1.0, 1.0], "cold": [0.5, 2.0]}),
+            *states("view", {"hot": [1.0]}),
+        ]
+    )
+    got = {(o.family, o.hotter, o.colder): (o.faster, o.shapes) for o in orders}
+    assert got == {
+        ("add", "context", "far"): (1, 2),
+        ("add", "hot", "context"): (1, 2),
+        ("emb", "hot", "cold"): (1, 2),
+        ("mm", "hot", "warm"): (1, 3),
+        ("mm", "warm", "cold"): (1, 2),
+    }
+    result = calibration(*states("mm", {"hot": [1.0, 1.0, 1.0], "warm": [0.8, 0.95, 2.0]}))
+    assert result.out_of_order_share == pytest.approx(1 / 3)
+    # hot only (a GPU's matmuls), or nothing: no pair to compare
+    assert calibration(*states("mm", {"hot": [1.0]})).out_of_order_share is None
+    assert calibration().out_of_order_share is None and calibration().point_spread is None
+
+
+def test_state_order_leaves_out_times_that_are_not_finite_and_positive():
+    fams = states("mm", {"hot": [1.0, math.nan, 1.0], "warm": [0.5, 0.5, -1.0]})
+    assert [(o.faster, o.shapes) for o in om.state_order(fams)] == [(1, 1)]
+
+
+@given(
+    st.lists(st.floats(1e-6, 1e-2), min_size=1, max_size=12),
+    st.floats(1.0, 10.0),
+    st.floats(0.0, 0.5),
+)
+def test_a_colder_state_no_faster_is_never_counted_and_one_much_faster_always_is(hot, slower, tolerance):
+    colder = [t * slower for t in hot]
+    fams = states("mm", {"hot": hot, "warm": colder})
+    assert om.state_order(fams, tolerance)[0].faster == 0
+    much_faster = [t * (1 - tolerance) / 1.01 for t in hot]
+    fams = states("mm", {"hot": hot, "warm": much_faster})
+    assert om.state_order(fams, tolerance)[0].faster == len(hot)
+
+
+def test_a_noisy_calibration_says_so_and_a_quiet_one_says_nothing():
+    quiet = calibration(*states("mm", {"hot": [1.0, 1.0, 1.0], "warm": [1.5, 1.5, 0.95]}, spread=0.05))
+    assert quiet.point_spread == pytest.approx(0.05)
+    assert om.noise_notices(quiet) == []
+    # repetitions that spread (median IQR/median above 10%), or states out of order (1 of 3)
+    spread = calibration(*states("mm", {"hot": [1.0], "warm": [1.5]}, spread=0.2))
+    out_of_order = calibration(*states("mm", {"hot": [1.0, 1.0, 1.0], "warm": [1.5, 1.5, 0.5]}))
+    # each notice names the figures over their thresholds only
+    for noisy, values in ((spread, (0.2, None)), (out_of_order, (None, 1 / 3))):
+        (notice,) = om.noise_notices(noisy)
+        assert notice.code == "calibration_noisy"
+        assert (notice["spread"], notice["out_of_order"]) == pytest.approx(values)
+    both = calibration(*states("mm", {"hot": [1.0, 1.0, 1.0], "warm": [1.5, 1.5, 0.5]}, spread=0.2))
+    assert (om.noise_notices(both)[0]["spread"], om.noise_notices(both)[0]["out_of_order"]) == pytest.approx(
+        (0.2, 1 / 3)
+    )
+    words = text(om.noise_notices(spread)[0])
+    assert "spread by 20%" in words and "faster" not in words

@@ -241,6 +241,26 @@ def test_resume_skips_finished_groups(monkeypatch, small_run):
     assert measured == ["memory"]
 
 
+def _spread(result: om.CalibrationResult, spread: float) -> om.CalibrationResult:
+    families = [
+        replace(f, points=tuple(replace(p, rel_spread=spread) for p in f.points)) for f in result.families
+    ]
+    return replace(result, families=tuple(families))
+
+
+@pytest.mark.parametrize("spread, said", [(0.0, 0), (0.3, 1)])
+def test_how_noisy_the_calibration_was_is_said_once_as_it_ends(monkeypatch, spread, said):
+    """A run that continues another says it afresh: the earlier run's notice is dropped, and
+    said again only when the whole calibration is still noisy."""
+    monkeypatch.setattr(cal, "measure_group", lambda group, dtype, **_kw: ([], []))
+    earlier = _spread(synthetic_calibration(families=True), spread)
+    earlier = replace(earlier, warnings=(*earlier.warnings, *om.noise_notices(_spread(earlier, 0.5))))
+    result = cal.calibrate("cpu", torch.float32, grid="tiny", only=["views"], resume_from=earlier)
+    noisy = [w for w in result.warnings if w.code == "calibration_noisy"]
+    assert len(noisy) == said
+    assert all(w["spread"] == pytest.approx(spread) for w in noisy)
+
+
 def test_merge_keeps_one_point_per_shape_with_the_median_time():
     sample = cal._Sample("add.t", "hot", (64,), 1e-6, 0.0, 64.0, 768.0)
     families = cal.merge_families([], [sample, sample.__class__(**{**sample.__dict__, "time_s": 3e-6})])

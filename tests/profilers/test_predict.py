@@ -10,10 +10,12 @@ import torch
 
 from infer_opt.errors import InvalidInput
 from infer_opt.profilers import predict as pr
+from infer_opt.profilers import validate as va
 from infer_opt.profilers.meta_record import StepSpec
 from tests.profilers.synthetic_calibration import (
     PER_MODULE_S,
     PER_OP_S,
+    local_calibration,
     matmul_family,
     roofline_time,
     synthetic_calibration,
@@ -139,3 +141,19 @@ def test_a_cold_matmul_family_is_used_for_a_model_larger_than_the_cache():
     ops = pr.predict("tiny", far, mode="decode", batch=1, context=8).ops
     assert all(o.state == "warm" for o in ops if o.family.endswith(".nt"))
     assert all(o.state == "hot" for o in ops if o.category in ("elementwise", "normalization"))
+
+
+def noisy(calibration: pr.om.CalibrationResult) -> pr.om.CalibrationResult:
+    """``calibration`` with a matmul family whose repetitions spread by 30%."""
+    family = matmul_family()[0]
+    points = tuple(replace(p, rel_spread=0.3) for p in family.points)
+    return replace(calibration, families=(replace(family, points=points),))
+
+
+def test_a_prediction_and_a_validation_from_a_noisy_calibration_say_so():
+    result = pr.predict("tiny", noisy(synthetic_calibration()), mode="decode", batch=1, context=32)
+    assert "calibration_noisy" in [n.code for n in result.warnings]
+    checked = va.validate("tiny", noisy(local_calibration()), grid={"seq_len": (24,)}, reps=2, warmup=1)
+    assert [n.code for n in checked.warnings].count("calibration_noisy") == 1
+    quiet = pr.predict("tiny", synthetic_calibration(families=True), mode="decode", batch=1, context=32)
+    assert "calibration_noisy" not in [n.code for n in quiet.warnings]

@@ -57,7 +57,14 @@ def test_the_predictor_kinds_lead_with_their_own_figures():
     (prediction,) = highlights(fixture("predict"), build_view(fixture("predict")))
     assert prediction.text.startswith("step ") and "predicted" in prediction.text
     calibration = fixture("calibration")
-    (made,) = highlights(calibration, build_view(calibration))
+    made, repeats = highlights(calibration, build_view(calibration))
     assert made.level == "info" and "operator families" in made.text
-    (partial,) = highlights(replace(calibration, complete=False), build_view(calibration))
+    assert repeats.level == "info" and repeats.text == "repetitions spread by 0%"
+    partial, _ = highlights(replace(calibration, complete=False), build_view(calibration))
     assert partial.level == "bad" and "incomplete" in partial.text
+    # repetitions that spread by 30%: said, as bad news
+    families = tuple(
+        replace(f, points=tuple(replace(p, rel_spread=0.3) for p in f.points)) for f in calibration.families
+    )
+    _, noisy = highlights(replace(calibration, families=families), build_view(calibration))
+    assert noisy.level == "bad" and noisy.text == "repetitions spread by 30%"
