@@ -130,6 +130,7 @@ def _load_command(name: str) -> Any:
         command.name = name
         _reflow_help(command)
         _name_flags_in_errors(command)
+        _refuse_repeated_lists(command)
         _LOADED[name] = command
     return _LOADED[name]
 
@@ -166,6 +167,44 @@ def _name_flags_in_errors(command: Any) -> None:
             raise InvalidInput(flag, exc.value, exc.expected) from exc
 
     command.invoke = invoke_naming_flags
+
+
+def _refuse_repeated_lists(command: Any) -> None:
+    """An option that takes a comma-separated list once (``--bounds 128,256``), given twice,
+    would keep only its last list: refuse it instead (one line, exit 2), naming both. Wraps each
+    command's parsing; a group checks only its own options, before its subcommand's name."""
+    for sub in getattr(command, "commands", {}).values():
+        _refuse_repeated_lists(sub)
+    parse_args = command.parse_args
+
+    def parse_args_once(ctx: click.Context, args: list[str]) -> Any:
+        tokens = args[: args.index("--")] if "--" in args else list(args)
+        subcommands = getattr(command, "commands", None)
+        if subcommands:
+            tokens = tokens[: next((i for i, t in enumerate(tokens) if t in subcommands), len(tokens))]
+        for param in command.params:
+            listed = getattr(param.type, "listed", False) and not getattr(param, "multiple", True)
+            given = _occurrences(param.opts, tokens) if param.param_type_name == "option" and listed else []
+            if len(given) > 1:
+                flag = max(param.opts, key=len)
+                expected = f"given more than once; put all its values in one {flag}, comma-separated"
+                raise InvalidInput(flag, " ".join(given), expected)
+        return parse_args(ctx, args)
+
+    command.parse_args = parse_args_once
+
+
+def _occurrences(flags: list[str], tokens: list[str]) -> list[str]:
+    """Each use of one of ``flags`` in ``tokens``, as written (``--bounds 128,256``, ``--bounds=512``)."""
+    out = []
+    for i, token in enumerate(tokens):
+        if token in flags:
+            out.append(f"{token} {tokens[i + 1]}" if i + 1 < len(tokens) else token)
+        elif any(token.startswith(f + "=") for f in flags if f.startswith("--")):
+            out.append(token)
+        elif any(token.startswith(f) and len(token) > 2 for f in flags if len(f) == 2 and f[1] != "-"):
+            out.append(token)  # -b512
+    return out
 
 
 def flag_for(command: Any, parameter: str) -> str | None:

@@ -42,6 +42,7 @@ class Bounds(Parsed):
     """``128,256,512`` -> (128, 256, 512): positive whole numbers, strictly increasing."""
 
     name = "N,M,…"
+    listed = True
 
     def parse(self, text: str, option: str) -> tuple[int, ...]:
         return model.validate_bounds(parse_int_list(text, option=option, low=1), option)

@@ -41,6 +41,7 @@ class SweepType(Parsed):
     """``batch=1,2,4`` (or ``seq-len=…``, ``context=…``): the parameter and its values."""
 
     name = "PARAM=V1,V2,…"
+    listed = True
 
     def parse(self, text: str, option: str) -> tuple[str, tuple[int, ...]]:
         from infer_opt.errors import InvalidInput
@@ -129,11 +130,12 @@ def predict(
     shape: StepShape = StepShape(),
     calibration: CalibrationOpt = None,
     sweep: Annotated[
-        Any,
+        list[Any] | None,
         typer.Option(
             "--sweep",
             click_type=SweepType(),
-            help="Predict over batch=…, seq-len=… or context=… (comma-separated, increasing).",
+            help="Predict over batch=…, seq-len=… or context=… (comma-separated, increasing; one "
+            "parameter: validate --grid takes several).",
         ),
     ] = None,
     top: TopOpt = 15,
@@ -146,6 +148,13 @@ def predict(
     from infer_opt.profilers import predict as pr
     from infer_opt.profilers.comm import comm_for
 
+    if sweep is not None and len(sweep) > 1:
+        from infer_opt.errors import InvalidInput
+
+        given = " ".join(f"{param.replace('_', '-')}=…" for param, _ in sweep)
+        raise InvalidInput(
+            "sweep", given, "given more than once: predict sweeps one parameter (its values in one --sweep)"
+        )
     overrides = models.parse_hf_overrides(list(hf_config or ()))
     found = resolve(calibration, dtype, threads, device)
     sweep_comm = (
@@ -156,7 +165,8 @@ def predict(
     with progress_bar("predict") as update:
         result = pr.predict(
             model, found.calibration, calibration_source=found.source, **asdict(shape),
-            dtype=found.dtype, hf_overrides=overrides, sweep=sweep, progress=update, tp=tp, comm=sweep_comm,
+            dtype=found.dtype, hf_overrides=overrides, sweep=sweep[0] if sweep else None, progress=update,
+            tp=tp, comm=sweep_comm,
         )  # fmt: skip
     return Outcome(result, view={"top": top}, warnings=found.notices)
 

@@ -47,6 +47,9 @@ class Parsed(ParamType):
     :class:`InvalidInput`, which becomes a :class:`BadParameter`."""
 
     name = "value"
+    #: the value is a comma-separated list: the option given twice is refused, not overwritten
+    #: (``infer_opt.cli.app``), unless it is repeatable
+    listed = False
 
     def parse(self, text: str, option: str) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -162,6 +165,7 @@ class NumberList(Parsed):
     """``0.9,0.7,0.5`` -> ``(0.9, 0.7, 0.5)``, every item checked; an empty item is an error."""
 
     name = "X,Y,…"
+    listed = True
 
     def __init__(self, **bounds: Any):
         self.bounds = bounds
@@ -175,6 +179,7 @@ class CountList(Parsed):
     increasing list."""
 
     name = "N,M,…"
+    listed = True
 
     def __init__(self, low: int | None = 0, high: int | None = None, *, increasing: bool = False):
         self.low, self.high, self.increasing = low, high, increasing
@@ -191,6 +196,7 @@ class CountRange(Parsed):
     returned increasing, without repeats."""
 
     name = "A..B"
+    listed = True
 
     def __init__(self, low: int | None = 0, high: int | None = None):
         self.low, self.high = low, high

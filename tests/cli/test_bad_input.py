@@ -226,6 +226,37 @@ def test_every_option_refuses_bad_values_in_one_line(paths, path, flag, value):
     assert_clean_refusal(run_with_timeout(argv), flag)
 
 
+def _listed_options() -> list[tuple[tuple[str, ...], str]]:
+    """Every option that takes a comma-separated list once (not repeatable), per command."""
+    return [
+        (path, max(param.opts, key=len))
+        for path, command in _leaves()
+        for param in command.params
+        if param.param_type_name == "option" and getattr(param.type, "listed", False) and not param.multiple
+    ]
+
+
+LISTED = _listed_options()
+
+
+def test_the_list_options_are_found():
+    flags = {flag for _, flag in LISTED}
+    assert {"--bounds", "--alphas", "--batch-sizes", "--calls"} <= flags and len(LISTED) >= 8
+
+
+@pytest.mark.parametrize(("path", "flag"), LISTED, ids=[f"{' '.join(p)} {f}" for p, f in LISTED])
+def test_a_list_option_given_twice_is_refused_not_overwritten(paths, path, flag):
+    """``--bounds 128,256 --bounds 512`` would keep 512 alone: one line naming both, exit 2."""
+    base = BASES[path]
+    if flag in base:  # the base's own list goes
+        i = base.index(flag)
+        base = base[:i] + base[i + 2 :]
+    argv = [*path, *[a.format(**paths) for a in base], flag, "1,2", f"{flag}=3"]
+    run = run_with_timeout(argv)
+    assert_clean_refusal(run, flag)
+    assert "given more than once" in run.stderr and f"(got '{flag} 1,2 {flag}=3')" in run.stderr
+
+
 def test_choice_errors_list_the_choices(paths):
     run = invoke("buckets", paths["lengths"], "--optimize", "2", "--cost", "cubic")
     assert_clean_refusal(run, "--cost")

@@ -84,6 +84,11 @@ def test_predict_bad_input_is_one_line(calibration_file):
         "calibration is for float32",
     )
     assert_one_line_error(invoke("predict", "tiny", "--calibration", "/no/such/file.json"), "--calibration")
+    # one swept parameter: a second --sweep (another parameter or the same) is refused, not dropped
+    for second in ("batch=8", "seq-len=16,32"):
+        args = ("--sweep", "batch=1,2", "--sweep", second)
+        twice = invoke("predict", "tiny", "--calibration", calibration_file, *args)
+        assert_one_line_error(twice, "--sweep", "given more than once")
 
 
 def test_validate_reports_errors_and_writes_the_parity_plot(calibration_file, tmp_path):
