@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,9 +23,16 @@ class Run:
 
 
 def invoke(*args: str, input: str | None = None) -> Run:
-    """Run ``infer-opt ARGS`` in-process; stdout and stderr kept apart."""
+    """Run ``infer-opt ARGS`` in-process; stdout and stderr kept apart. torch's thread count,
+    which a command may set (--threads, validate's calibration's), is put back after it."""
+    torch = sys.modules.get("torch")
+    threads = torch.get_num_threads() if torch is not None else None
     runner = CliRunner()
-    result = runner.invoke(app, list(args), input=input, env={"COLUMNS": "200"})
+    try:
+        result = runner.invoke(app, list(args), input=input, env={"COLUMNS": "200"})
+    finally:
+        if torch is not None and threads is not None:
+            torch.set_num_threads(threads)
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     return Run(result.exit_code, result.stdout, result.stderr)

@@ -44,11 +44,12 @@ class SweepType(Parsed):
     listed = True
 
     def parse(self, text: str, option: str) -> tuple[str, tuple[int, ...]]:
+        from infer_opt.cli.profile import MAX_SIZE
         from infer_opt.errors import InvalidInput
         from infer_opt.profilers.predict import parse_sweep
 
         try:
-            return parse_sweep(text)
+            return parse_sweep(text, high=MAX_SIZE)
         except InvalidInput as exc:
             raise InvalidInput(option, text, exc.expected) from None
 

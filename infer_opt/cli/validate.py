@@ -29,6 +29,9 @@ decode apart), per operator over ops of at least 10 µs, the shorter ones as the
 own bucket — the worst operators and a parity plot (y = x, ±10%).
 
 Use shapes off the calibration grid (a point mostly on measured shapes is flagged).
+A CPU calibration is measured against at its own thread count unless --threads
+says otherwise (then a warning). A grid parameter no --mode uses is refused
+(decode steps over --grid context=…, prefill and generate over seq-len=…).
 On a shared or noisy machine measure the grid twice or more (--passes 2): each
 point is then compared at the median of its passes, and the passes with each
 other — how far the same step moved between two measurements, the noise floor
@@ -95,6 +98,10 @@ def validate(
     overrides = models.parse_hf_overrides(list(hf_config or ()))
     found = resolve(calibration, dtype, threads, device)
     dev = devices.resolve_device(device)
+    made = found.calibration.threads
+    cpu = not devices.is_cuda(dev) and found.calibration.device == "cpu"
+    if threads is None and cpu and 1 <= made <= devices.available_cpus():
+        devices.set_threads(made)  # measure as the calibration was made
     params = [param for param, _ in grid or ()]
     if len(set(params)) != len(params):
         raise InvalidInput("grid", ",".join(params), "name each of batch, seq-len and context at most once")

@@ -37,6 +37,13 @@ from infer_opt.results import Result
 
 Progress = Callable[[int, int, str], None]
 SWEEP_PARAMS = ("batch", "seq_len", "context")
+#: the step modes each sweep (or grid) parameter changes: prefill and generate read the prompt's
+#: length, a decode step the length of its KV cache
+PARAM_MODES = {
+    "batch": ("prefill", "decode", "generate"),
+    "seq_len": ("prefill", "generate"),
+    "context": ("decode",),
+}
 #: a prediction whose extrapolated ops take more than this share of the op time is warned about
 EXTRAPOLATED_WARNING = 0.25
 MATMUL_FAMILIES = ("gemm.", "bmm.")
@@ -420,24 +427,40 @@ def sweep_point(param: str, value: int, prediction: StepPrediction, ridge: float
     )
 
 
-def parse_sweep(text: str) -> tuple[str, tuple[int, ...]]:
-    """``batch=1,2,4`` (or ``seq-len=``, ``context=``) -> ("batch", (1, 2, 4))."""
-    from infer_opt.units import parse_int
+def parse_sweep(text: str, high: int | None = None) -> tuple[str, tuple[int, ...]]:
+    """``batch=1,2,4`` (or ``seq-len=``, ``context=``) -> ("batch", (1, 2, 4)); each value at
+    most ``high``, an empty item refused."""
+    from infer_opt.units import parse_int_list
 
     name, sep, values = text.partition("=")
     param = name.strip().replace("-", "_")
     if not sep or param not in SWEEP_PARAMS:
         raise InvalidInput("sweep", text, "expected batch=V1,V2,..., seq-len=... or context=...")
-    parsed = tuple(
-        parse_int(v.strip(), option="sweep", low=0 if param == "context" else 1)
-        for v in values.split(",")
-        if v.strip()
-    )
-    if not parsed:
+    if not values.strip():
         raise InvalidInput("sweep", text, "needs at least one value")
+    low = 0 if param == "context" else 1
+    parsed = tuple(parse_int_list(values, option="sweep", low=low, high=high))
     if list(parsed) != sorted(set(parsed)):
         raise InvalidInput("sweep", text, "values must be distinct and increasing")
     return param, parsed
+
+
+def check_param_modes(param: str, values: Sequence[int], modes: Sequence[str], option: str) -> None:
+    """Refuse a sweep (grid) parameter that changes none of the step ``modes``: a decode step's
+    length is its KV cache (``context``), a prefill's or generate's its prompt (``seq_len``) —
+    every value would predict (measure) the same step."""
+    if any(mode in PARAM_MODES[param] for mode in modes):
+        return
+    name = param.replace("_", "-")
+    instead = {
+        "seq_len": "a decode step's length is its KV cache: context=…",
+        "context": "a prefill's or generate's length is its prompt: seq-len=…",
+    }[param]
+    raise InvalidInput(
+        option,
+        f"{name}={','.join(str(v) for v in values)}",
+        f"{name} does not change a {' or '.join(modes)} step ({instead})",
+    )
 
 
 def predict(
@@ -459,6 +482,8 @@ def predict(
 ) -> PredictResult:
     """Predict one step of ``spec`` (module docstring); with ``sweep`` also each sweep value;
     with ``tp`` > 1 and the ``comm`` sweep of that many ranks, the tensor-parallel step."""
+    if sweep:
+        check_param_modes(*sweep, (mode,), "sweep")
     model = om.OpModel(calibration)
     device, device_notices = recording_device(calibration)
     step = meta_record.StepSpec(spec, mode, batch, seq_len, context, new_tokens, dtype, hf_overrides, device)

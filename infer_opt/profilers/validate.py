@@ -400,6 +400,16 @@ def _notices(
     )
 
 
+def _threads_notices(calibration: om.CalibrationResult, device: Any) -> list[Notice]:
+    """A CPU run measured at another thread count than its CPU calibration was made at."""
+    from infer_opt.profilers.device import is_cuda
+
+    threads = torch.get_num_threads()
+    if is_cuda(device) or calibration.device != "cpu" or threads == calibration.threads:
+        return []
+    return [Notice("validation_threads_differ", {"threads": threads, "calibrated": calibration.threads})]
+
+
 def _label(mode: str, batch: int, seq_len: int | None, context: int | None) -> str:
     return f"{mode} batch={batch} " + (f"context={context}" if mode == "decode" else f"seq-len={seq_len}")
 
@@ -497,6 +507,8 @@ def validate(
     progress: Progress | None = None,
 ) -> ValidateResult:
     """Measure and predict every grid point (module docstring) on ``device``, ``passes`` times."""
+    for param, values in (grid or {}).items():
+        pr.check_param_modes(param, values, modes, "grid")
     if passes < 1:
         raise InvalidInput("passes", passes, "must be at least 1")
     base = {"batch": 1, "seq_len": 128, "context": 128, **(defaults or {})}
@@ -534,7 +546,7 @@ def validate(
             pass_ops.extend(compare_ops(k, mode, measured, predicted))
         passes_done.append((pass_points, pass_ops))
     points, ops = merge_passes(passes_done)
-    warnings = _notices(shapes, predictions, points, calibration)
+    warnings = _notices(shapes, predictions, points, calibration) + _threads_notices(calibration, device)
     if progress is not None:
         progress(passes * len(shapes), passes * len(shapes), "done")
     return ValidateResult(

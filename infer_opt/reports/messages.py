@@ -285,6 +285,10 @@ MESSAGES: dict[str, Words] = {
         + " — the machine's speed moved while it was measured, and predictions from it carry that; "
         "close other programs and calibrate again, or calibrate on a quieter machine"
     ),
+    "validation_threads_differ": lambda v: (
+        f"measured at {v['threads']} thread(s) against a calibration made at {v['calibrated']}: "
+        f"every comparison mixes the two (--threads {v['calibrated']} measures as it was calibrated)"
+    ),
     "calibration_incomplete": lambda v: (
         "the calibration is incomplete (measured: "
         + (", ".join(v["groups"]) or "nothing")

@@ -84,6 +84,16 @@ def test_predict_bad_input_is_one_line(calibration_file):
         "calibration is for float32",
     )
     assert_one_line_error(invoke("predict", "tiny", "--calibration", "/no/such/file.json"), "--calibration")
+    # a parameter that does not change the step: every value would predict (measure) the same
+    decode = invoke(
+        "predict", "tiny", "--calibration", calibration_file, "--mode", "decode", "--sweep", "seq-len=4,8"
+    )
+    assert_one_line_error(decode, "--sweep", "seq-len does not change a decode step", "context=")
+    grid = ("--mode", "decode", "--grid", "seq-len=4", "--grid", "batch=1,,2")
+    assert_one_line_error(invoke("validate", "tiny", "--calibration", calibration_file, *grid[:4]), "--grid")
+    assert_one_line_error(
+        invoke("validate", "tiny", "--calibration", calibration_file, *grid[4:]), "empty item"
+    )
     # one swept parameter: a second --sweep (another parameter or the same) is refused, not dropped
     for second in ("batch=8", "seq-len=16,32"):
         args = ("--sweep", "batch=1,2", "--sweep", second)
@@ -114,6 +124,23 @@ def test_validate_reports_errors_and_writes_the_parity_plot(calibration_file, tm
         (point["predicted_s"] - point["measured_s"]) / point["measured_s"]
     )
     assert png.exists()
+
+
+def test_validate_measures_at_the_calibrations_thread_count_unless_told(calibration_file):
+    """The calibration was made at one thread: validate measures at one, and says so when
+    --threads asks for another count."""
+    from infer_opt.profilers.device import available_cpus
+
+    args = ("validate", "tiny", "--calibration", calibration_file, "--grid", "seq-len=24", "--reps", "2")
+    run = invoke(*args, "--warmup", "1", "--json")
+    assert run.exit_code == 0, run.stderr
+    assert run.json()["result"]["threads"] == 1
+    assert "validation_threads_differ" not in [w["code"] for w in run.json()["warnings"]]
+    if available_cpus() >= 2:
+        other = invoke(*args, "--warmup", "1", "--threads", "2", "--json")
+        assert other.json()["result"]["threads"] == 2
+        (said,) = [w for w in other.json()["warnings"] if w["code"] == "validation_threads_differ"]
+        assert said["values"] == {"threads": 2, "calibrated": 1} and "--threads 1" in said["message"]
 
 
 def test_validate_passes_put_the_noise_floor_beside_the_errors(calibration_file):

@@ -115,9 +115,34 @@ def test_parse_sweep():
     assert pr.parse_sweep("batch=1,2,4") == ("batch", (1, 2, 4))
     assert pr.parse_sweep("seq-len=64,128") == ("seq_len", (64, 128))
     assert pr.parse_sweep("context=0,16") == ("context", (0, 16))
-    for bad in ("width=1,2", "batch", "batch=4,2", "batch=", "batch=0"):
+    for bad in ("width=1,2", "batch", "batch=4,2", "batch=", "batch=0", "batch=1,,2", "batch=1,", "batch=,"):
         with pytest.raises(InvalidInput):
             pr.parse_sweep(bad)
+    assert pr.parse_sweep("batch=8,16", high=16) == ("batch", (8, 16))
+    with pytest.raises(InvalidInput, match=r"\[1, 16\]"):
+        pr.parse_sweep("batch=8,17", high=16)
+
+
+@pytest.mark.parametrize("mode", ["prefill", "decode", "generate"])
+@pytest.mark.parametrize("param", pr.SWEEP_PARAMS)
+def test_a_sweep_is_refused_exactly_where_its_parameter_does_not_change_the_step(mode, param):
+    """What the recorder does decides: two values of ``param`` record different work for
+    ``mode`` where PARAM_MODES says the parameter applies, the same work where it refuses."""
+    from infer_opt.profilers.meta_record import record_step
+
+    base = StepSpec("tiny", mode, batch=1, seq_len=16, context=32, new_tokens=2, dtype=torch.float32)
+    work = [sum(c.flops for c in record_step(replace(base, **{param: v})).calls) for v in (8, 24)]
+    if mode in pr.PARAM_MODES[param]:
+        assert work[0] != work[1]
+        pr.check_param_modes(param, (8, 24), (mode,), "sweep")
+    else:
+        assert work[0] == work[1]
+        with pytest.raises(InvalidInput, match=f"does not change a {mode} step"):
+            pr.check_param_modes(param, (8, 24), (mode,), "sweep")
+        with pytest.raises(InvalidInput, match="sweep"):
+            pr.predict("tiny", synthetic_calibration(), mode=mode, sweep=(param, (8, 24)))
+    # a grid over several modes takes a parameter any of them uses
+    pr.check_param_modes(param, (8, 24), pr.PARAM_MODES[param], "grid")
 
 
 def test_a_cold_matmul_family_is_used_for_a_model_larger_than_the_cache():

@@ -4,6 +4,7 @@ passes, and the passes compared with each other (the noise floor)."""
 from __future__ import annotations
 
 import statistics
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 from infer_opt.errors import InvalidInput
 from infer_opt.profilers import validate as va
 from infer_opt.reports import validate as view
-from tests.profilers.synthetic_calibration import local_calibration
+from tests.profilers.synthetic_calibration import local_calibration, synthetic_calibration
 
 
 def point(measured: float, *, mode: str = "prefill", predicted: float = 1.0, host: float = 0.0, **kw):
@@ -166,3 +167,16 @@ def test_the_report_sets_the_noise_floor_beside_the_errors(monkeypatch):
     assert view._noise_floor(one).startswith("not measured")
     assert not any(c.key in ("noise", "spread") for c in view.stats_table(one).columns)
     assert not any(c.key == "spread" for c in view.point_table(one).columns)
+
+
+def test_a_cpu_run_at_another_thread_count_than_its_calibration_says_so():
+    import torch
+
+    now = torch.get_num_threads()
+    other = replace(synthetic_calibration(), threads=now + 1)
+    (said,) = va._threads_notices(other, "cpu")
+    assert said.code == "validation_threads_differ" and said.values == {"threads": now, "calibrated": now + 1}
+    assert va._threads_notices(replace(other, threads=now), "cpu") == []
+    # a GPU run, or a GPU's calibration: its threads are not the measurement's
+    assert va._threads_notices(other, "cuda:0") == []
+    assert va._threads_notices(replace(other, device="cuda:0"), "cpu") == []
