@@ -10,7 +10,7 @@ import typer
 
 from infer_opt.cli.common import AutoDtypeOpt, HfConfigOpt, ModelArg, ThreadsOpt, option, progress_bar
 from infer_opt.cli.output import Outcome, with_output
-from infer_opt.cli.profile import StepShape, TopOpt
+from infer_opt.cli.profile import StepShape, TopOpt, ignored_shape_options
 from infer_opt.cli.types import Count, InputFile, Parsed
 
 HELP = """Predict one step of a model from the device's operator calibration, without
@@ -169,7 +169,8 @@ def predict(
             dtype=found.dtype, hf_overrides=overrides, sweep=sweep[0] if sweep else None, progress=update,
             tp=tp, comm=sweep_comm,
         )  # fmt: skip
-    return Outcome(result, view={"top": top}, warnings=found.notices)
+    ignored = ignored_shape_options((shape.mode,))
+    return Outcome(result, view={"top": top}, warnings=(*found.notices, *ignored))
 
 
 def register(app: typer.Typer) -> None:

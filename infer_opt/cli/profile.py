@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from infer_opt import steps
 from infer_opt.cli import profile_tp
+from infer_opt.cli._click import ParameterSource, get_current_context
 from infer_opt.cli.common import (
     AutoDtypeOpt,
     DeviceOpt,
@@ -26,6 +29,8 @@ from infer_opt.cli.output import Outcome, with_output
 from infer_opt.cli.profile_tp import TpOpt
 from infer_opt.cli.types import Choice, Count, InputFile
 from infer_opt.errors import InvalidInput
+from infer_opt.notices import Notice
+from infer_opt.steps import MODES
 
 HELP = """Profile one step of a model: time, FLOPs and bytes per aten operator,
 grouped by operator, category and module, each op placed against the device's
@@ -62,8 +67,9 @@ Examples:
   torchrun --nproc-per-node 4 -m infer_opt profile llama-small --tp 4 --device cuda
 """
 
-MODES = ("prefill", "decode", "generate")
 GROUPS = ("op", "category", "module")
+#: the shape options only some modes read (:func:`ignored_shape_options`)
+SHAPE_LENGTHS = ("seq_len", "context", "new_tokens")
 MAX_SIZE = 1 << 20
 
 ModeOpt = Annotated[
@@ -105,6 +111,26 @@ class StepShape:
     mode: ModeOpt = "prefill"
     context: ContextOpt = 128
     new_tokens: NewTokensOpt = 32
+
+
+def ignored_shape_options(modes: Sequence[str], names: Sequence[str] = SHAPE_LENGTHS) -> list[Notice]:
+    """The shape options given on the command line that none of ``modes`` reads: each is
+    ignored, and said so (``option_ignored``) rather than dropped in silence."""
+    ctx = get_current_context(silent=True)
+    if ctx is None:
+        return []
+    return [
+        Notice(
+            "option_ignored",
+            {
+                "option": "--" + name.replace("_", "-"),
+                "modes": list(modes),
+                "instead": steps.not_read(name),
+            },
+        )
+        for name in names
+        if not steps.reads(name, modes) and ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE
+    ]
 
 
 @dataclass(frozen=True)
@@ -208,7 +234,7 @@ def profile(
         )  # fmt: skip
     if trace is not None:
         typer.echo(f"wrote {trace}", err=True)
-    return Outcome(result, view={"top": top, "by": by})
+    return Outcome(result, view={"top": top, "by": by}, warnings=ignored_shape_options((mode,)))
 
 
 def register(app: typer.Typer) -> None:

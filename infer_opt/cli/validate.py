@@ -19,7 +19,15 @@ from infer_opt.cli.common import (
 )
 from infer_opt.cli.output import Outcome, with_output
 from infer_opt.cli.predict import CalibrationOpt, SweepType
-from infer_opt.cli.profile import MODES, BatchOpt, ContextOpt, NewTokensOpt, SeqLenOpt
+from infer_opt.cli.profile import (
+    MODES,
+    SHAPE_LENGTHS,
+    BatchOpt,
+    ContextOpt,
+    NewTokensOpt,
+    SeqLenOpt,
+    ignored_shape_options,
+)
 from infer_opt.cli.types import Choice, Count
 
 HELP = """Validate the predictor: on every point of a shape grid, measure the step as
@@ -105,15 +113,16 @@ def validate(
     params = [param for param, _ in grid or ()]
     if len(set(params)) != len(params):
         raise InvalidInput("grid", ",".join(params), "name each of batch, seq-len and context at most once")
+    modes = tuple(dict.fromkeys(mode or ["prefill"]))
     with progress_bar("validate") as update:
         result = va.validate(
-            model, found.calibration, calibration_source=found.source,
-            modes=tuple(dict.fromkeys(mode or ["prefill"])), grid=dict(grid or ()),
+            model, found.calibration, calibration_source=found.source, modes=modes, grid=dict(grid or ()),
             defaults={"batch": batch, "seq_len": seq_len, "context": context}, new_tokens=new_tokens,
             dtype=found.dtype, hf_overrides=overrides, warmup=warmup, reps=reps, device=dev, passes=passes,
             progress=update,
         )  # fmt: skip
-    return Outcome(result, warnings=found.notices)
+    fixed = [name for name in SHAPE_LENGTHS if name not in dict(grid or ())]  # a grid's are checked
+    return Outcome(result, warnings=(*found.notices, *ignored_shape_options(modes, fixed)))
 
 
 def register(app: typer.Typer) -> None:

@@ -44,10 +44,10 @@ from infer_opt.profilers.models import DecoderLM, LoadedModel, random_tokens
 from infer_opt.profilers.roofline_store import ResolvedFit
 from infer_opt.results import Result
 from infer_opt.stats import Summary, variance_notice
+from infer_opt.steps import MODES
 
 Progress = Callable[[int, int, str], None]
 
-MODES = ("prefill", "decode", "generate")
 #: unattributed time above this share of the step is warned about
 UNATTRIBUTED_WARNING = 0.15
 #: per-op total above the step by more than this is warned about

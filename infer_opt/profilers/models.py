@@ -40,7 +40,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from infer_opt.errors import InvalidInput, RunFailure
+from infer_opt.errors import InvalidInput, RunFailure, out_of_memory
 from infer_opt.profilers.device import ensure_fits
 
 #: weights are drawn from this seed so every run profiles the same numbers
@@ -763,20 +763,21 @@ def load_hf(
         raise InvalidInput("MODEL", f"hf:{model_type}", HF_EXTRA_MESSAGE) from None
     if not model_type:
         raise InvalidInput("MODEL", "hf:", "expected hf:<model_type>, e.g. hf:gpt2 or hf:llama")
+    # what the config refuses is the user's input: the model type, or --hf-config's values (a
+    # ValueError, or huggingface_hub's StrictDataclassError in newer transformers)
+    option, given = ("hf_config", _overrides_text(overrides)) if overrides else ("MODEL", f"hf:{model_type}")
     try:
         config = transformers.AutoConfig.for_model(model_type, **overrides)
-    except ValueError as exc:
-        raise InvalidInput(
-            "MODEL", f"hf:{model_type}", f"transformers: {' '.join(str(exc).split())[:300]}"
-        ) from None
+    except Exception as exc:
+        raise InvalidInput(option, given, f"transformers: {_exception_text(exc)}") from None
     torch.manual_seed(DEFAULT_SEED)
     try:
         model = transformers.AutoModelForCausalLM.from_config(config)
-    except ValueError as exc:
+    except Exception as exc:
+        if out_of_memory(exc) is not None:
+            raise
         raise InvalidInput(
-            "MODEL",
-            f"hf:{model_type}",
-            f"no causal-LM class for this config: {' '.join(str(exc).split())[:300]}",
+            option, given, f"transformers built no causal LM from this config: {_exception_text(exc)}"
         ) from None
     model = model.to(device=device, dtype=dtype).eval() if dtype else model.to(device).eval()
     vocab = int(getattr(config, "vocab_size", 1000) or 1000)
@@ -800,6 +801,14 @@ def load_hf(
         seq_len=seq_len,
         flops_analytic=float(analytic) if analytic is not None else None,
     )
+
+
+def _overrides_text(overrides: Mapping[str, Any]) -> str:
+    return " ".join(f"{key}={value}" for key, value in overrides.items())
+
+
+def _exception_text(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300]
 
 
 #: config attributes that make a model a mixture of experts (only some weights run per token)

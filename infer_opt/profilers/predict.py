@@ -27,6 +27,7 @@ from typing import Any
 
 import torch
 
+from infer_opt import steps
 from infer_opt.cost_models import op_model as om
 from infer_opt.cost_models import profile_amdahl as pa
 from infer_opt.cost_models.comm import CommResult, TPPrediction
@@ -37,13 +38,6 @@ from infer_opt.results import Result
 
 Progress = Callable[[int, int, str], None]
 SWEEP_PARAMS = ("batch", "seq_len", "context")
-#: the step modes each sweep (or grid) parameter changes: prefill and generate read the prompt's
-#: length, a decode step the length of its KV cache
-PARAM_MODES = {
-    "batch": ("prefill", "decode", "generate"),
-    "seq_len": ("prefill", "generate"),
-    "context": ("decode",),
-}
 #: a prediction whose extrapolated ops take more than this share of the op time is warned about
 EXTRAPOLATED_WARNING = 0.25
 MATMUL_FAMILIES = ("gemm.", "bmm.")
@@ -449,17 +443,13 @@ def check_param_modes(param: str, values: Sequence[int], modes: Sequence[str], o
     """Refuse a sweep (grid) parameter that changes none of the step ``modes``: a decode step's
     length is its KV cache (``context``), a prefill's or generate's its prompt (``seq_len``) —
     every value would predict (measure) the same step."""
-    if any(mode in PARAM_MODES[param] for mode in modes):
+    if steps.reads(param, modes):
         return
     name = param.replace("_", "-")
-    instead = {
-        "seq_len": "a decode step's length is its KV cache: context=…",
-        "context": "a prefill's or generate's length is its prompt: seq-len=…",
-    }[param]
     raise InvalidInput(
         option,
         f"{name}={','.join(str(v) for v in values)}",
-        f"{name} does not change a {' or '.join(modes)} step ({instead})",
+        f"{name} does not change a {' or '.join(modes)} step ({steps.not_read(param, '{}=…')})",
     )
 
 

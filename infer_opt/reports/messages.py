@@ -285,6 +285,9 @@ MESSAGES: dict[str, Words] = {
         + " — the machine's speed moved while it was measured, and predictions from it carry that; "
         "close other programs and calibrate again, or calibrate on a quieter machine"
     ),
+    "option_ignored": lambda v: (
+        f"{v['option']} is ignored: --mode {' and '.join(v['modes'])} does not read it ({v['instead']})"
+    ),
     "validation_threads_differ": lambda v: (
         f"measured at {v['threads']} thread(s) against a calibration made at {v['calibrated']}: "
         f"every comparison mixes the two (--threads {v['calibrated']} measures as it was calibrated)"

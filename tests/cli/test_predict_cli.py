@@ -126,6 +126,23 @@ def test_validate_reports_errors_and_writes_the_parity_plot(calibration_file, tm
     assert png.exists()
 
 
+@pytest.mark.parametrize(
+    ("mode", "given", "ignored"),
+    [
+        ("decode", ("--seq-len", "64", "--new-tokens", "3"), ["--seq-len", "--new-tokens"]),
+        ("generate", ("--context", "64", "--seq-len", "16"), ["--context"]),
+        ("prefill", ("--context", "64", "--new-tokens", "3"), ["--context", "--new-tokens"]),
+        ("prefill", ("--seq-len", "64", "--batch", "2"), []),
+        ("decode", (), []),  # the defaults are not the user's
+    ],
+)
+def test_a_shape_option_the_mode_does_not_read_is_said_to_be_ignored(calibration_file, mode, given, ignored):
+    run = invoke("predict", "tiny", "--calibration", calibration_file, "--mode", mode, *given, "--json")
+    assert run.exit_code == 0, run.stderr
+    said = [w["values"]["option"] for w in run.json()["warnings"] if w["code"] == "option_ignored"]
+    assert said == ignored
+
+
 def test_validate_measures_at_the_calibrations_thread_count_unless_told(calibration_file):
     """The calibration was made at one thread: validate measures at one, and says so when
     --threads asks for another count."""

@@ -76,8 +76,12 @@ def test_table_output_has_the_header_tables_and_opportunities():
 
 
 def test_decode_mode():
-    data = _profile("--mode", "decode", "--context", "40", "--json").json()["result"]
+    envelope = _profile("--mode", "decode", "--context", "40", "--seq-len", "64", "--json").json()
+    data = envelope["result"]
     assert data["mode"] == "decode" and data["context"] == 40 and data["tokens_per_step"] == 1
+    # a decode step does not read --seq-len: given, it is said to be ignored
+    (ignored,) = [w for w in envelope["warnings"] if w["code"] == "option_ignored"]
+    assert ignored["values"]["option"] == "--seq-len" and "--context" in ignored["message"]
     attention = [op for op in data["ops"] if op["category"] == "attention"]
     assert attention and attention[0]["shapes"][1][2] == 41
 

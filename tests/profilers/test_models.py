@@ -324,6 +324,16 @@ def test_hf_builds_from_config_without_download():
         models.load_model("hf:no-such-model-type")
 
 
+def test_a_config_transformers_refuses_is_bad_input_naming_the_overrides():
+    """Whatever the config's validation raises (a ValueError, or huggingface_hub's strict
+    dataclass errors in newer transformers), the values given are what was wrong: exit 2."""
+    pytest.importorskip("transformers")
+    bad = {"hidden_size": 100, "num_attention_heads": 3, "num_hidden_layers": 1, "vocab_size": 64}
+    with pytest.raises(InvalidInput) as info:
+        models.load_model("hf:llama", seq_len=8, hf_overrides=bad)
+    assert info.value.option == "hf_config" and "num_attention_heads=3" in str(info.value)
+
+
 #: a tiny Llama through transformers: GQA (4 query heads, 2 key/value heads of 16), untied head
 HF_LLAMA = {
     "num_hidden_layers": 1,

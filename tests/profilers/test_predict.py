@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 import torch
 
+from infer_opt import steps
 from infer_opt.errors import InvalidInput
 from infer_opt.profilers import predict as pr
 from infer_opt.profilers import validate as va
@@ -127,12 +128,12 @@ def test_parse_sweep():
 @pytest.mark.parametrize("param", pr.SWEEP_PARAMS)
 def test_a_sweep_is_refused_exactly_where_its_parameter_does_not_change_the_step(mode, param):
     """What the recorder does decides: two values of ``param`` record different work for
-    ``mode`` where PARAM_MODES says the parameter applies, the same work where it refuses."""
+    ``mode`` where SHAPE_MODES says the mode reads it, the same work where it is refused."""
     from infer_opt.profilers.meta_record import record_step
 
     base = StepSpec("tiny", mode, batch=1, seq_len=16, context=32, new_tokens=2, dtype=torch.float32)
     work = [sum(c.flops for c in record_step(replace(base, **{param: v})).calls) for v in (8, 24)]
-    if mode in pr.PARAM_MODES[param]:
+    if mode in steps.SHAPE_MODES[param]:
         assert work[0] != work[1]
         pr.check_param_modes(param, (8, 24), (mode,), "sweep")
     else:
@@ -142,7 +143,7 @@ def test_a_sweep_is_refused_exactly_where_its_parameter_does_not_change_the_step
         with pytest.raises(InvalidInput, match="sweep"):
             pr.predict("tiny", synthetic_calibration(), mode=mode, sweep=(param, (8, 24)))
     # a grid over several modes takes a parameter any of them uses
-    pr.check_param_modes(param, (8, 24), pr.PARAM_MODES[param], "grid")
+    pr.check_param_modes(param, (8, 24), steps.SHAPE_MODES[param], "grid")
 
 
 def test_a_cold_matmul_family_is_used_for_a_model_larger_than_the_cache():
