@@ -230,6 +230,11 @@ def round_sig(value: float, sig: int = 3) -> float:
     return round(value, sig - 1 - math.floor(math.log10(abs(value))))
 
 
+def plural(n: int, word: str) -> str:
+    """``1 token``, ``2 tokens``, ``0 tokens``."""
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
 def format_number(value: float | None, sig: int = 4) -> str:
     """A plain number with ``sig`` significant figures and thousands separators when large."""
     if value is None:

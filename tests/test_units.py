@@ -125,3 +125,7 @@ def test_examples_offer_inf_only_where_it_is_allowed():
     with pytest.raises(InvalidInput) as infinite:
         units.parse_float("abc", option="--x", allow_inf=True)
     assert "inf" not in finite.value.expected and "inf" in infinite.value.expected
+
+
+def test_plural_counts_one_apart_from_every_other_count():
+    assert [units.plural(n, "new token") for n in (0, 1, 2)] == ["0 new tokens", "1 new token", "2 new tokens"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from infer_opt.cost_models.bucketing import BatchPadding, BucketsResult, Optimization
 from infer_opt.reports.view import Column, Table, View, rows_of
-from infer_opt.units import format_duration, format_number, format_percent, format_ratio
+from infer_opt.units import format_duration, format_number, format_percent, format_ratio, plural
 
 BATCH_NOTE = (
     "Batch figures: n requests drawn with replacement from the sample, every sequence padded "
@@ -17,10 +17,6 @@ def _tokens(value: float | None) -> str:
     if value is None:
         return "—"
     return f"{round(value):,}" if abs(value) >= 1000 else format_number(value, 4)
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 def _bounds(bounds: tuple[int, ...]) -> str:
@@ -36,7 +32,7 @@ def _summary(r: BucketsResult) -> list[tuple[str, str]]:
             f"{format_number(r.sample_size)} lengths ({format_number(r.distinct_lengths)} distinct) "
             f"from {r.source}",
         ),
-        ("Bounds", f"{_bounds(r.bounds)} ({_plural(len(r.bounds), 'bucket')})"),
+        ("Bounds", f"{_bounds(r.bounds)} ({plural(len(r.bounds), 'bucket')})"),
         ("E[T], E[T²]", f"{_tokens(r.mean_length)} tokens, {_tokens(r.mean_square_length)} tokens²"),
         (
             "Padding E[b(T) − T]",
@@ -175,7 +171,7 @@ def _verdict(r: BucketsResult) -> str | None:
     if opt is None:
         return None
     if opt.k_choices:
-        return f"Use K = {opt.k} ({_plural(opt.k, 'bucket')}): {_bounds(r.bounds)}."
+        return f"Use K = {opt.k} ({plural(opt.k, 'bucket')}): {_bounds(r.bounds)}."
     return f"Optimal {opt.k} bounds for {opt.cost} waste: {_bounds(r.bounds)}."
 
 

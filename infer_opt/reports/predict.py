@@ -7,7 +7,7 @@ from operator import attrgetter
 
 from infer_opt.cost_models.comm import TPPrediction
 from infer_opt.profilers.predict import PredictResult
-from infer_opt.reports.profile import category_label, format_shapes, short_name
+from infer_opt.reports.profile import category_label, format_shapes, short_name, step_shape
 from infer_opt.reports.view import Column, Table, View, rows_of
 from infer_opt.units import (
     format_bytes,
@@ -22,10 +22,8 @@ SWEEP_LABELS = {"batch": "Batch", "seq_len": "Sequence length", "context": "Cont
 
 
 def _shape_line(r: PredictResult) -> str:
-    if r.mode == "decode":
-        return f"batch {r.batch}, 1 new token over a KV cache of {r.context} tokens"
-    if r.mode == "generate":
-        return f"batch {r.batch}, prompt {r.seq_len} tokens, {r.new_tokens} new tokens (greedy)"
+    if r.mode in ("decode", "generate"):
+        return step_shape(r) or ""
     if r.batch is not None and r.seq_len is not None:
         return f"batch {r.batch} × {r.seq_len} tokens"
     return "the factory's example inputs"

@@ -18,6 +18,7 @@ from infer_opt.units import (
     format_number,
     format_percent,
     format_ratio,
+    plural,
 )
 
 CATEGORY_LABELS = {
@@ -241,11 +242,20 @@ def module_table(result: ProfileResult, top: int = 15) -> Table:
     return Table("Time by module", columns, rows, caption=caption)
 
 
-def _shape_line(r: ProfileResult) -> str:
+def step_shape(r: Any) -> str | None:
+    """A decode or generate step's shape in words (a profile's or a prediction's); None for a
+    prefill, whose words depend on how the model was given."""
     if r.mode == "decode":
-        return f"batch {r.batch}, 1 new token over a KV cache of {r.context} tokens"
+        return f"batch {r.batch}, 1 new token over a KV cache of {plural(r.context, 'token')}"
     if r.mode == "generate":
-        return f"batch {r.batch}, prompt {r.seq_len} tokens, {r.new_tokens} new tokens (greedy)"
+        made = plural(r.new_tokens, "new token")
+        return f"batch {r.batch}, prompt {plural(r.seq_len, 'token')}, {made} (greedy)"
+    return None
+
+
+def _shape_line(r: ProfileResult) -> str:
+    if r.mode in ("decode", "generate"):
+        return step_shape(r) or ""
     if r.model_source == "factory":
         return f"the factory's example inputs: {r.inputs}"
     return f"batch {r.batch} × {r.seq_len} tokens"
