@@ -128,4 +128,5 @@ def test_examples_offer_inf_only_where_it_is_allowed():
 
 
 def test_plural_counts_one_apart_from_every_other_count():
-    assert [units.plural(n, "new token") for n in (0, 1, 2)] == ["0 new tokens", "1 new token", "2 new tokens"]
+    said = [units.plural(n, "new token") for n in (0, 1, 2)]
+    assert said == ["0 new tokens", "1 new token", "2 new tokens"]
