@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -212,16 +212,18 @@ def profile(
 
     run = ModelRun(model, device, dtype, shape.batch, shape.seq_len, tuple(hf_config or ()), threads)
     mode, context, new_tokens = shape.mode, shape.context, shape.new_tokens
+    ignored = ignored_shape_options((mode,))
     if profile_tp.wanted(tp):
         if runs > 1:
             raise InvalidInput("runs", runs, "--tp profiles one run per rank; drop --runs (or --tp)")
         options = {"mode": mode, "context": context, "new_tokens": new_tokens, "warmup": warmup, "reps": reps}
         arguments = {**options, "model": model, "device": device, "dtype": dtype, "batch": shape.batch,
                      "seq_len": shape.seq_len, "threads": threads, "tp": tp}  # fmt: skip
-        return profile_tp.profile_tp(
+        outcome = profile_tp.profile_tp(
             run, tp=tp, timeout_s=timeout, arguments=arguments, roofline=roofline, trace=trace, top=top,
             by=by, **options,
         )  # fmt: skip
+        return outcome if outcome is None else replace(outcome, warnings=(*outcome.warnings, *ignored))
     if trace is not None and trace.is_dir():
         raise InvalidInput("trace", str(trace), "is a folder; without --tp give a file name")
     with progress_bar("profile") as update:
@@ -234,7 +236,7 @@ def profile(
         )  # fmt: skip
     if trace is not None:
         typer.echo(f"wrote {trace}", err=True)
-    return Outcome(result, view={"top": top, "by": by}, warnings=ignored_shape_options((mode,)))
+    return Outcome(result, view={"top": top, "by": by}, warnings=ignored)
 
 
 def register(app: typer.Typer) -> None:
