@@ -67,7 +67,7 @@ STATE_CHAINS = (("hot", "warm", "cold"), ("hot", "context", "far"))
 #: a colder state "came out faster" when its time is below the hotter one's by more than this
 ORDER_TOLERANCE = 0.10
 #: a calibration whose colder states came out faster at more than this share of the shapes
-#: measured in two neighbouring states is flagged (``calibration_state_order``)
+#: measured in two neighbouring states is flagged (``calibration_noisy``)
 ORDER_WARNING = 0.10
 #: grid points held out for the cross-validated error, at most (seeded choice)
 CV_POINTS = 48
