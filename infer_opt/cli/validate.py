@@ -37,9 +37,9 @@ decode apart), per operator over ops of at least 10 µs, the shorter ones as the
 own bucket — the worst operators and a parity plot (y = x, ±10%).
 
 Use shapes off the calibration grid (a point mostly on measured shapes is flagged).
-A CPU calibration is measured against at its own thread count unless --threads
-says otherwise (then a warning). A grid parameter no --mode uses is refused
-(decode steps over --grid context=…, prefill and generate over seq-len=…).
+Steps are measured at a CPU calibration's own thread count unless --threads says
+otherwise (then a warning). A grid parameter no --mode reads is refused: a decode
+step varies with --grid context=…, prefill and generate with seq-len=….
 On a shared or noisy machine measure the grid twice or more (--passes 2): each
 point is then compared at the median of its passes, and the passes with each
 other — how far the same step moved between two measurements, the noise floor
