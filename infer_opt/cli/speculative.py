@@ -164,10 +164,26 @@ BudgetOpt = option(
     parse=Count(1),
     help="Tokens left before a length limit, L >= 1: report the expected min(N, L).",
 )
+
+
+class KMax(Count):
+    """``--sweep-k KMAX``: the sweep always starts at k = 1, so a range (``speculative run``'s
+    ``A..B`` form) is refused with what to give instead."""
+
+    name = "KMAX"
+
+    def parse(self, text: str, option: str) -> int:
+        _, dots, last = text.partition("..")
+        if dots:
+            example = last.strip() if last.strip().isdigit() else "8"
+            raise InvalidInput(option, text, f"the sweep runs k = 1..KMAX: give KMAX alone, e.g. {example}")
+        return super().parse(text, option)
+
+
 SweepKOpt = option(
     int | None,
     "--sweep-k",
-    parse=Count(1, model.MAX_K),
+    parse=KMax(1, model.MAX_K),
     help="Sweep k = 1..KMAX and report the best draft length.",
 )
 PlotGridOpt = option(

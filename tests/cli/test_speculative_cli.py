@@ -130,6 +130,8 @@ def test_plots_and_file_outputs(tmp_path):
         (["--k", "2", "--alphas", "0.9,0.5,0.3"], ["--alphas", "exactly k = 2"]),
         (["--k", "2", "--alphas", "0.9,0.5,0.3", "--sweep-k", "5"], ["--sweep-k", ">= 5"]),
         (["--k", "3", "--alpha", "0.5", "--sweep-k", "0"], ["--sweep-k"]),
+        # speculative run's range form: here the sweep always starts at k = 1
+        (["--k", "3", "--alpha", "0.5", "--sweep-k", "2..6"], ["--sweep-k", "k = 1..KMAX", "e.g. 6"]),
         (["--k", "3", "--alpha", "0.5", "--budget", "0"], ["--budget"]),
     ],
 )
