@@ -9,6 +9,7 @@ import typer
 from infer_opt.cli.common import AutoDtypeOpt, DeviceOpt, ThreadsOpt, progress_bar
 from infer_opt.cli.output import Outcome, Output, with_output
 from infer_opt.cli.types import Choice, Count
+from infer_opt.notices import Notice
 
 HELP = """Calibrate the device's operators for predict and validate: matmuls (linear
 with and without bias, row-major weights, batched) over a log-spaced (M, N, K)
@@ -24,7 +25,8 @@ last-level cache (their dispatch context in a step). The grid
 is generic (the shapes used are in the file). Saved to the cache for this
 device, dtype and thread count after every group (and to --out FILE.json, which
 predict --calibration reads on another machine); --resume continues an
-interrupted run; --only GROUP measures those groups again in the cached
+interrupted run of the same --grid (with none saved it says so and starts anew);
+--only GROUP measures those groups again in the cached
 calibration of the same grid (their points replace its own). About 3 minutes
 at --threads 1 on a quiet 2-core Xeon, 5-6 on a 2-core EPYC of half its speed.
 
@@ -54,15 +56,27 @@ def _only(values: list[str] | None) -> list[str] | None:
     return names
 
 
-def _resume_from(output: Output, device: Any, dtype: Any) -> Any:
-    """The run to continue: the first ``--out`` JSON file that exists, else the cached one."""
+def _resume_from(output: Output, device: Any, dtype: Any, grid: str) -> tuple[Any, tuple[Notice, ...]]:
+    """The run to continue — the first ``--out`` JSON file that exists, else the cached one —
+    and what to say: nothing saved (a new run starts). A saved run of another grid is refused:
+    continuing it would mix two grids in one calibration."""
+    from infer_opt.errors import InvalidInput
     from infer_opt.profilers import calibration
 
-    for path in output.out:
-        if path.suffix.lower() == ".json" and path.exists():
-            return calibration.load_calibration(path, option="resume", to_use=False)
+    found = [p for p in output.out if p.suffix.lower() == ".json" and p.exists()]
     cached = calibration.cache_path(device, dtype)
-    return calibration.load_calibration(cached, option="resume", to_use=False) if cached.exists() else None
+    path = found[0] if found else cached if cached.exists() else None
+    if path is None:
+        return None, (Notice("calibration_nothing_to_resume", {"cache": str(cached)}),)
+    previous = calibration.load_calibration(path, option="resume", to_use=False)
+    if previous.grid and previous.grid != grid:
+        raise InvalidInput(
+            "resume",
+            str(path),
+            f"the saved run is of the {previous.grid} grid and this one --grid {grid}: give --grid "
+            f"{previous.grid} to continue it, or drop --resume to start over",
+        )
+    return previous, ()
 
 
 def _to_update(device: Any, dtype: Any, grid: str) -> tuple[Any, str | None]:
@@ -121,7 +135,7 @@ def calibrate(
     if threads is not None:
         devices.set_threads(threads)
     torch_dtype = devices.parse_dtype(dtype, dev)
-    previous = _resume_from(output, dev, torch_dtype) if resume else None
+    previous, said = _resume_from(output, dev, torch_dtype, grid) if resume else (None, ())
     base, not_cached = _to_update(dev, torch_dtype, grid) if groups and not resume else (None, None)
     stored: list[Any] = []
 
@@ -135,7 +149,7 @@ def calibrate(
             dev, torch_dtype, grid=grid, only=groups, reps=reps, resume_from=previous, update=base,
             on_group=save, progress=bar,
         )  # fmt: skip
-    notices = stored[0].notices if stored else ()
+    notices = (*said, *(stored[0].notices if stored else ()))
     if stored and stored[0].saved:
         typer.echo(f"saved {stored[0].path}", err=True)
     if not_cached is not None:

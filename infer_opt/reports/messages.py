@@ -292,6 +292,10 @@ MESSAGES: dict[str, Words] = {
         f"measured at {v['threads']} thread(s) against a calibration made at {v['calibrated']}: "
         f"every comparison mixes the two (--threads {v['calibrated']} measures as it was calibrated)"
     ),
+    "calibration_nothing_to_resume": lambda v: (
+        f"--resume: no saved run to continue (neither an --out JSON file nor {v['cache']}): "
+        "this is a new calibration"
+    ),
     "calibration_incomplete": lambda v: (
         "the calibration is incomplete (measured: "
         + (", ".join(v["groups"]) or "nothing")

@@ -198,6 +198,19 @@ def test_calibrate_smoke_run_saves_to_the_cache_and_out(tmp_path):
     resumed = invoke("calibrate", "--threads", "1", "--grid", "tiny", "--only", "views", "--resume", "--json")
     assert resumed.exit_code == 0, resumed.stderr
     assert resumed.json()["result"]["groups_done"] == ["views"]
+    assert "calibration_nothing_to_resume" not in [w["code"] for w in resumed.json()["warnings"]]
+    # continuing the saved tiny run as a standard one would mix two grids in one file
+    mixed = invoke("calibrate", "--threads", "1", "--only", "views", "--resume")
+    assert_one_line_error(mixed, "--resume", "tiny grid", "--grid tiny")
+
+
+def test_calibrate_resume_with_nothing_saved_says_it_starts_anew(tmp_path):
+    out = tmp_path / "new.json"
+    args = ("calibrate", "--threads", "1", "--grid", "tiny", "--only", "views", "--reps", "3", "--resume")
+    run = invoke(*args, "--out", str(out), "--json")
+    assert run.exit_code == 0, run.stderr
+    (said,) = [w for w in run.json()["warnings"] if w["code"] == "calibration_nothing_to_resume"]
+    assert "new calibration" in said["message"] and out.exists()
 
 
 def test_calibrate_only_measures_groups_again_in_the_cached_calibration_of_the_same_grid(tmp_path):
