@@ -361,10 +361,23 @@ def _notices(prediction: StepPrediction, calibration: om.CalibrationResult, shar
     out = list(prediction.recorded.notices)
     if share > EXTRAPOLATED_WARNING:
         out.append(Notice("prediction_extrapolated", {"share": share}))
+    return out + calibration_notices(calibration)
+
+
+#: the calibration grid that is a smoke test (a few shapes per group), not one to predict with
+SMOKE_GRID = "tiny"
+
+
+def calibration_notices(calibration: om.CalibrationResult) -> list[Notice]:
+    """What a prediction (or a validation) should say of the calibration it used: incomplete,
+    without the host term, of the smoke-test grid, noisy."""
+    out = []
     if not calibration.complete:
         out.append(Notice("calibration_incomplete", {"groups": list(calibration.groups_done)}))
     if calibration.host is None:
         out.append(Notice("calibration_no_host_term"))
+    if calibration.grid == SMOKE_GRID:
+        out.append(Notice("calibration_smoke_grid", {"grid": calibration.grid}))
     return out + om.noise_notices(calibration)
 
 

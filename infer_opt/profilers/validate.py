@@ -378,8 +378,8 @@ def _notices(
     points: Sequence[ValidatePoint],
     calibration: om.CalibrationResult,
 ) -> list[Notice]:
-    """What recording each point said, the points mostly on measured grid shapes, then how noisy
-    the calibration is (:func:`~infer_opt.cost_models.op_model.noise_notices`)."""
+    """What recording each point said, the points mostly on measured grid shapes, then what to
+    say of the calibration (:func:`~infer_opt.profilers.predict.calibration_notices`)."""
     recorded = [
         notice.about(_label(*shape))
         for shape, p in zip(shapes, predictions, strict=True)
@@ -396,7 +396,7 @@ def _notices(
             for p in points
             if p.on_grid_share > ON_GRID_WARNING
         ]
-        + om.noise_notices(calibration)
+        + pr.calibration_notices(calibration)
     )
 
 

@@ -292,6 +292,10 @@ MESSAGES: dict[str, Words] = {
         f"measured at {v['threads']} thread(s) against a calibration made at {v['calibrated']}: "
         f"every comparison mixes the two (--threads {v['calibrated']} measures as it was calibrated)"
     ),
+    "calibration_smoke_grid": lambda v: (
+        f"the calibration is of the {v['grid']} grid, a smoke test of a few shapes per group: "
+        "most operators are extrapolated far from it (calibrate with the standard grid to predict)"
+    ),
     "calibration_nothing_to_resume": lambda v: (
         f"--resume: no saved run to continue (neither an --out JSON file nor {v['cache']}): "
         "this is a new calibration"

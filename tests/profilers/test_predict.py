@@ -183,3 +183,15 @@ def test_a_prediction_and_a_validation_from_a_noisy_calibration_say_so():
     assert [n.code for n in checked.warnings].count("calibration_noisy") == 1
     quiet = pr.predict("tiny", synthetic_calibration(families=True), mode="decode", batch=1, context=32)
     assert "calibration_noisy" not in [n.code for n in quiet.warnings]
+
+
+def test_what_is_said_of_the_calibration_is_said_by_predict_and_validate_alike():
+    """Incomplete, without the host term, of the smoke-test grid: the same notices either way."""
+    smoke = replace(local_calibration(), grid="tiny", complete=False, host=None)
+    expected = ["calibration_incomplete", "calibration_no_host_term", "calibration_smoke_grid"]
+    assert [n.code for n in pr.calibration_notices(smoke)] == expected
+    predicted = pr.predict("tiny", smoke, mode="decode", batch=1, context=32)
+    assert set(expected) <= {n.code for n in predicted.warnings}
+    checked = va.validate("tiny", smoke, grid={"seq_len": (24,)}, reps=2, warmup=1)
+    assert set(expected) <= {n.code for n in checked.warnings}
+    assert pr.calibration_notices(local_calibration()) == []
