@@ -400,6 +400,27 @@ def _notices(
     )
 
 
+def _device_notices(calibration: om.CalibrationResult, device: Any) -> list[Notice]:
+    """A calibration of another kind of device (a GPU's, with the steps measured here on a CPU)
+    is refused: nothing would be validated. Another model of the same kind is compared, and
+    said (``validation_other_device``): its errors include the difference between the two."""
+    from infer_opt.cost_models.roofline import RunKey
+    from infer_opt.profilers.device import run_key
+
+    made, here = RunKey.of(calibration), run_key(device, "float32")
+    if made.device_kind and made.device_kind != here.device_kind:
+        raise InvalidInput(
+            "calibration",
+            f"{calibration.device_name} ({made.device_kind})",
+            f"validate measures the steps here, on {here.device_name} ({here.device_kind}): give a "
+            "calibration made on this device (predict takes another device's)",
+        )
+    if made.device_name and made.device_name != here.device_name:
+        names = {"calibrated": made.device_name, "measured": here.device_name}
+        return [Notice("validation_other_device", names)]
+    return []
+
+
 def _threads_notices(calibration: om.CalibrationResult, device: Any) -> list[Notice]:
     """A CPU run measured at another thread count than its CPU calibration was made at."""
     from infer_opt.profilers.device import is_cuda
@@ -509,6 +530,7 @@ def validate(
     """Measure and predict every grid point (module docstring) on ``device``, ``passes`` times."""
     for param, values in (grid or {}).items():
         pr.check_param_modes(param, values, modes, "grid")
+    other_device = _device_notices(calibration, device)
     if passes < 1:
         raise InvalidInput("passes", passes, "must be at least 1")
     base = {"batch": 1, "seq_len": 128, "context": 128, **(defaults or {})}
@@ -546,7 +568,11 @@ def validate(
             pass_ops.extend(compare_ops(k, mode, measured, predicted))
         passes_done.append((pass_points, pass_ops))
     points, ops = merge_passes(passes_done)
-    warnings = _notices(shapes, predictions, points, calibration) + _threads_notices(calibration, device)
+    warnings = [
+        *_notices(shapes, predictions, points, calibration),
+        *other_device,
+        *_threads_notices(calibration, device),
+    ]
     if progress is not None:
         progress(passes * len(shapes), passes * len(shapes), "done")
     return ValidateResult(

@@ -288,6 +288,10 @@ MESSAGES: dict[str, Words] = {
     "option_ignored": lambda v: (
         f"{v['option']} is ignored: --mode {' and '.join(v['modes'])} does not read it ({v['instead']})"
     ),
+    "validation_other_device": lambda v: (
+        f"the calibration was made on {v['calibrated']} and the steps measured on {v['measured']}: "
+        "the errors include the difference between the two machines"
+    ),
     "validation_threads_differ": lambda v: (
         f"measured at {v['threads']} thread(s) against a calibration made at {v['calibrated']}: "
         f"every comparison mixes the two (--threads {v['calibrated']} measures as it was calibrated)"

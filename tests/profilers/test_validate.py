@@ -180,3 +180,13 @@ def test_a_cpu_run_at_another_thread_count_than_its_calibration_says_so():
     # a GPU run, or a GPU's calibration: its threads are not the measurement's
     assert va._threads_notices(other, "cuda:0") == []
     assert va._threads_notices(replace(other, device="cuda:0"), "cpu") == []
+
+
+def test_a_calibration_of_another_device_kind_is_refused_and_another_model_said():
+    here = local_calibration()
+    assert va._device_notices(here, "cpu") == []
+    (said,) = va._device_notices(replace(here, device_name="Some Other CPU"), "cpu")
+    assert said.code == "validation_other_device" and said.values["calibrated"] == "Some Other CPU"
+    gpu = replace(here, device="cuda", device_name="NVIDIA H200", dtype="bfloat16")
+    with pytest.raises(InvalidInput, match="measures the steps here"):
+        va.validate("tiny", gpu, grid={"seq_len": (24,)}, reps=2, warmup=1)
