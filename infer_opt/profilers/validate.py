@@ -400,6 +400,22 @@ def _notices(
     )
 
 
+def _checked(
+    calibration: om.CalibrationResult,
+    device: Any,
+    modes: Sequence[str],
+    grid: Mapping[str, Sequence[int]],
+    passes: int,
+) -> list[Notice]:
+    """Refuse what cannot be validated (a grid parameter no mode reads, no pass, another kind of
+    device); what to say of the device (:func:`_device_notices`)."""
+    for param, values in grid.items():
+        pr.check_param_modes(param, values, modes, "grid")
+    if passes < 1:
+        raise InvalidInput("passes", passes, "must be at least 1")
+    return _device_notices(calibration, device)
+
+
 def _device_notices(calibration: om.CalibrationResult, device: Any) -> list[Notice]:
     """A calibration of another kind of device (a GPU's, with the steps measured here on a CPU)
     is refused: nothing would be validated. Another model of the same kind is compared, and
@@ -528,11 +544,7 @@ def validate(
     progress: Progress | None = None,
 ) -> ValidateResult:
     """Measure and predict every grid point (module docstring) on ``device``, ``passes`` times."""
-    for param, values in (grid or {}).items():
-        pr.check_param_modes(param, values, modes, "grid")
-    other_device = _device_notices(calibration, device)
-    if passes < 1:
-        raise InvalidInput("passes", passes, "must be at least 1")
+    other_device = _checked(calibration, device, modes, grid or {}, passes)
     base = {"batch": 1, "seq_len": 128, "context": 128, **(defaults or {})}
     shapes = grid_points(modes, grid or {}, base)
     fit = roofline_of(calibration)
