@@ -56,6 +56,7 @@ from typing import Any
 
 import numpy as np
 
+from infer_opt import steps
 from infer_opt.cost_models.roofline import RunKey
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
@@ -742,6 +743,10 @@ def differences(kind: str, base: Any, new: Any) -> list[str]:
     """What makes two results of ``kind`` not the same experiment, e.g.
     ``dtype (float32 vs bfloat16)``."""
     fields = PROFILE_IDENTITY if kind == "profile" else KERNELS_IDENTITY
+    mode = getattr(base, "mode", None) if kind == "profile" else None
+    if mode in steps.MODES and getattr(new, "mode", None) == mode:
+        # a shape the mode does not read (a decode step's seq_len) is not part of the experiment
+        fields = tuple(f for f in fields if f not in steps.SHAPE_MODES or steps.reads(f, (mode,)))
     out = []
     for name in fields:
         a, b = getattr(base, name, None), getattr(new, name, None)

@@ -441,6 +441,22 @@ def test_refuses_different_experiments_and_says_what_differs():
     assert forced.warnings[0].code == "compared_despite_differences"
 
 
+@pytest.mark.parametrize("mode", ["prefill", "decode", "generate"])
+def test_a_shape_the_mode_does_not_read_does_not_make_another_experiment(mode):
+    """Two decode profiles that differ only in --seq-len (which a decode step ignores) are the
+    same experiment; in a mode that reads it, the same difference is refused."""
+    from infer_opt import steps
+    from tests.reports.fixtures import profile
+
+    base = replace(profile(), mode=mode)
+    for name, value in (("seq_len", 512), ("context", 700), ("new_tokens", 9)):
+        new = replace(base, **{name: value})
+        said = cm.differences("profile", base, new)
+        assert bool(said) == steps.reads(name, (mode,)), (name, said)
+    # another mode is another experiment whatever the shapes
+    assert cm.differences("profile", base, replace(base, mode="decode" if mode != "decode" else "prefill"))
+
+
 def test_refuses_different_kinds_and_uncomparable_kinds():
     from tests.reports.fixtures import fixture
 
