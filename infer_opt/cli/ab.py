@@ -62,7 +62,12 @@ def ab(
     new: Annotated[str, typer.Option("--new", help="The command line to compare with it (quoted).")],
     rounds: Annotated[
         int,
-        typer.Option("--rounds", click_type=Count(1, MAX_ROUNDS), help="Rounds of A then B (3 or more)."),
+        typer.Option(
+            "--rounds",
+            click_type=Count(1, MAX_ROUNDS),
+            help="Rounds of A then B; 3 or more give a run-level test (fewer: the within-run spread "
+            "and the noise floor).",
+        ),
     ] = 3,
     base_env: Annotated[
         list[str] | None, typer.Option("--base-env", help="Environment for BASE, KEY=VALUE (repeatable).")
