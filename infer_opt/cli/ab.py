@@ -65,8 +65,8 @@ def ab(
         typer.Option(
             "--rounds",
             click_type=Count(1, MAX_ROUNDS),
-            help="Rounds of A then B; 3 or more give a run-level test (fewer: the within-run spread "
-            "and the noise floor).",
+            help="Rounds of A then B: 2 or more give a run-level t test (3 or more to trust it); one "
+            "leans on the within-run spread and the noise floor.",
         ),
     ] = 3,
     base_env: Annotated[
