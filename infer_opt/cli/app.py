@@ -187,7 +187,8 @@ def _refuse_repeated_lists(command: Any) -> None:
             given = _occurrences(param.opts, tokens) if param.param_type_name == "option" and listed else []
             if len(given) > 1:
                 flag = max(param.opts, key=len)
-                expected = f"given more than once; put all its values in one {flag}, comma-separated"
+                once = getattr(param.type, "once", "") or f"put all its values in one {flag}, comma-separated"
+                expected = f"given more than once; {once}"
                 raise InvalidInput(flag, " ".join(given), expected)
         return parse_args(ctx, args)
 

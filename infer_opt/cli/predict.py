@@ -42,6 +42,7 @@ class SweepType(Parsed):
 
     name = "PARAM=V1,V2,…"
     listed = True
+    once = "predict sweeps one parameter, its values in one --sweep (validate --grid takes several)"
 
     def parse(self, text: str, option: str) -> tuple[str, tuple[int, ...]]:
         from infer_opt.cli.profile import MAX_SIZE
@@ -131,7 +132,7 @@ def predict(
     shape: StepShape = StepShape(),
     calibration: CalibrationOpt = None,
     sweep: Annotated[
-        list[Any] | None,
+        Any,
         typer.Option(
             "--sweep",
             click_type=SweepType(),
@@ -149,13 +150,6 @@ def predict(
     from infer_opt.profilers import predict as pr
     from infer_opt.profilers.comm import comm_for
 
-    if sweep is not None and len(sweep) > 1:
-        from infer_opt.errors import InvalidInput
-
-        given = " ".join(f"{param.replace('_', '-')}=…" for param, _ in sweep)
-        raise InvalidInput(
-            "sweep", given, "given more than once: predict sweeps one parameter (its values in one --sweep)"
-        )
     overrides = models.parse_hf_overrides(list(hf_config or ()))
     found = resolve(calibration, dtype, threads, device)
     sweep_comm = (
@@ -166,7 +160,7 @@ def predict(
     with progress_bar("predict") as update:
         result = pr.predict(
             model, found.calibration, calibration_source=found.source, **asdict(shape),
-            dtype=found.dtype, hf_overrides=overrides, sweep=sweep[0] if sweep else None, progress=update,
+            dtype=found.dtype, hf_overrides=overrides, sweep=sweep, progress=update,
             tp=tp, comm=sweep_comm,
         )  # fmt: skip
     ignored = ignored_shape_options((shape.mode,))

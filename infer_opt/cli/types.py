@@ -48,8 +48,10 @@ class Parsed(ParamType):
 
     name = "value"
     #: the value is a comma-separated list: the option given twice is refused, not overwritten
-    #: (``infer_opt.cli.app``), unless it is repeatable
+    #: (``infer_opt.cli.app``), unless it is repeatable; ``once`` says what to give instead
+    #: (default: all the values in one list)
     listed = False
+    once = ""
 
     def parse(self, text: str, option: str) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
