@@ -113,12 +113,18 @@ class StepShape:
     new_tokens: NewTokensOpt = 32
 
 
-def ignored_shape_options(modes: Sequence[str], names: Sequence[str] = SHAPE_LENGTHS) -> list[Notice]:
-    """The shape options given on the command line that none of ``modes`` reads: each is
-    ignored, and said so (``option_ignored``) rather than dropped in silence."""
+def given(names: Sequence[str]) -> list[str]:
+    """Which of the running command's parameters ``names`` the user gave on the command line
+    (not left at their defaults)."""
     ctx = get_current_context(silent=True)
     if ctx is None:
         return []
+    return [name for name in names if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE]
+
+
+def ignored_shape_options(modes: Sequence[str], names: Sequence[str] = SHAPE_LENGTHS) -> list[Notice]:
+    """The shape options given on the command line that none of ``modes`` reads: each is
+    ignored, and said so (``option_ignored``) rather than dropped in silence."""
     return [
         Notice(
             "option_ignored",
@@ -128,8 +134,8 @@ def ignored_shape_options(modes: Sequence[str], names: Sequence[str] = SHAPE_LEN
                 "instead": steps.not_read(name),
             },
         )
-        for name in names
-        if not steps.reads(name, modes) and ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE
+        for name in given(names)
+        if not steps.reads(name, modes)
     ]
 
 

@@ -26,9 +26,11 @@ from infer_opt.cli.profile import (
     ContextOpt,
     NewTokensOpt,
     SeqLenOpt,
+    given,
     ignored_shape_options,
 )
 from infer_opt.cli.types import Choice, Count
+from infer_opt.notices import Notice
 
 HELP = """Validate the predictor: on every point of a shape grid, measure the step as
 profile does and predict it from the calibration (ops recorded on fake tensors),
@@ -121,8 +123,11 @@ def validate(
             dtype=found.dtype, hf_overrides=overrides, warmup=warmup, reps=reps, device=dev, passes=passes,
             progress=update,
         )  # fmt: skip
-    fixed = [name for name in SHAPE_LENGTHS if name not in dict(grid or ())]  # a grid's are checked
-    return Outcome(result, warnings=(*found.notices, *ignored_shape_options(modes, fixed)))
+    gridded = dict(grid or ())
+    fixed = [name for name in SHAPE_LENGTHS if name not in gridded]  # a grid's are checked
+    flags = ["--" + name.replace("_", "-") for name in given(list(gridded))]
+    overridden = [Notice("option_overridden", {"option": flag}) for flag in flags]
+    return Outcome(result, warnings=(*found.notices, *ignored_shape_options(modes, fixed), *overridden))
 
 
 def register(app: typer.Typer) -> None:

@@ -288,6 +288,9 @@ MESSAGES: dict[str, Words] = {
     "option_ignored": lambda v: (
         f"{v['option']} is ignored: --mode {' and '.join(v['modes'])} does not read it ({v['instead']})"
     ),
+    "option_overridden": lambda v: (
+        f"{v['option']} is ignored: --grid {v['option'].removeprefix('--')}=… gives that parameter's values"
+    ),
     "validation_other_device": lambda v: (
         f"the calibration was made on {v['calibrated']} and the steps measured on {v['measured']}: "
         "the errors include the difference between the two machines"

@@ -143,6 +143,15 @@ def test_a_shape_option_the_mode_does_not_read_is_said_to_be_ignored(calibration
     assert said == ignored
 
 
+def test_validate_says_a_shape_option_its_grid_replaces_is_ignored(calibration_file):
+    args = ("validate", "tiny", "--calibration", calibration_file, "--grid", "seq-len=24", "--reps", "2")
+    run = invoke(*args, "--warmup", "1", "--seq-len", "99", "--batch", "1", "--json")
+    assert run.exit_code == 0, run.stderr
+    said = [w for w in run.json()["warnings"] if w["code"] == "option_overridden"]
+    assert [w["values"]["option"] for w in said] == ["--seq-len"] and "--grid seq-len=" in said[0]["message"]
+    assert [p["seq_len"] for p in run.json()["result"]["points"]] == [24]
+
+
 def test_validate_measures_at_the_calibrations_thread_count_unless_told(calibration_file):
     """The calibration was made at one thread: validate measures at one, and says so when
     --threads asks for another count."""
