@@ -2,11 +2,11 @@
 
 The core (cost models, profilers, checks) says *what* happened as a :class:`Notice` —
 ``Notice("high_variance", {"rel_iqr": 0.16})`` — and never how to say it; the report layer
-(:mod:`infer_opt.reports.messages`) turns a notice into words, and the JSON envelope carries
+(:mod:`infer_opt.messages`) turns a notice into words, and the JSON envelope carries
 the code, its values and the words, so scripts can test for the code.
 
 Codes are short snake_case strings, stable once released (scripts depend on them). Every
-code the package emits has a message in :data:`infer_opt.reports.messages.MESSAGES` (a
+code the package emits has a message in :data:`infer_opt.messages.MESSAGES` (a
 test checks).
 """
 

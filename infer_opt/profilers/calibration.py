@@ -850,7 +850,7 @@ def cache_path(device: Any, dtype: Any) -> Path:
 
 
 def _words(notices: Sequence[Notice]) -> str:
-    from infer_opt.reports.messages import text
+    from infer_opt.messages import text
 
     return "; ".join(text(n) for n in notices)
 

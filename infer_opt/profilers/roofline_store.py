@@ -362,7 +362,7 @@ def read_fit_for_run(path: str | os.PathLike[str], device: Any, dtype: Any) -> R
     usable for a run on ``device`` in ``dtype``: valid, same device model, dtype, threads and
     matmul precision, and timed as the run's operators are (:data:`PROFILE_TIMINGS`)."""
     from infer_opt.profilers.device import is_cuda, run_key
-    from infer_opt.reports.messages import text
+    from infer_opt.messages import text
 
     timings = PROFILE_TIMINGS["cuda" if is_cuda(device) else "cpu"]
     fit = ROOFLINE.read_file(path)

@@ -9,7 +9,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
-from infer_opt.reports.messages import text
+from infer_opt.messages import text
 from infer_opt.reports.render import Document, Renderer, Section, grouped_highlights
 from infer_opt.reports.view import Column, Table, View
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 from html import escape
 
-from infer_opt.reports.messages import text
+from infer_opt.messages import text
 from infer_opt.reports.render import (
     COMMANDS_INTRO,
     Document,

@@ -4,7 +4,7 @@ figures linked relatively)."""
 
 from __future__ import annotations
 
-from infer_opt.reports.messages import text
+from infer_opt.messages import text
 from infer_opt.reports.render import (
     COMMANDS_INTRO,
     Document,

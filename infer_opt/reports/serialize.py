@@ -9,7 +9,7 @@ import json
 import math
 from typing import Any
 
-from infer_opt.reports.messages import as_json
+from infer_opt.messages import as_json
 from infer_opt.reports.render import Document, Renderer, Section, titled_tables
 from infer_opt.reports.view import Column, Table
 from infer_opt.results import Result, envelope

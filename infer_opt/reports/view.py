@@ -66,7 +66,7 @@ class View:
     summary: list[tuple[str, str]] = field(default_factory=list)
     tables: list[Table] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    #: what went wrong or looks suspicious, as codes with values (words: reports/messages.py)
+    #: what went wrong or looks suspicious, as codes with values (words: infer_opt/messages.py)
     warnings: list[Notice] = field(default_factory=list)
     verdict: str | None = None
     verdict_ok: bool = True

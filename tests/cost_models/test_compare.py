@@ -524,7 +524,7 @@ def test_noise_floor_needs_two_runs():
 
 
 def test_every_notice_of_a_comparison_has_words():
-    from infer_opt.reports.messages import MESSAGES, text
+    from infer_opt.messages import MESSAGES, text
     from tests.reports.fixtures import kernels, kernels_new, profile
 
     forced = cm.compare_results(profile(), replace(profile(), dtype="bfloat16"), force=True, **FAST)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from infer_opt.cost_models import op_model as om
 from infer_opt.errors import InvalidInput
-from infer_opt.reports.messages import text
+from infer_opt.messages import text
 
 T0, R, B = 2e-6, 1e10, 5e9
 

@@ -9,7 +9,7 @@ import torch
 from infer_opt.cost_models import bucketing
 from infer_opt.errors import InvalidInput, RunFailure
 from infer_opt.profilers import compile_measure as cm
-from infer_opt.reports.messages import text
+from infer_opt.messages import text
 from infer_opt.results import load_result, save_result
 
 MS = 1_000_000  # ns

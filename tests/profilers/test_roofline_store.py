@@ -11,7 +11,7 @@ import torch
 
 from infer_opt.notices import Notice
 from infer_opt.profilers import roofline_store as store
-from infer_opt.reports.messages import text
+from infer_opt.messages import text
 from tests.helpers import usable_fit
 
 TICKS = Notice("fit_tick_quantized", {"tick_s": 8e-3, "kernels": 6})

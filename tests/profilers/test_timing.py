@@ -16,7 +16,7 @@ from infer_opt.profilers.timing import (
     MODE_GRAPH,
     measure,
 )
-from infer_opt.reports.messages import text
+from infer_opt.messages import text
 
 
 class FakeTime:

@@ -1,5 +1,5 @@
 """Warnings and verdict reasons are Notices (a code and values) with their words in
-reports/messages.py: every code the package emits has words, and the views converted to
+infer_opt/messages.py: every code the package emits has words, and the views converted to
 Notices pass nothing else."""
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ import pytest
 
 from infer_opt.notices import Notice
 from infer_opt.registry import KINDS
-from infer_opt.reports.messages import MESSAGES, as_json, text
+from infer_opt.messages import MESSAGES, as_json, text
 from infer_opt.reports.render import render
 from infer_opt.reports.view import build_view
 from tests.reports.fixtures import fixture
 
 PACKAGE = Path(__file__).resolve().parents[2] / "infer_opt"
 
-#: every result kind's view holds only Notices (words come from reports/messages.py)
+#: every result kind's view holds only Notices (words come from infer_opt/messages.py)
 NOTICE_ONLY_KINDS = sorted(KINDS)
 
 
