@@ -1,0 +1,181 @@
+"""The ``trace`` result kind: what ``infer-opt trace`` found in real GPU traces.
+
+Every figure carries where it comes from: *measured* (read from the trace: kernel times,
+spans), *datasheet* (a device's published peak), *fitted* (a roofline fitted on the trace's
+own ops) or *predicted* (a what-if). Times are seconds, rates per second, sizes bytes. The
+analyses in :mod:`infer_opt.trace` build these rows; :mod:`infer_opt.reports.trace` reads them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from infer_opt.notices import Notice
+from infer_opt.results import Result
+
+
+@dataclass(frozen=True)
+class StepTimeline:
+    """One window (a ProfilerStep, or the whole trace) on the union of GPU intervals:
+    busy = |U ∩ W|, idle = |W| − busy; compute/comm/memcpy/sync are unions of their own
+    events; ``overlap_fraction`` = |compute ∩ comm| / |comm| (0 without comm)."""
+
+    step: int | None  # ProfilerStep number, None for a trace analyzed as one window
+    start_s: float  # window start, trace time
+    span_s: float
+    busy_s: float
+    idle_s: float
+    compute_s: float
+    comm_s: float
+    memcpy_s: float  # memcpy and memset
+    sync_s: float
+    overlap_fraction: float
+    kernels: int = 0
+    kernel_time_s: float = 0.0  # summed kernel durations (not the union)
+
+
+@dataclass(frozen=True)
+class StreamTimeline:
+    """Busy time of one GPU stream over the analyzed window."""
+
+    device: int
+    stream: int
+    events: int
+    busy_s: float
+    fraction: float  # busy_s / the window's span
+
+
+@dataclass(frozen=True)
+class LaunchQueue:
+    """Delay from a kernel's launch to its start, and how many launched kernels waited."""
+
+    kernels: int
+    median_delay_s: float
+    p90_delay_s: float
+    max_depth: int  # most kernels launched and not yet started at once
+    backlogged: bool  # a deep queue: 'launch delay' is queueing, not launch overhead
+
+
+@dataclass(frozen=True)
+class RankTrace:
+    """One rank: its windows and the figures over its analyzed window, as HTA reports them."""
+
+    rank: int
+    path: str
+    steps: tuple[StepTimeline, ...]
+    idle_fraction: float
+    compute_fraction: float
+    non_compute_fraction: float
+    overlap_fraction: float
+    comm_fraction: float = 0.0
+    step_time_median_s: float = 0.0
+    step_time_spread_s: float = 0.0  # max − min over steps
+    streams: tuple[StreamTimeline, ...] = ()
+    launch_queue: LaunchQueue | None = None
+
+
+@dataclass(frozen=True)
+class OpGroup:
+    """The calls of one (op, input shapes, dtypes) group: GPU kernel time is the sum of the
+    kernels the calls launched; flops and bytes are totals over the calls (from the recorded
+    shapes, the formulas ``profile`` uses; 0 where no formula applies)."""
+
+    name: str
+    shapes: str
+    dtype: str
+    calls: int
+    time_s: float
+    flops: float
+    bytes: float
+    achieved_flops_per_s: float
+    achieved_bytes_per_s: float
+    bound: str  # compute / bandwidth / launch / unknown
+    peak_fraction: float  # achieved over the peak of the bound resource
+    precision: str  # the peak the op runs against: bf16, fp16, tf32, fp32, fp8, int8, ...
+    family: str = ""  # matmul, attention, norm, softmax, elementwise, reduction, ...
+    kernels: int = 0
+    time_spread_s: float = 0.0  # max − min of the group's per-step time, where it has steps
+    kernel_names: tuple[str, ...] = ()  # the distinct kernels (first few)
+
+
+@dataclass(frozen=True)
+class CoverageRow:
+    """A share of GPU time and why it has (or has no) FLOP/byte formula."""
+
+    reason: str  # modelled, no_shapes, unlinked, communication, memcpy, no_formula, sync
+    time_s: float
+    fraction: float
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    """A predicted saving (Amdahl over the union timeline)."""
+
+    scenario: str  # e.g. category_at_bound, matmul_at_peak_fraction, cuda_graphs, fusion, overlap
+    description: str
+    saved_s: float  # per step (median step)
+    step_s: float  # the measured median step it is taken from
+    speedup: float  # step_s / (step_s − saved_s)
+    assumption: str = ""
+
+
+@dataclass(frozen=True)
+class HostSync:
+    """A host call that waits for the device (breaks CUDA-graph capture), where it occurs."""
+
+    name: str
+    calls: int
+    time_s: float
+    under_op: str  # the enclosing cpu_op, '' at the top level
+
+
+@dataclass(frozen=True)
+class CollectiveRow:
+    """One collective kind and message size, over its calls (nccl-tests' algbw/busbw)."""
+
+    collective: str
+    bytes: int
+    dtype: str
+    group_size: int
+    calls: int
+    time_s: float  # median kernel time (includes waiting for peers)
+    algbw_bytes_per_s: float
+    busbw_bytes_per_s: float
+    wait_s: float = 0.0  # median wait of the early ranks (several ranks), else 0
+    transfer_s: float = 0.0  # time_s − wait_s
+
+
+@dataclass(frozen=True)
+class Peaks:
+    """The roofline the ops are held against."""
+
+    flops_per_s: dict[str, float]  # by precision
+    bytes_per_s: float
+    source: str  # datasheet:<device>, --peak-flops/--peak-bandwidth, --roofline FILE, trace-fit
+    launch_s: float = 0.0  # launch floor (fitted from the trace where it can be)
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TraceResult(Result):
+    """The analysis of one or more trace files (one per rank)."""
+
+    KIND = "trace"
+
+    files: tuple[str, ...]
+    device_name: str
+    device_source: str  # deviceProperties, inferred, --device
+    peaks: Peaks
+    ranks: tuple[RankTrace, ...]
+    ops: tuple[OpGroup, ...]
+    coverage: tuple[CoverageRow, ...]
+    what_if: tuple[WhatIf, ...] = ()
+    collectives: tuple[CollectiveRow, ...] = ()
+    host_syncs: tuple[HostSync, ...] = ()
+    hta_compat: bool = False
+    causal_flops: str = "half"  # full / half: the SDPA causal convention
+    steps_selected: str = "all"  # 'all', or the --steps range
+    slowest_rank: int | None = None
+    step_skew: float = 1.0  # max / median of the ranks' median step time
+    trace_fit: Peaks | None = None  # bandwidth and launch floor fitted on the trace's own ops
+    warnings: tuple[Notice, ...] = field(default=())
