@@ -10,7 +10,7 @@ per series, the spread of the rounds (p90 / p10, p50 / p10) and of their medians
 windows: how far a calibration made at one moment can be from a measurement made at another,
 and how much of that a probe would see.
 
-    python benchmarks/bench_machine_drift.py [--seconds 120] [--threads 1] [--out FILE]
+    python docs/notebook/scripts/bench_machine_drift.py [--seconds 120] [--threads 1] [--out FILE]
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ touched in between. Then, for tiny's prefill, each ``nn.Linear`` timed inside th
 hooks) against the same call hot, interleaved: how much the step's own time between two
 uses of a weight costs it. Medians, µs, and ratios to hot.
 
-    python benchmarks/bench_idle_decay.py [--reps 25] [--threads 1] [--out FILE]
+    python docs/notebook/scripts/bench_idle_decay.py [--reps 25] [--threads 1] [--out FILE]
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ the probe again. The step against the replay is what the model's own Python cost
 against the hot sum is what running the calls in sequence costs (each one's code and data
 displaced by the others); the probes say at which of the machine's speeds the round ran.
 
-    python benchmarks/bench_step_replay.py [--model tiny] [--context 700] [--rounds 8] [--threads 1]
+    python docs/notebook/scripts/bench_step_replay.py [--model tiny] [--context 700] [--rounds 8]
+        [--threads 1]
 """
 
 from __future__ import annotations

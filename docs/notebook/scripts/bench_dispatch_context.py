@@ -12,7 +12,7 @@ rounds, ``--rounds`` repeats with the median reported) after each of these "scru
 * a plain read (``sum``) of 4 and 32 MiB — what the calibration's warm state does,
 * ``F.linear`` of one row over a 4 MiB and a 6 MiB weight, and two 4 MiB ones — a decode step.
 
-    python benchmarks/bench_dispatch_context.py [--rounds 5] [--threads 1]
+    python docs/notebook/scripts/bench_dispatch_context.py [--rounds 5] [--threads 1]
 
 Prints a markdown table (µs per call and the ratio to the hot loop).
 """
@@ -75,7 +75,7 @@ def main() -> None:
         f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; torch {torch.__version__}"
     )
     print(
-        "- command: python benchmarks/bench_dispatch_context.py "
+        "- command: python docs/notebook/scripts/bench_dispatch_context.py "
         f"--rounds {args.rounds} --threads {args.threads}\n"
     )
     cases = scrubs()

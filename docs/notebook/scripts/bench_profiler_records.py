@@ -13,7 +13,7 @@ pairs), each way through :func:`op_recorder.time_ops` exactly as ``profile`` tim
 * the sum of the matched operators' times per step (what the category table adds up),
 * the median over calls of (time with values recorded) / (time without), per call's median.
 
-    python benchmarks/bench_profiler_records.py [--rounds 3] [--reps 10] [--threads 1]
+    python docs/notebook/scripts/bench_profiler_records.py [--rounds 3] [--reps 10] [--threads 1]
 
 Prints a markdown table; the plain step time (no profiler, median of 10) is the reference the
 operators' sum should stay under.

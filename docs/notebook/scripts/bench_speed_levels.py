@@ -11,7 +11,7 @@ when it took at least ``SLOW`` × that. Prints, per op, its median time at each 
 ratio; and the probe's share of calls at each level and how often the level changed (between
 0.25 s windows, by the probe's median in each).
 
-    python benchmarks/bench_speed_levels.py [--seconds 40] [--threads 1] [--out FILE]
+    python docs/notebook/scripts/bench_speed_levels.py [--seconds 40] [--threads 1] [--out FILE]
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ percentile over a first second), until ``--reps`` are kept. For ``--seconds``, a
 each kind in turn, with a pause between: prints, per step and kind, the spread of the
 measurements (p90 / p10, max / min) and what a gated one costs in wall time.
 
-    python benchmarks/bench_gated_timing.py [--seconds 60] [--reps 10] [--threads 1] [--out FILE]
+    python docs/notebook/scripts/bench_gated_timing.py [--seconds 60] [--reps 10] [--threads 1] [--out FILE]
 """
 
 from __future__ import annotations
