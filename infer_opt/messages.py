@@ -343,6 +343,25 @@ MESSAGES: dict[str, Words] = {
         f"{v['file']}: column{'s' if len(v['columns']) > 1 else ''} {', '.join(v['columns'])} not used "
         "(check the spelling if one was meant to be read)"
     ),
+    # ---- trace devices and collectives (trace/devices.py, trace/collectives.py)
+    "device_inferred": lambda v: (
+        f"device identified as {v['device']} from {', '.join(v['evidence'])}"
+        + (
+            f" (its name {v['name']!r} names no known device)"
+            if v.get("name")
+            else " (the trace gives no device name)"
+        )
+    ),
+    "device_unknown": lambda v: (
+        f"device not identified ({', '.join(v['seen'])}"
+        + (f"; could be {' or '.join(v['candidates'])}" if v.get("candidates") else "")
+        + "): no datasheet peaks; give --device NAME or --peak-flops/--peak-bandwidth"
+    ),
+    "collective_wait_included": lambda v: (
+        "a collective's kernel time includes waiting for its peers: the fitted α-β "
+        f"({', '.join(v['collectives'])}) is an upper bound on the link's latency and a lower bound on "
+        "its bandwidth"
+    ),
 }
 
 _FAMILY_PINS = {"matmul": "R (matmul)", "elementwise": "b (elementwise)", "launch": "t0 (launch)"}
