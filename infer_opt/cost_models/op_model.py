@@ -843,7 +843,7 @@ def context_distances(names: Sequence[str], touches: Sequence[Touches]) -> list[
     storage once, at its latest size: a cache holds a footprint), in the steady state of a
     repeated step (two passes; the second is reported): how far the step has pushed that op's
     code and data down the caches since it last ran. A small op after a few megabytes of matmuls
-    costs several times its hot-loop time (``benchmarks/bench_dispatch_context.py``)."""
+    costs several times its hot-loop time (``docs/notebook/scripts/bench_dispatch_context.py``)."""
     n = len(names)
     footprint = _Footprint(2 * n)
     last_call: dict[str, int] = {}

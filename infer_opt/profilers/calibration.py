@@ -490,11 +490,10 @@ def far_reuse_bytes() -> int:
     """What the far state reads before a small op's timed call: twice the last-level cache (the
     cold state's flush), at most 64 MiB. A decode step of a model of a few hundred megabytes
     streams tens of megabytes of weights between two calls of a small op, and on a CPU whose
-    last-level cache keeps the context read the op's code comes back from there: on a 32 MiB-L3
-    EPYC a mean over 768 values took 1.6× its hot time after a 4 MiB read, 4–10× after 32–64
-    MiB (docs/prediction.md, "Dispatch context"). 64 MiB is where the Xeon's small ops had taken
-    most of their step up (a mean: 13–16 µs after 16 MiB, 20–40 after 64, 60–110 after 256),
-    and a larger read would cost the calibration seconds per case."""
+    last-level cache keeps the context read the op's code comes back from there
+    (docs/prediction.md, "Dispatch context"). The 64 MiB cap is where small ops had taken most
+    of their in-step slowdown in the measurements, and a larger read would cost the calibration
+    seconds per case."""
     from infer_opt.profilers.device import flush_buffer_bytes
 
     return min(flush_buffer_bytes("cpu"), FAR_MAX_READ_BYTES)

@@ -37,11 +37,10 @@ Two passes over the same step, because no single instrument gives both honestly:
      instrumentation is not passed off as op time.
 
    The profiler records shapes (the match needs them) but not the values of list arguments
-   (sizes, strides: part of what torch calls "concrete inputs", on by default with shapes).
-   With them, a small Llama's prefill (3 × 200 tokens) took ~1,000 minor page faults per
-   profiled step against ~0 without, inside the ops that write fresh outputs: its matmuls
-   timed 1.3× and its products 2.1× slower, and the ops added up to more than the unprofiled
-   step (:func:`lean_profiler_records`; ``benchmarks/bench_profiler_records.py``).
+   (sizes, strides: part of what torch calls "concrete inputs", on by default with shapes):
+   recording them costs page faults inside the ops that write fresh outputs and slows the
+   very ops timed (:func:`lean_profiler_records`; measured in docs/notebook/journal.md, "The
+   profiler without list-argument values").
 
 The uninstrumented step time is measured separately (:mod:`infer_opt.profilers.timing`); the
 per-op total divided by it is the *coverage*, the rest is host / launch / framework time.

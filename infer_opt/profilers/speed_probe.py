@@ -7,13 +7,11 @@
   small model's step and a step's small ops are made of.
 
 A calibration takes both before every group and ``validate`` before every point, so a
-validation can say how far the machine's speed has moved since the calibration was made — on a
-shared VM the same step measures 10–30% apart a minute later (docs/benchmarks.md, "Machine
-drift"), which a prediction made from the calibration cannot know. The two move apart: on a
-2-core EPYC VM whose speed switches between two levels every second or two, over 5 s windows the
-square matmul moved 1.31× and the dispatch probe 1.82×, as a tiny model's decode step did
-(1.63×; both probes follow the steps, correlation 0.92–0.98). The probes are reported, never
-used to correct a prediction: they move with the step in direction, not by the same amount.
+validation can say how far the machine's speed has moved since the calibration was made, which
+a prediction made from the calibration cannot know. The two probes can move apart (a small
+model's step follows the dispatch probe, a large one's the matmul probe; measurements in
+docs/notebook/journal.md, "Machine drift" and "Two speeds"). The probes are reported, never used
+to correct a prediction: they move with the step in direction, not by the same amount.
 """
 
 from __future__ import annotations
