@@ -25,8 +25,8 @@ repetition, so one profiler session covers hundreds of shapes:
   last-level cache (:func:`far_reuse_bytes`), a read of the case's inputs by another op, the
   case again (kept) — as a small op runs after a decode step's tens of megabytes of weights:
   its inputs just written by the op before, its code gone from every cache (on a CPU whose
-  last-level cache holds the context read, the context state alone barely slows a small op:
-  1.2× on a 32 MiB-L3 EPYC, against 4–35× after 32–64 MiB).
+  last-level cache holds the context read, the context state alone barely slows a small op,
+  while a read of twice that cache does).
 
 The reads between uses are where the warm and cold states sit on the reuse-distance axis the
 predictor interpolates along (``warm_reuse_bytes``, ``cold_reuse_bytes``,
