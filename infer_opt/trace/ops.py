@@ -1,0 +1,334 @@
+"""Per-op figures of a trace: groups by (op, shapes, dtypes), the coverage table, host syncs.
+
+**Which op a GPU event belongs to.** Each GPU event (kernel, memcpy, memset; not a
+``cuda_sync`` wait) was launched from inside a chain of nested ``cpu_op`` s, innermost first
+(``GpuEvents.op`` is the innermost; ``CpuOps.parent`` walks out). The event is attributed to
+the **outermost op of that chain that has a FLOP/byte formula** (``op_costs.op_cost`` is not
+``None``); when no op of the chain has one, to the innermost op. So ``aten::linear`` →
+``aten::addmm`` → gemm kernel + split-K reduce + memset is one ``aten::linear`` group whose
+kernel time is all three events and whose FLOPs are ``linear``'s formula once; ``aten::addmm``
+has no group of its own there (its work is inside ``linear``'s formula), which is what keeps
+FLOPs from being counted twice. An op's own work is always inside the formula of any op that
+encloses it, so the outermost formula is never smaller than the inner ones; HTA and TraceLens
+group by the leaf op instead, which splits a ``matmul`` of 4-D inputs into its ``bmm`` and the
+``clone`` copies it needs, and books the copies nowhere.
+
+Each event belongs to exactly one group, so the groups' times sum to the attributed GPU time
+and each group's ``time_s`` is exactly the sum of its events' durations. Events without an op
+(queued before the window, launched outside any cpu_op, CUDA-graph replays launched at the top
+level) are in no group; :func:`coverage` counts them. ``calls`` are distinct op instances;
+``flops``/``bytes`` are the formula's figures summed over those instances.
+
+**Bound.** Per call, against the peaks of the group's precision: ``launch`` when the launch
+floor ``t0`` exceeds both ``F/R`` and ``Q/b`` (the work would take less than launching it;
+:func:`infer_opt.cost_models.roofline.classify`'s rule), else ``compute`` or ``bandwidth``,
+whichever term is larger; ``unknown`` without a formula. ``peak_fraction`` is the achieved rate
+over the peak of the resource whose term is larger (for a launch-bound op too).
+
+Pure: numpy and the standard library.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from infer_opt.kinds.trace import CoverageRow, HostSync, OpGroup, Peaks
+from infer_opt.trace.events import KERNEL, MEMCPY, MEMSET, SYNC, TraceEvents
+from infer_opt.trace.roofline import DEFAULT_LAUNCH_S, peak_flops
+
+#: distinct kernel names kept per group
+KERNEL_NAMES_KEPT = 3
+#: collective kernels (NCCL, RCCL, c10d's names)
+COMM_KERNEL = re.compile(
+    r"nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|alltoall", re.IGNORECASE
+)
+#: launches that replay a captured CUDA/HIP graph (their kernels carry no shapes)
+GRAPH_LAUNCH = re.compile(r"^(cuda|hip)GraphLaunch|^cuGraphLaunch", re.IGNORECASE)
+#: host calls that wait for the device
+SYNC_CALLS = re.compile(
+    r"^(cuda|hip)(StreamSynchronize|DeviceSynchronize|EventSynchronize|Memcpy|MemcpyDtoH)$"
+    r"|^cu(StreamSynchronize|CtxSynchronize|EventSynchronize|MemcpyDtoH(_v2)?)$"
+)
+#: ops that read a device scalar on the host (and the plumbing under them)
+SCALAR_READS = ("aten::item", "aten::_local_scalar_dense")
+PLUMBING = (*SCALAR_READS, "aten::copy_", "aten::_to_copy", "aten::empty_strided")
+COVERAGE_REASONS = ("modelled", "no_shapes", "unlinked", "communication", "memcpy", "sync", "no_formula")
+
+CostFn = Callable[..., Any]
+
+
+def _default_cost() -> tuple[CostFn, Callable[[dict], str], Callable[[dict], str]]:
+    from infer_opt.trace.op_costs import dtype_key, op_cost, shapes_key
+
+    return op_cost, shapes_key, dtype_key
+
+
+@dataclass
+class _Attribution:
+    owner: np.ndarray  # per GPU event: the op index it is attributed to, -1 none
+    costs: dict[int, Any]  # op index -> OpCost or None (only ops looked at)
+    shapes: Callable[[dict], str]
+    dtypes: Callable[[dict], str]
+
+
+def _attribute(events: TraceEvents, cost: CostFn | None, causal: str) -> _Attribution:
+    fn, shapes, dtypes = _default_cost() if cost is None else (cost, _shapes_fallback, _dtypes_fallback)
+    ops = events.ops
+    costs: dict[int, Any] = {}
+    owner_of: dict[int, int] = {}
+
+    def cost_of(i: int) -> Any:
+        if i not in costs:
+            costs[i] = fn(events.name_of(ops.name[i]), ops.args[i], causal=causal)
+        return costs[i]
+
+    def owner(leaf: int) -> int:
+        if leaf not in owner_of:
+            found, i = leaf, leaf
+            while i >= 0:
+                if cost_of(i) is not None:
+                    found = i
+                i = int(ops.parent[i])
+            owner_of[leaf] = found
+        return owner_of[leaf]
+
+    gpu_op = events.gpu.op
+    out = np.array([owner(int(o)) if o >= 0 else -1 for o in gpu_op], dtype=np.int64)
+    return _Attribution(out, costs, shapes, dtypes)
+
+
+def _shapes_fallback(args: dict) -> str:
+    return str(args.get("Input Dims", ""))
+
+
+def _dtypes_fallback(args: dict) -> str:
+    return ",".join(str(t) for t in args.get("Input type", ()) if t)
+
+
+def _kept(events: TraceEvents, kernel_mask: np.ndarray | None) -> np.ndarray:
+    n = len(events.gpu)
+    return np.ones(n, dtype=bool) if kernel_mask is None else np.asarray(kernel_mask, dtype=bool)
+
+
+def _is_comm(events: TraceEvents) -> np.ndarray:
+    names = events.names
+    comm_name = np.array([bool(COMM_KERNEL.search(n)) for n in names], dtype=bool)
+    gpu = events.gpu
+    return (gpu.kind == KERNEL) & comm_name[gpu.name] if len(gpu) else np.zeros(0, dtype=bool)
+
+
+def op_groups(
+    events: TraceEvents,
+    *,
+    peaks: Peaks,
+    device: Any = None,
+    kernel_mask: np.ndarray | None = None,
+    causal: str = "half",
+    cost: CostFn | None = None,
+) -> tuple[OpGroup, ...]:
+    """The (op, shapes, dtypes) groups over the kept GPU events, longest first (see the module
+    docstring for the attribution and bound rules). ``cost`` replaces ``op_costs.op_cost``
+    (tests)."""
+    att = _attribute(events, cost, causal)
+    gpu = events.gpu
+    keep = _kept(events, kernel_mask) & (gpu.kind != SYNC) & (att.owner >= 0)
+    members: dict[tuple[str, str, str], list[int]] = {}
+    for e in np.flatnonzero(keep):
+        op = int(att.owner[e])
+        c = att.costs.get(op)
+        args = events.ops.args[op]
+        key = (
+            events.name_of(events.ops.name[op]),
+            att.shapes(args),
+            att.dtypes(args) if c is None or not c.dtype else c.dtype,
+        )
+        members.setdefault(key, []).append(int(e))
+    steps = sorted({int(s) for s in gpu.step[keep] if s >= 0})
+    groups = [_group(events, att, key, idx, peaks, device, steps) for key, idx in members.items()]
+    groups.sort(key=lambda g: (-g.time_s, g.name, g.shapes))
+    return tuple(groups)
+
+
+def _group(
+    events: TraceEvents,
+    att: _Attribution,
+    key: tuple[str, str, str],
+    idx: list[int],
+    peaks: Peaks,
+    device: Any,
+    steps: list[int],
+) -> OpGroup:
+    gpu = events.gpu
+    name, shapes, dtype = key
+    instances = sorted({int(att.owner[e]) for e in idx})
+    costs = [att.costs.get(i) for i in instances]
+    modelled = [c for c in costs if c is not None]
+    flops = math.fsum(float(c.flops) for c in modelled)
+    nbytes = math.fsum(float(c.bytes) for c in modelled)
+    time_s = math.fsum(float(gpu.dur_us[e]) for e in idx) / 1e6
+    kernel_names = tuple(dict.fromkeys(events.name_of(gpu.name[e]) for e in idx if gpu.kind[e] == KERNEL))
+    precision = _precision(dtype, kernel_names, device)
+    family = (
+        modelled[0].family
+        if modelled
+        else ("communication" if any(COMM_KERNEL.search(k) for k in kernel_names) else "")
+    )
+    calls = len(instances)
+    bound, fraction = _bound(
+        flops, nbytes, time_s, calls, modelled != [], peak_flops(peaks, precision), peaks
+    )
+    return OpGroup(
+        name=name,
+        shapes=shapes,
+        dtype=dtype,
+        calls=calls,
+        time_s=time_s,
+        flops=flops,
+        bytes=nbytes,
+        achieved_flops_per_s=flops / time_s if time_s > 0 else 0.0,
+        achieved_bytes_per_s=nbytes / time_s if time_s > 0 else 0.0,
+        bound=bound,
+        peak_fraction=fraction,
+        precision=precision,
+        family=family,
+        kernels=len(idx),
+        time_spread_s=_spread(gpu, idx, steps),
+        kernel_names=kernel_names[:KERNEL_NAMES_KEPT],
+    )
+
+
+def _precision(dtype: str, kernel_names: tuple[str, ...], device: Any) -> str:
+    from infer_opt.trace.devices import precision_of
+
+    first = dtype.split(",")[0] if dtype else ""
+    return precision_of(first, kernel_names, device)
+
+
+def _bound(
+    flops: float, nbytes: float, time_s: float, calls: int, modelled: bool, rate: float, peaks: Peaks
+) -> tuple[str, float]:
+    if not modelled or calls == 0 or (flops == 0 and nbytes == 0):
+        return "unknown", 0.0
+    compute = flops / calls / rate if rate > 0 and flops > 0 else 0.0
+    memory = nbytes / calls / peaks.bytes_per_s if peaks.bytes_per_s > 0 and nbytes > 0 else 0.0
+    launch = peaks.launch_s if peaks.launch_s > 0 else DEFAULT_LAUNCH_S
+    heavier = "compute" if compute >= memory else "bandwidth"
+    if time_s <= 0:
+        fraction = 0.0
+    elif heavier == "compute":
+        fraction = flops / time_s / rate if rate > 0 else 0.0
+    else:
+        fraction = nbytes / time_s / peaks.bytes_per_s
+    return ("launch" if launch > max(compute, memory) else heavier), fraction
+
+
+def _spread(gpu: Any, idx: list[int], steps: list[int]) -> float:
+    if len(steps) < 2:
+        return 0.0
+    per_step = dict.fromkeys(steps, 0.0)
+    for e in idx:
+        s = int(gpu.step[e])
+        if s in per_step:
+            per_step[s] += float(gpu.dur_us[e])
+    values = per_step.values()
+    return (max(values) - min(values)) / 1e6
+
+
+def event_reasons(events: TraceEvents, *, causal: str = "half", cost: CostFn | None = None) -> np.ndarray:
+    """Per GPU event, the index into :data:`COVERAGE_REASONS` of why it has (or has no) formula."""
+    att = _attribute(events, cost, causal)
+    gpu, ops = events.gpu, events.ops
+    graph = np.array([bool(GRAPH_LAUNCH.search(n)) for n in events.names], dtype=bool)
+    comm = _is_comm(events)
+    reasons = np.empty(len(gpu), dtype=np.int8)
+    for e in range(len(gpu)):
+        reasons[e] = COVERAGE_REASONS.index(_reason(events, att, graph, bool(comm[e]), e, ops))
+    return reasons
+
+
+def _reason(events: TraceEvents, att: _Attribution, graph: np.ndarray, comm: bool, e: int, ops: Any) -> str:
+    gpu = events.gpu
+    kind, op = int(gpu.kind[e]), int(att.owner[e])
+    if kind == SYNC:
+        return "sync"
+    if comm:
+        return "communication"
+    if op >= 0 and att.costs.get(op) is not None:
+        return "modelled"
+    if kind in (MEMCPY, MEMSET):
+        return "memcpy"
+    launch = int(gpu.launch[e])
+    if launch >= 0 and graph[events.launches.name[launch]]:
+        return "no_shapes"
+    if op < 0:
+        return "unlinked"
+    i = op
+    while i >= 0:
+        if ops.args[i].get("Input Dims"):
+            return "no_formula"
+        i = int(ops.parent[i])
+    return "no_shapes"
+
+
+def coverage(
+    events: TraceEvents,
+    *,
+    kernel_mask: np.ndarray | None = None,
+    causal: str = "half",
+    cost: CostFn | None = None,
+) -> tuple[CoverageRow, ...]:
+    """Shares of the kept GPU events' summed time by reason (nonzero rows, largest first; the
+    fractions sum to 1; empty without GPU time). A memset or memcpy an op with a formula
+    launched counts as modelled, like its kernels."""
+    keep = _kept(events, kernel_mask)
+    reasons = event_reasons(events, causal=causal, cost=cost)
+    dur = events.gpu.dur_us
+    times = {r: math.fsum(dur[keep & (reasons == i)]) for i, r in enumerate(COVERAGE_REASONS)}
+    total = math.fsum(times.values())
+    if total <= 0:
+        return ()
+    rows = [CoverageRow(r, t / 1e6, t / total) for r, t in times.items() if t > 0]
+    rows.sort(key=lambda r: (-r.time_s, r.reason))
+    return tuple(rows)
+
+
+def _meaningful_parent(events: TraceEvents, op: int) -> str:
+    ops = events.ops
+    while op >= 0 and events.name_of(ops.name[op]) in PLUMBING:
+        op = int(ops.parent[op])
+    return events.name_of(ops.name[op]) if op >= 0 else ""
+
+
+def host_syncs(events: TraceEvents) -> tuple[HostSync, ...]:
+    """Host calls that wait for the device, by (call, enclosing op), most time first.
+
+    Runtime calls: ``cuda/hip`` ``StreamSynchronize``, ``DeviceSynchronize``,
+    ``EventSynchronize``, the blocking ``cudaMemcpy``/``hipMemcpy`` (not ``...Async``) and the
+    driver's equivalents; the enclosing op is the nearest one that is not scalar-read plumbing
+    (``aten::item``, ``aten::_local_scalar_dense``, ``aten::copy_``, ...), so a ``.item()`` under
+    ``aten::is_nonzero`` says ``aten::is_nonzero``. A trace without runtime events lists its
+    ``aten::item``/``aten::_local_scalar_dense`` calls instead, under their parent op."""
+    found: dict[tuple[str, str], list[float]] = {}
+    launches = events.launches
+    is_sync = np.array([bool(SYNC_CALLS.search(n)) for n in events.names], dtype=bool)
+    for i in np.flatnonzero(is_sync[launches.name]) if len(launches) else ():
+        key = (events.name_of(launches.name[i]), _meaningful_parent(events, int(launches.op[i])))
+        found.setdefault(key, []).append(float(launches.dur_us[i]))
+    if not len(launches):
+        ops = events.ops
+        for i in range(len(ops)):
+            name = events.name_of(ops.name[i])
+            if name in SCALAR_READS and (
+                ops.parent[i] < 0 or events.name_of(ops.name[ops.parent[i]]) not in SCALAR_READS
+            ):
+                key = (name, _meaningful_parent(events, int(ops.parent[i])))
+                found.setdefault(key, []).append(float(ops.dur_us[i]))
+    rows = [HostSync(name, len(d), math.fsum(d) / 1e6, under) for (name, under), d in found.items()]
+    rows.sort(key=lambda r: (-r.time_s, r.name, r.under_op))
+    return tuple(rows)
