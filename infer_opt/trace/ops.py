@@ -70,14 +70,16 @@ def _default_cost() -> tuple[CostFn, Callable[[dict], str], Callable[[dict], str
 
 
 @dataclass
-class _Attribution:
+class Attribution:
+    """Which op owns each GPU event (see the module docstring), and the ops' formulas."""
+
     owner: np.ndarray  # per GPU event: the op index it is attributed to, -1 none
     costs: dict[int, Any]  # op index -> OpCost or None (only ops looked at)
     shapes: Callable[[dict], str]
     dtypes: Callable[[dict], str]
 
 
-def _attribute(events: TraceEvents, cost: CostFn | None, causal: str) -> _Attribution:
+def attribute(events: TraceEvents, cost: CostFn | None, causal: str) -> Attribution:
     fn, shapes, dtypes = _default_cost() if cost is None else (cost, _shapes_fallback, _dtypes_fallback)
     ops = events.ops
     costs: dict[int, Any] = {}
@@ -100,7 +102,7 @@ def _attribute(events: TraceEvents, cost: CostFn | None, causal: str) -> _Attrib
 
     gpu_op = events.gpu.op
     out = np.array([owner(int(o)) if o >= 0 else -1 for o in gpu_op], dtype=np.int64)
-    return _Attribution(out, costs, shapes, dtypes)
+    return Attribution(out, costs, shapes, dtypes)
 
 
 def _shapes_fallback(args: dict) -> str:
@@ -135,7 +137,7 @@ def op_groups(
     """The (op, shapes, dtypes) groups over the kept GPU events, longest first (see the module
     docstring for the attribution and bound rules). ``cost`` replaces ``op_costs.op_cost``
     (tests)."""
-    att = _attribute(events, cost, causal)
+    att = attribute(events, cost, causal)
     gpu = events.gpu
     keep = _kept(events, kernel_mask) & (gpu.kind != SYNC) & (att.owner >= 0)
     members: dict[tuple[str, str, str], list[int]] = {}
@@ -157,7 +159,7 @@ def op_groups(
 
 def _group(
     events: TraceEvents,
-    att: _Attribution,
+    att: Attribution,
     key: tuple[str, str, str],
     idx: list[int],
     peaks: Peaks,
@@ -242,7 +244,7 @@ def _spread(gpu: Any, idx: list[int], steps: list[int]) -> float:
 
 def event_reasons(events: TraceEvents, *, causal: str = "half", cost: CostFn | None = None) -> np.ndarray:
     """Per GPU event, the index into :data:`COVERAGE_REASONS` of why it has (or has no) formula."""
-    att = _attribute(events, cost, causal)
+    att = attribute(events, cost, causal)
     gpu, ops = events.gpu, events.ops
     graph = np.array([bool(GRAPH_LAUNCH.search(n)) for n in events.names], dtype=bool)
     comm = _is_comm(events)
@@ -252,7 +254,7 @@ def event_reasons(events: TraceEvents, *, causal: str = "half", cost: CostFn | N
     return reasons
 
 
-def _reason(events: TraceEvents, att: _Attribution, graph: np.ndarray, comm: bool, e: int, ops: Any) -> str:
+def _reason(events: TraceEvents, att: Attribution, graph: np.ndarray, comm: bool, e: int, ops: Any) -> str:
     gpu = events.gpu
     kind, op = int(gpu.kind[e]), int(att.owner[e])
     if kind == SYNC:

@@ -1,0 +1,221 @@
+"""What an optimization would buy, per (median) step: Amdahl over the trace's timeline.
+
+Every figure is a prediction (a :class:`~infer_opt.kinds.trace.WhatIf` with its assumption).
+Savings found over the analyzed window are divided by its number of steps and held against the
+median step ``T`` (``StepTimeline.span_s``); a part of time ``t`` per step sped up ``s`` times
+saves ``T·(1 − 1/S)`` with ``S`` :func:`infer_opt.cost_models.amdahl.amdahl_speedup` of
+``f = t/T`` (capped at 1). Kernel times are summed, so where streams overlap a category's
+fraction is an upper bound.
+
+- ``category_at_bound``: each family's ops at their roofline bound ``max(F/R, Q/b)`` at peak
+  (never slower than now); ops without a formula unchanged.
+- ``matmul_at_peak_fraction``: matmuls at ``η`` of peak: ``max(F/(η·R), Q/b)``.
+- ``cuda_graphs``: the idle gaps on the busiest stream where the GPU waited for the host — the
+  next event's launch came after the previous event ended — within a step; a graph replay
+  launches them all at once, so the gaps go.
+- ``fusion``: adjacent elementwise ops on the busiest stream whose first inputs have the same
+  shape and dtype (the trace does not record outputs: the chain is inferred); the intermediate
+  would not be written and read back: ``2 × its bytes / b`` per link.
+- ``overlap``: communication not already overlapped with compute, ``comm_s·(1 − overlap)``.
+
+Pure: numpy and the standard library.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from infer_opt.cost_models.amdahl import amdahl_speedup
+from infer_opt.cost_models.profile_amdahl import capped_bound
+from infer_opt.kinds.trace import OpGroup, Peaks, StepTimeline, WhatIf
+from infer_opt.trace.events import SYNC, TraceEvents
+from infer_opt.trace.ops import Attribution, attribute
+from infer_opt.trace.roofline import peak_flops
+
+ELEMENTWISE = "elementwise"
+
+
+def _whatif(scenario: str, description: str, saved_s: float, step_s: float, assumption: str) -> WhatIf:
+    saved = min(max(0.0, saved_s), step_s)
+    speedup = step_s / (step_s - saved) if step_s > saved else math.inf
+    return WhatIf(scenario, description, saved, step_s, speedup, assumption)
+
+
+def _amdahl_saving(time_s: float, target_s: float, step_s: float) -> float:
+    """Per-step saving of a part of ``time_s`` per step brought to ``target_s``."""
+    if step_s <= 0 or time_s <= 0:
+        return 0.0
+    f = min(1.0, time_s / step_s)
+    s = math.inf if target_s <= 0 else max(1.0, time_s / target_s)
+    return step_s * (1.0 - 1.0 / amdahl_speedup(f, s))
+
+
+def _bound_s(g: OpGroup, peaks: Peaks, efficiency: float = 1.0) -> float:
+    rate = peak_flops(peaks, g.precision) * efficiency
+    compute = g.flops / rate if rate > 0 and g.flops > 0 else 0.0
+    memory = g.bytes / peaks.bytes_per_s if peaks.bytes_per_s > 0 else 0.0
+    return capped_bound(g.time_s, max(compute, memory))
+
+
+def category_at_bound(groups: Sequence[OpGroup], peaks: Peaks, step_s: float, n_steps: int) -> list[WhatIf]:
+    """One what-if per family with a formula."""
+    found = []
+    for family in sorted({g.family for g in groups if g.family and (g.flops > 0 or g.bytes > 0)}):
+        members = [g for g in groups if g.family == family and (g.flops > 0 or g.bytes > 0)]
+        time_s = math.fsum(g.time_s for g in members) / n_steps
+        bound = math.fsum(_bound_s(g, peaks) for g in members) / n_steps
+        found.append(
+            _whatif(
+                "category_at_bound",
+                f"{family} ops at their roofline bound",
+                _amdahl_saving(time_s, bound, step_s),
+                step_s,
+                f"each {family} op takes max(F/R, Q/b) at the peaks ({peaks.source}), never longer than now",
+            )
+        )
+    return found
+
+
+def matmul_at_fraction(
+    groups: Sequence[OpGroup], peaks: Peaks, step_s: float, n_steps: int, fraction: float
+) -> WhatIf:
+    members = [g for g in groups if g.family == "matmul" and g.flops > 0]
+    time_s = math.fsum(g.time_s for g in members) / n_steps
+    target = math.fsum(_bound_s(g, peaks, fraction) for g in members) / n_steps
+    return _whatif(
+        "matmul_at_peak_fraction",
+        f"matmuls at {fraction:.0%} of peak",
+        _amdahl_saving(time_s, target, step_s),
+        step_s,
+        f"each matmul takes max(F/({fraction:g}·R), Q/b), never longer than now",
+    )
+
+
+def busiest_stream(events: TraceEvents, keep: np.ndarray) -> tuple[int, np.ndarray]:
+    """The stream with the most summed GPU time among ``keep``, and its events in start order."""
+    gpu = events.gpu
+    keep = keep & (gpu.kind != SYNC)
+    if not keep.any():
+        return -1, np.zeros(0, dtype=np.int64)
+    streams = np.unique(gpu.stream[keep])
+    totals = [math.fsum(gpu.dur_us[keep & (gpu.stream == s)]) for s in streams]
+    stream = int(streams[int(np.argmax(totals))])
+    idx = np.flatnonzero(keep & (gpu.stream == stream))
+    return stream, idx[np.argsort(gpu.ts_us[idx], kind="stable")]
+
+
+def launch_gaps_us(events: TraceEvents, order: np.ndarray) -> float:
+    """Summed idle gaps (µs) between consecutive events of ``order`` (one stream, start order)
+    where the next event's launch came at or after the previous one's end, within a step."""
+    gpu, launches = events.gpu, events.launches
+    total = []
+    end = -math.inf
+    prev_step = None
+    for e in order:
+        start, step, launch = float(gpu.ts_us[e]), int(gpu.step[e]), int(gpu.launch[e])
+        same_step = prev_step is not None and step == prev_step
+        if same_step and start > end and launch >= 0 and float(launches.ts_us[launch]) >= end:
+            total.append(start - end)
+        end = max(end, start + float(gpu.dur_us[e]))
+        prev_step = step
+    return math.fsum(total)
+
+
+def _element_bytes(args: dict) -> float:
+    from infer_opt.trace.devices import DTYPE_BYTES, normalize_dtype
+
+    dims = args.get("Input Dims") or []
+    types = args.get("Input type") or []
+    if not dims or not isinstance(dims[0], list) or not types:
+        return 0.0
+    return float(math.prod(dims[0])) * DTYPE_BYTES.get(normalize_dtype(str(types[0])), 0)
+
+
+def fusion_bytes(events: TraceEvents, att: Attribution, order: np.ndarray) -> float:
+    """Bytes that a fused elementwise chain would not move: ``2 × intermediate`` per link of
+    adjacent elementwise ops (distinct instances) with the same first-input shape and dtype."""
+    saved = []
+    prev_op, prev_key = -1, None
+    for e in order:
+        op = int(att.owner[e])
+        if op == prev_op:
+            continue
+        c = att.costs.get(op) if op >= 0 else None
+        args = events.ops.args[op] if op >= 0 else {}
+        is_elementwise = c is not None and c.family == ELEMENTWISE
+        key = (str((args.get("Input Dims") or [None])[0]), str((args.get("Input type") or [None])[0]))
+        if is_elementwise and prev_key == key:
+            saved.append(2.0 * _element_bytes(args))
+        prev_op, prev_key = op, key if is_elementwise else None
+    return math.fsum(saved)
+
+
+def overlap_saving(steps: Sequence[StepTimeline]) -> float:
+    """Median over steps of the communication not overlapped with compute."""
+    values = [s.comm_s * (1.0 - s.overlap_fraction) for s in steps]
+    return statistics.median(values) if values else 0.0
+
+
+def what_ifs(
+    events: TraceEvents,
+    groups: Sequence[OpGroup],
+    peaks: Peaks,
+    steps: Sequence[StepTimeline],
+    *,
+    kernel_mask: np.ndarray | None = None,
+    matmul_peak_fraction: float = 0.7,
+    causal: str = "half",
+    cost: Any = None,
+) -> tuple[WhatIf, ...]:
+    """Every what-if for one rank's analyzed window, largest saving first (``steps``: the
+    rank's analyzed windows; empty: nothing to hold savings against, no what-ifs)."""
+    if not steps:
+        return ()
+    step_s = statistics.median(s.span_s for s in steps)
+    if step_s <= 0:
+        return ()
+    n = len(steps)
+    keep = (
+        np.ones(len(events.gpu), dtype=bool) if kernel_mask is None else np.asarray(kernel_mask, dtype=bool)
+    )
+    found = category_at_bound(groups, peaks, step_s, n)
+    found.append(matmul_at_fraction(groups, peaks, step_s, n, matmul_peak_fraction))
+    stream, order = busiest_stream(events, keep)
+    gaps = launch_gaps_us(events, order) / 1e6 / n
+    found.append(
+        _whatif(
+            "cuda_graphs",
+            f"CUDA graphs: the launch gaps on stream {stream} removed",
+            gaps,
+            step_s,
+            "a graph replay removes every idle gap where the GPU waited for the host's next launch",
+        )
+    )
+    moved = fusion_bytes(events, attribute(events, cost, causal), order) / n
+    fused_s = moved / peaks.bytes_per_s if peaks.bytes_per_s > 0 else 0.0
+    found.append(
+        _whatif(
+            "fusion",
+            f"fusing adjacent elementwise ops ({moved / 1e6:.3g} MB of intermediates per step)",
+            fused_s,
+            step_s,
+            "each intermediate of an adjacent same-shape elementwise pair is neither written nor read"
+            " (at peak bandwidth)",
+        )
+    )
+    found.append(
+        _whatif(
+            "overlap",
+            "communication fully overlapped with compute",
+            overlap_saving(steps),
+            step_s,
+            "the communication not overlapped now hides entirely behind compute",
+        )
+    )
+    found.sort(key=lambda w: (-w.saved_s, w.scenario, w.description))
+    return tuple(found)

@@ -1,0 +1,101 @@
+"""What-ifs on a hand-built stream: exact savings, and their invariants."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from infer_opt.kinds.trace import OpGroup, StepTimeline
+from infer_opt.trace.ops import op_groups
+from infer_opt.trace.whatif import category_at_bound, matmul_at_fraction, what_ifs
+from tests.trace.builders import make_events
+from tests.trace.test_ops import ADD, BF16, PEAKS, stub_cost
+
+MM = {"Input Dims": [[4, 8], [8, 16]], "Input type": [BF16, BF16]}
+OPS = [("aten::add", 0, 5, -1, ADD), ("aten::add", 14, 2, -1, ADD), ("aten::mm", 13, 2, -1, MM)]
+LAUNCHES = [
+    ("cudaLaunchKernel", 5, 1, 1, 0),
+    ("cudaLaunchKernel", 15, 1, 2, 1),
+    ("cudaLaunchKernel", 14, 1, 3, 2),
+]
+GPU = [
+    ("kernel", "add", 10.0, 2.0, 7, 1, 0, 0, 0),
+    ("kernel", "add", 20.0, 2.0, 7, 2, 1, 1, 0),  # launched at 15 >= 12: an 8 us launch gap
+    (
+        "kernel",
+        "gemm",
+        23.0,
+        10.0,
+        7,
+        3,
+        2,
+        2,
+        0,
+    ),  # launched at 14 < 22: queued, its 1 us gap is not the host's
+    ("kernel", "other_stream", 0.0, 1.0, 9, 4, -1, -1, 0),
+]
+STEP = StepTimeline(1, 0.0, 50e-6, 22e-6, 28e-6, 15e-6, 10e-6, 0.0, 0.0, 0.25)
+
+
+def scenarios():
+    ev = make_events(ops=OPS, launches=LAUNCHES, gpu=GPU, steps=[(1, 0, 60)])
+    groups = op_groups(ev, peaks=PEAKS, cost=stub_cost)
+    found = what_ifs(ev, groups, PEAKS, [STEP], cost=stub_cost)
+    return groups, {(w.scenario, w.description.split(" ")[0]): w for w in found}
+
+
+def test_cuda_graphs_fusion_and_overlap_exact():
+    _, found = scenarios()
+    graphs = found[("cuda_graphs", "CUDA")]
+    assert graphs.saved_s == pytest.approx(8e-6)
+    assert graphs.speedup == pytest.approx(50 / 42)
+    fusion = found[("fusion", "fusing")]
+    assert fusion.saved_s == pytest.approx(2 * 4 * 16 * 2 / PEAKS.bytes_per_s)
+    assert found[("overlap", "communication")].saved_s == pytest.approx(10e-6 * 0.75)
+    assert all(w.step_s == 50e-6 for w in found.values())
+
+
+def test_matmul_at_fraction_and_category_at_bound_are_amdahl():
+    groups, found = scenarios()
+    mm = next(g for g in groups if g.name == "aten::mm")
+    target = max(mm.flops / (0.7 * 1e15), mm.bytes / PEAKS.bytes_per_s)
+    w = found[("matmul_at_peak_fraction", "matmuls")]
+    assert w.saved_s == pytest.approx(mm.time_s - target)  # f < 1: Amdahl saves t − t'
+    elementwise = category_at_bound(groups, PEAKS, 50e-6, 1)
+    adds = [g for g in groups if g.family == "elementwise"]
+    bound = sum(max(g.flops / 1e15, g.bytes / PEAKS.bytes_per_s) for g in adds)
+    ew = next(x for x in elementwise if x.description.startswith("elementwise"))
+    assert ew.saved_s == pytest.approx(sum(g.time_s for g in adds) - bound)
+
+
+def test_no_steps_no_what_ifs():
+    ev = make_events(ops=OPS, launches=LAUNCHES, gpu=GPU)
+    assert what_ifs(ev, (), PEAKS, [], cost=stub_cost) == ()
+
+
+groups_strategy = st.lists(
+    st.builds(
+        lambda fam, t, f, q, calls: OpGroup(
+            "op", "", "bf16", calls, t, f, q, f / t, q / t, "compute", 0.0, "bf16", family=fam, kernels=calls
+        ),
+        st.sampled_from(["matmul", "elementwise", "attention", "norm"]),
+        st.floats(1e-7, 1e-2),
+        st.floats(0, 1e13),
+        st.floats(0, 1e10),
+        st.integers(1, 50),
+    ),
+    max_size=8,
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(groups_strategy, st.floats(1e-6, 1e-1), st.integers(1, 5), st.floats(0.05, 1.0))
+def test_savings_are_within_the_step_and_speedups_at_least_one(groups, step_s, n_steps, eta):
+    found = category_at_bound(groups, PEAKS, step_s, n_steps)
+    found.append(matmul_at_fraction(groups, PEAKS, step_s, n_steps, eta))
+    for w in found:
+        assert 0.0 <= w.saved_s <= w.step_s
+        assert w.speedup >= 1.0 or math.isclose(w.speedup, 1.0)
