@@ -4,7 +4,8 @@
 ``cuda_sync`` wait) was launched from inside a chain of nested ``cpu_op`` s, innermost first
 (``GpuEvents.op`` is the innermost; ``CpuOps.parent`` walks out). The event is attributed to
 the **outermost op of that chain that has a FLOP/byte formula** (``op_costs.op_cost`` is not
-``None``); when no op of the chain has one, to the innermost op. So ``aten::linear`` →
+``None`` and counts some work: a view's zero formula does not claim the copy a ``reshape``
+launches through ``clone``); when no op of the chain has one, to the innermost op. So ``aten::linear`` →
 ``aten::addmm`` → gemm kernel + split-K reduce + memset is one ``aten::linear`` group whose
 kernel time is all three events and whose FLOPs are ``linear``'s formula once; ``aten::addmm``
 has no group of its own there (its work is inside ``linear``'s formula), which is what keeps
@@ -58,6 +59,17 @@ SYNC_CALLS = re.compile(
 #: ops that read a device scalar on the host (and the plumbing under them)
 SCALAR_READS = ("aten::item", "aten::_local_scalar_dense")
 PLUMBING = (*SCALAR_READS, "aten::copy_", "aten::_to_copy", "aten::empty_strided")
+CATEGORIES = (
+    "matmul",
+    "attention",
+    "conv",
+    "norm",
+    "softmax",
+    "embedding",
+    "elementwise",
+    "reduction",
+    "copy",
+)
 COVERAGE_REASONS = ("modelled", "no_shapes", "unlinked", "communication", "memcpy", "sync", "no_formula")
 
 CostFn = Callable[..., Any]
@@ -94,7 +106,7 @@ def attribute(events: TraceEvents, cost: CostFn | None, causal: str) -> Attribut
         if leaf not in owner_of:
             found, i = leaf, leaf
             while i >= 0:
-                if cost_of(i) is not None:
+                if _works(cost_of(i)):
                     found = i
                 i = int(ops.parent[i])
             owner_of[leaf] = found
@@ -119,10 +131,39 @@ def _kept(events: TraceEvents, kernel_mask: np.ndarray | None) -> np.ndarray:
 
 
 def _is_comm(events: TraceEvents) -> np.ndarray:
-    names = events.names
-    comm_name = np.array([bool(COMM_KERNEL.search(n)) for n in names], dtype=bool)
-    gpu = events.gpu
-    return (gpu.kind == KERNEL) & comm_name[gpu.name] if len(gpu) else np.zeros(0, dtype=bool)
+    from infer_opt.trace.timeline import COMM, classify
+
+    return classify(events) == COMM
+
+
+def _works(c: Any) -> bool:
+    """A formula that counts some work (a view's 0/0 formula does not claim its children)."""
+    return c is not None and (c.flops > 0 or c.bytes > 0)
+
+
+def category(family: str) -> str:
+    """The what-if category of an ``op_costs`` family: ``gemm.nn`` -> matmul, ``add.s`` ->
+    elementwise, ``sum.r`` -> reduction, ``attention_flash`` -> attention ..."""
+    if family in CATEGORIES or not family:
+        return family
+    head = family.split(".")[0]
+    if head in ("gemm", "bmm"):
+        return "matmul"
+    for prefix, name in (
+        ("attention", "attention"),
+        ("conv", "conv"),
+        ("view", "view"),
+        ("foreach", "elementwise"),
+    ):
+        if head.startswith(prefix):
+            return name
+    if "norm" in head:
+        return "norm"
+    if head in ("softmax", "embedding"):
+        return head
+    if head in ("copy", "clone", "to_copy", "cat"):
+        return "copy"
+    return "reduction" if family.endswith(".r") else "elementwise"
 
 
 def op_groups(
@@ -170,14 +211,14 @@ def _group(
     name, shapes, dtype = key
     instances = sorted({int(att.owner[e]) for e in idx})
     costs = [att.costs.get(i) for i in instances]
-    modelled = [c for c in costs if c is not None]
+    modelled = [c for c in costs if _works(c)]
     flops = math.fsum(float(c.flops) for c in modelled)
     nbytes = math.fsum(float(c.bytes) for c in modelled)
     time_s = math.fsum(float(gpu.dur_us[e]) for e in idx) / 1e6
     kernel_names = tuple(dict.fromkeys(events.name_of(gpu.name[e]) for e in idx if gpu.kind[e] == KERNEL))
     precision = _precision(dtype, kernel_names, device)
     family = (
-        modelled[0].family
+        category(modelled[0].family)
         if modelled
         else ("communication" if any(COMM_KERNEL.search(k) for k in kernel_names) else "")
     )
@@ -261,7 +302,7 @@ def _reason(events: TraceEvents, att: Attribution, graph: np.ndarray, comm: bool
         return "sync"
     if comm:
         return "communication"
-    if op >= 0 and att.costs.get(op) is not None:
+    if op >= 0 and _works(att.costs.get(op)):
         return "modelled"
     if kind in (MEMCPY, MEMSET):
         return "memcpy"

@@ -34,7 +34,7 @@ from infer_opt.cost_models.amdahl import amdahl_speedup
 from infer_opt.cost_models.profile_amdahl import capped_bound
 from infer_opt.kinds.trace import OpGroup, Peaks, StepTimeline, WhatIf
 from infer_opt.trace.events import SYNC, TraceEvents
-from infer_opt.trace.ops import Attribution, attribute
+from infer_opt.trace.ops import Attribution, attribute, category
 from infer_opt.trace.roofline import peak_flops
 
 ELEMENTWISE = "elementwise"
@@ -147,7 +147,7 @@ def fusion_bytes(events: TraceEvents, att: Attribution, order: np.ndarray) -> fl
             continue
         c = att.costs.get(op) if op >= 0 else None
         args = events.ops.args[op] if op >= 0 else {}
-        is_elementwise = c is not None and c.family == ELEMENTWISE
+        is_elementwise = c is not None and category(c.family) == ELEMENTWISE
         key = (str((args.get("Input Dims") or [None])[0]), str((args.get("Input type") or [None])[0]))
         if is_elementwise and prev_key == key:
             saved.append(2.0 * _element_bytes(args))
