@@ -40,6 +40,7 @@ from typing import Any
 
 import torch
 
+from infer_opt.kinds.validate import NOISE_HOST, NOISE_OPS, SMALL_OP_S
 from infer_opt.profilers import calibration as cal
 from infer_opt.profilers import validate as va
 from infer_opt.profilers.device import cpu_model_name
@@ -121,8 +122,8 @@ def overall(results: list[Any]) -> dict[str, Any]:
             "p90": s.p90_abs_rel_error,
             "bias": s.mean_signed_rel_error,
         }
-    large = [o for o in ops if o.measured_s >= va.SMALL_OP_S]
-    small = [o for o in ops if o.measured_s < va.SMALL_OP_S]
+    large = [o for o in ops if o.measured_s >= SMALL_OP_S]
+    small = [o for o in ops if o.measured_s < SMALL_OP_S]
     s = error_stats([o.predicted_s for o in large], [o.measured_s for o in large])
     summary["ops"] = {"n": s.n, "mape": s.mape, "p90": s.p90_abs_rel_error}
     s = error_stats([o.predicted_s for o in small], [o.measured_s for o in small])
@@ -178,7 +179,7 @@ def aa_noise(first: list[Any], second: list[Any]) -> dict[str, float | None]:
             points += r.points
         passes.append((points, ops))
     noise = va.pass_noise(passes)
-    keys = {"prefill": "prefill", "decode": "decode", "ops": va.NOISE_OPS, "host": va.NOISE_HOST}
+    keys = {"prefill": "prefill", "decode": "decode", "ops": NOISE_OPS, "host": NOISE_HOST}
     return {name: noise[key].mape if key in noise else None for name, key in keys.items()}
 
 

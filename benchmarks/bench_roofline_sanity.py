@@ -25,6 +25,7 @@ import sys
 import torch
 
 from infer_opt.cost_models.roofline import default_fit_families, fit_roofline
+from infer_opt.kinds.kernels import SuiteSettings
 from infer_opt.profilers import kernels as K
 from infer_opt.profilers.device import device_name, parse_dtype, resolve_device
 
@@ -32,7 +33,7 @@ from infer_opt.profilers.device import device_name, parse_dtype, resolve_device
 def one_run(dev: torch.device, dtype: torch.dtype, flush: bool) -> dict[str, float]:
     kind = "cuda" if dev.type == "cuda" else "cpu"
     cases = K.all_cases(kind, "quick")
-    result = K.run_suite(cases, dev, dtype, K.SuiteSettings(flush_cache=flush), all_known=cases)
+    result = K.run_suite(cases, dev, dtype, SuiteSettings(flush_cache=flush), all_known=cases)
     points = K.kernel_points(result)
     fit = fit_roofline(points, bootstrap=200, fit_families=default_fit_families(points))
     best_mm = max(r.achieved_flops_per_s for r in result.rows if r.name == "matmul" and r.time_s)

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from infer_opt.kinds.speculative_run import SpecRunResult
 from infer_opt.profilers import spec_run as sr
 from infer_opt.profilers.models import random_tokens
 from infer_opt.profilers.spec_measure import ModelPair
@@ -51,7 +52,7 @@ class TimedModel:
         return out
 
 
-def split_time(pair: ModelPair, result: sr.SpecRunResult, k: int) -> dict[str, float]:
+def split_time(pair: ModelPair, result: SpecRunResult, k: int) -> dict[str, float]:
     """One untimed-by-the-harness speculative decoding with every forward timed: per round, the
     seconds in the draft's and the target's forwards and the seconds outside them."""
     target, draft = TimedModel(pair.target), TimedModel(pair.draft)
@@ -74,7 +75,7 @@ def split_time(pair: ModelPair, result: sr.SpecRunResult, k: int) -> dict[str, f
     }
 
 
-def run(pair: ModelPair, args: argparse.Namespace, temperature: float | None) -> sr.SpecRunResult:
+def run(pair: ModelPair, args: argparse.Namespace, temperature: float | None) -> SpecRunResult:
     return sr.run_pair(
         pair,
         ks=list(range(1, args.k_max + 1)),
@@ -89,7 +90,7 @@ def run(pair: ModelPair, args: argparse.Namespace, temperature: float | None) ->
     )
 
 
-def table(runs: list[sr.SpecRunResult], splits: dict[int, dict[str, float]]) -> str:
+def table(runs: list[SpecRunResult], splits: dict[int, dict[str, float]]) -> str:
     first = runs[0]
     lines = [
         "| k | α_1..α_k (run 1) | E[N] pred / meas | measured S | predicted S | rel. error "

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from infer_opt.cost_models.amdahl import AmdahlResult, Part, combined
+from infer_opt.kinds.kernels import SuiteSettings
 
 
 def amdahl(
@@ -124,7 +125,7 @@ def kernels(
     torch_dtype = devices.parse_dtype(dtype, dev)
     known = suite_module.all_cases("cuda" if devices.is_cuda(dev) else "cpu", suite)
     cases = suite_module.select(known, list(only) if only is not None else None)
-    settings = suite_module.SuiteSettings(warmup=warmup, reps=reps, flush_cache=flush_cache)
+    settings = SuiteSettings(warmup=warmup, reps=reps, flush_cache=flush_cache)
     return suite_module.run_suite(cases, dev, torch_dtype, settings, suite=suite, all_known=known)
 
 

@@ -29,7 +29,7 @@ class Kind:
 
 
 _CM = "infer_opt.cost_models"
-_PR = "infer_opt.profilers"
+_KD = "infer_opt.kinds"
 _RP = "infer_opt.reports"
 _PL = "infer_opt.reports.plots"
 
@@ -37,7 +37,7 @@ KINDS: dict[str, Kind] = {
     k.name: k
     for k in (
         Kind("amdahl", f"{_CM}.amdahl:AmdahlResult", f"{_RP}.amdahl:build_view", f"{_PL}.amdahl:plot"),
-        Kind("kernels", f"{_PR}.kernels:KernelSuiteResult", f"{_RP}.kernels:build_view"),
+        Kind("kernels", f"{_KD}.kernels:KernelSuiteResult", f"{_RP}.kernels:build_view"),
         Kind("roofline", f"{_CM}.roofline:RooflineFit", f"{_RP}.roofline:build_view", f"{_PL}.roofline:plot"),
         Kind(
             "attention-check",
@@ -82,44 +82,44 @@ KINDS: dict[str, Kind] = {
         ),
         Kind(
             "amortize-measure",
-            f"{_PR}.compile_measure:AmortizeMeasureResult",
+            f"{_KD}.amortize_measure:AmortizeMeasureResult",
             f"{_RP}.measure:build_amortize_view",
             f"{_PL}.measure:plot_amortize",
         ),
         Kind(
             "speculative-measure",
-            f"{_PR}.spec_measure:SpecMeasureResult",
+            f"{_KD}.speculative_measure:SpecMeasureResult",
             f"{_RP}.measure:build_speculative_view",
             f"{_PL}.measure:plot_speculative",
         ),
         Kind(
             "speculative-run",
-            f"{_PR}.spec_run:SpecRunResult",
+            f"{_KD}.speculative_run:SpecRunResult",
             f"{_RP}.spec_run:build_view",
             f"{_PL}.spec_run:plot",
         ),
         Kind("buckets", f"{_CM}.bucketing:BucketsResult", f"{_RP}.buckets:build_view", f"{_PL}.buckets:plot"),
         Kind(
             "profile",
-            f"{_PR}.model_profile:ProfileResult",
+            f"{_KD}.profile:ProfileResult",
             f"{_RP}.profile:build_view",
             f"{_PL}.profile:plot",
         ),
         Kind("compare", f"{_CM}.compare:CompareResult", f"{_RP}.compare:build_view", f"{_PL}.compare:plot"),
-        Kind("ab", f"{_PR}.ab:AbResult", f"{_RP}.ab:build_view", f"{_PL}.ab:plot"),
+        Kind("ab", f"{_KD}.ab:AbResult", f"{_RP}.ab:build_view", f"{_PL}.ab:plot"),
         Kind("noise-floor", f"{_CM}.compare:NoiseFloor", f"{_RP}.compare:build_noise_view"),
         Kind("comm", f"{_CM}.comm:CommResult", f"{_RP}.comm:build_view", f"{_PL}.comm:plot"),
         Kind(
             "profile-tp",
-            f"{_PR}.tp_profile:TPProfileResult",
+            f"{_KD}.profile_tp:TPProfileResult",
             f"{_RP}.tp_profile:build_view",
             f"{_PL}.profile:plot",
         ),
         # ---- calibrated performance model (calibrate, predict, validate)
         Kind("calibration", f"{_CM}.op_model:CalibrationResult", f"{_RP}.calibration:build_view"),
-        Kind("predict", f"{_PR}.predict:PredictResult", f"{_RP}.predict:build_view", f"{_PL}.predict:plot"),
+        Kind("predict", f"{_KD}.predict:PredictResult", f"{_RP}.predict:build_view", f"{_PL}.predict:plot"),
         Kind(
-            "validate", f"{_PR}.validate:ValidateResult", f"{_RP}.validate:build_view", f"{_PL}.validate:plot"
+            "validate", f"{_KD}.validate:ValidateResult", f"{_RP}.validate:build_view", f"{_PL}.validate:plot"
         ),
     )
 }

@@ -91,3 +91,69 @@ def test_docstrings_cite_no_document_outside_the_repository():
         if re.search(r"\bSPEC\s*§", line)
     ]
     assert not cites, cites
+
+
+def test_no_module_of_the_report_layer_imports_the_profilers():
+    """A result kind's schema lives in ``infer_opt/kinds/``: views and plots read it there, so
+    rendering a saved result never loads the modules that measure (and import torch)."""
+    offenders = []
+    for path in sorted((ROOT / "infer_opt" / "reports").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            modules = []
+            if isinstance(node, ast.Import):
+                modules = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                modules = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            if any(m == "infer_opt.profilers" or m.startswith("infer_opt.profilers.") for m in modules):
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not offenders, offenders
+
+
+def _torch_loaded_after(code: str) -> bool:
+    import subprocess
+    import sys
+
+    script = f"import sys\n{code}\nprint('TORCH:' + str('torch' in sys.modules))\n"
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip().splitlines()[-1] == "TORCH:True"
+
+
+def test_the_view_of_every_saved_kind_loads_no_torch(tmp_path):
+    from infer_opt.registry import KINDS
+    from infer_opt.results import save_result
+    from tests.reports.fixtures import FIXTURES
+
+    paths = []
+    for kind in sorted(KINDS):
+        if kind in FIXTURES:  # tests/reports checks every kind has one
+            paths.append(str(save_result(tmp_path / f"{kind}.json", FIXTURES[kind]())))
+    assert len(paths) >= 25, paths
+    code = (
+        "from infer_opt.reports.view import build_view\n"
+        "from infer_opt.results import load_result\n"
+        f"for path in {paths!r}:\n"
+        "    build_view(load_result(path).result)\n"
+    )
+    assert not _torch_loaded_after(code)
+
+
+def test_a_report_of_a_saved_profile_loads_no_torch(tmp_path):
+    from infer_opt.results import save_result
+    from tests.reports.fixtures import FIXTURES
+
+    saved = save_result(tmp_path / "p.json", FIXTURES["profile"]())
+    code = (
+        "from infer_opt.cli.app import app\n"
+        "try:\n"
+        f"    app(['report', {str(saved)!r}, '-o', {str(tmp_path / 'r.md')!r}])\n"
+        "except SystemExit as exc:\n"
+        "    assert exc.code in (0, None), exc.code\n"
+    )
+    assert not _torch_loaded_after(code)
+    assert (tmp_path / "r.md").read_text().strip()
+
+
+def test_the_torch_check_sees_torch():
+    """The two checks above can fail: loading a profiler module is seen."""
+    assert _torch_loaded_after("import infer_opt.profilers.model_profile")

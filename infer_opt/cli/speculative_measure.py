@@ -58,7 +58,7 @@ def _alpha_inputs(
     if metrics is None:
         return None, None, None
     from infer_opt.cost_models import speculative as calc
-    from infer_opt.profilers.spec_measure import defined_alphas
+    from infer_opt.cost_models.speculative_measure import defined_alphas
 
     try:
         counters = read_metrics(metrics)

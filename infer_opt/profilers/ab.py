@@ -29,10 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from infer_opt.cost_models.compare import CompareResult, Noise, NoiseFloor, compare_results, noise_floor
+from infer_opt.cost_models.compare import Noise, NoiseFloor, compare_results, noise_floor
 from infer_opt.errors import Interrupted, InvalidInput, RunFailure
+from infer_opt.kinds.ab import AbResult, AbRun
 from infer_opt.notices import Notice
-from infer_opt.results import Result, load_result
+from infer_opt.results import load_result
 
 SIDES = ("base", "new")
 #: lines of a failed command's stderr quoted in the failure
@@ -41,40 +42,6 @@ STDERR_LINES = 3
 #: runs one command: (argv, environment) -> (exit status, stderr text)
 Runner = Callable[[Sequence[str], Mapping[str, str]], tuple[int, str]]
 Progress = Callable[[int, int, str], None]
-
-
-@dataclass(frozen=True)
-class AbRun:
-    """One finished command: which side, which round, its result file and wall time."""
-
-    side: str
-    round: int
-    file: str
-    wall_s: float
-
-
-@dataclass(frozen=True)
-class AbResult(Result):
-    """The alternated runs of two commands and their comparison."""
-
-    KIND = "ab"
-
-    base_command: str
-    new_command: str
-    base_env: tuple[str, ...]
-    new_env: tuple[str, ...]
-    rounds: int
-    folder: str
-    runs: tuple[AbRun, ...]
-    comparison: CompareResult
-    #: an A/A (the same command and environment on both sides): the noise it measured
-    noise_floor: NoiseFloor | None = None
-    noise_saved_to: str | None = None
-    warnings: tuple[Notice, ...] = ()
-
-    @property
-    def is_aa(self) -> bool:
-        return self.base_command == self.new_command and self.base_env == self.new_env
 
 
 @dataclass(frozen=True)

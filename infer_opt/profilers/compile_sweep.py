@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from infer_opt.errors import InvalidInput
+from infer_opt.kinds.amortize_measure import AmortizeMeasureResult, BucketSpec, MeasuredBucket
 from infer_opt.profilers import compile_measure as cm
 
 Progress = Callable[[int, int, str], None]
@@ -30,7 +31,7 @@ class Sweep:
     cuda_graphs: bool
     warmup: int
     reps: int
-    buckets: tuple[cm.BucketSpec, ...]
+    buckets: tuple[BucketSpec, ...]
     calls: Mapping[str, float] | None = None
     calls_source: str | None = None
     hf_overrides: Mapping[str, Any] = field(default_factory=dict)
@@ -67,7 +68,7 @@ def setup_of(sweep: Sweep) -> dict[str, str]:
     }
 
 
-def kept_rows(sweep: Sweep, previous: cm.AmortizeMeasureResult | None) -> list[cm.MeasuredBucket]:
+def kept_rows(sweep: Sweep, previous: AmortizeMeasureResult | None) -> list[MeasuredBucket]:
     """The buckets of ``previous`` this sweep asks for (refusing another model or setup)."""
     if previous is None:
         return []
@@ -79,19 +80,19 @@ def kept_rows(sweep: Sweep, previous: cm.AmortizeMeasureResult | None) -> list[c
 def run(
     sweep: Sweep,
     *,
-    previous: cm.AmortizeMeasureResult | None = None,
+    previous: AmortizeMeasureResult | None = None,
     compile_fn: cm.CompileFn | None = None,
-    save: Callable[[cm.AmortizeMeasureResult], None] | None = None,
+    save: Callable[[AmortizeMeasureResult], None] | None = None,
     on_estimate: Callable[[Estimate], None] | None = None,
     progress: Progress | None = None,
-) -> cm.AmortizeMeasureResult:
+) -> AmortizeMeasureResult:
     """Measure the sweep's missing buckets (``previous`` holds those already measured) and
     return the result with its decisions; ``save`` gets the result after every bucket."""
     kept = kept_rows(sweep, previous)
     startup: list[float] = []
     caches = cm.cache_state(sweep.backend, custom_compiler=compile_fn is not None)
 
-    def result_of(rows: Sequence[cm.MeasuredBucket]) -> cm.AmortizeMeasureResult:
+    def result_of(rows: Sequence[MeasuredBucket]) -> AmortizeMeasureResult:
         return cm.build_result(
             rows,
             **setup_of(sweep),
@@ -133,15 +134,15 @@ def run(
 
 
 def _on_bucket(
-    result_of: Callable[[Sequence[cm.MeasuredBucket]], cm.AmortizeMeasureResult],
-    save: Callable[[cm.AmortizeMeasureResult], None] | None,
+    result_of: Callable[[Sequence[MeasuredBucket]], AmortizeMeasureResult],
+    save: Callable[[AmortizeMeasureResult], None] | None,
     on_estimate: Callable[[Estimate], None] | None,
     startup: list[float],
     n_kept: int,
-) -> Callable[[list[cm.MeasuredBucket], int], None]:
+) -> Callable[[list[MeasuredBucket], int], None]:
     estimated: list[bool] = []
 
-    def on_bucket(rows: list[cm.MeasuredBucket], left: int) -> None:
+    def on_bucket(rows: list[MeasuredBucket], left: int) -> None:
         if save is not None:
             save(result_of(rows))
         if estimated or not left or on_estimate is None:
@@ -155,8 +156,8 @@ def _on_bucket(
     return on_bucket
 
 
-def buckets_of(bounds: Sequence[int], batch_sizes: Sequence[int]) -> tuple[cm.BucketSpec, ...]:
+def buckets_of(bounds: Sequence[int], batch_sizes: Sequence[int]) -> tuple[BucketSpec, ...]:
     """Every (batch, bound) pair, batch-major; batch sizes must be distinct."""
     if len(set(batch_sizes)) != len(batch_sizes):
         raise InvalidInput("batch_sizes", ",".join(map(str, batch_sizes)), "batch sizes must be distinct")
-    return tuple(cm.BucketSpec(b, t) for b in batch_sizes for t in bounds)
+    return tuple(BucketSpec(b, t) for b in batch_sizes for t in bounds)

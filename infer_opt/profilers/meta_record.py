@@ -29,6 +29,7 @@ from typing import Any
 import torch
 
 from infer_opt.errors import InferOptError, InvalidInput, RunFailure
+from infer_opt.kinds.profile import ModelStep
 from infer_opt.notices import Notice
 from infer_opt.profilers import models
 from infer_opt.profilers import op_recorder as rec
@@ -53,21 +54,6 @@ class StepSpec:
     dtype: torch.dtype
     hf_overrides: Mapping[str, Any] | None = None
     device: torch.device | str = "cpu"
-
-
-@dataclass(frozen=True)
-class ModelStep:
-    """Which model's step: its name, where it came from, its size, and the step's mode, dtype and
-    token shape (``batch``, ``seq_len``: None when the inputs are not tokens)."""
-
-    model: str
-    model_source: str
-    description: str
-    n_params: int
-    mode: str
-    dtype: str
-    batch: int | None
-    seq_len: int | None
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ from infer_opt.cost_models.roofline import (
     fit_roofline,
 )
 from infer_opt.errors import InvalidInput
+from infer_opt.kinds.kernels import SuiteSettings
 from infer_opt.notices import Notice
 from infer_opt.results import Result, parse_envelope, save_result
 from infer_opt.tables import Field, read_json, read_table, reject_non_finite
@@ -327,9 +328,7 @@ def calibrate(device: Any, dtype: Any, *, progress: Any = None) -> RooflineFit:
     cases = [
         c for c in kernels.all_cases("cuda" if on_cuda else "cpu", "quick") if c.name in CALIBRATION_CASES
     ]
-    settings = kernels.SuiteSettings(
-        warmup=3, reps=CALIBRATION_REPS, flush_cache=on_cuda, cuda_graphs=on_cuda
-    )
+    settings = SuiteSettings(warmup=3, reps=CALIBRATION_REPS, flush_cache=on_cuda, cuda_graphs=on_cuda)
     result = kernels.run_suite(cases, dev, torch_dtype, settings, suite="calibration", progress=progress)
     points = kernels.kernel_points(result)
     key = RunKey.of(result)
@@ -361,8 +360,8 @@ def read_fit_for_run(path: str | os.PathLike[str], device: Any, dtype: Any) -> R
     """The fit in ``path``, refused (:class:`InvalidInput` naming ``roofline``) unless it is
     usable for a run on ``device`` in ``dtype``: valid, same device model, dtype, threads and
     matmul precision, and timed as the run's operators are (:data:`PROFILE_TIMINGS`)."""
-    from infer_opt.profilers.device import is_cuda, run_key
     from infer_opt.messages import text
+    from infer_opt.profilers.device import is_cuda, run_key
 
     timings = PROFILE_TIMINGS["cuda" if is_cuda(device) else "cpu"]
     fit = ROOFLINE.read_file(path)

@@ -6,9 +6,9 @@ What it does, in order:
    synchronisation before and after, so a compiling or allocating first call is never
    taken for steady state.
 2. **Warm-up** by count (``warmup``) and/or by time (``warmup_time_s``), untimed. On CUDA the
-   warm-up lasts at least :data:`CUDA_MIN_WARMUP_S` (25 ms, as triton's ``do_bench``) unless a
-   time is given, so the GPU's clocks have ramped up before the first sample; the time is
-   checked once per batch of calls (one synchronisation each), not after every call.
+   warm-up lasts at least :data:`~infer_opt.clocks.CUDA_MIN_WARMUP_S` (25 ms, as triton's
+   ``do_bench``) unless a time is given, so the GPU's clocks have ramped up before the first
+   sample; the time is checked once per batch of calls (one synchronisation each), not after every call.
 3. **Repetitions**, one sample each (a sample may hold ``calls_per_sample`` calls and is
    divided by them): a fixed number (``reps``), or adaptive — until IQR/median falls below
    ``target_rel_iqr`` — with caps on the count (``max_reps``) and time (``max_time_s``).
@@ -45,6 +45,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from infer_opt.clocks import CUDA_MIN_WARMUP_S, MODE_CPU, MODE_EVENTS, MODE_GRAPH, timing_name
 from infer_opt.errors import InvalidInput, RunFailure, UnsupportedOnDevice
 from infer_opt.notices import Notice
 from infer_opt.stats import Summary, variance_notice
@@ -57,21 +58,8 @@ CUDA_ADAPTIVE_BATCH = 10
 GRAPH_SIDE_STREAM_WARMUP = 2
 #: upper bound on calls batched into one sample by ``min_sample_time_s``
 MAX_CALLS_PER_SAMPLE = 10_000
-#: on CUDA the warm-up lasts at least this long unless ``warmup_time_s`` is given (do_bench's 25 ms)
-CUDA_MIN_WARMUP_S = 0.025
 #: a warm-up by time stops after this many calls even if the clock says it is not done
 MAX_WARMUP_CALLS = 100_000
-
-MODE_CPU = "cpu-clock"
-MODE_EVENTS = "cuda-events"
-MODE_GRAPH = "cuda-graph"
-
-
-def timing_name(mode: str, flushed: bool) -> str:
-    """How samples were taken, as one token: the clock mode, ``-flushed`` when the caches
-    were flushed before each sample (``cuda-graph-flushed``, ``cpu-clock``). A roofline
-    fit records it so ``profile`` can refuse a fit timed unlike its operators."""
-    return f"{mode}-flushed" if flushed else mode
 
 
 @dataclass(frozen=True)
@@ -336,7 +324,7 @@ def measure(
 
     ``min_sample_time_s`` batches calls so one sample lasts about that long (not when
     flushing). ``flush`` overrides the cache flush; ``warmup_time_s=None`` on CUDA means
-    :data:`CUDA_MIN_WARMUP_S`."""
+    :data:`~infer_opt.clocks.CUDA_MIN_WARMUP_S`."""
     from infer_opt.profilers.device import is_cuda
 
     _check_settings(

@@ -25,7 +25,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +32,8 @@ import torch
 
 from infer_opt.cost_models import comm as cm
 from infer_opt.errors import InvalidInput
+from infer_opt.kinds.profile import OpStat, ProfileResult
+from infer_opt.kinds.profile_tp import CollectiveSeen, RankStep, TPProfileResult
 from infer_opt.profilers import model_profile as mp
 from infer_opt.profilers.distributed import RankContext, barrier, gather_to_reporter
 from infer_opt.profilers.models import LoadedModel, load_model
@@ -42,52 +43,6 @@ Progress = Callable[[int, int, str], None]
 COMMUNICATION = "communication"
 #: the op that only waits for a collective started before it
 _WAIT_OPS = ("wait_tensor", "wait")
-
-
-@dataclass(frozen=True)
-class RankStep:
-    """One rank's step."""
-
-    rank: int
-    #: the uninstrumented step's median on this rank
-    step_time_s: float
-    #: per step, in collectives (enqueue and wait), from this rank's profiler trace
-    communication_s: float
-    #: per step, in every other operator, from the same trace
-    compute_s: float
-    #: the step under the profiler (the trace's own step time), median
-    profiled_step_s: float
-
-
-@dataclass(frozen=True)
-class CollectiveSeen:
-    """A collective of one message size as rank 0's trace saw it, per step."""
-
-    collective: str
-    #: message size of one call
-    bytes: int
-    calls: int
-    #: time per step in it (its op and the wait for it)
-    time_s: float
-    #: time / step time
-    share: float
-
-
-@dataclass(frozen=True)
-class TPProfileResult(mp.ProfileResult):
-    """A tensor-parallel profile: rank 0's profile of its shard, plus every rank's step."""
-
-    KIND = "profile-tp"
-
-    world_size: int = 1
-    backend: str = ""
-    ranks: tuple[RankStep, ...] = ()
-    #: max / median of the per-rank step times
-    skew: float = 1.0
-    #: the rank with the most time in operators other than collectives
-    straggler: int = 0
-    collectives_seen: tuple[CollectiveSeen, ...] = ()
-    trace_dir: str | None = None
 
 
 def collective_name(op_name: str) -> str:
@@ -100,7 +55,7 @@ def _element_size(dtype: str) -> int:
     return torch.empty((), dtype=value).element_size() if isinstance(value, torch.dtype) else 0
 
 
-def collectives_seen(ops: Sequence[mp.OpStat], step_time_s: float) -> tuple[CollectiveSeen, ...]:
+def collectives_seen(ops: Sequence[OpStat], step_time_s: float) -> tuple[CollectiveSeen, ...]:
     """The communication ops of a profile as collectives: a wait's time goes to the collective
     whose output (same shape) it waits for; bytes are the message (the input) of one call; the
     share is over the larger of the step and the operators' total, as the categories' is."""
@@ -133,7 +88,7 @@ def collectives_seen(ops: Sequence[mp.OpStat], step_time_s: float) -> tuple[Coll
     return tuple(sorted(out, key=lambda c: -c.time_s))
 
 
-def rank_step(rank: int, result: mp.ProfileResult) -> RankStep:
+def rank_step(rank: int, result: ProfileResult) -> RankStep:
     """A rank's step time, and its time in collectives and in the other ops (one trace)."""
     communication = math.fsum(c.time_s for c in result.categories if c.category == COMMUNICATION)
     compute = math.fsum(c.time_s for c in result.categories if c.category != COMMUNICATION)
@@ -141,13 +96,13 @@ def rank_step(rank: int, result: mp.ProfileResult) -> RankStep:
 
 
 def merge(
-    base: mp.ProfileResult,
+    base: ProfileResult,
     steps: Sequence[RankStep],
     ctx: RankContext,
     trace_dir: Path | None,
 ) -> TPProfileResult:
     """Rank 0's profile with every rank's step (module docstring)."""
-    values = {f.name: getattr(base, f.name) for f in dataclasses.fields(mp.ProfileResult)}
+    values = {f.name: getattr(base, f.name) for f in dataclasses.fields(ProfileResult)}
     values["description"] = f"{base.description}; tensor-parallel shard of rank 0 of {ctx.world_size}"
     return TPProfileResult(
         **values,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from infer_opt.kinds.amortize_measure import AmortizeMeasureResult
+from infer_opt.kinds.speculative_measure import SpecMeasureResult
 from infer_opt.notices import Notice
-from infer_opt.profilers.compile_measure import AmortizeMeasureResult
-from infer_opt.profilers.spec_measure import SpecMeasureResult
 from infer_opt.reports.view import Column, Table, View, rows_of
 from infer_opt.units import (
     format_bytes,

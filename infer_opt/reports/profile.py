@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from operator import attrgetter
 from typing import Any
 
-from infer_opt.profilers.model_profile import CategoryStat, OpStat, ProfileResult
+from infer_opt.kinds.profile import CategoryStat, OpStat, ProfileResult
 from infer_opt.reports.view import Column, Table, View, rows_of
 from infer_opt.units import (
     format_bandwidth,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from operator import attrgetter
 
-from infer_opt.profilers.validate import (
+from infer_opt.kinds.validate import (
     NOISE_HOST,
     NOISE_OPS,
     NOISE_SMALL_OPS,

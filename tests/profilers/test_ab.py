@@ -14,6 +14,7 @@ import pytest
 
 from infer_opt.cost_models import compare as cm
 from infer_opt.errors import Interrupted, InvalidInput, RunFailure
+from infer_opt.kinds.ab import AbResult
 from infer_opt.profilers import ab, noise_store
 from infer_opt.results import load_result
 
@@ -91,7 +92,7 @@ def test_rounds_are_pooled_and_a_real_change_is_found(tmp_path):
     assert rows["matmul [n=64]"].verdict == cm.FASTER and rows["matmul [n=64]"].speedup == pytest.approx(2.0)
     assert rows["copy [N=2^16]"].verdict == cm.NOISE and rows["copy [N=2^16]"].runs_base == 3
     assert result.noise_floor is None and result.noise_saved_to is None
-    assert ab.AbResult.from_dict(result.to_dict()) == result
+    assert AbResult.from_dict(result.to_dict()) == result
 
 
 def test_an_aa_measures_and_saves_the_noise_floor(tmp_path, monkeypatch):

@@ -8,8 +8,9 @@ import torch
 
 from infer_opt.cost_models import bucketing
 from infer_opt.errors import InvalidInput, RunFailure
-from infer_opt.profilers import compile_measure as cm
+from infer_opt.kinds.amortize_measure import AmortizeMeasureResult, BucketSpec
 from infer_opt.messages import text
+from infer_opt.profilers import compile_measure as cm
 from infer_opt.results import load_result, save_result
 
 MS = 1_000_000  # ns
@@ -65,7 +66,7 @@ class FakeCompiler:
 
 
 def _loader(clock, eager_ns=2 * MS, calls=None):
-    def load(spec: cm.BucketSpec) -> cm.BucketInputs:
+    def load(spec: BucketSpec) -> cm.BucketInputs:
         if calls is not None:
             calls.append(spec.name)
         return cm.BucketInputs(FakeModel(clock, eager_ns, spec.seq_len), (), {})
@@ -95,7 +96,7 @@ def _result(rows, specs, calls=None):
     )  # fmt: skip
 
 
-SPECS = [cm.BucketSpec(1, 32), cm.BucketSpec(1, 64), cm.BucketSpec(1, 128)]
+SPECS = [BucketSpec(1, 32), BucketSpec(1, 64), BucketSpec(1, 128)]
 
 
 def test_exact_costs_with_a_fake_clock_reproduce_the_worked_example():
@@ -235,7 +236,7 @@ def test_a_partial_result_lists_the_pending_buckets_and_round_trips(tmp_path):
     assert all(b.break_even_calls == pytest.approx(b.compile_s / 0.0005) for b in partial.buckets)
     path = save_result(tmp_path / "sweep.json", partial)
     again = load_result(path).result
-    assert isinstance(again, cm.AmortizeMeasureResult) and again.buckets == partial.buckets
+    assert isinstance(again, AmortizeMeasureResult) and again.buckets == partial.buckets
 
 
 def test_resume_from_another_setup_is_refused():
@@ -271,20 +272,20 @@ def test_calls_from_a_length_sample_use_the_bucketing_rule():
 
 def test_the_default_loader_reuses_a_builtin_and_checks_factories(tmp_path):
     load = cm.default_loader("tiny", device="cpu", dtype=torch.float32)
-    a, b = load(cm.BucketSpec(1, 8)), load(cm.BucketSpec(2, 16))
+    a, b = load(BucketSpec(1, 8)), load(BucketSpec(2, 16))
     assert a.model is b.model and a.args[0].shape == (1, 8) and b.args[0].shape == (2, 16)
     factory = tmp_path / "fixed.py"
     factory.write_text(
         "import torch\n\ndef make():\n    return torch.nn.Linear(4, 4), (torch.zeros(1, 4),)\n"
     )
     with pytest.raises(InvalidInput, match="takes batch_size and seq_len"):
-        cm.default_loader(f"{factory}:make", device="cpu", dtype=torch.float32)(cm.BucketSpec(1, 8))
+        cm.default_loader(f"{factory}:make", device="cpu", dtype=torch.float32)(BucketSpec(1, 8))
 
 
 def test_a_real_tiny_bucket_with_the_eager_backend():
     load = cm.default_loader("tiny", device="cpu", dtype=torch.float32)
     row = cm.measure_bucket(
-        cm.BucketSpec(1, 8), load(cm.BucketSpec(1, 8)), device="cpu", dtype_name="float32",
+        BucketSpec(1, 8), load(BucketSpec(1, 8)), device="cpu", dtype_name="float32",
         warmup=0, reps=2, compile_fn=lambda model, **kw: model,
     )  # fmt: skip
     assert not row.failed and row.eager_s > 0 and row.compiled_s > 0
@@ -300,8 +301,8 @@ def test_a_real_inductor_compile_of_one_bucket():
     assert cm.warm_up_compiler("cpu") is not None
     with cm.cold_compiles(True):
         row = cm.measure_bucket(
-            cm.BucketSpec(1, 16),
-            load(cm.BucketSpec(1, 16)),
+            BucketSpec(1, 16),
+            load(BucketSpec(1, 16)),
             device="cpu",
             dtype_name="float32",
             warmup=1,
@@ -315,7 +316,7 @@ def test_a_real_inductor_compile_of_one_bucket():
 def test_cuda_graph_capture_is_timed_and_added_to_the_compile_cost():
     load = cm.default_loader("tiny", device="cuda", dtype=torch.float32)
     row = cm.measure_bucket(
-        cm.BucketSpec(1, 16), load(cm.BucketSpec(1, 16)), device="cuda", dtype_name="float32",
+        BucketSpec(1, 16), load(BucketSpec(1, 16)), device="cuda", dtype_name="float32",
         warmup=1, reps=5, cuda_graphs=True, compile_fn=lambda model, **kw: model,
     )  # fmt: skip
     assert not row.failed, row.error

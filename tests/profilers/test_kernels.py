@@ -11,9 +11,10 @@ import pytest
 import torch
 
 from infer_opt.errors import InvalidInput, UnsupportedOnDevice
+from infer_opt.kinds.kernels import KernelRow, KernelSuiteResult, SuiteSettings
 from infer_opt.profilers import kernels as K
 
-FAST = K.SuiteSettings(warmup=1, reps=3)
+FAST = SuiteSettings(warmup=1, reps=3)
 
 
 def _case(name, build, *, family="toy", label="n=8", reference=None, compiles=False, inputs=None):
@@ -214,7 +215,7 @@ def test_slow_compile_is_skipped_with_the_reason():
         time.sleep(1.0)
         return lambda: x["x"]
 
-    settings = K.SuiteSettings(warmup=1, reps=3, compile_timeout_s=0.1)
+    settings = SuiteSettings(warmup=1, reps=3, compile_timeout_s=0.1)
     result = run([_case("slow_compile", slow, compiles=True)], settings=settings)
     assert "longer than 0.1 s; skipped" in result.rows[0].skipped_reason
 
@@ -230,7 +231,7 @@ def test_failing_compile_is_skipped_not_fatal():
 
 def test_cuda_graphs_on_cpu_are_refused():
     with pytest.raises(UnsupportedOnDevice, match="--cuda-graphs"):
-        run([ADD], settings=K.SuiteSettings(cuda_graphs=True))
+        run([ADD], settings=SuiteSettings(cuda_graphs=True))
 
 
 def test_points_and_json_round_trip():
@@ -238,7 +239,7 @@ def test_points_and_json_round_trip():
     result = run([ADD, bad])
     points = K.kernel_points(result)
     assert [p.name for p in points] == ["toy_add[n=8]"]
-    again = K.KernelSuiteResult.from_dict(result.to_dict())
+    again = KernelSuiteResult.from_dict(result.to_dict())
     assert again.rows[0].summary == result.rows[0].summary
     assert again.rows[0].samples_s == result.rows[0].samples_s
     assert again.settings == result.settings
@@ -260,7 +261,7 @@ def test_quick_subset_on_cuda_with_graphs_and_flush():
         for c in K.all_cases("cuda", "quick")
         if c.name in ("matmul", "tiny_add", "attention_sdpa", "attention_explicit") and c.size <= 1024
     ]
-    settings = K.SuiteSettings(warmup=3, reps=10, flush_cache=True, cuda_graphs=True)
+    settings = SuiteSettings(warmup=3, reps=10, flush_cache=True, cuda_graphs=True)
     result = K.run_suite(cases, dev, torch.bfloat16, settings, all_known=K.all_cases("cuda", "quick"))
     timed = [r for r in result.rows if r.time_s is not None]
     assert timed, [r.skipped_reason for r in result.rows]
@@ -349,9 +350,9 @@ class _Stop(Exception):
 
 
 def test_flushed_cuda_graphs_capture_one_call_per_replay(monkeypatch):
-    flushed = _measure_kwargs(monkeypatch, K.SuiteSettings(flush_cache=True, cuda_graphs=True), graph=True)
+    flushed = _measure_kwargs(monkeypatch, SuiteSettings(flush_cache=True, cuda_graphs=True), graph=True)
     assert flushed["cuda_graph"] and flushed["flush_cache"] and flushed["calls_per_sample"] == 1
-    warm = _measure_kwargs(monkeypatch, K.SuiteSettings(cuda_graphs=True), graph=True)
+    warm = _measure_kwargs(monkeypatch, SuiteSettings(cuda_graphs=True), graph=True)
     assert warm["calls_per_sample"] == K.GRAPH_CALLS_PER_SAMPLE
 
 
@@ -359,13 +360,12 @@ def test_suite_result_says_how_it_was_timed():
     result = run([ADD])
     assert result.timing == "cpu-clock" and result.threads == torch.get_num_threads()
     assert result.matmul_precision == "ieee"
-    cuda = K.KernelSuiteResult(
-        "cuda:0", "GPU", "k", "float32", "quick", K.SuiteSettings(flush_cache=True, cuda_graphs=True)
+    cuda = KernelSuiteResult(
+        "cuda:0", "GPU", "k", "float32", "quick", SuiteSettings(flush_cache=True, cuda_graphs=True)
     )
     assert cuda.timing == "cuda-graph-flushed" and cuda.threads is None
     assert (
-        K.KernelSuiteResult("cuda:0", "GPU", "k", "bfloat16", "quick", K.SuiteSettings()).timing
-        == "cuda-events"
+        KernelSuiteResult("cuda:0", "GPU", "k", "bfloat16", "quick", SuiteSettings()).timing == "cuda-events"
     )
 
 
@@ -464,17 +464,17 @@ def clock(monkeypatch):
     return fake
 
 
-def _suite(clock: FakeClock, costs: list[float], drifts: tuple[float, ...], **kwargs) -> K.KernelSuiteResult:
+def _suite(clock: FakeClock, costs: list[float], drifts: tuple[float, ...], **kwargs) -> KernelSuiteResult:
     """The planted cases timed in ``len(drifts)`` passes, pass k's calls ``drifts[k]`` slower."""
     cases = [_planted(f"k{i}", c, clock) for i, c in enumerate(costs)]
     done = [0]
     clock.drift = drifts[0]
 
-    def on_row(result: K.KernelSuiteResult) -> None:
+    def on_row(result: KernelSuiteResult) -> None:
         done[0] += 1
         clock.drift = drifts[min(done[0] // len(cases), len(drifts) - 1)]
 
-    settings = K.SuiteSettings(warmup=1, reps=5)
+    settings = SuiteSettings(warmup=1, reps=5)
     return K.run_passes(
         cases, torch.device("cpu"), torch.float32, settings, runs=len(drifts), on_row=on_row, **kwargs
     )
@@ -487,7 +487,7 @@ def test_runs_keep_each_runs_median_and_pool_the_samples(clock):
     assert first.run_medians_s == pytest.approx((1e-3, 1.3e-3, 1e-3))
     assert first.runs == 3 and len(first.samples_s) == 15 and first.summary.n == 15
     assert first.time_s == pytest.approx(1e-3) and first.achieved_flops_per_s == pytest.approx(8.0 / 1e-3)
-    again = K.KernelSuiteResult.from_dict(result.to_dict())
+    again = KernelSuiteResult.from_dict(result.to_dict())
     assert again.rows[0].run_medians_s == first.run_medians_s and again.runs == 3
 
 
@@ -530,7 +530,7 @@ def test_each_pass_rotates_the_case_order_and_keeps_compiling_cases_last():
 def test_passes_run_in_rotated_order(clock):
     seen = []
     cases = [_planted(f"k{i}", 1e-3, clock) for i in range(3)]
-    settings = K.SuiteSettings(warmup=0, reps=1)
+    settings = SuiteSettings(warmup=0, reps=1)
     K.run_passes(cases, torch.device("cpu"), torch.float32, settings, runs=3,
                  progress=lambda i, n, text: seen.append(text))  # fmt: skip
     firsts = [text for text in seen if text.endswith("[n=8]")][::3]
@@ -539,7 +539,7 @@ def test_passes_run_in_rotated_order(clock):
 
 def test_merge_row_pools_runs_and_a_failed_check_in_any_pass_fails_the_row():
     summary = K.Summary.from_samples([1.0, 1.0])
-    first = K.KernelRow("a", "toy", "n=8", 8, "float32", 8.0, 32.0, time_s=1.0, summary=summary,
+    first = KernelRow("a", "toy", "n=8", 8, "float32", 8.0, 32.0, time_s=1.0, summary=summary,
                         samples_s=(1.0, 1.0), passed=True, error=0.0)  # fmt: skip
     second = replace(first, time_s=3.0, summary=K.Summary.from_samples([3.0, 3.0]), samples_s=(3.0, 3.0))
     merged = K.merge_row(first, second)
@@ -581,6 +581,6 @@ def test_resume_refuses_another_setup(clock):
     with pytest.raises(InvalidInput) as err:
         _suite(clock, [1e-3], (1.0,), previous=replace(done, suite="full"))
     assert err.value.option == "resume" and "suite (full vs quick)" in str(err.value)
-    other = replace(done, settings=K.SuiteSettings(warmup=5, reps=20))
+    other = replace(done, settings=SuiteSettings(warmup=5, reps=20))
     with pytest.raises(InvalidInput, match=r"warmup \(5 vs 1\), reps \(20 vs 5\)"):
         _suite(clock, [1e-3], (1.0,), previous=other)

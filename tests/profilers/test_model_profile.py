@@ -7,6 +7,7 @@ import torch
 
 from infer_opt.cost_models.roofline import RooflineFit
 from infer_opt.errors import InvalidInput, RunFailure
+from infer_opt.kinds.profile import ProfileResult
 from infer_opt.profilers import model_profile as mp
 from infer_opt.profilers import models
 from infer_opt.profilers import op_recorder as rec
@@ -159,7 +160,7 @@ def test_prefill_profile_of_the_tiny_model():
 class ProfileRoundTrip:
     @staticmethod
     def same(result):
-        again = mp.ProfileResult.from_dict(result.to_dict())
+        again = ProfileResult.from_dict(result.to_dict())
         return again == result
 
 
@@ -320,7 +321,7 @@ def test_several_runs_keep_each_runs_median_of_the_step_ops_and_categories():
         assert len(stat.run_medians_s) == 2
         half = len(stat.time_samples_s) // 2
         assert stat.run_medians_s == pytest.approx(mp.run_medians(stat.time_samples_s, [half, half]))
-    assert mp.ProfileResult.from_dict(result.to_dict()) == result
+    assert ProfileResult.from_dict(result.to_dict()) == result
     with pytest.raises(InvalidInput, match="runs"):
         _profile(runs=0)
 

@@ -10,6 +10,7 @@ import torch
 
 from infer_opt import steps
 from infer_opt.errors import InvalidInput
+from infer_opt.kinds.predict import PredictResult
 from infer_opt.profilers import predict as pr
 from infer_opt.profilers import validate as va
 from infer_opt.profilers.meta_record import StepSpec
@@ -62,7 +63,7 @@ def test_json_has_the_issue_keys_and_round_trips():
         "extrapolated",
     }
     assert set(data["calibration"]) >= {"source", "device_name", "dtype", "threads"}
-    assert pr.PredictResult.from_dict(data) == result
+    assert PredictResult.from_dict(data) == result
 
 
 def test_generate_gives_ttft_and_tpot_that_add_up_to_the_step():

@@ -9,9 +9,10 @@ from dataclasses import replace
 import pytest
 import torch
 
+from infer_opt.kinds.kernels import KernelSuiteResult
+from infer_opt.messages import text
 from infer_opt.notices import Notice
 from infer_opt.profilers import roofline_store as store
-from infer_opt.messages import text
 from tests.helpers import usable_fit
 
 TICKS = Notice("fit_tick_quantized", {"tick_s": 8e-3, "kernels": 6})
@@ -128,9 +129,7 @@ def test_a_cuda_calibration_is_timed_as_profile_times_operators(monkeypatch):
 
     def run_suite(cases, dev, dtype, settings, **kwargs):
         seen["settings"] = settings
-        return kernels.KernelSuiteResult(
-            "cuda:0", "GPU", "cuda-gpu-bfloat16", "bfloat16", "calibration", settings
-        )
+        return KernelSuiteResult("cuda:0", "GPU", "cuda-gpu-bfloat16", "bfloat16", "calibration", settings)
 
     monkeypatch.setattr(devices, "resolve_device", lambda spec: torch.device("cuda", 0))
     monkeypatch.setattr(devices, "parse_dtype", lambda name, dev: torch.bfloat16)

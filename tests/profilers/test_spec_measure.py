@@ -9,7 +9,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from infer_opt.cost_models import speculative as calc
+from infer_opt.cost_models.speculative_measure import (
+    ALPHA_GRID,
+    analyze,
+    break_even_alpha,
+    defined_alphas,
+    fit_verify,
+    predict,
+    speedup_rows,
+)
 from infer_opt.errors import InvalidInput
+from infer_opt.kinds.speculative_measure import MeasuredCost, SpecMeasureResult
 from infer_opt.profilers import models
 from infer_opt.profilers import spec_measure as sm
 from infer_opt.results import Result
@@ -37,7 +47,7 @@ def _speedup(costs: calc.Costs, alpha: float, k: int) -> float:
 
 def test_fit_recovers_an_exact_line():
     ks = list(range(1, 9))
-    fit = sm.fit_verify(ks, [12e-3 + 0.5e-3 * k for k in ks])
+    fit = fit_verify(ks, [12e-3 + 0.5e-3 * k for k in ks])
     assert fit.base_s == pytest.approx(12e-3, rel=1e-9)
     assert fit.per_k_s == pytest.approx(0.5e-3, rel=1e-9)
     assert fit.max_rel_error < 1e-9 and fit.constrained is None
@@ -48,7 +58,7 @@ def test_fit_of_noisy_data_reports_its_error():
     ks = np.arange(1, 9)
     noise = 1 + rng.uniform(-0.03, 0.03, ks.size)
     times = (20e-3 + 2e-3 * ks) * noise
-    fit = sm.fit_verify(ks.tolist(), times.tolist())
+    fit = fit_verify(ks.tolist(), times.tolist())
     assert fit.base_s == pytest.approx(20e-3, rel=0.1)
     assert fit.per_k_s == pytest.approx(2e-3, rel=0.15)
     rel = np.abs(fit.base_s + fit.per_k_s * ks - times) / times
@@ -58,26 +68,26 @@ def test_fit_of_noisy_data_reports_its_error():
 
 
 def test_fit_holds_a_negative_slope_at_zero():
-    fit = sm.fit_verify([1, 2, 3], [0.012, 0.011, 0.010])
+    fit = fit_verify([1, 2, 3], [0.012, 0.011, 0.010])
     assert fit.per_k_s == 0.0 and fit.base_s == pytest.approx(0.011) and fit.constrained == "slope"
 
 
 def test_fit_holds_a_negative_intercept_at_zero():
-    fit = sm.fit_verify([1, 2, 3], [1e-3, 3e-3, 5e-3])  # exact line -1 ms + 2 ms·k
+    fit = fit_verify([1, 2, 3], [1e-3, 3e-3, 5e-3])  # exact line -1 ms + 2 ms·k
     assert fit.base_s == 0.0 and fit.constrained == "intercept"
     assert fit.per_k_s == pytest.approx((1e-3 + 6e-3 + 15e-3) / 14)
 
 
 def test_fit_of_one_point_is_a_constant():
-    fit = sm.fit_verify([1], [0.02])
+    fit = fit_verify([1], [0.02])
     assert (fit.base_s, fit.per_k_s, fit.constrained) == (0.02, 0.0, "single point")
 
 
 def test_fit_rejects_bad_times():
     with pytest.raises(InvalidInput):
-        sm.fit_verify([1, 2], [0.01, 0.0])
+        fit_verify([1, 2], [0.01, 0.0])
     with pytest.raises(InvalidInput):
-        sm.fit_verify([1, 2], [0.01])
+        fit_verify([1, 2], [0.01])
 
 
 # ----------------------------------------------------------------------------- break-even α
@@ -102,7 +112,7 @@ def _scan(costs: calc.Costs, k: int, step: float = 1e-4) -> float | None:
     ],
 )
 def test_break_even_alpha_matches_a_brute_force_scan(costs, k):
-    point = sm.break_even_alpha(costs, k)
+    point = break_even_alpha(costs, k)
     scanned = _scan(costs, k)
     assert point.alpha is not None and scanned is not None
     assert point.alpha == pytest.approx(scanned, abs=1.5e-4)
@@ -112,11 +122,11 @@ def test_break_even_alpha_matches_a_brute_force_scan(costs, k):
 
 def test_break_even_edges_never_wins_and_never_loses():
     expensive = _costs(c_t=10e-3, c_d=5e-3, base=30e-3, per_k=0.0, c_m=0.0)
-    point = sm.break_even_alpha(expensive, 2)  # round 40 ms needs 4 tokens > k + 1 = 3
+    point = break_even_alpha(expensive, 2)  # round 40 ms needs 4 tokens > k + 1 = 3
     assert point.alpha is None and point.required_tokens == pytest.approx(4.0)
     assert _speedup(expensive, 1.0, 2) < 1
     cheap = _costs(c_t=10e-3, c_d=1e-3, base=5e-3, per_k=0.0, c_m=0.0)
-    point = sm.break_even_alpha(cheap, 2)  # round 7 ms < c_t: even α = 0 gains
+    point = break_even_alpha(cheap, 2)  # round 7 ms < c_t: even α = 0 gains
     assert point.alpha == 0.0 and _speedup(cheap, 0.0, 2) > 1
 
 
@@ -128,7 +138,7 @@ def test_break_even_edges_never_wins_and_never_loses():
 def test_break_even_separates_slowdowns_from_gains(c_t, ratios, k):
     d, base, per_k, m = ratios
     costs = calc.Costs(c_t, d * c_t, base * c_t, per_k * c_t, m * c_t)
-    point = sm.break_even_alpha(costs, k)
+    point = break_even_alpha(costs, k)
     if point.alpha is None:
         assert _speedup(costs, 1.0, k) <= 1 + 1e-12
     elif point.alpha == 0.0:
@@ -144,8 +154,8 @@ def test_break_even_separates_slowdowns_from_gains(c_t, ratios, k):
 
 @pytest.mark.parametrize("costs", [_costs(), _costs(c_d=2e-3, base=20e-3, per_k=3e-3), _costs(c_d=0.1e-3)])
 def test_best_k_per_alpha_matches_a_direct_sweep(costs):
-    rows = sm.speedup_rows(costs, sm.ALPHA_GRID, 10)
-    assert [r.alpha for r in rows] == list(sm.ALPHA_GRID)
+    rows = speedup_rows(costs, ALPHA_GRID, 10)
+    assert [r.alpha for r in rows] == list(ALPHA_GRID)
     for row in rows:
         direct = [_speedup(costs, row.alpha, k) for k in range(1, 11)]
         assert row.speedups == pytest.approx(direct, rel=1e-12)
@@ -155,28 +165,28 @@ def test_best_k_per_alpha_matches_a_direct_sweep(costs):
 
 def test_prediction_defaults_to_the_best_k_and_honours_k():
     costs = _costs()
-    best = sm.predict(costs, 8, alpha=0.8)
+    best = predict(costs, 8, alpha=0.8)
     direct = [_speedup(costs, 0.8, k) for k in range(1, 9)]
     assert best.k == 1 + int(np.argmax(direct)) and best.speedup == pytest.approx(max(direct))
-    assert sm.predict(costs, 8, alpha=0.8, k=2).speedup == pytest.approx(direct[1])
-    per_position = sm.predict(costs, 8, alphas=[0.9, 0.5])
+    assert predict(costs, 8, alpha=0.8, k=2).speedup == pytest.approx(direct[1])
+    per_position = predict(costs, 8, alphas=[0.9, 0.5])
     assert per_position.k in (1, 2) and per_position.sweep_kmax == 2
     with pytest.raises(InvalidInput, match="--k"):
-        sm.predict(costs, 8, alphas=[0.9, 0.5], k=3)
+        predict(costs, 8, alphas=[0.9, 0.5], k=3)
 
 
 def test_defined_alphas_stop_at_the_first_unreached_position():
-    assert sm.defined_alphas([0.9, 0.5, None, 0.3]) == [0.9, 0.5]
+    assert defined_alphas([0.9, 0.5, None, 0.3]) == [0.9, 0.5]
 
 
 # ----------------------------------------------------------------------------- analyze
 
 
-def _measured(name: str, median: float) -> sm.MeasuredCost:
-    return sm.MeasuredCost(name, name, Summary.from_samples([median * 0.99, median, median * 1.01]))
+def _measured(name: str, median: float) -> MeasuredCost:
+    return MeasuredCost(name, name, Summary.from_samples([median * 0.99, median, median * 1.01]))
 
 
-def _synthetic(k_max: int = 4) -> list[sm.MeasuredCost]:
+def _synthetic(k_max: int = 4) -> list[MeasuredCost]:
     out = [_measured("c_t", 10e-3), _measured("c_d", 1e-3)]
     out += [_measured(f"c_v({k})", 9e-3 + 1e-3 * k) for k in range(1, k_max + 1)]
     return [*out, _measured("c_m", 1e-7)]
@@ -187,7 +197,7 @@ def _analyze(**kwargs):
         target="t", draft="d", vocab_size=10, context=8, device="cpu", device_name="cpu",
         dtype="float32", threads=1, warmup=0, reps=3,
     )  # fmt: skip
-    return sm.analyze(_synthetic(), **{**base, **kwargs})
+    return analyze(_synthetic(), **{**base, **kwargs})
 
 
 def test_analyze_feeds_the_fit_to_the_calculators_and_round_trips():
@@ -205,7 +215,7 @@ def test_analyze_feeds_the_fit_to_the_calculators_and_round_trips():
         data
     )
     assert set(data["verify_s"][0]) >= {"k", "time_s"}
-    again = sm.SpecMeasureResult.from_dict(data)
+    again = SpecMeasureResult.from_dict(data)
     assert again.prediction.speedup == result.prediction.speedup and isinstance(again, Result)
 
 
@@ -214,7 +224,7 @@ def test_analyze_warns_when_c_v_is_not_linear():
     measured[3] = _measured("c_v(2)", 30e-3)
     base = dict(target="t", draft="d", vocab_size=10, context=8, device="cpu", device_name="cpu",
                 dtype="float32", threads=1, warmup=0, reps=3)  # fmt: skip
-    result = sm.analyze(measured, **base)
+    result = analyze(measured, **base)
     (notice,) = [w for w in result.warnings if w.code == "verify_cost_not_linear"]
     assert notice["max_rel_error"] > 0.1
 

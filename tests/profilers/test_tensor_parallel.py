@@ -8,8 +8,8 @@ import torch
 
 from infer_opt.cost_models.comm import tp_collectives
 from infer_opt.errors import InvalidInput
+from infer_opt.kinds.profile import OpStat
 from infer_opt.profilers import distributed, models, op_recorder
-from infer_opt.profilers.model_profile import OpStat
 from infer_opt.profilers.tensor_parallel import ShardedConfig, check_shardable, shard
 from infer_opt.profilers.tp_profile import collective_name, collectives_seen
 
@@ -67,24 +67,24 @@ def test_a_sharded_step_issues_two_all_reduces_per_layer(monkeypatch):
 
 def _stat(name: str, shape: tuple[int, ...], calls: int, time_s: float) -> OpStat:
     return OpStat(
-        name,
-        (shape,),
-        "float32",
-        "communication",
-        calls,
-        time_s,
-        (time_s,),
-        0.0,
-        0.0,
-        0.0,
-        "none",
-        "",
-        None,
-        0.0,
-        0.0,
-        time_s,
-        "communication",
-        1.0,
+        name=name,
+        shapes=(shape,),
+        dtype="float32",
+        category="communication",
+        calls=calls,
+        time_s=time_s,
+        time_samples_s=(time_s,),
+        share=0.0,
+        flops=0.0,
+        bytes=0.0,
+        flops_source="none",
+        module="",
+        intensity=None,
+        achieved_flops_per_s=0.0,
+        achieved_bytes_per_s=0.0,
+        predicted_s=time_s,
+        bound="communication",
+        efficiency=1.0,
     )
 
 

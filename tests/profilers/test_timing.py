@@ -7,16 +7,14 @@ from contextlib import nullcontext
 
 import pytest
 
+from infer_opt.clocks import MODE_CPU, MODE_EVENTS, MODE_GRAPH
 from infer_opt.errors import InvalidInput, UnsupportedOnDevice
+from infer_opt.messages import text
 from infer_opt.notices import has
 from infer_opt.profilers.timing import (
     GRAPH_SIDE_STREAM_WARMUP,
-    MODE_CPU,
-    MODE_EVENTS,
-    MODE_GRAPH,
     measure,
 )
-from infer_opt.messages import text
 
 
 class FakeTime:

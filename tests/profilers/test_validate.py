@@ -11,13 +11,21 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from infer_opt.errors import InvalidInput
+from infer_opt.kinds.validate import (
+    NOISE_HOST,
+    NOISE_OPS,
+    NOISE_SMALL_OPS,
+    OpComparison,
+    ValidatePoint,
+    ValidateResult,
+)
 from infer_opt.profilers import validate as va
 from infer_opt.reports import validate as view
 from tests.profilers.synthetic_calibration import local_calibration, synthetic_calibration
 
 
 def point(measured: float, *, mode: str = "prefill", predicted: float = 1.0, host: float = 0.0, **kw):
-    return va.ValidatePoint(
+    return ValidatePoint(
         mode=mode,
         batch=1,
         seq_len=16 if mode != "decode" else None,
@@ -35,7 +43,7 @@ def point(measured: float, *, mode: str = "prefill", predicted: float = 1.0, hos
 
 
 def op(measured: float, *, name: str = "aten::mm", at: int = 0, predicted: float = 20e-6):
-    return va.OpComparison(
+    return OpComparison(
         point=at,
         mode="prefill",
         name=name,
@@ -68,10 +76,10 @@ def test_the_later_pass_is_compared_with_the_earlier_per_mode_op_bucket_and_host
     assert noise["prefill"].mape == pytest.approx(0.2) and noise["prefill"].mean_signed_rel_error > 0
     assert noise["decode"].mape == pytest.approx(0.5) and noise["decode"].mean_signed_rel_error < 0
     # operators by the earlier pass's time: 20 µs is a large one, 5 µs a small one
-    assert noise[va.NOISE_OPS].n == 1 and noise[va.NOISE_OPS].mape == pytest.approx(0.5)
-    assert noise[va.NOISE_SMALL_OPS].n == 1 and noise[va.NOISE_SMALL_OPS].mape == pytest.approx(0.2)
+    assert noise[NOISE_OPS].n == 1 and noise[NOISE_OPS].mape == pytest.approx(0.5)
+    assert noise[NOISE_SMALL_OPS].n == 1 and noise[NOISE_SMALL_OPS].mape == pytest.approx(0.2)
     # a host term measured as zero in either pass is left out
-    assert noise[va.NOISE_HOST].n == 1 and noise[va.NOISE_HOST].mape == pytest.approx(0.5)
+    assert noise[NOISE_HOST].n == 1 and noise[NOISE_HOST].mape == pytest.approx(0.5)
     # with three passes every pair counts: 1.0 → 1.2, 1.0 → 0.9, 1.2 → 0.9
     third = ([point(0.9, host=0.1), point(2.0, mode="decode", host=0.1)], [])
     three = va.pass_noise([first, second, third])
@@ -135,7 +143,7 @@ def test_validate_measures_the_grid_pass_after_pass_and_predicts_each_point_once
     assert result.passes == 2 and len(result.points) == 2
     assert all(len(p.pass_measured_s) == 2 for p in result.points)
     assert result.noise["prefill"].n == 2
-    assert {va.NOISE_OPS, va.NOISE_SMALL_OPS, va.NOISE_HOST} <= set(result.noise)
+    assert {NOISE_OPS, NOISE_SMALL_OPS, NOISE_HOST} <= set(result.noise)
     # one comparison per op and point, not one per pass
     keys = [(o.point, o.name, o.shapes) for o in result.ops]
     assert len(keys) == len(set(keys))
@@ -149,7 +157,7 @@ def test_the_report_sets_the_noise_floor_beside_the_errors(monkeypatch):
     first = ([point(1.0, predicted=1.05)], [op(20e-6)])
     second = ([point(1.2, predicted=1.05)], [op(22e-6)])
     points, ops = va.merge_passes([first, second])
-    result = va.ValidateResult(
+    result = ValidateResult(
         model="tiny", dtype="float32", threads=1, calibration=None, points=tuple(points),
         ops=tuple(ops), passes=2, noise=va.pass_noise([first, second]), **va.summarize(points, ops),
     )  # fmt: skip
@@ -160,7 +168,7 @@ def test_the_report_sets_the_noise_floor_beside_the_errors(monkeypatch):
     assert stats.rows[0]["noise"] == pytest.approx(0.2)
     assert any(c.key == "noise" for c in stats.columns)
     assert any(c.key == "spread" for c in view.point_table(result).columns)
-    one = va.ValidateResult(
+    one = ValidateResult(
         model="tiny", dtype="float32", threads=1, calibration=None, points=(first[0][0],), ops=(),
         **va.summarize(first[0], []),
     )  # fmt: skip

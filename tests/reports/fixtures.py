@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from infer_opt.kinds.amortize_measure import BucketSpec, MeasuredBucket
+from infer_opt.kinds.speculative_run import SpecRunResult
 from infer_opt.results import Result, result_class
 
 DATA = Path(__file__).parent / "fixtures"
@@ -161,7 +163,7 @@ def amortize_measure() -> Result:
     from infer_opt.profilers import compile_measure as cm
 
     def bucket(batch: int, seq_len: int, eager_s: float, compiled_s: float, compile_s: float):
-        return cm.MeasuredBucket(
+        return MeasuredBucket(
             bucket=f"{batch}x{seq_len}", batch=batch, seq_len=seq_len,
             eager_s=eager_s, eager=_summary(eager_s), eager_cold_s=eager_s * 3,
             compiled_s=compiled_s, compiled=_summary(compiled_s),
@@ -170,10 +172,8 @@ def amortize_measure() -> Result:
         )  # fmt: skip
 
     rows = [bucket(1, 128, 2e-3, 1.5e-3, 20.0), bucket(1, 512, 7e-3, 5.5e-3, 30.0)]
-    failed = cm.MeasuredBucket(
-        "1x2048", 1, 2048, 30e-3, _summary(30e-3), error="backend raised: out of memory"
-    )
-    specs = [cm.BucketSpec(1, 128), cm.BucketSpec(1, 512), cm.BucketSpec(1, 2048), cm.BucketSpec(1, 4096)]
+    failed = MeasuredBucket("1x2048", 1, 2048, 30e-3, _summary(30e-3), error="backend raised: out of memory")
+    specs = [BucketSpec(1, 128), BucketSpec(1, 512), BucketSpec(1, 2048), BucketSpec(1, 4096)]
     return cm.build_result(
         [*rows, failed], model="tiny", device="cpu", device_name="Example CPU", dtype="float32",
         backend="inductor", cuda_graphs=False, warmup=3, reps=3,
@@ -192,9 +192,9 @@ def speculative_measure() -> Result:
 def speculative_run() -> Result:
     """Hand-made timings and round counts through ``spec_run.make_point``: gpt2-small-like costs
     (c_t = 38 ms, c_d = 20 ms, c_v(k) = 40 ms + 10 ms·k), greedy, 16 tokens, k = 1..3."""
+    from infer_opt.kinds.speculative_measure import MeasuredCost
     from infer_opt.notices import Notice
     from infer_opt.profilers import spec_run as sr
-    from infer_opt.profilers.spec_measure import MeasuredCost
 
     what = "over 40 cached"
     costs = [
@@ -223,7 +223,7 @@ def speculative_run() -> Result:
         )
         for (k, (n, full, acc)), s in zip(rounds.items(), (1.02, 0.95, 0.88), strict=True)
     )
-    return sr.SpecRunResult(
+    return SpecRunResult(
         target="gpt2-small", draft="self:4", vocab_size=50257, device="cpu", device_name="Example CPU",
         dtype="float32", threads=1, prompt_len=32, new_tokens=16, temperature=None, seed=0, warmup=1,
         reps=3, cost_context=40, plain_time=plain, plain_tokens_per_s=16 / plain.median_s,
@@ -350,7 +350,7 @@ def noise_floor() -> Result:
 def ab() -> Result:
     """An A/A of :data:`AA_COMMAND` (two rounds of three runs a side), as ``infer-opt ab`` saves it."""
     from infer_opt.cost_models.compare import compare_results
-    from infer_opt.profilers.ab import AbResult, AbRun
+    from infer_opt.kinds.ab import AbResult, AbRun
 
     comparison = compare_results(kernels_runs(), kernels_runs_again(), base_name="base", new_name="new")
     runs = tuple(

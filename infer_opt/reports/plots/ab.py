@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from infer_opt.profilers.ab import AbResult
+from infer_opt.kinds.ab import AbResult
 from infer_opt.reports.plots.compare import plot as plot_compare
 
 

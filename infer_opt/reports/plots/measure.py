@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from infer_opt.profilers.compile_measure import AmortizeMeasureResult
-from infer_opt.profilers.spec_measure import PlotData, SpecMeasureResult, plot_data
+from infer_opt.cost_models.speculative_measure import PlotData, plot_data
+from infer_opt.kinds.amortize_measure import AmortizeMeasureResult
+from infer_opt.kinds.speculative_measure import SpecMeasureResult
 from infer_opt.reports.measure import fit_formula
 from infer_opt.reports.plots._style import PALETTE, figure, plain_log_ticks, save, time_unit
 from infer_opt.units import format_duration

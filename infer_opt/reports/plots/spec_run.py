@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from infer_opt.profilers.spec_run import SpecRunResult, measured_speedup_range
+from infer_opt.kinds.speculative_run import SpecRunResult, measured_speedup_range
 from infer_opt.reports.plots._style import PALETTE, figure, save
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from infer_opt.profilers.validate import SMALL_OP_S
+from infer_opt.kinds.validate import SMALL_OP_S
 from infer_opt.reports.plots._style import PALETTE, figure, save
 
 BAND = 0.10

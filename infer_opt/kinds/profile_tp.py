@@ -1,0 +1,54 @@
+"""The ``profile-tp`` result kind: a tensor-parallel step profiled on every rank (built by
+:mod:`infer_opt.profilers.tp_profile`, read by :mod:`infer_opt.reports.tp_profile`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from infer_opt.kinds.profile import ProfileResult
+
+
+@dataclass(frozen=True)
+class RankStep:
+    """One rank's step."""
+
+    rank: int
+    #: the uninstrumented step's median on this rank
+    step_time_s: float
+    #: per step, in collectives (enqueue and wait), from this rank's profiler trace
+    communication_s: float
+    #: per step, in every other operator, from the same trace
+    compute_s: float
+    #: the step under the profiler (the trace's own step time), median
+    profiled_step_s: float
+
+
+@dataclass(frozen=True)
+class CollectiveSeen:
+    """A collective of one message size as rank 0's trace saw it, per step."""
+
+    collective: str
+    #: message size of one call
+    bytes: int
+    calls: int
+    #: time per step in it (its op and the wait for it)
+    time_s: float
+    #: time / step time
+    share: float
+
+
+@dataclass(frozen=True)
+class TPProfileResult(ProfileResult):
+    """A tensor-parallel profile: rank 0's profile of its shard, plus every rank's step."""
+
+    KIND = "profile-tp"
+
+    world_size: int = 1
+    backend: str = ""
+    ranks: tuple[RankStep, ...] = ()
+    #: max / median of the per-rank step times
+    skew: float = 1.0
+    #: the rank with the most time in operators other than collectives
+    straggler: int = 0
+    collectives_seen: tuple[CollectiveSeen, ...] = ()
+    trace_dir: str | None = None
