@@ -254,3 +254,38 @@ def test_coverage_fractions_sum_to_one_and_groups_sum_to_attributed_time(ev):
         d for d, k, o in zip(ev.gpu.dur_us, ev.gpu.kind, ev.gpu.op, strict=True) if o >= 0 and k != 3
     )
     assert math.fsum(g.time_s for g in groups) == pytest.approx(attributed / 1e6, abs=1e-15)
+
+
+def test_with_the_real_formulas_nested_linear_counts_once_and_out_is_not_an_input():
+    from infer_opt.trace.op_costs import op_cost
+
+    m, k, n = 64, 128, 256
+    linear = {"Input Dims": [[1, m, k], [n, k], [n]], "Input type": [BF16] * 3}
+    addmm = {"Input Dims": [[n], [m, k], [k, n], [], []], "Input type": [BF16] * 3 + ["Scalar"] * 2}
+    mm_out = {"Input Dims": [[m, k], [k, n], [m, n]], "Input type": [BF16] * 3}
+    ops = [
+        ("aten::linear", 0, 50, -1, linear),
+        ("aten::view", 1, 1, 0, {"Input Dims": [[1, m, k], []], "Input type": [BF16, "ScalarList"]}),
+        ("aten::addmm", 2, 40, 0, addmm),
+        ("aten::mm", 100, 20, -1, mm_out),
+    ]
+    launches = [
+        ("cudaLaunchKernel", 3, 2, 1, 2),
+        ("cudaMemsetAsync", 6, 1, 2, 2),
+        ("cudaLaunchKernel", 101, 2, 3, 3),
+    ]
+    gpu = [
+        ("kernel", "sm90_gemm_bf16", 10.0, 5.5, 7, 1, 0, 2, -1),
+        ("memset", "Memset (Device)", 16.0, 0.5, 7, 2, 1, 2, -1),
+        ("kernel", "sm90_gemm_bf16", 110.0, 4.0, 7, 3, 2, 3, -1),
+    ]
+    ev = make_events(ops=ops, launches=launches, gpu=gpu)
+    groups = by_name(op_groups(ev, peaks=PEAKS))
+    assert set(groups) == {"aten::linear", "aten::mm"}
+    assert groups["aten::linear"].flops == 2 * m * n * k + m * n
+    assert groups["aten::linear"].time_s == pytest.approx(6e-6)
+    mm = groups["aten::mm"]
+    assert mm.flops == 2 * m * n * k
+    assert mm.bytes == op_cost("aten::mm", mm_out).bytes == 2 * (m * k + k * n + m * n)  # out written once
+    rows = {r.reason: r.fraction for r in coverage(ev)}
+    assert rows == {"modelled": pytest.approx(1.0)}
