@@ -72,6 +72,7 @@ class RankTrace:
     step_time_spread_s: float = 0.0  # max − min over steps
     streams: tuple[StreamTimeline, ...] = ()
     launch_queue: LaunchQueue | None = None
+    warnings: tuple[Notice, ...] = ()  # no steps, launch backlog, ... (for this rank)
 
 
 @dataclass(frozen=True)
