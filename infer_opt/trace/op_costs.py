@@ -6,11 +6,11 @@ scalar, a list of shapes for a ``TensorList``), ``Input type`` (``c10::BFloat16`
 Inputs`` (the scalars' values as text). Outputs are not recorded: they are derived from the op
 (matmul, broadcasting, reductions' ``dim``/``keepdim``, conv's geometry).
 
-Formulas (SPEC §6.2; the same counts as :mod:`infer_opt.profilers.flops`, which ``profile``
+Formulas (the same counts as :mod:`infer_opt.profilers.flops`, which ``profile``
 uses on live tensors):
 
 * matmul family: ``F = 2·B·M·N·K`` (``mm``, ``bmm``, ``matmul`` with broadcast batch dims,
-  ``linear``); ``addmm``/``baddbmm``/``linear`` with a bias add ``M·N`` per batch (SPEC; torch's
+  ``linear``); ``addmm``/``baddbmm``/``linear`` with a bias add ``M·N`` per batch (torch's
   registry, and so ``profile``, leaves the bias out);
 * conv: ``2·N·C_out·Π(out spatial)·(C_in/groups)·Π(kernel)`` (torch's ``conv_flop``; transposed
   convs count over the input's spatial size), when stride/padding/dilation/groups are recorded;
