@@ -362,6 +362,29 @@ MESSAGES: dict[str, Words] = {
         f"({', '.join(v['collectives'])}) is an upper bound on the link's latency and a lower bound on "
         "its bandwidth"
     ),
+    # ---- trace reading and timeline (trace/reader.py, trace/timeline.py)
+    "trace_truncated": lambda v: (
+        f"{v['file']}: the file is cut short; read up to its last complete event"
+        + (f" ({v['events_kept']} events kept)" if v.get("events_kept", -1) >= 0 else "")
+        + ": figures after the cut are missing"
+    ),
+    "trace_duplicates": lambda v: f"{v['file']}: {v['events']} exact duplicate events dropped",
+    "trace_bad_durations": lambda v: (
+        f"{v['file']}: {v['events']} duration events with a missing or negative duration dropped"
+    ),
+    "trace_no_steps": lambda v: (
+        f"{v['file']}: no ProfilerStep in the trace: analyzed as one window from the first GPU event to "
+        "the last, idle time between the host's phases included (record with a schedule and prof.step())"
+    ),
+    "trace_no_gpu_events": lambda v: f"{v['file']}: no GPU events (a CPU-only trace): no GPU timeline",
+    "launch_backlog": lambda v: (
+        f"the launch queue is deep (up to {v['max_depth']} kernels launched ahead of the GPU): the delay "
+        "from launch to start is queueing behind earlier kernels, not launch overhead"
+    ),
+    "trace_incomplete_step_dropped": lambda v: (
+        f"ProfilerStep#{v['step']} is incomplete (its GPU work runs past the trace's end or it has none) "
+        "and is not analyzed"
+    ),
 }
 
 _FAMILY_PINS = {"matmul": "R (matmul)", "elementwise": "b (elementwise)", "launch": "t0 (launch)"}
