@@ -11,8 +11,9 @@ fraction is an upper bound.
   (never slower than now); ops without a formula unchanged.
 - ``matmul_at_peak_fraction``: matmuls at ``η`` of peak: ``max(F/(η·R), Q/b)``.
 - ``cuda_graphs``: the idle gaps on the busiest stream where the GPU waited for the host — the
-  next event's launch came after the previous event ended — within a step; a graph replay
-  launches them all at once, so the gaps go.
+  next event's launch came after the previous event ended — within a step, except gaps in which
+  a host sync ended (those stay: a graph cannot capture a sync); a graph replay launches the
+  rest at once, so those gaps go.
 - ``fusion``: adjacent elementwise ops on the busiest stream whose first inputs have the same
   shape and dtype (the trace does not record outputs: the chain is inferred); the intermediate
   would not be written and read back: ``2 × its bytes / b`` per link.
@@ -34,7 +35,7 @@ from infer_opt.cost_models.amdahl import amdahl_speedup
 from infer_opt.cost_models.profile_amdahl import capped_bound
 from infer_opt.kinds.trace import OpGroup, Peaks, StepTimeline, WhatIf
 from infer_opt.trace.events import SYNC, TraceEvents
-from infer_opt.trace.ops import Attribution, attribute, category
+from infer_opt.trace.ops import SYNC_CALLS, Attribution, attribute, category
 from infer_opt.trace.roofline import peak_flops
 
 ELEMENTWISE = "elementwise"
@@ -109,10 +110,22 @@ def busiest_stream(events: TraceEvents, keep: np.ndarray) -> tuple[int, np.ndarr
     return stream, idx[np.argsort(gpu.ts_us[idx], kind="stable")]
 
 
+def _sync_ends(events: TraceEvents) -> np.ndarray:
+    """Sorted end times (µs) of the host calls that wait for the device (:data:`ops.SYNC_CALLS`)."""
+    launches = events.launches
+    if not len(launches):
+        return np.zeros(0)
+    is_sync = np.array([bool(SYNC_CALLS.search(n)) for n in events.names], dtype=bool)[launches.name]
+    return np.sort((launches.ts_us + launches.dur_us)[is_sync])
+
+
 def launch_gaps_us(events: TraceEvents, order: np.ndarray) -> float:
     """Summed idle gaps (µs) between consecutive events of ``order`` (one stream, start order)
-    where the next event's launch came at or after the previous one's end, within a step."""
+    where the next event's launch came at or after the previous one's end, within a step, and
+    no host sync ended inside the gap (a host that waited on the device and then did other work
+    leaves a gap that a graph does not remove: graphs cannot capture a sync)."""
     gpu, launches = events.gpu, events.launches
+    sync_ends = _sync_ends(events)
     total = []
     end = -math.inf
     prev_step = None
@@ -120,7 +133,9 @@ def launch_gaps_us(events: TraceEvents, order: np.ndarray) -> float:
         start, step, launch = float(gpu.ts_us[e]), int(gpu.step[e]), int(gpu.launch[e])
         same_step = prev_step is not None and step == prev_step
         if same_step and start > end and launch >= 0 and float(launches.ts_us[launch]) >= end:
-            total.append(start - end)
+            lo, hi = np.searchsorted(sync_ends, [end, start])
+            if hi == lo:
+                total.append(start - end)
         end = max(end, start + float(gpu.dur_us[e]))
         prev_step = step
     return math.fsum(total)

@@ -71,6 +71,14 @@ def test_matmul_at_fraction_and_category_at_bound_are_amdahl():
     assert ew.saved_s == pytest.approx(sum(g.time_s for g in adds) - bound)
 
 
+def test_a_gap_in_which_a_host_sync_ended_is_not_a_launch_gap():
+    launches = [*LAUNCHES, ("cudaStreamSynchronize", 12.5, 2.0, -1, -1)]  # ends at 14.5, inside 12..20
+    ev = make_events(ops=OPS, launches=launches, gpu=GPU, steps=[(1, 0, 60)])
+    groups = op_groups(ev, peaks=PEAKS, cost=stub_cost)
+    found = {w.scenario: w for w in what_ifs(ev, groups, PEAKS, [STEP], cost=stub_cost)}
+    assert found["cuda_graphs"].saved_s == 0.0
+
+
 def test_no_steps_no_what_ifs():
     ev = make_events(ops=OPS, launches=LAUNCHES, gpu=GPU)
     assert what_ifs(ev, (), PEAKS, [], cost=stub_cost) == ()
