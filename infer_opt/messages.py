@@ -385,6 +385,33 @@ MESSAGES: dict[str, Words] = {
         f"ProfilerStep#{v['step']} is incomplete (its GPU work runs past the trace's end or it has none) "
         "and is not analyzed"
     ),
+    # ---- engine settings (tune: cost_models/capture_sizes.py, capture_tuning.py, speculative_tuning.py)
+    "cost_decreasing": lambda v: (
+        f"{v['source']}: the step cost goes down as the batch grows ({v['before']} → {v['at']}, "
+        f"{v['before_s'] * 1e3:.4g} ms → {v['time_s'] * 1e3:.4g} ms; {v['count']} such drop(s)): padding to a "
+        "larger capture then looks free, and a capture list from observed sizes may not be optimal; check "
+        "the measurement"
+    ),
+    "cost_extrapolated": lambda v: (
+        f"{v['count']} observed batch size(s) ({v['share']:.1%} of steps) lie outside the measured cost range "
+        f"{v['low']}..{v['high']}: their cost is extrapolated log-log (estimated)"
+    ),
+    "histogram_overflow": lambda v: (
+        f"{v['share']:.1%} of steps are in the histogram's +Inf bucket: placed just above the last finite "
+        "edge, so their cost is a lower bound"
+    ),
+    "k_max_capped": lambda v: (
+        f"--k-max {v['k_max']} is more than the {v['positions']} acceptance rates given: k is tuned up to "
+        f"{v['positions']} (no rate to model a longer draft)"
+    ),
+    # trace: per-op rates against the roofline (infer_opt/trace/roofline.py)
+    "rate_above_peak": lambda v: (
+        f"{v['op']} {v['shapes']} measured "
+        + (f"{v['rate'] / 1e12:.3g} TFLOP/s" if v["resource"] == "flops" else f"{v['rate'] / 1e9:.4g} GB/s")
+        + f", {v['rate'] / v['peak']:.2f}× the assumed "
+        + (v["precision"] if v["resource"] == "flops" else "memory")
+        + " peak: the wrong device (give --device), or its data stayed in L2"
+    ),
 }
 
 _FAMILY_PINS = {"matmul": "R (matmul)", "elementwise": "b (elementwise)", "launch": "t0 (launch)"}

@@ -121,6 +121,19 @@ KINDS: dict[str, Kind] = {
         Kind(
             "validate", f"{_KD}.validate:ValidateResult", f"{_RP}.validate:build_view", f"{_PL}.validate:plot"
         ),
+        # ---- engine settings (tune)
+        Kind(
+            "tune-capture-sizes",
+            f"{_KD}.tune_capture_sizes:TuneCaptureSizesResult",
+            f"{_RP}.tune_capture_sizes:build_view",
+            f"{_PL}.tune_capture_sizes:plot",
+        ),
+        Kind(
+            "tune-speculative",
+            f"{_KD}.tune_speculative:TuneSpeculativeResult",
+            f"{_RP}.tune_speculative:build_view",
+            f"{_PL}.tune_speculative:plot",
+        ),
     )
 }
 

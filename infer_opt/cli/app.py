@@ -111,6 +111,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "compare": ("infer_opt.cli.compare",),
     "ab": ("infer_opt.cli.ab",),
     "comm": ("infer_opt.cli.comm",),
+    "tune": ("infer_opt.cli.tune",),
 }
 
 _LOADED: dict[str, Any] = {}

@@ -1,0 +1,288 @@
+"""``infer-opt tune ...``: engine settings from measurements (CUDA-graph capture sizes, the
+speculation length per batch size)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from infer_opt.cli.common import option
+from infer_opt.cli.output import with_output
+from infer_opt.cli.types import Count, CountList, Duration, InputFile, NumberList, Size
+from infer_opt.errors import InvalidInput
+from infer_opt.kinds.tune_capture_sizes import TuneCaptureSizesResult
+from infer_opt.kinds.tune_speculative import TuneSpeculativeResult
+
+app = typer.Typer(
+    help="Engine settings from measurements: CUDA-graph capture sizes, draft length per batch size.",
+    no_args_is_help=True,
+)
+
+CAPTURE_HELP = (
+    "The CUDA-graph capture list that minimises the expected decode step time over the batch sizes a "
+    "server saw: batch b runs at the smallest captured size c >= b at cost t(c); above the largest it "
+    "runs uncaptured at t(b) + --eager-overhead (or --eager-cost). Exact dynamic program over the "
+    "observed sizes, at most --max-captures sizes (or within --memory-budget); compared with the "
+    "current list (--current, or the engine's default list). A Prometheus histogram is coarse: mass "
+    "inside a bucket is placed at its upper edge to choose, and the answer is given as a range.\n\n"
+    "Examples:\n\n"
+    "  infer-opt tune capture-sizes --batches b.csv --cost cost.csv --max-captures 8 --eager-overhead 2ms\n\n"
+    "  infer-opt tune capture-sizes --prometheus a.prom --prometheus b.prom --cost p.json "
+    "--eager-overhead 1ms\n"
+)
+SPEC_HELP = (
+    "The draft length k per batch size maximising S(k, b) = t(b)·E[N](k) / (k·t_d(b) + t(b·(k+1)) + c_m), "
+    "E[N](k) from the per-position acceptance rates; k = 0 (S = 1) where speculation does not pay; "
+    "the batch size from which it stops paying, and the expected gain over the distribution.\n\n"
+    "Examples:\n\n"
+    "  infer-opt tune speculative --alphas 0.8,0.7 --target-cost t.csv --draft-cost d.csv "
+    "--batch-sizes 1,8,64\n\n"
+    "  infer-opt tune speculative --prometheus a.prom --prometheus b.prom --target-cost t.csv "
+    "--draft-cost d.csv --batches b.csv\n"
+)
+
+BatchesOpt = option(
+    Path | None, "--batches", parse=InputFile(), help="Batch-size distribution: CSV/TSV batch_size,count."
+)
+PrometheusOpt = option(
+    list[Path] | None,
+    "--prometheus",
+    parse=InputFile(),
+    help="vLLM /metrics snapshot; repeat it (--prometheus BEFORE --prometheus AFTER) for the interval.",
+)
+CostOpt = option(
+    Path,
+    "--cost",
+    parse=InputFile(),
+    help="Step cost: CSV batch_size,time_ms (or tokens,time_ms), or a predict --sweep batch result.",
+)
+MaxCapturesOpt = option(
+    int | None, "--max-captures", parse=Count(1, 1 << 16), help="At most N captured sizes."
+)
+MemPerCaptureOpt = option(
+    float | None, "--memory-per-capture", parse=Size(), help="Graph memory per captured size (e.g. 6MiB)."
+)
+MemoryOpt = option(
+    Path | None, "--memory", parse=InputFile(), help="Measured graph memory: CSV batch_size,bytes."
+)
+BudgetOpt = option(
+    float | None, "--memory-budget", parse=Size(), help="Graph memory budget (needs --memory-per-capture)."
+)
+CurrentOpt = option(Any, "--current", parse=CountList(0), help="The current capture list, e.g. 1,2,4,8,16.")
+EngineOpt = option(str, "--engine", help="vllm or sglang[@version]: its default list is the current one.")
+MaxSizeOpt = option(
+    int | None,
+    "--engine-max-size",
+    parse=Count(1, 1 << 20),
+    help="The engine's largest capture size (vLLM default 512, SGLang 160).",
+)
+EagerCostOpt = option(
+    Path | None, "--eager-cost", parse=InputFile(), help="Measured uncaptured cost: CSV batch_size,time_ms."
+)
+EagerOverheadOpt = option(
+    float | None, "--eager-overhead", parse=Duration("ms"), help="Uncaptured step = cost(b) + D (bare = ms)."
+)
+CaptureTimeOpt = option(
+    float | None,
+    "--capture-time",
+    parse=Duration("s"),
+    help="Time to capture one graph: the break-even of each extra capture.",
+)
+
+
+def _distribution(batches: Path | None, prometheus: list[Path] | None) -> dict[str, Any]:
+    from infer_opt.cost_models import capture_sizes as cs
+    from infer_opt.cost_models.tune_inputs import read_distribution
+
+    if (batches is None) == (not prometheus):
+        raise InvalidInput(
+            "--batches",
+            "missing" if batches is None else str(batches),
+            "give --batches FILE or --prometheus SNAPSHOT [SNAPSHOT], one of them",
+        )
+    if batches is not None:
+        dist, notices = read_distribution(batches)
+        return {"dist": dist, "notices": notices, "label": f"{batches.name} (as given)"}
+    if len(prometheus) > 2:
+        raise InvalidInput("--prometheus", str(len(prometheus)), "give one snapshot or two (BEFORE AFTER)")
+    from infer_opt.files import read_text
+
+    hists = [cs.histogram_from_text(read_text(p, "--prometheus"), source=p.name) for p in prometheus]
+    hist = (
+        hists[0] if len(hists) == 1 else cs.histogram_interval(hists[0], hists[1], source=prometheus[0].name)
+    )
+    hi, lo, overflow = cs.histogram_distributions(hist, source=prometheus[-1].name)
+    names = ", ".join(p.name for p in prometheus)
+    label = f"{cs.ITERATION_TOKENS} histogram of {names} (coarse: estimated placement)"
+    return {"dist": hi, "dist_low": lo, "overflow_share": overflow, "notices": (), "label": label}
+
+
+def _current(
+    current: tuple[int, ...] | None, engine: str, max_size: int | None
+) -> tuple[tuple[int, ...], str]:
+    from infer_opt.cost_models import capture_sizes as cs
+
+    if current is not None:
+        return cs.validate_list(current, "--current"), "--current (as given)"
+    return cs.engine_default(engine, max_size)
+
+
+@app.command("capture-sizes", help=CAPTURE_HELP)
+@with_output(plot=True)
+def capture_sizes(
+    cost: CostOpt,
+    batches: BatchesOpt = None,
+    prometheus: PrometheusOpt = None,
+    max_captures: MaxCapturesOpt = None,
+    memory_per_capture: MemPerCaptureOpt = None,
+    memory: MemoryOpt = None,
+    memory_budget: BudgetOpt = None,
+    current: CurrentOpt = None,
+    engine: EngineOpt = "vllm",
+    engine_max_size: MaxSizeOpt = None,
+    eager_cost: EagerCostOpt = None,
+    eager_overhead: EagerOverheadOpt = None,
+    capture_time: CaptureTimeOpt = None,
+) -> TuneCaptureSizesResult:
+    from infer_opt.cost_models import capture_tuning as ct
+    from infer_opt.cost_models.tune_inputs import read_cost, read_memory
+
+    if memory_per_capture is not None and memory is not None:
+        raise InvalidInput("--memory", str(memory), "give --memory-per-capture or --memory, not both")
+    got = _distribution(batches, prometheus)
+    curve, cost_label, cost_notices = read_cost(cost)
+    eager = read_cost(eager_cost, "--eager-cost")[0] if eager_cost is not None else None
+    mem = None
+    if memory_per_capture is not None:
+        mem = ct.Memory(per_capture=memory_per_capture)
+    elif memory is not None:
+        sizes, nbytes = read_memory(memory)
+        mem = ct.Memory(sizes=sizes, bytes_=nbytes, source=memory.name)
+    listed, listed_source = _current(current, engine, engine_max_size)
+    inputs = (
+        ("distribution", got["label"]),
+        ("cost", cost_label),
+        ("eager", "measured table" if eager is not None else "estimated: cost(b) + --eager-overhead"),
+        (
+            "memory",
+            "none"
+            if mem is None
+            else ("--memory-per-capture (as given)" if memory is None else f"{memory.name} (measured)"),
+        ),
+        ("current", listed_source),
+    )
+    return ct.tune(
+        ct.Inputs(
+            dist=got["dist"],
+            curve=curve,
+            current=listed,
+            current_source=listed_source,
+            engine=engine.partition("@")[0],
+            dist_low=got.get("dist_low"),
+            overflow_share=got.get("overflow_share", 0.0),
+            max_captures=max_captures,
+            memory=mem,
+            memory_budget=memory_budget,
+            eager_overhead_s=eager_overhead,
+            eager=eager,
+            capture_time_s=capture_time,
+            inputs=inputs,
+            notices=(*got["notices"], *cost_notices),
+        )
+    )
+
+
+AlphasOpt = option(
+    Any,
+    "--alphas",
+    parse=NumberList(low=0, high=1),
+    help="Per-position conditional acceptance α_1..α_K, e.g. 0.8,0.7,0.6.",
+)
+TargetCostOpt = option(
+    Path,
+    "--target-cost",
+    parse=InputFile(),
+    help="Target step cost: CSV tokens,time_ms (verification of k drafts at batch b = b·(k+1) tokens).",
+)
+DraftCostOpt = option(
+    Path, "--draft-cost", parse=InputFile(), help="Draft step cost: CSV batch_size,time_ms."
+)
+OverheadOpt = option(
+    float, "--overhead", parse=Duration("ms"), help="c_m: bookkeeping per round (bare = ms)."
+)
+BatchSizesOpt = option(
+    Any,
+    "--batch-sizes",
+    parse=CountList(1, 1 << 20, increasing=True),
+    help="Batch sizes to tune (instead of --batches).",
+)
+KMaxOpt = option(
+    int | None, "--k-max", parse=Count(1, 64), help="Largest draft length (default: the number of α given)."
+)
+
+
+def _alphas(alphas: tuple[float, ...] | None, prometheus: list[Path] | None) -> tuple[tuple[float, ...], str]:
+    if (alphas is None) == (not prometheus):
+        raise InvalidInput(
+            "--alphas",
+            "missing" if alphas is None else "both",
+            "give --alphas LIST or --prometheus BEFORE AFTER, one of them",
+        )
+    if alphas is not None:
+        return tuple(alphas), "--alphas (as given)"
+    if len(prometheus) != 2:
+        raise InvalidInput("--prometheus", str(len(prometheus)), "give two snapshots: BEFORE AFTER")
+    from infer_opt.cost_models.prometheus_metrics import metrics_from_prometheus
+
+    metrics = metrics_from_prometheus(prometheus[1], before=prometheus[0])
+    rates = []
+    for pos in metrics.positions:
+        if pos.conditional is None:
+            break
+        rates.append(pos.conditional)
+    if not rates:
+        raise InvalidInput(
+            "--prometheus", str(prometheus[1]), "no draft position was ever accepted: no rates to tune with"
+        )
+    return tuple(rates), f"measured: vLLM counters between {prometheus[0].name} and {prometheus[1].name}"
+
+
+@app.command("speculative", help=SPEC_HELP)
+@with_output(plot=True)
+def speculative(
+    target_cost: TargetCostOpt,
+    draft_cost: DraftCostOpt,
+    alphas: AlphasOpt = None,
+    prometheus: PrometheusOpt = None,
+    overhead: OverheadOpt = 0.0,
+    batches: BatchesOpt = None,
+    batch_sizes: BatchSizesOpt = None,
+    k_max: KMaxOpt = None,
+) -> TuneSpeculativeResult:
+    from infer_opt.cost_models import capture_sizes as cs
+    from infer_opt.cost_models import speculative_tuning as st
+    from infer_opt.cost_models.tune_inputs import read_cost, read_distribution
+
+    rates, rates_label = _alphas(alphas, prometheus)
+    if (batches is None) == (batch_sizes is None):
+        raise InvalidInput(
+            "--batches",
+            "missing" if batches is None else "both",
+            "give --batches FILE or --batch-sizes LIST, one of them",
+        )
+    if batches is not None:
+        dist, _ = read_distribution(batches)
+    else:
+        dist = cs.distribution(batch_sizes, [1.0] * len(batch_sizes), source="--batch-sizes")
+    target, target_label, _ = read_cost(target_cost, "--target-cost")
+    draft, draft_label, _ = read_cost(draft_cost, "--draft-cost")
+    inputs = {
+        "alphas": rates_label,
+        "target_cost": target_label,
+        "draft_cost": draft_label,
+        "overhead": "--overhead (as given)",
+        "distribution": dist.source,
+    }
+    return st.tune(rates, target, draft, dist, overhead_s=overhead, k_max=k_max, inputs=inputs)

@@ -1,0 +1,421 @@
+"""CUDA-graph capture sizes: the list that minimises the expected decode step time.
+
+A batch of ``b`` sequences runs at the smallest captured size ``c >= b``, at cost ``t(c)``;
+above the largest capture it runs uncaptured at ``t(b) + D`` (``D`` the eager overhead) or at
+a measured eager cost ``t_e(b)``. Expected step = ``Σ_b p(b)·cost(b)``.
+
+The best list of at most ``K`` sizes is found exactly by dynamic programming over the sorted
+observed sizes ``v_1 < … < v_D`` (an optimal capture size is an observed size when t is
+increasing): with ``P_j = Σ_{l<=j} p_l``,
+``f_m(j) = min_{i<j} f_{m-1}(i) + (P_j - P_i)·t(v_j)`` is the cost of the batches up to
+``v_j`` with ``m`` captures the largest of which is ``v_j``; the list's total adds the
+uncaptured cost of the batches above ``v_j``. The inner minimum is over lines of slope
+``-P_i`` queried at ``t(v_j)``; for a non-decreasing t the queries are sorted and the monotone
+convex-hull trick answers in amortised O(1) (O(K·D) in all), otherwise an O(K·D²) numpy pass.
+
+Worked check: p = {1: 0.5, 3: 0.5}, t(b) = 1 + b ms, one capture, D = 10 ms → {3}: 4 ms,
+beats {1}: 0.5·2 + 0.5·(4 + 10) = 8 ms.
+
+The cost curve between measured sizes is interpolated linearly in log(b)-log(t); outside the
+measured range it is extended by the nearest segment's slope, and flagged as extrapolated.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from infer_opt.errors import InvalidInput
+from infer_opt.notices import Notice
+
+#: the largest batch size (tokens per step) a list may hold
+MAX_BATCH = 1 << 20
+
+
+# ----------------------------------------------------------------------------- cost curve
+
+
+@dataclass(frozen=True, eq=False)
+class CostCurve:
+    """Measured ``(size, time_s)`` points, strictly increasing sizes, times > 0."""
+
+    sizes: np.ndarray
+    times: np.ndarray
+    source: str = "cost"
+
+    def __call__(self, b: np.ndarray | Sequence[int] | int) -> np.ndarray:
+        """``t(b)`` interpolated log-log (a single point: constant)."""
+        x = np.log(np.asarray(b, dtype=np.float64))
+        if len(self.sizes) == 1:
+            return np.full(np.shape(x), float(self.times[0]))
+        lx, ly = np.log(self.sizes.astype(np.float64)), np.log(self.times)
+        y = np.interp(x, lx, ly)
+        lo, hi = x < lx[0], x > lx[-1]
+        slope_lo = (ly[1] - ly[0]) / (lx[1] - lx[0])
+        slope_hi = (ly[-1] - ly[-2]) / (lx[-1] - lx[-2])
+        y = np.where(lo, ly[0] + slope_lo * (x - lx[0]), y)
+        y = np.where(hi, ly[-1] + slope_hi * (x - lx[-1]), y)
+        return np.exp(y)
+
+    def extrapolated(self, b: np.ndarray) -> np.ndarray:
+        b = np.asarray(b)
+        return (b < self.sizes[0]) | (b > self.sizes[-1])
+
+    def measured(self, b: np.ndarray) -> np.ndarray:
+        return np.isin(np.asarray(b), self.sizes)
+
+
+def cost_curve(sizes: Sequence[float], times_s: Sequence[float], *, source: str = "cost") -> CostCurve:
+    """A cost curve from points (sorted here; a repeated size is refused)."""
+    s = np.asarray(sizes, dtype=np.float64)
+    t = np.asarray(times_s, dtype=np.float64)
+    if s.size == 0:
+        raise InvalidInput(source, "no rows", "the cost table needs at least one batch size")
+    if not np.all(np.isfinite(s)) or (s < 1).any() or (s != np.floor(s)).any():
+        raise InvalidInput(source, "batch sizes", "batch sizes must be whole numbers >= 1")
+    if not np.all(np.isfinite(t)) or (t <= 0).any():
+        raise InvalidInput(source, "times", "step times must be finite and > 0")
+    order = np.argsort(s, kind="stable")
+    s, t = s[order], t[order]
+    dup = np.flatnonzero(np.diff(s) == 0)
+    if dup.size:
+        raise InvalidInput(source, int(s[dup[0]]), "each batch size may appear once in the cost table")
+    return CostCurve(s.astype(np.int64), t, source)
+
+
+def decreasing_notices(curve: CostCurve, code: str = "cost_decreasing") -> tuple[Notice, ...]:
+    """A warning where the measured cost goes down as the batch grows."""
+    drops = np.flatnonzero(np.diff(curve.times) < 0)
+    if not drops.size:
+        return ()
+    i = int(drops[0])
+    values = {
+        "source": curve.source,
+        "at": int(curve.sizes[i + 1]),
+        "before": int(curve.sizes[i]),
+        "time_s": float(curve.times[i + 1]),
+        "before_s": float(curve.times[i]),
+        "count": int(drops.size),
+    }
+    return (Notice(code, values),)
+
+
+# ----------------------------------------------------------------------------- distribution
+
+
+@dataclass(frozen=True, eq=False)
+class Distribution:
+    """Observed batch sizes (strictly increasing) with their probabilities (sum 1)."""
+
+    sizes: np.ndarray
+    probs: np.ndarray
+    steps: float
+    source: str = "batches"
+
+
+def distribution(sizes: Sequence[int], counts: Sequence[float], *, source: str = "batches") -> Distribution:
+    """Aggregate ``(size, count)`` pairs; sizes whole >= 1, counts >= 0, some > 0."""
+    s = np.asarray(sizes, dtype=np.float64)
+    c = np.asarray(counts, dtype=np.float64)
+    if s.size == 0:
+        raise InvalidInput(source, "no rows", "the batch-size distribution is empty")
+    if (s < 1).any() or (s != np.floor(s)).any() or (s > MAX_BATCH).any():
+        raise InvalidInput(source, "batch sizes", f"batch sizes must be whole numbers in [1, {MAX_BATCH}]")
+    if not np.all(np.isfinite(c)) or (c < 0).any():
+        raise InvalidInput(source, "counts", "counts must be finite and >= 0")
+    values, inverse = np.unique(s.astype(np.int64), return_inverse=True)
+    agg = np.zeros(len(values))
+    np.add.at(agg, inverse, c)
+    keep = agg > 0
+    total = float(agg.sum())
+    if total <= 0:
+        raise InvalidInput(source, "all counts 0", "the distribution has no decode steps")
+    return Distribution(values[keep], agg[keep] / total, total, source)
+
+
+# ----------------------------------------------------------------------------- evaluation
+
+
+@dataclass(frozen=True, eq=False)
+class Problem:
+    """Everything the expected step time of a list depends on, at the observed sizes."""
+
+    dist: Distribution
+    #: t(v) at each observed size (captured cost)
+    captured: np.ndarray
+    #: the uncaptured cost at each observed size: t(v) + D, or the eager table
+    uncaptured: np.ndarray
+
+
+def problem(
+    dist: Distribution, curve: CostCurve, *, eager_overhead_s: float | None, eager: CostCurve | None
+) -> Problem:
+    t = curve(dist.sizes)
+    u = eager(dist.sizes) if eager is not None else t + (eager_overhead_s or 0.0)
+    return Problem(dist, t, u)
+
+
+def expected_step(prob: Problem, capture_sizes: Sequence[int], curve: CostCurve) -> float:
+    """``Σ p(b)·cost(b)`` under ``capture_sizes`` (any sizes, not only observed ones)."""
+    v = prob.dist.sizes
+    caps = np.asarray(sorted(capture_sizes), dtype=np.int64)
+    if caps.size == 0:
+        return float(np.dot(prob.dist.probs, prob.uncaptured))
+    idx = np.searchsorted(caps, v, side="left")
+    inside = idx < caps.size
+    cost = prob.uncaptured.copy()
+    cost[inside] = curve(caps[idx[inside]])
+    return float(np.dot(prob.dist.probs, cost))
+
+
+# ----------------------------------------------------------------------------- the DP
+
+
+@dataclass(frozen=True)
+class DPTable:
+    """``best[m]`` = least expected step with exactly ``m`` captures (m = 0..K), and the
+    parents to rebuild each list."""
+
+    best: tuple[float, ...]
+    last: tuple[int, ...]
+    parents: tuple[tuple[int, ...], ...]
+    sizes: tuple[int, ...]
+
+    def capture_list(self, m: int) -> tuple[int, ...]:
+        if m == 0:
+            return ()
+        out, j = [], self.last[m]
+        for level in range(m, 0, -1):
+            out.append(self.sizes[j - 1])
+            j = self.parents[level][j]
+        return tuple(reversed(out))
+
+
+def optimal_lists(prob: Problem, k_max: int) -> DPTable:
+    """Exact least expected step for m = 0..k_max captures (module docstring)."""
+    p, t, u = prob.dist.probs, prob.captured, prob.uncaptured
+    d = len(p)
+    k_max = min(k_max, d)
+    prefix = np.concatenate(([0.0], np.cumsum(p)))
+    tail = np.concatenate((np.cumsum((p * u)[::-1])[::-1], [0.0]))  # tail[j] = Σ_{l>=j} (0-based)
+    tj = np.concatenate(([0.0], t))
+    layer = np.full(d + 1, math.inf)
+    layer[1:] = prefix[1:] * t  # one capture at v_j covers v_1..v_j
+    best = [float(tail[0])]
+    last = [0]
+    parents: list[tuple[int, ...]] = [(), tuple([0] * (d + 1))]
+    monotone = bool(np.all(np.diff(t) >= 0))
+    for m in range(1, k_max + 1):
+        if m > 1:
+            layer, parent = (_hull_layer if monotone else _dense_layer)(layer, m, prefix, tj, d)
+            parents.append(tuple(parent))
+        totals = layer[1:] + tail[1:]
+        j = int(np.argmin(totals)) + 1
+        best.append(float(totals[j - 1]))
+        last.append(j)
+    return DPTable(tuple(best), tuple(last), tuple(parents), tuple(int(x) for x in prob.dist.sizes))
+
+
+def _hull_layer(
+    prev: np.ndarray, m: int, prefix: np.ndarray, tj: np.ndarray, d: int
+) -> tuple[np.ndarray, list[int]]:
+    """``f_m(j) = P_j·t_j + min_{m-1<=i<j} (f_{m-1}(i) - P_i·t_j)``, t_j non-decreasing."""
+    parent = [0] * (d + 1)
+    pv, pp, tl = prev.tolist(), prefix.tolist(), tj.tolist()
+    slopes: list[float] = []
+    icepts: list[float] = []
+    ids: list[int] = []
+    head = 0
+    out = [math.inf] * (d + 1)
+    for j in range(m, d + 1):
+        i = j - 1
+        s, b = -pp[i], pv[i]
+        while len(slopes) - head >= 2:
+            s1, b1, s2, b2 = slopes[-2], icepts[-2], slopes[-1], icepts[-1]
+            if (b - b1) * (s1 - s2) <= (b2 - b1) * (s1 - s):
+                slopes.pop()
+                icepts.pop()
+                ids.pop()
+            else:
+                break
+        slopes.append(s)
+        icepts.append(b)
+        ids.append(i)
+        x = tl[j]
+        while (
+            len(slopes) - head >= 2
+            and slopes[head + 1] * x + icepts[head + 1] <= slopes[head] * x + icepts[head]
+        ):
+            head += 1
+        out[j] = pp[j] * x + slopes[head] * x + icepts[head]
+        parent[j] = ids[head]
+    return np.asarray(out), parent
+
+
+def _dense_layer(
+    prev: np.ndarray, m: int, prefix: np.ndarray, tj: np.ndarray, d: int
+) -> tuple[np.ndarray, list[int]]:
+    """The same minimum by brute force over i (any t), row by row."""
+    cur = np.full(d + 1, math.inf)
+    parent = [0] * (d + 1)
+    for j in range(m, d + 1):
+        cand = prev[m - 1 : j] - prefix[m - 1 : j] * tj[j]
+        i = int(np.argmin(cand))
+        cur[j] = prefix[j] * tj[j] + cand[i]
+        parent[j] = m - 1 + i
+    return cur, parent
+
+
+def best_within(table: DPTable, k_max: int) -> int:
+    """The number of captures (0..k_max) with the least expected step (ties: fewer)."""
+    ks = range(min(k_max, len(table.best) - 1) + 1)
+    return min(ks, key=lambda m: (round(table.best[m], 15), m))
+
+
+# ----------------------------------------------------------------------------- engines
+
+#: vLLM's default capture list (vLLM v0.11, ``vllm/config/vllm.py``
+#: ``VllmConfig._set_cudagraph_sizes``): ``[1, 2, 4] + range(8, 256, 8) + range(256, max + 1, 16)``
+#: bounded by ``max_cudagraph_capture_size`` (default ``min(max_num_seqs·2, 512)``).
+VLLM_SOURCE = "vLLM v0.11 vllm/config/vllm.py _set_cudagraph_sizes"
+#: SGLang's default ``--cuda-graph-bs`` (``python/sglang/srt/server_args.py``), from memory of
+#: recent versions, NOT verified against the source here: see the output's source line.
+SGLANG_SOURCE = "SGLang server_args.py default cuda_graph_bs (recalled, not verified)"
+
+
+def vllm_default(max_size: int) -> tuple[int, ...]:
+    """``[1, 2, 4] + range(8, 256, 8) + range(256, max + 1, 16)``, each <= ``max_size``."""
+    sizes = [1, 2, 4, *range(8, 256, 8), *range(256, max_size + 1, 16)]
+    return tuple(s for s in sizes if s <= max_size)
+
+
+def sglang_default(max_size: int) -> tuple[int, ...]:
+    """``[1, 2, 4, 8, 12] + range(16, 257, 8) + range(272, 512, 16) + range(512, max + 1, 32)``."""
+    sizes = [1, 2, 4, 8, 12, *range(16, 257, 8), *range(272, 512, 16), *range(512, max_size + 1, 32)]
+    return tuple(s for s in sizes if s <= max_size)
+
+
+ENGINES = {"vllm": (vllm_default, VLLM_SOURCE, 512), "sglang": (sglang_default, SGLANG_SOURCE, 160)}
+
+
+def engine_default(engine: str, max_size: int | None) -> tuple[tuple[int, ...], str]:
+    """The engine's default list (``engine`` = ``vllm`` or ``sglang``, optionally ``@version``,
+    which is recorded but does not change the list) and where it comes from."""
+    name, _, version = engine.partition("@")
+    if name not in ENGINES:
+        raise InvalidInput("engine", engine, "expected vllm or sglang (optionally @version)")
+    make, source, default_max = ENGINES[name]
+    top = default_max if max_size is None else max_size
+    label = f"{name} default up to {top} ({source}" + (f"; asked for {version}" if version else "") + ")"
+    return make(top), label
+
+
+def validate_list(sizes: Sequence[int], option: str = "current") -> tuple[int, ...]:
+    """A capture list: whole numbers >= 1, no duplicates (sorted here)."""
+    out = [int(s) for s in sizes]
+    if any(s < 1 for s in out):
+        raise InvalidInput(
+            option, ",".join(map(str, out)), "capture sizes must be >= 1 (0 is not a batch size)"
+        )
+    if len(set(out)) != len(out):
+        dup = next(s for s in out if out.count(s) > 1)
+        raise InvalidInput(option, ",".join(map(str, out)), f"{dup} appears twice")
+    return tuple(sorted(out))
+
+
+def flags(capture_sizes: Sequence[int]) -> dict[str, str]:
+    """The flags vLLM and SGLang take for this list."""
+    listed = ", ".join(str(s) for s in capture_sizes)
+    return {
+        "vllm": f"--compilation-config '{{\"cudagraph_capture_sizes\": [{listed}]}}'",
+        "sglang": "--cuda-graph-bs " + " ".join(str(s) for s in capture_sizes),
+    }
+
+
+# ----------------------------------------------------------------------------- Prometheus
+
+ITERATION_TOKENS = "vllm:iteration_tokens_total"
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """Cumulative bucket counts of ``vllm:iteration_tokens_total`` (``le`` edges, +Inf last)."""
+
+    edges: tuple[float, ...]
+    cumulative: tuple[float, ...]
+
+
+def histogram_from_text(text: str, *, source: str, param: str = "prometheus") -> Histogram:
+    """The ``_bucket`` samples of :data:`ITERATION_TOKENS`, summed over labels other than ``le``."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    by_edge: dict[float, float] = {}
+    try:
+        for family in text_string_to_metric_families(text):
+            for s in family.samples:
+                if s.name == ITERATION_TOKENS + "_bucket" and "le" in s.labels:
+                    edge = float(s.labels["le"])
+                    by_edge[edge] = by_edge.get(edge, 0.0) + float(s.value)
+    except (ValueError, TypeError, KeyError, IndexError) as exc:
+        detail = " ".join(str(exc).split())[:200]
+        raise InvalidInput(param, source, f"not a Prometheus text exposition ({detail})") from None
+    if not by_edge:
+        raise InvalidInput(param, source, f"no {ITERATION_TOKENS} histogram buckets")
+    edges = tuple(sorted(by_edge))
+    cum = tuple(by_edge[e] for e in edges)
+    for e, c in zip(edges, cum, strict=True):
+        if not math.isfinite(c) or c < 0:
+            raise InvalidInput(
+                param, source, f'{ITERATION_TOKENS}_bucket{{le="{e:g}"}} is {c:g}: counts must be >= 0'
+            )
+    for a, b, e in zip(cum, cum[1:], edges[1:], strict=False):
+        if b < a:
+            raise InvalidInput(
+                param, source, f'bucket le="{e:g}" holds fewer steps than the one below: not cumulative'
+            )
+    return Histogram(edges, cum)
+
+
+def histogram_interval(before: Histogram, after: Histogram, *, source: str) -> Histogram:
+    """``after - before``; a bucket that went down means the server restarted."""
+    if before.edges != after.edges:
+        raise InvalidInput("prometheus", source, "the two snapshots have different bucket edges")
+    diff = []
+    for e, b, a in zip(after.edges, before.cumulative, after.cumulative, strict=True):
+        if a < b:
+            raise InvalidInput(
+                "prometheus",
+                source,
+                f'bucket le="{e:g}" went down from {b:g} to {a:g}: the server restarted in between',
+            )
+        diff.append(a - b)
+    return Histogram(after.edges, tuple(diff))
+
+
+def histogram_distributions(hist: Histogram, *, source: str) -> tuple[Distribution, Distribution, float]:
+    """Mass inside each bucket ``(e_{k-1}, e_k]`` placed at its upper edge ``floor(e_k)``
+    (pessimistic: every batch pads the most) and at its lower edge ``floor(e_{k-1}) + 1``
+    (optimistic); the +Inf bucket at the last finite edge + 1 in both. Returns both and the
+    share of steps in the +Inf bucket."""
+    counts = np.diff(np.concatenate(([0.0], np.asarray(hist.cumulative))))
+    edges = np.asarray(hist.edges)
+    if counts.sum() <= 0:
+        raise InvalidInput(
+            "prometheus", source, f"{ITERATION_TOKENS} counts no steps: the histogram has no decode steps"
+        )
+    finite = np.isfinite(edges)
+    last = float(edges[finite][-1]) if finite.any() else 1.0
+    upper = np.where(finite, np.floor(edges), math.floor(last) + 1)
+    lower_edges = np.concatenate(([0.0], edges[:-1]))
+    lower = np.where(finite, np.floor(lower_edges) + 1, math.floor(last) + 1)
+    keep = (counts > 0) & (upper >= 1)
+    if not keep.any():
+        raise InvalidInput("prometheus", source, 'every step is in the bucket le="0": no decode steps')
+    lower = np.maximum(lower, 1)
+    overflow = float(counts[~finite].sum() / counts.sum())
+    hi = distribution(upper[keep], counts[keep], source=source)
+    lo = distribution(np.minimum(lower[keep], upper[keep]), counts[keep], source=source)
+    return hi, lo, overflow

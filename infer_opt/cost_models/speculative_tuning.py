@@ -1,0 +1,115 @@
+"""The draft length per batch size
+``S(k, b) = t(b)·E[N](k) / (k·t_d(b) + t(b·(k+1)) + c_m)``, ``E[N](k) = Σ_{i=0..k} Π_{j<i} α_j``
+(:func:`speculative.expected_tokens`); k ∈ {0..K} maximising S, k = 0 → S = 1.
+
+vLLM's dynamic speculative decoding (PR #32374, vllm-project/vllm) takes
+``speculative_config.num_speculative_tokens_per_batch_size``: inclusive ``"lo-hi": k`` ranges
+(the PR's description; issue #49548 shows a list form ``[[lo, hi, k], ...]``, so the exact
+form of the released version is not verified here)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import numpy as np
+
+from infer_opt.cost_models.capture_sizes import CostCurve, Distribution
+from infer_opt.cost_models.speculative import expected_tokens, validate_alphas
+from infer_opt.errors import InvalidInput
+from infer_opt.kinds.tune_speculative import KRow, TuneSpeculativeResult
+from infer_opt.notices import Notice
+
+VLLM_KEY = "num_speculative_tokens_per_batch_size"
+VLLM_KEY_SOURCE = (
+    "vllm-project/vllm PR #32374 (Dynamic SD): speculative_config.num_speculative_tokens_per_batch_size, "
+    "inclusive 'lo-hi': k ranges; form not verified against a released version "
+    "(issue #49548 shows [[lo, hi, k]])"
+)
+
+
+def speedup_table(
+    alphas: Sequence[float],
+    target: CostCurve,
+    draft: CostCurve,
+    overhead_s: float,
+    batch_sizes: np.ndarray,
+    k_max: int,
+) -> np.ndarray:
+    """``S[b, k]`` for k = 0..k_max (k beyond len(alphas) is not modelled: k_max is capped)."""
+    a = validate_alphas(alphas)
+    b = np.asarray(batch_sizes, dtype=np.float64)
+    out = np.ones((b.size, k_max + 1))
+    t = target(b)
+    td = draft(b)
+    for k in range(1, k_max + 1):
+        en = expected_tokens(a[:k])
+        out[:, k] = t * en / (k * td + target(b * (k + 1)) + overhead_s)
+    return out
+
+
+def best_k(s: np.ndarray) -> np.ndarray:
+    """The argmax per row over k = 0..K (column 0 is S = 1); ties go to the smaller k, so k > 0
+    only where it is strictly faster than no speculation."""
+    return np.argmax(s, axis=1)
+
+
+def vllm_table(sizes: Sequence[int], ks: Sequence[int]) -> dict[str, int]:
+    """Inclusive ranges of consecutive sizes with the same k: ``{"1-16": 3, "17-4096": 0}``."""
+    out: dict[str, int] = {}
+    start = 1
+    for i, (size, k) in enumerate(zip(sizes, ks, strict=True)):
+        last = i == len(sizes) - 1
+        if last or ks[i + 1] != k:
+            out[f"{start}-{size}"] = int(k)
+            start = size + 1
+    return out
+
+
+def tune(
+    alphas: Sequence[float],
+    target: CostCurve,
+    draft: CostCurve,
+    dist: Distribution,
+    *,
+    overhead_s: float = 0.0,
+    k_max: int | None = None,
+    inputs: dict[str, str] | None = None,
+) -> TuneSpeculativeResult:
+    a = validate_alphas(alphas)
+    k_top = len(a) if k_max is None else k_max
+    if k_top < 1:
+        raise InvalidInput("k_max", k_top, "must be >= 1")
+    notes: list[Notice] = []
+    if k_top > len(a):
+        notes.append(Notice("k_max_capped", {"k_max": k_top, "positions": len(a)}))
+        k_top = len(a)
+    s = speedup_table(a, target, draft, overhead_s, dist.sizes, k_top)
+    ks = best_k(s)
+    rows = tuple(
+        KRow(
+            int(b), int(k), float(s[i, k]), float(expected_tokens(a[:k])) if k else 1.0, float(dist.probs[i])
+        )
+        for i, (b, k) in enumerate(zip(dist.sizes, ks, strict=True))
+    )
+    stop = next((r.batch_size for i, r in enumerate(rows) if all(x.k == 0 for x in rows[i:])), None)
+    gain = float(np.dot(dist.probs, [r.speedup for r in rows]))
+    table = vllm_table([int(x) for x in dist.sizes], [int(k) for k in ks])
+    n_spec = max(1, int(max(ks)))
+    config = {"num_speculative_tokens": n_spec, VLLM_KEY: table}
+    flag = "--speculative-config '" + json.dumps(config) + "'  (add your method/model keys)"
+    return TuneSpeculativeResult(
+        table=rows,
+        stop_above_batch=stop,
+        expected_gain=gain,
+        alphas=tuple(float(x) for x in a),
+        k_max=k_top,
+        overhead_s=overhead_s,
+        speedups=tuple(tuple(float(x) for x in row) for row in s),
+        flags={"vllm": flag},
+        num_speculative_tokens=n_spec,
+        vllm_key=VLLM_KEY,
+        vllm_key_source=VLLM_KEY_SOURCE,
+        inputs=inputs or {},
+        warnings=tuple(notes),
+    )

@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import assert_one_line_error, invoke
+
+
+@pytest.fixture
+def files(tmp_path):
+    (tmp_path / "batches.csv").write_text("batch_size,count\n1,50\n3,30\n7,20\n13,15\n30,10\n64,5\n100,3\n")
+    (tmp_path / "cost.csv").write_text("batch_size,time_ms\n1,2\n4,2.2\n16,2.8\n64,4.5\n128,7\n")
+    (tmp_path / "worked.csv").write_text("batch_size,count\n1,1\n3,1\n")
+    (tmp_path / "worked_cost.csv").write_text("batch_size,time_ms\n1,2\n3,4\n")
+    (tmp_path / "target.csv").write_text("tokens,time_ms\n1,10\n64,12\n512,40\n4096,300\n")
+    (tmp_path / "draft.csv").write_text("batch_size,time_ms\n1,1\n4096,20\n")
+    return tmp_path
+
+
+def _prom(path, counts, edges=("1.0", "8.0", "64.0", "+Inf")):
+    lines = ["# TYPE vllm:iteration_tokens_total histogram"]
+    lines += [
+        f'vllm:iteration_tokens_total_bucket{{le="{e}"}} {c}' for e, c in zip(edges, counts, strict=True)
+    ]
+    lines += [f"vllm:iteration_tokens_total_count {counts[-1]}", "vllm:iteration_tokens_total_sum 1"]
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def test_worked_check_json_keys(files):
+    run = invoke(
+        "tune", "capture-sizes", "--batches", str(files / "worked.csv"),
+        "--cost", str(files / "worked_cost.csv"),
+        "--max-captures", "1", "--eager-overhead", "10ms", "--current", "1", "--json",
+    )  # fmt: skip
+    assert run.exit_code == 0, run.stderr
+    r = run.json()["result"]
+    assert r["capture_sizes"] == [3]
+    assert r["expected_step_s"] == pytest.approx(0.004)
+    assert r["current"]["capture_sizes"] == [1] and r["current"]["expected_step_s"] == pytest.approx(0.008)
+    assert r["gain"] == pytest.approx(2.0)
+    assert {"memory_bytes", "uncaptured", "buckets", "flags"} <= set(r)
+    assert r["flags"]["vllm"] == "--compilation-config '{\"cudagraph_capture_sizes\": [3]}'"
+    assert r["flags"]["sglang"] == "--cuda-graph-bs 3"
+    assert {"bound", "share", "padding_waste_s"} <= set(r["buckets"][0])
+
+
+def test_engine_default_and_memory(files):
+    run = invoke(
+        "tune", "capture-sizes", "--batches", str(files / "batches.csv"), "--cost", str(files / "cost.csv"),
+        "--memory-per-capture", "10MiB", "--memory-budget", "35MiB", "--eager-overhead", "2ms", "--json",
+    )  # fmt: skip
+    assert run.exit_code == 0, run.stderr
+    r = run.json()["result"]
+    assert len(r["capture_sizes"]) <= 3 and r["memory_bytes"] <= 35 * 2**20
+    assert len(r["current"]["capture_sizes"]) == 51  # vLLM's default up to 512
+
+
+def test_prometheus_range(files):
+    a = _prom(files / "a.prom", (10, 40, 60, 60))
+    b = _prom(files / "b.prom", (20, 90, 130, 130))
+    run = invoke(
+        "tune", "capture-sizes", "--prometheus", a, "--prometheus", b, "--cost", str(files / "cost.csv"),
+        "--max-captures", "2", "--eager-overhead", "1ms", "--json",
+    )  # fmt: skip
+    assert run.exit_code == 0, run.stderr
+    r = run.json()["result"]
+    lo, hi = r["proposed"]["expected_step_range_s"]
+    assert lo <= r["expected_step_s"] <= hi and lo < hi
+
+
+def test_bad_inputs(files):
+    base = ["tune", "capture-sizes", "--cost", str(files / "cost.csv"), "--eager-overhead", "1ms"]
+    empty = _prom(files / "e.prom", (0, 0, 0, 0))
+    assert_one_line_error(invoke(*base, "--prometheus", empty), "no decode steps")
+    a = _prom(files / "a.prom", (10, 40, 60, 60))
+    b = _prom(files / "b.prom", (5, 40, 60, 60))
+    assert_one_line_error(invoke(*base, "--prometheus", a, "--prometheus", b), "went down")
+    batches = ["--batches", str(files / "batches.csv")]
+    assert_one_line_error(invoke(*base, *batches, "--current", "1,2,2"), "twice")
+    assert_one_line_error(invoke(*base, *batches, "--current", "0,8"), "0 is not")
+    run = invoke(*base, *batches, "--memory-per-capture", "10MiB", "--memory-budget", "1MiB")
+    assert_one_line_error(run, "no list fits")
+
+
+def test_decreasing_cost_warns(files):
+    (files / "down.csv").write_text("batch_size,time_ms\n1,3\n8,2\n64,5\n")
+    run = invoke(
+        "tune", "capture-sizes", "--batches", str(files / "batches.csv"), "--cost", str(files / "down.csv"),
+        "--eager-overhead", "1ms", "--json",
+    )  # fmt: skip
+    assert run.exit_code == 0, run.stderr
+    codes = [w["code"] for w in run.json()["warnings"]]
+    assert "cost_decreasing" in codes and "cost_extrapolated" in codes
+
+
+def test_speculative_keys(files):
+    run = invoke(
+        "tune", "speculative", "--alphas", "0.8,0.7,0.6", "--target-cost", str(files / "target.csv"),
+        "--draft-cost", str(files / "draft.csv"), "--batch-sizes", "1,8,64,512,2048",
+        "--overhead", "0.5ms", "--json",
+    )  # fmt: skip
+    assert run.exit_code == 0, run.stderr
+    r = run.json()["result"]
+    assert {"batch_size", "k", "speedup", "expected_tokens"} <= set(r["table"][0])
+    assert r["table"][0]["k"] > 0 and r["table"][-1]["k"] == 0 and r["table"][-1]["speedup"] == 1.0
+    assert r["stop_above_batch"] is not None and "expected_gain" in r
+    assert "num_speculative_tokens_per_batch_size" in r["flags"]["vllm"]
+
+
+def test_speculative_needs_one_rate_source(files):
+    run = invoke(
+        "tune", "speculative", "--target-cost", str(files / "target.csv"),
+        "--draft-cost", str(files / "draft.csv"), "--batch-sizes", "1,8",
+    )  # fmt: skip
+    assert_one_line_error(run, "--alphas")

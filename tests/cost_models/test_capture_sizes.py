@@ -1,0 +1,105 @@
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from infer_opt.cost_models import capture_sizes as cs
+from infer_opt.errors import InvalidInput
+
+
+def _problem(sizes, counts, times, overhead):
+    curve = cs.cost_curve(sizes, times)
+    dist = cs.distribution(sizes, counts)
+    return cs.problem(dist, curve, eager_overhead_s=overhead, eager=None), curve
+
+
+def test_worked_check():
+    prob, curve = _problem([1, 3], [1, 1], [0.002, 0.004], 0.010)
+    table = cs.optimal_lists(prob, 1)
+    assert table.capture_list(1) == (3,)
+    assert table.best[1] == pytest.approx(0.004)
+    assert cs.expected_step(prob, [1], curve) == pytest.approx(0.008)
+    assert cs.expected_step(prob, [3], curve) == pytest.approx(0.004)
+
+
+def test_log_log_interpolation_and_extrapolation_flag():
+    curve = cs.cost_curve([1, 4], [1.0, 4.0])
+    assert float(curve([2])[0]) == pytest.approx(2.0)  # t ∝ b on a log-log line
+    assert float(curve([8])[0]) == pytest.approx(8.0)
+    assert curve.extrapolated(np.array([8, 2])).tolist() == [True, False]
+
+
+def test_decreasing_cost_warns():
+    curve = cs.cost_curve([1, 2, 4], [1.0, 0.5, 2.0])
+    (notice,) = cs.decreasing_notices(curve)
+    assert notice.code == "cost_decreasing" and notice.values["at"] == 2
+
+
+def test_engine_defaults():
+    sizes, label = cs.engine_default("vllm", 512)
+    assert sizes[:5] == (1, 2, 4, 8, 16) and sizes[-1] == 512 and 248 in sizes and 264 not in sizes
+    assert "vllm/config/vllm.py" in label
+    assert cs.engine_default("vllm", 6)[0] == (1, 2, 4)
+
+
+def test_bad_current_lists():
+    with pytest.raises(InvalidInput, match="twice"):
+        cs.validate_list([1, 2, 2])
+    with pytest.raises(InvalidInput, match="0 is not"):
+        cs.validate_list([0, 4])
+
+
+def _brute(prob, curve, k):
+    sizes = prob.dist.sizes.tolist()
+    best = cs.expected_step(prob, [], curve)
+    for m in range(1, k + 1):
+        for combo in itertools.combinations(sizes, m):
+            best = min(best, cs.expected_step(prob, combo, curve))
+    return best
+
+
+@st.composite
+def cases(draw):
+    n = draw(st.integers(1, 7))
+    sizes = sorted(draw(st.sets(st.integers(1, 200), min_size=n, max_size=n)))
+    counts = draw(st.lists(st.integers(1, 50), min_size=n, max_size=n))
+    increments = draw(st.lists(st.floats(0.0, 5.0), min_size=n, max_size=n))
+    monotone = draw(st.booleans())
+    times = (1.0 + np.cumsum(increments)).tolist() if monotone else [1.0 + x for x in increments]
+    k = draw(st.integers(1, n))
+    overhead = draw(st.floats(0.0, 10.0))
+    return sizes, counts, times, k, overhead
+
+
+@settings(max_examples=150, deadline=None)
+@given(cases())
+def test_dp_equals_brute_force(case):
+    sizes, counts, times, k, overhead = case
+    prob, curve = _problem(sizes, counts, times, overhead)
+    table = cs.optimal_lists(prob, k)
+    m = cs.best_within(table, k)
+    chosen = table.capture_list(m)
+    assert len(chosen) == m <= k
+    assert cs.expected_step(prob, chosen, curve) == pytest.approx(table.best[m], rel=1e-9, abs=1e-12)
+    assert table.best[m] == pytest.approx(_brute(prob, curve, k), rel=1e-9, abs=1e-12)
+
+
+def test_histogram_range_and_interval():
+    before = cs.histogram_from_text(
+        "# TYPE vllm:iteration_tokens_total histogram\n"
+        'vllm:iteration_tokens_total_bucket{le="1.0"} 10\n'
+        'vllm:iteration_tokens_total_bucket{le="8.0"} 20\n'
+        'vllm:iteration_tokens_total_bucket{le="+Inf"} 20\n'
+        "vllm:iteration_tokens_total_count 20\nvllm:iteration_tokens_total_sum 60\n",
+        source="b",
+    )
+    hi, lo, overflow = cs.histogram_distributions(before, source="b")
+    assert hi.sizes.tolist() == [1, 8] and lo.sizes.tolist() == [1, 2] and overflow == 0
+    with pytest.raises(InvalidInput, match="went down"):
+        cs.histogram_interval(before, cs.Histogram(before.edges, (5.0, 20.0, 20.0)), source="b")
+    with pytest.raises(InvalidInput, match="no decode steps"):
+        cs.histogram_distributions(cs.histogram_interval(before, before, source="b"), source="b")

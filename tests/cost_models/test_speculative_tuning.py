@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from infer_opt.cost_models import capture_sizes as cs
+from infer_opt.cost_models import speculative_tuning as spt
+from infer_opt.cost_models.speculative import expected_tokens
+
+
+def test_spec_check_numbers():
+    # constant target t = 10 ms, draft 1 ms, verification = a target step (t(b(k+1)) = 10 ms), c_m = 1 ms:
+    # S(3) = 10·2.952 / (3 + 10 + 1)
+    target = cs.cost_curve([1], [0.010])
+    draft = cs.cost_curve([1], [0.001])
+    s = spt.speedup_table([0.8, 0.8, 0.8], target, draft, 0.001, np.array([1]), 3)
+    assert s[0, 0] == 1.0
+    assert s[0, 3] == pytest.approx(0.010 * 2.952 / 0.014)
+
+
+def test_stops_paying_at_large_batch():
+    target = cs.cost_curve([1, 64, 4096], [0.01, 0.012, 0.6])
+    draft = cs.cost_curve([1, 4096], [0.002, 0.05])
+    dist = cs.distribution([1, 16, 256, 2048], [1, 1, 1, 1])
+    r = spt.tune([0.7, 0.6], target, draft, dist, overhead_s=0.0005)
+    assert r.table[0].k > 0 and r.table[-1].k == 0 and r.table[-1].speedup == 1.0
+    assert r.stop_above_batch is not None
+    assert spt.VLLM_KEY in r.flags["vllm"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.floats(0, 1), min_size=1, max_size=5),
+    st.floats(0.001, 0.1),
+    st.floats(0.0, 2.0),
+    st.floats(0.0, 0.01),
+    st.lists(st.integers(1, 500), min_size=1, max_size=5, unique=True),
+)
+def test_k_table_equals_brute_force(alphas, t1, slope, overhead, sizes):
+    target = cs.cost_curve([1, 1000], [t1, t1 * 1000**slope])
+    draft = cs.cost_curve([1], [t1 / 10])
+    dist = cs.distribution(sorted(sizes), [1] * len(sizes))
+    r = spt.tune(alphas, target, draft, dist, overhead_s=overhead)
+    for row in r.table:
+        b = row.batch_size
+        best_k, best_s = 0, 1.0
+        for k in range(1, len(alphas) + 1):
+            s = (
+                float(target([b])[0])
+                * expected_tokens(alphas[:k])
+                / (k * float(draft([b])[0]) + float(target([b * (k + 1)])[0]) + overhead)
+            )
+            if s > best_s:
+                best_k, best_s = k, s
+        assert row.speedup == pytest.approx(best_s)
+        assert row.k == best_k or row.speedup == pytest.approx(1.0)
+
+
+def test_vllm_table_ranges():
+    assert spt.vllm_table([1, 8, 16, 64, 256], [3, 3, 2, 0, 0]) == {"1-8": 3, "9-16": 2, "17-256": 0}
