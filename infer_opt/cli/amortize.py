@@ -34,7 +34,7 @@ HELP = (
     "  infer-opt amortize --buckets bounds.csv --lengths lengths.txt --requests 1e6\n"
 )
 
-app = typer.Typer(help=HELP, invoke_without_command=True, no_args_is_help=False)
+app = typer.Typer(help=HELP, invoke_without_command=True, no_args_is_help=False, add_completion=False)
 
 
 DurationS = Duration("s")

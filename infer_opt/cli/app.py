@@ -123,7 +123,7 @@ def _load_command(name: str) -> Any:
         modules = [importlib.import_module(m) for m in COMMANDS[name]]
         main_module = modules[0]
         if hasattr(main_module, "register"):
-            holder = typer.Typer()
+            holder = typer.Typer(add_completion=False)
             main_module.register(holder)
             command = typer.main.get_command(holder)
         else:

@@ -20,6 +20,7 @@ MAX_DIM = 1 << 30
 app = typer.Typer(
     help="Attention: score-matrix memory and traffic, window truncation bound, exactness checks.",
     no_args_is_help=True,
+    add_completion=False,
 )
 
 MEMORY_HELP = """Memory of the explicit T_q × T_k score matrix and the estimated HBM traffic of

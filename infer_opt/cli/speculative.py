@@ -33,6 +33,7 @@ from infer_opt.units import parse_duration
 app = typer.Typer(
     help="Speculative decoding: expected committed tokens, speedup, acceptance, plan comparison.",
     no_args_is_help=True,
+    add_completion=False,
 )
 
 # ------------------------------------------------------------------------------ shared options

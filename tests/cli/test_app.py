@@ -111,3 +111,21 @@ def test_a_groups_own_options_are_named_in_core_errors(tmp_path):
     lengths.write_text("1\n12\n")
     run = invoke("amortize", "--buckets", str(bounds), "--lengths", str(lengths))
     assert_one_line_error(run, "--lengths", "1 of 2 lengths")
+
+
+def _command_paths() -> list[list[str]]:
+    paths = []
+    for name in COMMANDS:
+        command = _load_command(name)
+        paths.append([name])
+        paths += [[name, sub] for sub in getattr(command, "commands", {})]
+    return paths
+
+
+@pytest.mark.parametrize("path", _command_paths(), ids=" ".join)
+def test_no_command_offers_shell_completion(path):
+    """The root turns completion off; no command or group brings it back in its help."""
+    run = invoke(*path, "--help")
+    assert run.exit_code == 0, run.stderr
+    assert "Usage:" in run.stdout
+    assert "--install-completion" not in run.stdout and "--show-completion" not in run.stdout
