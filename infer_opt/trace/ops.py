@@ -73,6 +73,8 @@ CATEGORIES = (
 COVERAGE_REASONS = ("modelled", "no_shapes", "unlinked", "communication", "memcpy", "sync", "no_formula")
 
 CostFn = Callable[..., Any]
+#: the cpu_op args a formula reads
+_COST_ARGS = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs")
 
 
 def _default_cost() -> tuple[CostFn, Callable[[dict], str], Callable[[dict], str]]:
@@ -96,10 +98,15 @@ def attribute(events: TraceEvents, cost: CostFn | None, causal: str) -> Attribut
     ops = events.ops
     costs: dict[int, Any] = {}
     owner_of: dict[int, int] = {}
+    memo: dict[tuple, Any] = {}  # the same op and recorded arguments: the same formula
 
     def cost_of(i: int) -> Any:
         if i not in costs:
-            costs[i] = fn(events.name_of(ops.name[i]), ops.args[i], causal=causal)
+            args = ops.args[i]
+            key = (int(ops.name[i]), repr([args.get(k) for k in _COST_ARGS]))
+            if key not in memo:
+                memo[key] = fn(events.name_of(ops.name[i]), args, causal=causal)
+            costs[i] = memo[key]
         return costs[i]
 
     def owner(leaf: int) -> int:
@@ -112,9 +119,11 @@ def attribute(events: TraceEvents, cost: CostFn | None, causal: str) -> Attribut
             owner_of[leaf] = found
         return owner_of[leaf]
 
-    gpu_op = events.gpu.op
-    out = np.array([owner(int(o)) if o >= 0 else -1 for o in gpu_op], dtype=np.int64)
-    return Attribution(out, costs, shapes, dtypes)
+    leaves, inverse = np.unique(events.gpu.op, return_inverse=True)
+    owners = np.array([owner(int(o)) if o >= 0 else -1 for o in leaves], dtype=np.int64)
+    return Attribution(
+        owners[inverse].reshape(-1) if len(leaves) else np.zeros(0, np.int64), costs, shapes, dtypes
+    )
 
 
 def _shapes_fallback(args: dict) -> str:
@@ -181,21 +190,25 @@ def op_groups(
     att = attribute(events, cost, causal)
     gpu = events.gpu
     keep = _kept(events, kernel_mask) & (gpu.kind != SYNC) & (att.owner >= 0)
+    kept = np.flatnonzero(keep)
+    owners, inverse = np.unique(att.owner[kept], return_inverse=True)
+    keys = [_key(events, att, int(op)) for op in owners]
     members: dict[tuple[str, str, str], list[int]] = {}
-    for e in np.flatnonzero(keep):
-        op = int(att.owner[e])
-        c = att.costs.get(op)
-        args = events.ops.args[op]
-        key = (
-            events.name_of(events.ops.name[op]),
-            att.shapes(args),
-            att.dtypes(args) if c is None or not c.dtype else c.dtype,
-        )
-        members.setdefault(key, []).append(int(e))
+    for e, i in zip(kept.tolist(), inverse.reshape(-1).tolist(), strict=True):
+        members.setdefault(keys[i], []).append(e)
     steps = sorted({int(s) for s in gpu.step[keep] if s >= 0})
     groups = [_group(events, att, key, idx, peaks, device, steps) for key, idx in members.items()]
     groups.sort(key=lambda g: (-g.time_s, g.name, g.shapes))
     return tuple(groups)
+
+
+def _key(events: TraceEvents, att: Attribution, op: int) -> tuple[str, str, str]:
+    c = att.costs.get(op)
+    if c is not None and getattr(c, "shapes", None) is not None and c.dtype:
+        return events.name_of(events.ops.name[op]), c.shapes, c.dtype
+    args = events.ops.args[op]
+    dtype = att.dtypes(args) if c is None or not c.dtype else c.dtype
+    return events.name_of(events.ops.name[op]), att.shapes(args), dtype
 
 
 def _group(
