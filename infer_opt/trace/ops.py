@@ -297,38 +297,41 @@ def _spread(gpu: Any, idx: list[int], steps: list[int]) -> float:
 
 
 def event_reasons(events: TraceEvents, *, causal: str = "half", cost: CostFn | None = None) -> np.ndarray:
-    """Per GPU event, the index into :data:`COVERAGE_REASONS` of why it has (or has no) formula."""
+    """Per GPU event, the index into :data:`COVERAGE_REASONS` of why it has (or has no) formula,
+    first match: sync, communication, modelled (its op has a formula), memcpy (memcpy/memset),
+    no_shapes (a graph replay's launch), unlinked (no op), no_formula (an op chain with
+    ``Input Dims``), no_shapes (none: a torch.compile region)."""
     att = attribute(events, cost, causal)
-    gpu, ops = events.gpu, events.ops
+    gpu = events.gpu
+    code = {r: i for i, r in enumerate(COVERAGE_REASONS)}
+    owners, inverse = np.unique(att.owner, return_inverse=True)
+    per_owner = np.array([code[_op_reason(events, att, int(o))] for o in owners], dtype=np.int8)
+    reasons = per_owner[inverse.reshape(-1)] if len(owners) else np.zeros(0, dtype=np.int8)
+    modelled = reasons == code["modelled"]
     graph = np.array([bool(GRAPH_LAUNCH.search(n)) for n in events.names], dtype=bool)
-    comm = _is_comm(events)
-    reasons = np.empty(len(gpu), dtype=np.int8)
-    for e in range(len(gpu)):
-        reasons[e] = COVERAGE_REASONS.index(_reason(events, att, graph, bool(comm[e]), e, ops))
+    launch = gpu.launch
+    linked = launch >= 0
+    replay = np.zeros(len(gpu), dtype=bool)
+    if len(events.launches) and linked.any():
+        replay[linked] = graph[events.launches.name[launch[linked]]]
+    memory = (gpu.kind == MEMCPY) | (gpu.kind == MEMSET)
+    reasons[~modelled & ~memory & replay] = code["no_shapes"]
+    reasons[~modelled & memory] = code["memcpy"]
+    reasons[_is_comm(events)] = code["communication"]
+    reasons[gpu.kind == SYNC] = code["sync"]
     return reasons
 
 
-def _reason(events: TraceEvents, att: Attribution, graph: np.ndarray, comm: bool, e: int, ops: Any) -> str:
-    gpu = events.gpu
-    kind, op = int(gpu.kind[e]), int(att.owner[e])
-    if kind == SYNC:
-        return "sync"
-    if comm:
-        return "communication"
-    if op >= 0 and _works(att.costs.get(op)):
-        return "modelled"
-    if kind in (MEMCPY, MEMSET):
-        return "memcpy"
-    launch = int(gpu.launch[e])
-    if launch >= 0 and graph[events.launches.name[launch]]:
-        return "no_shapes"
+def _op_reason(events: TraceEvents, att: Attribution, op: int) -> str:
     if op < 0:
         return "unlinked"
-    i = op
-    while i >= 0:
-        if ops.args[i].get("Input Dims"):
+    if _works(att.costs.get(op)):
+        return "modelled"
+    ops = events.ops
+    while op >= 0:
+        if ops.args[op].get("Input Dims"):
             return "no_formula"
-        i = int(ops.parent[i])
+        op = int(ops.parent[op])
     return "no_shapes"
 
 
