@@ -18,6 +18,7 @@ from infer_opt.kinds.tune_speculative import TuneSpeculativeResult
 app = typer.Typer(
     help="Engine settings from measurements: CUDA-graph capture sizes, draft length per batch size.",
     no_args_is_help=True,
+    add_completion=False,
 )
 
 CAPTURE_HELP = (

@@ -20,7 +20,7 @@ def _summary(r: TuneSpeculativeResult) -> list[tuple[str, str]]:
         ("Acceptance α_1..α_K", ", ".join(format_number(a) for a in r.alphas)),
     ]
     out += [(f"Flag ({engine})", flag) for engine, flag in r.flags.items()]
-    out.append(("vLLM key", f"{r.vllm_key}: {r.vllm_key_source}"))
+    out.append(("vLLM key", f"speculative_config.{r.vllm_key}"))
     out += [(f"Input: {name}", label) for name, label in r.inputs.items()]
     return out
 
@@ -46,6 +46,9 @@ def build_view(result: TuneSpeculativeResult) -> View:
         title="Speculation length per batch size",
         summary=_summary(result),
         tables=[_table(result)],
-        notes=["Speedups are the model S(k, b) from the given costs and acceptance rates, not measurements."],
+        notes=[
+            "Speedups are the model S(k, b) from the given costs and acceptance rates, not measurements.",
+            f"vLLM key source: {result.vllm_key_source}.",
+        ],
         warnings=list(result.warnings),
     )

@@ -55,6 +55,10 @@ BASES: dict[tuple[str, ...], list[str]] = {
     ("calibrate",): [],
     ("predict",): [],
     ("validate",): [],
+    ("tune", "capture-sizes"): ["--batches", "{t_batches}", "--cost", "{t_cost}", "--eager-overhead", "1ms"],
+    ("tune", "speculative"): [
+        *("--alphas", "0.8", "--target-cost", "{t_cost}", "--draft-cost", "{t_cost}", "--batch-sizes", "1,8"),
+    ],
 }
 #: options whose parsing needs no type (free text handled in the body) or that run work
 SKIP = {"--help", "--install-completion", "--show-completion", "--hf-config", "--device", "--dtype"}
@@ -152,6 +156,8 @@ def paths(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     points = root / "points.csv"
     points.write_text("name,flops,bytes,time_s\na,1e6,1e3,1e-5\nb,1e3,1e6,1e-5\nc,1,1,1e-6\n")
     result = save_result(root / "amdahl.json", combined([Part("p", 0.4, 4.0)]))
+    (root / "t_batches.csv").write_text("batch_size,count\n1,5\n8,3\n")
+    (root / "t_cost.csv").write_text("batch_size,time_ms\n1,2\n16,3\n")
     return {
         "folder": str(root / "folder"),
         "missing": str(root / "missing.csv"),
@@ -161,6 +167,8 @@ def paths(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "plans": str(plans),
         "points": str(points),
         "result": str(result),
+        "t_batches": str(root / "t_batches.csv"),
+        "t_cost": str(root / "t_cost.csv"),
     }
 
 
@@ -294,6 +302,10 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "r_tiny": "name,flops,bytes,time_s\na,1,1,5e-324\nb,1,1,1\nc,1,1,1\n",
         "v_big": "1e308,1e308",
         "res_nan": '{"schema": "infer-opt/amdahl", "version": 1, "result": {"added": NaN}}',
+        "tc_nan": "batch_size,time_ms\n1,nan\n8,2\n",
+        "tc_big": "batch_size,time_ms\n1,1e300\n8,2\n",
+        "tb_zero": "batch_size,count\n1,0\n8,0\n",
+        "tb_ok": "batch_size,count\n1,3\n8,2\n",
     }.items():
         out[name] = _write(root, name + (".json" if name.startswith(("m_", "res_")) else ".csv"), text)
     return out
@@ -319,6 +331,14 @@ CORE_CASES = [
     (["roofline", "{r_tiny}", "--no-save"], "line 2, column time_s"),
     (["speculative", "acceptance", "--p-file", "{v_big}", "--q", "0.5,0.5", "--normalize"], "--p-file"),
     (["compare", "{res_nan}", "{res_nan}"], "NaN"),
+    (
+        ["tune", "capture-sizes", "--batches", "{tb_ok}", "--cost", "{tc_nan}", "--eager-overhead", "1"],
+        "line 2",
+    ),
+    (
+        ["tune", "capture-sizes", "--batches", "{tb_zero}", "--cost", "{tc_big}", "--eager-overhead", "1"],
+        "no decode",
+    ),
     (["amortize", "--compile-cost", "1e308", "--eager", "2", "--compiled", "1"], "--compile-cost"),
     (["amortize", "--compile-cost", "3e300", "--eager", "1e-300", "--compiled", "0"], "--compile-cost"),
     (["amdahl", "-f", "0.4", "-s", "1e-320"], "--speedup"),

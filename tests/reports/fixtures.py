@@ -378,6 +378,40 @@ def profile_tp() -> Result:
     return _from_json("profile-tp")
 
 
+def tune_capture_sizes() -> Result:
+    from infer_opt.cost_models import capture_sizes as cs
+    from infer_opt.cost_models import capture_tuning as ct
+
+    dist = cs.distribution([1, 3, 7, 13, 30, 64, 100], [50, 30, 20, 15, 10, 5, 3], source="batches.csv")
+    curve = cs.cost_curve([1, 4, 16, 64], [2e-3, 2.2e-3, 2.8e-3, 4.5e-3], source="cost.csv")
+    inputs = (("distribution", "batches.csv (as given)"), ("cost", "table cost.csv (as given)"))
+    return ct.tune(
+        ct.Inputs(
+            dist=dist,
+            curve=curve,
+            current=(1, 2, 4, 8, 16, 32),
+            current_source="--current (as given)",
+            max_captures=3,
+            memory=ct.Memory(per_capture=8 * 2**20),
+            eager_overhead_s=2e-3,
+            capture_time_s=0.5,
+            inputs=inputs,
+        )
+    )
+
+
+def tune_speculative() -> Result:
+    from infer_opt.cost_models import capture_sizes as cs
+    from infer_opt.cost_models import speculative_tuning as st
+
+    target = cs.cost_curve([1, 64, 512, 4096], [10e-3, 12e-3, 40e-3, 300e-3], source="target.csv")
+    draft = cs.cost_curve([1, 4096], [1e-3, 20e-3], source="draft.csv")
+    dist = cs.distribution([1, 8, 64, 512, 2048], [40, 30, 20, 8, 2], source="batches.csv")
+    return st.tune(
+        [0.8, 0.7, 0.6], target, draft, dist, overhead_s=5e-4, inputs={"alphas": "--alphas (as given)"}
+    )
+
+
 #: result kind -> a function building its fixture (every kind in infer_opt.registry needs one)
 FIXTURES: dict[str, Callable[[], Result]] = {
     "amdahl": amdahl,
@@ -406,6 +440,8 @@ FIXTURES: dict[str, Callable[[], Result]] = {
     "calibration": calibration,
     "predict": predict,
     "validate": validate,
+    "tune-capture-sizes": tune_capture_sizes,
+    "tune-speculative": tune_speculative,
 }
 
 
