@@ -168,7 +168,7 @@ def buckets(
     from infer_opt.cost_models import bucketing
 
     if isinstance(lengths, (str, Path)):
-        sample = bucketing.parse_lengths_text(Path(lengths).read_text(encoding="utf-8"), source=str(lengths))
+        sample = bucketing.parse_lengths_text(_read(lengths, "lengths"), source=str(lengths))
     else:
         sample = bucketing.sample_from_lengths(list(lengths))
     if optimize is None:
@@ -184,7 +184,7 @@ def amortize_buckets(path: str | Path) -> Any:
     """Compile amortization per bucket from a bucket CSV (``infer-opt amortize --buckets``)."""
     from infer_opt.cost_models import amortization
 
-    rows = amortization.read_bucket_csv(Path(path).read_text(encoding="utf-8"), source=str(path))
+    rows = amortization.read_bucket_csv(_read(path, "path"), source=str(path))
     return amortization.amortize_buckets(rows, source=str(path))
 
 
@@ -221,3 +221,10 @@ EXPORTS: dict[str, str] = {
     "InvalidInput": "infer_opt.errors:InvalidInput",
     "RunFailure": "infer_opt.errors:RunFailure",
 }
+
+
+def _read(path: str | Path, param: str) -> str:
+    """The text of an input file, checked as the CLI checks it (a regular file of sane size)."""
+    from infer_opt.files import read_text
+
+    return read_text(path, param)

@@ -89,10 +89,33 @@ def _probe(folder: Path, option: str, text: str) -> None:
     os.unlink(name)
 
 
+#: the largest input file any command reads (a bigger one is refused before it is read)
+MAX_INPUT_BYTES = 1 << 30
+
+
+def check_readable_file(path: str | os.PathLike[str], param: str) -> None:
+    """:class:`InvalidInput` naming ``param`` unless ``path`` is a regular file (through
+    symlinks) of at most :data:`MAX_INPUT_BYTES`: a device (``/dev/zero``), a FIFO or a
+    socket would be read until memory runs out, or never end."""
+    info = os.stat(path)
+    if not stat.S_ISREG(info.st_mode):
+        raise InvalidInput(
+            param, os.fspath(path), "not a regular file (a device, FIFO or socket); give a file"
+        )
+    if info.st_size > MAX_INPUT_BYTES:
+        raise InvalidInput(
+            param,
+            os.fspath(path),
+            f"{info.st_size} bytes; input files of at most {MAX_INPUT_BYTES} bytes (1 GiB) are read",
+        )
+
+
 def read_text(path: str | os.PathLike[str], param: str) -> str:
-    """The UTF-8 text of the file at ``path``; a missing, unreadable or non-text file is an
+    """The UTF-8 text of the file at ``path``; a missing, unreadable, non-text, non-regular
+    (a device, a FIFO) or too large (over :data:`MAX_INPUT_BYTES`) file is an
     :class:`InvalidInput` naming ``param`` and saying which."""
     try:
+        check_readable_file(path, param)
         return Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InvalidInput(param, str(path), "file does not exist") from None

@@ -47,6 +47,10 @@ COLLECTIVE_NAMES = (
     "send_recv",
 )
 MAX_REPS = 100_000
+#: a rank holds about this many buffers of the largest message (input, output, the check's copy)
+BUFFERS_PER_SIZE = 3
+#: the largest default --max-size (a GPU's), what --nproc checks memory for when it is not given
+DEFAULT_MAX_BYTES = 64 << 20
 WarmupOpt = warmup_option("Untimed calls per size and rank.", MAX_REPS)
 RepsOpt = reps_option("Timed calls per size and rank.", MAX_REPS)
 
@@ -93,7 +97,15 @@ def comm(
     output: Output,
 ) -> Any:
     if nproc is not None:
-        relaunch(nproc, timeout, device)
+        largest = max_size if max_size is not None else DEFAULT_MAX_BYTES
+        relaunch(
+            nproc,
+            timeout,
+            device,
+            per_rank_bytes=BUFFERS_PER_SIZE * largest,
+            size_option="max_size",
+            size_value=max_size,
+        )
     arguments = {
         "collective": collective, "min_size": min_size, "max_size": max_size, "factor": factor,
         "warmup": warmup, "reps": reps, "device": device, "dtype": dtype, "backend": backend,
@@ -117,6 +129,10 @@ def _settings(ctx: Any, collective: Any, min_size: float, max_size: float | None
     from infer_opt.profilers.device import parse_dtype
 
     largest = int(max_size) if max_size is not None else sweep.default_max_bytes(ctx.device)
+    if ctx.device.type == "cpu":  # the buffers live in this node's memory: check before allocating
+        from infer_opt.profilers.distributed import check_machine
+
+        check_machine(ctx.local_world_size, "nproc", BUFFERS_PER_SIZE * largest, "max_size", max_size)
     return sweep.SweepSettings(
         collectives=sweep.parse_collectives(collective or ["all"], ctx.world_size),
         sizes=tuple(sweep.message_sizes(int(min_size), largest, factor)),

@@ -104,17 +104,28 @@ def command_line(ctx: Context, *, drop: Sequence[str] = ()) -> list[str]:
 
 
 def relaunch(
-    nproc: int, timeout_s: float, device: str, *, option: str = "nproc", drop: Sequence[str] = ("nproc",)
+    nproc: int,
+    timeout_s: float,
+    device: str,
+    *,
+    option: str = "nproc",
+    drop: Sequence[str] = ("nproc",),
+    per_rank_bytes: float = 0.0,
+    size_option: str | None = None,
+    size_value: Any = None,
 ) -> None:
     """Run this command again on ``nproc`` ranks started by torchrun's launcher; the ranks
     print (rank 0) and this process exits with the job's code. An interrupt stops every rank
     (rank 0 keeps and shows what it had) and exits 130 without another word. ``option`` is
-    the flag that set the rank count (for messages)."""
+    the flag that set the rank count (for messages). Before any rank starts, the rank count
+    (and ``per_rank_bytes`` of buffers each, set by ``size_option``) is checked against the
+    machine's cores and available memory (:func:`~infer_opt.profilers.distributed.check_machine`)."""
     from infer_opt.profilers import distributed
 
     if distributed.launched():
         raise InvalidInput(option, nproc, "this process already is a rank of a torchrun job; drop it")
     distributed.check_gpus(device, nproc, option)
+    distributed.check_machine(nproc, option, per_rank_bytes, size_option, size_value)
     ctx = click.globals.get_current_context()
     debug = bool(getattr(ctx.find_root().command, "debug", False))
     if debug:

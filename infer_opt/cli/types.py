@@ -232,6 +232,9 @@ class InputFile(Parsed):
                 raise InvalidInput(option, text, "file does not exist")
             if path.is_dir():
                 raise InvalidInput(option, text, "is a directory, expected a file")
+            from infer_opt.files import check_readable_file
+
+            check_readable_file(path, option)
         except OSError as exc:  # a name too long, a loop of links
             raise InvalidInput(option, text, f"cannot use this path ({exc.strerror})") from None
         if not os.access(path, os.R_OK):

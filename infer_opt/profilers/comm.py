@@ -416,13 +416,19 @@ def load_comm(backend: str, world_size: int, device_key: str) -> cm.CommResult |
     return loaded.result if isinstance(loaded.result, cm.CommResult) else None
 
 
+def read_input(path: Path, param: str) -> str:
+    from infer_opt.files import read_text
+
+    return read_text(path, param)
+
+
 def comm_for(world_size: int, device_kind: str, path: Path | None = None) -> cm.CommResult:
     """The comm sweep a ``--tp`` prediction prices its collectives with: ``path`` (a saved
     ``infer-opt comm --out FILE.json``), else the one cached for this world size on this kind of
     device (gloo on the CPU, NCCL on CUDA): the newest when several devices have one."""
     if path is not None:
         try:
-            loaded = parse_envelope(json.loads(Path(path).read_text(encoding="utf-8")), source=str(path))
+            loaded = parse_envelope(json.loads(read_input(path, "comm")), source=str(path))
         except (OSError, json.JSONDecodeError, ValueError) as exc:
             raise InvalidInput(
                 "comm", str(path), f"not a readable comm result ({type(exc).__name__})"

@@ -165,6 +165,68 @@ def check_gpus(device: str, ranks: int, option: str = "nproc") -> None:
         )
 
 
+#: at most this many ranks per CPU core (more only wait on each other: a sweep would measure the scheduler)
+RANKS_PER_CORE = 4
+#: what one rank costs before it allocates anything (a Python process with torch loaded)
+RANK_BASE_BYTES = 256 << 20
+
+
+def available_memory() -> int | None:
+    """``MemAvailable`` from ``/proc/meminfo`` in bytes (None where it cannot be read)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def check_machine(
+    ranks: int,
+    option: str = "nproc",
+    per_rank_bytes: float = 0.0,
+    size_option: str | None = None,
+    size_value: Any = None,
+) -> None:
+    """Refuse, before any rank starts, more ranks than this machine can hold: more than
+    :data:`RANKS_PER_CORE` per CPU core, or ``ranks × (RANK_BASE_BYTES + per_rank_bytes)``
+    above the memory available now. The message says what fits. ``size_option`` names the
+    option that set ``per_rank_bytes`` (blamed when the rank count alone would fit)."""
+    cores = os.cpu_count() or 1
+    if ranks > RANKS_PER_CORE * cores:
+        raise InvalidInput(
+            option,
+            ranks,
+            f"this machine has {cores} CPU core(s): at most {RANKS_PER_CORE * cores} ranks "
+            f"({RANKS_PER_CORE} per core) fit",
+        )
+    free = available_memory()
+    if free is None:
+        return
+    need = ranks * (RANK_BASE_BYTES + per_rank_bytes)
+    if need <= free:
+        return
+    fit = int(free // (RANK_BASE_BYTES + per_rank_bytes))
+    gib = free / (1 << 30)
+    if size_option is not None and ranks * RANK_BASE_BYTES <= free:
+        most = max(0.0, free / ranks - RANK_BASE_BYTES)
+        raise InvalidInput(
+            size_option,
+            per_rank_bytes if size_value is None else size_value,
+            f"{ranks} rank(s) would need {need / (1 << 30):.3g} GiB, "
+            f"{gib:.3g} GiB of memory is available: at most {most / (1 << 20):.0f} MiB of buffers "
+            "per rank fit (each rank holds a few buffers of the largest size)",
+        )
+    raise InvalidInput(
+        option,
+        ranks,
+        f"{ranks} ranks would need {need / (1 << 30):.3g} GiB, {gib:.3g} GiB of memory is "
+        f"available: at most {fit} rank(s) fit",
+    )
+
+
 def rank_device(device: str, local_rank: int, local_world_size: int) -> torch.device:
     """The device of this rank: ``cuda:LOCAL_RANK`` for a CUDA run (one GPU per rank), the CPU
     otherwise. ``auto`` is CUDA when available."""
@@ -198,6 +260,7 @@ def init(backend: str, device: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> Ran
     is a :class:`RunFailure` naming what was missing."""
     if not launched():
         return _single(backend, device, timeout_s)
+    die_with_launcher()
     rank, world_size = _env_int("RANK"), _env_int("WORLD_SIZE")
     local_rank = _env_int("LOCAL_RANK")
     local_world_size = int(os.environ.get("LOCAL_WORLD_SIZE", world_size))
@@ -232,6 +295,38 @@ def init(backend: str, device: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> Ran
         timeout_s=timeout_s,
         store=dist.PrefixStore("infer_opt", store),
     )
+
+
+#: after its launcher is gone, how long a rank may take to stop (and save) before it is ended
+ORPHAN_GRACE_S = 5.0
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_launcher() -> None:
+    """Make this rank end with the process that started it: the kernel sends SIGTERM when
+    the parent dies (``prctl(PR_SET_PDEATHSIG)``, Linux), and a watchdog thread that sees
+    the parent change (re-parented: the launcher was killed) sends SIGTERM to this rank
+    (an interrupt: rank 0 keeps what it had), then ends it :data:`ORPHAN_GRACE_S` later."""
+    import threading
+
+    parent = os.getppid()
+    with contextlib.suppress(Exception):  # not Linux, no libc: the watchdog still runs
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)  # the launcher died before the signal was set
+    threading.Thread(target=_watch_parent, args=(parent,), name="infer-opt-orphan-watch", daemon=True).start()
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    with contextlib.suppress(Exception):
+        os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(ORPHAN_GRACE_S)
+    os._exit(1)
 
 
 def _single(backend: str, device: str, timeout_s: float) -> RankContext:
@@ -491,9 +586,28 @@ def _quiet_launcher(quiet: bool) -> Iterator[None]:
 def _child_failure(exc: Any) -> int:
     """The job's exit code after a failure; raises when no rank has said why."""
     failures = exc.failures
-    if 0 in failures and failures[0].exitcode > 0:
-        return int(failures[0].exitcode)  # rank 0 reported it
-    rank, failure = exc.get_first_failure()
+    others = {rank: f for rank, f in failures.items() if rank != 0}
+    zero = failures.get(0)
+    # rank 0's own report stands, unless it only stopped because the launcher stopped it
+    # after another rank died (SIGTERM: rank 0 kept its partial result and said "interrupted")
+    if zero is not None and zero.exitcode > 0 and (zero.exitcode != INTERRUPTED or not others):
+        return int(zero.exitcode)
+    if others:
+        rank, failure = min(others.items(), key=lambda item: (item[1].timestamp, item[0]))
+    else:
+        rank, failure = exc.get_first_failure()
+    raise RankFailure(_how_it_ended(rank, failure))
+
+
+INTERRUPTED = 130
+
+
+def _how_it_ended(rank: int, failure: Any) -> str:
+    """``rank 1 was killed by SIGKILL`` / ``rank 1 exited with code 3``, and what was kept."""
     if failure.exitcode < 0:
-        raise RankFailure(f"rank {rank} was killed by {failure.signal_name()}")
-    raise RankFailure(f"rank {rank} exited with code {failure.exitcode} before reporting a result")
+        how = f"rank {rank} was killed by {failure.signal_name()}"
+    elif failure.exitcode == INTERRUPTED:
+        how = f"rank {rank} was interrupted"
+    else:
+        how = f"rank {rank} exited with code {failure.exitcode}"
+    return f"{how} before the run finished (what rank 0 had measured is kept where it was written)"
