@@ -35,9 +35,9 @@ try:
         o = t.get_comm_comp_overlap(visualize=False)
         out["overlap"] = float(o.iloc[0]["comp_comm_overlap_pctg"])
     except Exception as err:
-        out["overlap_error"] = f"{type(err).__name__}: {str(err)[:80]}"
+        out["overlap_error"] = f"{type(err).__name__}: {str(err).replace(chr(10), ' ')[:80]}"
 except Exception as err:
-    out["error"] = f"{type(err).__name__}: {str(err)[:100]}"
+    out["error"] = f"{type(err).__name__}: {str(err).replace(chr(10), ' ')[:100]}"
 print("HTA-RESULT " + json.dumps(out))
 """
 

@@ -287,6 +287,19 @@ def _hta_kept(events: TraceEvents, ts: np.ndarray, stream: np.ndarray) -> np.nda
     return (stream != -1) & ((gpu_like & np.isin(g.correlation, kept_corr)) | other)
 
 
+def _hta_cpu_rows_on_streams(events: TraceEvents) -> np.ndarray:
+    """cpu_ops carrying an integer ``stream`` arg (HTA reads them as stream events), among the
+    CPU events its filter keeps (started before the last ProfilerStep, with two or more)."""
+    o = events.ops
+    on_stream = np.array([_hta_stream(a) != -1 for a in o.args], dtype=bool)
+    if len(events.steps) >= 2 and on_stream.any():
+        last = max(
+            np.ceil(v) for s in events.steps for v in (s.cpu_start_us, s.gpu_start_us) if v is not None
+        )
+        on_stream &= np.ceil(o.ts_us) < last
+    return on_stream
+
+
 def _hta_merge(ts: np.ndarray, end: np.ndarray) -> tuple[float, float]:
     """HTA's merge_kernel_intervals: (first group start to last group end, Σ group lengths)."""
     if ts.size == 0:
@@ -315,8 +328,15 @@ def hta_rank_timeline(events: TraceEvents) -> RankTrace:
     if not kept.any():
         notices.append(Notice("trace_no_gpu_events", {"file": events.path}))
         return RankTrace(events.rank or 0, events.path, (), 0.0, 0.0, 0.0, 0.0, warnings=tuple(notices))
-    types = np.array([_hta_type(n) for n in events.names], dtype=np.int8)[g.name]
-    ts, end, types = ts[kept], end[kept], types[kept]
+    name_types = np.array([_hta_type(n) for n in events.names], dtype=np.int8)
+    types = name_types[g.name][kept]
+    ts, end = ts[kept], end[kept]
+    extra = _hta_cpu_rows_on_streams(events)
+    if extra.any():  # cpu_ops with a 'stream' arg count as stream events in HTA's breakdown
+        o = events.ops
+        ts = np.concatenate([ts, np.ceil(o.ts_us[extra])])
+        end = np.concatenate([end, np.floor(o.ts_us[extra] + o.dur_us[extra])])
+        types = np.concatenate([types, name_types[o.name[extra]]])
     span, run = _hta_merge(ts, end)
     _, compute = _hta_merge(ts[types == COMPUTE], end[types == COMPUTE])
     idle = span - run
