@@ -75,7 +75,7 @@ def cases(draw):
     return sizes, counts, times, k, overhead
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(cases())
 def test_dp_equals_brute_force(case):
     sizes, counts, times, k, overhead = case
