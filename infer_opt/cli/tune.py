@@ -237,7 +237,12 @@ def _alphas(alphas: tuple[float, ...] | None, prometheus: list[Path] | None) -> 
         raise InvalidInput("--prometheus", str(len(prometheus)), "give two snapshots: BEFORE AFTER")
     from infer_opt.cost_models.prometheus_metrics import metrics_from_prometheus
 
-    metrics = metrics_from_prometheus(prometheus[1], before=prometheus[0])
+    try:
+        metrics = metrics_from_prometheus(prometheus[1], before=prometheus[0])
+    except InvalidInput as exc:
+        if exc.option in ("before", "prometheus"):
+            raise InvalidInput("--prometheus", exc.value, exc.expected) from None
+        raise
     rates = []
     for pos in metrics.positions:
         if pos.conditional is None:

@@ -113,3 +113,38 @@ def test_speculative_needs_one_rate_source(files):
         "--draft-cost", str(files / "draft.csv"), "--batch-sizes", "1,8",
     )  # fmt: skip
     assert_one_line_error(run, "--alphas")
+
+
+def _spec_prom(path, drafts, a0, a1):
+    head = 'model_name="m",engine="0"'
+    lines = [
+        "# TYPE vllm:spec_decode_num_drafts_total counter",
+        f"vllm:spec_decode_num_drafts_total{{{head}}} {drafts}",
+        "# TYPE vllm:spec_decode_num_draft_tokens_total counter",
+        f"vllm:spec_decode_num_draft_tokens_total{{{head}}} {2 * drafts}",
+        "# TYPE vllm:spec_decode_num_accepted_tokens_total counter",
+        f"vllm:spec_decode_num_accepted_tokens_total{{{head}}} {a0 + a1}",
+        "# TYPE vllm:spec_decode_num_accepted_tokens_per_pos_total counter",
+        f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{head},position="0"}} {a0}',
+        f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{head},position="1"}} {a1}',
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def test_speculative_from_prometheus_interval(files):
+    a = _spec_prom(files / "sa.prom", 100, 80, 50)
+    b = _spec_prom(files / "sb.prom", 300, 240, 160)
+    base = [
+        "tune",
+        "speculative",
+        "--target-cost",
+        str(files / "target.csv"),
+        "--draft-cost",
+        str(files / "draft.csv"),
+    ]
+    run = invoke(*base, "--prometheus", a, "--prometheus", b, "--batch-sizes", "1,16", "--json")
+    assert run.exit_code == 0, run.stderr
+    assert run.json()["result"]["alphas"] == pytest.approx([0.8, 110 / 160])
+    backwards = invoke(*base, "--prometheus", b, "--prometheus", a, "--batch-sizes", "1,16")
+    assert_one_line_error(backwards, "--prometheus", "went down")
