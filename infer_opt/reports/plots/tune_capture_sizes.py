@@ -38,7 +38,8 @@ def plot(result: TuneCaptureSizesResult, path: Path) -> Path:
     ax_t.set_xscale("log")
     ax_t.set_yscale("log")
     _style.plain_log_ticks(ax_t.yaxis)
-    ax_t.yaxis.set_minor_formatter(_style.FuncFormatter(lambda v, _p: f"{v:g}"))
+    if t.max() < 10 * t.min():  # under a decade: label the minor ticks too, or the axis has one label
+        ax_t.yaxis.set_minor_formatter(_style.FuncFormatter(lambda v, _p: f"{v:g}"))
     ax_t.set_title(
         f"Capture sizes: {len(result.capture_sizes)} proposed, expected step "
         f"{result.expected_step_s / factor:.4g} {unit} vs "
