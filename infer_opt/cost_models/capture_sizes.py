@@ -278,10 +278,10 @@ def best_within(table: DPTable, k_max: int) -> int:
 
 # ----------------------------------------------------------------------------- engines
 
-#: vLLM's default capture list (vLLM v0.11, ``vllm/config/vllm.py``
-#: ``VllmConfig._set_cudagraph_sizes``): ``[1, 2, 4] + range(8, 256, 8) + range(256, max + 1, 16)``
-#: bounded by ``max_cudagraph_capture_size`` (default ``min(max_num_seqs·2, 512)``).
-VLLM_SOURCE = "vLLM v0.11 vllm/config/vllm.py _set_cudagraph_sizes"
+#: vLLM's default capture list, as the docstring of vLLM's ``set_cudagraph_sizes`` states it (found
+#: quoted in a vLLM plugin's copy; vLLM's own file and the version it changed in are not verified
+#: here): ``[1, 2, 4] + range(8, 256, 8) + range(256, max + 1, 16)``, max = min(max_num_seqs·2, 512).
+VLLM_SOURCE = "vLLM set_cudagraph_sizes docstring; version and file not verified"
 #: SGLang's default ``--cuda-graph-bs`` (``python/sglang/srt/server_args.py``), from memory of
 #: recent versions, NOT verified against the source here: see the output's source line.
 SGLANG_SOURCE = "SGLang server_args.py default cuda_graph_bs (recalled, not verified)"

@@ -42,7 +42,7 @@ def test_decreasing_cost_warns():
 def test_engine_defaults():
     sizes, label = cs.engine_default("vllm", 512)
     assert sizes[:5] == (1, 2, 4, 8, 16) and sizes[-1] == 512 and 248 in sizes and 264 not in sizes
-    assert "vllm/config/vllm.py" in label
+    assert "set_cudagraph_sizes" in label
     assert cs.engine_default("vllm", 6)[0] == (1, 2, 4)
 
 
