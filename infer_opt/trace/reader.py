@@ -11,6 +11,7 @@ events are incomplete in real traces), a launch to the innermost ``cpu_op`` on i
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import stat
@@ -444,10 +445,16 @@ def read_trace(path: str | os.PathLike[str]) -> TraceEvents:
     """One trace file (``.json`` or ``.json.gz``) as columns; bad input raises
     :class:`~infer_opt.errors.InvalidInput` naming the file and what is wrong."""
     p = Path(path)
-    doc, notices = _load_document(p)
-    events = doc.pop("traceEvents")
-    cols = _scan(events)
-    del events
+    enabled = gc.isenabled()
+    gc.disable()  # millions of fresh dicts, none cyclic: the collector's passes would dominate
+    try:
+        doc, notices = _load_document(p)
+        events = doc.pop("traceEvents")
+        cols = _scan(events)
+        del events
+    finally:
+        if enabled:
+            gc.enable()
     gpu, launches, ops, steps, more = _build(cols, str(p))
     info = doc.pop("distributedInfo", None) or {}
     props = doc.pop("deviceProperties", None) or ()
