@@ -207,10 +207,10 @@ class _Columns:
         return found
 
 
-def _scan(events: Sequence[Any]) -> _Columns:
-    cols = _Columns()
+def _scan(events: Sequence[Any], cols: _Columns | None = None, offset: int = 0) -> _Columns:
+    cols = cols or _Columns()
     category = _CATEGORY
-    for index, e in enumerate(events):
+    for index, e in enumerate(events, start=offset):
         if not isinstance(e, dict) or e.get("ph") != "X":
             continue
         kind = category.get(e.get("cat"))
@@ -267,6 +267,63 @@ def _add(cols: _Columns, kind: int, e: dict, ts: float, dur: float, args: dict, 
                 (ts, dur, cols.name_id(name), _as_id(e.get("pid")), _as_id(e.get("tid")), _as_id(ext), index)
             )
             cols.op_args.append(args)
+
+
+#: files above this are parsed a chunk of events at a time (memory ~ the file plus one chunk)
+CHUNKED_ABOVE = 64 << 20
+CHUNK = 16 << 20
+_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
+
+
+def _read_chunked(path: Path) -> tuple[dict, _Columns] | None:
+    """A large, well-formed trace parsed chunk by chunk; None (read it whole) for anything else:
+    small, compressed-and-cut, truncated or odd files go through the full path and its checks."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    if not stat.S_ISREG(info.st_mode) or info.st_size < CHUNKED_ABOVE // 4:
+        return None
+    data = _read_bytes(path)
+    if data[:2] == b"\x1f\x8b":
+        data, cut = _gunzip(data, path)
+        if cut:
+            return None
+    if len(data) < CHUNKED_ABOVE:
+        return None
+    key = data.find(b'"traceEvents"')
+    bracket = data.find(b"[", key) if key >= 0 else -1
+    if bracket < 0:
+        return None
+    cols, pos, count = _Columns(), bracket + 1, 0
+    while True:
+        m = _BOUNDARY.search(data, pos + CHUNK)
+        if m is None:
+            break
+        try:
+            events = orjson.loads(b"[" + data[pos : m.start() + 1] + b"]")
+        except orjson.JSONDecodeError:
+            return None
+        _scan(events, cols, count)
+        count += len(events)
+        pos = m.end() - 1
+    tail = data[pos:]
+    end = tail.rfind(b"]")
+    for _ in range(64):
+        if end < 0:
+            return None
+        try:
+            events = orjson.loads(b"[" + tail[: end + 1])
+            meta = orjson.loads(data[:bracket] + b"[]" + tail[end + 1 :])
+            break
+        except orjson.JSONDecodeError:
+            end = tail.rfind(b"]", 0, end)
+    else:
+        return None
+    _scan(events, cols, count)
+    _check_document(meta, path)
+    meta.pop("traceEvents")
+    return meta, cols
 
 
 # ---------------------------------------------------------------- arrays, duplicates, links
@@ -448,10 +505,15 @@ def read_trace(path: str | os.PathLike[str]) -> TraceEvents:
     enabled = gc.isenabled()
     gc.disable()  # millions of fresh dicts, none cyclic: the collector's passes would dominate
     try:
-        doc, notices = _load_document(p)
-        events = doc.pop("traceEvents")
-        cols = _scan(events)
-        del events
+        chunked = _read_chunked(p)
+        if chunked is not None:
+            doc, cols = chunked
+            notices = []
+        else:
+            doc, notices = _load_document(p)
+            events = doc.pop("traceEvents")
+            cols = _scan(events)
+            del events
     finally:
         if enabled:
             gc.enable()

@@ -148,3 +148,23 @@ def test_every_shared_trace_reads(path):
     # a linked GPU event has its launch's correlation id
     assert np.array_equal(t.launches.correlation[g.launch[linked]], g.correlation[linked])
     assert np.all(g.op < len(t.ops)) and np.all(g.step < len(t.steps))
+
+
+def test_a_large_file_read_in_chunks_gives_the_same_columns(tmp_path, monkeypatch):
+    import infer_opt.trace.reader as reader
+
+    doc = json.loads((FIXTURES / "steps.json").read_text())
+    doc["traceEvents"] = doc["traceEvents"][:11] * 1  # no duplicates, no bad durations
+    base = doc["traceEvents"]
+    doc["traceEvents"] = [dict(e, ts=e["ts"] + 1000 * k) for k in range(300) for e in base]
+    doc["traceName"] = "after the events"
+    p = tmp_path / "big.json"
+    p.write_text(json.dumps(doc, indent=1))
+    whole = read_trace(p)
+    monkeypatch.setattr(reader, "CHUNKED_ABOVE", 4096)
+    monkeypatch.setattr(reader, "CHUNK", 2048)
+    chunked = read_trace(p)
+    for col in ("ts_us", "dur_us", "launch", "op", "step", "event_index"):
+        assert np.array_equal(getattr(whole.gpu, col), getattr(chunked.gpu, col)), col
+    assert np.array_equal(whole.ops.parent, chunked.ops.parent)
+    assert chunked.metadata["traceName"] == "after the events" and len(chunked.gpu) == 600
