@@ -63,11 +63,41 @@ def check_writable(path: str | os.PathLike[str], option: str, *, allow_stdout: b
         raise InvalidInput(option, text, f"cannot use this path ({_reason(exc)})") from None
 
 
+def same_file_key(path: str | os.PathLike[str]) -> str:
+    """What two paths naming one file share (through symlinks and ``..``)."""
+    return os.path.realpath(os.fspath(path))
+
+
+#: how long writing a result waits for a FIFO's reader to open it (then it fails, never hangs)
+FIFO_WAIT_S = 10.0
+
+
+def _open_special(target: Path, wait_s: float = 0.0) -> int:
+    """A write descriptor on a FIFO or device, opened without blocking (a FIFO with no
+    reader is ``ENXIO`` instead of a hang; retried for up to ``wait_s``), then switched
+    back to blocking writes."""
+    import time
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_NONBLOCK)
+            break
+        except OSError as exc:
+            if exc.errno != errno.ENXIO or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.05)
+    os.set_blocking(fd, True)
+    return fd
+
+
 def _check_place(text: str, option: str) -> Path:
     target = Path(os.path.realpath(text))
     if _is_special(target):
         if not os.access(target, os.W_OK):
             raise InvalidInput(option, text, "not writable")
+        # a FIFO is not opened here: closing it would end its reader's input; writing it
+        # waits FIFO_WAIT_S for a reader, then fails (the result is kept in the cache)
         return Path(text)
     if target.is_dir():
         raise InvalidInput(option, text, "is a directory; give a file name")
@@ -135,8 +165,8 @@ def write_text(path: str | os.PathLike[str], text: str) -> Path:
         sys.stdout.flush()
         return Path(STDOUT)
     target = Path(os.path.realpath(path))
-    if _is_special(target):
-        with open(target, "w", encoding="utf-8") as handle:
+    if _is_special(target):  # in place: a rename would replace the node with a plain file
+        with os.fdopen(_open_special(target, FIFO_WAIT_S), "w", encoding="utf-8") as handle:
             handle.write(text)
         return Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)

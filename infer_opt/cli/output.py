@@ -64,6 +64,23 @@ class Output:
             raise InvalidInput(to_stdout[0], "-", f"{first} already prints to stdout; write this to a file")
         if len(to_stdout) > 1:
             raise InvalidInput(to_stdout[1], "-", f"{to_stdout[0]} already prints to stdout")
+        self.check_distinct(())
+
+    def check_distinct(self, others: tuple[tuple[str, Path | None], ...]) -> None:
+        """Refuse two outputs on one file (``--out X --plot X``, ``--out X --trace X``): the
+        second would replace the first. ``others`` are the command's own outputs (option, path)."""
+        from infer_opt.files import same_file_key
+
+        named = [("--out", p) for p in self.out]
+        named += [("--markdown", self.markdown), ("--csv", self.csv), ("--plot", self.plot), *others]
+        seen: dict[str, str] = {}
+        for option, path in named:
+            if path is None or _is_stdout(path):
+                continue
+            key = same_file_key(path)
+            if key in seen:
+                raise InvalidInput(option, str(path), f"{seen[key]} already writes this file; give another")
+            seen[key] = option
 
     @property
     def stdout_format(self) -> str:

@@ -25,7 +25,7 @@ from infer_opt.cli.common import (
     warmup_option,
 )
 from infer_opt.cli.distributed import TimeoutOpt, TracePath
-from infer_opt.cli.output import Outcome, with_output
+from infer_opt.cli.output import Outcome, Output, with_output
 from infer_opt.cli.profile_tp import TpOpt
 from infer_opt.cli.types import Choice, Count, InputFile
 from infer_opt.errors import InvalidInput
@@ -213,6 +213,8 @@ def profile(
     tp: TpOpt = 1,
     timeout: TimeoutOpt = "60s",
     runs: RunsOpt = 1,
+    *,
+    output: Output,
 ) -> Any:
     from infer_opt.profilers import model_profile
 
@@ -232,6 +234,7 @@ def profile(
         return outcome if outcome is None else replace(outcome, warnings=(*outcome.warnings, *ignored))
     if trace is not None and trace.is_dir():
         raise InvalidInput("trace", str(trace), "is a folder; without --tp give a file name")
+    output.check_distinct((("--trace", trace),))
     with progress_bar("profile") as update:
         loaded, dev, torch_dtype = load(run, update)
         resolved = model_profile.resolve_fit(dev, torch_dtype, roofline, progress=update)
