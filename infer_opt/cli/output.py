@@ -20,9 +20,11 @@ receives the dataclass (``shape: StepShape = StepShape()`` in ``profile`` and ``
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import inspect
+import os
 import sys
 import typing
 from collections.abc import Callable
@@ -125,10 +127,15 @@ class Output:
         doc = Document.of(result, options=view)
         doc.sections[0].view.warnings.extend(warnings)
         targets = self.targets()
+        stdout_error: OSError | None = None
         if self.json or self.format is not None or not any(_is_stdout(p) for p, _ in targets):
             options = {"terminal": True} if self.stdout_format == "console" else {}
-            _stdout(get_renderer(self.stdout_format, **options).render(doc))
-        failed: list[tuple[Path, OSError]] = []
+            stdout_error = _stdout_failure(
+                lambda: _stdout(get_renderer(self.stdout_format, **options).render(doc))
+            )
+        failed: list[tuple[Path, OSError]] = (
+            [] if stdout_error is None else [(Path(STDOUT_NAME), stdout_error)]
+        )
         for path, fmt in targets:
             _write(path, lambda fmt=fmt: get_renderer(fmt).render(doc), failed)
         if self.plot is not None:
@@ -160,6 +167,24 @@ class Outcome:
 
 def _is_stdout(path: Path | None) -> bool:
     return path is not None and str(path) == "-"
+
+
+#: how a failed stdout (``> /dev/full``) is named in the error
+STDOUT_NAME = "stdout"
+
+
+def _stdout_failure(show: Callable[[], None]) -> OSError | None:
+    """Run ``show``; an OSError writing stdout (a full device) is returned, not raised, so the
+    files are still written and the result is kept, with one line saying so (exit 1)."""
+    try:
+        show()
+    except BrokenPipeError:
+        return None
+    except OSError as exc:
+        with contextlib.suppress(Exception):  # drop what could not be flushed
+            sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
+        return exc
+    return None
 
 
 def _stdout(text: str) -> None:

@@ -82,3 +82,24 @@ def test_profile_trace_on_the_out_path_is_refused_before_the_work(tmp_path):
     result = invoke("profile", "tiny", "--out", str(out), "--trace", str(out))
     assert_one_line_error(result, "--trace", "--out already writes this file")
     assert not out.exists()
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("fmt", [[], ["--json"], ["--format", "markdown"]])
+def test_stdout_on_a_full_device_is_one_line_and_the_result_is_kept(tmp_path, fmt):
+    import subprocess
+    import sys
+
+    from tests.profilers.distributed_helpers import ROOT, job_env
+
+    with open("/dev/full", "w") as full:
+        run = subprocess.run(
+            [sys.executable, "-m", "infer_opt", *AMDAHL, *fmt], cwd=ROOT, stdout=full, stderr=subprocess.PIPE,
+            text=True, env=job_env(INFER_OPT_CACHE=str(tmp_path)), timeout=60, check=False,
+        )  # fmt: skip
+    assert run.returncode == 1, run.stderr
+    assert "Traceback" not in run.stderr
+    assert [line for line in run.stderr.splitlines() if line.strip()] == [
+        line for line in run.stderr.splitlines() if line.startswith("Error: could not write stdout")
+    ]
+    assert list((tmp_path / "unsaved").iterdir())
