@@ -41,8 +41,8 @@ def test_tolerates_missing_optional_keys():
 
 
 def test_a_warning_saved_as_words_by_an_older_version_loads_as_a_legacy_notice():
-    from infer_opt.notices import Notice
     from infer_opt.messages import text
+    from infer_opt.notices import Notice
     from infer_opt.results import parse_envelope
 
     row = {"name": "add", "family": "elementwise", "label": "1k", "size": 1e3, "dtype": "float32",

@@ -158,8 +158,8 @@ def _families(text: str, points: list[model.KernelPoint]) -> tuple[str, ...] | N
 
 
 def _save(fit: model.RooflineFit, save: Path | None, no_save: bool) -> None:
-    from infer_opt.profilers import roofline_store
     from infer_opt.messages import text
+    from infer_opt.profilers import roofline_store
 
     if save is not None:
         typer.echo(f"saved fit to {roofline_store.save_fit(fit, save)}", err=True)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from infer_opt.messages import text
 from infer_opt.notices import Notice
 from infer_opt.reports.kernels import build_view
-from infer_opt.messages import text
 from tests.reports.fixtures import kernels
 
 

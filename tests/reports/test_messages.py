@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from infer_opt.messages import MESSAGES, as_json, text
 from infer_opt.notices import Notice
 from infer_opt.registry import KINDS
-from infer_opt.messages import MESSAGES, as_json, text
 from infer_opt.reports.render import render
 from infer_opt.reports.view import build_view
 from tests.reports.fixtures import fixture
