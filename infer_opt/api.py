@@ -74,6 +74,8 @@ def profile(
     from infer_opt.profilers import device as devices
     from infer_opt.profilers import model_profile, models
 
+    _counts(batch=(batch, 1), seq_len=(seq_len, 1), context=(context, 1), new_tokens=(new_tokens, 1))
+    _counts(warmup=(warmup, 0), reps=(reps, 1))
     dev = devices.resolve_device(device)
     torch_dtype = devices.parse_dtype(dtype, dev)
     with model_profile.guard(f"building model {model}"):
@@ -121,6 +123,7 @@ def kernels(
     from infer_opt.profilers import device as devices
     from infer_opt.profilers import kernels as suite_module
 
+    _counts(warmup=(warmup, 0), reps=(reps, 1))
     dev = devices.resolve_device(device)
     torch_dtype = devices.parse_dtype(dtype, dev)
     known = suite_module.all_cases("cuda" if devices.is_cuda(dev) else "cpu", suite)
@@ -228,3 +231,19 @@ def _read(path: str | Path, param: str) -> str:
     from infer_opt.files import read_text
 
     return read_text(path, param)
+
+
+#: the largest count the API takes for a shape or repetition parameter (as the CLI's Count bounds)
+MAX_COUNT = 1 << 20
+
+
+def _counts(**params: tuple[object, int]) -> None:
+    """Each ``name=(value, least)`` must be an integer in [least, MAX_COUNT], as the CLI's
+    option types check it: :class:`InvalidInput` naming the parameter otherwise."""
+    from infer_opt.errors import InvalidInput
+
+    for name, (value, least) in params.items():
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidInput(name, value, f"an integer >= {least} (got a {type(value).__name__})")
+        if not least <= value <= MAX_COUNT:
+            raise InvalidInput(name, value, f"must be an integer in [{least}, {MAX_COUNT}]")
