@@ -423,14 +423,6 @@ _FIT_FIELDS = {
     "threads": "CPU thread count",
     "matmul_precision": "float32 matmul precision",
     "timing": "timing",
-    # trace: per-op rates against the roofline (infer_opt/trace/roofline.py)
-    "rate_above_peak": lambda v: (
-        f"{v['op']} {v['shapes']} measured "
-        + (f"{v['rate'] / 1e12:.3g} TFLOP/s" if v["resource"] == "flops" else f"{v['rate'] / 1e9:.4g} GB/s")
-        + f", {v['rate'] / v['peak']:.2f}× the assumed "
-        + (v["precision"] if v["resource"] == "flops" else "memory")
-        + " peak: the wrong device (give --device), or its data stayed in L2"
-    ),
 }
 
 
