@@ -388,13 +388,13 @@ MESSAGES: dict[str, Words] = {
     # ---- engine settings (tune: cost_models/capture_sizes.py, capture_tuning.py, speculative_tuning.py)
     "cost_decreasing": lambda v: (
         f"{v['source']}: the step cost goes down as the batch grows ({v['before']} → {v['at']}, "
-        f"{v['before_s'] * 1e3:.4g} ms → {v['time_s'] * 1e3:.4g} ms; {v['count']} such drop(s)): padding to a "
-        "larger capture then looks free, and a capture list from observed sizes may not be optimal; check "
+        f"{v['before_s'] * 1e3:.4g} ms → {v['time_s'] * 1e3:.4g} ms; {v['count']} such drop(s)): "
+        "padding to a larger capture then looks free, and a capture list from observed sizes may not be optimal; check "
         "the measurement"
     ),
     "cost_extrapolated": lambda v: (
-        f"{v['count']} observed batch size(s) ({v['share']:.1%} of steps) lie outside the measured cost range "
-        f"{v['low']}..{v['high']}: their cost is extrapolated log-log (estimated)"
+        f"{v['count']} observed batch size(s) ({v['share']:.1%} of steps) lie outside the measured cost "
+        f"range {v['low']}..{v['high']}: their cost is extrapolated log-log (estimated)"
     ),
     "histogram_overflow": lambda v: (
         f"{v['share']:.1%} of steps are in the histogram's +Inf bucket: placed just above the last finite "
