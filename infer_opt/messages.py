@@ -389,8 +389,8 @@ MESSAGES: dict[str, Words] = {
     "cost_decreasing": lambda v: (
         f"{v['source']}: the step cost goes down as the batch grows ({v['before']} → {v['at']}, "
         f"{v['before_s'] * 1e3:.4g} ms → {v['time_s'] * 1e3:.4g} ms; {v['count']} such drop(s)): "
-        "padding to a larger capture then looks free, and a capture list from observed sizes may not be optimal; check "
-        "the measurement"
+        "padding to a larger capture then looks free, and a capture list from observed sizes may not be "
+        "optimal; check the measurement"
     ),
     "cost_extrapolated": lambda v: (
         f"{v['count']} observed batch size(s) ({v['share']:.1%} of steps) lie outside the measured cost "
