@@ -77,7 +77,8 @@ MaxSizeOpt = option(
     int | None,
     "--engine-max-size",
     parse=Count(1, 1 << 20),
-    help="The engine's largest capture size (vLLM default 512, SGLang 160).",
+    help="The engine's largest capture size (vLLM: min(2·max_num_seqs, 512); SGLang: its "
+    "cuda_graph_max_bs, chosen by GPU memory and TP, 160 assumed).",
 )
 EagerCostOpt = option(
     Path | None, "--eager-cost", parse=InputFile(), help="Measured uncaptured cost: CSV batch_size,time_ms."

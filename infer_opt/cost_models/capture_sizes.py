@@ -278,13 +278,29 @@ def best_within(table: DPTable, k_max: int) -> int:
 
 # ----------------------------------------------------------------------------- engines
 
-#: vLLM's default capture list, as the docstring of vLLM's ``set_cudagraph_sizes`` states it (found
-#: quoted in a vLLM plugin's copy; vLLM's own file and the version it changed in are not verified
-#: here): ``[1, 2, 4] + range(8, 256, 8) + range(256, max + 1, 16)``, max = min(max_num_seqs·2, 512).
-VLLM_SOURCE = "vLLM set_cudagraph_sizes docstring; version and file not verified"
-#: SGLang's default ``--cuda-graph-bs`` (``python/sglang/srt/server_args.py``), from memory of
-#: recent versions, NOT verified against the source here: see the output's source line.
-SGLANG_SOURCE = "SGLang server_args.py default cuda_graph_bs (recalled, not verified)"
+#: vLLM's default capture list, read in vLLM's source: ``VllmConfig._set_cudagraph_sizes`` in
+#: ``vllm/config/vllm.py`` (vllm-project/vllm main at commit 000fc94b, and the same rule in an
+#: earlier stored version of the file): ``[1, 2, 4] + range(8, 256, 8) + range(256, max + 1, 16)``
+#: with ``max = min(max_num_seqs · (1 + num_speculative_tokens) · 2, 512)`` (1024 on data-center
+#: Blackwell), then capped at ``max_num_batched_tokens``, which is itself appended when it is below
+#: that cap. ``performance_mode="interactivity"`` (newer versions) captures every size 1..32 instead
+#: of 1, 2, 4. The release each form shipped in is not checked here.
+VLLM_SOURCE = (
+    "vllm/config/vllm.py VllmConfig._set_cudagraph_sizes, vllm main @000fc94b; "
+    "max = min(2·max_num_seqs, 512) without speculation"
+)
+#: SGLang's default ``--cuda-graph-bs``, read in ``ServerArgs._generate_cuda_graph_batch_sizes``
+#: (``python/sglang/srt/server_args.py``, the case without speculative decoding and with padding):
+#: ``[1, 2, 4, 8, 12] + range(16, 257, 8) + range(272, 512, 16) + range(512, max + 1, 32)``. The
+#: top, ``cuda_graph_max_bs``, was 160 in older versions; newer ones choose it by GPU memory and
+#: TP size (24/80 under 35 GB, 32/160 under 60 GB, 256/512 on 80–160 GB GPUs, for TP < 4 / TP >= 4),
+#: so 160 is only a stand-in: give ``--engine-max-size``. SGLang's main branch has since moved the
+#: setting into ``--cuda-graph-config`` (``decode.bs``); whether it still takes ``--cuda-graph-bs``
+#: is not checked here.
+SGLANG_SOURCE = (
+    "sglang/srt/server_args.py _generate_cuda_graph_batch_sizes; the top depends on GPU memory "
+    "and TP (160 assumed: give --engine-max-size)"
+)
 
 
 def vllm_default(max_size: int) -> tuple[int, ...]:

@@ -2,10 +2,14 @@
 ``S(k, b) = t(b)·E[N](k) / (k·t_d(b) + t(b·(k+1)) + c_m)``, ``E[N](k) = Σ_{i=0..k} Π_{j<i} α_j``
 (:func:`speculative.expected_tokens`); k ∈ {0..K} maximising S, k = 0 → S = 1.
 
-vLLM's dynamic speculative decoding (PR #32374, vllm-project/vllm) takes
-``speculative_config.num_speculative_tokens_per_batch_size``: inclusive ``"lo-hi": k`` ranges
-(the PR's description; issue #49548 shows a list form ``[[lo, hi, k], ...]``, so the exact
-form of the released version is not verified here)."""
+vLLM's dynamic speculative decoding (PR #32374) takes the table as
+``speculative_config.num_speculative_tokens_per_batch_size``: a list of inclusive
+``[range_start, range_end, k]`` entries, the first starting at 1, sorted, k >= 0 (clamped to
+``num_speculative_tokens``); a batch size in a gap or above the last range takes the k of the
+range before it. Read in vLLM's source (``vllm/config/speculative.py`` ``SpeculativeConfig`` and
+``vllm/v1/spec_decode/dynamic/utils.py``, vllm main at commits 002e77c1 and 14b450ca); the release
+it first shipped in is not checked here. Sizes between two observed batch sizes get the k of the
+larger one (the table says nothing about them)"""
 
 from __future__ import annotations
 
@@ -22,9 +26,8 @@ from infer_opt.notices import Notice
 
 VLLM_KEY = "num_speculative_tokens_per_batch_size"
 VLLM_KEY_SOURCE = (
-    "vllm-project/vllm PR #32374 (Dynamic SD): speculative_config.num_speculative_tokens_per_batch_size, "
-    "inclusive 'lo-hi': k ranges; form not verified against a released version "
-    "(issue #49548 shows [[lo, hi, k]])"
+    "vllm/config/speculative.py SpeculativeConfig.num_speculative_tokens_per_batch_size, "
+    "list of inclusive [start, end, k] (vllm main @002e77c1, PR #32374); release not checked"
 )
 
 
@@ -54,15 +57,16 @@ def best_k(s: np.ndarray) -> np.ndarray:
     return np.argmax(s, axis=1)
 
 
-def vllm_table(sizes: Sequence[int], ks: Sequence[int]) -> dict[str, int]:
-    """Inclusive ranges of consecutive sizes with the same k: ``{"1-16": 3, "17-4096": 0}``."""
-    out: dict[str, int] = {}
+def vllm_table(sizes: Sequence[int], ks: Sequence[int]) -> list[list[int]]:
+    """Inclusive ranges of consecutive sizes with the same k, as vLLM takes them:
+    ``[[1, 16, 3], [17, 4096, 0]]`` (the first range starts at 1)."""
+    out: list[list[int]] = []
     start = 1
     for i, (size, k) in enumerate(zip(sizes, ks, strict=True)):
         last = i == len(sizes) - 1
         if last or ks[i + 1] != k:
-            out[f"{start}-{size}"] = int(k)
-            start = size + 1
+            out.append([start, int(size), int(k)])
+            start = int(size) + 1
     return out
 
 

@@ -44,6 +44,16 @@ def test_engine_defaults():
     assert sizes[:5] == (1, 2, 4, 8, 16) and sizes[-1] == 512 and 248 in sizes and 264 not in sizes
     assert "set_cudagraph_sizes" in label
     assert cs.engine_default("vllm", 6)[0] == (1, 2, 4)
+    assert cs.engine_default("vllm", 100)[0][-1] == 96  # 8-stride below 256, as vLLM cuts it
+
+
+def test_sglang_default():
+    # [1, 2, 4, 8, 12] + range(16, 257, 8) + range(272, 512, 16) + range(512, max + 1, 32)
+    sizes, label = cs.engine_default("sglang", None)
+    assert sizes[:6] == (1, 2, 4, 8, 12, 16) and sizes[-1] == 160 and len(sizes) == 24
+    assert "--engine-max-size" in label
+    big = cs.engine_default("sglang", 600)[0]
+    assert len(big) == 5 + 31 + 15 + 3 and big[-3:] == (512, 544, 576) and 264 not in big
 
 
 def test_bad_current_lists():

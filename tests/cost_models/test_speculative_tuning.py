@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import json
+from itertools import pairwise
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -59,4 +62,47 @@ def test_k_table_equals_brute_force(alphas, t1, slope, overhead, sizes):
 
 
 def test_vllm_table_ranges():
-    assert spt.vllm_table([1, 8, 16, 64, 256], [3, 3, 2, 0, 0]) == {"1-8": 3, "9-16": 2, "17-256": 0}
+    # vLLM's num_speculative_tokens_per_batch_size: inclusive [start, end, k], the first from 1
+    got = spt.vllm_table([1, 8, 16, 64, 256], [3, 3, 2, 0, 0])
+    assert got == [[1, 8, 3], [9, 16, 2], [17, 256, 0]]
+    assert spt.vllm_table([5], [2]) == [[1, 5, 2]]
+
+
+def _lookup(table, b):
+    """The k vLLM's dense lookup gives batch size b (a gap or the tail takes the range before)."""
+    k = table[0][2]
+    for start, _end, kk in table:
+        if start <= b:
+            k = kk
+    return k
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(1, 4096), st.integers(0, 8)), min_size=1, max_size=30, unique_by=lambda t: t[0]
+    )
+)
+def test_vllm_table_is_valid_and_reproduces_k(rows):
+    rows = sorted(rows)
+    sizes, ks = [r[0] for r in rows], [r[1] for r in rows]
+    table = spt.vllm_table(sizes, ks)
+    # the rules vLLM's validate_and_normalize_dynamic_sd_schedule enforces
+    assert table[0][0] == 1
+    assert all(start <= end for start, end, _ in table)
+    assert all(a[1] + 1 == b[0] for a, b in pairwise(table))  # contiguous, sorted
+    assert all(k >= 0 for *_, k in table)
+    assert all(a[2] != b[2] for a, b in pairwise(table))  # merged runs
+    for b, k in zip(sizes, ks, strict=True):
+        assert _lookup(table, b) == k
+
+
+def test_flag_is_vllm_list_form():
+    target = cs.cost_curve([1, 64, 4096], [0.01, 0.012, 0.6])
+    draft = cs.cost_curve([1, 4096], [0.002, 0.05])
+    dist = cs.distribution([1, 16, 256, 2048], [1, 1, 1, 1])
+    r = spt.tune([0.7, 0.6], target, draft, dist, overhead_s=0.0005)
+    config = json.loads(r.flags["vllm"].split("'")[1])
+    table = config["num_speculative_tokens_per_batch_size"]
+    assert table[0][0] == 1 and table[-1][1] == 2048 and table[-1][2] == 0
+    assert config["num_speculative_tokens"] == max(row.k for row in r.table)
