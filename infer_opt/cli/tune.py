@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from typer.core import TyperCommand
 
 from infer_opt.cli.common import option
 from infer_opt.cli.output import with_output
@@ -30,7 +31,7 @@ CAPTURE_HELP = (
     "inside a bucket is placed at its upper edge to choose, and the answer is given as a range.\n\n"
     "Examples:\n\n"
     "  infer-opt tune capture-sizes --batches b.csv --cost cost.csv --max-captures 8 --eager-overhead 2ms\n\n"
-    "  infer-opt tune capture-sizes --prometheus a.prom --prometheus b.prom --cost p.json "
+    "  infer-opt tune capture-sizes --prometheus a.prom b.prom --cost p.json "
     "--eager-overhead 1ms\n"
 )
 SPEC_HELP = (
@@ -40,7 +41,7 @@ SPEC_HELP = (
     "Examples:\n\n"
     "  infer-opt tune speculative --alphas 0.8,0.7 --target-cost t.csv --draft-cost d.csv "
     "--batch-sizes 1,8,64\n\n"
-    "  infer-opt tune speculative --prometheus a.prom --prometheus b.prom --target-cost t.csv "
+    "  infer-opt tune speculative --prometheus a.prom b.prom --target-cost t.csv "
     "--draft-cost d.csv --batches b.csv\n"
 )
 
@@ -51,8 +52,52 @@ PrometheusOpt = option(
     list[Path] | None,
     "--prometheus",
     parse=InputFile(),
-    help="vLLM /metrics snapshot; repeat it (--prometheus BEFORE --prometheus AFTER) for the interval.",
+    metavar="SNAPSHOT [SNAPSHOT]",
+    help=(
+        "vLLM /metrics snapshot, or two (BEFORE AFTER: their difference is the window); "
+        "also taken as the flag given twice. Three or more are refused."
+    ),
 )
+PrometheusPairOpt = option(
+    list[Path] | None,
+    "--prometheus",
+    parse=InputFile(),
+    metavar="BEFORE AFTER",
+    help="Two vLLM /metrics snapshots (the counters between them); also taken as the flag given twice.",
+)
+
+
+def spread_values(args: list[str], flag: str = "--prometheus") -> list[str]:
+    """``--prometheus A B`` as click takes it, ``--prometheus A --prometheus B``: the bare words
+    right after the flag's value are more of its values (these commands take no positional
+    argument, so a bare word there has no other meaning). ``--`` ends the options."""
+    out: list[str] = []
+    end = args.index("--") if "--" in args else len(args)
+    i = 0
+    while i < len(args):
+        token = args[i]
+        out.append(token)
+        i += 1
+        if i > end:
+            continue
+        if token == flag and i < end:
+            out.append(args[i])
+            i += 1
+        elif not token.startswith(flag + "="):
+            continue
+        while i < end and not args[i].startswith("-"):
+            out += [flag, args[i]]
+            i += 1
+    return out
+
+
+class SnapshotsCommand(TyperCommand):
+    """A command whose ``--prometheus`` takes one or two values after one flag."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, spread_values(list(args)))
+
+
 CostOpt = option(
     Path,
     "--cost",
@@ -108,7 +153,11 @@ def _distribution(batches: Path | None, prometheus: list[Path] | None) -> dict[s
         dist, notices = read_distribution(batches)
         return {"dist": dist, "notices": notices, "label": f"{batches.name} (as given)"}
     if len(prometheus) > 2:
-        raise InvalidInput("--prometheus", str(len(prometheus)), "give one snapshot or two (BEFORE AFTER)")
+        raise InvalidInput(
+            "--prometheus",
+            " ".join(p.name for p in prometheus),
+            f"{len(prometheus)} snapshots; give one, or two (BEFORE AFTER: the window between them)",
+        )
     from infer_opt.files import read_text
 
     hists = [cs.histogram_from_text(read_text(p, "--prometheus"), source=p.name) for p in prometheus]
@@ -131,7 +180,7 @@ def _current(
     return cs.engine_default(engine, max_size)
 
 
-@app.command("capture-sizes", help=CAPTURE_HELP)
+@app.command("capture-sizes", help=CAPTURE_HELP, cls=SnapshotsCommand)
 @with_output(plot=True)
 def capture_sizes(
     cost: CostOpt,
@@ -235,7 +284,11 @@ def _alphas(alphas: tuple[float, ...] | None, prometheus: list[Path] | None) -> 
     if alphas is not None:
         return tuple(alphas), "--alphas (as given)"
     if len(prometheus) != 2:
-        raise InvalidInput("--prometheus", str(len(prometheus)), "give two snapshots: BEFORE AFTER")
+        raise InvalidInput(
+            "--prometheus",
+            " ".join(p.name for p in prometheus),
+            f"{len(prometheus)} snapshot(s); give two: --prometheus BEFORE AFTER",
+        )
     from infer_opt.cost_models.prometheus_metrics import metrics_from_prometheus
 
     try:
@@ -256,13 +309,13 @@ def _alphas(alphas: tuple[float, ...] | None, prometheus: list[Path] | None) -> 
     return tuple(rates), f"measured: vLLM counters between {prometheus[0].name} and {prometheus[1].name}"
 
 
-@app.command("speculative", help=SPEC_HELP)
+@app.command("speculative", help=SPEC_HELP, cls=SnapshotsCommand)
 @with_output(plot=True)
 def speculative(
     target_cost: TargetCostOpt,
     draft_cost: DraftCostOpt,
     alphas: AlphasOpt = None,
-    prometheus: PrometheusOpt = None,
+    prometheus: PrometheusPairOpt = None,
     overhead: OverheadOpt = 0.0,
     batches: BatchesOpt = None,
     batch_sizes: BatchSizesOpt = None,

@@ -148,3 +148,56 @@ def test_speculative_from_prometheus_interval(files):
     assert run.json()["result"]["alphas"] == pytest.approx([0.8, 110 / 160])
     backwards = invoke(*base, "--prometheus", b, "--prometheus", a, "--batch-sizes", "1,16")
     assert_one_line_error(backwards, "--prometheus", "went down")
+
+
+def test_spread_values():
+    from infer_opt.cli.tune import spread_values
+
+    assert spread_values(["--prometheus", "a", "b", "--cost", "c"]) == [
+        "--prometheus", "a", "--prometheus", "b", "--cost", "c",
+    ]  # fmt: skip
+    assert spread_values(["--prometheus=a", "b"]) == ["--prometheus=a", "--prometheus", "b"]
+    assert spread_values(["--prometheus", "a", "--prometheus", "b"]) == [
+        "--prometheus", "a", "--prometheus", "b",
+    ]  # fmt: skip
+    # after "--" nothing is rewritten; other options' values are left alone
+    assert spread_values(["--cost", "c", "--", "--prometheus", "a", "b"]) == [
+        "--cost", "c", "--", "--prometheus", "a", "b",
+    ]  # fmt: skip
+
+
+def _capture_json(files, *prometheus):
+    run = invoke(
+        "tune", "capture-sizes", *prometheus, "--cost", str(files / "cost.csv"),
+        "--max-captures", "2", "--eager-overhead", "1ms", "--json",
+    )  # fmt: skip
+    return run
+
+
+def test_prometheus_snapshot_forms(files):
+    a = _prom(files / "a.prom", (10, 40, 60, 60))
+    b = _prom(files / "b.prom", (20, 90, 130, 130))
+    one = _capture_json(files, "--prometheus", a)
+    assert one.exit_code == 0, one.stderr
+    spaced = _capture_json(files, "--prometheus", a, b)  # the documented SNAPSHOT [SNAPSHOT] form
+    repeated = _capture_json(files, "--prometheus", a, "--prometheus", b)  # kept: the flag twice
+    assert spaced.exit_code == 0 and repeated.exit_code == 0, spaced.stderr + repeated.stderr
+    assert spaced.json()["result"] == repeated.json()["result"]
+    # the window (b − a: 10, 50, 70 steps) is not the last snapshot alone (20, 90, 130)
+    assert spaced.json()["result"]["expected_step_s"] != one.json()["result"]["expected_step_s"]
+    three = _capture_json(files, "--prometheus", a, b, a)
+    assert_one_line_error(three, "--prometheus", "3 snapshots")
+    mixed = _capture_json(files, "--prometheus", a, b, "--prometheus", a)
+    assert_one_line_error(mixed, "--prometheus", "3 snapshots")
+
+
+def test_speculative_prometheus_pair_forms(files):
+    a = _spec_prom(files / "sa.prom", 100, 80, 50)
+    b = _spec_prom(files / "sb.prom", 300, 240, 160)
+    base = ["tune", "speculative", "--target-cost", str(files / "target.csv")]
+    base += ["--draft-cost", str(files / "draft.csv"), "--batch-sizes", "1,16"]
+    run = invoke(*base, "--prometheus", a, b, "--json")
+    assert run.exit_code == 0, run.stderr
+    assert run.json()["result"]["alphas"] == pytest.approx([0.8, 110 / 160])
+    assert_one_line_error(invoke(*base, "--prometheus", a), "--prometheus", "give two")
+    assert_one_line_error(invoke(*base, "--prometheus", a, b, a), "--prometheus", "give two")
