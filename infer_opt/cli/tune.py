@@ -11,7 +11,7 @@ from typer.core import TyperCommand
 
 from infer_opt.cli.common import option
 from infer_opt.cli.output import with_output
-from infer_opt.cli.types import Count, CountList, Duration, InputFile, NumberList, Size
+from infer_opt.cli.types import Count, CountList, Duration, InputFile, NumberList, Parsed, Size
 from infer_opt.errors import InvalidInput
 from infer_opt.kinds.tune_capture_sizes import TuneCaptureSizesResult
 from infer_opt.kinds.tune_speculative import TuneSpeculativeResult
@@ -98,11 +98,32 @@ class SnapshotsCommand(TyperCommand):
         return super().parse_args(ctx, spread_values(list(args)))
 
 
+class CostSource(Parsed):
+    """``FILE``, or ``FILE@B``: a saved trace result and the batch size B it ran at (a trace
+    does not record it). A path that exists as written is a file, ``@`` and all."""
+
+    name = "FILE[@B]"
+
+    def parse(self, text: str, option: str) -> tuple[Path, int | None]:
+        if "@" in text and not Path(text).exists():
+            path_text, _, batch = text.rpartition("@")
+            if not batch.isdigit() or int(batch) < 1:
+                raise InvalidInput(
+                    option, text, "after @ comes the batch size the trace ran at, a whole number >= 1"
+                )
+            return InputFile().parse(path_text, option), int(batch)
+        return InputFile().parse(text, option), None
+
+
 CostOpt = option(
-    Path,
+    list[Any] | None,
     "--cost",
-    parse=InputFile(),
-    help="Step cost: CSV batch_size,time_ms (or tokens,time_ms), or a predict --sweep batch result.",
+    parse=CostSource(),
+    help=(
+        "Step cost: CSV batch_size,time_ms (or tokens,time_ms), a predict --sweep batch result, or "
+        "saved trace results, each as FILE@B with the batch size B it ran at (repeat --cost: two "
+        "batch sizes at least; one trace is one point, not a curve)."
+    ),
 )
 MaxCapturesOpt = option(
     int | None, "--max-captures", parse=Count(1, 1 << 16), help="At most N captured sizes."
@@ -183,7 +204,7 @@ def _current(
 @app.command("capture-sizes", help=CAPTURE_HELP, cls=SnapshotsCommand)
 @with_output(plot=True)
 def capture_sizes(
-    cost: CostOpt,
+    cost: CostOpt = None,
     batches: BatchesOpt = None,
     prometheus: PrometheusOpt = None,
     max_captures: MaxCapturesOpt = None,
@@ -198,12 +219,12 @@ def capture_sizes(
     capture_time: CaptureTimeOpt = None,
 ) -> TuneCaptureSizesResult:
     from infer_opt.cost_models import capture_tuning as ct
-    from infer_opt.cost_models.tune_inputs import read_cost, read_memory
+    from infer_opt.cost_models.tune_inputs import read_cost, read_costs, read_memory
 
     if memory_per_capture is not None and memory is not None:
         raise InvalidInput("--memory", str(memory), "give --memory-per-capture or --memory, not both")
     got = _distribution(batches, prometheus)
-    curve, cost_label, cost_notices = read_cost(cost)
+    curve, cost_label, cost_notices = read_costs(cost or [], "--cost")
     eager = read_cost(eager_cost, "--eager-cost")[0] if eager_cost is not None else None
     mem = None
     if memory_per_capture is not None:

@@ -4,6 +4,7 @@ math; this module assembles the result)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -177,7 +178,7 @@ def _buckets(name: str, sizes: Sequence[int], prob: cs.Problem, curve: cs.CostCu
     t_caps = curve(caps) if caps.size else np.array([])
     for i, bound in enumerate(caps.tolist()):
         inside = idx == i
-        waste = float(np.dot(p[inside], t_caps[i] - prob.captured[inside]))
+        waste = math.fsum(p[inside] * (t_caps[i] - prob.captured[inside]))
         lower = 1 if i == 0 else int(caps[i - 1]) + 1
         out.append(CaptureBucket(name, int(bound), lower, float(p[inside].sum()), waste))
     return out

@@ -1,11 +1,18 @@
 """Reading what ``tune`` takes: a batch-size distribution (CSV/TSV ``batch_size,count``), a cost
-curve (CSV/TSV ``batch_size,time_ms`` or ``tokens,time_ms``, or a saved ``predict --sweep
-batch=...`` result), a graph-memory table (``batch_size,bytes``). Tables go through
-:func:`infer_opt.tables.read_table`; result files are read as JSON (no result class imported)."""
+curve (CSV/TSV ``batch_size,time_ms`` or ``tokens,time_ms``, a saved ``predict --sweep
+batch=...`` result, or saved ``trace`` results at two or more batch sizes), a graph-memory table
+(``batch_size,bytes``). Tables go through :func:`infer_opt.tables.read_table`.
+
+A trace result is one point of the curve: the median ProfilerStep span it measured, at the batch
+size the user says it ran at (``FILE@B``; a trace does not record it). One point cannot say how
+the step grows with the batch — which is all padding and capture choices turn on — so a curve
+from a single trace is refused rather than drawn flat."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -50,6 +57,8 @@ def read_cost(path: Path, param: str = "cost") -> tuple[cs.CostCurve, str, tuple
 def _cost_from_result(text: str, path: Path, param: str) -> tuple[cs.CostCurve, str, tuple[Notice, ...]]:
     data = read_json(text, source=path.name)
     schema = str(data.get("schema", "")) if isinstance(data, dict) else ""
+    if schema == TRACE_SCHEMA:
+        raise InvalidInput(param, str(path), _ONE_POINT)
     result = data.get("result", {}) if isinstance(data, dict) else {}
     if schema == "infer-opt/predict":
         points = result.get("points") or []
@@ -64,8 +73,120 @@ def _cost_from_result(text: str, path: Path, param: str) -> tuple[cs.CostCurve, 
     raise InvalidInput(
         param,
         str(path),
-        f"expected a CSV/TSV cost table or a predict --sweep batch result (got {schema or 'unknown JSON'})",
+        f"expected a CSV/TSV cost table, a predict --sweep batch result or trace results as FILE@B "
+        f"(got {schema or 'unknown JSON'})",
     )
+
+
+# ----------------------------------------------------------------------------- trace results
+
+TRACE_SCHEMA = "infer-opt/trace"
+_ONE_POINT = (
+    "a trace result is one point of the cost curve (its step time at one batch size, which the "
+    "trace does not record): give trace results at two or more batch sizes as "
+    "--cost FILE@B --cost FILE@B, or a cost table"
+)
+
+
+def read_costs(
+    sources: Sequence[tuple[Path, int | None]], param: str = "cost"
+) -> tuple[cs.CostCurve, str, tuple[Notice, ...]]:
+    """The cost curve from ``--cost`` as given: one table or ``predict`` result (``B`` None), or
+    trace results each with the batch size ``B`` it ran at."""
+    if not sources:
+        raise InvalidInput(param, "missing", "give --cost FILE (a table, a predict result, or trace results)")
+    if len(sources) == 1 and sources[0][1] is None:
+        return read_cost(sources[0][0], param)
+    bare = [str(p) for p, b in sources if b is None]
+    if bare:
+        raise InvalidInput(
+            param,
+            bare[0],
+            "with several --cost files each must be a trace result with its batch size, FILE@B",
+        )
+    return read_trace_costs([(p, int(b)) for p, b in sources if b is not None], param)
+
+
+def read_trace_costs(
+    points: Sequence[tuple[Path, int]], param: str = "cost"
+) -> tuple[cs.CostCurve, str, tuple[Notice, ...]]:
+    """One point per trace result: ``(B, median ProfilerStep span)``; two batch sizes at least."""
+    sizes: list[int] = []
+    times: list[float] = []
+    for path, batch in points:
+        if batch in sizes:
+            expected = f"a second trace result at batch {batch}; give one per batch size"
+            raise InvalidInput(param, f"{path}@{batch}", expected)
+        times.append(trace_step_time(load_trace_result(path, param), path, param))
+        sizes.append(batch)
+    if len(set(sizes)) < 2:
+        path, batch = points[0]
+        raise InvalidInput(
+            param,
+            f"{path}@{batch}",
+            f"only batch {batch} measured ({times[0] * 1e3:.4g} ms per step); " + _ONE_POINT,
+        )
+    order = np.argsort(sizes)
+    listed = ", ".join(f"{sizes[i]}: {times[i] * 1e3:.4g} ms" for i in order)
+    names = ", ".join(p.name for p, _ in points)
+    curve = cs.cost_curve(sizes, times, source=names)
+    label = (
+        f"measured: {len(points)} trace results ({listed}; median ProfilerStep span of the slowest "
+        f"rank, idle gaps included; batch sizes as given with @B)"
+    )
+    return curve, label, ()
+
+
+def load_trace_result(path: Path, param: str = "cost") -> Any:
+    """A saved ``trace`` result, through the registry of result kinds (the kind's own schema
+    module where the registry does not list it yet)."""
+    from infer_opt import results
+
+    if path.suffix.lower() != ".json":
+        raise InvalidInput(
+            param,
+            str(path),
+            "FILE@B takes a saved trace result (.json); a table gives its batch sizes in a column",
+        )
+    data = read_json(read_text(path, param), source=path.name)
+    schema = str(data.get("schema", "")) if isinstance(data, dict) else ""
+    if schema != TRACE_SCHEMA:
+        raise InvalidInput(
+            param, str(path), f"FILE@B takes a saved trace result (got {schema or 'not an infer-opt result'})"
+        )
+    from infer_opt import registry
+
+    # a field that does not fit its annotation (InvalidInput is a ValueError)
+    unreadable = (getattr(results, "FieldError", ValueError), ValueError, TypeError, KeyError)
+    try:
+        if "trace" in registry.KINDS:
+            return results.parse_envelope(data, source=str(path)).result
+        from infer_opt.kinds.trace import TraceResult
+
+        if not isinstance(data.get("result"), dict):
+            raise InvalidInput(param, str(path), "the envelope has no 'result' object")
+        return TraceResult.from_dict(data["result"])
+    except unreadable as exc:
+        why = exc.expected if isinstance(exc, InvalidInput) else str(exc)
+        raise InvalidInput(param, str(path), f"not a readable trace result: {why}") from None
+
+
+def trace_step_time(result: Any, path: Path, param: str = "cost") -> float:
+    """The step time a trace result measured: per rank the median span of its ProfilerStep
+    windows; over ranks the largest (a step ends when its slowest rank does)."""
+    medians = []
+    for rank in result.ranks:
+        spans = [s.span_s for s in rank.steps if s.step is not None and s.span_s > 0]
+        if spans:
+            medians.append(float(np.median(spans)))
+    if not medians:
+        raise InvalidInput(
+            param,
+            str(path),
+            "the trace has no ProfilerStep windows, so no per-step time (record it with "
+            "torch.profiler's schedule and prof.step())",
+        )
+    return max(medians)
 
 
 def read_memory(path: Path, param: str = "memory") -> tuple[np.ndarray, np.ndarray]:
