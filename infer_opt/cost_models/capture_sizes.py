@@ -285,10 +285,7 @@ def best_within(table: DPTable, k_max: int) -> int:
 #: Blackwell), then capped at ``max_num_batched_tokens``, which is itself appended when it is below
 #: that cap. ``performance_mode="interactivity"`` (newer versions) captures every size 1..32 instead
 #: of 1, 2, 4. The release each form shipped in is not checked here.
-VLLM_SOURCE = (
-    "vllm/config/vllm.py VllmConfig._set_cudagraph_sizes, vllm main @000fc94b; "
-    "max = min(2·max_num_seqs, 512) without speculation"
-)
+VLLM_SOURCE = "vLLM _set_cudagraph_sizes, main @000fc94b"
 #: SGLang's default ``--cuda-graph-bs``, read in ``ServerArgs._generate_cuda_graph_batch_sizes``
 #: (``python/sglang/srt/server_args.py``, the case without speculative decoding and with padding):
 #: ``[1, 2, 4, 8, 12] + range(16, 257, 8) + range(272, 512, 16) + range(512, max + 1, 32)``. The
@@ -297,10 +294,9 @@ VLLM_SOURCE = (
 #: so 160 is only a stand-in: give ``--engine-max-size``. SGLang's main branch has since moved the
 #: setting into ``--cuda-graph-config`` (``decode.bs``); whether it still takes ``--cuda-graph-bs``
 #: is not checked here.
-SGLANG_SOURCE = (
-    "sglang/srt/server_args.py _generate_cuda_graph_batch_sizes; the top depends on GPU memory "
-    "and TP (160 assumed: give --engine-max-size)"
-)
+SGLANG_SOURCE = "SGLang _generate_cuda_graph_batch_sizes"
+#: said when SGLang's top is not given: it depends on the GPU
+SGLANG_TOP_GUESS = "160 assumed, SGLang sets it by GPU memory and TP: give --engine-max-size"
 
 
 def vllm_default(max_size: int) -> tuple[int, ...]:
@@ -326,6 +322,8 @@ def engine_default(engine: str, max_size: int | None) -> tuple[tuple[int, ...], 
         raise InvalidInput("engine", engine, "expected vllm or sglang (optionally @version)")
     make, source, default_max = ENGINES[name]
     top = default_max if max_size is None else max_size
+    if name == "sglang" and max_size is None:
+        source = f"{source}; {SGLANG_TOP_GUESS}"
     label = f"{name} default up to {top} ({source}" + (f"; asked for {version}" if version else "") + ")"
     return make(top), label
 
