@@ -44,6 +44,7 @@ from infer_opt.kinds.validate import NOISE_HOST, NOISE_OPS, SMALL_OP_S
 from infer_opt.profilers import calibration as cal
 from infer_opt.profilers import validate as va
 from infer_opt.profilers.device import cpu_model_name
+from infer_opt.steps import Shape, StepSettings
 
 EXAMPLE = "examples/my_model.py:make_model"
 MODELS = ("tiny", "llama-tiny", "gpt2-small", "llama-small", EXAMPLE)
@@ -82,9 +83,8 @@ def validate_all(calib: Any, source: str, args: argparse.Namespace) -> list[Any]
     results = []
     for model, mode, grid in runs(models, args.quick):
         start = time.perf_counter()
-        result = va.validate(
-            model, calib, calibration_source=source, modes=(mode,), grid=grid, reps=args.reps, warmup=3
-        )
+        settings = StepSettings(model, "cpu", "float32", Shape(new_tokens=8), warmup=3, reps=args.reps)
+        result = va.validate(settings, calib, calibration_source=source, modes=(mode,), grid=grid)
         print(
             f"{model:34s} {mode:8s} step MAPE {pct(result.step_mape)} "
             f"p90 {pct(result.step_p90_abs_rel_error)}"

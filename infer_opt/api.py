@@ -71,41 +71,20 @@ def profile(
     a fit file, None for the fit cached for this machine (calibrated now if there is none), or
     False for no roofline columns. Returns a
     :class:`~infer_opt.profilers.model_profile.ProfileResult`."""
-    from infer_opt.profilers import device as devices
-    from infer_opt.profilers import model_profile, models
+    from infer_opt.profilers import model_profile
+    from infer_opt.profilers.roofline_store import ResolvedFit
+    from infer_opt.steps import Shape, StepSettings
 
     _counts(batch=(batch, 1), seq_len=(seq_len, 1), context=(context, 1), new_tokens=(new_tokens, 1))
     _counts(warmup=(warmup, 0), reps=(reps, 1))
-    dev = devices.resolve_device(device)
-    torch_dtype = devices.parse_dtype(dtype, dev)
-    with model_profile.guard(f"building model {model}"):
-        loaded = models.load_model(
-            model,
-            batch_size=batch,
-            seq_len=seq_len,
-            device=dev,
-            dtype=torch_dtype,
-            hf_overrides=models.parse_hf_overrides(list(hf_config)),
-        )
-    fit, source, notices = None, "not used", ()
+    shape = Shape(batch=batch, seq_len=seq_len, mode=mode, context=context, new_tokens=new_tokens)
+    settings = StepSettings(model, device, dtype, shape, warmup=warmup, reps=reps, hf_config=tuple(hf_config))
+    step = model_profile.load(settings)
+    resolved = ResolvedFit(None, "not used")
     if roofline is not False:
         path = None if roofline is None or roofline is True else Path(roofline)
-        resolved = model_profile.resolve_fit(dev, torch_dtype, path)
-        fit, source, notices = resolved.fit, resolved.source, resolved.warnings
-    return model_profile.profile_model(
-        loaded,
-        device=dev,
-        dtype=torch_dtype,
-        mode=mode,
-        context=context,
-        new_tokens=new_tokens,
-        warmup=warmup,
-        reps=reps,
-        fit=fit,
-        fit_source=source,
-        fit_warnings=notices,
-        trace_path=trace,
-    )
+        resolved = model_profile.resolve_fit(step.device, step.dtype, path)
+    return model_profile.profile_model(step, resolved, trace_path=trace)
 
 
 def kernels(

@@ -263,6 +263,10 @@ MESSAGES: dict[str, Words] = {
     ),
     # ---- calibrated performance model (calibrate, predict, validate: cost_models/op_model.py,
     # profilers/calibration.py, meta_record.py, predict.py, validate.py)
+    "trace_calibration_few_shapes": lambda v: (
+        f"families on fewer than {v['min']} distinct shapes (their residual rests on few points; "
+        f"a shape between them is interpolated, one beyond is extrapolated): {', '.join(v['families'])}"
+    ),
     "calibration_cases_skipped": lambda v: (
         f"{v['count']} shape(s) not timed (they failed their correctness check or could not run), "
         f"e.g. {v['first']}"

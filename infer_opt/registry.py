@@ -121,6 +121,12 @@ KINDS: dict[str, Kind] = {
         Kind(
             "validate", f"{_KD}.validate:ValidateResult", f"{_RP}.validate:build_view", f"{_PL}.validate:plot"
         ),
+        Kind(
+            "validate-trace",
+            f"{_KD}.validate_trace:TraceValidateResult",
+            f"{_RP}.validate_trace:build_view",
+            f"{_PL}.validate:plot",
+        ),
         # ---- engine settings (tune)
         Kind(
             "tune-capture-sizes",

@@ -9,6 +9,7 @@ import typer
 from infer_opt.cli.common import AutoDtypeOpt, DeviceOpt, ThreadsOpt, progress_bar
 from infer_opt.cli.output import Outcome, Output, with_output
 from infer_opt.cli.types import Choice, Count
+from infer_opt.cli.validate_trace import FromTraceOpt
 from infer_opt.notices import Notice
 
 HELP = """Calibrate the device's operators for predict and validate: matmuls (linear
@@ -39,6 +40,8 @@ Examples:
   infer-opt calibrate --resume
 
   infer-opt calibrate --only linear --only host --grid tiny
+
+  infer-opt calibrate --from-trace a.json.gz --from-trace b.json.gz --out h100.json
 """
 
 GROUP_NAMES = ("linear", "addmm_nn", "bmm", "sdpa", "norms", "elementwise", "memory", "views", "host")
@@ -124,9 +127,16 @@ def calibrate(
     resume: Annotated[
         bool, typer.Option("--resume", help="Continue the saved run: skip the groups it finished.")
     ] = False,
+    from_trace: FromTraceOpt = None,
     *,
     output: Output,
 ) -> Any:
+    if from_trace:
+        from infer_opt.cli.validate_trace import from_traces
+
+        used = {"--device": device != "auto", "--dtype": dtype != "auto", "--threads": threads is not None}
+        used |= {"--only": bool(only), "--grid": grid != "standard", "--resume": resume}
+        return from_traces(from_trace, given=used)
     from infer_opt.profilers import calibration
     from infer_opt.profilers import device as devices
 

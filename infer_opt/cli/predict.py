@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -89,41 +89,6 @@ PredictDeviceOpt = option(
 )
 
 
-@dataclass(frozen=True)
-class Resolved:
-    """The calibration a prediction uses, where it came from, what the cache lookup found wrong
-    on the way, and the dtype to record the model in."""
-
-    calibration: Any
-    source: str
-    notices: tuple[Any, ...]
-    dtype: Any
-
-
-def resolve(calibration_file: Path | None, dtype: str, threads: int | None, device: str = "cpu") -> Resolved:
-    """The file given, else the one cached for ``device`` (default: the CPU), this dtype, thread
-    count and matmul precision; a --dtype that is not the calibration's is an error."""
-    import torch
-
-    from infer_opt.errors import InvalidInput
-    from infer_opt.profilers import calibration as cal
-    from infer_opt.profilers import device as devices
-
-    if threads is not None:
-        devices.set_threads(threads)
-    dev = devices.resolve_device(device)
-    if calibration_file is not None:
-        found, source, notices = cal.resolve_calibration(dev, "float32", calibration_file)
-    else:
-        found, source, notices = cal.resolve_calibration(dev, devices.parse_dtype(dtype, dev))
-    wanted = found.dtype if dtype == "auto" else devices.dtype_name(devices.parse_dtype(dtype, dev))
-    if wanted != found.dtype:
-        raise InvalidInput(
-            "dtype", dtype, f"the calibration is for {found.dtype}; calibrate for {wanted} first"
-        )
-    return Resolved(found, source, notices, getattr(torch, found.dtype))
-
-
 @with_output(plot=True)
 def predict(
     model: ModelArg = "tiny",
@@ -151,7 +116,7 @@ def predict(
     from infer_opt.profilers.comm import comm_for
 
     overrides = models.parse_hf_overrides(list(hf_config or ()))
-    found = resolve(calibration, dtype, threads, device)
+    found = pr.calibration_for_run(calibration, dtype, threads, device)
     sweep_comm = (
         None
         if tp == 1

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -30,7 +30,7 @@ from infer_opt.cli.profile_tp import TpOpt
 from infer_opt.cli.types import Choice, Count, InputFile
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
-from infer_opt.steps import MODES
+from infer_opt.steps import MODES, StepSettings
 
 HELP = """Profile one step of a model: time, FLOPs and bytes per aten operator,
 grouped by operator, category and module, each op placed against the device's
@@ -113,6 +113,21 @@ class StepShape:
     new_tokens: NewTokensOpt = 32
 
 
+ModesOpt = Annotated[
+    list[str] | None,
+    typer.Option("--mode", click_type=Choice(MODES), help="prefill, decode or generate (repeatable)."),
+]
+
+
+@dataclass(frozen=True)
+class StepShapes(StepShape):
+    """:class:`StepShape` for a command that runs several modes (``validate``): ``--mode``
+    repeatable (none given: prefill), fewer ``--new-tokens`` by default."""
+
+    mode: ModesOpt = None  # type: ignore[assignment]
+    new_tokens: NewTokensOpt = 8
+
+
 def given(names: Sequence[str]) -> list[str]:
     """Which of the running command's parameters ``names`` the user gave on the command line
     (not left at their defaults)."""
@@ -139,37 +154,11 @@ def ignored_shape_options(modes: Sequence[str], names: Sequence[str] = SHAPE_LEN
     ]
 
 
-@dataclass(frozen=True)
-class ModelRun:
-    """The model options of ``profile`` (and the commands that run a model the same way)."""
-
-    model: str
-    device: str
-    dtype: str
-    batch: int
-    seq_len: int
-    hf_config: tuple[str, ...] = ()
-    threads: int | None = None
-
-
-def load(run: ModelRun, update: Any) -> tuple[Any, Any, Any]:
-    """Set the threads, resolve device and dtype and build the model: ``(loaded, device,
-    dtype)``, each failure named."""
-    from infer_opt.profilers import device as devices
-    from infer_opt.profilers import model_profile, models
-
-    overrides = models.parse_hf_overrides(list(run.hf_config))
-    dev = devices.resolve_device(run.device)
-    if run.threads is not None:
-        devices.set_threads(run.threads)  # before the roofline lookup: the CPU fit is per thread count
-    torch_dtype = devices.parse_dtype(run.dtype, dev)
-    update(0, 1, f"loading {run.model}")
-    with model_profile.guard(f"building model {run.model}"):
-        loaded = models.load_model(
-            run.model, batch_size=run.batch, seq_len=run.seq_len, device=dev, dtype=torch_dtype,
-            hf_overrides=overrides,
-        )  # fmt: skip
-    return loaded, dev, torch_dtype
+def settings_of(model: str, device: str, dtype: str, shape: StepShape, **timing: Any) -> StepSettings:
+    """The one :class:`StepSettings` of a command's model options (``timing``: warmup, reps,
+    runs, threads, hf_config)."""
+    hf_config = tuple(timing.pop("hf_config", None) or ())
+    return StepSettings(model, device, dtype, steps.Shape(**asdict(shape)), hf_config=hf_config, **timing)
 
 
 WarmupOpt = warmup_option("Untimed calls before timing (on a CPU for 0.1 s at least, unless 0).")
@@ -218,31 +207,27 @@ def profile(
 ) -> Any:
     from infer_opt.profilers import model_profile
 
-    run = ModelRun(model, device, dtype, shape.batch, shape.seq_len, tuple(hf_config or ()), threads)
-    mode, context, new_tokens = shape.mode, shape.context, shape.new_tokens
-    ignored = ignored_shape_options((mode,))
+    settings = settings_of(
+        model, device, dtype, shape, warmup=warmup, reps=reps, runs=runs, threads=threads, hf_config=hf_config
+    )
+    ignored = ignored_shape_options((shape.mode,))
     if profile_tp.wanted(tp):
         if runs > 1:
             raise InvalidInput("runs", runs, "--tp profiles one run per rank; drop --runs (or --tp)")
-        options = {"mode": mode, "context": context, "new_tokens": new_tokens, "warmup": warmup, "reps": reps}
-        arguments = {**options, "model": model, "device": device, "dtype": dtype, "batch": shape.batch,
-                     "seq_len": shape.seq_len, "threads": threads, "tp": tp}  # fmt: skip
+        arguments = {**asdict(shape), "model": model, "device": device, "dtype": dtype, "warmup": warmup,
+                     "reps": reps, "threads": threads, "tp": tp}  # fmt: skip
         outcome = profile_tp.profile_tp(
-            run, tp=tp, timeout_s=timeout, arguments=arguments, roofline=roofline, trace=trace, top=top,
-            by=by, **options,
+            settings, tp=tp, timeout_s=timeout, arguments=arguments, roofline=roofline, trace=trace, top=top,
+            by=by,
         )  # fmt: skip
         return outcome if outcome is None else replace(outcome, warnings=(*outcome.warnings, *ignored))
     if trace is not None and trace.is_dir():
         raise InvalidInput("trace", str(trace), "is a folder; without --tp give a file name")
     output.check_distinct((("--trace", trace),))
     with progress_bar("profile") as update:
-        loaded, dev, torch_dtype = load(run, update)
-        resolved = model_profile.resolve_fit(dev, torch_dtype, roofline, progress=update)
-        result = model_profile.profile_model(
-            loaded, device=dev, dtype=torch_dtype, mode=mode, context=context, new_tokens=new_tokens,
-            warmup=warmup, reps=reps, runs=runs, fit=resolved.fit, fit_source=resolved.source,
-            fit_warnings=resolved.warnings, trace_path=trace, progress=update,
-        )  # fmt: skip
+        step = model_profile.load(settings, progress=update)
+        resolved = model_profile.resolve_fit(step.device, step.dtype, roofline, progress=update)
+        result = model_profile.profile_model(step, resolved, trace_path=trace, progress=update)
     if trace is not None:
         typer.echo(f"wrote {trace}", err=True)
     return Outcome(result, view={"top": top, "by": by}, warnings=ignored)

@@ -14,6 +14,7 @@ from infer_opt.cli.distributed import MAX_RANKS, progress_for, rank_job, relaunc
 from infer_opt.cli.output import Outcome
 from infer_opt.cli.types import Count
 from infer_opt.errors import InvalidInput
+from infer_opt.steps import StepSettings
 
 TpOpt = Annotated[
     int,
@@ -34,19 +35,22 @@ def wanted(tp: int) -> bool:
     return tp > 1 or (distributed.launched() and int(os.environ.get("WORLD_SIZE", "1")) > 1)
 
 
-def profile_tp(run: Any, *, tp: int, timeout_s: float, arguments: dict[str, Any], **options: Any) -> Any:
-    """Run (or start) the tensor-parallel profile; rank 0 returns its :class:`Outcome`."""
+def profile_tp(
+    settings: StepSettings, *, tp: int, timeout_s: float, arguments: dict[str, Any], **options: Any
+) -> Any:
+    """Run (or start) the tensor-parallel profile of ``settings``; rank 0 returns its
+    :class:`Outcome`."""
     from infer_opt.profilers import distributed
 
-    _check_model(run.model, tp)
+    _check_model(settings.model, tp)
     _check_trace(options.get("trace"))
     if not distributed.launched():
-        relaunch(tp, timeout_s, run.device, option="tp", drop=())
+        relaunch(tp, timeout_s, settings.device, option="tp", drop=())
     world = int(os.environ["WORLD_SIZE"])
     if tp != world:
         raise InvalidInput("tp", tp, f"this torchrun job has {world} ranks; --tp must equal it")
-    with rank_job("auto", run.device, timeout_s, arguments) as ctx:
-        result = _profile(ctx, run, **options)
+    with rank_job("auto", settings.device, timeout_s, arguments) as ctx:
+        result = _profile(ctx, settings, **options)
     if result is None:
         return None
     if result.trace_dir is not None:
@@ -74,19 +78,13 @@ def _check_trace(trace: Path | None) -> None:
         )
 
 
-def _profile(ctx: Any, run: Any, *, trace: Path | None, top: int, by: str, **options: Any) -> Any:
-    from infer_opt.profilers import device as devices
+def _profile(
+    ctx: Any, settings: StepSettings, *, trace: Path | None, top: int, by: str, **options: Any
+) -> Any:
     from infer_opt.profilers import tp_profile
 
-    if run.threads is not None:
-        import torch
-
-        torch.set_num_threads(run.threads)
-    if run.hf_config:
-        raise InvalidInput("hf_config", ",".join(run.hf_config), "--tp shards the built-in decoders only")
-    dtype = devices.parse_dtype(run.dtype, ctx.device)
+    if settings.hf_config:
+        overrides = ",".join(settings.hf_config)
+        raise InvalidInput("hf_config", overrides, "--tp shards the built-in decoders only")
     with progress_for(ctx, "profile --tp") as update:
-        return tp_profile.profile_tp(
-            ctx, run.model, batch=run.batch, seq_len=run.seq_len, dtype=dtype, trace_dir=trace,
-            progress=update, **options,
-        )  # fmt: skip
+        return tp_profile.profile_tp(ctx, settings, trace_dir=trace, progress=update, **options)

@@ -19,18 +19,10 @@ from infer_opt.cli.common import (
 )
 from infer_opt.cli.output import Outcome, with_output
 from infer_opt.cli.predict import CalibrationOpt, SweepType
-from infer_opt.cli.profile import (
-    MODES,
-    SHAPE_LENGTHS,
-    BatchOpt,
-    ContextOpt,
-    NewTokensOpt,
-    SeqLenOpt,
-    given,
-    ignored_shape_options,
-)
-from infer_opt.cli.types import Choice, Count
+from infer_opt.cli.profile import SHAPE_LENGTHS, StepShapes, given, ignored_shape_options
+from infer_opt.cli.types import Count
 from infer_opt.notices import Notice
+from infer_opt.steps import Shape, StepSettings
 
 HELP = """Validate the predictor: on every point of a shape grid, measure the step as
 profile does and predict it from the calibration (ops recorded on fake tensors),
@@ -76,10 +68,7 @@ def validate(
     model: ModelArg = "tiny",
     device: DeviceOpt = "auto",
     dtype: AutoDtypeOpt = "auto",
-    mode: Annotated[
-        list[str] | None,
-        typer.Option("--mode", click_type=Choice(MODES), help="prefill, decode or generate (repeatable)."),
-    ] = None,
+    shape: StepShapes = StepShapes(),
     grid: Annotated[
         list[Any] | None,
         typer.Option(
@@ -88,10 +77,6 @@ def validate(
             help="Values of batch=…, seq-len=… or context=… (repeatable); the points are their product.",
         ),
     ] = None,
-    batch: BatchOpt = 1,
-    seq_len: SeqLenOpt = 128,
-    context: ContextOpt = 128,
-    new_tokens: NewTokensOpt = 8,
     calibration: CalibrationOpt = None,
     warmup: WarmupOpt = 3,
     reps: RepsOpt = 10,
@@ -99,29 +84,29 @@ def validate(
     threads: ThreadsOpt = None,
     hf_config: HfConfigOpt = None,
 ) -> Any:
-    from infer_opt.cli.predict import resolve
     from infer_opt.errors import InvalidInput
     from infer_opt.profilers import device as devices
     from infer_opt.profilers import models
+    from infer_opt.profilers import predict as pr
     from infer_opt.profilers import validate as va
 
-    overrides = models.parse_hf_overrides(list(hf_config or ()))
-    found = resolve(calibration, dtype, threads, device)
+    models.parse_hf_overrides(list(hf_config or ()))  # a bad --hf-config before any calibration
+    found = pr.calibration_for_run(calibration, dtype, threads, device)
     dev = devices.resolve_device(device)
-    made = found.calibration.threads
-    cpu = not devices.is_cuda(dev) and found.calibration.device == "cpu"
-    if threads is None and cpu and 1 <= made <= devices.available_cpus():
-        devices.set_threads(made)  # measure as the calibration was made
+    va.measure_as_calibrated(found.calibration, threads, dev)
     params = [param for param, _ in grid or ()]
     if len(set(params)) != len(params):
         raise InvalidInput("grid", ",".join(params), "name each of batch, seq-len and context at most once")
-    modes = tuple(dict.fromkeys(mode or ["prefill"]))
+    modes = tuple(dict.fromkeys(shape.mode or ["prefill"]))
+    lengths = Shape(shape.batch, shape.seq_len, modes[0], shape.context, shape.new_tokens)
+    settings = StepSettings(
+        model, str(dev), found.calibration.dtype, lengths, warmup=warmup, reps=reps,
+        hf_config=tuple(hf_config or ()),
+    )  # fmt: skip
     with progress_bar("validate") as update:
         result = va.validate(
-            model, found.calibration, calibration_source=found.source, modes=modes, grid=dict(grid or ()),
-            defaults={"batch": batch, "seq_len": seq_len, "context": context}, new_tokens=new_tokens,
-            dtype=found.dtype, hf_overrides=overrides, warmup=warmup, reps=reps, device=dev, passes=passes,
-            progress=update,
+            settings, found.calibration, calibration_source=found.source, modes=modes, grid=dict(grid or ()),
+            passes=passes, progress=update,
         )  # fmt: skip
     gridded = dict(grid or ())
     fixed = [name for name in SHAPE_LENGTHS if name not in gridded]  # a grid's are checked

@@ -215,6 +215,16 @@ class CalibrationResult(Result):
     #: the dispatch probe's time before each group (empty in a calibration made before it existed)
     dispatch_probe_s: tuple[float, ...] = ()
     warnings: tuple[Notice, ...] = ()
+    #: where its points came from: "" for a calibration measured by ``calibrate`` on this
+    #: machine, "from N traces of <device>" for one built from GPU traces
+    #: (:mod:`infer_opt.trace.calibrate`), with "scaled to <device> ..." when moved to another GPU
+    source: str = ""
+    #: the trace files it was built from (names only)
+    traces: tuple[str, ...] = ()
+    #: the traces' launch floor (a low percentile of kernel durations) and median gap between
+    #: consecutive kernels on a stream inside a step (0: not measured — a calibrate run)
+    launch_floor_s: float = 0.0
+    kernel_gap_s: float = 0.0
 
     def family_map(self) -> dict[str, FamilyCalibration]:
         return {f.key: f for f in self.families}

@@ -95,7 +95,11 @@ class RunKey:
 
     @classmethod
     def of(cls, result: Any) -> RunKey:
-        """The key a calibration result was measured under (empty fields: not recorded)."""
+        """The key a calibration result was measured under (empty fields: not recorded); a
+        result that knows its own key (a profile, from its settings: ``run_key()``) gives it."""
+        own = getattr(result, "run_key", None)
+        if callable(own):
+            return own()
         device = str(getattr(result, "device", ""))
         return cls(
             device_kind="cuda" if device.startswith("cuda") else ("cpu" if device else ""),

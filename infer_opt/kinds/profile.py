@@ -7,9 +7,14 @@ module (built by :mod:`infer_opt.profilers.model_profile`, read by :mod:`infer_o
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from infer_opt.notices import Notice
 from infer_opt.results import Result
+from infer_opt.steps import Shape, StepSettings
+
+if TYPE_CHECKING:
+    from infer_opt.cost_models.roofline import RunKey
 
 
 @dataclass(frozen=True)
@@ -229,6 +234,43 @@ class ProfileResult(Result, ModelStep):
     #: other dtypes): with device and dtype, the run key a noise floor must share
     threads: int | None = None
     matmul_precision: str = ""
+    #: what the step was made from (model, device, dtype, shape, warm-up, repetitions, runs,
+    #: threads), resolved; a result saved before it was carried gets it rebuilt from the fields
+    settings: StepSettings | None = None
+
+    def __post_init__(self) -> None:
+        if self.settings is None:
+            object.__setattr__(self, "settings", self._settings_from_fields())
+
+    def _settings_from_fields(self) -> StepSettings:
+        """The settings of a result saved before they were carried, from its own fields."""
+        default = Shape()
+        shape = Shape(
+            batch=self.batch if self.batch is not None else default.batch,
+            seq_len=self.seq_len if self.seq_len is not None else default.seq_len,
+            mode=self.mode,
+            context=self.context if self.context is not None else default.context,
+            new_tokens=self.new_tokens if self.new_tokens is not None else default.new_tokens,
+        )
+        return StepSettings(
+            model=self.model, device=self.device, dtype=self.dtype, shape=shape, warmup=self.warmup,
+            reps=self.reps, runs=self.runs, threads=self.threads,
+        )  # fmt: skip
+
+    def run_key(self) -> RunKey:
+        """The key a noise floor of this profile must share: the settings' device, dtype and
+        threads, the device model and the float32 matmul precision it ran at."""
+        from infer_opt.cost_models.roofline import RunKey
+
+        settings = self.settings
+        assert settings is not None  # set in __post_init__
+        return RunKey(
+            device_kind="cuda" if settings.device.startswith("cuda") else ("cpu" if settings.device else ""),
+            device_name=self.device_name,
+            dtype=settings.dtype,
+            threads=settings.threads,
+            matmul_precision=self.matmul_precision,
+        )
 
     @property
     def step_time_s(self) -> float:

@@ -17,6 +17,10 @@ whole greedy generation):
 
 ``coverage = Σ per-op time / step time``; the rest is host, launch and framework time (Python,
 module calls, the dispatcher; on a GPU: time the device sat idle between kernels).
+
+Every caller (``profile``, the API, ``validate``'s grid points, each rank of ``profile --tp``)
+makes one :class:`~infer_opt.steps.StepSettings`, builds the step with :func:`load` and profiles
+it with :func:`profile_model`; the result carries the settings, resolved.
 """
 
 from __future__ import annotations
@@ -48,11 +52,12 @@ from infer_opt.kinds.profile import (
     StepTiming,
 )
 from infer_opt.notices import Notice
+from infer_opt.profilers import models
 from infer_opt.profilers import op_recorder as rec
 from infer_opt.profilers.models import DecoderLM, LoadedModel, random_tokens
 from infer_opt.profilers.roofline_store import ResolvedFit
 from infer_opt.stats import Summary, variance_notice
-from infer_opt.steps import MODES
+from infer_opt.steps import MODES, StepSettings
 
 Progress = Callable[[int, int, str], None]
 
@@ -457,6 +462,40 @@ def roofline_ref(fit: RooflineFit, source: str) -> RooflineRef:
     )
 
 
+@dataclass(frozen=True)
+class LoadedStep:
+    """A model built for its :class:`StepSettings`, on its torch device and dtype; ``settings``
+    hold them resolved (``"cpu"``, ``"float32"``, not ``"auto"``)."""
+
+    settings: StepSettings
+    loaded: LoadedModel
+    device: Any
+    dtype: Any
+
+
+def load(settings: StepSettings, *, device: Any = None, progress: Progress | None = None) -> LoadedStep:
+    """Set the CPU threads (``settings.threads``, before any roofline lookup: a CPU fit is per
+    thread count), resolve device (or take ``device``, a rank's own) and dtype, and build the
+    model at the settings' batch and sequence length; each failure named."""
+    from infer_opt.profilers import device as devices
+
+    overrides = models.parse_hf_overrides(list(settings.hf_config))
+    dev = devices.resolve_device(settings.device) if device is None else device
+    if settings.threads is not None:
+        devices.set_threads(settings.threads)
+    torch_dtype = devices.parse_dtype(settings.dtype, dev)
+    if progress is not None:
+        progress(0, 1, f"loading {settings.model}")
+    shape = settings.shape
+    with guard(f"building model {settings.model}"):
+        loaded = models.load_model(
+            settings.model, batch_size=shape.batch, seq_len=shape.seq_len, device=dev, dtype=torch_dtype,
+            hf_overrides=overrides,
+        )  # fmt: skip
+    resolved = replace(settings, device=str(dev), dtype=devices.dtype_name(torch_dtype))
+    return LoadedStep(resolved, loaded, dev, torch_dtype)
+
+
 def resolve_fit(
     device: Any, dtype: Any, path: str | Path | None = None, progress: Progress | None = None
 ) -> ResolvedFit:
@@ -681,29 +720,22 @@ def _fit_warnings(ops: Sequence[OpStat], fit: RooflineFit | None, run_key: str) 
 
 
 def profile_model(
-    loaded: LoadedModel,
+    built: LoadedStep,
+    fit: ResolvedFit,
     *,
-    device: Any,
-    dtype: Any,
-    mode: str = "prefill",
-    context: int = 128,
-    new_tokens: int = 32,
-    warmup: int = 3,
-    reps: int = 20,
-    runs: int = 1,
-    fit: RooflineFit | None,
-    fit_source: str = "",
-    fit_warnings: Sequence[Notice] = (),
     trace_path: str | Path | None = None,
     progress: Progress | None = None,
 ) -> ProfileResult:
-    """Profile one step of ``loaded`` (module docstring); ``runs`` independent passes over
-    the step, each with its own warm-up, pooled (each op, category and the step keep their
-    per-run medians for ``compare``). ``fit`` None: no roofline columns (``fit_warnings``,
-    e.g. :attr:`ResolvedFit.warnings`, say why)."""
+    """Profile one step of ``built`` (module docstring), as its settings say: ``runs``
+    independent passes over the step, each with its own warm-up, pooled (each op, category and
+    the step keep their per-run medians for ``compare``). ``fit.fit`` None: no roofline columns
+    (``fit.warnings`` say why)."""
     from infer_opt.profilers import timing
     from infer_opt.profilers.device import is_cuda, run_key
 
+    loaded, device, dtype, settings = built.loaded, built.device, built.dtype, built.settings
+    mode, context, new_tokens = settings.mode, settings.shape.context, settings.shape.new_tokens
+    warmup, reps, runs = settings.warmup, settings.reps, settings.runs
     if runs < 1:
         raise InvalidInput("runs", runs, "must be at least 1")
     load_at_start = _machine_load()
@@ -734,7 +766,7 @@ def profile_model(
         with guard("generating"):
             generation = _generation_stats(step, warmup, max(3, min(reps, 10)))
     timings = rec.merge_timings(timed.parts)
-    ops, categories, modules, amdahl = aggregate(calls, timings, fit, step_timing.median_s)
+    ops, categories, modules, amdahl = aggregate(calls, timings, fit.fit, step_timing.median_s)
     ops = [replace(o, run_medians_s=run_medians(o.time_samples_s, timed.op_run_sizes)) for o in ops]
     categories = [
         replace(c, run_medians_s=run_medians(c.time_samples_s, timed.op_run_sizes)) for c in categories
@@ -742,13 +774,12 @@ def profile_model(
     report(total_units, "done")
     key = run_key(device, dtype)
     att = _attribution(
-        step, step_timing, timings, calls, ops, fit, fit_warnings=fit_warnings,
+        step, step_timing, timings, calls, ops, fit.fit, fit_warnings=fit.warnings,
         on_cuda=is_cuda(device), load=load_at_start, run_key=key,
     )  # fmt: skip
     return _assemble(
-        loaded, step, mode, device=device, dtype=dtype, context=context, new_tokens=new_tokens,
-        step_timing=step_timing, timings=timings, parts=(ops, categories, modules, amdahl), att=att,
-        fit=fit, fit_source=fit_source, generation=generation, settings=(reps, warmup, runs), run_key=key,
+        loaded, step, replace(settings, threads=key.threads), step_timing=step_timing, timings=timings,
+        parts=(ops, categories, modules, amdahl), att=att, fit=fit, generation=generation, run_key=key,
         trace_path=trace_path,
     )  # fmt: skip
 
@@ -812,28 +843,21 @@ def _attribution(
 def _assemble(
     loaded: LoadedModel,
     step: Step,
-    mode: str,
+    settings: StepSettings,
     *,
-    device: Any,
-    dtype: Any,
-    context: int,
-    new_tokens: int,
     step_timing: StepTiming,
     timings: rec.OpTimings,
     parts: tuple[list[OpStat], list[CategoryStat], list[ModuleStat], pa.ProfileAmdahl],
     att: _Attribution,
-    fit: RooflineFit | None,
-    fit_source: str,
+    fit: ResolvedFit,
     generation: GenerationStats | None,
-    settings: tuple[int, int, int],
     run_key: RunKey,
     trace_path: str | Path | None,
 ) -> ProfileResult:
-    """The profile from its measured parts and their :func:`_attribution`."""
-    from infer_opt.profilers.device import device_name, dtype_name, is_cuda
-
+    """The profile from its measured parts and their :func:`_attribution`; ``settings``
+    resolved (device, dtype, the threads it ran at)."""
     ops, categories, modules, amdahl = parts
-    reps, warmup, runs = settings
+    mode, shape, has_fit = settings.mode, settings.shape, fit.fit is not None
     median = step_timing.median_s
     profiled = statistics.median(timings.rep_total_s)
     return ProfileResult(
@@ -841,15 +865,15 @@ def _assemble(
         model_source=loaded.source,
         description=f"{loaded.description}; {step.description}" if loaded.description else step.description,
         n_params=loaded.n_params(),
-        device=str(device),
-        device_name=device_name(device),
-        dtype=dtype_name(dtype),
+        device=settings.device,
+        device_name=run_key.device_name,
+        dtype=settings.dtype,
         mode=mode,
         batch=loaded.batch,
         seq_len=loaded.seq_len,
         inputs=loaded.inputs(),
-        context=context if mode == "decode" else None,
-        new_tokens=new_tokens if mode == "generate" else None,
+        context=shape.context if mode == "decode" else None,
+        new_tokens=shape.new_tokens if mode == "generate" else None,
         tokens_per_step=step.tokens,
         step=step_timing,
         tokens_per_s=step.tokens / median if step.tokens and median > 0 else None,
@@ -857,7 +881,7 @@ def _assemble(
         op_time_s=att.op_time_s,
         unattributed_s=att.unattributed_s,
         unattributed_fraction=max(0.0, att.unattributed_s) / median if median > 0 else 0.0,
-        op_timer=OP_TIMERS[is_cuda(device)],
+        op_timer=OP_TIMERS[run_key.device_kind == "cuda"],
         profiler_overhead_per_event_s=timings.overhead_per_event_s,
         profiler_overhead_subtracted_s=timings.overhead_subtracted_s,
         profiled_step_s=profiled,
@@ -865,8 +889,8 @@ def _assemble(
         ops=tuple(ops),
         categories=tuple(categories),
         modules=tuple(modules),
-        roofline=roofline_ref(fit, fit_source) if fit is not None else None,
-        all_at_bound_speedup=amdahl.all_at_bound_speedup if fit is not None else None,
+        roofline=roofline_ref(fit.fit, fit.source) if fit.fit is not None else None,
+        all_at_bound_speedup=amdahl.all_at_bound_speedup if has_fit else None,
         all_free_ceiling=amdahl.all_free_ceiling,
         attributed_fraction=1.0 - amdahl.unattributed_fraction,
         flops_counted=att.flops_counted,
@@ -875,12 +899,13 @@ def _assemble(
         flops_vs_analytic=att.flops_counted / step.flops_analytic - 1 if step.flops_analytic else None,
         zero_flop_ops=att.zero_flop_ops,
         unmatched_calls=len(timings.unmatched),
-        reps=reps,
-        warmup=warmup,
+        reps=settings.reps,
+        warmup=settings.warmup,
         warnings=att.warnings,
         generation=generation,
         trace_path=str(trace_path) if trace_path is not None else None,
-        runs=runs,
+        runs=settings.runs,
         threads=run_key.threads,
         matmul_precision=run_key.matmul_precision,
+        settings=settings,
     )

@@ -23,6 +23,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -259,6 +260,41 @@ def calibration_notices(calibration: om.CalibrationResult) -> list[Notice]:
     if calibration.grid == SMOKE_GRID:
         out.append(Notice("calibration_smoke_grid", {"grid": calibration.grid}))
     return out + om.noise_notices(calibration)
+
+
+@dataclass(frozen=True)
+class RunCalibration:
+    """The calibration a prediction (or a validation) uses, where it came from, what the cache
+    lookup found wrong on the way, and the dtype to record the model in."""
+
+    calibration: om.CalibrationResult
+    source: str
+    notices: tuple[Notice, ...]
+    dtype: torch.dtype
+
+
+def calibration_for_run(
+    calibration_file: Path | None, dtype: str, threads: int | None, device: str = "cpu"
+) -> RunCalibration:
+    """Set the CPU ``threads`` (when given), then take the calibration file given, else the one
+    cached for ``device`` (default: the CPU), this dtype, thread count and matmul precision; a
+    ``dtype`` that is not the calibration's is an error."""
+    from infer_opt.profilers import calibration as cal
+    from infer_opt.profilers import device as devices
+
+    if threads is not None:
+        devices.set_threads(threads)
+    dev = devices.resolve_device(device)
+    if calibration_file is not None:
+        found, source, notices = cal.resolve_calibration(dev, "float32", calibration_file)
+    else:
+        found, source, notices = cal.resolve_calibration(dev, devices.parse_dtype(dtype, dev))
+    wanted = found.dtype if dtype == "auto" else devices.dtype_name(devices.parse_dtype(dtype, dev))
+    if wanted != found.dtype:
+        raise InvalidInput(
+            "dtype", dtype, f"the calibration is for {found.dtype}; calibrate for {wanted} first"
+        )
+    return RunCalibration(found, source, tuple(notices), getattr(torch, found.dtype))
 
 
 def _step_fields(prediction: StepPrediction, model: om.OpModel) -> dict[str, Any]:

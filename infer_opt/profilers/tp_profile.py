@@ -36,8 +36,8 @@ from infer_opt.kinds.profile import OpStat, ProfileResult
 from infer_opt.kinds.profile_tp import CollectiveSeen, RankStep, TPProfileResult
 from infer_opt.profilers import model_profile as mp
 from infer_opt.profilers.distributed import RankContext, barrier, gather_to_reporter
-from infer_opt.profilers.models import LoadedModel, load_model
 from infer_opt.profilers.tensor_parallel import check_shardable, shard
+from infer_opt.steps import StepSettings
 
 Progress = Callable[[int, int, str], None]
 COMMUNICATION = "communication"
@@ -129,49 +129,38 @@ def _fit_in_turn(ctx: RankContext, dtype: Any, roofline: Path | None, progress: 
     return resolved
 
 
-def load_shard(ctx: RankContext, spec: str, *, batch: int, seq_len: int, dtype: Any) -> LoadedModel:
-    """This rank's shard of a built-in, ready for :func:`model_profile.profile_model`."""
-    loaded = load_model(spec, batch_size=batch, seq_len=seq_len, device=ctx.device, dtype=dtype)
+def load_shard(ctx: RankContext, settings: StepSettings) -> mp.LoadedStep:
+    """This rank's shard of a built-in (:func:`model_profile.load` on the rank's device, then
+    split), ready for :func:`model_profile.profile_model`."""
+    built = mp.load(settings, device=ctx.device)
+    loaded = built.loaded
     if loaded.source != "builtin" or loaded.config is None:
         raise InvalidInput(
-            "model", spec, "--tp shards the built-in decoders (tiny, gpt2-small, llama-tiny, llama-small)"
-        )
+            "model", settings.model,
+            "--tp shards the built-in decoders (tiny, gpt2-small, llama-tiny, llama-small)",
+        )  # fmt: skip
     check_shardable(loaded.config, ctx.world_size)
     sharded = shard(loaded.model, ctx.rank, ctx.world_size)
-    return dataclasses.replace(loaded, model=sharded, config=sharded.config)
+    loaded = dataclasses.replace(loaded, model=sharded, config=sharded.config)
+    return dataclasses.replace(built, loaded=loaded)
 
 
 def profile_tp(
     ctx: RankContext,
-    spec: str,
+    settings: StepSettings,
     *,
-    batch: int,
-    seq_len: int,
-    dtype: Any,
     roofline: Path | None = None,
     trace_dir: Path | None = None,
     progress: Progress | None = None,
-    **profile_options: Any,
 ) -> TPProfileResult | None:
-    """Profile rank ``ctx.rank``'s shard (module docstring); rank 0 returns the report, the
-    others ``None``. ``profile_options`` go to :func:`model_profile.profile_model` (mode,
-    context, new_tokens, warmup, reps, top, group_by)."""
+    """Profile rank ``ctx.rank``'s shard of the step ``settings`` describe (module docstring);
+    rank 0 returns the report, the others ``None``."""
     shown = progress if ctx.reporter else None
-    with mp.guard(f"building the shard of {spec} on rank {ctx.rank}"):
-        loaded = load_shard(ctx, spec, batch=batch, seq_len=seq_len, dtype=dtype)
-    resolved = _fit_in_turn(ctx, dtype, roofline, shown)
+    with mp.guard(f"building the shard of {settings.model} on rank {ctx.rank}"):
+        built = load_shard(ctx, settings)
+    resolved = _fit_in_turn(ctx, built.dtype, roofline, shown)
     trace = trace_dir / f"rank{ctx.rank}.json" if trace_dir is not None else None
-    result = mp.profile_model(
-        loaded,
-        device=ctx.device,
-        dtype=dtype,
-        fit=resolved.fit,
-        fit_source=resolved.source,
-        fit_warnings=resolved.warnings,
-        trace_path=trace,
-        progress=shown,
-        **profile_options,
-    )
+    result = mp.profile_model(built, resolved, trace_path=trace, progress=shown)
     steps = gather_to_reporter(ctx, rank_step(ctx.rank, result))
     if steps is None:
         return None

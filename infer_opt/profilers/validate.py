@@ -53,8 +53,10 @@ from infer_opt.kinds.validate import (
     ValidateResult,
 )
 from infer_opt.notices import Notice
-from infer_opt.profilers import meta_record, model_profile, models, speed_probe
+from infer_opt.profilers import meta_record, model_profile, speed_probe
 from infer_opt.profilers import predict as pr
+from infer_opt.profilers.roofline_store import ResolvedFit
+from infer_opt.steps import StepSettings
 
 Progress = Callable[[int, int, str], None]
 #: a point whose predicted op time is more than this share on measured grid shapes is flagged
@@ -115,36 +117,10 @@ def roofline_of(calibration: om.CalibrationResult) -> RooflineFit:
     )
 
 
-def _measure(
-    spec: str,
-    mode: str,
-    shape: tuple[int, int, int, int],
-    *,
-    device: Any,
-    dtype: torch.dtype,
-    hf_overrides: Mapping[str, Any] | None,
-    fit: RooflineFit,
-    warmup: int,
-    reps: int,
-) -> ProfileResult:
-    """``profile``'s measurement of one point: ``shape`` is (batch, seq_len, context, new_tokens)."""
-    batch, seq_len, context, new_tokens = shape
-    with model_profile.guard(f"building model {spec}"):
-        loaded = models.load_model(
-            spec, batch_size=batch, seq_len=seq_len, device=device, dtype=dtype, hf_overrides=hf_overrides
-        )
-    return model_profile.profile_model(
-        loaded,
-        device=device,
-        dtype=dtype,
-        mode=mode,
-        context=context,
-        new_tokens=new_tokens,
-        warmup=warmup,
-        reps=reps,
-        fit=fit,
-        fit_source="operator calibration",
-    )
+def _measure(settings: StepSettings, fit: RooflineFit, device: Any) -> ProfileResult:
+    """``profile``'s measurement of one point, the step ``settings`` describe, on ``device``."""
+    step = model_profile.load(settings, device=device)
+    return model_profile.profile_model(step, ResolvedFit(fit, "operator calibration"))
 
 
 def _predict(
@@ -351,6 +327,17 @@ def _threads_notices(calibration: om.CalibrationResult, device: Any) -> list[Not
     return [Notice("validation_threads_differ", {"threads": threads, "calibrated": calibration.threads})]
 
 
+def measure_as_calibrated(calibration: om.CalibrationResult, threads: int | None, device: Any) -> None:
+    """Measure at a CPU calibration's own thread count unless ``threads`` were given (``validate``:
+    a prediction is for the thread count its calibration was made at)."""
+    from infer_opt.profilers import device as devices
+
+    made = calibration.threads
+    cpu = not devices.is_cuda(device) and calibration.device == "cpu"
+    if threads is None and cpu and 1 <= made <= devices.available_cpus():
+        devices.set_threads(made)
+
+
 def _label(mode: str, batch: int, seq_len: int | None, context: int | None) -> str:
     return f"{mode} batch={batch} " + (f"context={context}" if mode == "decode" else f"seq-len={seq_len}")
 
@@ -431,25 +418,27 @@ def merge_passes(
 
 
 def validate(
-    spec: str,
+    settings: StepSettings,
     calibration: om.CalibrationResult,
     *,
     calibration_source: str = "",
     modes: Sequence[str] = ("prefill",),
     grid: Mapping[str, Sequence[int]] | None = None,
-    defaults: Mapping[str, int] | None = None,
-    new_tokens: int = 8,
-    dtype: torch.dtype = torch.float32,
-    hf_overrides: Mapping[str, Any] | None = None,
-    warmup: int = 3,
-    reps: int = 10,
-    device: Any = "cpu",
     passes: int = 1,
     progress: Progress | None = None,
 ) -> ValidateResult:
-    """Measure and predict every grid point (module docstring) on ``device``, ``passes`` times."""
+    """Measure and predict every grid point (module docstring), ``passes`` times: each point is
+    ``settings`` at the point's mode and shape (the settings' own shape where the grid names
+    nothing), on the settings' device and in their dtype."""
+    from infer_opt.profilers import device as devices
+    from infer_opt.profilers.models import parse_hf_overrides
+
+    device = devices.resolve_device(settings.device)
+    dtype = devices.parse_dtype(settings.dtype, device)
+    hf_overrides = parse_hf_overrides(list(settings.hf_config))
+    spec, new_tokens, warmup, reps = settings.model, settings.shape.new_tokens, settings.warmup, settings.reps
     other_device = _checked(calibration, device, modes, grid or {}, passes)
-    base = {"batch": 1, "seq_len": 128, "context": 128, **(defaults or {})}
+    base = {p: getattr(settings.shape, p) for p in GRID_PARAMS}
     shapes = grid_points(modes, grid or {}, base)
     fit = roofline_of(calibration)
     model = om.OpModel(calibration)
@@ -474,10 +463,8 @@ def validate(
                 )
             probes.append(probe := speed_probe.probe_s(device))
             dispatch_probes.append(dispatch := speed_probe.dispatch_probe_s(device))
-            measured = _measure(
-                spec, mode, (batch, seq_len, context, new_tokens), device=device, dtype=dtype,
-                hf_overrides=hf_overrides, fit=fit, warmup=warmup, reps=reps,
-            )  # fmt: skip
+            point_settings = settings.at(mode=mode, batch=batch, seq_len=seq_len, context=context)
+            measured = _measure(point_settings, fit, device)
             predicted = predictions[k]
             point = _point(mode, (batch, seq_len, context), measured, predicted, probe, dispatch)
             pass_points.append(point)

@@ -90,6 +90,12 @@ def _summary(r: CalibrationResult) -> list[tuple[str, str]]:
         ("Took", format_duration(r.wall_s)),
         *_repeatability(r),
     ]
+    if r.source:
+        out[4] = (
+            "Source",
+            f"{r.source}: {', '.join(r.traces)}; launch floor {format_duration(r.launch_floor_s)}, "
+            f"median gap between kernels {format_duration(r.kernel_gap_s)}",
+        )
     if r.probe_median_s is not None:
         out.append(
             (

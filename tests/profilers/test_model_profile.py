@@ -11,7 +11,9 @@ from infer_opt.kinds.profile import ProfileResult
 from infer_opt.profilers import model_profile as mp
 from infer_opt.profilers import models
 from infer_opt.profilers import op_recorder as rec
+from infer_opt.profilers.roofline_store import ResolvedFit
 from infer_opt.results import save_result
+from infer_opt.steps import Shape, StepSettings
 from tests.helpers import usable_fit
 
 #: a hand-made fit: R = 100 GFLOP/s, b = 10 GB/s (ridge 10 FLOP/B), t0 = 1 µs
@@ -23,12 +25,19 @@ FIT = RooflineFit(
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
+def _settings(name="tiny", mode="prefill", seq_len=32, **kwargs):
+    """A quick step's settings: ``kwargs`` are shape parameters or timing settings."""
+    shape = {k: kwargs.pop(k) for k in ("batch", "context", "new_tokens") if k in kwargs}
+    shape = Shape(seq_len=seq_len, mode=mode, **{"context": 24, "new_tokens": 4, **shape})
+    return StepSettings(name, "cpu", "float32", shape, **{"warmup": 1, "reps": 3, **kwargs})
+
+
+def _run(settings):
+    return mp.profile_model(mp.load(settings), ResolvedFit(FIT, "hand-made"))
+
+
 def _profile(name="tiny", mode="prefill", seq_len=32, **kwargs):
-    loaded = models.load_model(name, seq_len=seq_len)
-    options = {"warmup": 1, "reps": 3, "context": 24, "new_tokens": 4, **kwargs}
-    return mp.profile_model(
-        loaded, device=torch.device("cpu"), dtype=torch.float32, mode=mode, fit=FIT, **options
-    )
+    return _run(_settings(name, mode, seq_len, **kwargs))
 
 
 # ---------------------------------------------------------------------------- FLOPs
@@ -183,10 +192,9 @@ def test_generate_reports_time_to_first_token_and_per_token():
 def test_user_models_profile_prefill_only(tmp_path):
     path = tmp_path / "m.py"
     path.write_text("import torch\ndef make():\n    return torch.nn.Linear(4, 4), torch.ones(2, 4)\n")
-    loaded = models.load_model(f"{path}:make")
     with pytest.raises(InvalidInput, match="decode and generate need a built-in"):
-        mp.profile_model(loaded, device="cpu", dtype=torch.float32, mode="decode", fit=FIT)
-    result = mp.profile_model(loaded, device="cpu", dtype=torch.float32, warmup=0, reps=3, fit=FIT)
+        _profile(f"{path}:make", mode="decode")
+    result = _profile(f"{path}:make", warmup=0, reps=3)
     assert result.ops[0].name == "aten::addmm" and result.tokens_per_step is None
 
 
@@ -230,8 +238,8 @@ def test_hf_counted_flops_match_the_analytic_count(key):
 def test_hf_prefill_profile_times_every_recorded_op(key):
     pytest.importorskip("transformers")
     spec, overrides = HF_MODELS[key]
-    loaded = models.load_model(spec, seq_len=256, hf_overrides=overrides)
-    result = mp.profile_model(loaded, device="cpu", dtype=torch.float32, warmup=1, reps=10, fit=FIT)
+    hf_config = tuple(f"{k}={v}" for k, v in overrides.items())
+    result = _profile(spec, seq_len=256, warmup=1, reps=10, hf_config=hf_config)
     assert result.unmatched_calls == 0
     assert not [w for w in result.warnings if w.code == "calls_not_in_trace"]
     # the recorded ops take a real share of the step (before: 3% — nothing after the first reshape
@@ -250,11 +258,10 @@ def test_a_model_that_raises_is_a_run_failure(tmp_path):
         "        raise KeyError('missing layer')\n"
         "def make():\n    return Bad(), torch.ones(1)\n"
     )
-    loaded = models.load_model(f"{path}:make")
     with pytest.raises(
         RunFailure, match=r"the model raised KeyError: 'missing layer' while running the prefill step"
     ):
-        mp.profile_model(loaded, device="cpu", dtype=torch.float32, reps=1, fit=FIT)
+        _profile(f"{path}:make", reps=1)
 
 
 def test_out_of_memory_names_the_cause_and_the_fix():

@@ -14,6 +14,7 @@ from infer_opt.kinds.predict import PredictResult
 from infer_opt.profilers import predict as pr
 from infer_opt.profilers import validate as va
 from infer_opt.profilers.meta_record import StepSpec
+from infer_opt.steps import StepSettings
 from tests.profilers.synthetic_calibration import (
     PER_MODULE_S,
     PER_OP_S,
@@ -22,6 +23,9 @@ from tests.profilers.synthetic_calibration import (
     roofline_time,
     synthetic_calibration,
 )
+
+#: a quick validation of tiny on the CPU
+QUICK = StepSettings("tiny", "cpu", "float32", reps=2, warmup=1)
 
 
 def test_step_is_every_op_at_its_prediction_plus_the_host_term():
@@ -180,7 +184,7 @@ def noisy(calibration: pr.om.CalibrationResult) -> pr.om.CalibrationResult:
 def test_a_prediction_and_a_validation_from_a_noisy_calibration_say_so():
     result = pr.predict("tiny", noisy(synthetic_calibration()), mode="decode", batch=1, context=32)
     assert "calibration_noisy" in [n.code for n in result.warnings]
-    checked = va.validate("tiny", noisy(local_calibration()), grid={"seq_len": (24,)}, reps=2, warmup=1)
+    checked = va.validate(QUICK, noisy(local_calibration()), grid={"seq_len": (24,)})
     assert [n.code for n in checked.warnings].count("calibration_noisy") == 1
     quiet = pr.predict("tiny", synthetic_calibration(families=True), mode="decode", batch=1, context=32)
     assert "calibration_noisy" not in [n.code for n in quiet.warnings]
@@ -193,6 +197,6 @@ def test_what_is_said_of_the_calibration_is_said_by_predict_and_validate_alike()
     assert [n.code for n in pr.calibration_notices(smoke)] == expected
     predicted = pr.predict("tiny", smoke, mode="decode", batch=1, context=32)
     assert set(expected) <= {n.code for n in predicted.warnings}
-    checked = va.validate("tiny", smoke, grid={"seq_len": (24,)}, reps=2, warmup=1)
+    checked = va.validate(QUICK, smoke, grid={"seq_len": (24,)})
     assert set(expected) <= {n.code for n in checked.warnings}
     assert pr.calibration_notices(local_calibration()) == []

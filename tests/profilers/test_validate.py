@@ -21,7 +21,11 @@ from infer_opt.kinds.validate import (
 )
 from infer_opt.profilers import validate as va
 from infer_opt.reports import validate as view
+from infer_opt.steps import StepSettings
 from tests.profilers.synthetic_calibration import local_calibration, synthetic_calibration
+
+#: a quick validation of tiny on the CPU
+QUICK = StepSettings("tiny", "cpu", "float32", reps=2, warmup=1)
 
 
 def point(measured: float, *, mode: str = "prefill", predicted: float = 1.0, host: float = 0.0, **kw):
@@ -119,9 +123,9 @@ def test_validate_measures_the_grid_pass_after_pass_and_predicts_each_point_once
     measured_order: list[tuple[str, int]] = []
     real_measure = va._measure
 
-    def measure(spec, mode, shape, **kwargs):
-        measured_order.append((mode, shape[1]))
-        return real_measure(spec, mode, shape, **kwargs)
+    def measure(settings, fit, device):
+        measured_order.append((settings.mode, settings.shape.seq_len))
+        return real_measure(settings, fit, device)
 
     predicted: list[int] = []
     real_predict = va.pr.predict_recorded
@@ -134,7 +138,7 @@ def test_validate_measures_the_grid_pass_after_pass_and_predicts_each_point_once
     monkeypatch.setattr(va.pr, "predict_recorded", predict)
     labels: list[str] = []
     result = va.validate(
-        "tiny", local_calibration(), grid={"seq_len": (24, 40)}, reps=2, warmup=1, passes=2,
+        QUICK, local_calibration(), grid={"seq_len": (24, 40)}, passes=2,
         progress=lambda done, total, label: labels.append(f"{done}/{total} {label}"),
     )  # fmt: skip
     assert measured_order == [("prefill", 24), ("prefill", 40)] * 2
@@ -150,7 +154,7 @@ def test_validate_measures_the_grid_pass_after_pass_and_predicts_each_point_once
     # the result round-trips through its JSON envelope
     assert type(result).from_dict(result.to_dict()) == result
     with pytest.raises(InvalidInput, match="passes"):
-        va.validate("tiny", local_calibration(), passes=0)
+        va.validate(QUICK, local_calibration(), passes=0)
 
 
 def test_the_report_sets_the_noise_floor_beside_the_errors(monkeypatch):
@@ -197,4 +201,4 @@ def test_a_calibration_of_another_device_kind_is_refused_and_another_model_said(
     assert said.code == "validation_other_device" and said.values["calibrated"] == "Some Other CPU"
     gpu = replace(here, device="cuda", device_name="NVIDIA H200", dtype="bfloat16")
     with pytest.raises(InvalidInput, match="measures the steps here"):
-        va.validate("tiny", gpu, grid={"seq_len": (24,)}, reps=2, warmup=1)
+        va.validate(QUICK, gpu, grid={"seq_len": (24,)})

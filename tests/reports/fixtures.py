@@ -440,6 +440,7 @@ FIXTURES: dict[str, Callable[[], Result]] = {
     "calibration": calibration,
     "predict": predict,
     "validate": validate,
+    "validate-trace": lambda: __import__("tests.trace.gpu_traces", fromlist=["x"]).validate_trace_fixture(),
     "tune-capture-sizes": tune_capture_sizes,
     "tune-speculative": tune_speculative,
 }
