@@ -164,15 +164,24 @@ def write_text(path: str | os.PathLike[str], text: str) -> Path:
         sys.stdout.write(text)
         sys.stdout.flush()
         return Path(STDOUT)
+    return write_bytes(path, text.encode("utf-8"))
+
+
+def write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write ``data`` to ``path`` as :func:`write_text` does ('-' = stdout's byte stream)."""
+    if os.fspath(path) == STDOUT:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return Path(STDOUT)
     target = Path(os.path.realpath(path))
     if _is_special(target):  # in place: a rename would replace the node with a plain file
-        with os.fdopen(_open_special(target, FIFO_WAIT_S), "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(_open_special(target, FIFO_WAIT_S), "wb") as handle:
+            handle.write(data)
         return Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file normal permissions
         os.replace(tmp, target)
     except BaseException:

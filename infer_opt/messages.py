@@ -381,6 +381,19 @@ MESSAGES: dict[str, Words] = {
         "the last, idle time between the host's phases included (record with a schedule and prof.step())"
     ),
     "trace_no_gpu_events": lambda v: f"{v['file']}: no GPU events (a CPU-only trace): no GPU timeline",
+    "trace_devices_differ": lambda v: (
+        f"the traces were not all taken on one device ({'; '.join(v['seen'])}): the first one's peaks are "
+        "used for every rank"
+    ),
+    "trace_no_peaks": lambda v: (
+        "no roofline for this device: ops get achieved rates but no bound or peak fraction, and the "
+        "what-ifs that need peaks are left out; give --device NAME, --peak-flops/--peak-bandwidth or "
+        "--roofline FIT.json"
+    ),
+    "trace_cpu_only": lambda v: (
+        "no GPU events in the trace" + ("s" if v["files"] > 1 else "")
+        + ": only the CPU-op analysis (self time per op) is given"
+    ),
     "launch_backlog": lambda v: (
         f"the launch queue is deep (up to {v['max_depth']} kernels launched ahead of the GPU): the delay "
         "from launch to start is queueing behind earlier kernels, not launch overhead"

@@ -127,6 +127,8 @@ KINDS: dict[str, Kind] = {
             f"{_RP}.validate_trace:build_view",
             f"{_PL}.validate:plot",
         ),
+        # ---- real GPU traces (trace)
+        Kind("trace", f"{_KD}.trace:TraceResult", f"{_RP}.trace:build_view", f"{_PL}.trace:plot"),
         # ---- engine settings (tune)
         Kind(
             "tune-capture-sizes",

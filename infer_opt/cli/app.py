@@ -97,6 +97,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "calibrate": ("infer_opt.cli.calibrate",),
     "predict": ("infer_opt.cli.predict",),
     "validate": ("infer_opt.cli.validate",),
+    "trace": ("infer_opt.cli.trace",),
     "amdahl": ("infer_opt.cli.amdahl",),
     "amortize": ("infer_opt.cli.amortize", "infer_opt.cli.amortize_measure"),
     "buckets": ("infer_opt.cli.buckets",),

@@ -147,6 +147,28 @@ class CollectiveRow:
 
 
 @dataclass(frozen=True)
+class AlphaBetaRow:
+    """``t ≈ α + S/β`` fitted on one collective kind's sizes in the trace (fitted; the times
+    include waiting for peers, so α is an upper and β a lower bound)."""
+
+    collective: str
+    alpha_s: float
+    beta_bytes_per_s: float
+    sizes: int
+    median_abs_rel_error: float
+
+
+@dataclass(frozen=True)
+class CpuOpRow:
+    """A CPU op's calls and time (measured on the host; a CPU-only trace's analysis)."""
+
+    name: str
+    calls: int
+    time_s: float  # summed inclusive duration
+    self_s: float  # less the time of the ops nested in it
+
+
+@dataclass(frozen=True)
 class Peaks:
     """The roofline the ops are held against."""
 
@@ -179,4 +201,6 @@ class TraceResult(Result):
     slowest_rank: int | None = None
     step_skew: float = 1.0  # max / median of the ranks' median step time
     trace_fit: Peaks | None = None  # bandwidth and launch floor fitted on the trace's own ops
+    alpha_beta: tuple[AlphaBetaRow, ...] = ()
+    cpu_ops: tuple[CpuOpRow, ...] = ()  # a CPU-only trace: self time per CPU op
     warnings: tuple[Notice, ...] = field(default=())

@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -202,6 +202,48 @@ def op_groups(
     return tuple(groups)
 
 
+def merge_groups(per_rank: Sequence[Sequence[OpGroup]], *, peaks: Peaks) -> tuple[OpGroup, ...]:
+    """The same (op, shapes, dtypes) groups of several ranks as one: calls, kernels, time,
+    FLOPs and bytes summed, rates and the bound recomputed; spread is the largest rank's."""
+    found: dict[tuple[str, str, str], list[OpGroup]] = {}
+    for groups in per_rank:
+        for g in groups:
+            found.setdefault((g.name, g.shapes, g.dtype), []).append(g)
+    out = []
+    for members in found.values():
+        first = members[0]
+        if len(members) == 1:
+            out.append(first)
+            continue
+        calls = sum(g.calls for g in members)
+        time_s = math.fsum(g.time_s for g in members)
+        flops = math.fsum(g.flops for g in members)
+        nbytes = math.fsum(g.bytes for g in members)
+        modelled = first.bound != "unknown"
+        bound, fraction = _bound(
+            flops, nbytes, time_s, calls, modelled, peak_flops(peaks, first.precision), peaks
+        )
+        names = tuple(dict.fromkeys(k for g in members for k in g.kernel_names))
+        out.append(
+            replace(
+                first,
+                calls=calls,
+                time_s=time_s,
+                flops=flops,
+                bytes=nbytes,
+                achieved_flops_per_s=flops / time_s if time_s > 0 else 0.0,
+                achieved_bytes_per_s=nbytes / time_s if time_s > 0 else 0.0,
+                bound=bound,
+                peak_fraction=fraction,
+                kernels=sum(g.kernels for g in members),
+                time_spread_s=max(g.time_spread_s for g in members),
+                kernel_names=names[:KERNEL_NAMES_KEPT],
+            )
+        )
+    out.sort(key=lambda g: (-g.time_s, g.name, g.shapes))
+    return tuple(out)
+
+
 def _key(events: TraceEvents, att: Attribution, op: int) -> tuple[str, str, str]:
     c = att.costs.get(op)
     if c is not None and getattr(c, "shapes", None) is not None and c.dtype:
@@ -269,8 +311,8 @@ def _precision(dtype: str, kernel_names: tuple[str, ...], device: Any) -> str:
 def _bound(
     flops: float, nbytes: float, time_s: float, calls: int, modelled: bool, rate: float, peaks: Peaks
 ) -> tuple[str, float]:
-    if not modelled or calls == 0 or (flops == 0 and nbytes == 0):
-        return "unknown", 0.0
+    if not modelled or calls == 0 or (flops == 0 and nbytes == 0) or (rate <= 0 and peaks.bytes_per_s <= 0):
+        return "unknown", 0.0  # no formula, or no roofline to hold it against
     compute = flops / calls / rate if rate > 0 and flops > 0 else 0.0
     memory = nbytes / calls / peaks.bytes_per_s if peaks.bytes_per_s > 0 and nbytes > 0 else 0.0
     launch = peaks.launch_s if peaks.launch_s > 0 else DEFAULT_LAUNCH_S

@@ -144,6 +144,15 @@ def _windows(events: TraceEvents, steps: tuple[int, int] | None) -> tuple[list, 
     return out, notices
 
 
+def analyzed_mask(events: TraceEvents, steps: tuple[int, int] | None = None) -> np.ndarray:
+    """The GPU events in the analyzed windows (every complete step, or ``steps``; the whole
+    trace when it has no step)."""
+    mask = np.zeros(len(events.gpu), dtype=bool)
+    for _, m, _, _ in _windows(events, steps)[0]:
+        mask |= m
+    return mask
+
+
 def _streams(events: TraceEvents, mask: np.ndarray, span_us: float) -> tuple[StreamTimeline, ...]:
     g = events.gpu
     rows = []

@@ -412,6 +412,13 @@ def tune_speculative() -> Result:
     )
 
 
+def trace() -> Result:
+    from infer_opt.trace.analyze import analyze
+
+    path = Path(__file__).resolve().parents[1] / "trace" / "fixtures" / "model_step.json"
+    return replace(analyze([path]).result, files=("model_step.json",))
+
+
 #: result kind -> a function building its fixture (every kind in infer_opt.registry needs one)
 FIXTURES: dict[str, Callable[[], Result]] = {
     "amdahl": amdahl,
@@ -443,6 +450,7 @@ FIXTURES: dict[str, Callable[[], Result]] = {
     "validate-trace": lambda: __import__("tests.trace.gpu_traces", fromlist=["x"]).validate_trace_fixture(),
     "tune-capture-sizes": tune_capture_sizes,
     "tune-speculative": tune_speculative,
+    "trace": trace,
 }
 
 

@@ -1,0 +1,143 @@
+"""``infer-opt trace TRACE...``: the whole analysis of real torch.profiler / Kineto GPU traces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from infer_opt.cli.common import option
+from infer_opt.cli.output import Outcome, with_output
+from infer_opt.cli.types import Bandwidth, Choice, Count, FlopRate, Fraction, InputFile, OutputFile
+
+HELP = """Read torch.profiler / Kineto traces of a GPU (a .json or .json.gz file, several files,
+or a folder of one file per rank) and say where the time went (the union timeline per step and
+rank: busy, idle, compute, communication, memcpy, sync, overlap), what each op achieved against
+the device's roofline (FLOPs and bytes from the recorded shapes, the bound and the fraction of
+peak), which GPU time has no formula and why, the collectives (algbw, busbw, α-β), and what an
+optimization would buy (each category at its bound, matmuls at a fraction of peak, CUDA graphs,
+fusion, perfect overlap; predicted). Every figure is labelled measured, datasheet, fitted or
+predicted.
+
+The device comes from the trace's deviceProperties (or, where unambiguous, its SM count, memory
+and kernel names); --device, --peak-flops/--peak-bandwidth or --roofline override it. Record
+traces with record_shapes=True and a schedule with prof.step() for per-op FLOPs and per-step
+figures.
+
+Examples:
+
+  infer-opt trace trace.json.gz
+
+  infer-opt trace traces/ --steps 3-6 --plot trace.png
+
+  infer-opt trace rank0.json.gz --hta-compat --json
+
+  infer-opt trace t.json.gz --device h100 --augment annotated.json.gz
+"""
+
+StepsOpt = option(
+    str | None, "--steps", help="ProfilerStep numbers to analyze, N-M or N (default: every complete step)."
+)
+HtaOpt = option(
+    bool, "--hta-compat", help="Follow HTA 0.5's timeline conventions (to check against HTA; not exact)."
+)
+DeviceOpt = option(
+    str | None, "--device", help="The GPU, e.g. h100, a100-80gb, mi300x (overrides the trace)."
+)
+PeakFlopsOpt = option(
+    float | None, "--peak-flops", parse=FlopRate(), help="Compute peak for every precision, e.g. 989TFLOP/s."
+)
+PeakBwOpt = option(
+    float | None, "--peak-bandwidth", parse=Bandwidth(), help="Memory bandwidth, e.g. 3.35TB/s."
+)
+RooflineOpt = option(
+    Path | None,
+    "--roofline",
+    parse=InputFile(),
+    help="A fit saved by `infer-opt roofline --save` on that GPU.",
+)
+CausalOpt = option(
+    str,
+    "--causal-flops",
+    parse=Choice(("half", "full")),
+    help="Causal attention FLOPs: half (the work done) or full (as many tools count).",
+)
+MatmulFractionOpt = option(
+    float,
+    "--matmul-fraction",
+    parse=Fraction(low=0.01),
+    help="The matmul what-if: matmuls at this fraction of peak.",
+)
+TopOpt = option(int, "--top", parse=Count(1, 10_000), help="Rows in the op tables.")
+AugmentOpt = option(
+    Path | None,
+    "--augment",
+    parse=OutputFile(),
+    help="Write the trace back (.json or .json.gz) with flops, bytes, rates and bound in each event's args.",
+)
+
+
+@with_output(plot=True)
+def trace_command(
+    traces: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Trace files (.json, .json.gz) or folders of one file per rank.", show_default=False
+        ),
+    ],
+    steps: StepsOpt = None,
+    hta_compat: HtaOpt = False,
+    device: DeviceOpt = None,
+    peak_flops: PeakFlopsOpt = None,
+    peak_bandwidth: PeakBwOpt = None,
+    roofline: RooflineOpt = None,
+    causal_flops: CausalOpt = "half",
+    matmul_fraction: MatmulFractionOpt = 0.7,
+    top: TopOpt = 15,
+    augment: AugmentOpt = None,
+) -> Any:
+    from infer_opt.trace.analyze import analyze, parse_steps
+
+    fit = _roofline(roofline) if roofline is not None else None
+    found = analyze(
+        [_checked(p) for p in traces],
+        steps=parse_steps(steps),
+        hta_compat=hta_compat,
+        device=device,
+        peak_flops=peak_flops,
+        peak_bandwidth=peak_bandwidth,
+        roofline_fit=fit,
+        causal=causal_flops,
+        matmul_peak_fraction=matmul_fraction,
+    )
+    if augment is not None:
+        from infer_opt.trace.augment import write_augmented
+
+        for path in write_augmented(found, augment):
+            typer.echo(f"annotated trace written to {path}", err=True)
+    return Outcome(found.result, view={"top": top})
+
+
+def _checked(path: Path) -> Path:
+    from infer_opt.errors import InvalidInput
+
+    if not path.exists():
+        raise InvalidInput("TRACE", str(path), "file does not exist")
+    if path.is_dir():
+        return path
+    return InputFile().parse(str(path), "TRACE")
+
+
+def _roofline(path: Path) -> Any:
+    from infer_opt.errors import InvalidInput
+    from infer_opt.results import load_result
+
+    loaded = load_result(path)
+    if loaded.kind != "roofline":
+        raise InvalidInput("--roofline", str(path), f"a {loaded.kind} result; expected a roofline fit")
+    return loaded.result
+
+
+def register(app: typer.Typer) -> None:
+    app.command("trace", help=HELP)(trace_command)

@@ -1,0 +1,147 @@
+"""``infer-opt trace`` end to end: the JSON keys of issue 30 §10, the options, the outputs,
+and bad input (one line naming the file or option, exit 2)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import assert_one_line_error, invoke
+
+FIXTURES = Path(__file__).resolve().parents[1] / "trace" / "fixtures"
+MODEL = str(FIXTURES / "model_step.json")
+
+
+def test_json_has_the_documented_keys():
+    run = invoke("trace", MODEL, "--json")
+    assert run.exit_code == 0, run.stderr
+    r = run.json()["result"]
+    for key in ("device_name", "device_source", "peaks", "ranks", "ops", "coverage", "what_if",
+                "collectives", "hta_compat"):  # fmt: skip
+        assert key in r, key
+    assert set(r["peaks"]) >= {"flops_per_s", "bytes_per_s", "source"}
+    (rank,) = r["ranks"]
+    assert set(rank) >= {"rank", "steps", "idle_fraction", "compute_fraction", "non_compute_fraction",
+                         "overlap_fraction"}  # fmt: skip
+    assert set(rank["steps"][0]) >= {"step", "span_s", "busy_s", "idle_s", "compute_s", "comm_s", "memcpy_s",
+                                     "sync_s", "overlap_fraction"}  # fmt: skip
+    op = r["ops"][0]
+    assert set(op) >= {"name", "shapes", "dtype", "calls", "time_s", "flops", "bytes", "achieved_flops_per_s",
+                       "achieved_bytes_per_s", "bound", "peak_fraction", "precision"}  # fmt: skip
+    assert set(r["coverage"][0]) == {"reason", "time_s", "fraction"}
+    assert r["hta_compat"] is False and r["device_source"] == "deviceProperties"
+
+
+def test_console_output_names_the_device_steps_and_tables():
+    run = invoke("trace", MODEL)
+    assert run.exit_code == 0, run.stderr
+    for needle in ("H100 SXM", "2: #1–#2", "Top ops by GPU kernel time", "Coverage", "What would it buy",
+                   "Collectives", "cudaStreamSynchronize"):  # fmt: skip
+        assert needle in run.stdout, needle
+
+
+def test_options_steps_device_peaks_and_hta_compat():
+    run = invoke("trace", MODEL, "--steps", "2", "--json")
+    assert [s["step"] for s in run.json()["result"]["ranks"][0]["steps"]] == [2]
+    run = invoke("trace", MODEL, "--device", "mi300x", "--json")
+    r = run.json()["result"]
+    assert (r["device_name"], r["device_source"]) == ("MI300X", "--device")
+    run = invoke("trace", MODEL, "--peak-flops", "100TFLOP/s", "--peak-bandwidth", "1TB/s", "--json")
+    r = run.json()["result"]
+    assert r["peaks"]["bytes_per_s"] == 1e12 and "--peak-flops" in r["peaks"]["source"]
+    run = invoke("trace", MODEL, "--hta-compat", "--json")
+    assert run.exit_code == 0 and run.json()["result"]["hta_compat"] is True
+
+
+def test_roofline_fit_file_sets_the_peaks(tmp_path):
+    from infer_opt.cost_models.roofline import RooflineFit
+    from infer_opt.results import save_result
+    from tests.reports.fixtures import fixture
+
+    fit = fixture("roofline")
+    assert isinstance(fit, RooflineFit)
+    path = save_result(tmp_path / "fit.json", fit)
+    run = invoke("trace", MODEL, "--roofline", str(path), "--json")
+    assert run.exit_code == 0, run.stderr
+    assert "--roofline" in run.json()["result"]["peaks"]["source"]
+    other = save_result(tmp_path / "amdahl.json", fixture("amdahl"))
+    assert_one_line_error(invoke("trace", MODEL, "--roofline", str(other)), "--roofline", "amdahl")
+
+
+def test_out_plot_csv_markdown_and_augment(tmp_path):
+    run = invoke(
+        "trace", MODEL, "--out", str(tmp_path / "t.json"), "--plot", str(tmp_path / "t.png"),
+        "--csv", str(tmp_path / "t.csv"), "--markdown", str(tmp_path / "t.md"),
+        "--augment", str(tmp_path / "a.json.gz"),
+    )  # fmt: skip
+    assert run.exit_code == 0, run.stderr
+    assert (tmp_path / "t.png").stat().st_size > 10_000
+    assert "# GPU trace analysis" in (tmp_path / "t.md").read_text()
+    assert json.loads((tmp_path / "t.json").read_text())["schema"].endswith("trace")
+    doc = json.loads(gzip.decompress((tmp_path / "a.json.gz").read_bytes()))
+    assert any("bound" in e.get("args", {}) for e in doc["traceEvents"])
+    report = invoke("report", str(tmp_path / "t.json"))
+    assert report.exit_code == 0 and "GPU trace analysis" in report.stdout
+
+
+def test_a_folder_of_ranks():
+    run = invoke("trace", str(FIXTURES / "two_ranks"), "--json")
+    assert run.exit_code == 0, run.stderr
+    r = run.json()["result"]
+    assert [k["rank"] for k in r["ranks"]] == [0, 1] and r["slowest_rank"] == 1
+
+
+def _write(path: Path, data: bytes) -> str:
+    path.write_bytes(data)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "needle"),
+    [
+        ("not.json", b"hello world", "not JSON"),
+        ("empty.json", b"{}", "TRACE"),
+        ("list.json", b"[1, 2, 3]", "TRACE"),
+        ("empty.json.gz", gzip.compress(b""), "empty gzip"),
+        ("corrupt.json.gz", b"\x1f\x8b\x08\x00garbage", "TRACE"),
+        ("zero.json", b"", "TRACE"),
+    ],
+)
+def test_bad_files_are_one_line_naming_the_file(tmp_path, name, data, needle):
+    path = _write(tmp_path / name, data)
+    run = invoke("trace", path)
+    assert_one_line_error(run, needle)
+    assert name in run.stderr
+
+
+def test_an_infer_opt_result_is_not_a_trace(tmp_path):
+    from infer_opt.results import save_result
+    from tests.reports.fixtures import fixture
+
+    path = save_result(tmp_path / "amdahl.json", fixture("amdahl"))
+    assert_one_line_error(invoke("trace", str(path)), "amdahl.json")
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--steps", "x"], "--steps"),
+        (["--steps", "9-3"], "--steps"),
+        (["--steps", "5-9"], "--steps"),
+        (["--device", "tpu-v9"], "--device"),
+        (["--causal-flops", "quarter"], "--causal-flops"),
+        (["--matmul-fraction", "0"], "--matmul-fraction"),
+        (["--top", "0"], "--top"),
+    ],
+)
+def test_bad_options_are_one_line(argv, needle):
+    assert_one_line_error(invoke("trace", MODEL, *argv), needle)
+
+
+def test_missing_trace_and_empty_folder(tmp_path):
+    assert_one_line_error(invoke("trace", str(tmp_path / "nope.json")), "nope.json")
+    (tmp_path / "empty").mkdir()
+    assert_one_line_error(invoke("trace", str(tmp_path / "empty")), "empty")
