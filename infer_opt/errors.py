@@ -23,6 +23,32 @@ class InvalidInput(InferOptError, ValueError):
         self.expected = expected
         super().__init__(f"{option}: {expected} (got {_show(value)})")
 
+    def under(self, option: str, value: object = None) -> InvalidInput:
+        """The same problem said about ``option`` (the flag that named the file), with
+        ``value`` (the file's path) as what it got; a :class:`BadField` keeps its own value
+        and says the file and field instead."""
+        return InvalidInput(option, value, self.expected)
+
+
+class BadField(InvalidInput):
+    """A field of a file (a saved result, a calibration) that is not what is allowed: names the
+    option that gave the file (if any), the file, the field (``families[0].points``), what is
+    allowed and the value found."""
+
+    def __init__(self, file: str, field: str, value: object, expected: str, option: str = "") -> None:
+        self.file = file
+        self.field = field
+        self.allowed = expected
+        where = f"{file} field {field}" if field else file
+        if option:
+            super().__init__(option, value, f"{where}: {expected}")
+        else:
+            super().__init__(file, value, f"field {field}: {expected}" if field else expected)
+
+    def under(self, option: str, value: object = None) -> InvalidInput:
+        """The same problem said about ``option`` (the flag that named the file)."""
+        return BadField(self.file, self.field, self.value, self.allowed, option=option)
+
 
 class RunFailure(InferOptError, RuntimeError):
     """Something failed while running (a model raised, out of memory, a check failed)."""

@@ -19,14 +19,16 @@ import json
 import math
 import os
 import platform
+import re
 import sys
 import types
 import typing
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from infer_opt import __version__
-from infer_opt.errors import InvalidInput
+from infer_opt.errors import BadField, InvalidInput
 
 SCHEMA_PREFIX = "infer-opt/"
 SCHEMA_VERSION = 1
@@ -55,43 +57,173 @@ def to_jsonable(obj: Any) -> Any:
     return obj
 
 
-def _from_jsonable(tp: Any, value: Any) -> Any:
-    if value is None:
-        return None
+class FieldError(Exception):
+    """A field that is not what its annotation allows (the path from the result's root)."""
+
+    def __init__(self, where: str, value: Any, expected: str) -> None:
+        super().__init__(where, expected)
+        self.where, self.value, self.expected = where, value, expected
+
+
+class JsonValue:
+    """A value as the file holds it, for messages (``null``, ``"two"``, ``-1e-06``)."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __str__(self) -> str:
+        try:
+            text = json.dumps(self.value, allow_nan=True)
+        except (TypeError, ValueError):
+            text = repr(self.value)
+        return text if len(text) <= 60 else text[:50] + "…"
+
+
+#: how a non-finite float is saved (:func:`to_jsonable`)
+_NON_FINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+
+
+def _describe(tp: Any) -> str:
+    origin = typing.get_origin(tp)
+    if origin in (list, tuple):
+        return "a list"
+    if origin in (dict, Mapping) or tp is dict:
+        return "an object"
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        return "an object"
+    return {float: "a number", int: "an integer", str: "a string", bool: "true or false"}.get(tp, str(tp))
+
+
+def _join(where: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{where}[{key}]"
+    return f"{where}.{key}" if where else key
+
+
+def _from_jsonable(tp: Any, value: Any, where: str = "") -> Any:
+    """``value`` as annotation ``tp`` holds it, checked: a null only where ``tp`` is optional, a
+    number where it is a number, a list where a tuple (of its length, when fixed). A mismatch is
+    a :class:`FieldError` naming the field."""
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(tp) if a is not type(None)]
-        return _from_jsonable(args[0], value) if len(args) == 1 else value
+        if value is None:
+            return None
+        return _from_jsonable(args[0], value, where) if len(args) == 1 else value
+    if tp is Any or tp is object:
+        return value
+    if value is None:
+        raise FieldError(where, value, f"must be {_describe(tp)}, not null")
     if origin in (list, tuple):
-        args = typing.get_args(tp)
-        inner = args[0] if args else Any
-        items = [_from_jsonable(inner, v) for v in value]
-        return tuple(items) if origin is tuple else items
-    if origin is dict:
+        return _sequence(tp, origin, value, where)
+    if origin in (dict, Mapping):
+        if not isinstance(value, dict):
+            raise FieldError(where, value, "must be an object")
         _, inner = typing.get_args(tp) or (Any, Any)
-        return {k: _from_jsonable(inner, v) for k, v in value.items()}
+        return {k: _from_jsonable(inner, v, _join(where, k)) for k, v in value.items()}
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         if isinstance(value, str) and hasattr(tp, "from_text"):  # e.g. a warning saved as words
             return tp.from_text(value)
-        return _dataclass_from_dict(tp, value)
+        if not isinstance(value, dict):
+            raise FieldError(where, value, "must be an object")
+        return _dataclass_from_dict(tp, value, where)
+    return _scalar(tp, value, where)
+
+
+def _sequence(tp: Any, origin: Any, value: Any, where: str) -> Any:
+    if not isinstance(value, list):
+        raise FieldError(where, value, "must be a list")
+    args = typing.get_args(tp)
+    if origin is tuple and args and (len(args) != 2 or args[1] is not Ellipsis):
+        if len(value) != len(args):
+            raise FieldError(where, value, f"must be a list of {len(args)} items")
+        pairs = enumerate(zip(args, value, strict=True))
+        return tuple(_from_jsonable(a, v, _join(where, i)) for i, (a, v) in pairs)
+    inner = args[0] if args else Any
+    items = [_from_jsonable(inner, v, _join(where, i)) for i, v in enumerate(value)]
+    return tuple(items) if origin is tuple else items
+
+
+def _scalar(tp: Any, value: Any, where: str) -> Any:
     if tp is float:
-        return float(value)
-    if tp is int and isinstance(value, (int, float)):
-        return int(value)
+        if isinstance(value, str) and value in _NON_FINITE:
+            return _NON_FINITE[value]
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        raise FieldError(where, value, "must be a number")
+    if tp is int:
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise FieldError(where, value, "must be an integer")
+    if tp is bool and not isinstance(value, bool):
+        raise FieldError(where, value, "must be true or false")
+    if tp is str and not isinstance(value, str):
+        raise FieldError(where, value, "must be a string")
     return value
 
 
-def _dataclass_from_dict(cls: type, data: dict[str, Any]) -> Any:
+def _dataclass_from_dict(cls: type, data: dict[str, Any], where: str = "") -> Any:
     hints = typing.get_type_hints(cls)
     kwargs = {}
     for f in dataclasses.fields(cls):
         if not f.init:
             continue
         if f.name in data:
-            kwargs[f.name] = _from_jsonable(hints.get(f.name, Any), data[f.name])
+            kwargs[f.name] = _from_jsonable(hints.get(f.name, Any), data[f.name], _join(where, f.name))
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            raise InvalidInput("result file", cls.__name__, f"missing required key {f.name!r}")
-    return cls(**kwargs)
+            raise FieldError(_join(where, f.name), None, "missing (a required field)")
+    built = cls(**kwargs)
+    check = getattr(built, "loaded_problems", None)
+    problems = [*(check() if check is not None else ()), *_run_problems(built)]
+    for field, value, expected in problems:
+        raise FieldError(_join(where, field), value, expected)
+    return built
+
+
+#: a device a result can have been measured on ("" where none was recorded)
+_DEVICE = re.compile(r"^(|cpu|meta|mps|(cuda|xpu)(:\d+)?)$")
+
+
+def _run_problems(built: Any) -> list[tuple[str, Any, str]]:
+    """What no result may hold, whatever its kind: a thread count below 1, a device torch has
+    no such name for."""
+    out: list[tuple[str, Any, str]] = []
+    threads = getattr(built, "threads", None)
+    if isinstance(built, Result) and isinstance(threads, int) and threads < 1:
+        out.append(("threads", threads, "must be an integer >= 1 (CPU threads the run used)"))
+    device = getattr(built, "device", None)
+    if isinstance(built, Result) and isinstance(device, str) and not _DEVICE.match(device):
+        out.append(("device", device, "must be cpu, cuda or cuda:N"))
+    return out
+
+
+def number_problems(
+    obj: Any,
+    *,
+    positive: Sequence[str] = (),
+    finite_positive: Sequence[str] = (),
+    non_negative: Sequence[str] = (),
+) -> list[tuple[str, Any, str]]:
+    """``(field, value, what is allowed)`` for each named numeric field of ``obj`` outside its
+    range (None skipped: an optional field not recorded): ``positive`` > 0 (infinity allowed:
+    a rate of a family that does no such work), ``finite_positive`` finite and > 0,
+    ``non_negative`` finite and >= 0; a list field has each of its items checked. For
+    ``loaded_problems`` methods."""
+    out: list[tuple[str, Any, str]] = []
+    for names, ok, allowed in (
+        (positive, lambda v: v > 0, "must be > 0"),
+        (finite_positive, lambda v: math.isfinite(v) and v > 0, "must be a finite number > 0"),
+        (non_negative, lambda v: math.isfinite(v) and v >= 0, "must be a finite number >= 0"),
+    ):
+        for name in names:
+            value = getattr(obj, name)
+            items = enumerate(value) if isinstance(value, (tuple, list)) else [(None, value)]
+            for i, item in items:
+                if item is not None and not ok(item):
+                    out.append((name if i is None else f"{name}[{i}]", item, allowed))
+    return out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,8 +236,15 @@ class Result:
         return to_jsonable(self)
 
     @classmethod
-    def from_dict(cls: type[R], data: dict[str, Any]) -> R:
-        return _dataclass_from_dict(cls, data)
+    def from_dict(cls: type[R], data: dict[str, Any], *, source: str = "result") -> R:
+        """The result a saved ``data`` holds, validated whole: every field of its annotated
+        type (a null only where it may be missing), then each part's own ``loaded_problems()``
+        (``(field, value, what is allowed)`` for values its type allows but the kind does not).
+        A problem is a :class:`~infer_opt.errors.BadField` naming ``source`` and the field."""
+        try:
+            return _dataclass_from_dict(cls, data)
+        except FieldError as exc:
+            raise BadField(source, exc.where, JsonValue(exc.value), exc.expected) from None
 
     def to_frame(self, table: int | str | None = None) -> Any:
         """The result's main table as a pandas DataFrame (raw values, SI units in the column
@@ -208,7 +347,7 @@ def parse_envelope(data: Any, *, source: str = "result file") -> LoadedResult:
     if not isinstance(data.get("result"), dict):
         raise InvalidInput(source, kind, "the envelope has no 'result' object")
     cls = result_class(kind)
-    return LoadedResult(kind, version, cls.from_dict(data["result"]), data)
+    return LoadedResult(kind, version, cls.from_dict(data["result"], source=source), data)
 
 
 def load_result(path: str | os.PathLike[str]) -> LoadedResult:

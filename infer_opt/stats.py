@@ -38,6 +38,15 @@ class Summary:
     mean_s: float
     std_s: float
 
+    def loaded_problems(self) -> list[tuple[str, object, str]]:
+        """Times are finite and >= 0, over at least one sample (a file read back)."""
+        from infer_opt.results import number_problems
+
+        out = number_problems(
+            self, non_negative=("median_s", "q1_s", "q3_s", "iqr_s", "min_s", "max_s", "mean_s", "std_s")
+        )
+        return [("n", self.n, "must be an integer >= 1"), *out] if self.n < 1 else out
+
     @property
     def rel_iqr(self) -> float:
         """IQR / median: the relative spread (0 when the median is 0)."""

@@ -121,7 +121,7 @@ def read_resume(path: Path | None, kind: str, what: str) -> Any:
     try:
         loaded = load_result(path)
     except InvalidInput as exc:
-        raise InvalidInput("--resume", str(path), exc.expected) from None
+        raise exc.under("--resume", str(path)) from None
     if loaded.kind != kind:
         raise InvalidInput("--resume", str(path), f"not {what} (kind {loaded.kind})")
     return loaded.result

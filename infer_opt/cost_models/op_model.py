@@ -46,7 +46,7 @@ import numpy as np
 
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
-from infer_opt.results import Result
+from infer_opt.results import Result, number_problems
 from infer_opt.stats import VARIANCE_THRESHOLD
 
 #: the timing of an operator calibration (:class:`~infer_opt.cost_models.roofline.RunKey`)
@@ -99,6 +99,10 @@ class GridPoint:
     #: bytes the base roofline uses (an embedding counts the rows it gathers, not the table)
     bytes: float
 
+    def loaded_problems(self) -> list[tuple[str, Any, str]]:
+        """What a saved point may not hold (a file read back: :meth:`Result.from_dict`)."""
+        return number_problems(self, finite_positive=("time_s",), non_negative=("flops", "bytes"))
+
 
 @dataclass(frozen=True)
 class FamilyCalibration:
@@ -120,6 +124,24 @@ class FamilyCalibration:
     @property
     def key(self) -> str:
         return f"{self.family}@{self.state}"
+
+    def loaded_problems(self) -> list[tuple[str, Any, str]]:
+        """What a saved family may not hold: no points, a point with another number of features
+        than ``feature_names``, an unknown state, a rate or bandwidth <= 0, a negative launch."""
+        out = number_problems(
+            self, positive=("rate_flops", "bandwidth_bytes_per_s"), non_negative=("launch_s",)
+        )
+        if self.state not in STATES:
+            out.append(("state", self.state, f"must be one of {', '.join(STATES)}"))
+        if not self.points:
+            out.append(("points", [], "must hold at least one measured shape"))
+        n, names = len(self.feature_names), ", ".join(self.feature_names)
+        out += [
+            (f"points[{i}].features", list(p.features), f"must hold {n} values ({names})")
+            for i, p in enumerate(self.points)
+            if len(p.features) != n
+        ]
+        return out
 
     def base_time(self, flops: float, nbytes: float) -> float:
         """``t0 + max(F/R, Q/b)``."""
@@ -145,6 +167,10 @@ class HostCalibration:
     #: relative spread (IQR/median) of the chain timings
     rel_spread: float = 0.0
 
+    def loaded_problems(self) -> list[tuple[str, Any, str]]:
+        """Host costs are finite and >= 0 (a file read back)."""
+        return number_problems(self, non_negative=("per_op_s", "per_module_call_s"))
+
 
 @dataclass(frozen=True)
 class DeviceRoofline:
@@ -155,6 +181,11 @@ class DeviceRoofline:
     bandwidth_bytes_per_s: float
     launch_overhead_s: float
     median_abs_rel_error: float = 0.0
+
+    def loaded_problems(self) -> list[tuple[str, Any, str]]:
+        """R and b > 0, t0 finite and >= 0 (a file read back)."""
+        rates = ("compute_rate_flops", "bandwidth_bytes_per_s")
+        return number_problems(self, positive=rates, non_negative=("launch_overhead_s",))
 
     @property
     def ridge_point(self) -> float:

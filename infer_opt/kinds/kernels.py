@@ -8,7 +8,7 @@ from typing import Any
 
 from infer_opt.clocks import MODE_CPU, MODE_EVENTS, MODE_GRAPH, timing_name
 from infer_opt.notices import Notice
-from infer_opt.results import Result
+from infer_opt.results import Result, number_problems
 from infer_opt.stats import Summary
 
 #: torch.compile (first call included) gets this long before its case is skipped
@@ -59,6 +59,13 @@ class KernelRow:
     #: with several runs (--runs): the median of each run, in run order (``()``: one run,
     #: whose median is ``time_s``); ``samples_s`` and ``summary`` then pool every run
     run_medians_s: tuple[float, ...] = ()
+
+    def loaded_problems(self) -> list[tuple[str, object, str]]:
+        """A timed case took time: its time, samples and run medians are finite and > 0 (a file
+        read back; a median of 0 makes any comparison with it infinitely fast)."""
+        return number_problems(
+            self, finite_positive=("time_s", "samples_s", "run_medians_s"), non_negative=("flops", "bytes")
+        )
 
     @property
     def key(self) -> str:

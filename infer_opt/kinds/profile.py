@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from infer_opt.notices import Notice
-from infer_opt.results import Result
+from infer_opt.results import Result, number_problems
 from infer_opt.steps import Shape, StepSettings
 
 if TYPE_CHECKING:
@@ -73,6 +73,10 @@ class OpStat(OpGroup):
     #: with several runs (--runs): the median of ``time_samples_s`` in each run
     run_medians_s: tuple[float, ...] = ()
 
+    def loaded_problems(self) -> list[tuple[str, object, str]]:
+        """Measured times are finite and >= 0 (a file read back)."""
+        return number_problems(self, non_negative=("time_s", "time_samples_s", "run_medians_s"))
+
 
 @dataclass(frozen=True)
 class CategoryShare:
@@ -108,6 +112,10 @@ class CategoryStat(CategoryShare):
     #: with several runs (--runs): the median of ``time_samples_s`` in each run
     run_medians_s: tuple[float, ...] = ()
 
+    def loaded_problems(self) -> list[tuple[str, object, str]]:
+        """Measured times are finite and >= 0 (a file read back)."""
+        return number_problems(self, non_negative=("time_s", "time_samples_s", "run_medians_s"))
+
 
 @dataclass(frozen=True)
 class ModuleStat:
@@ -136,6 +144,11 @@ class StepTiming:
     timer: str
     #: with several runs (--runs): the median of each run's samples, in run order
     run_medians_s: tuple[float, ...] = ()
+
+    def loaded_problems(self) -> list[tuple[str, object, str]]:
+        """A step takes time: its samples, median and run medians are finite and > 0 (a file
+        read back; a median of 0 would make any comparison with it infinitely fast)."""
+        return number_problems(self, finite_positive=("samples_s", "median_s", "run_medians_s"))
 
 
 @dataclass(frozen=True)

@@ -878,7 +878,7 @@ def load_calibration(
     try:
         result = OPERATORS.read_file(path)
     except InvalidInput as exc:
-        raise InvalidInput(option, str(path), exc.expected) from None
+        raise exc.under(option, str(path)) from None
     found = _check(result, RunKey.of(result), None) if to_use else _check(result, None, None)
     if found:
         raise InvalidInput(option, str(path), "unusable calibration: " + _words(found))

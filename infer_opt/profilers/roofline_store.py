@@ -111,7 +111,7 @@ class CalibrationStore(Generic[R]):
         except FileNotFoundError:
             raise InvalidInput(self.kind, str(target), "file does not exist") from None
         except InvalidInput as exc:  # not an envelope, an unknown kind or version
-            raise InvalidInput(self.kind, str(target), exc.expected) from None
+            raise exc.under(self.kind, str(target)) from None
         except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError) as exc:
             why = f"{type(exc).__name__}: {str(exc).splitlines()[0]}" if str(exc) else type(exc).__name__
             raise InvalidInput(

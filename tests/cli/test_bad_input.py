@@ -55,6 +55,7 @@ BASES: dict[tuple[str, ...], list[str]] = {
     ("calibrate",): [],
     ("predict",): [],
     ("validate",): [],
+    ("trace",): ["{trace}"],
     ("tune", "capture-sizes"): ["--batches", "{t_batches}", "--cost", "{t_cost}", "--eager-overhead", "1ms"],
     ("tune", "speculative"): [
         *("--alphas", "0.8", "--target-cost", "{t_cost}", "--draft-cost", "{t_cost}", "--batch-sizes", "1,8"),
@@ -169,6 +170,7 @@ def paths(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "result": str(result),
         "t_batches": str(root / "t_batches.csv"),
         "t_cost": str(root / "t_cost.csv"),
+        "trace": str(Path(__file__).parents[1] / "trace" / "fixtures" / "model_step.json"),
     }
 
 
@@ -308,7 +310,48 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "tb_ok": "batch_size,count\n1,3\n8,2\n",
     }.items():
         out[name] = _write(root, name + (".json" if name.startswith(("m_", "res_")) else ".csv"), text)
+    out.update(_saved_files(root))
     return out
+
+
+def _mutated(result: object, root: Path, name: str, *changes: tuple[tuple[str | int, ...], object]) -> str:
+    """``result`` saved with each ``(path, value)`` of ``changes`` set in its JSON."""
+    import json
+
+    from infer_opt.results import dumps
+
+    data = json.loads(dumps(result))
+    for where, value in changes:
+        target = data["result"]
+        for part in where[:-1]:
+            target = target[part]
+        target[where[-1]] = value
+    return _write(root, name + ".json", json.dumps(data))
+
+
+def _saved_files(root: Path) -> dict[str, str]:
+    """Saved results whose every field has its type but not a value the kind allows."""
+    from tests.profilers.synthetic_calibration import synthetic_calibration
+    from tests.reports.fixtures import fixture
+
+    cal = synthetic_calibration(families=True)
+    profile = fixture("profile")
+    return {
+        "c_ok": _mutated(cal, root, "c_ok"),
+        "c_families_null": _mutated(cal, root, "c_families_null", (("families",), None)),
+        "c_features": _mutated(cal, root, "c_features", (("families", 0, "points", 0, "features"), [1, 2])),
+        "c_no_points": _mutated(cal, root, "c_no_points", (("families", 0, "points"), [])),
+        "c_r_zero": _mutated(cal, root, "c_r_zero", (("roofline", "compute_rate_flops"), 0)),
+        "c_threads_two": _mutated(cal, root, "c_threads_two", (("threads",), "two")),
+        "c_threads_zero": _mutated(cal, root, "c_threads_zero", (("threads",), 0)),
+        "c_tpu": _mutated(cal, root, "c_tpu", (("device",), "tpu")),
+        "c_host_neg": _mutated(cal, root, "c_host_neg", (("host", "per_op_s"), -1e-6)),
+        "p_ok": _mutated(profile, root, "p_ok"),
+        "p_ops_null": _mutated(profile, root, "p_ops_null", (("ops",), None)),
+        "p_step_null": _mutated(profile, root, "p_step_null", (("step",), None)),
+        "p_median_zero": _mutated(profile, root, "p_median_zero", (("step", "run_medians_s"), [0.0, 0.002])),
+        "p_median_neg": _mutated(profile, root, "p_median_neg", (("step", "median_s"), -0.001)),
+    }
 
 
 CORE_CASES = [
@@ -414,6 +457,23 @@ CORE_CASES = [
     (["roofline", "{r_nan}", "--fit-on", "a,,b", "--no-save"], "line 2"),
     (["amdahl", "-f", "0.4", "-s", "0.5", "--json", "--markdown", "-"], "--markdown"),
     (["amdahl", "-f", "0.4", "-s", "0.5", "--csv", "-", "--markdown", "-"], "--markdown"),
+    # saved files validated whole when read: the option, the file, the field, what is allowed
+    (["predict", "--calibration", "{c_families_null}"], "c_families_null.json field families: must be"),
+    (["predict", "--calibration", "{c_features}"], "field families[0].points[0].features: must hold 3"),
+    (["predict", "--calibration", "{c_no_points}"], "field families[0].points: must hold at least one"),
+    (["predict", "--calibration", "{c_r_zero}"], "field roofline.compute_rate_flops: must be > 0"),
+    (["predict", "--calibration", "{c_threads_two}"], 'field threads: must be an integer (got "two")'),
+    (["predict", "--calibration", "{c_threads_zero}"], "field threads: must be an integer >= 1"),
+    (["predict", "--calibration", "{c_tpu}"], 'field device: must be cpu, cuda or cuda:N (got "tpu")'),
+    (["predict", "--calibration", "{c_host_neg}"], "c_host_neg.json field host.per_op_s: must be a finite"),
+    (["validate", "--calibration", "{c_families_null}"], "--calibration: "),
+    (["compare", "{p_ok}", "{p_ops_null}"], "p_ops_null.json: field ops: must be a list, not null"),
+    (["compare", "{p_step_null}", "{p_ok}"], "p_step_null.json: field step: must be an object"),
+    (["compare", "{p_ok}", "{p_median_zero}"], "field step.run_medians_s[0]: must be a finite number > 0"),
+    (["compare", "{p_ok}", "{p_median_neg}"], "field step.median_s: must be a finite number > 0"),
+    (["report", "{p_ops_null}"], "p_ops_null.json: field ops"),
+    (["report", "{p_median_zero}", "{p_ok}"], "p_median_zero.json: field step.run_medians_s[0]"),
+    (["report", "{c_families_null}"], "field families"),
 ]
 
 
