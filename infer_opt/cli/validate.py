@@ -21,6 +21,7 @@ from infer_opt.cli.output import Outcome, with_output
 from infer_opt.cli.predict import CalibrationOpt, SweepType
 from infer_opt.cli.profile import SHAPE_LENGTHS, StepShapes, given, ignored_shape_options
 from infer_opt.cli.types import Count
+from infer_opt.cli.validate_trace import AgainstOpt, UnseenDeviceOpt
 from infer_opt.notices import Notice
 from infer_opt.steps import Shape, StepSettings
 
@@ -48,6 +49,8 @@ Examples:
   infer-opt validate llama-small --mode prefill --mode decode --grid batch=1,3 --json
 
   infer-opt validate tiny --threads 1 --grid seq-len=48,200 --passes 3
+
+  infer-opt validate --against held-out.json.gz --calibration h100.json
 """
 
 WarmupOpt = warmup_option("Untimed calls per point (on a CPU for 0.1 s at least, unless 0).")
@@ -83,7 +86,18 @@ def validate(
     passes: PassesOpt = 1,
     threads: ThreadsOpt = None,
     hf_config: HfConfigOpt = None,
+    against: AgainstOpt = None,
+    unseen_device: UnseenDeviceOpt = False,
 ) -> Any:
+    if against is not None or unseen_device:
+        from infer_opt.cli.validate_trace import against_trace
+
+        if against is None:
+            from infer_opt.errors import InvalidInput
+
+            raise InvalidInput("--unseen-device", "given", "needs --against TRACE")
+        used = {"--grid": bool(grid), "--passes": passes != 1, "--threads": threads is not None}
+        return against_trace(against, calibration, unseen_device, given=used)
     from infer_opt.errors import InvalidInput
     from infer_opt.profilers import device as devices
     from infer_opt.profilers import models

@@ -1,0 +1,150 @@
+"""``infer-opt calibrate --from-trace`` and ``infer-opt validate --against`` on the command line."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from tests.helpers import assert_one_line_error, heavy_modules_imported, invoke
+from tests.trace.gpu_traces import MI300X, held_out_ops, training_ops, write_trace
+
+
+@pytest.fixture
+def traces(tmp_path):
+    a = write_trace(tmp_path / "a.json", training_ops())
+    b = write_trace(tmp_path / "b.json", training_ops(1.1))
+    held = write_trace(tmp_path / "held.json", held_out_ops())
+    return a, b, held
+
+
+@pytest.fixture
+def calibration(tmp_path, traces):
+    a, b, _ = traces
+    out = tmp_path / "cal.json"
+    run = invoke("calibrate", "--from-trace", str(a), "--from-trace", str(b), "--out", str(out))
+    assert run.exit_code == 0, run.stderr
+    return out
+
+
+def test_calibrate_from_traces_writes_a_calibration(calibration):
+    data = json.loads(calibration.read_text())
+    assert data["schema"] == "infer-opt/calibration"
+    result = data["result"]
+    assert result["source"] == "from 2 traces of H100 SXM"
+    assert result["grid"] == "trace" and result["device_name"] == "H100 SXM"
+    assert {f["family"] for f in result["families"]} >= {"gemm.nn", "add.t"}
+
+
+def test_the_calibration_report_says_where_it_came_from(calibration):
+    from infer_opt.reports.render import render
+    from infer_opt.results import load_result
+
+    text = render(load_result(calibration).result, "markdown")
+    assert "from 2 traces of H100 SXM: a.json, b.json" in text
+
+
+def test_validate_against_a_trace_has_the_validate_keys(calibration, traces):
+    run = invoke("validate", "--against", str(traces[2]), "--calibration", str(calibration), "--json")
+    assert run.exit_code == 0, run.stderr
+    data = run.json()
+    assert data["schema"] == "infer-opt/validate-trace"
+    result = data["result"]
+    for key in ("op_mape", "op_p90_abs_rel_error", "small_op_mape", "step_mape", "tier", "worst_ops"):
+        assert key in result
+    assert result["tier"] == "target-calibrated"
+    assert "from 2 traces of H100 SXM" in result["calibration"]["source"]
+
+
+def test_validate_against_writes_a_parity_plot(calibration, traces, tmp_path):
+    plot = tmp_path / "parity.png"
+    run = invoke(
+        "validate", "--against", str(traces[2]), "--calibration", str(calibration), "--plot", str(plot)
+    )
+    assert run.exit_code == 0, run.stderr
+    assert plot.stat().st_size > 1000
+
+
+def test_unseen_device_tier(calibration, tmp_path):
+    mi = write_trace(tmp_path / "mi.json", held_out_ops(), device=MI300X)
+    run = invoke(
+        "validate", "--against", str(mi), "--calibration", str(calibration), "--unseen-device", "--json"
+    )
+    assert run.exit_code == 0, run.stderr
+    assert run.json()["result"]["tier"] == "unseen-device"
+
+
+def test_validate_against_loads_no_torch(calibration, traces):
+    argv = ["validate", "--against", str(traces[2]), "--calibration", str(calibration), "--json"]
+    assert "torch" not in heavy_modules_imported(argv)
+
+
+# ---------------------------------------------------------------------------- bad input
+
+
+def test_another_device_is_refused_naming_both(calibration, tmp_path):
+    mi = write_trace(tmp_path / "mi.json", held_out_ops(), device=MI300X)
+    run = invoke("validate", "--against", str(mi), "--calibration", str(calibration))
+    assert_one_line_error(run, "--against", "MI300X", "H100 SXM", "--unseen-device")
+
+
+def test_a_cpu_calibration_is_refused(tmp_path, traces):
+    from infer_opt.profilers import calibration as cal
+    from tests.profilers.synthetic_calibration import synthetic_calibration
+
+    path = cal.save_calibration(synthetic_calibration(families=True), tmp_path / "cpu.json")
+    run = invoke("validate", "--against", str(traces[2]), "--calibration", str(path))
+    assert_one_line_error(run, "--calibration", "H100 SXM", "calibrate --from-trace")
+
+
+def test_mixed_devices_are_refused(tmp_path, traces):
+    mi = write_trace(tmp_path / "mi.json", training_ops(), device=MI300X)
+    run = invoke("calibrate", "--from-trace", str(traces[0]), "--from-trace", str(mi))
+    assert_one_line_error(run, "--from-trace", "MI300X", "H100 SXM")
+
+
+def test_a_trace_without_shaped_ops_is_refused(tmp_path):
+    path = tmp_path / "noshapes.json"
+    doc = json.loads(write_trace(path, training_ops()).read_text())
+    for e in doc["traceEvents"]:
+        e["args"].pop("Input Dims", None)
+    path.write_text(json.dumps(doc))
+    run = invoke("calibrate", "--from-trace", str(path))
+    assert_one_line_error(run, "--from-trace", "nothing to calibrate from", "record_shapes")
+
+
+@pytest.mark.parametrize("content", [b"", b"{not json", gzip.compress(b"")[:5]])
+def test_empty_or_corrupt_traces_are_refused(tmp_path, content):
+    path = tmp_path / ("bad.json.gz" if content[:2] == b"\x1f\x8b" else "bad.json")
+    path.write_bytes(content)
+    assert_one_line_error(invoke("calibrate", "--from-trace", str(path)), "--from-trace", "bad.json")
+
+
+def test_corrupt_held_out_trace_is_refused(calibration, tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text("[1, 2")
+    run = invoke("validate", "--against", str(path), "--calibration", str(calibration))
+    assert_one_line_error(run, "--against", "bad.json")
+
+
+def test_a_corrupt_calibration_is_refused(tmp_path, traces):
+    path = tmp_path / "cal.json"
+    path.write_text("{")
+    run = invoke("validate", "--against", str(traces[2]), "--calibration", str(path))
+    assert_one_line_error(run, "--calibration", "cal.json")
+
+
+def test_against_needs_a_calibration(traces):
+    assert_one_line_error(invoke("validate", "--against", str(traces[2])), "--calibration", "--from-trace")
+
+
+def test_unseen_device_needs_against():
+    assert_one_line_error(invoke("validate", "--unseen-device"), "--unseen-device", "--against")
+
+
+def test_options_from_trace_does_not_use_are_refused(traces):
+    run = invoke("calibrate", "--from-trace", str(traces[0]), "--only", "linear")
+    assert_one_line_error(run, "--only", "--from-trace")
+    run = invoke("validate", "--against", str(traces[2]), "--grid", "batch=1,2")
+    assert_one_line_error(run, "--grid", "--against")

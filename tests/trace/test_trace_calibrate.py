@@ -1,0 +1,368 @@
+"""The operator calibration built from GPU traces (infer_opt/trace/calibrate.py) and its
+validation against a held-out trace (infer_opt/trace/validate.py)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from infer_opt.cost_models import op_model as om
+from infer_opt.errors import InvalidInput
+from infer_opt.trace import calibrate as tc
+from infer_opt.trace import validate as tv
+from infer_opt.trace.devices import by_name
+from infer_opt.trace.reader import read_trace
+from tests.trace.gpu_traces import (
+    BF16,
+    MI300X,
+    add,
+    held_out_ops,
+    mm,
+    training_ops,
+    write_trace,
+)
+
+SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces"
+H100_TRACES = sorted(SHARED.glob("tracelens__h100__*.json.gz")) if SHARED.is_dir() else []
+MI300_TRACES = sorted(SHARED.glob("tracelens__mi300__*.json.gz")) if SHARED.is_dir() else []
+
+
+def _events(tmp_path: Path, name: str, ops, **kwargs):
+    return read_trace(write_trace(tmp_path / name, ops, **kwargs))
+
+
+# ---------------------------------------------------------------------------- op instances
+
+
+def test_an_instance_is_its_kernels_summed(tmp_path):
+    ev = _events(tmp_path, "t.json", [mm(64, 32, 16, [10.0, 2.0]), add(1024, 3.0)])
+    first, second = tc.op_instances(ev)
+    assert (first.name, first.family, first.kernels) == ("aten::mm", "gemm.nn", 2)
+    assert first.time_s == pytest.approx(12e-6)
+    assert first.features == (64.0, 32.0, 16.0)
+    assert first.flops == 2 * 64 * 32 * 16
+    assert (second.family, second.dtype, second.time_s) == ("add.t", "bf16", pytest.approx(3e-6))
+
+
+def test_family_keys():
+    assert tc.family_key("gemm.nt", None, "bf16", "bf16") == "gemm.nt"
+    assert tc.family_key("attention_flash", True, "bf16", "bf16") == "attention_flash.causal"
+    assert tc.family_key("attention_flash", False, "bf16", "bf16") == "attention_flash"
+    assert tc.family_key("eq.s", None, "int64", "bf16") == "eq.s:int64"
+    assert tc.family_dtype("eq.s:int64", "bfloat16") == "int64"
+    assert tc.family_dtype("gemm.nt", "bfloat16") == "bf16"
+
+
+def test_a_shape_point_is_the_median_of_its_instances(tmp_path):
+    ev = _events(tmp_path, "t.json", [mm(64, 64, 64, 10.0), mm(64, 64, 64, 30.0), mm(64, 64, 64, 12.0)])
+    points = tc._points(tc.op_instances(ev), "bf16")
+    (point,) = points["gemm.nn"]
+    assert point.time_s == pytest.approx(12e-6)
+    # IQR of (10, 12, 30) = 21 - 11 = 10, over the median 12
+    assert point.rel_spread == pytest.approx(10 / 12)
+
+
+def test_launch_floor_and_gap(tmp_path):
+    # kernels of 10, 2, 3, 12, 5 µs, 2 µs apart on one stream
+    ops = [mm(64, 64, 64, [10.0, 2.0]), add(1024, 3.0), mm(64, 64, 64, 12.0), add(4096, 5.0)]
+    floor, gap = tc.kernel_floor_and_gap(_events(tmp_path, "t.json", ops))
+    assert floor == pytest.approx(float(np.percentile([10, 2, 3, 12, 5], 5)) * 1e-6)
+    assert gap == pytest.approx(2e-6)
+
+
+def test_main_dtype_is_the_one_of_most_time(tmp_path):
+    ev = _events(
+        tmp_path, "t.json", [mm(64, 64, 64, 10.0), add(1024, 3.0, "long int"), add(1024, 4.0, "long int")]
+    )
+    assert tc.main_dtype(tc.op_instances(ev)) == "bf16"
+
+
+# ---------------------------------------------------------------------------- calibration
+
+
+def test_calibration_from_two_traces(tmp_path):
+    a = write_trace(tmp_path / "a.json", training_ops())
+    b = write_trace(tmp_path / "b.json", training_ops(1.1))
+    cal = tc.read_and_calibrate([a, b])
+    assert cal.source == "from 2 traces of H100 SXM"
+    assert cal.traces == ("a.json", "b.json")
+    assert (cal.device, cal.device_name, cal.dtype, cal.grid) == ("cuda", "H100 SXM", "bfloat16", "trace")
+    assert cal.device_key == "cuda-h100-sxm-bfloat16-op-profiler"
+    families = cal.family_map()
+    assert len(families["gemm.nn@hot"].points) == 4  # four M values, each the median of 4 instances
+    point = families["gemm.nn@hot"].points[0]
+    assert point.features == (64.0, 1024.0, 1024.0)
+    assert point.time_s == pytest.approx(float(np.median([8, 9, 8.8, 9.9])) * 1e-6)
+    assert len(families["add.t@hot"].points) == 3
+    assert cal.warnings == ()  # every family has at least MIN_SHAPES shapes
+
+
+def test_families_of_few_shapes_are_named(tmp_path):
+    cal = tc.read_and_calibrate(
+        [write_trace(tmp_path / "a.json", [*training_ops(), add(64, 2.0, "long int")])]
+    )
+    (notice,) = cal.warnings
+    assert notice.code == "trace_calibration_few_shapes"
+    assert notice.values == {"families": ("add.t:int64",), "min": tc.MIN_SHAPES}
+
+
+def test_families_of_few_shapes_take_the_device_roofline_as_base(tmp_path):
+    cal = tc.read_and_calibrate([write_trace(tmp_path / "a.json", training_ops())])
+    roof = cal.roofline
+    family = cal.family_map()["add.t@hot"]
+    assert len(family.points) < tc.MIN_FIT_SHAPES
+    assert family.rate_flops == roof.compute_rate_flops
+    assert family.bandwidth_bytes_per_s == roof.bandwidth_bytes_per_s
+    assert family.launch_s == cal.launch_floor_s
+
+
+def test_device_roofline_takes_the_90th_percentile_of_achieved_rates():
+    def point(flops, nbytes, t):
+        return om.GridPoint((1.0,), t, 0.0, flops, nbytes)
+
+    gemm = om.FamilyCalibration(
+        "gemm.nt", "hot", ("n",), tuple(point(1e9 * k, 1e6, 1e-4) for k in (1, 2, 3)), 0, 1, 1
+    )
+    adds = om.FamilyCalibration(
+        "add.t", "hot", ("n",), (point(1e3, 1e8, 1e-4), point(1e3, 5e6, 1e-6)), 0, 1, 1
+    )
+    roof = tc.device_roofline([gemm, adds], 2e-6, by_name("h100"), "bf16")
+    # FLOP/s 1e13, 2e13, 3e13 -> 90th percentile 2.8e13; bytes/s of the one point >= 10 µs: 1e12
+    assert roof.compute_rate_flops == pytest.approx(2.8e13)
+    assert roof.bandwidth_bytes_per_s == pytest.approx(1e12)
+    assert roof.launch_overhead_s == 2e-6
+
+
+def test_device_roofline_without_points_is_the_datasheet():
+    spec = by_name("h100")
+    roof = tc.device_roofline([], 3e-6, spec, "bf16")
+    assert roof.compute_rate_flops == spec.peak("bf16")
+    assert roof.bandwidth_bytes_per_s == spec.bytes_per_s
+
+
+def test_two_devices_are_refused_naming_both(tmp_path):
+    a = write_trace(tmp_path / "a.json", training_ops())
+    b = write_trace(tmp_path / "b.json", training_ops(), device=MI300X)
+    with pytest.raises(InvalidInput, match=r"ran on MI300X.*a.json on H100 SXM"):
+        tc.read_and_calibrate([a, b])
+
+
+def test_two_dtypes_are_refused_naming_both(tmp_path):
+    a = write_trace(tmp_path / "a.json", training_ops())
+    fp32 = [("aten::mm", [[64, 64], [64, 64]], ["float", "float"], 10.0)]
+    b = write_trace(tmp_path / "b.json", fp32)
+    with pytest.raises(InvalidInput, match=r"fp32 trace, a.json a bf16 one"):
+        tc.read_and_calibrate([a, b])
+
+
+def test_a_trace_without_shapes_has_nothing_to_calibrate_from(tmp_path):
+    path = write_trace(tmp_path / "a.json", [("aten::mm", [], [], 10.0)])
+    ev = read_trace(path)
+    ev = replace(ev, ops=replace(ev.ops, args=tuple({} for _ in ev.ops.args)))
+    with pytest.raises(InvalidInput, match=r"nothing to calibrate from: none of its 1 GPU kernels"):
+        tc.calibrate_from_traces([ev])
+
+
+def test_an_unknown_gpu_is_refused(tmp_path):
+    path = write_trace(tmp_path / "a.json", training_ops(), device="Mystery Accelerator 9000")
+    ev = read_trace(path)
+    ev = replace(ev, device_properties=({"name": "Mystery Accelerator 9000"},))
+    with pytest.raises(InvalidInput, match=r"GPU is not identified"):
+        tc.calibrate_from_traces([ev])
+
+
+# ---------------------------------------------------------------------------- interpolation
+
+
+def _family(features, residuals, *, rate=1e12, bandwidth=1e11):
+    points = tuple(
+        om.GridPoint((f,), 1e-6 * math.exp(r) + 1e-6 * 0, 0.0, 0.0, f * 1e5)
+        for f, r in zip(features, residuals, strict=True)
+    )
+    fam = om.FamilyCalibration("add.t", "hot", ("n",), points, 0.0, rate, bandwidth)
+    # times so that each point's residual over the base is exactly its r
+    points = tuple(
+        replace(p, time_s=fam.base_time(p.flops, p.bytes) * math.exp(r))
+        for p, r in zip(points, residuals, strict=True)
+    )
+    return replace(fam, points=points)
+
+
+def test_outside_the_shapes_the_residual_is_the_inverse_square_distance_mean():
+    fam = _family([1024.0, 4096.0], [0.2, 0.6])
+    interp = tc.TraceInterpolator(fam)
+    rho, extrapolated = interp.residual_at((16384.0,))
+    # log2 distances 4 (1024) and 2 (4096): weights 1/16 and 1/4
+    assert extrapolated
+    assert rho == pytest.approx((0.2 / 16 + 0.6 / 4) / (1 / 16 + 1 / 4))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(-2, 2), min_size=2, max_size=6), st.floats(10, 25))
+def test_the_interpolator_is_exact_at_every_point_and_bounded_beyond(residuals, exponent):
+    features = [float(2 ** (10 + 2 * i)) for i in range(len(residuals))]
+    interp = tc.TraceInterpolator(_family(features, residuals))
+    for f, r in zip(features, residuals, strict=True):
+        assert interp.residual_at((f,))[0] == pytest.approx(r, abs=1e-9)
+    rho, _ = interp.residual_at((2.0**exponent,))
+    assert min(residuals) - 1e-9 <= rho <= max(residuals) + 1e-9
+
+
+# ---------------------------------------------------------------------------- scaling
+
+
+def test_scaling_moves_the_rates_by_the_datasheet_ratios_and_keeps_residuals(tmp_path):
+    cal = tc.read_and_calibrate([write_trace(tmp_path / "a.json", training_ops())])
+    h100, mi300 = by_name("h100"), by_name("mi300x")
+    moved = tc.scale_to_device(cal, mi300)
+    assert moved.device_name == "MI300X" and "scaled to MI300X by datasheet peaks" in moved.source
+    for old, new in zip(cal.families, moved.families, strict=True):
+        if math.isfinite(old.rate_flops):
+            assert new.rate_flops == pytest.approx(old.rate_flops * mi300.peak("bf16") / h100.peak("bf16"))
+        if math.isfinite(old.bandwidth_bytes_per_s):
+            ratio = mi300.bytes_per_s / h100.bytes_per_s
+            assert new.bandwidth_bytes_per_s == pytest.approx(old.bandwidth_bytes_per_s * ratio)
+        for p, q in zip(old.points, new.points, strict=True):
+            before = math.log(p.time_s / old.base_time(p.flops, p.bytes))
+            after = math.log(q.time_s / new.base_time(q.flops, q.bytes))
+            assert after == pytest.approx(before, abs=1e-9)
+
+
+def test_scaling_there_and_back_is_the_identity(tmp_path):
+    cal = tc.read_and_calibrate([write_trace(tmp_path / "a.json", training_ops())])
+    back = tc.scale_to_device(tc.scale_to_device(cal, "mi300x"), "h100")
+    for old, new in zip(cal.families, back.families, strict=True):
+        for p, q in zip(old.points, new.points, strict=True):
+            assert q.time_s == pytest.approx(p.time_s, rel=1e-9)
+
+
+# ---------------------------------------------------------------------------- validation
+
+
+@pytest.fixture
+def calibration(tmp_path):
+    a = write_trace(tmp_path / "a.json", training_ops())
+    b = write_trace(tmp_path / "b.json", training_ops(1.1))
+    return tc.read_and_calibrate([a, b])
+
+
+def test_validation_compares_each_op_with_its_prediction(tmp_path, calibration):
+    held = _events(tmp_path, "held.json", held_out_ops())
+    r = tv.validate_against(held, calibration, calibration_source="cal.json")
+    assert r.tier == "target-calibrated"
+    model = tc.TraceOpModel(calibration)
+    by = {(o.name, o.shapes): o for o in r.ops}
+    gemm = by[("aten::mm", "(192, 1024), (1024, 1024)")]
+    assert gemm.calls == 2 and gemm.measured_s == pytest.approx(15.5e-6)  # median of 15 and 16
+    inst = next(i for i in tc.op_instances(held) if i.name == "aten::mm")
+    expected = model.estimate(om.OpQuery("aten::mm", "gemm.nn", inst.features, inst.flops, inst.bytes)).time_s
+    assert gemm.predicted_s == pytest.approx(expected)
+    large = [o for o in r.ops if o.measured_s >= 10e-6]
+    assert r.op_count == len(large) == 2
+    assert r.op_mape == pytest.approx(np.mean([abs(o.predicted_s / o.measured_s - 1) for o in large]))
+    assert r.small_op_count == 1
+    (step,) = r.points
+    assert step.measured_s == pytest.approx((15 + 16 + 12 + 4) * 1e-6)
+    predicted = sum(o.predicted_s * o.calls for o in r.ops)
+    assert step.predicted_s == pytest.approx(predicted)
+    assert r.step_mape == pytest.approx(abs(predicted / step.measured_s - 1))
+    assert r.modelled_share == pytest.approx(1.0)
+
+
+def test_between_measured_shapes_the_gemm_is_interpolated(tmp_path, calibration):
+    r = tv.validate_against(
+        _events(tmp_path, "held.json", held_out_ops()), calibration, calibration_source="c"
+    )
+    gemm = next(o for o in r.ops if o.name == "aten::mm")
+    assert gemm.source == "grid" and not gemm.extrapolated
+    # M = 192 lies between the medians at M = 128 (~12.55 µs) and 256 (~20.1 µs)
+    assert 12e-6 < gemm.predicted_s < 20.5e-6
+
+
+def test_another_device_is_refused_naming_both(tmp_path, calibration):
+    held = _events(tmp_path, "held.json", held_out_ops(), device=MI300X)
+    with pytest.raises(InvalidInput, match=r"ran on MI300X and the calibration .* is of H100 SXM"):
+        tv.validate_against(held, calibration, calibration_source="cal.json")
+
+
+def test_unseen_device_scales_the_calibration(tmp_path, calibration):
+    held = _events(tmp_path, "held.json", held_out_ops(), device=MI300X)
+    r = tv.validate_against(held, calibration, calibration_source="cal.json", unseen_device=True)
+    assert r.tier == "unseen-device"
+    assert r.device_name == "MI300X" and r.calibration.device_name == "MI300X"
+
+
+def test_another_dtype_is_refused_naming_both(tmp_path, calibration):
+    fp32 = [("aten::mm", [[64, 64], [64, 64]], ["float", "float"], 10.0)]
+    with pytest.raises(InvalidInput, match=r"float32 trace and the calibration .* is for bfloat16"):
+        tv.validate_against(_events(tmp_path, "held.json", fp32), calibration, calibration_source="c")
+
+
+def test_a_cpu_calibration_is_refused(tmp_path, calibration):
+    cpu = replace(calibration, device="cpu", device_name="AMD EPYC", grid="standard")
+    with pytest.raises(InvalidInput, match=r"is a calibration of AMD EPYC .cpu.*ran on H100 SXM"):
+        tv.validate_against(_events(tmp_path, "held.json", held_out_ops()), cpu, calibration_source="c")
+
+
+def test_an_op_in_another_dtype_borrows_the_plain_family(tmp_path, calibration):
+    ops = [*held_out_ops(), add(1 << 16, 6.0, "long int")]
+    r = tv.validate_against(_events(tmp_path, "held.json", ops), calibration, calibration_source="c")
+    other = next(o for o in r.ops if o.dtype == "int64")
+    assert other.used == "add.t@hot"
+
+
+def test_an_op_no_family_covers_gets_the_device_roofline(tmp_path, calibration):
+    ops = [*held_out_ops(), ("aten::sigmoid", [[1 << 16]], [BF16], 5.0)]
+    r = tv.validate_against(_events(tmp_path, "held.json", ops), calibration, calibration_source="c")
+    sig = next(o for o in r.ops if o.name == "aten::sigmoid")
+    assert sig.source == "roofline"
+    roof = calibration.roofline
+    inst = next(i for i in tc.op_instances(_events(tmp_path, "h2.json", ops)) if i.name == "aten::sigmoid")
+    assert sig.predicted_s == pytest.approx(roof.time(inst.flops, inst.bytes))
+
+
+def test_saved_calibration_round_trips_and_loads_without_torch(tmp_path, calibration):
+    from infer_opt.results import save_result
+
+    path = save_result(tmp_path / "cal.json", calibration)
+    back = tc.load(path)
+    assert back.source == calibration.source and back.kernel_gap_s == calibration.kernel_gap_s
+    assert back.family_map().keys() == calibration.family_map().keys()
+
+
+def test_loading_something_else_is_refused(tmp_path):
+    empty = tmp_path / "empty.json"
+    empty.write_text("")
+    with pytest.raises(InvalidInput, match=r"--calibration"):
+        tc.load(empty)
+    with pytest.raises(InvalidInput, match=r"does not exist"):
+        tc.load(tmp_path / "missing.json")
+
+
+# ---------------------------------------------------------------------------- shared traces
+
+
+@pytest.mark.skipif(len(H100_TRACES) < 4, reason="../shared/traces is absent")
+def test_leave_one_out_on_the_shared_h100_traces():
+    events = [read_trace(p) for p in H100_TRACES]
+    cal = tc.calibrate_from_traces(events[:3])
+    assert cal.source == "from 3 traces of H100 SXM"
+    r = tv.validate_against(events[3], cal, calibration_source="three")
+    assert r.op_count > 0 and r.op_mape is not None and r.step_mape is not None
+    assert r.modelled_share > 0.99
+    # the held-out trace's steps hold all of its GPU time
+    assert sum(s.measured_s for s in r.points) == pytest.approx(
+        float(events[3].gpu.dur_us[events[3].gpu.kind != 3].sum()) / 1e6
+    )
+
+
+@pytest.mark.skipif(not (H100_TRACES and MI300_TRACES), reason="../shared/traces is absent")
+def test_shared_traces_of_two_gpus_are_refused():
+    with pytest.raises(InvalidInput, match=r"ran on MI300X.*on H100 SXM"):
+        tc.read_and_calibrate([H100_TRACES[0], MI300_TRACES[0]])
