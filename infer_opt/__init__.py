@@ -19,8 +19,8 @@ __version__ = "0.1.0"
 _API = {
     "amdahl", "Part", "load", "profile", "kernels", "fit_roofline", "buckets", "amortize",
     "amortize_buckets", "speculative_speedup", "Costs", "acceptance", "compare_plans", "PlanRound",
-    "rates_from_counts", "attention_memory", "window_bound", "compare", "render", "InvalidInput",
-    "RunFailure",
+    "rates_from_counts", "attention_memory", "window_bound", "compare", "render", "load_trace",
+    "InvalidInput", "RunFailure",
 }  # fmt: skip
 
 __all__ = ["__version__", *sorted(_API)]

@@ -200,6 +200,7 @@ EXPORTS: dict[str, str] = {
     "window_bound": "infer_opt.cost_models.attention:window_bound",
     "compare": "infer_opt.cost_models.compare:compare_results",
     "render": "infer_opt.reports.render:render",
+    "load_trace": "infer_opt.trace.loaded:load_trace",
     "InvalidInput": "infer_opt.errors:InvalidInput",
     "RunFailure": "infer_opt.errors:RunFailure",
 }

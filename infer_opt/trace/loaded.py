@@ -1,0 +1,149 @@
+"""``infer_opt.load_trace(path)``: the ``trace`` analysis for Python users, with its tables as
+pandas DataFrames (whole, never cut at a display's ``--top``), as HTA users expect::
+
+    t = infer_opt.load_trace("rank0.json.gz", device="h100")
+    t.result                 # the TraceResult (what ``infer-opt trace --json`` writes)
+    t.ops                    # one row per (op, shapes, dtype) group
+    t.kernels                # one row per GPU event of the analyzed steps, with its op
+    t.steps, t.ranks         # the timeline per step and per rank
+
+pandas is imported only when a frame is first asked for.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import asdict
+from functools import cached_property
+from typing import Any
+
+from infer_opt.errors import InvalidInput
+from infer_opt.kinds.trace import TraceResult
+from infer_opt.trace.analyze import Analysis, analyze, parse_steps
+from infer_opt.trace.events import GPU_KIND_NAMES
+from infer_opt.trace.op_costs import CAUSAL_CONVENTIONS
+
+
+class LoadedTrace:
+    """A trace analysis and its tables as DataFrames (built once, on first use)."""
+
+    def __init__(self, analysis: Analysis):
+        self.analysis = analysis
+        self.result: TraceResult = analysis.result
+
+    def __repr__(self) -> str:
+        r = self.result
+        device = r.device_name or "unknown device"
+        return f"LoadedTrace({len(r.files)} file(s), {device}, {len(r.ops)} op groups)"
+
+    @cached_property
+    def ops(self) -> Any:
+        import pandas as pd
+
+        rows = [{k: v for k, v in asdict(g).items() if k != "kernel_names"} for g in self.result.ops]
+        for row, g in zip(rows, self.result.ops, strict=True):
+            row["kernel_names"] = " | ".join(g.kernel_names)
+        return pd.DataFrame(rows)
+
+    @cached_property
+    def steps(self) -> Any:
+        import pandas as pd
+
+        return pd.DataFrame([{"rank": r.rank, **asdict(s)} for r in self.result.ranks for s in r.steps])
+
+    @cached_property
+    def ranks(self) -> Any:
+        import pandas as pd
+
+        keys = ("rank", "path", "idle_fraction", "compute_fraction", "non_compute_fraction",
+                "overlap_fraction", "comm_fraction", "step_time_median_s", "step_time_spread_s")  # fmt: skip
+        return pd.DataFrame([{k: getattr(r, k) for k in keys} for r in self.result.ranks])
+
+    @cached_property
+    def kernels(self) -> Any:
+        import numpy as np
+        import pandas as pd
+
+        from infer_opt.trace.timeline import classify
+
+        frames = []
+        for rank, events, mask in zip(
+            self.result.ranks, self.analysis.traces, self.analysis.masks, strict=True
+        ):
+            g = events.gpu
+            idx = np.flatnonzero(mask)
+            names = np.array(events.names, dtype=object)
+            op = g.op[idx]
+            has_op = op >= 0
+            op_names = np.full(len(idx), "", dtype=object)
+            if len(events.ops) and has_op.any():
+                op_names[has_op] = names[events.ops.name[op[has_op]]]
+            step_numbers = np.array([s.number for s in events.steps] or [0])[np.maximum(g.step[idx], 0)]
+            categories = np.array(["compute", "communication", "memory", "sync"], dtype=object)
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "rank": rank.rank,
+                        "step": np.where(g.step[idx] >= 0, step_numbers, -1),
+                        "name": names[g.name[idx]] if len(idx) else [],
+                        "kind": np.array(GPU_KIND_NAMES, dtype=object)[g.kind[idx]],
+                        "category": categories[classify(events)[idx]],
+                        "stream": g.stream[idx],
+                        "ts_us": g.ts_us[idx],
+                        "dur_us": g.dur_us[idx],
+                        "correlation": g.correlation[idx],
+                        "op": op_names,
+                    }
+                )
+            )
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    def to_frame(self) -> Any:
+        """The op groups (as every result's ``to_frame`` gives its main table)."""
+        return self.ops
+
+
+def load_trace(
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    *,
+    steps: str | None = None,
+    device: str | None = None,
+    peak_flops: float | None = None,
+    peak_bandwidth: float | None = None,
+    hta_compat: bool = False,
+    causal_flops: str = "half",
+    matmul_fraction: float = 0.7,
+) -> LoadedTrace:
+    """Analyze trace file(s) as ``infer-opt trace`` does; bad input raises
+    :class:`~infer_opt.errors.InvalidInput` naming the parameter, as the CLI refuses it."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    paths = list(paths)
+    if not paths:
+        raise InvalidInput("paths", "[]", "give at least one trace file or folder")
+    for name, value in (("peak_flops", peak_flops), ("peak_bandwidth", peak_bandwidth)):
+        if value is not None and not (isinstance(value, (int, float)) and 0 < value < float("inf")):
+            raise InvalidInput(name, repr(value), "a positive finite number (per second)")
+    if not isinstance(matmul_fraction, (int, float)) or not 0 < matmul_fraction <= 1:
+        raise InvalidInput("matmul_fraction", repr(matmul_fraction), "a fraction in (0, 1]")
+    if causal_flops not in CAUSAL_CONVENTIONS:
+        raise InvalidInput("causal_flops", repr(causal_flops), f"one of {', '.join(CAUSAL_CONVENTIONS)}")
+    for p in paths:
+        if not os.path.exists(p):
+            raise InvalidInput("paths", os.fspath(p), "file does not exist")
+    return LoadedTrace(
+        analyze(
+            paths,
+            steps=parse_steps(steps),
+            hta_compat=hta_compat,
+            device=device,
+            peak_flops=peak_flops,
+            peak_bandwidth=peak_bandwidth,
+            causal=causal_flops,
+            matmul_peak_fraction=float(matmul_fraction),
+        )
+    )
+
+
+__all__ = ["LoadedTrace", "load_trace"]

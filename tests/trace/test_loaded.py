@@ -1,0 +1,100 @@
+"""``infer_opt.load_trace``: the trace analysis from Python, its DataFrames whole, and its bad
+input refused as the CLI refuses it."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import infer_opt
+from infer_opt.errors import InvalidInput
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+MODEL = FIXTURES / "model_step.json"
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    return infer_opt.load_trace(MODEL)
+
+
+def test_frames_are_the_whole_tables(loaded):
+    assert len(loaded.ops) == len(loaded.result.ops)
+    assert list(loaded.ops["name"]) == [g.name for g in loaded.result.ops]
+    assert len(loaded.steps) == 2 and set(loaded.steps["step"]) == {1, 2}
+    assert list(loaded.ranks["rank"]) == [0]
+    assert loaded.to_frame() is loaded.ops
+
+
+def test_kernels_frame_has_every_gpu_event_of_the_steps_and_sums_to_the_ops(loaded):
+    k = loaded.kernels
+    assert len(k) == 16  # 8 GPU events per step
+    assert math.fsum(k["dur_us"]) / 1e6 == pytest.approx(math.fsum(g.time_s for g in loaded.result.ops))
+    assert set(k["kind"]) == {"kernel", "memcpy", "memset"}
+    assert set(k[k["name"].str.startswith("nccl")]["category"]) == {"communication"}
+    assert set(k[k["name"].str.contains("gemm")]["op"]) == {"aten::addmm"}
+
+
+def test_more_groups_than_a_display_shows_are_all_in_the_frame(tmp_path):
+    import json
+
+    doc = json.loads(MODEL.read_text())
+    events = doc["traceEvents"]
+    base = next(e for e in events if e["name"] == "aten::add")
+    kernel = next(e for e in events if e["name"] == "vectorized_elementwise_kernel<add>")
+    for i in range(30):  # 30 more add groups of distinct shapes in step 2, each with its kernel
+        ts = 1150 + 1.6 * i
+        dims = [[i + 1, 8], [i + 1, 8], []]
+        op = {
+            **base,
+            "ts": ts,
+            "dur": 1.5,
+            "args": {**base["args"], "External id": 900 + i, "Input Dims": dims},
+        }
+        launch = {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100, "tid": 1,
+                  "ts": ts + 0.2, "dur": 0.5, "args": {"correlation": 1000 + i}}  # fmt: skip
+        k = {**kernel, "ts": 1175 + 0.1 * i, "dur": 0.05, "args": {**kernel["args"], "correlation": 1000 + i}}
+        events += [op, launch, k]
+    (tmp_path / "t.json").write_text(json.dumps(doc))
+    t = infer_opt.load_trace(tmp_path / "t.json")
+    assert len(t.result.ops) == 7 + 30
+    assert len(t.ops) == 37 and len(t.kernels) == 16 + 30
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "param"),
+    [
+        ({"steps": "x"}, "--steps"),
+        ({"device": "tpu-v9"}, "--device"),
+        ({"peak_flops": -1.0}, "peak_flops"),
+        ({"peak_bandwidth": float("nan")}, "peak_bandwidth"),
+        ({"matmul_fraction": 0}, "matmul_fraction"),
+        ({"causal_flops": "quarter"}, "causal_flops"),
+    ],
+)
+def test_bad_arguments_raise_invalid_input_naming_them(kwargs, param):
+    with pytest.raises(InvalidInput, match=param):
+        infer_opt.load_trace(MODEL, **kwargs)
+
+
+def test_missing_and_empty_inputs(tmp_path):
+    with pytest.raises(InvalidInput, match="does not exist"):
+        infer_opt.load_trace(tmp_path / "nope.json")
+    with pytest.raises(InvalidInput, match="at least one"):
+        infer_opt.load_trace([])
+    (tmp_path / "x.json").write_text("{}")
+    with pytest.raises(InvalidInput, match=r"x\.json"):
+        infer_opt.load_trace(tmp_path / "x.json")
+
+
+def test_load_trace_imports_neither_torch_nor_pandas_until_a_frame_is_asked_for():
+    code = (
+        "import sys, infer_opt; t = infer_opt.load_trace(sys.argv[1]); "
+        "print('torch' in sys.modules, 'pandas' in sys.modules); t.ops; print('pandas' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(MODEL)], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False", "True"]
