@@ -41,12 +41,12 @@ KINDS: dict[str, Kind] = {
         Kind("roofline", f"{_CM}.roofline:RooflineFit", f"{_RP}.roofline:build_view", f"{_PL}.roofline:plot"),
         Kind(
             "attention-check",
-            "infer_opt.checks.mask_alignment:AttentionCheckResult",
+            f"{_KD}.attention_check:AttentionCheckResult",
             f"{_RP}.checks:build_attention_check_view",
         ),
         Kind(
             "speculative-verify",
-            "infer_opt.checks.spec_sampler:SpeculativeVerifyResult",
+            f"{_KD}.speculative_verify:SpeculativeVerifyResult",
             f"{_RP}.checks:build_speculative_verify_view",
         ),
         Kind(

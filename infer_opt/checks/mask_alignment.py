@@ -35,7 +35,7 @@ from infer_opt.checks.blocked_attention import (
     visibility_torch,
 )
 from infer_opt.errors import InvalidInput
-from infer_opt.results import Result
+from infer_opt.kinds.attention_check import AttentionCase, AttentionCheckResult
 
 #: max |output - float64 reference| allowed per dtype, for unit-variance random q, k, v
 TOLERANCES: dict[str, float] = {"float64": 1e-10, "float32": 1e-4, "float16": 5e-3, "bfloat16": 3e-2}
@@ -43,55 +43,6 @@ TOLERANCES: dict[str, float] = {"float64": 1e-10, "float32": 1e-4, "float16": 5e
 #: signature of an attention under test: (q, k, v, causal_offset) -> output, torch tensors of
 #: shape (B, H, T, d); query i sits at logical position ``causal_offset + i``
 AttentionFn = Callable[[Any, Any, Any, int], Any]
-
-
-@dataclass(frozen=True)
-class AttentionCase:
-    """One path on one case, compared with the float64 reference."""
-
-    case: str
-    path: str
-    #: the mask the path used: "bottom-right", "top-left bool", "none", ...
-    mask: str
-    tq: int
-    tk: int
-    #: logical position of query 0 (T_k - T_q: bottom-right alignment)
-    causal_offset: int
-    max_abs_error: float
-    tolerance: float
-    #: the output has no NaN/inf
-    finite: bool
-    #: finite and max_abs_error <= tolerance
-    matches_reference: bool
-    #: this path is wrong on purpose; the check must flag it (not match the reference)
-    expected_to_fail: bool
-    #: matches the reference, or — for a deliberately wrong path — was detected as wrong
-    passed: bool
-    #: the path raised instead of returning an output (the exception, one line)
-    error: str | None = None
-
-
-@dataclass(frozen=True)
-class AttentionCheckResult(Result):
-    KIND = "attention-check"
-
-    dtype: str
-    batch: int
-    heads: int
-    head_dim: int
-    seed: int
-    device: str
-    cases: tuple[AttentionCase, ...]
-    #: every path that should match does, and every deliberately wrong path was detected
-    passed: bool
-    #: what was checked: "built-in paths" or the name of the callable under test
-    subject: str = "built-in paths"
-    block_size: int | None = None
-    window: int | None = None
-    #: observed here: SDPA(is_causal=True) with T_q = 1 < T_k returned v_0 (key 0 only)
-    sdpa_is_causal_top_left: bool | None = None
-    torch_version: str | None = None
-    reference: str = "full softmax attention in float64 (numpy) with the bottom-right causal mask"
 
 
 # ----------------------------------------------------------------------------- masks

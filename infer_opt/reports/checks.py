@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from infer_opt.checks.mask_alignment import AttentionCase, AttentionCheckResult
-from infer_opt.checks.spec_sampler import RuleVerdict, SpeculativeVerifyResult
+from infer_opt.kinds.attention_check import AttentionCase, AttentionCheckResult
+from infer_opt.kinds.speculative_verify import RuleVerdict, SpeculativeVerifyResult
 from infer_opt.reports.view import Column, Table, View, rows_of
 from infer_opt.units import format_number
 
