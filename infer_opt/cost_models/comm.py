@@ -39,7 +39,7 @@ import numpy as np
 
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
-from infer_opt.results import Result
+from infer_opt.results import Result, number_problems
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "send_recv")
 #: what one rank alone can measure: a device-local copy of S bytes (not a collective)
@@ -104,6 +104,11 @@ class CommPoint:
     slowest_rank: int
     #: samples per rank
     reps: int
+
+    def loaded_problems(self) -> list[tuple[str, object, str]]:
+        """A saved point's size and times are finite and > 0 (a file read back)."""
+        out = number_problems(self, finite_positive=("bytes", "time_s", "rank_median_s"))
+        return out + number_problems(self, non_negative=("q1_s", "q3_s"))
 
 
 def comm_point(collective: str, n_bytes: int, rank_samples_s: Sequence[Sequence[float]]) -> CommPoint:
@@ -303,6 +308,26 @@ class CollectiveSweep:
     fit_max_abs_rel_error: float | None = None
     #: fit parameters on the edge of their search range (the sizes do not pin them)
     parameters_at_bound: tuple[str, ...] = ()
+
+    def loaded_problems(self) -> list[tuple[str, object, str]]:
+        """What a saved sweep may not hold: α < 0 or β <= 0, or a fit its own points contradict
+        — α above twice the smallest measured time, β beyond ×/÷:data:`BANDWIDTH_RANGE` of the
+        best measured S/t (the fit's own search range: :func:`fit_alpha_beta`)."""
+        out = number_problems(self, non_negative=("alpha_s",), finite_positive=("beta_bytes_per_s",))
+        points = [p for p in self.points if p.time_s > 0 and math.isfinite(p.time_s)]
+        if out or not points:
+            return out
+        t_min = min(p.time_s for p in points)
+        best = max(p.bytes / p.time_s for p in points)
+        slack = 1 + 1e-6
+        if self.alpha_s is not None and self.alpha_s > 2 * t_min * slack:
+            allowed = f"must be at most twice the sweep's smallest time ({t_min:.3g} s)"
+            out.append(("alpha_s", self.alpha_s, allowed))
+        beta = self.beta_bytes_per_s
+        if beta is not None and not best / BANDWIDTH_RANGE / slack <= beta <= best * BANDWIDTH_RANGE * slack:
+            allowed = f"must be within ×/÷{BANDWIDTH_RANGE:g} of the best measured S/t ({best:.3g} B/s)"
+            out.append(("beta_bytes_per_s", beta, allowed))
+        return out
 
     def predict_s(self, n_bytes: float) -> float | None:
         """``α + S/β`` from this sweep's fit (None without one)."""

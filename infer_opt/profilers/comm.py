@@ -429,6 +429,8 @@ def comm_for(world_size: int, device_kind: str, path: Path | None = None) -> cm.
     if path is not None:
         try:
             loaded = parse_envelope(json.loads(read_input(path, "comm")), source=str(path))
+        except InvalidInput as exc:  # a field that is not what a comm sweep may hold
+            raise exc.under("comm", str(path)) from None
         except (OSError, json.JSONDecodeError, ValueError) as exc:
             raise InvalidInput(
                 "comm", str(path), f"not a readable comm result ({type(exc).__name__})"
@@ -451,6 +453,14 @@ def comm_for(world_size: int, device_kind: str, path: Path | None = None) -> cm.
             why = f"no comm sweep over {world_size} ranks is saved: run infer-opt comm --nproc {world_size}"
             raise InvalidInput("tp", world_size, f"{why} first (or give --comm FILE)")
         result = found[-1]
+    measured_on = "cuda" if result.device.startswith("cuda") else "cpu"
+    if measured_on != device_kind:
+        raise InvalidInput(
+            "comm",
+            f"{result.backend} on {result.device_name or result.device}",
+            f"the sweep was measured on {measured_on}; this prediction is for {device_kind}: "
+            f"measure one there (infer-opt comm --nproc {world_size}) or give its --comm file",
+        )
     if result.world_size != world_size:
         raise InvalidInput(
             "comm",

@@ -335,7 +335,7 @@ def _saved_files(root: Path) -> dict[str, str]:
     from tests.reports.fixtures import fixture
 
     cal = synthetic_calibration(families=True)
-    profile = fixture("profile")
+    profile, comm = fixture("profile"), fixture("comm")
     return {
         "c_ok": _mutated(cal, root, "c_ok"),
         "c_families_null": _mutated(cal, root, "c_families_null", (("families",), None)),
@@ -351,6 +351,10 @@ def _saved_files(root: Path) -> dict[str, str]:
         "p_step_null": _mutated(profile, root, "p_step_null", (("step",), None)),
         "p_median_zero": _mutated(profile, root, "p_median_zero", (("step", "run_medians_s"), [0.0, 0.002])),
         "p_median_neg": _mutated(profile, root, "p_median_neg", (("step", "median_s"), -0.001)),
+        "s_alpha_neg": _mutated(comm, root, "s_alpha_neg", (("collectives", 0, "alpha_s"), -4.0)),
+        "s_alpha_big": _mutated(comm, root, "s_alpha_big", (("collectives", 0, "alpha_s"), 1e308)),
+        "s_beta_big": _mutated(comm, root, "s_beta_big", (("collectives", 1, "beta_bytes_per_s"), 1e300)),
+        "s_nccl": _mutated(comm, root, "s_nccl", (("device",), "cuda:0"), (("backend",), "nccl")),
     }
 
 
@@ -474,6 +478,21 @@ CORE_CASES = [
     (["report", "{p_ops_null}"], "p_ops_null.json: field ops"),
     (["report", "{p_median_zero}", "{p_ok}"], "p_median_zero.json: field step.run_medians_s[0]"),
     (["report", "{c_families_null}"], "field families"),
+    (
+        ["predict", "--calibration", "{c_ok}", "--tp", "2", "--comm", "{s_alpha_neg}"],
+        "--comm: ",  # α < 0 gave "communication −4 s"
+    ),
+    (["report", "{s_alpha_neg}"], "field collectives[0].alpha_s: must be a finite number >= 0"),
+    (["report", "{s_alpha_big}"], "field collectives[0].alpha_s: must be at most twice"),
+    (["report", "{s_beta_big}"], "field collectives[1].beta_bytes_per_s: must be within"),
+    (
+        ["predict", "--calibration", "{c_ok}", "--tp", "2", "--comm", "{s_alpha_big}"],
+        "alpha_s: must be at most twice the sweep's smallest time",
+    ),
+    (
+        ["predict", "--calibration", "{c_ok}", "--tp", "2", "--comm", "{s_nccl}"],
+        "--comm: the sweep was measured on cuda; this prediction is for cpu",
+    ),
 ]
 
 
