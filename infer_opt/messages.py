@@ -394,6 +394,14 @@ MESSAGES: dict[str, Words] = {
         "no GPU events in the trace" + ("s" if v["files"] > 1 else "")
         + ": only the CPU-op analysis (self time per op) is given"
     ),
+    "trace_compare_devices": lambda v: (
+        f"the two traces ran on different devices ({v['base']} against {v['new']}): the ratios compare "
+        "the devices as much as any change"
+    ),
+    "trace_compare_one_step": lambda v: (
+        "neither trace has two steps: the spread between steps is unknown, so a change is called on "
+        "the threshold alone"
+    ),
     "launch_backlog": lambda v: (
         f"the launch queue is deep (up to {v['max_depth']} kernels launched ahead of the GPU): the delay "
         "from launch to start is queueing behind earlier kernels, not launch overhead"

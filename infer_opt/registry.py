@@ -129,6 +129,12 @@ KINDS: dict[str, Kind] = {
         ),
         # ---- real GPU traces (trace)
         Kind("trace", f"{_KD}.trace:TraceResult", f"{_RP}.trace:build_view", f"{_PL}.trace:plot"),
+        Kind(
+            "trace-compare",
+            f"{_KD}.trace_compare:TraceCompareResult",
+            f"{_RP}.trace_compare:build_view",
+            f"{_PL}.trace_compare:plot",
+        ),
         # ---- engine settings (tune)
         Kind(
             "tune-capture-sizes",

@@ -4,7 +4,7 @@ and which changes exceed the noise."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -17,7 +17,9 @@ from infer_opt.results import load_result
 # Rich keeps single newlines in help text, so each paragraph is one (concatenated) line.
 HELP = (
     "Compare two saved profiles (or two kernel-suite runs) of the same model or suite: per operator "
-    "(case) and category, which changes exceed the noise between runs.\n\n"
+    "(case) and category, which changes exceed the noise between runs. Two GPU traces (trace files or "
+    "saved `infer-opt trace` results) compare op by op (name, shapes, dtype): kernel time per step, "
+    "its ratio against the spread between steps, and the categories' shares.\n\n"
     "With --runs 3 or more on each side: r = e^(mean log run median new - base), Student's t test on "
     "the log run medians (between-run variance pooled over both sides, at least its family's); "
     "faster/slower iff p < --alpha and max(r, 1/r) - 1 >= --threshold. With one run on a side the "
@@ -32,7 +34,8 @@ HELP = (
     "--out new.json\n\n"
     "  infer-opt compare base.json new.json\n\n"
     "  infer-opt compare base.json new.json --threshold 10% --markdown diff.md --plot diff.png\n\n"
-    "  infer-opt compare kernels-old.json kernels-new.json --json\n"
+    "  infer-opt compare kernels-old.json kernels-new.json --json\n\n"
+    "  infer-opt compare h100.json.gz mi300x.json.gz --plot ops.png\n"
 )
 
 
@@ -80,9 +83,15 @@ def compare(
             "(infer-opt ab), else 40% (100% under 20 µs).",
         ),
     ] = None,
-) -> model.CompareResult:
-    loaded_base, loaded_new = load_result(base), load_result(new)
+) -> Any:
     distinct = base.name != new.name
+    names = (base.name if distinct else str(base), new.name if distinct else str(new))
+    traces = _traces(base, new)
+    if traces is not None:
+        from infer_opt.trace.compare import compare_traces
+
+        return compare_traces(*traces, base_name=names[0], new_name=names[1], threshold=threshold)
+    loaded_base, loaded_new = load_result(base), load_result(new)
     if noise_floor is not None:
         noise = model.Noise.given(noise_floor)
     else:
@@ -92,8 +101,8 @@ def compare(
     return model.compare_results(
         loaded_base.result,
         loaded_new.result,
-        base_name=base.name if distinct else str(base),
-        new_name=new.name if distinct else str(new),
+        base_name=names[0],
+        new_name=names[1],
         force=force,
         alpha=alpha,
         threshold=threshold,
@@ -101,6 +110,40 @@ def compare(
         noise=noise,
         commands=(loaded_base.envelope.get("command", ""), loaded_new.envelope.get("command", "")),
     )
+
+
+def _is_trace_file(path: Path) -> bool:
+    """A torch.profiler trace (gzip, or JSON that is not an infer-opt result), by its first bytes."""
+    with open(path, "rb") as handle:
+        head = handle.read(4096)
+    if head[:2] == b"\x1f\x8b":
+        return True
+    return b'"infer-opt/' not in head and b"traceEvents" in head
+
+
+def _traces(base: Path, new: Path) -> tuple | None:
+    """The two trace analyses when the inputs are trace files or saved trace results; None when
+    both are other results; a mix is refused."""
+    from infer_opt.errors import InvalidInput
+
+    sides = []
+    for path in (base, new):
+        if _is_trace_file(path):
+            from infer_opt.trace.analyze import analyze
+
+            sides.append(analyze([path]).result)
+        else:
+            loaded = load_result(path)
+            sides.append(loaded.result if loaded.kind == "trace" else loaded.kind)
+    kinds = ["trace" if not isinstance(s, str) else s for s in sides]
+    if kinds == ["trace", "trace"]:
+        return sides[0], sides[1]
+    if "trace" in kinds:
+        other = next(k for k in kinds if k != "trace")
+        which = "NEW" if kinds[0] == "trace" else "BASE"
+        where = new if which == "NEW" else base
+        raise InvalidInput(which, str(where), f"a {other} result; a trace compares with a trace")
+    return None
 
 
 def register(app: typer.Typer) -> None:

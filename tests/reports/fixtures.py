@@ -419,6 +419,14 @@ def trace() -> Result:
     return replace(analyze([path]).result, files=("model_step.json",))
 
 
+def trace_compare() -> Result:
+    from infer_opt.trace.compare import compare_traces
+
+    base = fixture("trace")
+    slower = tuple(replace(g, time_s=g.time_s * 1.5) if g.family == "matmul" else g for g in base.ops)
+    return compare_traces(base, replace(base, ops=slower), base_name="base.json", new_name="new.json")
+
+
 #: result kind -> a function building its fixture (every kind in infer_opt.registry needs one)
 FIXTURES: dict[str, Callable[[], Result]] = {
     "amdahl": amdahl,
@@ -451,6 +459,7 @@ FIXTURES: dict[str, Callable[[], Result]] = {
     "tune-capture-sizes": tune_capture_sizes,
     "tune-speculative": tune_speculative,
     "trace": trace,
+    "trace-compare": trace_compare,
 }
 
 

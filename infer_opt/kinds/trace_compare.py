@@ -1,0 +1,62 @@
+"""The ``trace-compare`` result kind: two trace analyses side by side (``infer-opt compare`` on
+two trace results or trace files): ops matched by (name, shapes, dtype), their kernel time per
+step and its ratio against the spread between steps, and the categories' shares."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from infer_opt.notices import Notice
+from infer_opt.results import Result
+
+
+@dataclass(frozen=True)
+class TraceSide:
+    """One side: where it came from and its step (measured)."""
+
+    name: str
+    device_name: str
+    ranks: int
+    steps: int  # analyzed windows over all ranks
+    step_median_s: float  # median over the ranks' median step
+    step_spread_s: float  # largest max − min of a rank's steps
+    kernel_time_per_step_s: float
+
+
+@dataclass(frozen=True)
+class OpChange:
+    """One (op, shapes, dtype) group on both sides (``None`` where a side lacks it)."""
+
+    name: str
+    shapes: str
+    dtype: str
+    base_per_step_s: float | None
+    new_per_step_s: float | None
+    ratio: float | None  # new / base
+    spread_s: float  # the larger side's max − min over its steps (0: one step, unknown)
+    verdict: str  # slower, faster, same, within_spread, only_base, only_new
+    base_calls: int = 0
+    new_calls: int = 0
+
+
+@dataclass(frozen=True)
+class CategoryShare:
+    category: str
+    base_share: float
+    new_share: float
+    base_per_step_s: float
+    new_per_step_s: float
+
+
+@dataclass(frozen=True)
+class TraceCompareResult(Result):
+    KIND = "trace-compare"
+
+    base: TraceSide
+    new: TraceSide
+    step_ratio: float  # new / base median step
+    threshold: float
+    ops: tuple[OpChange, ...]
+    categories: tuple[CategoryShare, ...]
+    headline: str
+    warnings: tuple[Notice, ...] = field(default=())

@@ -1,0 +1,150 @@
+"""Two trace analyses side by side (pure): ``compare_traces(base, new)``.
+
+Ops are matched by (name, shapes, dtype); each side's figure is its kernel time per analyzed
+window (summed over its steps and ranks, divided by their number). A change is called when
+``|r − 1| >= threshold`` and the difference per step exceeds the spread between steps (the
+larger side's max − min of that group's per-step time); where neither side has two steps the
+spread is unknown and the verdict rests on the threshold alone (said in a warning). Categories
+are the ops' families, as shares of each side's kernel time.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+
+from infer_opt.errors import InvalidInput
+from infer_opt.kinds.trace import OpGroup, TraceResult
+from infer_opt.kinds.trace_compare import CategoryShare, OpChange, TraceCompareResult, TraceSide
+from infer_opt.notices import Notice
+
+THRESHOLD = 0.05
+
+
+def _windows(r: TraceResult) -> int:
+    return max(sum(len(rank.steps) for rank in r.ranks), 1)
+
+
+def _side(name: str, r: TraceResult) -> TraceSide:
+    medians = [rank.step_time_median_s for rank in r.ranks] or [0.0]
+    return TraceSide(
+        name=name,
+        device_name=r.device_name,
+        ranks=len(r.ranks),
+        steps=_windows(r),
+        step_median_s=float(statistics.median(medians)),
+        step_spread_s=max((rank.step_time_spread_s for rank in r.ranks), default=0.0),
+        kernel_time_per_step_s=math.fsum(g.time_s for g in r.ops) / _windows(r),
+    )
+
+
+def _key(g: OpGroup) -> tuple[str, str, str]:
+    return g.name, g.shapes, g.dtype
+
+
+def _verdict(base: float, new: float, spread: float, threshold: float) -> str:
+    if base <= 0 or new <= 0:
+        return "same" if base == new else ("only_new" if base <= 0 else "only_base")
+    ratio = new / base
+    if abs(ratio - 1) < threshold:
+        return "same"
+    if spread > 0 and abs(new - base) <= spread:
+        return "within_spread"
+    return "slower" if ratio > 1 else "faster"
+
+
+def compare_traces(
+    base: TraceResult,
+    new: TraceResult,
+    *,
+    base_name: str = "base",
+    new_name: str = "new",
+    threshold: float = THRESHOLD,
+) -> TraceCompareResult:
+    if not 0 <= threshold < 10 or math.isnan(threshold):
+        raise InvalidInput("--threshold", str(threshold), "a fraction such as 5%")
+    nb, nn = _windows(base), _windows(new)
+    b = {_key(g): g for g in base.ops}
+    n = {_key(g): g for g in new.ops}
+    rows = []
+    for key in dict.fromkeys([*b, *n]):
+        gb, gn = b.get(key), n.get(key)
+        tb = gb.time_s / nb if gb else None
+        tn = gn.time_s / nn if gn else None
+        spread = max((gb.time_spread_s if gb else 0.0), (gn.time_spread_s if gn else 0.0))
+        if gb is None:
+            verdict = "only_new"
+        elif gn is None:
+            verdict = "only_base"
+        else:
+            verdict = _verdict(tb, tn, spread, threshold)
+        rows.append(
+            OpChange(
+                name=key[0],
+                shapes=key[1],
+                dtype=key[2],
+                base_per_step_s=tb,
+                new_per_step_s=tn,
+                ratio=tn / tb if tb and tn else None,
+                spread_s=spread,
+                verdict=verdict,
+                base_calls=gb.calls if gb else 0,
+                new_calls=gn.calls if gn else 0,
+            )
+        )
+    rows.sort(key=lambda r: -abs((r.new_per_step_s or 0.0) - (r.base_per_step_s or 0.0)))
+    categories = _categories(base, new, nb, nn)
+    sb, sn = _side(base_name, base), _side(new_name, new)
+    ratio = sn.step_median_s / sb.step_median_s if sb.step_median_s > 0 else math.nan
+    warnings = []
+    if base.device_name != new.device_name:
+        warnings.append(
+            Notice(
+                "trace_compare_devices",
+                {"base": base.device_name or "unknown", "new": new.device_name or "unknown"},
+            )
+        )
+    if sb.steps < 2 and sn.steps < 2:
+        warnings.append(Notice("trace_compare_one_step", {}))
+    return TraceCompareResult(
+        base=sb,
+        new=sn,
+        step_ratio=ratio,
+        threshold=threshold,
+        ops=tuple(rows),
+        categories=categories,
+        headline=_headline(sb, sn, ratio, threshold),
+        warnings=tuple(warnings),
+    )
+
+
+def _categories(base: TraceResult, new: TraceResult, nb: int, nn: int) -> tuple[CategoryShare, ...]:
+    times: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for side, r in enumerate((base, new)):
+        for g in r.ops:
+            times[g.family or "other"][side] += g.time_s
+    tb = math.fsum(t[0] for t in times.values()) or 1.0
+    tn = math.fsum(t[1] for t in times.values()) or 1.0
+    rows = [CategoryShare(c, t[0] / tb, t[1] / tn, t[0] / nb, t[1] / nn) for c, t in times.items()]
+    rows.sort(key=lambda c: -(c.base_share + c.new_share))
+    return tuple(rows)
+
+
+def _headline(b: TraceSide, n: TraceSide, ratio: float, threshold: float) -> str:
+    if not math.isfinite(ratio) or ratio <= 0:
+        return "no step time on the base side: no verdict"
+    spread = max(b.step_spread_s, n.step_spread_s)
+    if abs(ratio - 1) < threshold or abs(n.step_median_s - b.step_median_s) <= spread:
+        return (
+            f"{n.name} and {b.name}: no difference in the step beyond ±{threshold:.0%} and the spread "
+            "between steps"
+        )
+    faster = ratio < 1
+    factor = 1 / ratio if faster else ratio
+    return (
+        f"{n.name} ran {factor:.3g}× {'faster' if faster else 'slower'} than {b.name} (median step, measured)"
+    )
+
+
+__all__ = ["THRESHOLD", "compare_traces"]
