@@ -368,15 +368,25 @@ def histogram_from_text(text: str, *, source: str, param: str = "prometheus") ->
     from prometheus_client.parser import text_string_to_metric_families
 
     by_edge: dict[float, float] = {}
+    seen: set[tuple[tuple[str, str], ...]] = set()
+    repeated: list[str] = []
     try:
         for family in text_string_to_metric_families(text):
             for s in family.samples:
                 if s.name == ITERATION_TOKENS + "_bucket" and "le" in s.labels:
+                    key = tuple(sorted(s.labels.items()))
+                    if key in seen:  # two scrapes in one file: summed, every step counts twice
+                        repeated.append(s.name + "{" + ",".join(f'{k}="{v}"' for k, v in key) + "}")
+                    seen.add(key)
                     edge = float(s.labels["le"])
                     by_edge[edge] = by_edge.get(edge, 0.0) + float(s.value)
     except (ValueError, TypeError, KeyError, IndexError) as exc:
         detail = " ".join(str(exc).split())[:200]
         raise InvalidInput(param, source, f"not a Prometheus text exposition ({detail})") from None
+    if repeated:
+        raise InvalidInput(
+            param, repeated[0], f"{source}: this series appears more than once; give one snapshot per file"
+        )
     if not by_edge:
         raise InvalidInput(param, source, f"no {ITERATION_TOKENS} histogram buckets")
     edges = tuple(sorted(by_edge))

@@ -10,7 +10,10 @@ vLLM (v1 engine) exports four counters, labelled ``model_name`` and ``engine``:
 
 They are summed over engines (and any other label) for one model — the only one in the file,
 or the one named by ``model_name``. With an earlier snapshot the interval between the two is
-used (differences); a counter that went down means the server restarted in between.
+used (differences), series by series: a counter of any one engine that went down (hidden in
+the sum when another engine's went up), or an engine that is gone, means the server restarted
+in between. A series given twice in one file (the same name and labels, e.g. two scrapes
+concatenated) is refused: summed, it would count its drafts twice.
 Then, as ``from-metrics`` (:func:`speculative.rates_from_counts`): conditional
 ``α_1 = a_0/D``, ``α_{i+1} = a_i/a_{i-1}``, unconditional ``a_i/D``, ``E[N] = 1 + Σ a_i/D``
 (= ``1 + A/D``: vLLM adds to both from the same count; a disagreement, e.g. a scrape taken
@@ -65,6 +68,9 @@ class SpecCounters:
     accepted_per_position: tuple[int, ...]
     model_name: str | None
     engines: tuple[str, ...]
+    #: each series summed, as written (``name{labels}``) with its count: what an interval
+    #: compares one by one
+    series: tuple[tuple[str, int], ...] = ()
 
 
 def parse_samples(text: str, *, source: str, param: str) -> list[Sample]:
@@ -137,6 +143,27 @@ def _per_position(samples: list[Sample], source: str, param: str) -> tuple[int, 
     return tuple(by_position[i] for i in range(k))
 
 
+def _series_name(sample: Sample) -> str:
+    labels = ",".join(f'{k}="{v}"' for k, v in sorted(sample.labels.items()))
+    return f"{sample.name}{{{labels}}}"
+
+
+def _series(samples: list[Sample], source: str, param: str) -> tuple[tuple[str, int], ...]:
+    """Each series once, with its count; one given twice is refused (summed, it would count twice)."""
+    seen: dict[str, int] = {}
+    for s in samples:
+        name = _series_name(s)
+        if name in seen:
+            raise InvalidInput(
+                param,
+                name,
+                f"{source}: this series appears more than once (two scrapes in one file?); "
+                "give one snapshot per file",
+            )
+        seen[name] = _count(s.value, s, source, param)
+    return tuple(seen.items())
+
+
 def counters_from_text(
     text: str, *, source: str, model_name: str | None = None, param: str = "prometheus"
 ) -> SpecCounters:
@@ -148,6 +175,7 @@ def counters_from_text(
         raise InvalidInput(param, source, f"no vLLM speculative-decoding counter {', '.join(absent)}")
     model = _pick_model(samples, model_name, source)
     mine = [s for s in samples if s.labels.get(MODEL_LABEL, "") == (model or "")]
+    series = _series(mine, source, param)
     totals = {name: 0 for name in COUNTERS[:3]}
     for s in mine:
         if s.name in totals:
@@ -159,6 +187,7 @@ def counters_from_text(
         accepted_per_position=_per_position([s for s in mine if s.name == PER_POSITION], source, param),
         model_name=model,
         engines=tuple(sorted({s.labels[ENGINE_LABEL] for s in mine if ENGINE_LABEL in s.labels})),
+        series=series,
     )
 
 
@@ -185,6 +214,12 @@ def interval(before: SpecCounters, after: SpecCounters, *, source: str) -> SpecC
         )
     for i, (b, a) in enumerate(zip(before.accepted_per_position, after.accepted_per_position, strict=True)):
         pairs.append((f'{PER_POSITION}{{position="{i}"}}', b, a))
+    later = dict(after.series)
+    for name, b in before.series:
+        if name not in later:
+            gone = f"{name} is gone in the later snapshot: the server restarted between the two"
+            raise InvalidInput("before", source, gone)
+        pairs.append((name, b, later[name]))
     for name, b, a in pairs:
         if a < b:
             raise InvalidInput(
@@ -201,6 +236,7 @@ def interval(before: SpecCounters, after: SpecCounters, *, source: str) -> SpecC
         ),
         model_name=after.model_name,
         engines=after.engines,
+        series=tuple((name, a - dict(before.series).get(name, 0)) for name, a in after.series),
     )
 
 

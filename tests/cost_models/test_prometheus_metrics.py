@@ -229,3 +229,64 @@ def test_the_parser_is_imported_only_when_a_file_is_read():
         "assert 'prometheus_client' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_series_given_twice_is_refused_not_counted_twice(tmp_path):
+    """Two scrapes in one file: summing would double the drafts (E[N] 2.10 instead of 2.83)."""
+    path = write(tmp_path, exposition() + exposition())
+    with pytest.raises(InvalidInput, match="appears more than once") as err:
+        pm.read_counters(path)
+    assert err.value.option == "prometheus" and str(path) in str(err.value)
+    assert 'vllm:spec_decode_num_drafts_total{engine="0",model_name="m"}' in str(err.value)
+
+
+@pytest.mark.parametrize("duplicated", [0, 1, 2, 3])
+def test_any_one_repeated_line_is_refused(tmp_path, duplicated):
+    lines = exposition().splitlines()
+    path = write(tmp_path, "\n".join([*lines, lines[duplicated]]) + "\n")
+    with pytest.raises(InvalidInput, match="appears more than once"):
+        pm.read_counters(path)
+
+
+def test_the_same_series_of_two_engines_is_two_series(tmp_path):
+    counters = pm.read_counters(write(tmp_path, exposition() + exposition(engine="1")))
+    assert counters.drafts == 20 and len(counters.series) == 2 * (3 + 3)
+
+
+def test_one_engine_going_back_is_named_though_the_sum_went_up(tmp_path):
+    """Engine 1 restarted (its counters back near 0) while engine 0 went on: the sums still
+    rise, the interval of engine 1 is not one."""
+    before = write(tmp_path, exposition() + exposition(engine="1", drafts=50, draft_tokens=150), "b.prom")
+    after_text = exposition(drafts=100, draft_tokens=300) + exposition(engine="1", drafts=5, draft_tokens=15)
+    after = write(tmp_path, after_text, "a.prom")
+    with pytest.raises(InvalidInput, match="restarted") as err:
+        pm.metrics_from_prometheus(after, before=before)
+    assert err.value.option == "before"
+    series = 'vllm:spec_decode_num_drafts_total{engine="1",model_name="m"}'
+    assert f"{series} went down from 50 to 5" in str(err.value)
+
+
+def test_an_engine_gone_in_the_later_snapshot_is_named(tmp_path):
+    before = write(tmp_path, exposition() + exposition(engine="1"), "b.prom")
+    later = exposition(drafts=100, draft_tokens=300, accepted=150, per_pos=(80, 50, 20))
+    after = write(tmp_path, later, "a.prom")
+    with pytest.raises(InvalidInput, match=r'engine="1".*is gone'):
+        pm.metrics_from_prometheus(after, before=before)
+
+
+@given(
+    start=st.lists(st.integers(0, 1000), min_size=2, max_size=4),
+    growth=st.lists(st.integers(0, 1000), min_size=4, max_size=4),
+)
+@settings(max_examples=30, deadline=None)
+def test_engines_that_only_grow_give_the_summed_differences(tmp_path_factory, start, growth):
+    root = tmp_path_factory.mktemp("grow")
+    before = "".join(exposition(drafts=d, draft_tokens=3 * d, engine=str(e)) for e, d in enumerate(start))
+    after = "".join(
+        exposition(drafts=d + g, draft_tokens=3 * (d + g), engine=str(e))
+        for e, (d, g) in enumerate(zip(start, growth, strict=False))
+    )
+    b, a = write(root, before, "b.prom"), write(root, after, "a.prom")
+    counters = pm.interval(pm.read_counters(b), pm.read_counters(a), source=str(b))
+    assert counters.drafts == sum(growth[: len(start)])
+    assert counters.draft_tokens == 3 * counters.drafts
