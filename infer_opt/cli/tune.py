@@ -273,13 +273,19 @@ AlphasOpt = option(
     help="Per-position conditional acceptance α_1..α_K, e.g. 0.8,0.7,0.6.",
 )
 TargetCostOpt = option(
-    Path,
+    list[Any],
     "--target-cost",
-    parse=InputFile(),
-    help="Target step cost: CSV tokens,time_ms (verification of k drafts at batch b = b·(k+1) tokens).",
+    parse=CostSource(),
+    help=(
+        "Target step cost: CSV tokens,time_ms (verification of k drafts at batch b = b·(k+1) tokens), "
+        "or trace results as FILE@T, T tokens per step (repeat: two sizes at least)."
+    ),
 )
 DraftCostOpt = option(
-    Path, "--draft-cost", parse=InputFile(), help="Draft step cost: CSV batch_size,time_ms."
+    list[Any],
+    "--draft-cost",
+    parse=CostSource(),
+    help="Draft step cost: CSV batch_size,time_ms, or trace results as FILE@B (repeat: two at least).",
 )
 OverheadOpt = option(
     float, "--overhead", parse=Duration("ms"), help="c_m: bookkeeping per round (bare = ms)."
@@ -344,7 +350,7 @@ def speculative(
 ) -> TuneSpeculativeResult:
     from infer_opt.cost_models import capture_sizes as cs
     from infer_opt.cost_models import speculative_tuning as st
-    from infer_opt.cost_models.tune_inputs import read_cost, read_distribution
+    from infer_opt.cost_models.tune_inputs import read_costs, read_distribution
 
     rates, rates_label = _alphas(alphas, prometheus)
     if (batches is None) == (batch_sizes is None):
@@ -357,8 +363,8 @@ def speculative(
         dist, _ = read_distribution(batches)
     else:
         dist = cs.distribution(batch_sizes, [1.0] * len(batch_sizes), source="--batch-sizes")
-    target, target_label, _ = read_cost(target_cost, "--target-cost")
-    draft, draft_label, _ = read_cost(draft_cost, "--draft-cost")
+    target, target_label, _ = read_costs(target_cost, "--target-cost")
+    draft, draft_label, _ = read_costs(draft_cost, "--draft-cost")
     inputs = {
         "alphas": rates_label,
         "target_cost": target_label,

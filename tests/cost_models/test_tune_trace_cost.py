@@ -161,3 +161,24 @@ def test_cli_trace_costs_match_the_same_table(tmp_path):
     assert_one_line_error(one, "--cost", "one point of the cost curve")
     bad = invoke(*base, "--cost", f"{a}@0", "--cost", f"{b}@16")
     assert_one_line_error(bad, "--cost", "batch size the trace ran at")
+
+
+def test_cli_speculative_takes_trace_costs(tmp_path):
+    target = [_save(tmp_path, f"target{n}.json", _trace([t * MS])) for n, t in ((1, 10), (64, 12), (512, 40))]
+    draft = [_save(tmp_path, f"draft{n}.json", _trace([t * MS])) for n, t in ((1, 1), (512, 20))]
+    (tmp_path / "t.csv").write_text("tokens,time_ms\n1,10\n64,12\n512,40\n")
+    (tmp_path / "d.csv").write_text("batch_size,time_ms\n1,1\n512,20\n")
+    base = ["tune", "speculative", "--alphas", "0.8,0.7", "--batch-sizes", "1,8,64", "--json"]
+    traced = invoke(
+        *base, "--target-cost", f"{target[0]}@1", "--target-cost", f"{target[1]}@64",
+        "--target-cost", f"{target[2]}@512",
+        "--draft-cost", f"{draft[0]}@1", "--draft-cost", f"{draft[1]}@512",
+    )  # fmt: skip
+    tabled = invoke(*base, "--target-cost", str(tmp_path / "t.csv"), "--draft-cost", str(tmp_path / "d.csv"))
+    assert traced.exit_code == 0 and tabled.exit_code == 0, traced.stderr + tabled.stderr
+    r, t = traced.json()["result"], tabled.json()["result"]
+    assert [row["k"] for row in r["table"]] == [row["k"] for row in t["table"]]
+    assert [row["speedup"] for row in r["table"]] == pytest.approx([row["speedup"] for row in t["table"]])
+    assert r["inputs"]["target_cost"].startswith("measured: 3 trace results")
+    one = invoke(*base, "--target-cost", str(tmp_path / "t.csv"), "--draft-cost", f"{draft[0]}@1")
+    assert_one_line_error(one, "--draft-cost", "one point of the cost curve")
