@@ -10,6 +10,7 @@ from infer_opt.cost_models import op_model as om
 from infer_opt.kinds.predict import CalibrationRef
 from infer_opt.notices import Notice
 from infer_opt.results import Result
+from infer_opt.steps import StepSettings
 
 #: operators shorter than this per call (measured) form their own bucket
 SMALL_OP_S = 10e-6
@@ -117,3 +118,6 @@ class ValidateResult(Result):
     passes: int = 1
     noise: dict[str, ErrorSummary] = field(default_factory=dict)
     warnings: tuple[Notice, ...] = ()
+    #: what every point's step was made from (model, device, dtype, timing; the shape where the
+    #: grid names nothing, the first mode), resolved; None in a result saved before it was carried
+    settings: StepSettings | None = None

@@ -478,6 +478,8 @@ def validate(
     ]
     if progress is not None:
         progress(passes * len(shapes), passes * len(shapes), "done")
+    threads = None if devices.is_cuda(device) else torch.get_num_threads()
+    ran = replace(settings, device=str(device), dtype=devices.dtype_name(dtype), threads=threads)
     return ValidateResult(
         model=spec,
         dtype=calibration.dtype,
@@ -492,5 +494,6 @@ def validate(
         passes=passes,
         noise=pass_noise(passes_done),
         warnings=tuple(warnings),
+        settings=ran,
         **summarize(points, ops),
     )

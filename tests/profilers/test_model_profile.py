@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -187,6 +188,14 @@ def test_generate_reports_time_to_first_token_and_per_token():
     assert gen is not None and gen.new_tokens == 4 and gen.prompt_tokens == 16
     assert gen.ttft_s > 0 and gen.tpot_s > 0
     assert gen.tokens_per_s > 0 and gen.cold_ttft_s is not None
+
+
+def test_the_profile_carries_its_settings_resolved():
+    asked = StepSettings("tiny", "auto", "auto", Shape(2, 16, "decode", 24, 4), warmup=1, reps=3, threads=1)
+    result = _run(asked)
+    assert result.settings == replace(asked, device="cpu", dtype="float32")
+    assert (result.batch, result.mode, result.context, result.reps, result.threads) == (2, "decode", 24, 3, 1)
+    assert result.run_key().device_slug().endswith("-1t-float32")
 
 
 def test_user_models_profile_prefill_only(tmp_path):

@@ -7,6 +7,7 @@ import statistics
 from dataclasses import replace
 
 import pytest
+import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -153,6 +154,8 @@ def test_validate_measures_the_grid_pass_after_pass_and_predicts_each_point_once
     assert len(keys) == len(set(keys))
     # the result round-trips through its JSON envelope
     assert type(result).from_dict(result.to_dict()) == result
+    # and carries the settings every point was made from, resolved (the threads it ran at)
+    assert result.settings == replace(QUICK, threads=torch.get_num_threads())
     with pytest.raises(InvalidInput, match="passes"):
         va.validate(QUICK, local_calibration(), passes=0)
 
