@@ -123,18 +123,17 @@ def _measure(settings: StepSettings, fit: RooflineFit, device: Any) -> ProfileRe
     return model_profile.profile_model(step, ResolvedFit(fit, "operator calibration"))
 
 
-def _predict(
-    spec: str,
-    mode: str,
-    shape: tuple[int, int, int, int],
-    dtype: torch.dtype,
-    hf_overrides: Mapping[str, Any] | None,
-    device: Any,
-    model: om.OpModel,
-) -> pr.StepPrediction:
-    """The point's step recorded on fake tensors and predicted (``shape`` as for :func:`_measure`)."""
+def _predict(settings: StepSettings, dtype: torch.dtype, device: Any, model: om.OpModel) -> pr.StepPrediction:
+    """The step ``settings`` describe (the one :func:`_measure` measures) recorded on fake
+    tensors in ``dtype`` and predicted."""
+    from infer_opt.profilers.models import parse_hf_overrides
+
     on = "cuda" if str(device).startswith("cuda") else "cpu"
-    step = meta_record.StepSpec(spec, mode, *shape, dtype, hf_overrides, device=on)
+    shape, overrides = settings.shape, parse_hf_overrides(list(settings.hf_config))
+    step = meta_record.StepSpec(
+        settings.model, shape.mode, shape.batch, shape.seq_len, shape.context, shape.new_tokens, dtype,
+        overrides, device=on,
+    )  # fmt: skip
     return pr.predict_recorded(step, model)
 
 
@@ -431,12 +430,9 @@ def validate(
     ``settings`` at the point's mode and shape (the settings' own shape where the grid names
     nothing), on the settings' device and in their dtype."""
     from infer_opt.profilers import device as devices
-    from infer_opt.profilers.models import parse_hf_overrides
 
     device = devices.resolve_device(settings.device)
     dtype = devices.parse_dtype(settings.dtype, device)
-    hf_overrides = parse_hf_overrides(list(settings.hf_config))
-    spec, new_tokens, warmup, reps = settings.model, settings.shape.new_tokens, settings.warmup, settings.reps
     other_device = _checked(calibration, device, modes, grid or {}, passes)
     base = {p: getattr(settings.shape, p) for p in GRID_PARAMS}
     shapes = grid_points(modes, grid or {}, base)
@@ -446,11 +442,10 @@ def validate(
     dispatch_probes: list[float] = []
     same_machine = speed_probe.same_machine(calibration, device)
     then = (calibration.usable_probe_s, calibration.usable_dispatch_probe_s) if same_machine else ((), ())
-    # once per point: the prediction does not change between passes
-    predictions = [
-        _predict(spec, mode, (batch, seq_len, context, new_tokens), dtype, hf_overrides, device, model)
-        for mode, batch, seq_len, context in shapes
-    ]
+    # one settings object per point, measured and predicted; predicted once: it does not change
+    # between passes
+    at = [settings.at(mode=m, batch=b, seq_len=t, context=c) for m, b, t, c in shapes]
+    predictions = [_predict(point, dtype, device, model) for point in at]
     passes_done: list[tuple[list[ValidatePoint], list[OpComparison]]] = []
     for n in range(passes):
         pass_points: list[ValidatePoint] = []
@@ -463,8 +458,7 @@ def validate(
                 )
             probes.append(probe := speed_probe.probe_s(device))
             dispatch_probes.append(dispatch := speed_probe.dispatch_probe_s(device))
-            point_settings = settings.at(mode=mode, batch=batch, seq_len=seq_len, context=context)
-            measured = _measure(point_settings, fit, device)
+            measured = _measure(at[k], fit, device)
             predicted = predictions[k]
             point = _point(mode, (batch, seq_len, context), measured, predicted, probe, dispatch)
             pass_points.append(point)
@@ -481,14 +475,14 @@ def validate(
     threads = None if devices.is_cuda(device) else torch.get_num_threads()
     ran = replace(settings, device=str(device), dtype=devices.dtype_name(dtype), threads=threads)
     return ValidateResult(
-        model=spec,
+        model=settings.model,
         dtype=calibration.dtype,
         threads=torch.get_num_threads(),
         calibration=pr.calibration_ref(calibration, calibration_source),
         points=tuple(points),
         ops=tuple(ops),
-        warmup=warmup,
-        reps=reps,
+        warmup=settings.warmup,
+        reps=settings.reps,
         probe_slowdown=speed_probe.slowdown(probes, then[0]),
         dispatch_probe_slowdown=speed_probe.slowdown(dispatch_probes, then[1]),
         passes=passes,
