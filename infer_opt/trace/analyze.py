@@ -165,6 +165,54 @@ def cpu_ops(traces: Sequence[TraceEvents], most: int = CPU_OPS_KEPT) -> tuple[Cp
     return tuple(rows[:most])
 
 
+@dataclass
+class _Ranks:
+    """What the per-rank analyses found, rank by rank."""
+
+    timelines: list[RankTrace]
+    masks: list[np.ndarray]
+    groups: list[tuple[OpGroup, ...]]
+    coverages: list[tuple[CoverageRow, ...]]
+    syncs: list[tuple[HostSync, ...]]
+    calls: list[list[tc.CollectiveCall]]
+    kernel_s: list[float]
+
+
+def _per_rank(
+    traces: Sequence[TraceEvents],
+    steps: tuple[int, int] | None,
+    hta_compat: bool,
+    peaks: Peaks,
+    spec: td.DeviceSpec | None,
+    causal: str,
+) -> _Ranks:
+    found = _Ranks([], [], [], [], [], [], [])
+    for position, ev in enumerate(traces):
+        mask = _select(ev, steps)
+        rank = ev.rank if ev.rank is not None else position
+        timeline = tt.rank_timeline(ev, steps=steps, hta_compat=hta_compat)
+        if ev.rank is None and timeline.rank != rank:
+            timeline = _renumber(timeline, rank)
+        found.timelines.append(timeline)
+        found.masks.append(mask)
+        found.groups.append(to.op_groups(ev, peaks=peaks, device=spec, kernel_mask=mask, causal=causal))
+        found.coverages.append(to.coverage(ev, kernel_mask=mask, causal=causal))
+        found.syncs.append(to.host_syncs(ev))
+        found.calls.append(_collective_calls(ev, mask, rank))
+        found.kernel_s += (ev.gpu.dur_us[mask & (ev.gpu.kind == KERNEL)] / 1e6).tolist()
+    return found
+
+
+def _peaks(
+    spec: td.DeviceSpec | None, source: str, has_gpu: bool, **overrides: Any
+) -> tuple[Peaks, bool, list[Notice]]:
+    peaks = tr.peaks_for(spec, **overrides)
+    if peaks is not None:
+        return peaks, True, []
+    none = Peaks({}, 0.0, "none", notes=("no roofline: bounds and peak fractions are not computed",))
+    return none, False, [Notice("trace_no_peaks", {"device_source": source})] if has_gpu else []
+
+
 def analyze(
     paths: Iterable[str | os.PathLike[str]],
     *,
@@ -182,84 +230,48 @@ def analyze(
     if causal not in CAUSAL_CONVENTIONS:
         raise InvalidInput("--causal-flops", causal, f"expected one of {', '.join(CAUSAL_CONVENTIONS)}")
     traces = read_traces(paths, workers=workers)
-    warnings: list[Notice] = []
-    for ev in traces:
-        warnings += ev.warnings
+    warnings: list[Notice] = [w for ev in traces for w in ev.warnings]
     spec, source, notices = _device(traces, device)
-    warnings += notices
-    peaks = tr.peaks_for(
-        spec, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth, roofline_fit=roofline_fit
-    )
-    known = peaks is not None
     has_gpu = any(len(ev.gpu) for ev in traces)
-    if peaks is None:
-        peaks = Peaks({}, 0.0, "none", notes=("no roofline: bounds and peak fractions are not computed",))
-        if has_gpu:
-            warnings.append(Notice("trace_no_peaks", {"device_source": source}))
-    ranks: list[RankTrace] = []
-    masks: list[np.ndarray] = []
-    per_rank_groups: list[tuple[OpGroup, ...]] = []
-    coverages, syncs, calls = [], [], []
-    kernel_s: list[float] = []
-    for position, ev in enumerate(traces):
-        mask = _select(ev, steps)
-        rank = ev.rank if ev.rank is not None else position
-        timeline = tt.rank_timeline(ev, steps=steps, hta_compat=hta_compat)
-        if ev.rank is None and timeline.rank != rank:
-            timeline = _renumber(timeline, rank)
-        ranks.append(timeline)
-        masks.append(mask)
-        per_rank_groups.append(to.op_groups(ev, peaks=peaks, device=spec, kernel_mask=mask, causal=causal))
-        coverages.append(to.coverage(ev, kernel_mask=mask, causal=causal))
-        syncs.append(to.host_syncs(ev))
-        calls.append(_collective_calls(ev, mask, rank))
-        kernel_s += (ev.gpu.dur_us[mask & (ev.gpu.kind == KERNEL)] / 1e6).tolist()
-    groups = (
-        to.merge_groups(per_rank_groups, peaks=peaks)
-        if len(per_rank_groups) > 1
-        else (per_rank_groups[0] if per_rank_groups else ())
+    peaks, known, more = _peaks(
+        spec, source, has_gpu, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth, roofline_fit=roofline_fit
     )
-    slowest, skew = tt.rank_skew(ranks)
+    warnings += notices + more
+    ranks = _per_rank(traces, steps, hta_compat, peaks, spec, causal)
+    groups = to.merge_groups(ranks.groups, peaks=peaks) if len(ranks.groups) > 1 else ranks.groups[0]
+    slowest, skew = tt.rank_skew(ranks.timelines)
     found_what_if: tuple = ()
-    if has_gpu and ranks:
-        at = next(i for i, r in enumerate(ranks) if r.rank == slowest)
+    if has_gpu:
+        at = next(i for i, r in enumerate(ranks.timelines) if r.rank == slowest)
         found_what_if = what_ifs(
-            traces[at],
-            per_rank_groups[at],
-            peaks,
-            ranks[at].steps,
-            kernel_mask=masks[at],
-            matmul_peak_fraction=matmul_peak_fraction,
-            causal=causal,
-        )
+            traces[at], ranks.groups[at], peaks, ranks.timelines[at].steps, kernel_mask=ranks.masks[at],
+            matmul_peak_fraction=matmul_peak_fraction, causal=causal,
+        )  # fmt: skip
         if not known:
             found_what_if = tuple(w for w in found_what_if if w.scenario not in _NEED_PEAKS)
-    rows = tc.collective_rows(calls)
+    rows = tc.collective_rows(ranks.calls)
     fits, fit_notices = tc.alpha_beta(rows)
     warnings += fit_notices
-    if known:
-        warnings += tr.rate_checks(groups, peaks)
-    if not has_gpu:
-        warnings.append(Notice("trace_cpu_only", {"files": len(traces)}))
-    for r in ranks:
-        warnings += r.warnings
+    warnings += tr.rate_checks(groups, peaks) if known else ()
+    warnings += [] if has_gpu else [Notice("trace_cpu_only", {"files": len(traces)})]
+    warnings += [w for r in ranks.timelines for w in r.warnings]
     result = TraceResult(
         files=tuple(ev.path for ev in traces),
         device_name=spec.name if spec is not None else "",
         device_source=source,
         peaks=peaks,
-        ranks=tuple(ranks),
+        ranks=tuple(ranks.timelines),
         ops=groups,
-        coverage=_merge_coverage(coverages),
+        coverage=_merge_coverage(ranks.coverages),
         what_if=found_what_if,
         collectives=rows,
-        host_syncs=_merge_syncs(syncs),
+        host_syncs=_merge_syncs(ranks.syncs),
         hta_compat=hta_compat,
         causal_flops=causal,
         steps_selected="all" if steps is None else f"{steps[0]}-{steps[1]}",
-        slowest_rank=slowest if len(ranks) > 1 else None,
+        slowest_rank=slowest if len(ranks.timelines) > 1 else None,
         step_skew=skew,
-        trace_fit=tr.fit_from_trace(groups, kernel_s=kernel_s) if has_gpu else None,
+        trace_fit=tr.fit_from_trace(groups, kernel_s=ranks.kernel_s) if has_gpu else None,
         alpha_beta=tuple(
             AlphaBetaRow(kind, f.alpha_s, f.beta_bytes_per_s, f.n_points, f.median_abs_rel_error)
             for kind, f in fits.items()
@@ -268,7 +280,7 @@ def analyze(
         cpu_ops=() if has_gpu else cpu_ops(traces),
         warnings=_unique(warnings),
     )
-    return Analysis(result, traces, tuple(masks))
+    return Analysis(result, traces, tuple(ranks.masks))
 
 
 def _renumber(r: RankTrace, rank: int) -> RankTrace:
