@@ -82,6 +82,10 @@ def test_profile_tp_two_ranks_reports_ranks_skew_communication_and_traces(tmp_pa
     assert data["schema"] == "infer-opt/profile-tp"
     result = data["result"]
     assert result["world_size"] == 2 and result["skew"] >= 1.0
+    # every rank built its shard from the one settings object of the command line
+    shape = {"batch": 1, "seq_len": 16, "mode": "generate", "context": 128, "new_tokens": 3}
+    assert result["settings"]["shape"] == shape and result["settings"]["device"] == "cpu"
+    assert (result["settings"]["reps"], result["settings"]["warmup"], result["settings"]["runs"]) == (3, 1, 1)
     assert [r["rank"] for r in result["ranks"]] == [0, 1]
     assert all(r["step_time_s"] > 0 for r in result["ranks"])
     comm = next(c for c in result["categories"] if c["category"] == "communication")
