@@ -328,22 +328,17 @@ def fit_families(
 
 
 class TraceInterpolator(om.FamilyInterpolator):
-    """A family's interpolator on GPU points: outside the measured shapes the residual is the
-    inverse-square-distance mean of the :data:`~infer_opt.cost_models.op_model.NEAREST_POINTS`
-    nearest shapes' (log₂ features), not shrunk toward the family's roofline — on a GPU a
-    kernel's efficiency at the nearest shapes it was traced at (a slow softmax over long rows,
-    a tiny batched matmul) says more about a new shape than a roofline fitted across kernels."""
+    """A family's interpolator on GPU points: inside the measured shapes' hull the residual is
+    interpolated as ``calibrate``'s are; outside it, it is the residual of the **nearest**
+    measured shape (log₂ features; features that never varied count in the distance), not shrunk
+    toward the family's roofline — on a GPU a kernel's efficiency at the nearest shape it was
+    traced at (a slow softmax over long rows, a patch-embedding conv at a few % of the peak) says
+    more about a new shape than a roofline fitted across kernels. (Inverse-distance means of the
+    2, 4 or 8 nearest did no better on the shared traces' leave-one-out: docs/gpu_model.md.)"""
 
     def _extrapolated(self, point: np.ndarray, q: np.ndarray) -> float:
-        k = min(om.NEAREST_POINTS, len(self.residual))
-        distances, indices = self._nearest.query(point, k=k)
-        distances, indices = np.atleast_1d(distances), np.atleast_1d(indices)
-        off = sum((q[j] - v) ** 2 for j, v in self.constant.items())
-        d = np.sqrt(distances**2 + off)
-        if d[0] < 1e-9:
-            return float(self.residual[indices[0]])
-        weights = 1.0 / d**2
-        return float(np.sum(weights * self.residual[indices]) / np.sum(weights))
+        _, index = self._nearest.query(point, k=1)
+        return float(self.residual[int(np.atleast_1d(index)[0])])
 
 
 class TraceOpModel(om.OpModel):

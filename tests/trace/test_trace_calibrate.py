@@ -194,13 +194,13 @@ def _family(features, residuals, *, rate=1e12, bandwidth=1e11):
     return replace(fam, points=points)
 
 
-def test_outside_the_shapes_the_residual_is_the_inverse_square_distance_mean():
-    fam = _family([1024.0, 4096.0], [0.2, 0.6])
+def test_outside_the_shapes_the_residual_is_the_nearest_shapes():
+    fam = _family([1024.0, 4096.0, 65536.0], [0.2, 0.6, -0.3])
     interp = tc.TraceInterpolator(fam)
-    rho, extrapolated = interp.residual_at((16384.0,))
-    # log2 distances 4 (1024) and 2 (4096): weights 1/16 and 1/4
-    assert extrapolated
-    assert rho == pytest.approx((0.2 / 16 + 0.6 / 4) / (1 / 16 + 1 / 4))
+    assert interp.residual_at((16384.0 * 64,)) == (pytest.approx(-0.3), True)  # beyond 65536
+    assert interp.residual_at((256.0,)) == (pytest.approx(0.2), True)  # below 1024
+    # inside: linear in log2 n between 1024 (0.2) and 4096 (0.6)
+    assert interp.residual_at((2048.0,)) == (pytest.approx(0.4), False)
 
 
 @settings(max_examples=40, deadline=None)
