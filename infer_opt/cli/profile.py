@@ -154,13 +154,6 @@ def ignored_shape_options(modes: Sequence[str], names: Sequence[str] = SHAPE_LEN
     ]
 
 
-def settings_of(model: str, device: str, dtype: str, shape: StepShape, **timing: Any) -> StepSettings:
-    """The one :class:`StepSettings` of a command's model options (``timing``: warmup, reps,
-    runs, threads, hf_config)."""
-    hf_config = tuple(timing.pop("hf_config", None) or ())
-    return StepSettings(model, device, dtype, steps.Shape(**asdict(shape)), hf_config=hf_config, **timing)
-
-
 WarmupOpt = warmup_option("Untimed calls before timing (on a CPU for 0.1 s at least, unless 0).")
 RepsOpt = reps_option("Timed repetitions (step timing and operator pass).")
 RooflineOpt = option(
@@ -207,9 +200,10 @@ def profile(
 ) -> Any:
     from infer_opt.profilers import model_profile
 
-    settings = settings_of(
-        model, device, dtype, shape, warmup=warmup, reps=reps, runs=runs, threads=threads, hf_config=hf_config
-    )
+    settings = StepSettings(
+        model, device, dtype, steps.Shape(**asdict(shape)), warmup=warmup, reps=reps, runs=runs,
+        threads=threads, hf_config=tuple(hf_config or ()),
+    )  # fmt: skip
     ignored = ignored_shape_options((shape.mode,))
     if profile_tp.wanted(tp):
         if runs > 1:
