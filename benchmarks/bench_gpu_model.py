@@ -1,0 +1,144 @@
+"""The operator model on real GPU traces: leave-one-trace-out (issue 31 goals).
+
+Over the four H100 and the four MI300X HF-model bf16 traces in ``../shared/traces``
+(``tracelens__h100__*``, ``tracelens__mi300__*``):
+
+1. **target-calibrated**: for each trace, a calibration from the other three traces of the same
+   GPU (``calibrate --from-trace``), then ``validate --against`` the held-out one: per-op MAPE and
+   p90 over ops of at least 10 µs, the time-weighted error Σ|t̂ − t| / Σ t over them, the
+   sub-10 µs MAPE, and the summed kernel time of its step (predicted vs measured);
+2. **unseen-device**: a calibration from the four traces of one GPU, scaled to the other by the
+   datasheets' peaks (``--unseen-device``), against each of the other GPU's traces (the same
+   four models: their shapes are in the calibration, only the device is new);
+3. the time to calibrate from all four traces of each GPU (median of ``--reps``), reading
+   included, and to validate against the largest trace.
+
+    python benchmarks/bench_gpu_model.py [--traces ../shared/traces] [--reps 3] [--json out.json]
+
+Goals (docs/benchmarks.md): MAPE <= 10% and step within 5% target-calibrated, <= 25%
+unseen-device; calibration under 30 s, validate of a 3 MB trace under 10 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from infer_opt.trace import calibrate as tc
+from infer_opt.trace import validate as tv
+from infer_opt.trace.reader import read_trace
+
+DEFAULT = Path(__file__).resolve().parents[1] / ".." / "shared" / "traces"
+GPUS = {"h100": "tracelens__h100__*.json.gz", "mi300": "tracelens__mi300__*.json.gz"}
+
+
+def _model(path: Path) -> str:
+    return path.name.split("__")[2][:24]
+
+
+def _row(gpu: str, tier: str, path: Path, r: Any) -> dict[str, Any]:
+    step = r.points[0] if r.points else None
+    return {
+        "gpu": gpu,
+        "tier": tier,
+        "trace": path.name,
+        "model": _model(path),
+        "op_mape": r.op_mape,
+        "op_p90": r.op_p90_abs_rel_error,
+        "op_weighted": r.op_weighted_error,
+        "ops": r.op_count,
+        "small_op_mape": r.small_op_mape,
+        "step_error": step.rel_error if step else None,
+        "step_measured_s": step.measured_s if step else None,
+        "modelled_share": r.modelled_share,
+    }
+
+
+def leave_one_out(files: dict[str, list[Path]]) -> list[dict[str, Any]]:
+    rows = []
+    for gpu, paths in files.items():
+        events = {p: read_trace(p) for p in paths}
+        for held in paths:
+            cal = tc.calibrate_from_traces([events[p] for p in paths if p != held])
+            r = tv.validate_against(events[held], cal, calibration_source=cal.source)
+            rows.append(_row(gpu, r.tier, held, r))
+    return rows
+
+
+def unseen(files: dict[str, list[Path]]) -> list[dict[str, Any]]:
+    rows = []
+    for source, target in (("h100", "mi300"), ("mi300", "h100")):
+        cal = tc.read_and_calibrate(files[source])
+        for held in files[target]:
+            r = tv.validate_against(read_trace(held), cal, calibration_source=cal.source, unseen_device=True)
+            rows.append(_row(f"{source}->{target}", r.tier, held, r))
+    return rows
+
+
+def timings(files: dict[str, list[Path]], reps: int) -> dict[str, float]:
+    out = {}
+    for gpu, paths in files.items():
+        times = []
+        for _ in range(reps):
+            start = time.perf_counter()
+            tc.read_and_calibrate(paths)
+            times.append(time.perf_counter() - start)
+        out[f"calibrate_{gpu}_s"] = statistics.median(times)
+        largest = max(paths, key=lambda p: p.stat().st_size)
+        cal = tc.read_and_calibrate([p for p in paths if p != largest])
+        times = []
+        for _ in range(reps):
+            start = time.perf_counter()
+            tv.validate_against(read_trace(largest), cal, calibration_source="bench")
+            times.append(time.perf_counter() - start)
+        out[f"validate_{gpu}_s"] = statistics.median(times)
+        out[f"validate_{gpu}_mib"] = largest.stat().st_size / 2**20
+    return out
+
+
+def _pct(v: float | None, signed: bool = False) -> str:
+    if v is None:
+        return "—"
+    return f"{100 * v:+.1f}%" if signed else f"{100 * v:.1f}%"
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    head = "| GPU | tier | held-out model | ops ≥10 µs | MAPE | p90 | time-weighted | <10 µs MAPE | step |"
+    lines = [head, "|" + "---|" * 9]
+    for r in rows:
+        lines.append(
+            f"| {r['gpu']} | {r['tier']} | {r['model']} | {r['ops']} | {_pct(r['op_mape'])} | "
+            f"{_pct(r['op_p90'])} | {_pct(r['op_weighted'])} | {_pct(r['small_op_mape'])} | "
+            f"{_pct(r['step_error'], True)} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--traces", type=Path, default=DEFAULT)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args(argv)
+    files = {gpu: sorted(args.traces.glob(pattern)) for gpu, pattern in GPUS.items()}
+    if any(len(v) < 2 for v in files.values()):
+        print(f"need the H100 and MI300X traces under {args.traces}", file=sys.stderr)
+        return 2
+    rows = leave_one_out(files) + unseen(files)
+    times = timings(files, args.reps)
+    print(table(rows))
+    print()
+    for key, value in times.items():
+        print(f"{key}: {value:.2f}")
+    if args.json is not None:
+        args.json.write_text(json.dumps({"rows": rows, "timings": times}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
