@@ -299,10 +299,12 @@ def record_step(step: StepSpec, *, fallback: bool = True, tp: int = 1) -> Record
         if isinstance(exc, InvalidInput) or tp > 1:
             raise
         reason = str(exc)
+        _never_real(step, reason, exc)
         if not fallback:
             raise
     except Exception as exc:  # the model's own code failed on fake tensors
         reason = f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+        _never_real(step, reason, exc)
         if not fallback:
             raise RunFailure(
                 f"{step.spec} cannot be recorded on the meta device / fake tensors ({reason}); "
@@ -313,6 +315,18 @@ def record_step(step: StepSpec, *, fallback: bool = True, tp: int = 1) -> Record
     with rec_guard(step.spec):
         recorded = record_real(step)
     return replace(recorded, notices=(Notice("recorded_by_real_run", {"reason": reason}),))
+
+
+def _never_real(step: StepSpec, reason: str, exc: BaseException) -> None:
+    """An ``hf:`` model is built from its config alone, so it always records on fake tensors:
+    when it cannot, its config is wrong (an inconsistent head split, say) and a real run would
+    only allocate real weights for it (2 GB for 0.3 B parameters) to fail the same way."""
+    if not step.spec.startswith("hf:"):
+        return
+    if step.hf_overrides:
+        given = " ".join(f"{k}={v}" for k, v in step.hf_overrides.items())
+        raise InvalidInput("hf_config", given, f"{step.spec} cannot run with this config ({reason})") from exc
+    raise RunFailure(f"{step.spec} could not be recorded on fake tensors ({reason})") from exc
 
 
 @contextlib.contextmanager

@@ -722,13 +722,20 @@ def load_factory(
 
 
 def parse_hf_overrides(items: Sequence[str]) -> dict[str, Any]:
-    """``key=value`` -> {key: value}; values become int, float, bool or None when they read so."""
+    """``key=value`` -> {key: value}; values become int, float, bool or None when they read so.
+    A key given twice is refused (the last would win silently)."""
     out: dict[str, Any] = {}
+    given: dict[str, str] = {}
     for item in items:
         key, sep, raw = item.partition("=")
         if not sep or not key.strip().isidentifier():
             raise InvalidInput("--hf-config", item, "expected KEY=VALUE, e.g. n_layer=2")
-        out[key.strip()] = _literal(raw.strip())
+        key = key.strip()
+        if key in given:
+            twice = f"{key} is given twice; give each key once"
+            raise InvalidInput("--hf-config", f"{given[key]} {item}", twice)
+        given[key] = item
+        out[key] = _literal(raw.strip())
     return out
 
 
@@ -766,11 +773,10 @@ def load_hf(
     # what the config refuses is the user's input: the model type, or --hf-config's values (a
     # ValueError, or huggingface_hub's StrictDataclassError in newer transformers)
     option, given = ("hf_config", _overrides_text(overrides)) if overrides else ("MODEL", f"hf:{model_type}")
-    try:
-        config = transformers.AutoConfig.for_model(model_type, **overrides)
-    except Exception as exc:
-        raise InvalidInput(option, given, f"transformers: {_exception_text(exc)}") from None
+    config = _hf_config(transformers, model_type, overrides, option, given)
     torch.manual_seed(DEFAULT_SEED)
+    if str(device) != "meta":
+        _check_hf_weights(transformers, config, dtype, device, given)
     try:
         model = transformers.AutoModelForCausalLM.from_config(config)
     except Exception as exc:
@@ -801,6 +807,43 @@ def load_hf(
         seq_len=seq_len,
         flops_analytic=float(analytic) if analytic is not None else None,
     )
+
+
+def _hf_config(
+    transformers: Any, model_type: str, overrides: Mapping[str, Any], option: str, given: str
+) -> Any:
+    """The model type's config with ``overrides``, each checked first (known keys, types,
+    counts and sizes in range, a head split that divides: :mod:`infer_opt.profilers.hf_config`)."""
+    from infer_opt.profilers import hf_config
+
+    try:
+        if overrides:
+            hf_config.check_keys(model_type, overrides, transformers.AutoConfig.for_model(model_type))
+        config = transformers.AutoConfig.for_model(model_type, **overrides)
+    except InvalidInput:
+        raise
+    except Exception as exc:
+        raise InvalidInput(option, given, f"transformers: {_exception_text(exc)}") from None
+    if overrides:
+        hf_config.check_head_split(config, overrides)
+    return config
+
+
+def _check_hf_weights(transformers: Any, config: Any, dtype: Any, device: Any, given: str) -> None:
+    """A model built with real weights must fit in memory: counted on the meta device first."""
+    from infer_opt.profilers import hf_config
+    from infer_opt.profilers.distributed import available_memory
+
+    if str(device) != "cpu":
+        return
+    try:
+        with torch.device("meta"):
+            meta = transformers.AutoModelForCausalLM.from_config(config)
+    except Exception:  # what cannot be built is reported by the real build
+        return
+    n_params = sum(p.numel() for p in meta.parameters())
+    itemsize = (dtype or torch.float32).itemsize if isinstance(dtype, torch.dtype) or dtype is None else 4
+    hf_config.check_weights_fit(n_params, itemsize, device, given, available_memory())
 
 
 def _overrides_text(overrides: Mapping[str, Any]) -> str:

@@ -358,6 +358,12 @@ def _saved_files(root: Path) -> dict[str, str]:
     }
 
 
+#: a small Llama's --hf-config (4 heads of 24)
+HF_LLAMA = [
+    *("--hf-config", "hidden_size=96", "--hf-config", "num_attention_heads=4"),
+    *("--hf-config", "num_hidden_layers=1", "--hf-config", "intermediate_size=64"),
+]
+
 CORE_CASES = [
     (["amortize", "--buckets", "{b_nan}"], "line 2, column compile_s"),
     (["amortize", "--buckets", "{b_inf}"], "line 2, column calls"),
@@ -493,6 +499,26 @@ CORE_CASES = [
         ["predict", "--calibration", "{c_ok}", "--tp", "2", "--comm", "{s_nccl}"],
         "--comm: the sweep was measured on cuda; this prediction is for cpu",
     ),
+    # --hf-config: what cannot be meant, refused before any model is built or measured
+    (["predict", "hf:gpt2", "--calibration", "{c_ok}", "--hf-config", "n_layers=2"], "did you mean n_layer"),
+    (["predict", "hf:gpt2", "--calibration", "{c_ok}", "--hf-config", "n_layer=-1"], "n_layer must be in [1"),
+    (["predict", "hf:gpt2", "--calibration", "{c_ok}", "--hf-config", "vocab_size=0"], "vocab_size must be"),
+    (["predict", "hf:gpt2", "--calibration", "{c_ok}", "--hf-config", "n_embd=1e9"], "n_embd must be"),
+    (
+        ["predict", "hf:gpt2", "--calibration", "{c_ok}", "--hf-config", "num_hidden_layers=100000"],
+        "num_hidden_layers must be in [1, 1024]",
+    ),
+    (
+        ["predict", "hf:gpt2", "--calibration={c_ok}", "--hf-config", "n_layer=2", "--hf-config=n_layer=3"],
+        "n_layer is given twice",
+    ),
+    (
+        ["predict", "hf:llama", "--calibration", "{c_ok}", *HF_LLAMA, "--hf-config", "num_key_value_heads=3"],
+        "num_attention_heads (4) must be a multiple of num_key_value_heads (3)",
+    ),
+    (["profile", "hf:gpt2", "--hf-config", "n_layers=2"], "--hf-config: hf:gpt2's config has no key"),
+    (["profile", "hf:llama", *HF_LLAMA, "--hf-config", "num_key_value_heads=3"], "--hf-config: "),
+    (["validate", "hf:gpt2", "--calibration", "{c_ok}", "--hf-config", "n_head=0"], "--hf-config: n_head"),
 ]
 
 
