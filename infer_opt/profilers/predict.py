@@ -289,6 +289,13 @@ def calibration_for_run(
         found, source, notices = cal.resolve_calibration(dev, "float32", calibration_file)
     else:
         found, source, notices = cal.resolve_calibration(dev, devices.parse_dtype(dtype, dev))
+    if found.grid == "trace":  # infer_opt.trace.calibrate.TRACE_GRID
+        raise InvalidInput(
+            "--calibration",
+            source,
+            f"was built from GPU traces ({found.source}): its families are the GPU kernels' and "
+            "a model's step recorded here would be this CPU's ops; use it with validate --against TRACE",
+        )
     wanted = found.dtype if dtype == "auto" else devices.dtype_name(devices.parse_dtype(dtype, dev))
     if wanted != found.dtype:
         raise InvalidInput(

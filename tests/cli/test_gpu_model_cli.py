@@ -148,3 +148,9 @@ def test_options_from_trace_does_not_use_are_refused(traces):
     assert_one_line_error(run, "--only", "--from-trace")
     run = invoke("validate", "--against", str(traces[2]), "--grid", "batch=1,2")
     assert_one_line_error(run, "--grid", "--against")
+
+
+@pytest.mark.parametrize("command", ["predict", "validate"])
+def test_a_trace_calibration_is_refused_for_a_model_step(calibration, command):
+    run = invoke(command, "tiny", "--calibration", str(calibration))
+    assert_one_line_error(run, "--calibration", "built from GPU traces", "validate --against")

@@ -366,3 +366,26 @@ def test_leave_one_out_on_the_shared_h100_traces():
 def test_shared_traces_of_two_gpus_are_refused():
     with pytest.raises(InvalidInput, match=r"ran on MI300X.*on H100 SXM"):
         tc.read_and_calibrate([H100_TRACES[0], MI300_TRACES[0]])
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from([64, 128, 256, 512, 1024]), st.floats(3.0, 400.0)),
+        min_size=1,
+        max_size=8,
+        unique_by=lambda t: t[0],
+    ),
+    st.lists(st.tuples(st.sampled_from([1 << 12, 1 << 14, 1 << 16, 1 << 20]), st.floats(2.0, 80.0)),
+             max_size=4, unique_by=lambda t: t[0]),
+)  # fmt: skip
+def test_validating_against_a_training_trace_has_no_error(tmp_path_factory, gemms, adds):
+    """Every shape of the trace is a calibration point: each op is predicted at its own median."""
+    ops = [mm(m, 512, 512, us) for m, us in gemms] + [add(n, us) for n, us in adds]
+    path = write_trace(tmp_path_factory.mktemp("t") / "t.json", ops)
+    ev = read_trace(path)
+    r = tv.validate_against(ev, tc.calibrate_from_traces([ev]), calibration_source="itself")
+    for o in r.ops:
+        assert o.predicted_s == pytest.approx(o.measured_s, rel=1e-9)
+    assert r.step_mape == pytest.approx(0.0, abs=1e-9)
+    assert r.op_count + r.small_op_count == len(ops)
