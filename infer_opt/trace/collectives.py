@@ -98,10 +98,14 @@ def _from_kernel_name(kernel_name: str) -> tuple[str, str] | None:
 
 
 def _int(value: object) -> int:
-    try:
-        return int(value)  # type: ignore[call-overload]
-    except (TypeError, ValueError):
+    """A count from the trace's args; not a count (a word, negative, beyond int64): 0, unknown."""
+    if isinstance(value, bool):
         return 0
+    try:
+        count = int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError, OverflowError):
+        return 0
+    return count if 0 <= count < (1 << 62) else 0
 
 
 def collective_call(

@@ -35,7 +35,7 @@ class GpuEvents:
     kind: np.ndarray  # int8: KERNEL, MEMCPY, MEMSET, SYNC
     name: np.ndarray  # int32 index into TraceEvents.names
     stream: np.ndarray  # int64 (a string stream id is mapped to a stable integer)
-    device: np.ndarray  # int32
+    device: np.ndarray  # int64 (a string device id is mapped like a stream)
     correlation: np.ndarray  # int64, -1 when the event has none
     launch: np.ndarray  # int64 index into TraceEvents.launches, -1 none, LAUNCH_BEFORE_WINDOW
     op: np.ndarray  # int64 index into TraceEvents.ops of the innermost enclosing cpu_op, -1 none

@@ -254,16 +254,27 @@ class _Arg:
     value: str = ""  # Concrete Inputs text
 
 
+#: a recorded dimension beyond this is not a real tensor's (a corrupt or hand-edited trace)
+MAX_DIM = 1 << 40
+
+
 def _is_shape(x: Any) -> bool:
-    return isinstance(x, (list, tuple)) and all(isinstance(v, int) for v in x)
+    return isinstance(x, (list, tuple)) and all(
+        isinstance(v, int) and not isinstance(v, bool) and 0 <= v < MAX_DIM for v in x
+    )
+
+
+def _listed(value: Any) -> list:
+    return list(value) if isinstance(value, (list, tuple)) else []
 
 
 def parse_args(args: Mapping) -> list[_Arg]:
-    """The recorded arguments, one :class:`_Arg` each."""
-    dims = list(args.get("Input Dims") or ())
-    types = list(args.get("Input type") or ())
-    strides = list(args.get("Input Strides") or ())
-    concrete = list(args.get("Concrete Inputs") or ())
+    """The recorded arguments, one :class:`_Arg` each (a field of the wrong type counts as not
+    recorded; a dimension that is negative, not an int or absurd makes its argument no tensor)."""
+    dims = _listed(args.get("Input Dims"))
+    types = _listed(args.get("Input type"))
+    strides = _listed(args.get("Input Strides"))
+    concrete = _listed(args.get("Concrete Inputs"))
     out = []
     for i, d in enumerate(dims):
         t = str(types[i]) if i < len(types) else ""
@@ -687,8 +698,15 @@ def op_cost(
         from infer_opt.errors import InvalidInput
 
         raise InvalidInput("causal", causal, "one of: half, full")
-    if not args or "Input Dims" not in args:
+    if not args or "Input Dims" not in args or not isinstance(name, str):
         return None
+    try:
+        return _op_cost(name, args, causal, list_dtype)
+    except (TypeError, ValueError, OverflowError, ZeroDivisionError, IndexError, KeyError):
+        return None  # recorded arguments no formula can read (corrupt, or a new op's layout)
+
+
+def _op_cost(name: str, args: Mapping, causal: str, list_dtype: str | None) -> OpCost | None:
     short = name.split("::", 1)[-1]
     parsed = _drop_out_arg(short, parse_args(args))
     dtype = _dtype_of(parsed)
@@ -708,6 +726,8 @@ def op_cost(
     if got is None:
         return None
     flops, nbytes, family, features, is_causal = got
+    if not (0 <= float(flops) < math.inf and 0 <= float(nbytes) < math.inf):
+        return None
     return OpCost(
         float(flops), float(nbytes), family, dtype or (list_dtype or ""), shapes, is_causal, features, assumed
     )

@@ -12,6 +12,7 @@ events are incomplete in real traces), a launch to the innermost ``cpu_op`` on i
 from __future__ import annotations
 
 import gc
+import math
 import os
 import re
 import stat
@@ -66,15 +67,20 @@ _STEP = re.compile(r"ProfilerStep#(\d+)$")
 STRING_ID_BASE = 1 << 40
 
 
+_ID_LIMIT = 1 << 62
+
+
 def _as_id(value: Any) -> int:
+    """An id (stream, device, correlation, thread) as an int64; a string names one by its hash,
+    a number beyond int64 (or not finite) too, so no column overflows."""
     if isinstance(value, bool) or value is None:
         return -1
-    if isinstance(value, int):
-        return value
     if isinstance(value, float):
-        return int(value)
+        value = int(value) if math.isfinite(value) else str(value)
+    if isinstance(value, int):
+        return value if -_ID_LIMIT < value < _ID_LIMIT else STRING_ID_BASE + zlib.crc32(str(value).encode())
     text = str(value).strip()
-    if text.lstrip("-").isdigit():
+    if text.lstrip("-").isdigit() and len(text) < 19:
         return int(text)
     return STRING_ID_BASE + zlib.crc32(text.encode())
 
@@ -213,7 +219,8 @@ def _scan(events: Sequence[Any], cols: _Columns | None = None, offset: int = 0) 
     for index, e in enumerate(events, start=offset):
         if not isinstance(e, dict) or e.get("ph") != "X":
             continue
-        kind = category.get(e.get("cat"))
+        cat = e.get("cat")
+        kind = category.get(cat) if isinstance(cat, str) else None
         if kind is None:
             continue
         dur, ts = e.get("dur"), e.get("ts")
@@ -448,7 +455,7 @@ def _step_of(steps: tuple[Step, ...], t: np.ndarray, gpu: bool = False) -> np.nd
 def _build(cols: _Columns, path: str) -> tuple[GpuEvents, Launches, CpuOps, tuple[Step, ...], list[Notice]]:
     notices: list[Notice] = []
     f8, i8, i4 = np.float64, np.int64, np.int32
-    g = _table(cols.gpu, (f8, f8, np.int8, i4, i8, i4, i8, i8))
+    g = _table(cols.gpu, (f8, f8, np.int8, i4, i8, i8, i8, i8))
     la = _table(cols.launch, (f8, f8, i4, i8, i8, i8, i8))
     op = _table(cols.ops, (f8, f8, i4, i8, i8, i8, i8))
     g_keep, g_dup = _dedup_order([g[0], g[1], g[2], g[3], g[4], g[5], g[6]])

@@ -274,9 +274,10 @@ def _hta_type(name: str) -> int:
 
 def _hta_stream(args: dict) -> int:
     try:
-        return int(args.get("stream", -1))
-    except (TypeError, ValueError):
+        value = int(args.get("stream", -1))
+    except (TypeError, ValueError, OverflowError):
         return -1
+    return value if -(1 << 62) < value < (1 << 62) else -1
 
 
 def _hta_kept(events: TraceEvents, ts: np.ndarray, stream: np.ndarray) -> np.ndarray:

@@ -143,12 +143,18 @@ def launch_gaps_us(events: TraceEvents, order: np.ndarray) -> float:
 
 def _element_bytes(args: dict) -> float:
     from infer_opt.trace.devices import DTYPE_BYTES, normalize_dtype
+    from infer_opt.trace.op_costs import _is_shape
 
-    dims = args.get("Input Dims") or []
-    types = args.get("Input type") or []
-    if not dims or not isinstance(dims[0], list) or not types:
+    dims, types = args.get("Input Dims"), args.get("Input type")
+    if not isinstance(dims, list) or not isinstance(types, list) or not dims or not types:
+        return 0.0
+    if not _is_shape(dims[0]):
         return 0.0
     return float(math.prod(dims[0])) * DTYPE_BYTES.get(normalize_dtype(str(types[0])), 0)
+
+
+def _first(value: object) -> str:
+    return str(value[0]) if isinstance(value, list) and value else ""
 
 
 def fusion_bytes(events: TraceEvents, att: Attribution, order: np.ndarray) -> float:
@@ -163,7 +169,7 @@ def fusion_bytes(events: TraceEvents, att: Attribution, order: np.ndarray) -> fl
         c = att.costs.get(op) if op >= 0 else None
         args = events.ops.args[op] if op >= 0 else {}
         is_elementwise = c is not None and category(c.family) == ELEMENTWISE
-        key = (str((args.get("Input Dims") or [None])[0]), str((args.get("Input type") or [None])[0]))
+        key = (_first(args.get("Input Dims")), _first(args.get("Input type")))
         if is_elementwise and prev_key == key:
             saved.append(2.0 * _element_bytes(args))
         prev_op, prev_key = op, key if is_elementwise else None
