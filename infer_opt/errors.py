@@ -23,6 +23,11 @@ class InvalidInput(InferOptError, ValueError):
         self.expected = expected
         super().__init__(f"{option}: {expected} (got {_show(value)})")
 
+    def __reduce__(self) -> tuple:
+        # picklable with its arguments, so a worker process (a folder of ranks read in
+        # parallel) hands the same one-line error back
+        return (type(self), (self.option, self.value, self.expected))
+
     def under(self, option: str, value: object = None) -> InvalidInput:
         """The same problem said about ``option`` (the flag that named the file), with
         ``value`` (the file's path) as what it got; a :class:`BadField` keeps its own value
@@ -44,6 +49,10 @@ class BadField(InvalidInput):
             super().__init__(option, value, f"{where}: {expected}")
         else:
             super().__init__(file, value, f"field {field}: {expected}" if field else expected)
+
+    def __reduce__(self) -> tuple:
+        option = self.option if self.option != self.file else ""
+        return (type(self), (self.file, self.field, self.value, self.allowed, option))
 
     def under(self, option: str, value: object = None) -> InvalidInput:
         """The same problem said about ``option`` (the flag that named the file)."""

@@ -145,3 +145,30 @@ def test_missing_trace_and_empty_folder(tmp_path):
     assert_one_line_error(invoke("trace", str(tmp_path / "nope.json")), "nope.json")
     (tmp_path / "empty").mkdir()
     assert_one_line_error(invoke("trace", str(tmp_path / "empty")), "empty")
+
+
+def test_a_bad_rank_in_a_folder_read_in_parallel_is_one_line_naming_it(tmp_path):
+    folder = tmp_path / "ranks"
+    folder.mkdir()
+    (folder / "rank0.json").write_text((FIXTURES / "two_ranks" / "rank0.json").read_text())
+    (folder / "rank1.json").write_text("garbage")
+    assert_one_line_error(invoke("trace", str(folder)), "rank1.json", "not JSON")
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        ("InvalidInput", ("TRACE", "x.json", "not JSON")),
+        ("BadField", ("f.json", "families", None, "a list")),
+        ("BadField", ("f.json", "families", None, "a list", "--calibration")),
+    ],
+)
+def test_errors_survive_a_worker_process(error):
+    import pickle
+
+    from infer_opt import errors
+
+    name, args = error
+    e = getattr(errors, name)(*args)
+    again = pickle.loads(pickle.dumps(e))
+    assert type(again) is type(e) and str(again) == str(e)
