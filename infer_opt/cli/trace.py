@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from infer_opt.cli.common import option
-from infer_opt.cli.output import Outcome, with_output
+from infer_opt.cli.output import Outcome, Output, with_output
 from infer_opt.cli.types import Bandwidth, Choice, Count, FlopRate, Fraction, InputFile, OutputFile
 
 HELP = """Read torch.profiler / Kineto traces of a GPU (a .json or .json.gz file, several files,
@@ -96,12 +96,17 @@ def trace_command(
     matmul_fraction: MatmulFractionOpt = 0.7,
     top: TopOpt = 15,
     augment: AugmentOpt = None,
+    *,
+    output: Output,
 ) -> Any:
     from infer_opt.trace.analyze import analyze, parse_steps
 
+    inputs = [_checked(p) for p in traces]
+    output.check_distinct((("--augment", augment),))
+    _never_over_an_input(inputs, output, augment)
     fit = _roofline(roofline) if roofline is not None else None
     found = analyze(
-        [_checked(p) for p in traces],
+        inputs,
         steps=parse_steps(steps),
         hta_compat=hta_compat,
         device=device,
@@ -117,6 +122,20 @@ def trace_command(
         for path in write_augmented(found, augment):
             typer.echo(f"annotated trace written to {path}", err=True)
     return Outcome(found.result, view={"top": top})
+
+
+def _never_over_an_input(inputs: list[Path], output: Output, augment: Path | None) -> None:
+    """No output may replace a trace being read (``--out trace.json`` on trace.json)."""
+    from infer_opt.errors import InvalidInput
+    from infer_opt.files import same_file_key
+    from infer_opt.trace.reader import trace_files
+
+    read = {same_file_key(p) for p in trace_files(inputs)}
+    named = [("--out", p) for p in output.out]
+    named += [("--markdown", output.markdown), ("--csv", output.csv), ("--plot", output.plot)]
+    for flag, path in [*named, ("--augment", augment)]:
+        if path is not None and str(path) != "-" and same_file_key(path) in read:
+            raise InvalidInput(flag, str(path), "is a trace being read; write to another file")
 
 
 def _checked(path: Path) -> Path:

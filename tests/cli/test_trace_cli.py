@@ -172,3 +172,14 @@ def test_errors_survive_a_worker_process(error):
     e = getattr(errors, name)(*args)
     again = pickle.loads(pickle.dumps(e))
     assert type(again) is type(e) and str(again) == str(e)
+
+
+def test_no_output_replaces_an_input_trace_or_another_output(tmp_path):
+    trace = tmp_path / "t.json"
+    trace.write_text(Path(MODEL).read_text())
+    before = trace.read_bytes()
+    for option in ("--out", "--markdown", "--augment", "--csv"):
+        assert_one_line_error(invoke("trace", str(trace), option, str(trace)), option, "being read")
+    assert trace.read_bytes() == before
+    out = str(tmp_path / "r.json")
+    assert_one_line_error(invoke("trace", str(trace), "--out", out, "--augment", out), "--augment")
