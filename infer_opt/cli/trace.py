@@ -117,10 +117,16 @@ def trace_command(
         matmul_peak_fraction=matmul_fraction,
     )
     if augment is not None:
+        from infer_opt.errors import RunFailure
         from infer_opt.trace.augment import write_augmented
 
-        for path in write_augmented(found, augment):
-            typer.echo(f"annotated trace written to {path}", err=True)
+        try:
+            for path in write_augmented(found, augment):
+                typer.echo(f"annotated trace written to {path}", err=True)
+        except OSError as exc:  # the analysis is still shown and saved
+            why = exc.strerror or str(exc)
+            failed = RunFailure(f"--augment {augment}: could not write the annotated trace ({why})")
+            return Outcome(found.result, error=failed, view={"top": top})
     return Outcome(found.result, view={"top": top})
 
 
