@@ -324,7 +324,10 @@ def with_output(
                 plot=kwargs.pop("plot", None),
             )
             output.check()
-            returned = func(**kwargs, output=output) if takes_output else func(**kwargs)
+            # stdout belongs to the tool (the --json document, the table): whatever the body's
+            # code — a model factory's print(), a library's chatter — writes there goes to stderr
+            with contextlib.redirect_stdout(sys.stderr):
+                returned = func(**kwargs, output=output) if takes_output else func(**kwargs)
             _finish(output, returned)
 
         params = own + added

@@ -584,7 +584,10 @@ def _import_factory(spec: str) -> Callable[..., Any]:
         except Exception as exc:
             sys.modules.pop(mod_name, None)
             raise InvalidInput("MODEL", spec, f"importing {target} failed: {_describe(exc)}") from exc
-        except (SystemExit, KeyboardInterrupt) as exc:
+        except KeyboardInterrupt:  # Ctrl-C while importing: an interrupt (exit 130), not a failure
+            sys.modules.pop(mod_name, None)
+            raise
+        except SystemExit as exc:
             sys.modules.pop(mod_name, None)
             raise RunFailure(f"importing {target} for the model factory {spec} {_stopped(exc)}") from None
     else:
@@ -594,7 +597,7 @@ def _import_factory(spec: str) -> Callable[..., Any]:
             raise InvalidInput("MODEL", spec, f"cannot import module {target!r}: {exc}") from exc
         except Exception as exc:
             raise InvalidInput("MODEL", spec, f"importing {target} failed: {_describe(exc)}") from exc
-        except (SystemExit, KeyboardInterrupt) as exc:
+        except SystemExit as exc:  # Ctrl-C (KeyboardInterrupt) goes on: an interrupt, exit 130
             raise RunFailure(f"importing {target} for the model factory {spec} {_stopped(exc)}") from None
     factory = getattr(module, attr, None)
     if factory is None:
@@ -685,7 +688,9 @@ def load_factory(
         returned = factory(**kwargs)
     except torch.cuda.OutOfMemoryError:
         raise
-    except (Exception, SystemExit, KeyboardInterrupt) as exc:  # user code: never a silent exit
+    except KeyboardInterrupt:  # Ctrl-C inside the factory: an interrupt (exit 130), not its failure
+        raise
+    except (Exception, SystemExit) as exc:  # user code: never a silent exit
         raise RunFailure(f"the model factory {spec} {_stopped(exc)}") from exc
     if not isinstance(returned, (tuple, list)) or len(returned) != 2:
         raise InvalidInput(

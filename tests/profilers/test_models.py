@@ -229,19 +229,23 @@ def test_factory_that_raises_is_a_run_failure(factory_file):
         )
 
 
-@pytest.mark.parametrize(
-    ("body", "needle"),
-    [
-        ("import sys\n    sys.exit(3)", "called sys.exit(3)"),
-        ("raise KeyboardInterrupt", "raised KeyboardInterrupt"),
-    ],
-)
-def test_a_factory_that_exits_or_interrupts_is_a_run_failure_naming_it(tmp_path, body, needle):
+def test_a_factory_that_exits_is_a_run_failure_naming_it(tmp_path):
     path = tmp_path / "quits.py"
-    path.write_text(f"def make(**kwargs):\n    {body}\n")
+    path.write_text("def make(**kwargs):\n    import sys\n    sys.exit(3)\n")
     with pytest.raises(RunFailure) as info:
         models.load_model(f"{path}:make")
-    assert f"the model factory {path}:make {needle}" in str(info.value)
+    assert f"the model factory {path}:make called sys.exit(3)" in str(info.value)
+
+
+@pytest.mark.parametrize("where", ["in the factory", "on import"])
+def test_ctrl_c_inside_a_factory_is_an_interrupt_not_its_failure(tmp_path, where):
+    """Ctrl-C while the factory builds the model is the user stopping the run (exit 130), never
+    "the model factory raised KeyboardInterrupt" (exit 1)."""
+    path = tmp_path / "slow.py"
+    body = "raise KeyboardInterrupt\n"
+    path.write_text(f"def make(**kwargs):\n    {body}" if where == "in the factory" else body)
+    with pytest.raises(KeyboardInterrupt):
+        models.load_model(f"{path}:make")
 
 
 def test_a_factory_module_that_exits_on_import_is_a_run_failure(tmp_path):
