@@ -42,12 +42,12 @@ KINDS: dict[str, Kind] = {
         Kind(
             "attention-check",
             f"{_KD}.attention_check:AttentionCheckResult",
-            f"{_RP}.checks:build_attention_check_view",
+            f"{_RP}.attention_check:build_view",
         ),
         Kind(
             "speculative-verify",
             f"{_KD}.speculative_verify:SpeculativeVerifyResult",
-            f"{_RP}.checks:build_speculative_verify_view",
+            f"{_RP}.speculative_verify:build_view",
         ),
         Kind(
             "speculative-speedup",
@@ -83,20 +83,20 @@ KINDS: dict[str, Kind] = {
         Kind(
             "amortize-measure",
             f"{_KD}.amortize_measure:AmortizeMeasureResult",
-            f"{_RP}.measure:build_amortize_view",
-            f"{_PL}.measure:plot_amortize",
+            f"{_RP}.amortize_measure:build_view",
+            f"{_PL}.amortize_measure:plot",
         ),
         Kind(
             "speculative-measure",
             f"{_KD}.speculative_measure:SpecMeasureResult",
-            f"{_RP}.measure:build_speculative_view",
-            f"{_PL}.measure:plot_speculative",
+            f"{_RP}.speculative_measure:build_view",
+            f"{_PL}.speculative_measure:plot",
         ),
         Kind(
             "speculative-run",
             f"{_KD}.speculative_run:SpecRunResult",
-            f"{_RP}.spec_run:build_view",
-            f"{_PL}.spec_run:plot",
+            f"{_RP}.speculative_run:build_view",
+            f"{_PL}.speculative_run:plot",
         ),
         Kind("buckets", f"{_CM}.bucketing:BucketsResult", f"{_RP}.buckets:build_view", f"{_PL}.buckets:plot"),
         Kind(
@@ -112,7 +112,7 @@ KINDS: dict[str, Kind] = {
         Kind(
             "profile-tp",
             f"{_KD}.profile_tp:TPProfileResult",
-            f"{_RP}.tp_profile:build_view",
+            f"{_RP}.profile_tp:build_view",
             f"{_PL}.profile:plot",
         ),
         # ---- calibrated performance model (calibrate, predict, validate)

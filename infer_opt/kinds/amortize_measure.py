@@ -1,6 +1,6 @@
 """The ``amortize-measure`` result kind: compile cost and per-call savings measured per bucket,
 and the break-even call count they give (built by :mod:`infer_opt.profilers.compile_measure`,
-read by :mod:`infer_opt.reports.measure`)."""
+read by :mod:`infer_opt.reports.amortize_measure`)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The ``attention-check`` result kind: attention paths against a float64 reference, case by case
-(built by :mod:`infer_opt.checks.mask_alignment`, read by :mod:`infer_opt.reports.checks`)."""
+(built by :mod:`infer_opt.checks.mask_alignment`, read by :mod:`infer_opt.reports.attention_check`)."""
 
 from __future__ import annotations
 

@@ -1,21 +1,14 @@
-"""Views of the exactness checks: ``attention check`` and ``speculative verify``."""
+"""View of ``speculative verify``: each rule of the sampler, its test and verdict, and the
+acceptance rates measured against the formula."""
 
 from __future__ import annotations
 
 import math
 
-from infer_opt.kinds.attention_check import AttentionCase, AttentionCheckResult
 from infer_opt.kinds.speculative_verify import RuleVerdict, SpeculativeVerifyResult
+from infer_opt.reports.attention_check import error_text
 from infer_opt.reports.view import Column, Table, View, rows_of
 from infer_opt.units import format_number
-
-
-def _error(value: float | None) -> str:
-    if value is None:
-        return "—"
-    if math.isnan(value):
-        return "NaN/inf in output"
-    return "0" if value == 0 else f"{value:.2e}"
 
 
 def _p_value(value: float | None) -> str:
@@ -34,105 +27,6 @@ def _z(value: float | None) -> str:
     if value is None:
         return "—"
     return "∞" if math.isinf(value) else f"{value:+.2f}"
-
-
-def _attention_outcome(case: AttentionCase) -> str:
-    if case.expected_to_fail:
-        if case.error is not None:
-            return "wrong, raised"
-        return "wrong, detected" if case.passed else "wrong, NOT detected"
-    if case.passed:
-        return "ok"
-    if case.error is not None:
-        return "RAISED"
-    return "NaN/inf" if not case.finite else "MISMATCH"
-
-
-def _attention_table(result: AttentionCheckResult) -> Table:
-    columns = [
-        Column("case", "Case", align="left"),
-        Column("path", "Path", align="left"),
-        Column("mask", "Mask", align="left"),
-        Column("tq", "T_q"),
-        Column("tk", "T_k"),
-        Column("causal_offset", "q0 pos", csv_header="causal_offset"),
-        Column("max_abs_error", "Max |err|", _error, csv_header="max_abs_error"),
-        Column("tolerance", "Tol.", _error, csv_header="tolerance"),
-        Column("outcome", "Result", align="left"),
-    ]
-    highlight: dict[int, str] = {}
-    for i, case in enumerate(result.cases):
-        if not case.passed:
-            highlight[i] = "bad"
-        elif case.expected_to_fail:
-            highlight[i] = "muted"
-    return Table(
-        "Outputs against full softmax attention in float64",
-        columns,
-        rows_of(
-            result.cases,
-            columns,
-            max_abs_error=lambda c: None if c.error is not None else c.max_abs_error,
-            outcome=_attention_outcome,
-        ),
-        caption=(
-            "query i sits at position q0 pos + i and must see keys 0..that position; "
-            "error = max |output - float64 reference|"
-        ),
-        highlight=highlight,
-    )
-
-
-def _attention_summary(result: AttentionCheckResult) -> list[tuple[str, str]]:
-    shape = f"batch {result.batch} × {result.heads} heads × head dim {result.head_dim}, {result.dtype}"
-    summary = [("Checked", result.subject), ("Inputs", f"{shape}, seed {result.seed}, {result.device}")]
-    if result.block_size is not None:
-        summary.append(("Key block size", str(result.block_size)))
-    if result.window is not None:
-        summary.append(("Sliding window", f"{result.window} keys"))
-    summary.append(("Reference", result.reference))
-    if result.sdpa_is_causal_top_left is not None:
-        torch_version = result.torch_version or "this torch"
-        if result.sdpa_is_causal_top_left:
-            observed = "aligns the mask top-left: one query over T_k keys saw key 0 only"
-        else:
-            observed = "did NOT return v_0 for one query over T_k keys (not top-left aligned here)"
-        summary.append((f"SDPA is_causal=True, torch {torch_version}", observed + " (probed)"))
-    return summary
-
-
-def _attention_notes(result: AttentionCheckResult) -> list[str]:
-    notes: list[str] = []
-    if any(c.expected_to_fail for c in result.cases):
-        notes.append(
-            "'wrong, detected' rows use a top-left causal mask on purpose (what is_causal=True does with "
-            "a KV cache): the output is finite but wrong, and the check flags it. One new token needs no "
-            "mask; several need a bottom-right mask (an explicit boolean mask or causal_lower_right)."
-        )
-    return notes + [
-        f"{c.case} / {c.path} ({c.mask}) raised {c.error}" for c in result.cases if c.error is not None
-    ]
-
-
-def _attention_verdict(result: AttentionCheckResult) -> str:
-    failed = [c for c in result.cases if not c.passed]
-    if failed:
-        return "FAIL: " + "; ".join(f"{c.case}: {c.path} ({c.mask})" for c in failed)
-    verdict = "PASS: every path matches the float64 reference"
-    if any(c.expected_to_fail for c in result.cases):
-        verdict += "; every deliberately misaligned mask was detected"
-    return verdict + "."
-
-
-def build_attention_check_view(result: AttentionCheckResult) -> View:
-    return View(
-        title="Attention exactness check",
-        summary=_attention_summary(result),
-        tables=[_attention_table(result)],
-        notes=_attention_notes(result),
-        verdict=_attention_verdict(result),
-        verdict_ok=result.passed,
-    )
 
 
 def _rule_name(rule: str) -> str:
@@ -157,7 +51,7 @@ def _rules_table(result: SpeculativeVerifyResult) -> Table:
     verdicts = (result.exact, result.wrong)
     columns = [
         Column("rule", "Correction rule", align="left"),
-        Column("exact_max_abs_error", "Exact: max |P - p|", _error, csv_header="exact_max_abs_error"),
+        Column("exact_max_abs_error", "Exact: max |P - p|", error_text, csv_header="exact_max_abs_error"),
         Column("chi2_p_value", "χ² p (first token)", _p_value, csv_header="chi2_p_value"),
         Column("chi2_sequence_p_value", f"χ² p ({result.k + 1}-token seq.)", _p_value),
         Column("outcome", "Verdict", align="left"),
@@ -223,7 +117,7 @@ def _verify_verdict(result: SpeculativeVerifyResult) -> str:
     return "FAIL: " + "; ".join(problems) + "."
 
 
-def build_speculative_verify_view(result: SpeculativeVerifyResult) -> View:
+def build_view(result: SpeculativeVerifyResult) -> View:
     notes = [
         "A round's output is the start of a target sample: completed by the target to k+1 tokens it must "
         "be distributed exactly as k+1 target steps (that is what 'exact' compares).",
