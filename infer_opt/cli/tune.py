@@ -147,7 +147,10 @@ MaxSizeOpt = option(
     "cuda_graph_max_bs, chosen by GPU memory and TP, 160 assumed).",
 )
 EagerCostOpt = option(
-    Path | None, "--eager-cost", parse=InputFile(), help="Measured uncaptured cost: CSV batch_size,time_ms."
+    list[Any] | None,
+    "--eager-cost",
+    parse=CostSource(),
+    help="Measured uncaptured cost: CSV batch_size,time_ms, or eager traces as FILE@B (two at least).",
 )
 EagerOverheadOpt = option(
     float | None, "--eager-overhead", parse=Duration("ms"), help="Uncaptured step = cost(b) + D (bare = ms)."
@@ -219,13 +222,13 @@ def capture_sizes(
     capture_time: CaptureTimeOpt = None,
 ) -> TuneCaptureSizesResult:
     from infer_opt.cost_models import capture_tuning as ct
-    from infer_opt.cost_models.tune_inputs import read_cost, read_costs, read_memory
+    from infer_opt.cost_models.tune_inputs import read_costs, read_memory
 
     if memory_per_capture is not None and memory is not None:
         raise InvalidInput("--memory", str(memory), "give --memory-per-capture or --memory, not both")
     got = _distribution(batches, prometheus)
     curve, cost_label, cost_notices = read_costs(cost or [], "--cost")
-    eager = read_cost(eager_cost, "--eager-cost")[0] if eager_cost is not None else None
+    eager = read_costs(eager_cost, "--eager-cost")[0] if eager_cost else None
     mem = None
     if memory_per_capture is not None:
         mem = ct.Memory(per_capture=memory_per_capture)

@@ -182,3 +182,23 @@ def test_cli_speculative_takes_trace_costs(tmp_path):
     assert r["inputs"]["target_cost"].startswith("measured: 3 trace results")
     one = invoke(*base, "--target-cost", str(tmp_path / "t.csv"), "--draft-cost", f"{draft[0]}@1")
     assert_one_line_error(one, "--draft-cost", "one point of the cost curve")
+
+
+def test_cli_eager_cost_takes_eager_traces_like_its_table(tmp_path):
+    batches = tmp_path / "batches.csv"
+    batches.write_text("batch_size,count\n1,50\n3,30\n7,20\n13,15\n30,10\n100,5\n")
+    cost = tmp_path / "cost.csv"
+    cost.write_text("batch_size,time_ms\n1,2\n16,2.8\n128,6\n")
+    eager = tmp_path / "eager.csv"
+    eager.write_text("batch_size,time_ms\n1,5\n128,9\n")
+    e1 = _save(tmp_path, "e1.json", _trace([5 * MS]))
+    e128 = _save(tmp_path, "e128.json", _trace([9 * MS]))
+    base = ["tune", "capture-sizes", "--batches", str(batches), "--cost", str(cost), "--max-captures", "2"]
+    base += ["--current", "1,2,4,8", "--json"]
+    traced = invoke(*base, "--eager-cost", f"{e1}@1", "--eager-cost", f"{e128}@128")
+    tabled = invoke(*base, "--eager-cost", str(eager))
+    assert traced.exit_code == 0 and tabled.exit_code == 0, traced.stderr + tabled.stderr
+    r, t = traced.json()["result"], tabled.json()["result"]
+    assert r["capture_sizes"] == t["capture_sizes"]
+    assert r["expected_step_s"] == pytest.approx(t["expected_step_s"])
+    assert_one_line_error(invoke(*base, "--eager-cost", f"{e1}@1"), "--eager-cost", "one point")
