@@ -332,6 +332,12 @@ MESSAGES: dict[str, Words] = {
         f"the calibration is for {v['device']} but this torch has no CUDA: the op sequence was recorded "
         "with the CPU's kernel choices (fused attention may differ)"
     ),
+    "gpu_trace_prediction": lambda v: (
+        f"predicted: GPU kernel time on {v['device']} ({v['source']}), fused attention as the "
+        f"{v['attention']} kernel the traces ran; the host term is the traces' median gap between "
+        f"kernels ({format_duration(v['gap_s'])}) per kernel-launching call — what launching them cost "
+        "there, which a CUDA graph would hide"
+    ),
     "validation_on_grid": lambda v: (
         f"{_pct(v['share'])} of the predicted op time is on shapes the calibration measured: this point "
         "checks the grid, not the interpolation; choose shapes between grid points"

@@ -116,7 +116,7 @@ def predict(
     from infer_opt.profilers.comm import comm_for
 
     overrides = models.parse_hf_overrides(list(hf_config or ()))
-    found = pr.calibration_for_run(calibration, dtype, threads, device)
+    found = pr.calibration_for_run(calibration, dtype, threads, device, trace_ok=True)
     sweep_comm = (
         None
         if tp == 1

@@ -44,6 +44,14 @@ EXTRAPOLATED_WARNING = 0.25
 MATMUL_FAMILIES = ("gemm.", "bmm.")
 
 
+def model_for(calibration: om.CalibrationResult) -> om.OpModel:
+    """The CPU's operator model, or for a calibration built from GPU traces the GPU one
+    (:func:`infer_opt.trace.gpu_predict.model_for`)."""
+    from infer_opt.trace.gpu_predict import model_for as gpu_model_for
+
+    return gpu_model_for(calibration)
+
+
 # ---------------------------------------------------------------------------- one step
 
 
@@ -255,7 +263,7 @@ def calibration_notices(calibration: om.CalibrationResult) -> list[Notice]:
     out = []
     if not calibration.complete:
         out.append(Notice("calibration_incomplete", {"groups": list(calibration.groups_done)}))
-    if calibration.host is None:
+    if calibration.host is None and calibration.grid != "trace":  # a trace's: the kernel gap
         out.append(Notice("calibration_no_host_term"))
     if calibration.grid == SMOKE_GRID:
         out.append(Notice("calibration_smoke_grid", {"grid": calibration.grid}))
@@ -274,11 +282,17 @@ class RunCalibration:
 
 
 def calibration_for_run(
-    calibration_file: Path | None, dtype: str, threads: int | None, device: str = "cpu"
+    calibration_file: Path | None,
+    dtype: str,
+    threads: int | None,
+    device: str = "cpu",
+    *,
+    trace_ok: bool = False,
 ) -> RunCalibration:
     """Set the CPU ``threads`` (when given), then take the calibration file given, else the one
     cached for ``device`` (default: the CPU), this dtype, thread count and matmul precision; a
-    ``dtype`` that is not the calibration's is an error."""
+    ``dtype`` that is not the calibration's is an error; so is a calibration built from GPU traces
+    unless ``trace_ok`` (``predict`` takes one, ``validate MODEL`` measures this machine)."""
     from infer_opt.profilers import calibration as cal
     from infer_opt.profilers import device as devices
 
@@ -289,12 +303,12 @@ def calibration_for_run(
         found, source, notices = cal.resolve_calibration(dev, "float32", calibration_file)
     else:
         found, source, notices = cal.resolve_calibration(dev, devices.parse_dtype(dtype, dev))
-    if found.grid == "trace":  # infer_opt.trace.calibrate.TRACE_GRID
+    if found.grid == "trace" and not trace_ok:  # infer_opt.trace.calibrate.TRACE_GRID
         raise InvalidInput(
             "--calibration",
             source,
             f"was built from GPU traces ({found.source}): its families are the GPU kernels' and "
-            "a model's step recorded here would be this CPU's ops; use it with validate --against TRACE",
+            "a model's step measured here would be this CPU's; use it with validate --against TRACE",
         )
     wanted = found.dtype if dtype == "auto" else devices.dtype_name(devices.parse_dtype(dtype, dev))
     if wanted != found.dtype:
@@ -410,8 +424,9 @@ def predict(
     with ``tp`` > 1 and the ``comm`` sweep of that many ranks, the tensor-parallel step."""
     if sweep:
         check_param_modes(*sweep, (mode,), "sweep")
-    model = om.OpModel(calibration)
+    model = model_for(calibration)
     device, device_notices = recording_device(calibration)
+    device_notices += getattr(model, "notices", list)()
     step = meta_record.StepSpec(spec, mode, batch, seq_len, context, new_tokens, dtype, hf_overrides, device)
     total = 1 + (len(sweep[1]) if sweep else 0)
     if progress is not None:

@@ -150,7 +150,17 @@ def test_options_from_trace_does_not_use_are_refused(traces):
     assert_one_line_error(run, "--grid", "--against")
 
 
-@pytest.mark.parametrize("command", ["predict", "validate"])
+@pytest.mark.parametrize("command", ["validate"])
 def test_a_trace_calibration_is_refused_for_a_model_step(calibration, command):
     run = invoke(command, "tiny", "--calibration", str(calibration))
     assert_one_line_error(run, "--calibration", "built from GPU traces", "validate --against")
+
+
+def test_predict_a_model_step_from_a_trace_calibration(calibration):
+    run = invoke("predict", "tiny", "--calibration", str(calibration), "--json")
+    assert run.exit_code == 0, run.stderr
+    data = run.json()["result"]
+    assert data["calibration"]["device_name"] == "H100 SXM"
+    codes = {w["code"] for w in data["warnings"]}
+    assert "gpu_trace_prediction" in codes and "calibration_no_host_term" not in codes
+    assert data["step_time_s"] > 0

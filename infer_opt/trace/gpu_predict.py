@@ -1,0 +1,112 @@
+"""``infer-opt predict MODEL --calibration GPU-CAL``: a model step's GPU kernel time from a
+calibration built from traces (:mod:`infer_opt.trace.calibrate`, docs/gpu_model.md).
+
+``predict`` records the step's aten calls on fake tensors (:mod:`infer_opt.profilers.meta_record`)
+and asks an operator model for each; :func:`model_for` gives it :class:`GpuStepModel` for a
+trace calibration, which maps each recorded call onto the families a trace calibration holds:
+
+* the recorder's families are the trace formulas' (``gemm.nt`` with ``M, N, K``, ``layer_norm``
+  with ``rows, hidden``, ``add.t`` with ``n`` …: both follow ``op_families``), so most calls go
+  through unchanged; one in another dtype than the calibration's takes the ``:dtype`` family
+  when the traces had one, else the plain one;
+* **fused attention**: on a CPU-only torch the fake tensors take the CPU's SDPA kernel
+  (``sdpa.causal`` over ``B·H, T, d``, ``sdpa.decode`` over ``B·H, Tk, d`` …), not the GPU's; it
+  is mapped to the GPU attention family the traces ran — flash, then efficient, cuDNN, math,
+  the first the calibration has (causal or not as the call), with the features
+  ``B·H, Tq, Tk, d``;
+* views, allocations and host reads launch no kernel: 0;
+* the **gap term**: the traces' median gap between kernels, once per kernel-launching call (what
+  a step adds between back-to-back kernels when the host keeps up; a step whose host is slower
+  than its kernels — small decode steps without CUDA graphs — waits longer, and that is not in
+  it). It takes the host term's place (``host_s``).
+
+Pure: numpy and the standard library.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from infer_opt.cost_models import op_model as om
+from infer_opt.notices import Notice
+from infer_opt.trace import calibrate as tc
+from infer_opt.trace.devices import normalize_dtype
+
+#: GPU attention families, in the order one is picked for a recorded fused attention
+ATTENTION = ("attention_flash", "attention_efficient", "attention_cudnn", "attention_math")
+#: recorder families that launch no GPU kernel
+NO_KERNEL = ("view.", "other.", "empty")
+NO_KERNEL_SOURCE = "no kernel"
+
+
+def model_for(calibration: om.CalibrationResult) -> om.OpModel:
+    """The operator model ``predict`` uses for ``calibration``: :class:`GpuStepModel` for one
+    built from traces, else the CPU's :class:`~infer_opt.cost_models.op_model.OpModel`."""
+    return GpuStepModel(calibration) if tc.is_trace_calibration(calibration) else om.OpModel(calibration)
+
+
+def _attention(family: str, features: Sequence[float]) -> tuple[bool, tuple[float, ...]] | None:
+    """``(causal, (B·H, Tq, Tk, d))`` of a recorder's fused-attention family, None for another."""
+    if not family.startswith("sdpa."):
+        return None
+    kind = family.removeprefix("sdpa.").removesuffix(".tail")
+    f = tuple(float(v) for v in features)
+    if kind in ("causal", "full") and len(f) >= 3:
+        return kind == "causal", (f[0], f[1], f[1], f[2])
+    if kind.startswith("decode") and len(f) >= 3:
+        return False, (f[0], 1.0, f[1], f[2])
+    if len(f) >= 4:
+        return False, f[:4]
+    return None
+
+
+class GpuStepModel(tc.TraceOpModel):
+    """A trace calibration's model over ``predict``'s recorded calls (module docstring)."""
+
+    def __init__(self, calibration: om.CalibrationResult) -> None:
+        super().__init__(calibration)
+        self.short_dtype = tc.SHORT_DTYPES.get(calibration.dtype, calibration.dtype)
+        self.names = {key.rpartition("@")[0] for key in self.families}
+
+    def attention_family(self, causal: bool) -> str:
+        """The first of :data:`ATTENTION` the calibration has, with ``.causal`` as the call (the
+        other causality when only that was traced); ``attention_flash`` (no family: the device
+        roofline) when it has none."""
+        wanted = [f"{a}.causal" if causal else a for a in ATTENTION]
+        other = [f"{a}" if causal else f"{a}.causal" for a in ATTENTION]
+        return next((f for f in (*wanted, *other) if f in self.names), wanted[0])
+
+    def mapped(self, query: om.OpQuery, dtype: str = "") -> om.OpQuery | None:
+        """The query in the calibration's families (None: the call launches no kernel)."""
+        if query.family.startswith(NO_KERNEL):
+            return None
+        attention = _attention(query.family, query.features)
+        if attention is not None:
+            causal, features = attention
+            return replace(query, family=self.attention_family(causal), features=features)
+        short = normalize_dtype(dtype) if dtype else ""
+        keyed = tc.family_key(query.family, None, short, self.short_dtype)
+        return replace(query, family=keyed if keyed in self.names else query.family)
+
+    def estimate(self, query: om.OpQuery) -> om.OpEstimate:
+        mapped = self.mapped(query)
+        if mapped is None:
+            return om.OpEstimate(0.0, NO_KERNEL_SOURCE, "", False, 0.0, "launch")
+        return super().estimate(replace(mapped, reuse_bytes=None, context_bytes=None))
+
+    def notices(self) -> list[Notice]:
+        """What a prediction from it is (``gpu_trace_prediction``)."""
+        c = self.calibration
+        values = {
+            "device": c.device_name,
+            "source": c.source,
+            "attention": self.attention_family(True).removesuffix(".causal"),
+            "gap_s": c.kernel_gap_s,
+        }
+        return [Notice("gpu_trace_prediction", values)]
+
+    def host_time(self, queries: Sequence[om.OpQuery], n_module_calls: int) -> float:
+        """The gap term: the traces' median gap between kernels per kernel-launching call."""
+        launching = sum(1 for q in queries if not q.family.startswith(NO_KERNEL))
+        return self.calibration.kernel_gap_s * launching
