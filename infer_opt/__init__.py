@@ -17,7 +17,7 @@ from typing import Any
 __version__ = "0.1.0"
 
 _API = {
-    "amdahl", "Part", "load", "profile", "kernels", "fit_roofline", "buckets", "amortize",
+    "amdahl", "Part", "load", "profile", "predict", "kernels", "fit_roofline", "buckets", "amortize",
     "amortize_buckets", "speculative_speedup", "Costs", "acceptance", "compare_plans", "PlanRound",
     "rates_from_counts", "attention_memory", "window_bound", "compare", "render", "load_trace",
     "InvalidInput", "RunFailure",

@@ -23,6 +23,51 @@ BAD = [
     ("kernels", {"reps": "many"}, "reps"),
     ("kernels", {"warmup": -1}, "warmup"),
     ("amortize_buckets", {"path": "/dev/zero"}, "path"),
+    # wrong types: named before any work, never "the model raised TypeError" or AttributeError
+    ("profile", {"model": 3}, "model"),
+    ("profile", {"mode": "nosuch"}, "mode"),
+    ("profile", {"device": 5}, "device"),
+    ("profile", {"device": "tpu"}, "device"),
+    ("profile", {"dtype": "float99"}, "dtype"),
+    ("profile", {"trace": 5}, "trace"),
+    ("profile", {"roofline": 3}, "roofline"),
+    ("profile", {"model": "nosuch"}, "model"),
+    ("profile", {"hf_config": [3]}, "hf_config"),
+    ("profile", {"model": "hf:gpt2", "hf_config": ["n_layers=2"]}, "hf_config"),
+    ("kernels", {"suite": "nosuch"}, "suite"),
+    ("kernels", {"only": [3]}, "only"),
+    ("kernels", {"only": "no_such_kernel"}, "only"),
+    ("kernels", {"device": "tpu"}, "device"),
+    ("kernels", {"flush_cache": "yes"}, "flush_cache"),
+    ("fit_roofline", {"measurements": 5}, "measurements"),
+    ("fit_roofline", {"measurements": None}, "measurements"),
+    ("fit_roofline", {"measurements": "/no/such.csv"}, "measurements"),
+    ("buckets", {"lengths": 5, "bounds": [8]}, "lengths"),
+    ("buckets", {"lengths": [1, 2, 3], "bounds": "8"}, "bounds"),
+    ("buckets", {"lengths": [1, 2], "bounds": [8], "batch_size": 0}, "batch_size"),
+    ("buckets", {"lengths": [1, 2], "optimize": "2"}, "optimize"),
+    ("buckets", {"lengths": [1, 2], "optimize": 0}, "optimize"),
+    ("acceptance", {"p": None, "q": [0.5, 0.5]}, "p"),
+    ("acceptance", {"p": "ab", "q": [0.5, 0.5]}, "p"),
+    ("amdahl", {"fraction": "0.4", "speedup": 2}, "fraction"),
+    ("amdahl", {"fraction": 0.4, "speedup": 2, "target": "x"}, "target"),
+    ("load", {"path": 5}, "path"),
+    ("load", {"path": "/dev/zero"}, "path"),
+    ("load", {"path": "/no/such/result.json"}, "path"),
+    ("amortize_buckets", {"path": 5}, "path"),
+    # predict: the CLI's checks, named as parameters
+    ("predict", {"batch": 0}, "batch"),
+    ("predict", {"seq_len": "128"}, "seq_len"),
+    ("predict", {"new_tokens": 0}, "new_tokens"),
+    ("predict", {"mode": 3}, "mode"),
+    ("predict", {"threads": 0}, "threads"),
+    ("predict", {"threads": 1 << 12}, "threads"),
+    ("predict", {"calibration": 5}, "calibration"),
+    ("predict", {"calibration": "/no/such/cal.json"}, "calibration"),
+    ("predict", {"sweep": "foo=1"}, "sweep"),
+    ("predict", {"sweep": "batch=0"}, "sweep"),
+    ("predict", {"sweep": ["batch", 1]}, "sweep"),
+    ("predict", {"hf_config": ["n_layer"]}, "hf_config"),
 ]
 
 
@@ -31,3 +76,89 @@ def test_bad_api_input_raises_invalid_input_naming_the_parameter(name, kwargs, p
     with pytest.raises(InvalidInput) as caught:
         getattr(infer_opt, name)(**kwargs)
     assert caught.value.option == param
+
+
+def test_the_api_table_mirrors_the_cli_checks():
+    """Every API function that runs work is in the table, with a wrong type and a value out of
+    range for its parameters."""
+    named = {name for name, _, _ in BAD}
+    assert {"profile", "predict", "kernels", "fit_roofline", "buckets", "acceptance", "load"} <= named
+    assert len(BAD) >= 55
+
+
+def _calibration_file(tmp_path, **changes):
+    import json
+
+    from infer_opt.results import dumps
+    from tests.profilers.synthetic_calibration import synthetic_calibration
+
+    data = json.loads(dumps(synthetic_calibration(families=True)))
+    data["result"].update(changes)
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [({"families": None}, "families"), ({"threads": 0}, "threads"), ({"device": "tpu"}, "device")],
+)
+def test_load_refuses_a_calibration_the_cli_refuses(tmp_path, changes, field):
+    from infer_opt.errors import BadField
+
+    path = _calibration_file(tmp_path, **changes)
+    with pytest.raises(BadField) as caught:
+        infer_opt.load(path)
+    assert caught.value.field == field and str(path) in str(caught.value)
+    with pytest.raises(InvalidInput) as through_predict:
+        infer_opt.predict("tiny", calibration=path)
+    assert through_predict.value.option == "calibration" and field in str(through_predict.value)
+
+
+def test_predict_gives_what_the_cli_gives(tmp_path):
+    path = _calibration_file(tmp_path)
+    result = infer_opt.predict("tiny", calibration=path, seq_len=16)
+    assert result.KIND == "predict" and result.seq_len == 16 and result.step_time_s > 0
+    assert len(result.to_frame()) == len(result.ops)
+
+
+def _top_builders() -> list[str]:
+    """The kinds whose view cuts a table of their ``ops`` at a display ``top``."""
+    import inspect
+
+    from infer_opt.registry import KINDS, resolve
+    from tests.reports.fixtures import FIXTURES, fixture
+
+    return [
+        k
+        for k in sorted(FIXTURES)
+        if "top" in inspect.signature(resolve(KINDS[k].view)).parameters and hasattr(fixture(k), "ops")
+    ]
+
+
+@pytest.mark.parametrize("kind", _top_builders())
+def test_to_frame_is_the_whole_table_not_the_displays_top(kind):
+    """Was 15 of 25 operator groups: every table of the frame holds every row its result holds."""
+    from dataclasses import replace
+
+    from infer_opt.reports.frames import whole_view
+    from infer_opt.reports.view import build_view
+    from tests.reports.fixtures import fixture
+
+    result = fixture(kind)
+    many = [replace(op, name=f"{op.name}#{i}") for i in range(20) for op in result.ops]
+    result = replace(result, ops=tuple(many))
+    shown = build_view(result).tables
+    whole = whole_view(result).tables
+    cut = [i for i, t in enumerate(shown) if len(t.rows) < len(whole[i].rows)]
+    assert cut, "no table was cut at the display's top"
+    for i in cut:
+        assert len(whole[i].rows) > 15
+        assert len(result.to_frame(table=i)) == len(whole[i].rows)
+    if kind == "profile":  # its main table: one row per operator group
+        assert len(result.to_frame()) == len(many)
+
+
+def test_to_frame_of_an_acceptance_holds_every_token():
+    result = infer_opt.acceptance([1 / 100] * 100, [1 / 100] * 100)
+    assert len(result.to_frame()) == 100

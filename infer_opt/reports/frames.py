@@ -4,6 +4,7 @@ renderer writes, from the kind's one view), for :meth:`infer_opt.results.Result.
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 from infer_opt.reports.serialize import fields_table
@@ -20,10 +21,22 @@ def _raw(value: Any) -> Any:
     return str(value)
 
 
+def whole_view(result: Any) -> Any:
+    """The result's view with every row: a builder's display cut (``top``, the console's
+    ``--top``) lifted, so a frame holds the whole table, never the first 15 operator groups."""
+    import inspect
+
+    from infer_opt.registry import KINDS, resolve
+
+    builder = resolve(KINDS[result.KIND].view)
+    takes_top = "top" in inspect.signature(builder).parameters
+    return build_view(result, top=sys.maxsize) if takes_top else build_view(result)
+
+
 def main_tables(result: Any) -> list[Table]:
     """The view's first table, and every later one with the same columns (the kernel suite's
     per-family tables); a result without tables gives its scalar fields."""
-    tables = build_view(result).tables
+    tables = whole_view(result).tables
     if not tables:
         return [fields_table(result)]
     keys = [c.key for c in tables[0].columns]
@@ -39,7 +52,7 @@ def result_frame(result: Any, table: int | str | None = None) -> Any:
     if table is None:
         chosen = main_tables(result)
     else:
-        tables = build_view(result).tables
+        tables = whole_view(result).tables
         by_title = {t.title: t for t in tables}
         if isinstance(table, str):
             if table not in by_title:

@@ -176,14 +176,15 @@ def build_speedup_view(result: SpeedupResult) -> View:
     )
 
 
-def build_acceptance_view(result: AcceptanceResult) -> View:
+def build_acceptance_view(result: AcceptanceResult, *, top: int = MAX_TOKEN_ROWS) -> View:
+    """The acceptance view: the ``top`` tokens with the largest max(p, q) (``to_frame()``: all)."""
     tokens = list(result.per_token)
     caption = "a(x) is shown only where q(x) > 0 (a token never drafted has no acceptance test)."
-    if len(tokens) > MAX_TOKEN_ROWS:
-        keep = sorted(tokens, key=lambda t: max(t.p, t.q), reverse=True)[:MAX_TOKEN_ROWS]
+    if len(tokens) > top:
+        keep = sorted(tokens, key=lambda t: max(t.p, t.q), reverse=True)[:top]
         tokens = sorted(keep, key=lambda t: t.token)
         caption += (
-            f" Showing the {MAX_TOKEN_ROWS} of {len(result.per_token)} tokens with the largest max(p, q); "
+            f" Showing the {top} of {len(result.per_token)} tokens with the largest max(p, q); "
             "--json has every token."
         )
     columns = [
