@@ -11,7 +11,10 @@ Over the four H100 and the four MI300X HF-model bf16 traces in ``../shared/trace
    datasheets' peaks (``--unseen-device``), against each of the other GPU's traces (the same
    four models: their shapes are in the calibration, only the device is new);
 3. the time to calibrate from all four traces of each GPU (median of ``--reps``), reading
-   included, and to validate against the largest trace.
+   included, and to validate against the largest trace;
+4. ``predict hf:bert`` at bert-small's config (batch 1 × 141 tokens, the trace's input) from the
+   other three traces of each GPU, against the bert-small trace's summed kernel time
+   (``--no-predict`` skips it: it needs torch and transformers).
 
     python benchmarks/bench_gpu_model.py [--traces ../shared/traces] [--reps 3] [--json out.json]
 
@@ -101,6 +104,37 @@ def timings(files: dict[str, list[Path]], reps: int) -> dict[str, float]:
     return out
 
 
+#: a held-out trace whose model ``predict`` can build from a config (``hf:bert`` at bert-small's)
+BERT_SMALL = ("gaunernst_bert-small", "hf:bert", ("hidden_size=512", "num_hidden_layers=4",
+              "num_attention_heads=8", "intermediate_size=2048"), 1, 141)  # fmt: skip
+
+
+def predicted_step(files: dict[str, list[Path]]) -> list[dict[str, Any]]:
+    """``predict hf:bert`` at bert-small's config and input (batch 1 × 141 tokens) from a
+    calibration of the other three traces of each GPU, against the bert-small trace's kernel
+    time (torch and transformers needed: the step is recorded on fake tensors)."""
+    import torch
+
+    from infer_opt.profilers import models
+    from infer_opt.profilers import predict as pr
+
+    name, spec, config, batch, seq_len = BERT_SMALL
+    rows = []
+    for gpu, paths in files.items():
+        held = next(p for p in paths if name in p.name)
+        cal = tc.read_and_calibrate([p for p in paths if p != held])
+        r = pr.predict(
+            spec, cal, calibration_source=cal.source, batch=batch, seq_len=seq_len, dtype=torch.bfloat16,
+            hf_overrides=models.parse_hf_overrides(list(config)),
+        )  # fmt: skip
+        ev = read_trace(held)
+        measured = float(ev.gpu.dur_us[ev.gpu.kind != 3].sum()) / 1e6
+        rows.append(
+            {"gpu": gpu, "measured_s": measured, "predicted_kernel_s": r.op_time_s, "gap_s": r.host_s}
+        )
+    return rows
+
+
 def _pct(v: float | None, signed: bool = False) -> str:
     if v is None:
         return "—"
@@ -124,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--traces", type=Path, default=DEFAULT)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--no-predict", action="store_true", help="skip predict hf:bert (needs torch)")
     args = parser.parse_args(argv)
     files = {gpu: sorted(args.traces.glob(pattern)) for gpu, pattern in GPUS.items()}
     if any(len(v) < 2 for v in files.values()):
@@ -135,8 +170,16 @@ def main(argv: list[str] | None = None) -> int:
     print()
     for key, value in times.items():
         print(f"{key}: {value:.2f}")
+    predicted = [] if args.no_predict else predicted_step(files)
+    for p in predicted:
+        error = p["predicted_kernel_s"] / p["measured_s"] - 1
+        print(
+            f"predict hf:bert (bert-small) on {p['gpu']}: kernel time {p['predicted_kernel_s'] * 1e6:.1f} us "
+            f"predicted, {p['measured_s'] * 1e6:.1f} us in its trace ({100 * error:+.1f}%); gap term "
+            f"{p['gap_s'] * 1e6:.1f} us"
+        )
     if args.json is not None:
-        args.json.write_text(json.dumps({"rows": rows, "timings": times}, indent=1))
+        args.json.write_text(json.dumps({"rows": rows, "timings": times, "predict": predicted}, indent=1))
     return 0
 
 

@@ -14,7 +14,8 @@ trace calibration, which maps each recorded call onto the families a trace calib
   is mapped to the GPU attention family the traces ran — flash, then efficient, cuDNN, math,
   the first the calibration has (causal or not as the call), with the features
   ``B·H, Tq, Tk, d``;
-* views, allocations and host reads launch no kernel: 0;
+* views, allocations and host reads of a scalar launch no kernel: 0 (any other op the
+  calibration has no family for gets its related families' or the device roofline's time);
 * the **gap term**: the traces' median gap between kernels, once per kernel-launching call (what
   a step adds between back-to-back kernels when the host keeps up; a step whose host is slower
   than its kernels — small decode steps without CUDA graphs — waits longer, and that is not in
@@ -35,8 +36,8 @@ from infer_opt.trace.devices import normalize_dtype
 
 #: GPU attention families, in the order one is picked for a recorded fused attention
 ATTENTION = ("attention_flash", "attention_efficient", "attention_cudnn", "attention_math")
-#: recorder families that launch no GPU kernel
-NO_KERNEL = ("view.", "other.", "empty")
+#: recorder families that launch no GPU kernel: views and allocations, a host read of a scalar
+NO_KERNEL = ("view.", "other._local_scalar_dense")
 NO_KERNEL_SOURCE = "no kernel"
 
 
