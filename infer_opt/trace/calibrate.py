@@ -210,7 +210,9 @@ class TraceDevice:
     instances: tuple[OpInstance, ...]
 
 
-def trace_device(events: TraceEvents, *, causal: str = "half", option: str = OPTION) -> TraceDevice:
+def trace_device(
+    events: TraceEvents, *, causal: str = "half", option: str = OPTION, purpose: str = "calibrate from"
+) -> TraceDevice:
     """The trace's device (identified from its ``deviceProperties`` and kernel names), its main
     dtype and op instances; a trace of an unknown device or with no kernel linked to a shaped op
     is bad input naming the file."""
@@ -225,7 +227,7 @@ def trace_device(events: TraceEvents, *, causal: str = "half", option: str = OPT
             "(record the trace with record_shapes=True; torch.compile regions and CUDA-graph "
             "replays carry none)"
         )
-        raise InvalidInput(option, path, f"nothing to calibrate from: {why}")
+        raise InvalidInput(option, path, f"nothing to {purpose}: {why}")
     names = [events.name_of(n) for n in np.unique(events.gpu.name[events.gpu.kind == KERNEL])]
     spec, _, _ = identify(events.device_properties, names)
     if spec is None:

@@ -185,7 +185,7 @@ def validate_against(
 ) -> TraceValidateResult:
     """Predict every op instance of ``events`` from its shapes and compare (module docstring)."""
     started = time.perf_counter()
-    device = tc.trace_device(events, causal=causal, option=OPTION)
+    device = tc.trace_device(events, causal=causal, option=OPTION, purpose="validate against")
     used = _check_calibration(calibration, device, calibration_source, unseen_device)
     tier = TIER_TARGET if used is calibration else TIER_UNSEEN
     model = tc.TraceOpModel(used)

@@ -164,3 +164,13 @@ def test_predict_a_model_step_from_a_trace_calibration(calibration):
     codes = {w["code"] for w in data["warnings"]}
     assert "gpu_trace_prediction" in codes and "calibration_no_host_term" not in codes
     assert data["step_time_s"] > 0
+
+
+def test_a_held_out_trace_without_shaped_ops_is_refused(calibration, tmp_path):
+    path = tmp_path / "noshapes.json"
+    doc = json.loads(write_trace(path, held_out_ops()).read_text())
+    for e in doc["traceEvents"]:
+        e["args"].pop("Input Dims", None)
+    path.write_text(json.dumps(doc))
+    run = invoke("validate", "--against", str(path), "--calibration", str(calibration))
+    assert_one_line_error(run, "--against", "nothing to validate against", "record_shapes")
