@@ -170,6 +170,13 @@ MESSAGES: dict[str, Words] = {
         f"the cached {v['kind']} file {v['path']} is corrupt ({v['reason']})"
         + (f"; moved to {v['moved_to']} and replaced" if v.get("moved_to") else "; it will be replaced")
     ),
+    "calibration_cache_concurrent": lambda v: (
+        f"another run wrote the cached {v['kind']} {v['path']} while this one ran: its file is kept "
+        f"as {v['kept']}, this run's is in the cache"
+    ),
+    "calibration_cache_not_written": lambda v: (
+        f"the {v['kind']} could not be cached at {v['path']} ({v['reason']}); --out keeps it"
+    ),
     "calibration_cache_rejected": lambda v: (
         f"the cached {v['kind']} at {v['path']} is not usable for this run (reasons below); it is "
         "replaced when a good calibration is saved"

@@ -148,10 +148,12 @@ def calibrate(
     previous, said = _resume_from(output, dev, torch_dtype, grid) if resume else (None, ())
     base, not_cached = _to_update(dev, torch_dtype, grid) if groups and not resume else (None, None)
     stored: list[Any] = []
+    if not_cached is None:  # before any measurement: the cache must take what is measured
+        calibration.watch_cache(dev, torch_dtype)
 
     def save(result: Any) -> None:
         if not_cached is None:
-            stored[:] = [calibration.cache_calibration(result)]
+            stored.append(calibration.cache_calibration(result))
         output.save_partial(result)
 
     with progress_bar("calibrate") as bar:
@@ -159,9 +161,9 @@ def calibrate(
             dev, torch_dtype, grid=grid, only=groups, reps=reps, resume_from=previous, update=base,
             on_group=save, progress=bar,
         )  # fmt: skip
-    notices = (*said, *(stored[0].notices if stored else ()))
-    if stored and stored[0].saved:
-        typer.echo(f"saved {stored[0].path}", err=True)
+    notices = (*said, *dict.fromkeys(n for s in stored for n in s.notices))
+    if stored and stored[-1].saved:
+        typer.echo(f"saved {stored[-1].path}", err=True)
     if not_cached is not None:
         typer.echo(f"not cached: {not_cached}", err=True)
     return Outcome(result, exit_code=0 if result.complete or groups else 130, warnings=notices)

@@ -99,6 +99,10 @@ def roofline_command(
         points, meta = load_points(measurements)
         source = str(measurements)
     else:
+        if not no_save:  # before measuring: a cache that cannot take the fit is said now
+            from infer_opt.profilers.roofline_store import check_writable
+
+            check_writable("roofline", instead="give --no-save (with --save FILE or --out FILE.json)")
         points, meta, source = _measure_now(device, dtype, suite, l2_flush, warmup, reps, threads)
     fit = model.fit_roofline(
         points, bootstrap=bootstrap, seed=seed, source=source, fit_families=_families(fit_on, points), **meta
@@ -169,7 +173,12 @@ def _save(fit: model.RooflineFit, save: Path | None, no_save: bool) -> None:
         if save is None:
             typer.echo("not cached: the measurements do not name their device (use --save FILE)", err=True)
         return
-    stored = roofline_store.cache_fit(fit)
+    try:
+        stored = roofline_store.cache_fit(fit)
+    except OSError as exc:  # the fit is still shown and written to --out
+        why = exc.strerror or type(exc).__name__
+        typer.echo(f"not cached: {why} writing the cache; --out keeps it", err=True)
+        return
     if stored.saved:
         for notice in stored.notices:
             typer.echo(f"warning: {text(notice)}", err=True)

@@ -863,10 +863,29 @@ def save_calibration(result: om.CalibrationResult, path: str | os.PathLike[str])
     return save_result(path, result)
 
 
+def watch_cache(device: Any, dtype: Any) -> Path:
+    """Before a calibration measures: its cache folder must be writable (else an
+    :class:`InvalidInput` before the work), and its file is watched, so a save that finds it
+    written by another run meanwhile keeps that run's file aside and says so."""
+    from infer_opt.profilers.roofline_store import check_writable
+
+    check_writable(OPERATORS.kind)
+    path = cache_path(device, dtype)
+    OPERATORS.watch(path)
+    return path
+
+
 def cache_calibration(result: om.CalibrationResult) -> Stored:
     """Save ``result`` to the cache under its own key if its numbers are sound (a partial run is
-    kept: ``--resume`` continues it)."""
-    return OPERATORS.save(result)
+    kept: ``--resume`` continues it). A cache that fails to take it (a full disk) does not stop
+    the run: ``--out`` keeps it, and the notice says so."""
+    try:
+        return OPERATORS.save(result)
+    except OSError as exc:
+        path = OPERATORS.path(OPERATORS.key_of(result))
+        reason = exc.strerror or type(exc).__name__
+        values = {"kind": "calibration", "path": str(path), "reason": reason}
+        return Stored(path, False, (Notice("calibration_cache_not_written", values),))
 
 
 def load_calibration(

@@ -16,6 +16,12 @@ The cache rules (:class:`CalibrationStore`, one instance per kind; :data:`ROOFLI
   is not used (and is replaced by the next good one).
 * A cache file that cannot be read as a result of its kind is reported as corrupt and moved
   aside (``<name>.json.corrupt``), never silently overwritten.
+* Written under a lock (``fcntl.flock`` on ``<name>.json.lock``): two runs saving the same key
+  take turns. A run that :meth:`~CalibrationStore.watch` es its file before measuring and finds
+  it written by another run meanwhile moves that run's file aside (``<name>.other.json``) and
+  says so, so two parallel calibrations never silently lose one.
+* :func:`check_writable` is run before any measurement: a cache that cannot be written is an
+  error before the work, never a traceback after it.
 
 torch is imported only by the functions that measure.
 """
@@ -97,6 +103,15 @@ class CalibrationStore(Generic[R]):
         self.result_type = result_type
         self.check = check
         self.key_of = key_of
+        #: per cache file: its state when this process last saw it (watched or written)
+        self._seen: dict[Path, tuple[int, int, int] | None] = {}
+        #: the files another run wrote while this one ran, already said
+        self._said: set[Path] = set()
+
+    def watch(self, path: Path) -> None:
+        """Remember ``path``'s state now (before measuring): a later :meth:`save` that finds it
+        changed knows another run wrote it meanwhile."""
+        self._seen[path] = _state(path)
 
     def path(self, key: RunKey) -> Path:
         """Where the calibration for ``key`` is cached."""
@@ -141,14 +156,33 @@ class CalibrationStore(Generic[R]):
         problems = self.check(result, None, None)
         if problems:
             return Stored(path, False, problems)
-        notices: tuple[Notice, ...] = ()
-        if path.exists():
-            try:
-                self._read(path)
-            except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError) as exc:
-                notices = (self._move_aside(path, exc),)
-        save_result(path, result)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with _locked(path):
+            notices = self._keep_other(path)
+            if not notices and path.exists():
+                try:
+                    self._read(path)
+                except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError) as exc:
+                    notices = (self._move_aside(path, exc),)
+            save_result(path, result)
+            self._seen[path] = _state(path)
         return Stored(path, True, notices)
+
+    def _keep_other(self, path: Path) -> tuple[Notice, ...]:
+        """When another run wrote ``path`` since this one saw it: its file moved aside to
+        ``<name>.other.json`` (said once per file and run)."""
+        if path not in self._seen or _state(path) in (None, self._seen[path]):
+            return ()
+        kept = path.with_name(path.name.removesuffix(".json") + ".other.json")
+        try:
+            os.replace(path, kept)
+        except OSError:
+            return ()
+        if path in self._said:
+            return ()
+        self._said.add(path)
+        values = {"kind": self.kind, "path": str(path), "kept": str(kept)}
+        return (Notice("calibration_cache_concurrent", values),)
 
     def _read(self, path: Path) -> R:
         data = json.loads(path.read_text(encoding="utf-8"), parse_constant=reject_non_finite)
@@ -169,6 +203,54 @@ class CalibrationStore(Generic[R]):
             "calibration_cache_corrupt",
             {"kind": self.kind, "path": str(path), "moved_to": moved, "reason": reason},
         )
+
+
+def _state(path: Path) -> tuple[int, int, int] | None:
+    """A file's identity and version (inode, size, modification time), None when absent."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``<path>.lock`` (a no-op where there is no fcntl)."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX
+        yield
+        return
+    with open(path.with_name(path.name + ".lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def check_writable(kind: str, *, instead: str = "") -> Path:
+    """The cache folder of ``kind``, created and checked writable before any measurement: an
+    :class:`InvalidInput` naming it (and ``$INFER_OPT_CACHE``, and ``instead``: what else to
+    do) when it is not."""
+    import tempfile
+
+    folder = cache_dir() / kind
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".writable-", delete=True):
+            pass
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        other = f", or {instead}" if instead else ""
+        raise InvalidInput(
+            CACHE_ENV,
+            str(folder),
+            f"the cache cannot be written ({why}), so nothing was measured: set {CACHE_ENV} to a "
+            f"writable folder{other}",
+        ) from None
+    return folder
 
 
 def _check_fit(fit: RooflineFit, key: RunKey | None, timings: Sequence[str] | None) -> tuple[Notice, ...]:
