@@ -170,6 +170,9 @@ MESSAGES: dict[str, Words] = {
         f"the cached {v['kind']} file {v['path']} is corrupt ({v['reason']})"
         + (f"; moved to {v['moved_to']} and replaced" if v.get("moved_to") else "; it will be replaced")
     ),
+    "runs_interrupted": lambda v: (
+        f"interrupted: {v['done']} of the {v['asked']} runs finished; the profile is of those runs"
+    ),
     "calibration_cache_concurrent": lambda v: (
         f"another run wrote the cached {v['kind']} {v['path']} while this one ran: its file is kept "
         f"as {v['kept']}, this run's is in the cache"

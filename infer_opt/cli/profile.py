@@ -224,7 +224,20 @@ def profile(
         result = model_profile.profile_model(step, resolved, trace_path=trace, progress=update)
     if trace is not None:
         typer.echo(f"wrote {trace}", err=True)
-    return Outcome(result, view={"top": top, "by": by}, warnings=ignored)
+    return Outcome(result, view={"top": top, "by": by}, warnings=ignored, error=_interrupted(result, output))
+
+
+def _interrupted(result: Any, output: Output) -> Any:
+    """Ctrl-C during ``--runs``: the finished runs are shown and written (exit 130)."""
+    from infer_opt.errors import Interrupted
+
+    stopped = next((n for n in result.warnings if n.code == "runs_interrupted"), None)
+    if stopped is None:
+        return None
+    files = [str(p) for p in output.out if str(p) != "-"]
+    kept = f"kept in {', '.join(files)}" if files else "shown above (give --out FILE.json to keep them)"
+    done, asked = stopped["done"], stopped["asked"]
+    return Interrupted(f"interrupted after {done} of {asked} runs: those runs are {kept}")
 
 
 def register(app: typer.Typer) -> None:

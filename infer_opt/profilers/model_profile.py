@@ -600,6 +600,15 @@ class _Timed:
     step_run_sizes: list[int]
     op_run_sizes: list[int]
     warmup_calls: int = 0
+    #: Ctrl-C after this many finished runs (None: every run finished); the rest is dropped
+    interrupted_after: int | None = None
+
+    def keep_runs(self, done: int, parts_per_run: int) -> None:
+        """Only the first ``done`` runs (an interrupt in the next one)."""
+        del self.samples_s[sum(self.step_run_sizes[:done]) :]
+        del self.parts[done * parts_per_run :]
+        del self.step_run_sizes[done:], self.op_run_sizes[done:]
+        self.interrupted_after = done
 
 
 def _time_runs(
@@ -617,14 +626,41 @@ def _time_runs(
     """``runs`` passes, each with its own warm-up: the uninstrumented step timing and the
     operator pass alternating in up to four chunks (a change in load hits both alike), each
     timing chunk after a profiler pass warmed up again (:data:`SETTLE_AFTER_PROFILER_S`)."""
-    from infer_opt.profilers import timing
-
     on_cuda = str(device).startswith("cuda")
     overhead = 0.0 if on_cuda else rec.profiler_overhead_per_event_s()
     op_reps = min(reps, max(3, MAX_PROFILED_CALLS // len(calls)))
     chunks = _chunks(reps, count=len(_chunks(op_reps)))
     op_chunks = _chunks(op_reps, count=len(chunks))
     timed = _Timed([], [], [], [])
+    try:
+        chunked = (chunks, op_chunks)
+        _passes(step, calls, timed, device, mode, warmup, runs, chunked, trace_path, overhead, report)
+    except KeyboardInterrupt:  # Ctrl-C with --runs: the finished runs are kept, as kernels keeps its cases
+        done = len(timed.op_run_sizes)
+        if runs == 1 or done == 0:
+            raise
+        timed.keep_runs(done, len(chunks))
+    return timed
+
+
+def _passes(
+    step: Step,
+    calls: Sequence[rec.OpCall],
+    timed: _Timed,
+    device: Any,
+    mode: str,
+    warmup: int,
+    runs: int,
+    chunked: tuple[list[int], list[int]],
+    trace_path: str | Path | None,
+    overhead: float,
+    report: Callable[[int, str], None],
+) -> None:
+    """The runs of :func:`_time_runs`, each appended to ``timed`` when it has finished."""
+    from infer_opt.profilers import timing
+
+    on_cuda = str(device).startswith("cuda")
+    chunks, op_chunks = chunked
     for run in range(runs):
         prefix = f"run {run + 1}/{runs}: " if runs > 1 else ""
         first_sample, first_part = len(timed.samples_s), len(timed.parts)
@@ -656,7 +692,6 @@ def _time_runs(
                 )
         timed.step_run_sizes.append(len(timed.samples_s) - first_sample)
         timed.op_run_sizes.append(sum(len(p.per_rep_s) for p in timed.parts[first_part:]))
-    return timed
 
 
 def _warmup_time(chunk: int, warmup: int, on_cuda: bool) -> float | None:
@@ -777,6 +812,10 @@ def profile_model(
         step, step_timing, timings, calls, ops, fit.fit, fit_warnings=fit.warnings,
         on_cuda=is_cuda(device), load=load_at_start, run_key=key,
     )  # fmt: skip
+    if timed.interrupted_after is not None:
+        stopped = Notice("runs_interrupted", {"done": timed.interrupted_after, "asked": runs})
+        att = replace(att, warnings=(*att.warnings, stopped))
+        settings = replace(settings, runs=timed.interrupted_after)
     return _assemble(
         loaded, step, replace(settings, threads=key.threads), step_timing=step_timing, timings=timings,
         parts=(ops, categories, modules, amdahl), att=att, fit=fit, generation=generation, run_key=key,

@@ -1,0 +1,67 @@
+"""Ctrl-C keeps what finished (issue 33, class 6): ``profile --runs N`` keeps its finished runs,
+``validate`` its finished points, ``speculative run --sweep-k`` its finished k, as ``kernels``
+keeps its cases: shown, written to ``--out``, exit 130."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.helpers import invoke
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+@pytest.fixture
+def fit(tmp_path):
+    """A roofline fit file for this machine at one thread (no calibration run in the test)."""
+    from infer_opt.profilers.roofline_store import save_fit
+    from tests.helpers import usable_fit
+
+    return str(save_fit(usable_fit(), tmp_path / "fit.json"))
+
+
+@pytest.fixture
+def ctrl_c_in_second_run(monkeypatch):
+    """Ctrl-C when the second run starts timing: the first chunk of each run warms up
+    ``--warmup 2`` times, the later chunks once, the cold call not at all."""
+    from infer_opt.profilers import timing
+
+    real = timing.measure
+    starts = []
+
+    def measure(*args, **kwargs):
+        if kwargs.get("warmup") == 2:
+            starts.append(1)
+            if len(starts) == 2:
+                raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(timing, "measure", measure)
+
+
+def test_ctrl_c_in_profile_runs_keeps_the_finished_runs(tmp_path, fit, ctrl_c_in_second_run):
+    out = tmp_path / "p.json"
+    run = invoke(
+        "profile", "tiny", "--runs", "3", "--warmup", "2", "--reps", "4", "--threads", "1",
+        "--roofline", fit, "--json", "--out", str(out),
+    )  # fmt: skip
+    assert run.exit_code == 130, run.stderr
+    assert "interrupted after 1 of 3 runs: those runs are kept in" in run.stderr
+    shown = json.loads(run.stdout)["result"]
+    saved = json.loads(out.read_text())["result"]
+    for result in (shown, saved):
+        assert result["runs"] == 1 and result["step"]["median_s"] > 0
+        assert [w["code"] for w in result["warnings"]].count("runs_interrupted") == 1
+
+
+def test_ctrl_c_in_the_only_run_is_still_an_interrupt(monkeypatch, fit):
+    from infer_opt.profilers import timing
+
+    def measure(*_args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(timing, "measure", measure)
+    run = invoke("profile", "tiny", "--reps", "4", "--threads", "1", "--roofline", fit)
+    assert run.exit_code == 130 and "Traceback" not in run.stderr
