@@ -126,7 +126,21 @@ def validate(
     fixed = [name for name in SHAPE_LENGTHS if name not in gridded]  # a grid's are checked
     flags = ["--" + name.replace("_", "-") for name in given(list(gridded))]
     overridden = [Notice("option_overridden", {"option": flag}) for flag in flags]
-    return Outcome(result, warnings=(*found.notices, *ignored_shape_options(modes, fixed), *overridden))
+    notices = (*found.notices, *ignored_shape_options(modes, fixed), *overridden)
+    return Outcome(result, warnings=notices, error=_interrupted(result))
+
+
+def _interrupted(result: Any) -> Any:
+    """Ctrl-C during the grid: the points measured are compared, shown and written (exit 130)."""
+    from infer_opt.errors import Interrupted
+
+    stopped = next((n for n in result.warnings if n.code == "validate_interrupted"), None)
+    if stopped is None:
+        return None
+    return Interrupted(
+        f"interrupted after {stopped['points']} of {stopped['of']} grid points: the comparison of those "
+        "is shown and written to --out"
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -32,7 +32,7 @@ import itertools
 import math
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from operator import attrgetter
 from typing import Any
 
@@ -416,6 +416,58 @@ def merge_passes(
     return points, merged
 
 
+@dataclass
+class _Passes:
+    """The grid's passes: each point measured (after the speed probes) beside its prediction."""
+
+    shapes: list[tuple[str, int, int, int]]
+    at: list[StepSettings]
+    predictions: list[pr.StepPrediction]
+    fit: RooflineFit
+    device: Any
+    probes: tuple[list[float], list[float]]
+
+    def all(
+        self,
+        passes: int,
+        done: list[tuple[list[ValidatePoint], list[OpComparison]]],
+        progress: Progress | None,
+    ) -> list[Notice]:
+        """Every pass, appended to ``done``. Ctrl-C keeps what finished, as ``kernels`` keeps
+        its cases: the passes done, or in the first pass its points done (a notice says so);
+        an interrupt before any point finished goes on."""
+        for n in range(passes):
+            points: list[ValidatePoint] = []
+            ops: list[OpComparison] = []
+            try:
+                for k in range(len(self.shapes)):
+                    self.one(n, k, passes, points, ops, progress)
+            except KeyboardInterrupt:
+                if not done and not points:
+                    raise
+                if not done:
+                    done.append((points, ops))
+                kept = {"points": len(done[0][0]), "of": len(self.shapes), "passes": len(done)}
+                return [Notice("validate_interrupted", {**kept, "asked": passes})]
+            done.append((points, ops))
+        return []
+
+    def one(
+        self, n: int, k: int, passes: int, points: list[ValidatePoint], ops: list[OpComparison], progress: Any
+    ) -> None:
+        mode, batch, seq_len, context = self.shapes[k]
+        if progress is not None:
+            prefix = f"pass {n + 1}/{passes}: " if passes > 1 else ""
+            total = passes * len(self.shapes)
+            progress(n * len(self.shapes) + k, total, prefix + _label(mode, batch, seq_len, context))
+        self.probes[0].append(probe := speed_probe.probe_s(self.device))
+        self.probes[1].append(dispatch := speed_probe.dispatch_probe_s(self.device))
+        measured = _measure(self.at[k], self.fit, self.device)
+        predicted = self.predictions[k]
+        points.append(_point(mode, (batch, seq_len, context), measured, predicted, probe, dispatch))
+        ops.extend(compare_ops(k, mode, measured, predicted))
+
+
 def validate(
     settings: StepSettings,
     calibration: om.CalibrationResult,
@@ -447,28 +499,15 @@ def validate(
     at = [settings.at(mode=m, batch=b, seq_len=t, context=c) for m, b, t, c in shapes]
     predictions = [_predict(point, dtype, device, model) for point in at]
     passes_done: list[tuple[list[ValidatePoint], list[OpComparison]]] = []
-    for n in range(passes):
-        pass_points: list[ValidatePoint] = []
-        pass_ops: list[OpComparison] = []
-        for k, (mode, batch, seq_len, context) in enumerate(shapes):
-            if progress is not None:
-                done = f"pass {n + 1}/{passes}: " if passes > 1 else ""
-                progress(
-                    n * len(shapes) + k, passes * len(shapes), done + _label(mode, batch, seq_len, context)
-                )
-            probes.append(probe := speed_probe.probe_s(device))
-            dispatch_probes.append(dispatch := speed_probe.dispatch_probe_s(device))
-            measured = _measure(at[k], fit, device)
-            predicted = predictions[k]
-            point = _point(mode, (batch, seq_len, context), measured, predicted, probe, dispatch)
-            pass_points.append(point)
-            pass_ops.extend(compare_ops(k, mode, measured, predicted))
-        passes_done.append((pass_points, pass_ops))
+    run = _Passes(shapes, at, predictions, fit, device, (probes, dispatch_probes))
+    stopped = run.all(passes, passes_done, progress)
+    passes = len(passes_done)
     points, ops = merge_passes(passes_done)
     warnings = [
         *_notices(shapes, predictions, points, calibration),
         *other_device,
         *_threads_notices(calibration, device),
+        *stopped,
     ]
     if progress is not None:
         progress(passes * len(shapes), passes * len(shapes), "done")

@@ -65,3 +65,59 @@ def test_ctrl_c_in_the_only_run_is_still_an_interrupt(monkeypatch, fit):
     monkeypatch.setattr(timing, "measure", measure)
     run = invoke("profile", "tiny", "--reps", "4", "--threads", "1", "--roofline", fit)
     assert run.exit_code == 130 and "Traceback" not in run.stderr
+
+
+@pytest.fixture
+def calibration_file(tmp_path):
+    from infer_opt.results import save_result
+    from tests.profilers.synthetic_calibration import local_calibration
+
+    return str(save_result(tmp_path / "cal.json", local_calibration()))
+
+
+def _ctrl_c_at_call(monkeypatch, target: str, call: int) -> None:
+    import importlib
+
+    module_name, _, attr = target.rpartition(".")
+    module = importlib.import_module(module_name)
+    real = getattr(module, attr)
+    calls = []
+
+    def wrapped(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == call:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, attr, wrapped)
+
+
+def test_ctrl_c_in_validate_keeps_the_points_measured(tmp_path, monkeypatch, calibration_file):
+    _ctrl_c_at_call(monkeypatch, "infer_opt.profilers.validate._measure", 3)
+    out = tmp_path / "v.json"
+    run = invoke(
+        "validate", "tiny", "--calibration", calibration_file, "--grid", "batch=1,2,4", "--seq-len", "16",
+        "--reps", "3", "--warmup", "1", "--json", "--out", str(out),
+    )  # fmt: skip
+    assert run.exit_code == 130, run.stderr
+    assert "interrupted after 2 of 3 grid points" in run.stderr
+    for result in (json.loads(run.stdout)["result"], json.loads(out.read_text())["result"]):
+        assert [p["batch"] for p in result["points"]] == [1, 2]
+        assert "validate_interrupted" in [w["code"] for w in result["warnings"]]
+
+
+def test_ctrl_c_in_a_later_validate_pass_keeps_the_passes_done(monkeypatch, calibration_file):
+    _ctrl_c_at_call(monkeypatch, "infer_opt.profilers.validate._measure", 4)
+    run = invoke(
+        "validate", "tiny", "--calibration", calibration_file, "--grid", "batch=1,2", "--seq-len", "16",
+        "--reps", "3", "--warmup", "1", "--passes", "3", "--json",
+    )  # fmt: skip
+    assert run.exit_code == 130, run.stderr
+    result = json.loads(run.stdout)["result"]
+    assert result["passes"] == 1 and len(result["points"]) == 2
+
+
+def test_ctrl_c_before_any_validate_point_is_a_plain_interrupt(monkeypatch, calibration_file):
+    _ctrl_c_at_call(monkeypatch, "infer_opt.profilers.validate._measure", 1)
+    run = invoke("validate", "tiny", "--calibration", calibration_file, "--seq-len", "16", "--reps", "3")
+    assert run.exit_code == 130 and run.stdout == ""
