@@ -148,6 +148,12 @@ MESSAGES: dict[str, Words] = {
         f"{format_duration(float(v['tick_s']))}: the scheduler's time slice, not the device (a loaded "
         "machine stalls multi-threaded kernels); quiet the machine or use --threads 1"
     ),
+    "fit_below_its_kernels": lambda v: (
+        f"the fitted {v['parameter']} is {v['fitted']:.3g}/s but its own kernels reached "
+        f"{v['achieved']:.3g}/s: "
+        "the fit contradicts its data (another process loaded the machine during some of the points); "
+        "not cached: measure again on a quiet machine"
+    ),
     "fit_missing_families": lambda v: (
         "the fit lacks the kernels that pin "
         + ", ".join(_FAMILY_PINS.get(f, f) for f in v["families"])
@@ -169,11 +175,6 @@ MESSAGES: dict[str, Words] = {
     "calibration_cache_corrupt": lambda v: (
         f"the cached {v['kind']} file {v['path']} is corrupt ({v['reason']})"
         + (f"; moved to {v['moved_to']} and replaced" if v.get("moved_to") else "; it will be replaced")
-    ),
-    "validate_interrupted": lambda v: (
-        f"interrupted: {v['points']} of the {v['of']} grid points measured"
-        + (f", in {v['passes']} of {v['asked']} passes" if v["asked"] > 1 else "")
-        + "; the comparison is of those"
     ),
     "runs_interrupted": lambda v: (
         f"interrupted: {v['done']} of the {v['asked']} runs finished; the profile is of those runs"

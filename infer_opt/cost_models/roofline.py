@@ -44,6 +44,9 @@ CEILING_RANGE = 100.0
 CEILING_FAMILIES = ("matmul", "elementwise", "launch")
 #: a fit whose median |t̂ − t|/t over its fitted kernels exceeds this is neither cached nor used
 MAX_MEDIAN_FIT_ERROR = 0.35
+#: a fitted kernel may beat the fitted R or b by this much (timing noise) before the fit
+#: contradicts its own data: t = t0 + max(F/R, Q/b) allows no kernel above R or b at all
+CONTRADICTION_SLACK = 1.5
 #: a fit needs at least this many fitted kernels to be cached or used (an interrupted sweep has fewer)
 MIN_FIT_KERNELS = 6
 #: tick-quantized timings (a loaded machine's scheduler quantum; :func:`tick_plateaus`)
@@ -491,7 +494,8 @@ def fit_quality(fit: RooflineFit, *, max_median_error: float = MAX_MEDIAN_FIT_ER
     * ``fit_too_few_kernels`` — fewer than :data:`MIN_FIT_KERNELS` fitted kernels (an
       interrupted sweep);
     * ``fit_missing_families`` — a suite-made fit without the kernels that pin R, b or t0;
-    * ``fit_tick_quantized`` — :func:`tick_plateaus` found kernels stuck at one time.
+    * ``fit_tick_quantized`` — :func:`tick_plateaus` found kernels stuck at one time;
+    * ``fit_below_its_kernels`` — a fitted kernel achieved well above the fitted R or b.
     An empty tuple: the fit may be used."""
     out = []
     for name, value in (
@@ -516,7 +520,25 @@ def fit_quality(fit: RooflineFit, *, max_median_error: float = MAX_MEDIAN_FIT_ER
         out.append(Notice("fit_missing_families", {"families": missing}))
     for tick, count in tick_plateaus(fit.kernels, fit.envelope_flops, fit.envelope_bytes_per_s):
         out.append(Notice("fit_tick_quantized", {"tick_s": tick, "kernels": count}))
+    out.extend(_contradictions(fit))
     return tuple(out)
+
+
+def _contradictions(fit: RooflineFit) -> list[Notice]:
+    """``fit_below_its_kernels``: a fitted kernel ran above :data:`CONTRADICTION_SLACK` × the
+    fitted R or b (a fit made while another process loaded the machine: its slow points pulled
+    the ceiling below what the fast ones achieved)."""
+    fitted = [k for k in fit.kernels if k.fitted and k.time_s > 0]
+    out = []
+    for name, fitted_rate, achieved in (
+        ("R", fit.compute_rate_flops, max((k.flops / k.time_s for k in fitted), default=0.0)),
+        ("b", fit.bandwidth_bytes_per_s, max((k.bytes / k.time_s for k in fitted), default=0.0)),
+    ):
+        usable = isinstance(fitted_rate, (int, float)) and fitted_rate > 0
+        if usable and achieved > CONTRADICTION_SLACK * fitted_rate:
+            values = {"parameter": name, "fitted": float(fitted_rate), "achieved": achieved}
+            out.append(Notice("fit_below_its_kernels", values))
+    return out
 
 
 def tick_plateaus(
