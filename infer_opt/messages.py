@@ -176,6 +176,11 @@ MESSAGES: dict[str, Words] = {
         f"the cached {v['kind']} file {v['path']} is corrupt ({v['reason']})"
         + (f"; moved to {v['moved_to']} and replaced" if v.get("moved_to") else "; it will be replaced")
     ),
+    "validate_interrupted": lambda v: (
+        f"interrupted: {v['points']} of the {v['of']} grid points measured"
+        + (f", in {v['passes']} of {v['asked']} passes" if v["asked"] > 1 else "")
+        + "; the comparison is of those"
+    ),
     "runs_interrupted": lambda v: (
         f"interrupted: {v['done']} of the {v['asked']} runs finished; the profile is of those runs"
     ),
