@@ -181,6 +181,10 @@ MESSAGES: dict[str, Words] = {
         + (f", in {v['passes']} of {v['asked']} passes" if v["asked"] > 1 else "")
         + "; the comparison is of those"
     ),
+    "spec_run_interrupted": lambda v: (
+        f"interrupted: {v['rounds']} of the {v['asked']} timing rounds finished; every decoding and "
+        "cost is of those rounds"
+    ),
     "runs_interrupted": lambda v: (
         f"interrupted: {v['done']} of the {v['asked']} runs finished; the profile is of those runs"
     ),

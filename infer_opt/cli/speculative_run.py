@@ -137,4 +137,10 @@ def run(
             f"greedy speculative output differs from plain greedy output (k = {failed}; see above)"
         )
         return Outcome(result, error=error)
+    stopped = next((n for n in result.warnings if n.code == "spec_run_interrupted"), None)
+    if stopped is not None:  # Ctrl-C: the whole rounds are kept, shown and written to --out
+        from infer_opt.errors import Interrupted
+
+        kept = f"interrupted after {stopped['rounds']} of {stopped['asked']} rounds"
+        return Outcome(result, error=Interrupted(f"{kept}: every k's timings of those rounds are kept"))
     return result

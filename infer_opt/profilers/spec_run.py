@@ -418,10 +418,33 @@ def time_interleaved(
     rounds: int,
     timer: Callable[..., Any],
     progress: Progress | None = None,
-) -> None:
+) -> int:
     """``rounds`` rounds; in each, every job in turn is timed ``reps_per_round`` times, so that
     a change in machine load during the run spreads over all of them (the decodings and the
-    costs of the prediction alike) rather than biasing one against another."""
+    costs of the prediction alike) rather than biasing one against another. Returns the rounds
+    done: Ctrl-C after a whole round keeps the whole rounds (every job's samples of the round
+    cut short dropped); before one, the interrupt goes on."""
+    done = 0
+    try:
+        _rounds(jobs, device=device, rounds=rounds, timer=timer, progress=progress)
+        return rounds
+    except KeyboardInterrupt:
+        done = min(len(job.samples_s) // job.reps_per_round for job in jobs)
+        if done == 0:
+            raise
+        for job in jobs:
+            del job.samples_s[done * job.reps_per_round :]
+        return done
+
+
+def _rounds(
+    jobs: Sequence[TimedJob],
+    *,
+    device: Any,
+    rounds: int,
+    timer: Callable[..., Any],
+    progress: Progress | None,
+) -> None:
     total = rounds * len(jobs)
     for r in range(rounds):
         for j, job in enumerate(jobs):
@@ -566,9 +589,10 @@ def run_pair(
         step_jobs = cost_step_jobs(
             steps, reps_per_round=max(1, round(cost_reps / reps)), warmup=max(warmup, 2)
         )
-        time_interleaved([*decodes, *step_jobs], device=device, rounds=reps, timer=timer, progress=progress)
+        jobs = [*decodes, *step_jobs]
+        done = time_interleaved(jobs, device=device, rounds=reps, timer=timer, progress=progress)
         costs = _measured_costs(step_jobs, bookkeeping, timer, cost_reps)
-    return _result(
+    result = _result(
         pair,
         decodes,
         costs,
@@ -583,6 +607,10 @@ def run_pair(
         cost_context=cost_context,
         sweep=sweep,
     )
+    if done == reps:
+        return result
+    stopped = Notice("spec_run_interrupted", {"rounds": done, "asked": reps})
+    return replace(result, reps=done, warnings=(*result.warnings, stopped))
 
 
 def _result(

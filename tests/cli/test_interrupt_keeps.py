@@ -121,3 +121,31 @@ def test_ctrl_c_before_any_validate_point_is_a_plain_interrupt(monkeypatch, cali
     _ctrl_c_at_call(monkeypatch, "infer_opt.profilers.validate._measure", 1)
     run = invoke("validate", "tiny", "--calibration", calibration_file, "--seq-len", "16", "--reps", "3")
     assert run.exit_code == 130 and run.stdout == ""
+
+
+def test_ctrl_c_in_speculative_run_sweep_keeps_the_whole_rounds(tmp_path, monkeypatch):
+    from infer_opt.profilers import timing
+
+    real = timing.measure
+    plain = []
+
+    def measure(fn, *args, **kwargs):
+        if getattr(fn, "name", "") == "plain decoding":
+            plain.append(1)
+            if len(plain) == 3:  # in the third round
+                raise KeyboardInterrupt
+        return real(fn, *args, **kwargs)
+
+    monkeypatch.setattr(timing, "measure", measure)
+    out = tmp_path / "s.json"
+    run = invoke(
+        "speculative", "run", "--target", "tiny", "--draft", "self:1", "--sweep-k", "1,2", "--reps", "4",
+        "--new-tokens", "4", "--prompt-len", "4", "--cost-reps", "4", "--threads", "1", "--json",
+        "--out", str(out),
+    )  # fmt: skip
+    assert run.exit_code == 130, run.stderr
+    assert "interrupted after 2 of 4 rounds" in run.stderr
+    for result in (json.loads(run.stdout)["result"], json.loads(out.read_text())["result"]):
+        assert result["reps"] == 2 and [p["k"] for p in result["points"]] == [1, 2]
+        assert result["plain_time"]["n"] == 2
+        assert "spec_run_interrupted" in [w["code"] for w in result["warnings"]]
