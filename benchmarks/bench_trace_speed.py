@@ -1,8 +1,10 @@
-"""Speed of ``trace`` reading + timeline: whole processes, as a user runs each.
+"""Speed of ``infer-opt trace``: whole processes, as a user runs each.
 
-1. The largest shared trace: infer-opt (``read_trace`` + ``rank_timeline``) against HTA 0.5
-   (``TraceAnalysis`` load + ``get_temporal_breakdown``), medians of alternated runs.
-2. A synthetic ~1 GB (uncompressed) trace generated into /tmp: wall time and peak RSS.
+1. The largest shared trace: the whole ``infer-opt trace FILE --json`` (read, timeline, op
+   groups, coverage, what-ifs) against HTA 0.5 (``TraceAnalysis`` load +
+   ``get_temporal_breakdown``), medians of alternated runs.
+2. A synthetic trace of at most ``--gb`` GiB (uncompressed; the CLI reads inputs up to 1 GiB)
+   generated into /tmp: the whole command, wall time and peak RSS, median of ``--runs``.
 
     python benchmarks/bench_trace_speed.py [--runs 3] [--gb 1.0] [--hta-python /work/hta-venv/bin/python]
 """
@@ -19,27 +21,26 @@ from pathlib import Path
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "traces"
 
-OURS = (
-    "import sys; from infer_opt.trace.reader import read_trace; from infer_opt.trace.timeline import "
-    "rank_timeline; rank_timeline(read_trace(sys.argv[1]))"
-)
+OURS = "import sys; from infer_opt.cli.app import main; sys.argv[0] = 'infer-opt'; main()"
 HTA = (
     "import sys, logging; logging.disable(logging.CRITICAL); from hta.trace_analysis import TraceAnalysis; "
     "TraceAnalysis(trace_dir=sys.argv[1]).get_temporal_breakdown(visualize=False)"
 )
 
 
-def timed(cmd: list[str]) -> tuple[float, float]:
-    """(wall seconds, peak RSS GiB of the child)."""
+def timed(cmd: list[str]) -> tuple[float, float, float]:
+    """(wall seconds, peak RSS GiB, user + system CPU seconds) of the child."""
     start = time.perf_counter()
     pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
+    if pid == 0:  # pragma: no cover - the child: its output goes nowhere
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
         os.execvp(cmd[0], cmd)
     _, status, usage = os.wait4(pid, 0)
     wall = time.perf_counter() - start
     if status != 0:
         raise SystemExit(f"{cmd[:3]} failed ({status})")
-    return wall, usage.ru_maxrss / (1 << 20)
+    return wall, usage.ru_maxrss / (1 << 20), usage.ru_utime + usage.ru_stime
 
 
 def synthetic(path: Path, gigabytes: float) -> int:
@@ -139,6 +140,9 @@ def synthetic(path: Path, gigabytes: float) -> int:
                 n += 1
                 ts += 10.0
             chunk = orjson.dumps(batch)[1:-1] + b",\n"
+            if written + len(chunk) > target - 200:  # at most the target, the closing included
+                n -= 2000
+                break
             f.write(chunk)
             written += len(chunk)
         last = b'{"ph": "X", "cat": "user_annotation", "name": "end", "pid": 1, "tid": 1, "ts": 0, "dur": 1}'
@@ -158,20 +162,22 @@ def main() -> None:
         (Path(tmp) / largest.name).symlink_to(largest.resolve())
         ours, hta = [], []
         for _ in range(a.runs):  # alternated
-            ours.append(timed([sys.executable, "-c", OURS, str(largest)])[0])
+            ours.append(timed([sys.executable, "-c", OURS, "trace", str(largest), "--json"])[0])
             hta.append(timed([a.hta_python, "-c", HTA, tmp])[0])
     mo, mh = statistics.median(ours), statistics.median(hta)
     print(f"largest shared trace: {largest.name} ({largest.stat().st_size / 1e6:.1f} MB gz)")
-    print(f"  infer-opt read + timeline: median {mo:.2f} s {[f'{x:.2f}' for x in ours]}")
+    print(f"  infer-opt trace --json (whole): median {mo:.2f} s {[f'{x:.2f}' for x in ours]}")
     print(f"  HTA load + temporal breakdown: median {mh:.2f} s {[f'{x:.2f}' for x in hta]}")
     print(f"  infer-opt is {mh / mo:.1f}x faster")
     if a.skip_synthetic:
         return
     path = Path("/tmp/infer_opt_synthetic_trace.json")
     kernels = synthetic(path, a.gb)
-    wall, rss = timed([sys.executable, "-c", OURS, str(path)])
-    print(f"synthetic trace: {path.stat().st_size / (1 << 30):.2f} GiB, {kernels} kernels: "
-          f"{wall:.1f} s, peak RSS {rss:.2f} GiB")  # fmt: skip
+    runs = [timed([sys.executable, "-c", OURS, "trace", str(path), "--json"]) for _ in range(a.runs)]
+    wall, rss, cpu = (statistics.median(r[i] for r in runs) for i in range(3))
+    print(f"synthetic trace: {path.stat().st_size / (1 << 30):.3f} GiB, {kernels} kernels, "
+          f"infer-opt trace --json: median {wall:.1f} s {[f'{r[0]:.1f}' for r in runs]}, "
+          f"CPU {cpu:.1f} s, peak RSS {rss:.2f} GiB")  # fmt: skip
     path.unlink()
 
 

@@ -21,6 +21,20 @@ from infer_opt.notices import Notice
 KERNEL, MEMCPY, MEMSET, SYNC = 0, 1, 2, 3
 GPU_KIND_NAMES = ("kernel", "memcpy", "memset", "sync")
 
+#: the ``args`` keys the reader keeps (the analyses read no others; add a key here when one
+#: does): a GPU event's stream and collective fields, a cpu_op's recorded inputs and stream.
+#: Events with the same kept args share one dict: treat them as read-only.
+GPU_ARG_KEYS = (
+    "stream",
+    "Collective name",
+    "collective_name",
+    "In msg nelems",
+    "Out msg nelems",
+    "Group size",
+    "dtype",
+)
+OP_ARG_KEYS = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs", "stream")
+
 #: ``GpuEvents.launch`` for a kernel queued before the trace window opened (its correlation id
 #: is below the first recorded launch's), as opposed to -1: no launch found at all
 LAUNCH_BEFORE_WINDOW = -2
@@ -41,7 +55,7 @@ class GpuEvents:
     op: np.ndarray  # int64 index into TraceEvents.ops of the innermost enclosing cpu_op, -1 none
     step: np.ndarray  # int32 index into TraceEvents.steps (by its launch), -1 outside any step
     event_index: np.ndarray  # int64 position in the file's traceEvents (for --augment)
-    args: tuple[dict[str, Any], ...]  # each event's args (collective fields, grid, ...)
+    args: tuple[dict[str, Any], ...]  # each event's GPU_ARG_KEYS args (shared, read-only)
 
     def __len__(self) -> int:
         return int(self.ts_us.shape[0])
@@ -74,7 +88,7 @@ class CpuOps:
     parent: np.ndarray  # int64 index of the enclosing cpu_op on the same thread, -1 at the top
     external_id: np.ndarray  # int64, -1 when absent (``External id`` or ``external id``)
     event_index: np.ndarray
-    args: tuple[dict[str, Any], ...]  # ``Input Dims``, ``Input type``, ``Input Strides``, ``Concrete Inputs``
+    args: tuple[dict[str, Any], ...]  # OP_ARG_KEYS: ``Input Dims``, ``Input type``, ... (shared, read-only)
 
     def __len__(self) -> int:
         return int(self.ts_us.shape[0])

@@ -96,17 +96,24 @@ class Attribution:
 def attribute(events: TraceEvents, cost: CostFn | None, causal: str) -> Attribution:
     fn, shapes, dtypes = _default_cost() if cost is None else (cost, _shapes_fallback, _dtypes_fallback)
     ops = events.ops
+    names, parents, all_args = ops.name.tolist(), ops.parent.tolist(), ops.args
     costs: dict[int, Any] = {}
     owner_of: dict[int, int] = {}
     memo: dict[tuple, Any] = {}  # the same op and recorded arguments: the same formula
+    # the reader shares one args dict between ops with the same recorded arguments: an op and
+    # args object seen before needs no repr (ops.args keeps every object alive, ids are unique)
+    by_object: dict[tuple[int, int], Any] = {}
 
     def cost_of(i: int) -> Any:
         if i not in costs:
-            args = ops.args[i]
-            key = (int(ops.name[i]), repr([args.get(k) for k in _COST_ARGS]))
-            if key not in memo:
-                memo[key] = fn(events.name_of(ops.name[i]), args, causal=causal)
-            costs[i] = memo[key]
+            args = all_args[i]
+            seen = (names[i], id(args))
+            if seen not in by_object:
+                key = (names[i], repr([args.get(k) for k in _COST_ARGS]))
+                if key not in memo:
+                    memo[key] = fn(events.names[names[i]], args, causal=causal)
+                by_object[seen] = memo[key]
+            costs[i] = by_object[seen]
         return costs[i]
 
     def owner(leaf: int) -> int:
@@ -115,7 +122,7 @@ def attribute(events: TraceEvents, cost: CostFn | None, causal: str) -> Attribut
             while i >= 0:
                 if _works(cost_of(i)):
                     found = i
-                i = int(ops.parent[i])
+                i = parents[i]
             owner_of[leaf] = found
         return owner_of[leaf]
 

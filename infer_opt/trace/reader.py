@@ -17,6 +17,7 @@ import os
 import re
 import stat
 import zlib
+from array import array
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -25,13 +26,20 @@ from typing import Any
 import numpy as np
 import orjson
 
+try:  # typed decoding: several times faster on large traces (see _scan_typed)
+    import msgspec
+except ImportError:  # pragma: no cover - orjson alone reads every trace, only slower
+    msgspec = None
+
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
 from infer_opt.trace.events import (
+    GPU_ARG_KEYS,
     KERNEL,
     LAUNCH_BEFORE_WINDOW,
     MEMCPY,
     MEMSET,
+    OP_ARG_KEYS,
     SYNC,
     CpuOps,
     GpuEvents,
@@ -175,6 +183,33 @@ def _load_document(path: Path) -> tuple[dict, list[Notice]]:
     return doc, notices
 
 
+def _load_typed(path: Path) -> tuple[dict, list] | None:
+    """A whole well-formed trace: its metadata (orjson) and its events decoded typed (msgspec);
+    None for anything else (cut, not JSON, odd events): :func:`_load_document` reads it."""
+    if msgspec is None:
+        return None
+    data = _read_bytes(path)
+    if data[:2] == b"\x1f\x8b":
+        data, cut = _gunzip(data, path)
+        if cut or not data.strip():
+            return None
+    try:
+        top = _TOP.decode(data)
+    except _TYPED_ERRORS:
+        return None
+    raw = top.pop("traceEvents", None)
+    events = _decode_typed(raw) if raw is not None else None
+    if events is None:
+        return None
+    del raw, data
+    try:
+        meta = {k: orjson.loads(bytes(v)) for k, v in top.items()}
+    except orjson.JSONDecodeError:
+        return None
+    _check_document({**meta, "traceEvents": []}, path)
+    return meta, events
+
+
 def _check_document(doc: Any, path: Path) -> None:
     if isinstance(doc, dict) and str(doc.get("schema", "")).startswith("infer-opt/"):
         raise InvalidInput(
@@ -192,18 +227,25 @@ def _check_document(doc: Any, path: Path) -> None:
 
 
 class _Columns:
-    """Lists filled by the one pass, per category."""
+    """Typed columns filled by the one pass, per category (``array`` buffers: 8 bytes a value,
+    no Python object per event), and each event's kept ``args``, interned."""
 
     def __init__(self) -> None:
         self.names: dict[str, int] = {}
-        self.gpu: list[tuple] = []
+        # GPU events: ts, dur, kind, name, stream, device, correlation, file position
+        self.gpu = tuple(array(t) for t in "ddbiqqqq")
         self.gpu_args: list[dict] = []
-        self.launch: list[tuple] = []
-        self.ops: list[tuple] = []
+        # launches: ts, dur, name, pid, tid, correlation, file position
+        self.launch = tuple(array(t) for t in "ddiqqqq")
+        # cpu_ops: ts, dur, name, pid, tid, external id, file position
+        self.ops = tuple(array(t) for t in "ddiqqqq")
         self.op_args: list[dict] = []
         self.steps: dict[int, list[float]] = {}
         self.gpu_steps: dict[int, list[float]] = {}
         self.bad_dur = 0
+        # kept args by their JSON bytes: the same op with the same shapes shares one dict
+        self.interned: dict[bytes, dict] = {}
+        self.typed_interned: dict[str, dict[tuple, dict]] = {}
 
     def name_id(self, name: Any) -> int:
         name = "" if name is None else str(name)
@@ -212,10 +254,32 @@ class _Columns:
             found = self.names[name] = len(self.names)
         return found
 
+    def kept(self, args: dict, keys: tuple[str, ...]) -> dict:
+        """The ``keys`` of ``args`` the analyses read, one shared (read-only) dict per content."""
+        sub = {k: args[k] for k in keys if k in args}
+        if not sub:
+            return _NO_ARGS
+        try:
+            key = orjson.dumps(sub)
+        except (TypeError, orjson.JSONEncodeError):
+            return sub
+        found = self.interned.get(key)
+        if found is None:
+            found = self.interned[key] = sub
+        return found
+
+
+#: the args of an event without any kept key (shared: never modified)
+_NO_ARGS: dict = {}
+
 
 def _scan(events: Sequence[Any], cols: _Columns | None = None, offset: int = 0) -> _Columns:
     cols = cols or _Columns()
-    category = _CATEGORY
+    category, names, lim = _CATEGORY, cols.names, _ID_LIMIT
+    g_ts, g_dur, g_kind, g_name, g_stream, g_device, g_corr, g_index = (c.append for c in cols.gpu)
+    l_ts, l_dur, l_name, l_pid, l_tid, l_corr, l_index = (c.append for c in cols.launch)
+    o_ts, o_dur, o_name, o_pid, o_tid, o_ext, o_index = (c.append for c in cols.ops)
+    g_args, o_args, kept = cols.gpu_args.append, cols.op_args.append, cols.kept
     for index, e in enumerate(events, start=offset):
         if not isinstance(e, dict) or e.get("ph") != "X":
             continue
@@ -233,47 +297,237 @@ def _scan(events: Sequence[Any], cols: _Columns | None = None, offset: int = 0) 
         if not dur >= 0 or ts != ts:
             cols.bad_dur += 1
             continue
-        args = e.get("args") or {}
+        args = e.get("args") or _NO_ARGS
         if not isinstance(args, dict):
-            args = {}
-        _add(cols, kind, e, ts, dur, args, index)
+            args = _NO_ARGS
+        name = e.get("name")
+        if kind == _LAUNCH:
+            nid = names.get(name) if type(name) is str else None
+            l_ts(ts)
+            l_dur(dur)
+            l_name(cols.name_id(name) if nid is None else nid)
+            pid, tid, corr = e.get("pid"), e.get("tid"), args.get("correlation", -1)
+            l_pid(pid if type(pid) is int and -lim < pid < lim else _as_id(pid))
+            l_tid(tid if type(tid) is int and -lim < tid < lim else _as_id(tid))
+            l_corr(corr if type(corr) is int and -lim < corr < lim else _as_id(corr))
+            l_index(index)
+        elif kind <= SYNC:
+            nid = names.get(name) if type(name) is str else None
+            stream = args.get("stream", e.get("tid"))
+            device = args.get("device", e.get("pid"))
+            corr = args.get("correlation", -1)
+            g_ts(ts)
+            g_dur(dur)
+            g_kind(kind)
+            g_name(cols.name_id(name) if nid is None else nid)
+            g_stream(stream if type(stream) is int and -lim < stream < lim else _as_id(stream))
+            g_device(device if type(device) is int and -lim < device < lim else _as_id(device))
+            g_corr(corr if type(corr) is int and -lim < corr < lim else _as_id(corr))
+            g_index(index)
+            g_args(kept(args, GPU_ARG_KEYS) if args else _NO_ARGS)
+        else:
+            step = _STEP.match(str(name)) if name is not None and "ProfilerStep#" in str(name) else None
+            if step is not None and kind != _GPU_ANNOT:
+                cols.steps.setdefault(int(step.group(1)), [ts, ts + dur])
+            elif step is not None:
+                cols.gpu_steps.setdefault(int(step.group(1)), [ts, ts + dur])
+            elif kind == _CPU_OP:
+                nid = names.get(name) if type(name) is str else None
+                ext = args.get("External id", args.get("external id", -1))
+                pid, tid = e.get("pid"), e.get("tid")
+                o_ts(ts)
+                o_dur(dur)
+                o_name(cols.name_id(name) if nid is None else nid)
+                o_pid(pid if type(pid) is int and -lim < pid < lim else _as_id(pid))
+                o_tid(tid if type(tid) is int and -lim < tid < lim else _as_id(tid))
+                o_ext(ext if type(ext) is int and -lim < ext < lim else _as_id(ext))
+                o_index(index)
+                o_args(kept(args, OP_ARG_KEYS) if args else _NO_ARGS)
     return cols
 
 
-def _add(cols: _Columns, kind: int, e: dict, ts: float, dur: float, args: dict, index: int) -> None:
-    name = e.get("name")
-    if kind <= SYNC:
-        stream = args.get("stream", e.get("tid"))
-        device = args.get("device", e.get("pid"))
-        corr = args.get("correlation", -1)
-        cols.gpu.append(
-            (ts, dur, kind, cols.name_id(name), _as_id(stream), _as_id(device), _as_id(corr), index)
-        )
-        cols.gpu_args.append(args)
-    elif kind == _LAUNCH:
-        cols.launch.append(
-            (
-                ts,
-                dur,
-                cols.name_id(name),
-                _as_id(e.get("pid")),
-                _as_id(e.get("tid")),
-                _as_id(args.get("correlation", -1)),
-                index,
-            )
-        )
-    else:
-        step = _STEP.match(str(name)) if name is not None and "ProfilerStep#" in str(name) else None
-        if step is not None and kind != _GPU_ANNOT:
-            cols.steps.setdefault(int(step.group(1)), [ts, ts + dur])
-        elif step is not None:
-            cols.gpu_steps.setdefault(int(step.group(1)), [ts, ts + dur])
-        elif kind == _CPU_OP:
-            ext = args.get("External id", args.get("external id", -1))
-            cols.ops.append(
-                (ts, dur, cols.name_id(name), _as_id(e.get("pid")), _as_id(e.get("tid")), _as_id(ext), index)
-            )
-            cols.op_args.append(args)
+# ---------------------------------------------------------------- typed decoding (msgspec)
+#
+# msgspec decodes each event straight into a slotted struct of the fields read here: the keys
+# nobody reads (a kernel's grid, registers, ...) are skipped without building an object, and
+# the kept args are taken as raw JSON bytes, parsed (by orjson, as the plain path does) once
+# per distinct content. A chunk msgspec refuses (an event that is not an object, args that are
+# not one, a number out of range) goes through orjson and :func:`_scan` instead: both give the
+# same columns (a test checks it).
+
+if msgspec is not None:
+    _U: Any = msgspec.UNSET
+
+    class _Args(msgspec.Struct, gc=False):
+        correlation: Any = _U
+        device: Any = _U
+        external_id: Any = msgspec.field(name="External id", default=_U)
+        external_id_lc: Any = msgspec.field(name="external id", default=_U)
+        # GPU_ARG_KEYS, in that order
+        stream: msgspec.Raw | msgspec.UnsetType = _U
+        collective: msgspec.Raw | msgspec.UnsetType = msgspec.field(name="Collective name", default=_U)
+        collective_lc: msgspec.Raw | msgspec.UnsetType = msgspec.field(name="collective_name", default=_U)
+        in_nelems: msgspec.Raw | msgspec.UnsetType = msgspec.field(name="In msg nelems", default=_U)
+        out_nelems: msgspec.Raw | msgspec.UnsetType = msgspec.field(name="Out msg nelems", default=_U)
+        group_size: msgspec.Raw | msgspec.UnsetType = msgspec.field(name="Group size", default=_U)
+        dtype: msgspec.Raw | msgspec.UnsetType = _U
+        # OP_ARG_KEYS but stream, in that order
+        dims: msgspec.Raw | msgspec.UnsetType = msgspec.field(name="Input Dims", default=_U)
+        types: msgspec.Raw | msgspec.UnsetType = msgspec.field(name="Input type", default=_U)
+        strides: msgspec.Raw | msgspec.UnsetType = msgspec.field(name="Input Strides", default=_U)
+        concrete: msgspec.Raw | msgspec.UnsetType = msgspec.field(name="Concrete Inputs", default=_U)
+
+    class _Event(msgspec.Struct, gc=False):
+        ph: Any = _U
+        cat: Any = _U
+        name: Any = _U
+        pid: Any = _U
+        tid: Any = _U
+        ts: Any = _U
+        dur: Any = _U
+        args: _Args | None = None
+
+    _EVENTS = msgspec.json.Decoder(list[_Event])
+    _TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
+    _TYPED_ERRORS: tuple[type[Exception], ...] = (msgspec.DecodeError, msgspec.ValidationError)
+else:  # pragma: no cover - orjson alone reads every trace, only slower
+    _U = object()
+    _TYPED_ERRORS = ()
+
+#: a typed args' collective fields when it has none (astuple positions 5 to 10)
+_NO_COLLECTIVE = (_U,) * 6 if msgspec is not None else ()
+#: ints orjson keeps as ints (beyond, it parses them as floats; msgspec keeps them)
+_INT_MIN, _INT_MAX = -(1 << 63), (1 << 64) - 1
+
+
+def _as_orjson(value: Any) -> Any:
+    """A value msgspec decoded, as orjson would have it (None for a missing key)."""
+    if value is _U:
+        return None
+    if type(value) is int and not _INT_MIN <= value <= _INT_MAX:
+        return float(value)
+    return value
+
+
+def _decode_typed(data: bytes) -> list | None:
+    if msgspec is None:
+        return None
+    try:
+        return _EVENTS.decode(data)
+    except _TYPED_ERRORS:
+        return None
+
+
+def _typed_kept(raws: tuple, keys: tuple[str, ...], interned: dict[tuple, dict]) -> dict:
+    """The kept args of a typed event (its raw fields, in ``keys`` order): one dict per distinct
+    raw content, parsed by orjson as the plain path parses it."""
+    key = tuple([None if r is _U else bytes(r) for r in raws])
+    found = interned.get(key)
+    if found is None:
+        found = {k: orjson.loads(r) for k, r in zip(keys, key, strict=True) if r is not None}
+        found = interned[key] = found or _NO_ARGS
+    return found
+
+
+def _scan_typed(events: list, cols: _Columns, offset: int = 0) -> _Columns:
+    """:func:`_scan` over msgspec-decoded events (module comment above)."""
+    category, names, lim, unset = _CATEGORY, cols.names, _ID_LIMIT, _U
+    g_ts, g_dur, g_kind, g_name, g_stream, g_device, g_corr, g_index = (c.append for c in cols.gpu)
+    l_ts, l_dur, l_name, l_pid, l_tid, l_corr, l_index = (c.append for c in cols.launch)
+    o_ts, o_dur, o_name, o_pid, o_tid, o_ext, o_index = (c.append for c in cols.ops)
+    g_args, o_args = cols.gpu_args.append, cols.op_args.append
+    g_interned: dict[tuple, dict] = cols.typed_interned.setdefault("gpu", {})
+    o_interned: dict[tuple, dict] = cols.typed_interned.setdefault("op", {})
+    g_streams: dict[bytes, dict] = cols.typed_interned.setdefault("stream", {})  # type: ignore[assignment]
+    astuple = msgspec.structs.astuple
+    for index, e in enumerate(events, start=offset):
+        if e.ph != "X":
+            continue
+        cat = e.cat
+        kind = category.get(cat) if type(cat) is str else None
+        if kind is None:
+            continue
+        ts, dur = e.ts, e.dur
+        if type(ts) is not float or type(dur) is not float:
+            try:
+                ts = float(_as_orjson(ts))
+                dur = float(_as_orjson(dur))
+            except (TypeError, ValueError):
+                cols.bad_dur += 1
+                continue
+        if not dur >= 0 or ts != ts:
+            cols.bad_dur += 1
+            continue
+        a, name = e.args, e.name
+        nid = names.get(name) if type(name) is str else None
+        if kind == _LAUNCH:
+            if nid is None:
+                nid = cols.name_id(_as_orjson(name))
+            pid, tid = e.pid, e.tid
+            corr = -1 if a is None or a.correlation is unset else a.correlation
+            l_ts(ts)
+            l_dur(dur)
+            l_name(nid)
+            l_pid(pid if type(pid) is int and -lim < pid < lim else _as_id(_as_orjson(pid)))
+            l_tid(tid if type(tid) is int and -lim < tid < lim else _as_id(_as_orjson(tid)))
+            l_corr(corr if type(corr) is int and -lim < corr < lim else _as_id(_as_orjson(corr)))
+            l_index(index)
+        elif kind <= SYNC:
+            if nid is None:
+                nid = cols.name_id(_as_orjson(name))
+            if a is None:
+                kept, device, corr = _NO_ARGS, e.pid, -1
+            else:
+                f = astuple(a)
+                corr = -1 if f[0] is unset else f[0]
+                device = e.pid if f[1] is unset else f[1]
+                if f[5:11] != _NO_COLLECTIVE:
+                    kept = _typed_kept(f[4:11], GPU_ARG_KEYS, g_interned)
+                elif f[4] is unset:
+                    kept = _NO_ARGS
+                else:  # the common case: a kernel with its stream only
+                    raw = bytes(f[4])
+                    kept = g_streams.get(raw)
+                    if kept is None:
+                        kept = g_streams[raw] = {"stream": orjson.loads(raw)}
+            stream = kept["stream"] if "stream" in kept else _as_orjson(e.tid)
+            g_ts(ts)
+            g_dur(dur)
+            g_kind(kind)
+            g_name(nid)
+            g_stream(stream if type(stream) is int and -lim < stream < lim else _as_id(stream))
+            g_device(device if type(device) is int and -lim < device < lim else _as_id(_as_orjson(device)))
+            g_corr(corr if type(corr) is int and -lim < corr < lim else _as_id(_as_orjson(corr)))
+            g_index(index)
+            g_args(kept)
+        elif kind == _CPU_OP and not (type(name) is str and "ProfilerStep#" in name and _STEP.match(name)):
+            if a is None:
+                kept, ext = _NO_ARGS, -1
+            else:
+                f = astuple(a)
+                kept = _typed_kept((*f[11:15], f[4]), OP_ARG_KEYS, o_interned)
+                ext = f[2]
+                if ext is unset:
+                    ext = -1 if f[3] is unset else f[3]
+            if nid is None:
+                nid = cols.name_id(_as_orjson(name))
+            pid, tid = e.pid, e.tid
+            o_ts(ts)
+            o_dur(dur)
+            o_name(nid)
+            o_pid(pid if type(pid) is int and -lim < pid < lim else _as_id(_as_orjson(pid)))
+            o_tid(tid if type(tid) is int and -lim < tid < lim else _as_id(_as_orjson(tid)))
+            o_ext(ext if type(ext) is int and -lim < ext < lim else _as_id(_as_orjson(ext)))
+            o_index(index)
+            o_args(kept)
+        else:
+            name = _as_orjson(name)
+            step = _STEP.match(str(name)) if name is not None and "ProfilerStep#" in str(name) else None
+            if step is not None and kind != _GPU_ANNOT:
+                cols.steps.setdefault(int(step.group(1)), [ts, ts + dur])
+            elif step is not None:
+                cols.gpu_steps.setdefault(int(step.group(1)), [ts, ts + dur])
+    return cols
 
 
 #: files above this are parsed a chunk of events at a time (memory ~ the file plus one chunk)
@@ -307,12 +561,18 @@ def _read_chunked(path: Path) -> tuple[dict, _Columns] | None:
         m = _BOUNDARY.search(data, pos + CHUNK)
         if m is None:
             break
-        try:
-            events = orjson.loads(b"[" + data[pos : m.start() + 1] + b"]")
-        except orjson.JSONDecodeError:
-            return None
-        _scan(events, cols, count)
+        chunk = b"[" + data[pos : m.start() + 1] + b"]"
+        events = _decode_typed(chunk)
+        if events is not None:
+            _scan_typed(events, cols, count)
+        else:
+            try:
+                events = orjson.loads(chunk)
+            except orjson.JSONDecodeError:
+                return None
+            _scan(events, cols, count)
         count += len(events)
+        del events, chunk
         pos = m.end() - 1
     tail = data[pos:]
     end = tail.rfind(b"]")
@@ -336,11 +596,11 @@ def _read_chunked(path: Path) -> tuple[dict, _Columns] | None:
 # ---------------------------------------------------------------- arrays, duplicates, links
 
 
-def _table(rows: list[tuple], dtypes: Sequence[Any]) -> list[np.ndarray]:
-    if not rows:
-        return [np.zeros(0, dtype=d) for d in dtypes]
-    cols = list(zip(*rows, strict=True))
-    return [np.asarray(c, dtype=d) for c, d in zip(cols, dtypes, strict=True)]
+def _table(columns: Sequence[array], dtypes: Sequence[Any]) -> list[np.ndarray]:
+    return [
+        np.frombuffer(c, dtype=d) if len(c) else np.zeros(0, dtype=d)
+        for c, d in zip(columns, dtypes, strict=True)
+    ]
 
 
 def _dedup_order(keys: list[np.ndarray]) -> tuple[np.ndarray, int]:
@@ -452,6 +712,12 @@ def _step_of(steps: tuple[Step, ...], t: np.ndarray, gpu: bool = False) -> np.nd
     return out
 
 
+def _pick(items: list[dict], keep: np.ndarray) -> tuple[dict, ...]:
+    if keep.size == items.__len__() and (keep.size == 0 or bool(np.all(keep == np.arange(keep.size)))):
+        return tuple(items)
+    return tuple(items[i] for i in keep.tolist())
+
+
 def _build(cols: _Columns, path: str) -> tuple[GpuEvents, Launches, CpuOps, tuple[Step, ...], list[Notice]]:
     notices: list[Notice] = []
     f8, i8, i4 = np.float64, np.int64, np.int32
@@ -491,12 +757,10 @@ def _build(cols: _Columns, path: str) -> tuple[GpuEvents, Launches, CpuOps, tupl
         g_op,
         g_step,
         g[7],
-        tuple(cols.gpu_args[i] for i in g_keep.tolist()),
+        _pick(cols.gpu_args, g_keep),
     )
     launches = Launches(la[0], la[1], la[2], la[4], la[5], l_op, la[6])
-    ops = CpuOps(
-        op[0], op[1], op[2], op[4], parent, op[5], op[6], tuple(cols.op_args[i] for i in o_keep.tolist())
-    )
+    ops = CpuOps(op[0], op[1], op[2], op[4], parent, op[5], op[6], _pick(cols.op_args, o_keep))
     if cols.bad_dur:
         notices.append(Notice("trace_bad_durations", {"file": path, "events": cols.bad_dur}))
     return gpu, launches, ops, steps, notices
@@ -511,20 +775,26 @@ def read_trace(path: str | os.PathLike[str]) -> TraceEvents:
     p = Path(path)
     enabled = gc.isenabled()
     gc.disable()  # millions of fresh dicts, none cyclic: the collector's passes would dominate
+    # (what stays is columns and a few interned args dicts, so enabling it again costs nothing)
     try:
         chunked = _read_chunked(p)
         if chunked is not None:
             doc, cols = chunked
             notices = []
+        elif (typed := _load_typed(p)) is not None:
+            doc, events = typed
+            notices = []
+            cols = _scan_typed(events, _Columns())
+            del events, typed
         else:
             doc, notices = _load_document(p)
             events = doc.pop("traceEvents")
             cols = _scan(events)
             del events
+        gpu, launches, ops, steps, more = _build(cols, str(p))
     finally:
         if enabled:
             gc.enable()
-    gpu, launches, ops, steps, more = _build(cols, str(p))
     info = doc.pop("distributedInfo", None) or {}
     props = doc.pop("deviceProperties", None) or ()
     base = doc.pop("baseTimeNanoseconds", None)
