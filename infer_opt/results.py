@@ -297,11 +297,23 @@ def envelope(
     }
 
 
+#: the command line a torchrun job's launcher was given (set for its ranks: theirs lacks --nproc)
+COMMAND_ENV = "INFER_OPT_COMMAND"
+
+
 def _command_line() -> str:
+    """The command that produced a result, as a shell would take it back (quoted: ``ab``'s
+    ``--base 'infer-opt kernels ...'``); a rank of a job started with ``--nproc N`` gives its
+    launcher's command, ``--nproc N`` included."""
+    import shlex
+
+    launched = os.environ.get(COMMAND_ENV)
+    if launched:
+        return launched
     argv = list(sys.argv)
     if argv and argv[0].endswith(("infer-opt", "__main__.py")):
         argv[0] = "infer-opt"
-    return " ".join(argv)
+    return shlex.join(argv)
 
 
 def dumps(result: Result, **kwargs: Any) -> str:

@@ -53,3 +53,26 @@ def test_a_warning_saved_as_words_by_an_older_version_loads_as_a_legacy_notice()
     (loaded,) = parse_envelope(data).result.rows
     assert loaded.warnings == (Notice("legacy_text", {"text": "high variance (IQR/median 16%)"}),)
     assert text(loaded.warnings[0]) == "high variance (IQR/median 16%)"
+
+
+def test_the_saved_command_is_quoted_as_a_shell_takes_it_back(monkeypatch):
+    """``ab --base 'infer-opt kernels --only tiny_add'`` lost its quotes: the report's
+    "commands that produced these results" did not reproduce them (issue 33, class 7)."""
+    import shlex
+
+    from infer_opt import results
+
+    argv = ["/usr/bin/infer-opt", "ab", "--base", "infer-opt kernels --only tiny_add", "--new", "x y"]
+    monkeypatch.setattr(results.sys, "argv", argv)
+    monkeypatch.delenv(results.COMMAND_ENV, raising=False)
+    line = results._command_line()
+    assert shlex.split(line) == ["infer-opt", *argv[1:]]
+
+
+def test_a_rank_saves_its_launchers_command(monkeypatch):
+    """A rank of ``comm --nproc 2`` runs without --nproc; its result names the launcher's line."""
+    from infer_opt import results
+
+    monkeypatch.setattr(results.sys, "argv", ["infer-opt", "comm", "--max-size", "1MiB"])
+    monkeypatch.setenv(results.COMMAND_ENV, "infer-opt comm --nproc 2 --max-size 1MiB")
+    assert results._command_line() == "infer-opt comm --nproc 2 --max-size 1MiB"

@@ -130,10 +130,17 @@ def relaunch(
     debug = bool(getattr(ctx.find_root().command, "debug", False))
     if debug:
         os.environ["INFER_OPT_DEBUG"] = "1"  # the ranks inherit it
+    from infer_opt.results import COMMAND_ENV, _command_line
+
+    before = os.environ.get(COMMAND_ENV)
+    os.environ[COMMAND_ENV] = before or _command_line()  # what the ranks' results say produced them
     try:
         code = distributed.launch(nproc, command_line(ctx, drop=drop), timeout_s=timeout_s, quiet=not debug)
     except KeyboardInterrupt:
         raise SystemExit(130) from None
+    finally:
+        if before is None:
+            os.environ.pop(COMMAND_ENV, None)
     raise typer.Exit(code)
 
 
