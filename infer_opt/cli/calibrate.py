@@ -52,6 +52,9 @@ def _only(values: list[str] | None) -> list[str] | None:
 
     if not values:
         return None
+    if any(not v.strip() for item in values for v in item.split(",")):
+        shown = ",".join(values)
+        raise InvalidInput("only", shown, f"an empty group name; give groups among {', '.join(GROUP_NAMES)}")
     names = [v.strip() for item in values for v in item.split(",") if v.strip()]
     unknown = sorted(set(names) - set(GROUP_NAMES))
     if unknown:

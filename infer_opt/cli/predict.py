@@ -12,6 +12,7 @@ from infer_opt.cli.common import AutoDtypeOpt, HfConfigOpt, ModelArg, ThreadsOpt
 from infer_opt.cli.output import Outcome, with_output
 from infer_opt.cli.profile import StepShape, TopOpt, ignored_shape_options
 from infer_opt.cli.types import Count, InputFile, Parsed
+from infer_opt.errors import InvalidInput
 
 HELP = """Predict one step of a model from the device's operator calibration, without
 running it: the operators are recorded on fake tensors (no data, no weights: a 7B
@@ -116,7 +117,11 @@ def predict(
     from infer_opt.profilers.comm import comm_for
 
     overrides = models.parse_hf_overrides(list(hf_config or ()))
+    if comm is not None and tp == 1:
+        needs = "prices the collectives of --tp N > 1; give --tp N or drop --comm"
+        raise InvalidInput("--comm", str(comm), needs)
     found = pr.calibration_for_run(calibration, dtype, threads, device, trace_ok=True)
+    _threads_used(found.calibration, calibration, threads)
     sweep_comm = (
         None
         if tp == 1
@@ -130,6 +135,19 @@ def predict(
         )  # fmt: skip
     ignored = ignored_shape_options((shape.mode,))
     return Outcome(result, view={"top": top}, warnings=(*found.notices, *ignored))
+
+
+def _threads_used(found: Any, given: Path | None, threads: int | None) -> None:
+    """A calibration file predicts for the thread count it was made at: a --threads that differs
+    would be ignored, so it is refused."""
+    if given is None or threads is None or found.device.startswith("cuda") or found.threads == threads:
+        return
+    raise InvalidInput(
+        "--threads",
+        threads,
+        f"{given} was calibrated at {found.threads} thread(s), and a prediction is for its thread count: "
+        f"drop --threads, or calibrate at --threads {threads}",
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -195,7 +195,7 @@ class CountList(Parsed):
 
 class CountRange(Parsed):
     """``1..8`` (every whole number from 1 to 8) or a list ``1,2,4``, each in ``[low, high]``;
-    returned increasing, without repeats."""
+    a list must be increasing, without repeats (``3,2`` or ``2,2`` is refused, never reordered)."""
 
     name = "A..B"
     listed = True
@@ -207,7 +207,10 @@ class CountRange(Parsed):
         first, dots, last = text.partition("..")
         if not dots:
             values = units.parse_int_list(text, option=option, low=self.low, high=self.high)
-            return tuple(sorted(set(values)))
+            if any(b <= a for a, b in itertools.pairwise(values)):
+                order = "list each value once, in increasing order, e.g. 1,2,4 (or A..B)"
+                raise InvalidInput(option, text, order)
+            return tuple(values)
         a = units.parse_int(first, option=option, low=self.low, high=self.high)
         b = units.parse_int(last, option=option, low=self.low, high=self.high)
         if b < a:

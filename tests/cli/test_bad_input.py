@@ -519,6 +519,13 @@ CORE_CASES = [
     (["profile", "hf:gpt2", "--hf-config", "n_layers=2"], "--hf-config: hf:gpt2's config has no key"),
     (["profile", "hf:llama", *HF_LLAMA, "--hf-config", "num_key_value_heads=3"], "--hf-config: "),
     (["validate", "hf:gpt2", "--calibration", "{c_ok}", "--hf-config", "n_head=0"], "--hf-config: n_head"),
+    # options that would be accepted and ignored are refused before any work
+    (["predict", "--calibration", "{c_ok}", "--comm", "{s_nccl}"], "--comm: prices the collectives of --tp"),
+    (["predict", "--calibration", "{c_ok}", "--threads", "2"], "--threads"),
+    (["calibrate", "--only", ""], "--only: an empty group name"),
+    (["calibrate", "--only", "views,,host"], "--only: an empty group name"),
+    (["speculative", "run", "--target", "tiny", "--sweep-k", "3,2"], "--sweep-k: list each value once"),
+    (["speculative", "run", "--target", "tiny", "--sweep-k", "2,2"], "in increasing order"),
 ]
 
 
