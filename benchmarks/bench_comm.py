@@ -127,18 +127,24 @@ def _predicted(model: str, mode: str, seq_len: int, tp: int, comm: Any) -> tuple
     """(compute timed alone, roofline compute, predicted communication) of one rank's step."""
     import torch
 
-    from infer_opt.profilers import model_profile, tp_predict
+    from infer_opt.profilers import model_profile, tensor_parallel_predict
 
     torch.set_num_threads(1)
-    loaded = tp_predict.compute_shard(
+    loaded = tensor_parallel_predict.compute_shard(
         model, tp=tp, batch=1, seq_len=seq_len, device="cpu", dtype=torch.float32
     )
-    step = tp_predict.shard_step(loaded, mode=mode, context=seq_len, new_tokens=1, device="cpu")
-    timed = tp_predict.measured_compute_s(step, device="cpu", reps=20)
+    step = tensor_parallel_predict.shard_step(loaded, mode=mode, context=seq_len, new_tokens=1, device="cpu")
+    timed = tensor_parallel_predict.measured_compute_s(step, device="cpu", reps=20)
     fit = model_profile.resolve_fit("cpu", torch.float32).fit
-    roof = math.nan if fit is None else tp_predict.roofline_compute_s(tp_predict.rank_ops(loaded, step), fit)
-    pred = tp_predict.predict_tp(loaded.config, tp=tp, mode=mode, batch=1, seq_len=seq_len, new_tokens=1,
-                                 dtype_bytes=4, compute_per_rank_s=[0.0] * tp, comm=comm)  # fmt: skip
+    roof = (
+        math.nan
+        if fit is None
+        else tensor_parallel_predict.roofline_compute_s(tensor_parallel_predict.rank_ops(loaded, step), fit)
+    )
+    pred = tensor_parallel_predict.predict_tp(
+        loaded.config, tp=tp, mode=mode, batch=1, seq_len=seq_len, new_tokens=1,
+        dtype_bytes=4, compute_per_rank_s=[0.0] * tp, comm=comm,
+    )  # fmt: skip
     return timed, roof, pred.communication_s
 
 

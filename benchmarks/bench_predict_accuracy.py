@@ -42,7 +42,7 @@ import torch
 
 from infer_opt.kinds.validate import NOISE_HOST, NOISE_OPS, SMALL_OP_S
 from infer_opt.profilers import calibration as cal
-from infer_opt.profilers import validate as va
+from infer_opt.profilers import validate as validate_module
 from infer_opt.profilers.device import cpu_model_name
 from infer_opt.steps import Shape, StepSettings
 
@@ -84,7 +84,9 @@ def validate_all(calib: Any, source: str, args: argparse.Namespace) -> list[Any]
     for model, mode, grid in runs(models, args.quick):
         start = time.perf_counter()
         settings = StepSettings(model, "cpu", "float32", Shape(new_tokens=8), warmup=3, reps=args.reps)
-        result = va.validate(settings, calib, calibration_source=source, modes=(mode,), grid=grid)
+        result = validate_module.validate(
+            settings, calib, calibration_source=source, modes=(mode,), grid=grid
+        )
         print(
             f"{model:34s} {mode:8s} step MAPE {pct(result.step_mape)} "
             f"p90 {pct(result.step_p90_abs_rel_error)}"
@@ -178,7 +180,7 @@ def aa_noise(first: list[Any], second: list[Any]) -> dict[str, float | None]:
             ops += [dataclasses.replace(o, point=len(points) + o.point) for o in r.ops]
             points += r.points
         passes.append((points, ops))
-    noise = va.pass_noise(passes)
+    noise = validate_module.pass_noise(passes)
     keys = {"prefill": "prefill", "decode": "decode", "ops": NOISE_OPS, "host": NOISE_HOST}
     return {name: noise[key].mape if key in noise else None for name, key in keys.items()}
 

@@ -151,7 +151,7 @@ def profile(
     False for no roofline columns. Returns a
     :class:`~infer_opt.profilers.model_profile.ProfileResult`."""
     from infer_opt.profilers import model_profile
-    from infer_opt.profilers.roofline_store import ResolvedFit
+    from infer_opt.profilers.calibration_store import ResolvedFit
     from infer_opt.steps import Shape, StepSettings
 
     _counts(batch=(batch, 1), seq_len=(seq_len, 1), context=(context, 1), new_tokens=(new_tokens, 1))
@@ -263,7 +263,7 @@ def fit_roofline(measurements: Any, *, bootstrap: int = 200, seed: int = 0) -> A
     _counts(bootstrap=(bootstrap, 0))
     _typed("seed", seed, (int,), "an integer")
     if isinstance(measurements, (str, os.PathLike)):
-        from infer_opt.profilers.roofline_store import load_points
+        from infer_opt.profilers.calibration_store import load_points
 
         points, meta = load_points(measurements)
         source = str(measurements)
@@ -358,7 +358,7 @@ EXPORTS: dict[str, str] = {
     "rates_from_counts": "infer_opt.cost_models.speculative:rates_from_counts",
     "attention_memory": "infer_opt.cost_models.attention:attention_memory",
     "window_bound": "infer_opt.cost_models.attention:window_bound",
-    "compare": "infer_opt.cost_models.compare:compare_results",
+    "compare": "infer_opt.cost_models.run_stats:compare_results",
     "render": "infer_opt.reports.render:render",
     "load_trace": "infer_opt.trace.loaded:load_trace",
     "InvalidInput": "infer_opt.errors:InvalidInput",

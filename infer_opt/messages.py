@@ -90,12 +90,12 @@ MESSAGES: dict[str, Words] = {
         f"the roofline fit is for {v['fit']} but this run is {v['run']}: bounds and efficiencies may not "
         "apply (run infer-opt roofline on this device, or drop --roofline)"
     ),
-    # ---- speculative measure (profilers/spec_measure.py)
+    # ---- speculative measure (profilers/speculative_measure.py)
     "verify_cost_not_linear": lambda v: (
         f"c_v(k) is not close to a + b·k here (fit error up to {_pct(v['max_rel_error'])}): "
         "the predictions use the fit; compare with the measured c_v(k)"
     ),
-    # ---- speculative run (profilers/spec_run.py) and vLLM's metrics (cost_models/prometheus_metrics.py)
+    # ---- speculative run (profilers/speculative_run.py), vLLM's metrics (cost_models/prometheus_metrics.py)
     "spec_run_tokens_differ": lambda v: (
         f"greedy speculative decoding with k = {v['k']} differs from plain greedy decoding from token "
         f"{v['index']} on: the verification pass and the decode step disagree on an argmax (rounding of "
@@ -109,8 +109,8 @@ MESSAGES: dict[str, Words] = {
         f"vllm:spec_decode_num_accepted_tokens_total is {v['accepted']} but the per-position counters sum "
         f"to {v['per_position']} (a scrape taken between two updates?); the rates use the per-position counts"
     ),
-    # ---- GPU paths and calibrations (profilers/timing.py, kernels.py, compile_measure.py,
-    #      roofline_store.py; cost_models/roofline.py's fit checks)
+    # ---- GPU paths and calibrations (profilers/timing.py, kernels.py, amortize_measure.py,
+    #      calibration_store.py; cost_models/roofline.py's fit checks)
     "graph_capture_failed": lambda v: f"{v['reason']}; t_c is without a graph",
     "high_variance_cases": lambda v: (
         f"high variance (IQR/median > 10%) in {len(v['cases'])} case(s): "
@@ -220,7 +220,7 @@ MESSAGES: dict[str, Words] = {
     ),
     "roofline_not_saved": lambda v: f"the roofline fit was not cached ({v['reason']})",
     # ---- house: calculators' and checks' views (cost_models/bucketing.py, speculative.py;
-    #      checks/spec_sampler.py)
+    #      checks/speculative_sampler.py)
     "lengths_unbucketed": lambda v: (
         f"{v['count']} of {v['total']} lengths exceed the largest bound {v['largest_bound']} "
         f"(max {v['max_length']}); they are left out of every expectation and count above"
@@ -243,7 +243,7 @@ MESSAGES: dict[str, Words] = {
         f"the Monte-Carlo ({v['trials']:,} rounds) did not detect the wrong rule (exact enumeration did): "
         "raise --trials"
     ),
-    # ---- communication and tensor parallelism (profilers/comm.py, profilers/tp_profile.py)
+    # ---- communication and tensor parallelism (profilers/comm.py, profilers/profile_tp.py)
     "comm_single_rank": lambda v: (
         f"a collective needs at least two ranks (devices): this run has one ({v['device']}), so only "
         "the local copy was measured; run it with --nproc 2 or under torchrun --nproc-per-node 2"
@@ -260,7 +260,7 @@ MESSAGES: dict[str, Words] = {
         f"the sizes do not pin the fit's {' and '.join(v['parameters'])} (it ended at the edge of "
         "its range): widen --min-size/--max-size around the crossover"
     ),
-    # ---- compare, ab, noise floors (cost_models/compare.py, profilers/ab.py)
+    # ---- compare, ab, noise floors (cost_models/run_stats.py, profilers/ab.py)
     "compared_despite_differences": lambda v: (
         f"compared with --force although the runs differ in {', '.join(v['differences'])}"
     ),
@@ -422,7 +422,8 @@ MESSAGES: dict[str, Words] = {
         "--roofline FIT.json"
     ),
     "trace_cpu_only": lambda v: (
-        "no GPU events in the trace" + ("s" if v["files"] > 1 else "")
+        "no GPU events in the trace"
+        + ("s" if v["files"] > 1 else "")
         + ": only the CPU-op analysis (self time per op) is given"
     ),
     "trace_compare_devices": lambda v: (

@@ -157,3 +157,20 @@ def test_a_report_of_a_saved_profile_loads_no_torch(tmp_path):
 def test_the_torch_check_sees_torch():
     """The two checks above can fail: loading a profiler module is seen."""
     assert _torch_loaded_after("import infer_opt.profilers.model_profile")
+
+
+def test_every_command_option_is_declared_one_way():
+    """Issue 29 §5: options are declared with ``cli.common.option`` (an ``Annotated[...]`` alias),
+    never inline as ``Annotated[T, typer.Option(...)]`` or as a ``typer.Option`` default."""
+    import ast
+
+    offenders = []
+    for path in sorted((ROOT / "infer_opt" / "cli").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            is_call = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            if is_call and node.func.attr == "Option" and getattr(node.func.value, "id", "") == "typer":
+                inside = path.name == "common.py" and any(isinstance(a, ast.Starred) for a in node.args)
+                if not inside:  # option() itself builds the one typer.Option
+                    offenders.append(f"{path.name}:{node.lineno}")
+    assert offenders == [], offenders

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from infer_opt.cost_models.roofline import RunKey
 from infer_opt.kinds.profile import ProfileResult
 from infer_opt.results import dumps, parse_envelope
+from infer_opt.run_key import RunKey
 from infer_opt.steps import MODES, Shape, StepSettings
 from tests.helpers import invoke
 from tests.reports.fixtures import fixture
@@ -119,7 +119,7 @@ STEP_SITES = {
     "infer_opt/cli/profile.py",
     "infer_opt/api.py",
     "infer_opt/profilers/validate.py",
-    "infer_opt/profilers/tp_profile.py",
+    "infer_opt/profilers/profile_tp.py",
 }
 
 

@@ -5,7 +5,7 @@
   in numpy float64 and in torch, with masks, against full softmax attention.
 * :mod:`~infer_opt.checks.mask_alignment` — causal-mask alignment for cached decode
   (``infer-opt attention check``).
-* :mod:`~infer_opt.checks.spec_sampler` — a reference speculative sampler, its exact output
+* :mod:`~infer_opt.checks.speculative_sampler` — a reference speculative sampler, its exact output
   distribution and a seeded Monte-Carlo test (``infer-opt speculative verify``).
 
 Modules here never import torch, typer, rich, pandas or matplotlib at import time; torch

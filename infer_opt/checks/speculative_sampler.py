@@ -17,7 +17,7 @@ The *wrong* rule ("after a rejection, resample from p") is available as ``rule="
 so that the checks can show they detect it.
 
 :func:`speculative_round` is :func:`draft_tokens` (step 1) then :func:`verify_drafts` (steps
-2-4); a real decoding loop (:mod:`infer_opt.profilers.spec_run`) calls the two itself, with one
+2-4); a real decoding loop (:mod:`infer_opt.profilers.speculative_run`) calls the two itself, with one
 target forward over all the drafts in between.
 
 Distributions are given as a 1-D array (the same at every position), a 2-D array (row i is

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import datetime as _dt
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
-from infer_opt.cli.common import progress_bar
+from infer_opt.cli.common import option, progress_bar
 from infer_opt.cli.compare import AlphaOpt, ForceOpt, SeedOpt, ThresholdOpt
 from infer_opt.cli.output import with_output
 from infer_opt.cli.types import Count
@@ -58,36 +58,32 @@ def _folder(folder: Path | None) -> Path:
 
 @with_output(plot=True)
 def ab(
-    base: Annotated[str, typer.Option("--base", help="The baseline command line (quoted).")],
-    new: Annotated[str, typer.Option("--new", help="The command line to compare with it (quoted).")],
-    rounds: Annotated[
+    base: option(str, "--base", help="The baseline command line (quoted)."),
+    new: option(str, "--new", help="The command line to compare with it (quoted)."),
+    rounds: option(
         int,
-        typer.Option(
-            "--rounds",
-            click_type=Count(1, MAX_ROUNDS),
-            help="Rounds of A then B: 2 or more give a run-level t test (3 or more to trust it); one "
-            "leans on the within-run spread and the noise floor.",
-        ),
-    ] = 3,
-    base_env: Annotated[
-        list[str] | None, typer.Option("--base-env", help="Environment for BASE, KEY=VALUE (repeatable).")
-    ] = None,
-    new_env: Annotated[
-        list[str] | None, typer.Option("--new-env", help="Environment for NEW, KEY=VALUE (repeatable).")
-    ] = None,
-    folder: Annotated[
+        "--rounds",
+        parse=Count(1, MAX_ROUNDS),
+        help="Rounds of A then B: 2 or more give a run-level t test (3 or more to trust it); one "
+        "leans on the within-run spread and the noise floor.",
+    ) = 3,
+    base_env: option(
+        list[str] | None, "--base-env", help="Environment for BASE, KEY=VALUE (repeatable)."
+    ) = None,
+    new_env: option(
+        list[str] | None, "--new-env", help="Environment for NEW, KEY=VALUE (repeatable)."
+    ) = None,
+    folder: option(
         Path | None,
-        typer.Option(
-            "--dir", help="Folder for the rounds' result files (kept). Default: a new folder in the cache."
-        ),
-    ] = None,
+        "--dir",
+        help="Folder for the rounds' result files (kept). Default: a new folder in the cache.",
+    ) = None,
     threshold: ThresholdOpt = "5%",
     alpha: AlphaOpt = 0.05,
     force: ForceOpt = False,
-    save_floor: Annotated[
-        bool,
-        typer.Option("--save-floor/--no-save-floor", help="After an A/A, save the measured noise floor."),
-    ] = True,
+    save_floor: option(
+        bool, "--save-floor/--no-save-floor", help="After an A/A, save the measured noise floor."
+    ) = True,
     seed: SeedOpt = 0,
 ) -> Any:
     from infer_opt.profilers import ab as core

@@ -77,7 +77,7 @@ def _calls(
     if len({s.batch for s in specs}) > 1:
         raise InvalidInput("--lengths", str(lengths), "with --lengths give one --batch-sizes value")
     from infer_opt.cost_models import bucketing
-    from infer_opt.profilers.compile_measure import calls_from_sample
+    from infer_opt.profilers.amortize_measure import calls_from_sample
 
     text, source = read_text(lengths, "--lengths")
     sample = bucketing.parse_lengths_text(text, source=source)
@@ -148,11 +148,11 @@ def measure(
     output: Output,
 ) -> Any:
     """Measure each bucket (resuming a saved sweep), saving after every bucket, then decide."""
-    from infer_opt.profilers import compile_sweep
+    from infer_opt.profilers import amortize_measure_sweep
     from infer_opt.profilers import device as devices
     from infer_opt.profilers.models import parse_hf_overrides
 
-    specs = compile_sweep.buckets_of(bounds, batch_sizes)
+    specs = amortize_measure_sweep.buckets_of(bounds, batch_sizes)
     call_map, calls_source = _calls(calls, lengths, requests, specs, bounds)
     previous = read_resume(resume, "amortize-measure", "an amortize measure result")
     if resume is not None and resume not in output.out:
@@ -161,11 +161,11 @@ def measure(
     graphs = devices.is_cuda(dev) if cuda_graphs is None else cuda_graphs
     if graphs and not devices.is_cuda(dev):
         raise UnsupportedOnDevice(f"--cuda-graphs: CUDA graphs need a CUDA device; this run is on {dev}")
-    sweep = compile_sweep.Sweep(
+    sweep = amortize_measure_sweep.Sweep(
         model, dev, devices.parse_dtype(dtype, dev), backend, graphs, warmup, reps, specs,
         call_map, calls_source, parse_hf_overrides(hf_config or []),
     )  # fmt: skip
-    kept = compile_sweep.kept_rows(sweep, previous)
+    kept = amortize_measure_sweep.kept_rows(sweep, previous)
     if kept:
         typer.echo(f"resuming {resume}: {len(kept)} of {len(specs)} bucket(s) already measured", err=True)
     saved: list[Any] = []
@@ -176,7 +176,7 @@ def measure(
 
     try:
         with progress_bar("amortize measure") as update:
-            result = compile_sweep.run(
+            result = amortize_measure_sweep.run(
                 sweep, previous=previous, compile_fn=compile_fn(), save=save, on_estimate=_say_estimate,
                 progress=update,
             )  # fmt: skip

@@ -16,6 +16,7 @@ from typer.core import TyperGroup
 
 from infer_opt import __version__
 from infer_opt.cli._click import click
+from infer_opt.cli.common import option
 from infer_opt.errors import InferOptError, InvalidInput, out_of_memory
 
 
@@ -268,12 +269,12 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(
-        False, "--version", callback=_version, is_eager=True, help="Show the version and exit."
-    ),
-    debug: bool = typer.Option(
-        False, "--debug", help="Show tracebacks instead of one-line errors (may follow any command)."
-    ),
+    version: option(
+        bool, "--version", callback=_version, is_eager=True, help="Show the version and exit."
+    ) = False,
+    debug: option(
+        bool, "--debug", help="Show tracebacks instead of one-line errors (may follow any command)."
+    ) = False,
 ) -> None:
     """Measure where inference time goes, fit the device roofline, and turn measurements
     into decisions."""

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
-from infer_opt.cli.common import AutoDtypeOpt, DeviceOpt, ThreadsOpt, progress_bar
+from infer_opt.cli.common import AutoDtypeOpt, DeviceOpt, ThreadsOpt, option, progress_bar
 from infer_opt.cli.output import Outcome, Output, with_output
 from infer_opt.cli.types import Choice, Count
 from infer_opt.cli.validate_trace import FromTraceOpt
@@ -112,24 +112,17 @@ def calibrate(
     device: DeviceOpt = "auto",
     dtype: AutoDtypeOpt = "auto",
     threads: ThreadsOpt = None,
-    only: Annotated[
-        list[str] | None,
-        typer.Option("--only", help=f"Measure only these groups (repeatable): {', '.join(GROUP_NAMES)}."),
-    ] = None,
-    grid: Annotated[
+    only: option(
+        list[str] | None, "--only", help=f"Measure only these groups (repeatable): {', '.join(GROUP_NAMES)}."
+    ) = None,
+    grid: option(
         str,
-        typer.Option(
-            "--grid",
-            click_type=Choice(("standard", "tiny")),
-            help="standard, or tiny (a few shapes per group: a smoke test, not one to predict with).",
-        ),
-    ] = "standard",
-    reps: Annotated[
-        int, typer.Option("--reps", click_type=Count(3, 1000), help="Profiled repetitions per shape.")
-    ] = 5,
-    resume: Annotated[
-        bool, typer.Option("--resume", help="Continue the saved run: skip the groups it finished.")
-    ] = False,
+        "--grid",
+        parse=Choice(("standard", "tiny")),
+        help="standard, or tiny (a few shapes per group: a smoke test, not one to predict with).",
+    ) = "standard",
+    reps: option(int, "--reps", parse=Count(3, 1000), help="Profiled repetitions per shape.") = 5,
+    resume: option(bool, "--resume", help="Continue the saved run: skip the groups it finished.") = False,
     from_trace: FromTraceOpt = None,
     *,
     output: Output,

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
-from infer_opt.cli.common import DeviceOpt, reps_option, warmup_option
+from infer_opt.cli.common import DeviceOpt, option, reps_option, warmup_option
 from infer_opt.cli.distributed import BackendOpt, NprocOpt, TimeoutOpt, progress_for, rank_job, relaunch
 from infer_opt.cli.output import Outcome, Output, with_output
 from infer_opt.cli.types import Choice, Count, Size
@@ -57,42 +57,34 @@ RepsOpt = reps_option("Timed calls per size and rank.", MAX_REPS)
 
 @with_output(plot=True)
 def comm(
-    collective: Annotated[
+    collective: option(
         list[str] | None,
-        typer.Option(
-            "--collective",
-            click_type=Choice(COLLECTIVE_NAMES),
-            help="A collective to time (repeatable); default: all.",
-        ),
-    ] = None,
-    min_size: Annotated[
-        float, typer.Option("--min-size", click_type=Size(), help="Smallest message S (bytes or 4KiB, …).")
-    ] = "4B",
-    max_size: Annotated[
+        "--collective",
+        parse=Choice(COLLECTIVE_NAMES),
+        help="A collective to time (repeatable); default: all.",
+    ) = None,
+    min_size: option(float, "--min-size", parse=Size(), help="Smallest message S (bytes or 4KiB, …).") = "4B",
+    max_size: option(
         float | None,
-        typer.Option(
-            "--max-size",
-            click_type=Size(),
-            help="Largest message S; default 64MiB on a GPU, 16MiB on the CPU.",
-        ),
-    ] = None,
-    factor: Annotated[
-        int,
-        typer.Option("--factor", click_type=Count(2, 1024), help="Each size is the previous one times this."),
-    ] = 2,
+        "--max-size",
+        parse=Size(),
+        help="Largest message S; default 64MiB on a GPU, 16MiB on the CPU.",
+    ) = None,
+    factor: option(
+        int, "--factor", parse=Count(2, 1024), help="Each size is the previous one times this."
+    ) = 2,
     warmup: WarmupOpt = 5,
     reps: RepsOpt = 20,
     device: DeviceOpt = "auto",
-    dtype: Annotated[
-        str,
-        typer.Option("--dtype", click_type=Choice(("float32", "bfloat16", "float16")), help="Element type."),
-    ] = "float32",
+    dtype: option(
+        str, "--dtype", parse=Choice(("float32", "bfloat16", "float16")), help="Element type."
+    ) = "float32",
     backend: BackendOpt = "auto",
     timeout: TimeoutOpt = "60s",
     nproc: NprocOpt = None,
-    no_save: Annotated[
-        bool, typer.Option("--no-save", help="Do not save the fit to the cache directory (for predict --tp).")
-    ] = False,
+    no_save: option(
+        bool, "--no-save", help="Do not save the fit to the cache directory (for predict --tp)."
+    ) = False,
     *,
     output: Output,
 ) -> Any:

@@ -18,30 +18,33 @@ from infer_opt.cli._click import ParamType
 from infer_opt.cli.types import Count
 from infer_opt.errors import InvalidInput
 
-DeviceOpt = Annotated[str, typer.Option("--device", help="auto (CUDA if available), cpu, cuda or cuda:N.")]
-AutoDtypeOpt = Annotated[
-    str,
-    typer.Option("--dtype", help="auto (float32 on CPU, bfloat16 on CUDA), float32, bfloat16, float16."),
-]
+
+def option(kind: Any, *flags: str, parse: ParamType | None = None, help: str, **extra: Any) -> Any:
+    """An option declared in one line: ``Annotated[kind, typer.Option(*flags, click_type=parse,
+    help=help, **extra)]``, for a command's signature (``k: KOpt = 3``) or as a module alias."""
+    return Annotated[kind, typer.Option(*flags, click_type=parse, help=help, **extra)]
+
+
+DeviceOpt = option(str, "--device", help="auto (CUDA if available), cpu, cuda or cuda:N.")
+AutoDtypeOpt = option(
+    str, "--dtype", help="auto (float32 on CPU, bfloat16 on CUDA), float32, bfloat16, float16."
+)
 ModelArg = Annotated[
     str,
     typer.Argument(
         help="Built-in name, package.module:factory, path/to/file.py:factory, or hf:<model_type>."
     ),
 ]
-HfConfigOpt = Annotated[
-    list[str] | None,
-    typer.Option("--hf-config", help="Config override for hf: models, KEY=VALUE (repeatable)."),
-]
-ThreadsOpt = Annotated[
+HfConfigOpt = option(
+    list[str] | None, "--hf-config", help="Config override for hf: models, KEY=VALUE (repeatable)."
+)
+ThreadsOpt = option(
     int | None,
-    typer.Option(
-        "--threads",
-        click_type=Count(1, os.cpu_count() or 1),
-        help=f"CPU threads for torch (torch.set_num_threads), 1 to {os.cpu_count() or 1} here; "
-        "default: torch's choice.",
-    ),
-]
+    "--threads",
+    parse=Count(1, os.cpu_count() or 1),
+    help=f"CPU threads for torch (torch.set_num_threads), 1 to {os.cpu_count() or 1} here; "
+    "default: torch's choice.",
+)
 
 
 @contextmanager
@@ -75,12 +78,6 @@ def read_text(path: str | Path, option: str) -> tuple[str, str]:
     if str(path) == "-":
         return sys.stdin.read(), "stdin"
     return files.read_text(path, option), Path(path).name
-
-
-def option(kind: Any, *flags: str, parse: ParamType | None = None, help: str, **extra: Any) -> Any:
-    """An option declared in one line: ``Annotated[kind, typer.Option(*flags, click_type=parse,
-    help=help, **extra)]``, for a command's signature (``k: KOpt = 3``) or as a module alias."""
-    return Annotated[kind, typer.Option(*flags, click_type=parse, help=help, **extra)]
 
 
 #: the most timed (or untimed) calls a step-timing command takes

@@ -8,10 +8,10 @@ from typing import Annotated, Any
 
 import typer
 
-from infer_opt.cli.common import seed_option
+from infer_opt.cli.common import option, seed_option
 from infer_opt.cli.output import with_output
 from infer_opt.cli.types import Fraction, InputFile, Number
-from infer_opt.cost_models import compare as model
+from infer_opt.cost_models import run_stats as model
 from infer_opt.results import load_result
 
 # Rich keeps single newlines in help text, so each paragraph is one (concatenated) line.
@@ -40,23 +40,16 @@ HELP = (
 
 
 #: the options of a comparison, shared with ``infer-opt ab``
-ThresholdOpt = Annotated[
+ThresholdOpt = option(
+    float, "--threshold", parse=Fraction(0, 1), help="Smallest change worth reporting: 5% or 0.05."
+)
+AlphaOpt = option(
     float,
-    typer.Option(
-        "--threshold", click_type=Fraction(0, 1), help="Smallest change worth reporting: 5% or 0.05."
-    ),
-]
-AlphaOpt = Annotated[
-    float,
-    typer.Option(
-        "--alpha",
-        click_type=Number(0, 1, low_open=True, high_open=True),
-        help="Significance level of the tests (p adjusted over each table), in (0, 1).",
-    ),
-]
-ForceOpt = Annotated[
-    bool, typer.Option("--force", help="Compare even if model, shapes, dtype or device differ.")
-]
+    "--alpha",
+    parse=Number(0, 1, low_open=True, high_open=True),
+    help="Significance level of the tests (p adjusted over each table), in (0, 1).",
+)
+ForceOpt = option(bool, "--force", help="Compare even if model, shapes, dtype or device differ.")
 SeedOpt = seed_option("the bootstrap")
 
 
@@ -73,16 +66,14 @@ def compare(
     alpha: AlphaOpt = 0.05,
     force: ForceOpt = False,
     seed: SeedOpt = 0,
-    noise_floor: Annotated[
+    noise_floor: option(
         float | None,
-        typer.Option(
-            "--noise-floor",
-            click_type=Fraction(0, 10),
-            help="One run's noise floor, e.g. 15%: no single-run verdict below it, and the least "
-            "between-run spread a run-level test assumes. Default: the floor measured here by an A/A "
-            "(infer-opt ab), else 40% (100% under 20 µs).",
-        ),
-    ] = None,
+        "--noise-floor",
+        parse=Fraction(0, 10),
+        help="One run's noise floor, e.g. 15%: no single-run verdict below it, and the least "
+        "between-run spread a run-level test assumes. Default: the floor measured here by an A/A "
+        "(infer-opt ab), else 40% (100% under 20 µs).",
+    ) = None,
 ) -> Any:
     distinct = base.name != new.name
     names = (base.name if distinct else str(base), new.name if distinct else str(new))

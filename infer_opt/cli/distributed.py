@@ -14,44 +14,39 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
 from infer_opt.cli._click import Context, click
+from infer_opt.cli.common import option
 from infer_opt.cli.types import Choice, Count, Duration, Parsed, given_path
 from infer_opt.errors import InvalidInput
 
 MAX_RANKS = 4096
 BACKENDS = ("auto", "gloo", "nccl")
 
-NprocOpt = Annotated[
+NprocOpt = option(
     int | None,
-    typer.Option(
-        "--nproc",
-        click_type=Count(1, MAX_RANKS),
-        help="Start N ranks on this machine (torchrun's launcher, torch.distributed.run) and run on "
-        "them; the same as torchrun --standalone --nproc-per-node N -m infer_opt …. Leave it out "
-        "under torchrun.",
-    ),
-]
-TimeoutOpt = Annotated[
+    "--nproc",
+    parse=Count(1, MAX_RANKS),
+    help="Start N ranks on this machine (torchrun's launcher, torch.distributed.run) and run on "
+    "them; the same as torchrun --standalone --nproc-per-node N -m infer_opt …. Leave it out "
+    "under torchrun.",
+)
+TimeoutOpt = option(
     float,
-    typer.Option(
-        "--timeout",
-        click_type=Duration("s", allow_zero=False, most_s=24 * 3600.0),
-        help="How long the ranks wait for each other (the rendezvous, every collective) before the "
-        "run ends with an error.",
-    ),
-]
-BackendOpt = Annotated[
+    "--timeout",
+    parse=Duration("s", allow_zero=False, most_s=24 * 3600.0),
+    help="How long the ranks wait for each other (the rendezvous, every collective) before the "
+    "run ends with an error.",
+)
+BackendOpt = option(
     str,
-    typer.Option(
-        "--backend",
-        click_type=Choice(BACKENDS),
-        help="torch.distributed backend: auto (NCCL on CUDA, gloo on the CPU), gloo or nccl.",
-    ),
-]
+    "--backend",
+    parse=Choice(BACKENDS),
+    help="torch.distributed backend: auto (NCCL on CUDA, gloo on the CPU), gloo or nccl.",
+)
 
 
 class TracePath(Parsed):

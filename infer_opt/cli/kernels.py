@@ -9,12 +9,12 @@ import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from infer_opt import units
-from infer_opt.cli.common import DeviceOpt, ThreadsOpt, progress_bar, read_resume, runs_option
+from infer_opt.cli.common import DeviceOpt, ThreadsOpt, option, progress_bar, read_resume, runs_option
 from infer_opt.cli.output import Outcome, Output, with_output
 from infer_opt.cli.types import Choice, Duration, InputFile, Parsed
 from infer_opt.errors import Interrupted, RunFailure, UnsupportedOnDevice
@@ -77,52 +77,39 @@ MAX_REPS = 100_000
 MAX_WARMUP_CALLS = 100_000
 MAX_WARMUP_S = 600.0
 
-DtypeOpt = Annotated[
+DtypeOpt = option(
+    str, "--dtype", parse=Choice(("float32", "bfloat16", "float16")), help="float32, bfloat16 or float16."
+)
+SuiteOpt = option(
     str,
-    typer.Option(
-        "--dtype", click_type=Choice(("float32", "bfloat16", "float16")), help="float32, bfloat16 or float16."
-    ),
-]
-SuiteOpt = Annotated[
-    str,
-    typer.Option(
-        "--suite",
-        click_type=Choice(("quick", "full")),
-        help="quick (10-20 s on a 2-core CPU, plus ~15 s for a first torch.compile) or full (larger sweeps).",
-    ),
-]
-FlushOpt = Annotated[
+    "--suite",
+    parse=Choice(("quick", "full")),
+    help="quick (10-20 s on a 2-core CPU, plus ~15 s for a first torch.compile) or full (larger sweeps).",
+)
+FlushOpt = option(
     bool,
-    typer.Option(
-        "--l2-flush/--no-l2-flush",
-        help="Write a buffer larger than the GPU's L2 (CPU: last-level cache) before each "
-        "repetition, outside the timed region, so inputs come from DRAM/HBM.",
-    ),
-]
-WarmupOpt = Annotated[
+    "--l2-flush/--no-l2-flush",
+    help="Write a buffer larger than the GPU's L2 (CPU: last-level cache) before each "
+    "repetition, outside the timed region, so inputs come from DRAM/HBM.",
+)
+WarmupOpt = option(
     Any,
-    typer.Option(
-        "--warmup",
-        click_type=WarmupType(),
-        help="Warm-up calls before timing: a count (5) or a duration (200ms).",
-    ),
-]
-RepsOpt = Annotated[
+    "--warmup",
+    parse=WarmupType(),
+    help="Warm-up calls before timing: a count (5) or a duration (200ms).",
+)
+RepsOpt = option(
     Any,
-    typer.Option(
-        "--reps",
-        click_type=RepsType(),
-        help="Timed repetitions per case, or 'auto': repeat until IQR/median < 5% (--max-time caps).",
-    ),
-]
-MaxTimeOpt = Annotated[
+    "--reps",
+    parse=RepsType(),
+    help="Timed repetitions per case, or 'auto': repeat until IQR/median < 5% (--max-time caps).",
+)
+MaxTimeOpt = option(
     float | None,
-    typer.Option(
-        "--max-time",
-        click_type=Duration(allow_zero=False, most_s=24 * 3600.0),
-        help="Cap on timed repetitions per case, e.g. 2s.",
-    ),
-]
+    "--max-time",
+    parse=Duration(allow_zero=False, most_s=24 * 3600.0),
+    help="Cap on timed repetitions per case, e.g. 2s.",
+)
 
 
 RunsOpt = runs_option(
@@ -234,34 +221,31 @@ def kernels_command(
     device: DeviceOpt = "auto",
     dtype: DtypeOpt = "float32",
     suite: SuiteOpt = "quick",
-    only: Annotated[
+    only: option(
         list[str] | None,
-        typer.Option("--only", help="Run only these kernels or families (repeatable, or comma-separated)."),
-    ] = None,
+        "--only",
+        help="Run only these kernels or families (repeatable, or comma-separated).",
+    ) = None,
     l2_flush: FlushOpt = False,
-    cuda_graphs: Annotated[
+    cuda_graphs: option(
         bool,
-        typer.Option(
-            "--cuda-graphs",
-            help="Also time each kernel as CUDA-graph replays (10 calls per graph; one with "
-            "--l2-flush, so every call is flushed): the gap to eager timing is launch overhead. "
-            "CUDA only.",
-        ),
-    ] = False,
+        "--cuda-graphs",
+        help="Also time each kernel as CUDA-graph replays (10 calls per graph; one with "
+        "--l2-flush, so every call is flushed): the gap to eager timing is launch overhead. "
+        "CUDA only.",
+    ) = False,
     warmup: WarmupOpt = "5",
     reps: RepsOpt = "20",
     max_time: MaxTimeOpt = None,
     threads: ThreadsOpt = None,
     runs: RunsOpt = 1,
-    resume: Annotated[
+    resume: option(
         Path | None,
-        typer.Option(
-            "--resume",
-            click_type=InputFile(),
-            help="Skip the cases (and runs) this saved kernels result (JSON) holds; saves back to it. "
-            "Same device, threads, dtype, suite and timing options, or it is refused.",
-        ),
-    ] = None,
+        "--resume",
+        parse=InputFile(),
+        help="Skip the cases (and runs) this saved kernels result (JSON) holds; saves back to it. "
+        "Same device, threads, dtype, suite and timing options, or it is refused.",
+    ) = None,
     *,
     output: Output,
 ) -> Outcome:

@@ -30,10 +30,11 @@ import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
+from infer_opt.cli.common import option
 from infer_opt.cli.types import Choice, OutputFile, png_name, result_format_name
 from infer_opt.errors import InferOptError, InvalidInput, RunFailure
 from infer_opt.notices import Notice
@@ -76,13 +77,13 @@ class Output:
         named = [("--out", p) for p in self.out]
         named += [("--markdown", self.markdown), ("--csv", self.csv), ("--plot", self.plot), *others]
         seen: dict[str, str] = {}
-        for option, path in named:
+        for flag, path in named:
             if path is None or _is_stdout(path):
                 continue
             key = same_file_key(path)
             if key in seen:
-                raise InvalidInput(option, str(path), f"{seen[key]} already writes this file; give another")
-            seen[key] = option
+                raise InvalidInput(flag, str(path), f"{seen[key]} already writes this file; give another")
+            seen[key] = flag
 
     @property
     def stdout_format(self) -> str:
@@ -239,24 +240,19 @@ def _output_parameters(*, plot: bool, csv: bool, markdown: bool) -> list[inspect
     opts: list[tuple[str, Any, Any]] = [
         (
             "json_out",
-            Annotated[
-                bool,
-                typer.Option("--json", help="Print the result as a JSON envelope on stdout, nothing else."),
-            ],
+            option(bool, "--json", help="Print the result as a JSON envelope on stdout, nothing else."),
             False,
         ),
         (
             "out",
-            Annotated[
+            option(
                 list[Path] | None,
-                typer.Option(
-                    "--out",
-                    "-o",
-                    click_type=OutputFile(check=result_format_name),
-                    help="Write the result to FILE; the extension picks the format (.json, .csv, .md, "
-                    ".html, .txt). Repeatable.",
-                ),
-            ],
+                "--out",
+                "-o",
+                parse=OutputFile(check=result_format_name),
+                help="Write the result to FILE; the extension picks the format (.json, .csv, .md, "
+                ".html, .txt). Repeatable.",
+            ),
             None,
         ),
     ]
@@ -267,14 +263,12 @@ def _output_parameters(*, plot: bool, csv: bool, markdown: bool) -> list[inspect
     opts.append(
         (
             "fmt",
-            Annotated[
+            option(
                 str | None,
-                typer.Option(
-                    "--format",
-                    click_type=Choice(FORMATS),
-                    help="Print the result on stdout as console (default), markdown, csv, json or html.",
-                ),
-            ],
+                "--format",
+                parse=Choice(FORMATS),
+                help="Print the result on stdout as console (default), markdown, csv, json or html.",
+            ),
             None,
         )
     )
@@ -282,12 +276,12 @@ def _output_parameters(*, plot: bool, csv: bool, markdown: bool) -> list[inspect
         opts.append(
             (
                 "plot",
-                Annotated[
+                option(
                     Path | None,
-                    typer.Option(
-                        "--plot", click_type=OutputFile(check=png_name), help="Write the plot(s) to FILE.png."
-                    ),
-                ],
+                    "--plot",
+                    parse=OutputFile(check=png_name),
+                    help="Write the plot(s) to FILE.png.",
+                ),
                 None,
             )
         )
@@ -295,7 +289,7 @@ def _output_parameters(*, plot: bool, csv: bool, markdown: bool) -> list[inspect
 
 
 def _file_option(name: str, flag: str, help_text: str) -> tuple[str, Any, Any]:
-    ann = Annotated[Path | None, typer.Option(flag, click_type=OutputFile(allow_stdout=True), help=help_text)]
+    ann = option(Path | None, flag, parse=OutputFile(allow_stdout=True), help=help_text)
     return name, ann, None
 
 

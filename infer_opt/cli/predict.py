@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
@@ -72,15 +72,13 @@ CommOpt = option(
 )
 
 
-CalibrationOpt = Annotated[
+CalibrationOpt = option(
     Path | None,
-    typer.Option(
-        "--calibration",
-        click_type=InputFile(),
-        help="Calibration file (infer-opt calibrate --out): predict for the device it was made on. "
-        "Default: the one saved for this device, dtype and thread count.",
-    ),
-]
+    "--calibration",
+    parse=InputFile(),
+    help="Calibration file (infer-opt calibrate --out): predict for the device it was made on. "
+    "Default: the one saved for this device, dtype and thread count.",
+)
 
 
 PredictDeviceOpt = option(
@@ -97,15 +95,13 @@ def predict(
     dtype: AutoDtypeOpt = "auto",
     shape: StepShape = StepShape(),
     calibration: CalibrationOpt = None,
-    sweep: Annotated[
+    sweep: option(
         Any,
-        typer.Option(
-            "--sweep",
-            click_type=SweepType(),
-            help="Predict over batch=…, seq-len=… or context=… (comma-separated, increasing; one "
-            "parameter: validate --grid takes several).",
-        ),
-    ] = None,
+        "--sweep",
+        parse=SweepType(),
+        help="Predict over batch=…, seq-len=… or context=… (comma-separated, increasing; one "
+        "parameter: validate --grid takes several).",
+    ) = None,
     top: TopOpt = 15,
     threads: ThreadsOpt = None,
     hf_config: HfConfigOpt = None,

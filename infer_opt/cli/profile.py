@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
@@ -72,33 +72,21 @@ GROUPS = ("op", "category", "module")
 SHAPE_LENGTHS = ("seq_len", "context", "new_tokens")
 MAX_SIZE = 1 << 20
 
-ModeOpt = Annotated[
+ModeOpt = option(
     str,
-    typer.Option(
-        "--mode",
-        click_type=Choice(MODES),
-        help="prefill (a forward over T tokens), decode (one token over a KV cache of --context "
-        "tokens) or generate (greedy, --new-tokens tokens: TTFT and time per token).",
-    ),
-]
-BatchOpt = Annotated[int, typer.Option("--batch", click_type=Count(1, MAX_SIZE), help="Batch size B.")]
-SeqLenOpt = Annotated[
-    int,
-    typer.Option(
-        "--seq-len",
-        click_type=Count(1, MAX_SIZE),
-        help="Sequence length T (prefill; the prompt for generate).",
-    ),
-]
-ContextOpt = Annotated[
-    int, typer.Option("--context", click_type=Count(0, MAX_SIZE), help="KV-cache length for --mode decode.")
-]
-NewTokensOpt = Annotated[
-    int,
-    typer.Option(
-        "--new-tokens", click_type=Count(1, MAX_SIZE), help="Tokens to generate for --mode generate."
-    ),
-]
+    "--mode",
+    parse=Choice(MODES),
+    help="prefill (a forward over T tokens), decode (one token over a KV cache of --context "
+    "tokens) or generate (greedy, --new-tokens tokens: TTFT and time per token).",
+)
+BatchOpt = option(int, "--batch", parse=Count(1, MAX_SIZE), help="Batch size B.")
+SeqLenOpt = option(
+    int, "--seq-len", parse=Count(1, MAX_SIZE), help="Sequence length T (prefill; the prompt for generate)."
+)
+ContextOpt = option(int, "--context", parse=Count(0, MAX_SIZE), help="KV-cache length for --mode decode.")
+NewTokensOpt = option(
+    int, "--new-tokens", parse=Count(1, MAX_SIZE), help="Tokens to generate for --mode generate."
+)
 
 
 @dataclass(frozen=True)
@@ -113,10 +101,9 @@ class StepShape:
     new_tokens: NewTokensOpt = 32
 
 
-ModesOpt = Annotated[
-    list[str] | None,
-    typer.Option("--mode", click_type=Choice(MODES), help="prefill, decode or generate (repeatable)."),
-]
+ModesOpt = option(
+    list[str] | None, "--mode", parse=Choice(MODES), help="prefill, decode or generate (repeatable)."
+)
 
 
 @dataclass(frozen=True)

@@ -1,30 +1,29 @@
 """``profile --tp N``: the profile of a tensor-parallel step, one rank per shard (see
-:mod:`infer_opt.profilers.tp_profile`). Outside torchrun it starts N ranks itself through
+:mod:`infer_opt.profilers.profile_tp`). Outside torchrun it starts N ranks itself through
 torchrun's launcher; under torchrun ``--tp`` must equal the job's world size."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
+from infer_opt.cli.common import option
 from infer_opt.cli.distributed import MAX_RANKS, progress_for, rank_job, relaunch
 from infer_opt.cli.output import Outcome
 from infer_opt.cli.types import Count
 from infer_opt.errors import InvalidInput
 from infer_opt.steps import StepSettings
 
-TpOpt = Annotated[
+TpOpt = option(
     int,
-    typer.Option(
-        "--tp",
-        click_type=Count(1, MAX_RANKS),
-        help="Tensor parallelism over N ranks (Megatron split of a built-in; each rank profiles its "
-        "shard, rank 0 reports). Outside torchrun it starts the N ranks itself.",
-    ),
-]
+    "--tp",
+    parse=Count(1, MAX_RANKS),
+    help="Tensor parallelism over N ranks (Megatron split of a built-in; each rank profiles its "
+    "shard, rank 0 reports). Outside torchrun it starts the N ranks itself.",
+)
 
 
 def wanted(tp: int) -> bool:
@@ -81,10 +80,10 @@ def _check_trace(trace: Path | None) -> None:
 def _profile(
     ctx: Any, settings: StepSettings, *, trace: Path | None, top: int, by: str, **options: Any
 ) -> Any:
-    from infer_opt.profilers import tp_profile
+    from infer_opt.profilers import profile_tp
 
     if settings.hf_config:
         overrides = ",".join(settings.hf_config)
         raise InvalidInput("hf_config", overrides, "--tp shards the built-in decoders only")
     with progress_for(ctx, "profile --tp") as update:
-        return tp_profile.profile_tp(ctx, settings, trace_dir=trace, progress=update, **options)
+        return profile_tp.profile_tp(ctx, settings, trace_dir=trace, progress=update, **options)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from infer_opt import __version__
+from infer_opt.cli.common import option
 from infer_opt.cli.types import InputFile, OutputFile
 from infer_opt.errors import InvalidInput, RunFailure
 from infer_opt.files import check_writable, keep_unsaved, write_text
@@ -86,20 +87,16 @@ def report(
             metavar="RESULT.json...", click_type=InputFile(), help="Saved results (any --out FILE.json)."
         ),
     ],
-    out: Annotated[
+    out: option(
         Path,
-        typer.Option(
-            "--out",
-            "-o",
-            click_type=OutputFile(allow_stdout=True, check=_report_name),
-            help="The report: FILE.md (plots in FILE_assets/), FILE.html, or '-' for stdout.",
-        ),
-    ] = "report.md",
-    html: Annotated[
-        bool, typer.Option("--html", help="Also write FILE.html: the same report, self-contained.")
-    ] = False,
-    title: Annotated[str, typer.Option("--title", help="The report's title.")] = "infer-opt report",
-    no_plots: Annotated[bool, typer.Option("--no-plots", help="Leave the plots out.")] = False,
+        "--out",
+        "-o",
+        parse=OutputFile(allow_stdout=True, check=_report_name),
+        help="The report: FILE.md (plots in FILE_assets/), FILE.html, or '-' for stdout.",
+    ) = "report.md",
+    html: option(bool, "--html", help="Also write FILE.html: the same report, self-contained.") = False,
+    title: option(str, "--title", help="The report's title.") = "infer-opt report",
+    no_plots: option(bool, "--no-plots", help="Leave the plots out.") = False,
 ) -> None:
     from infer_opt.reports.console import ConsoleRenderer
     from infer_opt.reports.render import Document, get_renderer

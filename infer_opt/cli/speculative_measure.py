@@ -123,7 +123,7 @@ def measure(
         raise InvalidInput("--k", k, f"must be a whole number in [1, {k_max}] (--k-max)")
     a, rates, rates_source = _alpha_inputs(alpha, alphas, metrics)
     from infer_opt.profilers import device as devices
-    from infer_opt.profilers.spec_measure import measure_speculative
+    from infer_opt.profilers.speculative_measure import measure_speculative
 
     dev = devices.resolve_device(device)
     torch_dtype = devices.parse_dtype(dtype, dev)

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
-
-import typer
+from typing import Any
 
 from infer_opt.cli.common import (
     MAX_REPS,
     AutoDtypeOpt,
     DeviceOpt,
     ThreadsOpt,
+    option,
     progress_bar,
     reps_option,
     seed_option,
@@ -66,58 +65,36 @@ def _temperature(greedy: bool, temperature: float | None) -> float | None:
 @app.command("run", help=HELP)
 @with_output(plot=True)
 def run(
-    target: Annotated[
-        str, typer.Option("--target", help="Target model: built-in name or a factory returning DecoderLM.")
-    ] = "gpt2-small",
-    draft: Annotated[
-        str,
-        typer.Option(
-            "--draft", help="self:N (the target's first N layers) or a model sharing its vocabulary."
-        ),
-    ] = "self:4",
-    k: Annotated[
-        int | None, typer.Option("--k", click_type=Count(1, 64), help="Draft length (default 4).")
-    ] = None,
-    sweep_k: Annotated[
-        Any,
-        typer.Option(
-            "--sweep-k",
-            click_type=CountRange(1, 64),
-            help="Run every k in A..B (or a list 1,2,4); plot S vs k.",
-        ),
-    ] = None,
-    new_tokens: Annotated[
-        int, typer.Option("--new-tokens", click_type=Count(1, 100_000), help="Tokens N to decode.")
-    ] = 64,
-    greedy: Annotated[bool, typer.Option("--greedy", help="Greedy decoding (the default).")] = False,
-    temperature: Annotated[
-        float | None,
-        typer.Option(
-            "--temperature", click_type=Number(0, low_open=True), help="Sample at temperature T instead."
-        ),
-    ] = None,
-    prompt_len: Annotated[
-        int, typer.Option("--prompt-len", click_type=Count(1, 1 << 20), help="Random prompt tokens P.")
-    ] = 32,
+    target: option(
+        str, "--target", help="Target model: built-in name or a factory returning DecoderLM."
+    ) = "gpt2-small",
+    draft: option(
+        str, "--draft", help="self:N (the target's first N layers) or a model sharing its vocabulary."
+    ) = "self:4",
+    k: option(int | None, "--k", parse=Count(1, 64), help="Draft length (default 4).") = None,
+    sweep_k: option(
+        Any, "--sweep-k", parse=CountRange(1, 64), help="Run every k in A..B (or a list 1,2,4); plot S vs k."
+    ) = None,
+    new_tokens: option(int, "--new-tokens", parse=Count(1, 100_000), help="Tokens N to decode.") = 64,
+    greedy: option(bool, "--greedy", help="Greedy decoding (the default).") = False,
+    temperature: option(
+        float | None, "--temperature", parse=Number(0, low_open=True), help="Sample at temperature T instead."
+    ) = None,
+    prompt_len: option(int, "--prompt-len", parse=Count(1, 1 << 20), help="Random prompt tokens P.") = 32,
     seed: SeedOpt = 0,
     threads: ThreadsOpt = None,
     device: DeviceOpt = "auto",
     dtype: AutoDtypeOpt = "auto",
     warmup: WarmupOpt = 1,
     reps: RepsOpt = 5,
-    cost_reps: Annotated[
-        int,
-        typer.Option(
-            "--cost-reps",
-            click_type=Count(1, MAX_REPS),
-            help="Timed calls of each cost c_t, c_d, c_v(k), c_m.",
-        ),
-    ] = 20,
+    cost_reps: option(
+        int, "--cost-reps", parse=Count(1, MAX_REPS), help="Timed calls of each cost c_t, c_d, c_v(k), c_m."
+    ) = 20,
 ) -> Any:
     ks, sweep = _draft_lengths(k, sweep_k)
     temp = _temperature(greedy, temperature)
     from infer_opt.profilers import device as devices
-    from infer_opt.profilers.spec_run import run_speculative
+    from infer_opt.profilers.speculative_run import run_speculative
 
     dev = devices.resolve_device(device)
     if threads is not None:

@@ -55,7 +55,7 @@ def verify(
     seed: SeedOpt = 0,
     alpha_target: AlphaTargetOpt = None,
 ) -> Outcome:
-    from infer_opt.checks.spec_sampler import verify_sampler
+    from infer_opt.checks.speculative_sampler import verify_sampler
 
     result = verify_sampler(vocab=vocab, k=k, trials=trials, seed=seed, alpha_target=alpha_target)
     error = None if result.passed else RunFailure("speculative verify failed (see the verdict above)")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
@@ -72,14 +72,12 @@ def validate(
     device: DeviceOpt = "auto",
     dtype: AutoDtypeOpt = "auto",
     shape: StepShapes = StepShapes(),
-    grid: Annotated[
+    grid: option(
         list[Any] | None,
-        typer.Option(
-            "--grid",
-            click_type=SweepType(),
-            help="Values of batch=…, seq-len=… or context=… (repeatable); the points are their product.",
-        ),
-    ] = None,
+        "--grid",
+        parse=SweepType(),
+        help="Values of batch=…, seq-len=… or context=… (repeatable); the points are their product.",
+    ) = None,
     calibration: CalibrationOpt = None,
     warmup: WarmupOpt = 3,
     reps: RepsOpt = 10,
@@ -102,12 +100,12 @@ def validate(
     from infer_opt.profilers import device as devices
     from infer_opt.profilers import models
     from infer_opt.profilers import predict as pr
-    from infer_opt.profilers import validate as va
+    from infer_opt.profilers import validate as validate_module
 
     models.parse_hf_overrides(list(hf_config or ()))  # a bad --hf-config before any calibration
     found = pr.calibration_for_run(calibration, dtype, threads, device)
     dev = devices.resolve_device(device)
-    va.measure_as_calibrated(found.calibration, threads, dev)
+    validate_module.measure_as_calibrated(found.calibration, threads, dev)
     params = [param for param, _ in grid or ()]
     if len(set(params)) != len(params):
         raise InvalidInput("grid", ",".join(params), "name each of batch, seq-len and context at most once")
@@ -118,7 +116,7 @@ def validate(
         hf_config=tuple(hf_config or ()),
     )  # fmt: skip
     with progress_bar("validate") as update:
-        result = va.validate(
+        result = validate_module.validate(
             settings, found.calibration, calibration_source=found.source, modes=modes, grid=dict(grid or ()),
             passes=passes, progress=update,
         )  # fmt: skip

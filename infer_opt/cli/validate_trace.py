@@ -5,39 +5,32 @@ TRACE…``: the operator model on real GPUs, from and against torch.profiler tra
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import typer
-
+from infer_opt.cli.common import option
 from infer_opt.cli.types import InputFile
 
-AgainstOpt = Annotated[
+AgainstOpt = option(
     Path | None,
-    typer.Option(
-        "--against",
-        click_type=InputFile(),
-        help="A GPU trace (torch.profiler, record_shapes=True) not among the calibration's: predict each "
-        "of its ops from its shapes and compare with its kernel time (needs --calibration from "
-        "calibrate --from-trace; MODEL and the grid options are not used).",
-    ),
-]
-UnseenDeviceOpt = Annotated[
+    "--against",
+    parse=InputFile(),
+    help="A GPU trace (torch.profiler, record_shapes=True) not among the calibration's: predict each "
+    "of its ops from its shapes and compare with its kernel time (needs --calibration from "
+    "calibrate --from-trace; MODEL and the grid options are not used).",
+)
+UnseenDeviceOpt = option(
     bool,
-    typer.Option(
-        "--unseen-device",
-        help="With --against: a calibration of another GPU is scaled to the trace's by the datasheets' "
-        "peaks (the unseen-device tier) instead of refused.",
-    ),
-]
-FromTraceOpt = Annotated[
+    "--unseen-device",
+    help="With --against: a calibration of another GPU is scaled to the trace's by the datasheets' "
+    "peaks (the unseen-device tier) instead of refused.",
+)
+FromTraceOpt = option(
     list[Path] | None,
-    typer.Option(
-        "--from-trace",
-        click_type=InputFile(),
-        help="Build the calibration from these GPU traces of one device and dtype (repeatable; "
-        "torch.profiler with record_shapes=True) instead of measuring this machine.",
-    ),
-]
+    "--from-trace",
+    parse=InputFile(),
+    help="Build the calibration from these GPU traces of one device and dtype (repeatable; "
+    "torch.profiler with record_shapes=True) instead of measuring this machine.",
+)
 
 
 def against_trace(

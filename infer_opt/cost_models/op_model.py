@@ -49,7 +49,7 @@ from infer_opt.notices import Notice
 from infer_opt.results import Result, number_problems
 from infer_opt.stats import VARIANCE_THRESHOLD
 
-#: the timing of an operator calibration (:class:`~infer_opt.cost_models.roofline.RunKey`)
+#: the timing of an operator calibration (:class:`~infer_opt.run_key.RunKey`)
 OP_TIMING = "op-profiler"
 
 #: cache states a family is measured in: its main operand (a matmul's weight, attention's keys
@@ -203,7 +203,7 @@ class CalibrationResult(Result):
     """An operator-level calibration of one device, dtype and thread count."""
 
     KIND = "calibration"
-    #: how its times were taken, in a :class:`~infer_opt.cost_models.roofline.RunKey`: per
+    #: how its times were taken, in a :class:`~infer_opt.run_key.RunKey`: per
     #: operator under torch.profiler, as ``profile`` times operators
     timing: ClassVar[str] = OP_TIMING
 

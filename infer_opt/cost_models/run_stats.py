@@ -57,10 +57,10 @@ from typing import Any
 import numpy as np
 
 from infer_opt import steps
-from infer_opt.cost_models.roofline import RunKey
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
 from infer_opt.results import Result
+from infer_opt.run_key import RunKey
 
 ALPHA = 0.05
 THRESHOLD = 0.05
@@ -1093,7 +1093,7 @@ class NoiseFloor(Result):
     family (kernel suites; ``overall`` for the suite's level) or per operator category
     (profiles; ``category:<name>`` for category totals, ``step`` for the step). ``device``,
     ``device_name``, ``dtype``, ``threads``, ``matmul_precision`` and ``timing`` are the
-    measured results' :class:`~infer_opt.cost_models.roofline.RunKey`: a floor serves only
+    measured results' :class:`~infer_opt.run_key.RunKey`: a floor serves only
     results with the same key."""
 
     KIND = "noise-floor"

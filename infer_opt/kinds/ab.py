@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from infer_opt.cost_models.compare import CompareResult, NoiseFloor
+from infer_opt.cost_models.run_stats import CompareResult, NoiseFloor
 from infer_opt.notices import Notice
 from infer_opt.results import Result
 

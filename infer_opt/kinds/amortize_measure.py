@@ -1,5 +1,5 @@
 """The ``amortize-measure`` result kind: compile cost and per-call savings measured per bucket,
-and the break-even call count they give (built by :mod:`infer_opt.profilers.compile_measure`,
+and the break-even call count they give (built by :mod:`infer_opt.profilers.amortize_measure`,
 read by :mod:`infer_opt.reports.amortize_measure`)."""
 
 from __future__ import annotations

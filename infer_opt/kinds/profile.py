@@ -14,7 +14,7 @@ from infer_opt.results import Result, number_problems
 from infer_opt.steps import Shape, StepSettings
 
 if TYPE_CHECKING:
-    from infer_opt.cost_models.roofline import RunKey
+    from infer_opt.run_key import RunKey
 
 
 @dataclass(frozen=True)
@@ -273,7 +273,7 @@ class ProfileResult(Result, ModelStep):
     def run_key(self) -> RunKey:
         """The key a noise floor of this profile must share: the settings' device, dtype and
         threads, the device model and the float32 matmul precision it ran at."""
-        from infer_opt.cost_models.roofline import RunKey
+        from infer_opt.run_key import RunKey
 
         settings = self.settings
         assert settings is not None  # set in __post_init__

@@ -1,5 +1,5 @@
 """The ``profile-tp`` result kind: a tensor-parallel step profiled on every rank (built by
-:mod:`infer_opt.profilers.tp_profile`, read by :mod:`infer_opt.reports.profile_tp`)."""
+:mod:`infer_opt.profilers.profile_tp`, read by :mod:`infer_opt.reports.profile_tp`)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The ``speculative-run`` result kind: real speculative decoding timed against plain decoding, per
-k (built by :mod:`infer_opt.profilers.spec_run`, read by :mod:`infer_opt.reports.speculative_run`)."""
+k (built by :mod:`infer_opt.profilers.speculative_run`, read by :mod:`infer_opt.reports.speculative_run`)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The ``speculative-verify`` result kind: the speculative sampler's correction rule checked
 against the target distribution, exactly and by sampling (built by
-:mod:`infer_opt.checks.spec_sampler`, read by :mod:`infer_opt.reports.speculative_verify`), and the limits
-its verdicts are judged by."""
+:mod:`infer_opt.checks.speculative_sampler`, read by :mod:`infer_opt.reports.speculative_verify`),
+and the limits its verdicts are judged by."""
 
 from __future__ import annotations
 

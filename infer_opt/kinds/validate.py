@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from infer_opt.cost_models import op_model as om
+from infer_opt.cost_models import op_model
 from infer_opt.kinds.predict import CalibrationRef
 from infer_opt.notices import Notice
 from infer_opt.results import Result
@@ -77,7 +77,7 @@ class ErrorSummary:
 
     @classmethod
     def of(cls, predicted: Sequence[float], measured: Sequence[float]) -> ErrorSummary:
-        s = om.error_stats(predicted, measured)
+        s = op_model.error_stats(predicted, measured)
         return cls(s.n, s.mape, s.p90_abs_rel_error, s.max_abs_rel_error, s.mean_signed_rel_error)
 
 

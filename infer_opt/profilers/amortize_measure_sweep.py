@@ -1,7 +1,7 @@
 """One ``amortize measure`` sweep from start to result: resume from a saved run, warm up the
 compiler once, measure every bucket still missing, save after each, estimate what is left.
 
-The measuring itself is :mod:`infer_opt.profilers.compile_measure`; this module strings it
+The measuring itself is :mod:`infer_opt.profilers.amortize_measure`; this module strings it
 together so the command only parses options and shows the result. Nothing here prints: the
 caller gets ``save(result so far)`` after each bucket and ``on_estimate(Estimate)`` once the
 first new bucket has been measured.
@@ -15,7 +15,7 @@ from typing import Any
 
 from infer_opt.errors import InvalidInput
 from infer_opt.kinds.amortize_measure import AmortizeMeasureResult, BucketSpec, MeasuredBucket
-from infer_opt.profilers import compile_measure as cm
+from infer_opt.profilers import amortize_measure
 
 Progress = Callable[[int, int, str], None]
 
@@ -72,7 +72,7 @@ def kept_rows(sweep: Sweep, previous: AmortizeMeasureResult | None) -> list[Meas
     """The buckets of ``previous`` this sweep asks for (refusing another model or setup)."""
     if previous is None:
         return []
-    cm.check_resumable(previous, option="resume", **setup_of(sweep))
+    amortize_measure.check_resumable(previous, option="resume", **setup_of(sweep))
     wanted = {s.name for s in sweep.buckets}
     return [r for r in previous.buckets if r.bucket in wanted]
 
@@ -81,7 +81,7 @@ def run(
     sweep: Sweep,
     *,
     previous: AmortizeMeasureResult | None = None,
-    compile_fn: cm.CompileFn | None = None,
+    compile_fn: amortize_measure.CompileFn | None = None,
     save: Callable[[AmortizeMeasureResult], None] | None = None,
     on_estimate: Callable[[Estimate], None] | None = None,
     progress: Progress | None = None,
@@ -90,10 +90,10 @@ def run(
     return the result with its decisions; ``save`` gets the result after every bucket."""
     kept = kept_rows(sweep, previous)
     startup: list[float] = []
-    caches = cm.cache_state(sweep.backend, custom_compiler=compile_fn is not None)
+    caches = amortize_measure.cache_state(sweep.backend, custom_compiler=compile_fn is not None)
 
     def result_of(rows: Sequence[MeasuredBucket]) -> AmortizeMeasureResult:
-        return cm.build_result(
+        return amortize_measure.build_result(
             rows,
             **setup_of(sweep),
             device=str(sweep.device),
@@ -108,15 +108,17 @@ def run(
         )
 
     on_bucket = _on_bucket(result_of, save, on_estimate, startup, len(kept))
-    loader = cm.default_loader(
+    loader = amortize_measure.default_loader(
         sweep.model, device=sweep.device, dtype=sweep.dtype, hf_overrides=sweep.hf_overrides
     )
     if len(kept) < len(sweep.buckets):
         if progress:
             progress(0, len(sweep.buckets) - len(kept), "warming up the compiler (one-time start-up)")
-        seconds = cm.warm_up_compiler(sweep.device, backend=sweep.backend, compile_fn=compile_fn)
+        seconds = amortize_measure.warm_up_compiler(
+            sweep.device, backend=sweep.backend, compile_fn=compile_fn
+        )
         startup.extend([] if seconds is None else [seconds])
-    rows = cm.measure_sweep(
+    rows = amortize_measure.measure_sweep(
         sweep.buckets,
         loader,
         device=sweep.device,
@@ -149,7 +151,7 @@ def _on_bucket(
             return
         estimated.append(True)
         new = rows[n_kept:]
-        eta = cm.estimate_remaining_s(new, left)
+        eta = amortize_measure.estimate_remaining_s(new, left)
         spent = (startup[0] if startup else 0.0) + sum(r.measure_s for r in new)
         on_estimate(Estimate(rows[-1].measure_s, eta, spent + eta, left))
 

@@ -63,16 +63,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from infer_opt.cost_models import op_model as om
-from infer_opt.cost_models.roofline import KernelPoint, RunKey, fit_roofline, key_problems
+from infer_opt.cost_models import op_model
+from infer_opt.cost_models.roofline import KernelPoint, fit_roofline, key_problems
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
-from infer_opt.profilers import calibration_cases as cc
-from infer_opt.profilers import op_recorder as rec
-from infer_opt.profilers import speed_probe
+from infer_opt.profilers import calibration_cases, op_recorder, speed_probe
+from infer_opt.profilers.calibration_store import CalibrationStore, Lookup, Stored
 from infer_opt.profilers.op_families import FamilyRecorder, ModuleCounter, Signature
-from infer_opt.profilers.roofline_store import CalibrationStore, Lookup, Stored
 from infer_opt.results import save_result
+from infer_opt.run_key import RunKey
 
 Progress = Callable[[int, int, str], None]
 
@@ -149,16 +148,16 @@ def _tolerance(dtype: torch.dtype) -> float:
     return TOLERANCE.get(str(dtype).removeprefix("torch."), 2e-2)
 
 
-def _on(inputs: cc.Inputs, device: Any) -> cc.Inputs:
+def _on(inputs: calibration_cases.Inputs, device: Any) -> calibration_cases.Inputs:
     return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
 
 
 def checked_inputs(
-    cases: Sequence[cc.Case], dtype: torch.dtype, seed: int = 0, device: Any = "cpu"
-) -> tuple[list[tuple[cc.Case, cc.Inputs]], list[str]]:
+    cases: Sequence[calibration_cases.Case], dtype: torch.dtype, seed: int = 0, device: Any = "cpu"
+) -> tuple[list[tuple[calibration_cases.Case, calibration_cases.Inputs]], list[str]]:
     """Build each case's inputs and check its output against the reference; returns the cases
     that passed with their inputs, and ``"label: reason"`` for each that did not."""
-    passed: list[tuple[cc.Case, cc.Inputs]] = []
+    passed: list[tuple[calibration_cases.Case, calibration_cases.Inputs]] = []
     skipped: list[str] = []
     tolerance = _tolerance(dtype)
     for i, case in enumerate(cases):
@@ -188,26 +187,26 @@ class _Part:
     once, not per state: a recording runs the piece for real)."""
 
     run: Callable[[], object]
-    calls: tuple[rec.OpCall, ...]
+    calls: tuple[op_recorder.OpCall, ...]
 
     @classmethod
     def recorded(cls, fn: Callable[[], object]) -> _Part:
-        return cls(fn, tuple(rec.record_ops(fn)))
+        return cls(fn, tuple(op_recorder.record_ops(fn)))
 
 
 @dataclass(frozen=True)
 class _Recorded:
     """A case ready to time: its inputs, its run as a :class:`_Part`, and its calls' signatures."""
 
-    case: cc.Case
-    inputs: cc.Inputs
+    case: calibration_cases.Case
+    inputs: calibration_cases.Inputs
     part: _Part
     signatures: tuple[Signature, ...]
 
 
-def _record(case: cc.Case, inputs: cc.Inputs) -> _Recorded:
+def _record(case: calibration_cases.Case, inputs: calibration_cases.Inputs) -> _Recorded:
     recorder = FamilyRecorder()
-    calls = rec.record_ops(lambda: case.run(inputs), recorder=recorder)
+    calls = op_recorder.record_ops(lambda: case.run(inputs), recorder=recorder)
     return _Recorded(case, inputs, _Part(lambda: case.run(inputs), tuple(calls)), tuple(recorder.signatures))
 
 
@@ -294,7 +293,7 @@ def _warmers(items: Sequence[_Recorded], limit: int) -> list[_Recorded | None]:
         if item.case.reads <= limit:
             by_kind.setdefault(item.case.label.split()[0], []).append(item)
 
-    def rank(other: cc.Case, case: cc.Case) -> tuple[int, int]:
+    def rank(other: calibration_cases.Case, case: calibration_cases.Case) -> tuple[int, int]:
         pairs = zip(other.label.split(), case.label.split(), strict=False)  # labels differ in length
         shared = sum(1 for _ in itertools.takewhile(lambda pair: pair[0] == pair[1], pairs))
         return -shared, other.reads
@@ -306,7 +305,7 @@ def _warmers(items: Sequence[_Recorded], limit: int) -> list[_Recorded | None]:
     return out
 
 
-def _toucher(inputs: cc.Inputs) -> Callable[[], object]:
+def _toucher(inputs: calibration_cases.Inputs) -> Callable[[], object]:
     """A read of a case's input tensors by another op (a sum), which the far state runs after its
     flush: in a step a small op's inputs were just written by the op before, only its own code
     (and the dispatcher's data for it) comes from memory."""
@@ -320,7 +319,7 @@ def _toucher(inputs: cc.Inputs) -> Callable[[], object]:
 
 def _timed_program(
     items: Sequence[_Recorded], state: str, scrubs: _Scrubs
-) -> tuple[Callable[[], None], list[rec.OpCall], list[tuple[int, Signature]]]:
+) -> tuple[Callable[[], None], list[op_recorder.OpCall], list[tuple[int, Signature]]]:
     """The function one repetition runs, its calls (composed from the recorded parts), and
     which calls are kept: every call of each case's timed run (hot, context, far), or its calls
     with a main operand (warm, cold)."""
@@ -331,7 +330,7 @@ def _timed_program(
     else:
         warmers = [None] * len(items)
     pieces: list[_Part] = [scrubs.llc] if state == "cold" else []
-    calls: list[rec.OpCall] = list(scrubs.llc.calls) if state == "cold" else []
+    calls: list[op_recorder.OpCall] = list(scrubs.llc.calls) if state == "cold" else []
     kept: list[tuple[int, Signature]] = []
     for item, warmer in zip(items, warmers, strict=True):
         runs = STEADY_RUNS if _steady(item) else FIRST_RUNS
@@ -353,7 +352,10 @@ def _timed_program(
 
 
 def _samples(
-    timings: rec.OpTimings, calls: Sequence[rec.OpCall], kept: Sequence[tuple[int, Signature]], state: str
+    timings: op_recorder.OpTimings,
+    calls: Sequence[op_recorder.OpCall],
+    kept: Sequence[tuple[int, Signature]],
+    state: str,
 ) -> list[_Sample]:
     out = []
     for index, sig in kept:
@@ -376,8 +378,10 @@ def _samples(
     return out
 
 
-def _chunks(items: Sequence[tuple[cc.Case, cc.Inputs]]) -> Iterator[list[tuple[cc.Case, cc.Inputs]]]:
-    chunk: list[tuple[cc.Case, cc.Inputs]] = []
+def _chunks(
+    items: Sequence[tuple[calibration_cases.Case, calibration_cases.Inputs]],
+) -> Iterator[list[tuple[calibration_cases.Case, calibration_cases.Inputs]]]:
+    chunk: list[tuple[calibration_cases.Case, calibration_cases.Inputs]] = []
     size = 0
     for item in items:
         if chunk and (size + item[0].input_bytes > CHUNK_BYTES or len(chunk) >= CHUNK_CASES):
@@ -390,7 +394,7 @@ def _chunks(items: Sequence[tuple[cc.Case, cc.Inputs]]) -> Iterator[list[tuple[c
 
 
 def measure_group(
-    group: cc.Group,
+    group: calibration_cases.Group,
     dtype: torch.dtype,
     *,
     device: Any = "cpu",
@@ -403,7 +407,7 @@ def measure_group(
     from infer_opt.profilers.device import is_cuda
 
     if overhead_per_event_s is None:
-        overhead_per_event_s = 0.0 if is_cuda(device) else rec.profiler_overhead_per_event_s()
+        overhead_per_event_s = 0.0 if is_cuda(device) else op_recorder.profiler_overhead_per_event_s()
     from infer_opt.profilers.device import flush_buffer_bytes
 
     cpu = not is_cuda(device)
@@ -423,14 +427,14 @@ def measure_group(
         skipped.extend(failed)
         for chunk in _chunks(passed):
             recorded = [_record(case, inputs) for case, inputs in chunk]
-            for state in om.STATES:
+            for state in op_model.STATES:
                 if not scrubs.measures(state):
                     continue
                 items = [item for item in recorded if state in item.case.states]
                 if not items:
                     continue
                 program, calls, kept = _timed_program(items, state, scrubs)
-                timings = rec.time_ops(
+                timings = op_recorder.time_ops(
                     program, calls, device=device, reps=reps, overhead_per_event_s=overhead_per_event_s
                 )
                 samples.extend(_samples(timings, calls, kept, state))
@@ -511,19 +515,19 @@ def reader(nbytes: int, device: Any = "cpu") -> Callable[[], object]:
 
 
 def merge_families(
-    existing: Sequence[om.FamilyCalibration], samples: Sequence[_Sample], *, renew: bool = False
-) -> list[om.FamilyCalibration]:
+    existing: Sequence[op_model.FamilyCalibration], samples: Sequence[_Sample], *, renew: bool = False
+) -> list[op_model.FamilyCalibration]:
     """Families with ``samples`` added: points with the same features are merged (median time) —
     or, ``renew``, the new ones replace the old at the same features (a group measured again) —
     and each family that got new points is refitted."""
-    by_key: dict[str, dict[tuple[int, ...], list[om.GridPoint]]] = {}
+    by_key: dict[str, dict[tuple[int, ...], list[op_model.GridPoint]]] = {}
     for family in existing:
         by_key[family.key] = {tuple(int(v) for v in p.features): [p] for p in family.points}
     touched: set[str] = set()
     fresh: set[tuple[str, tuple[int, ...]]] = set()
     for s in samples:
         key = f"{s.family}@{s.state}"
-        point = om.GridPoint(
+        point = op_model.GridPoint(
             tuple(float(v) for v in s.features), s.time_s, s.rel_spread, s.flops, s.work_bytes
         )
         grid = by_key.setdefault(key, {})
@@ -542,11 +546,11 @@ def merge_families(
         points = [_median_point(ps) for ps in grid.values()]
         dims = len(points[0].features)
         previous = old[key].skipped if key in old else ()
-        out.append(om.fit_family(family, state, feature_names(family, dims), points, previous))
+        out.append(op_model.fit_family(family, state, feature_names(family, dims), points, previous))
     return out
 
 
-def _median_point(points: Sequence[om.GridPoint]) -> om.GridPoint:
+def _median_point(points: Sequence[op_model.GridPoint]) -> op_model.GridPoint:
     if len(points) == 1:
         return points[0]
     ordered = sorted(points, key=lambda p: p.time_s)
@@ -558,7 +562,7 @@ def _median_point(points: Sequence[om.GridPoint]) -> om.GridPoint:
 ROOFLINE_FAMILIES = ("gemm.nt@hot", "add.t@hot", "copy.cc@hot")
 
 
-def device_roofline(families: Sequence[om.FamilyCalibration]) -> om.DeviceRoofline | None:
+def device_roofline(families: Sequence[op_model.FamilyCalibration]) -> op_model.DeviceRoofline | None:
     """``t0 + max(F/R, Q/b)`` fitted on :data:`ROOFLINE_FAMILIES`' points (None with fewer than
     3 points)."""
     points = [
@@ -571,7 +575,7 @@ def device_roofline(families: Sequence[om.FamilyCalibration]) -> om.DeviceRoofli
     if len(points) < 3:
         return None
     fit = fit_roofline(points, bootstrap=0)
-    return om.DeviceRoofline(
+    return op_model.DeviceRoofline(
         fit.compute_rate_flops, fit.bandwidth_bytes_per_s, fit.launch_overhead_s, fit.median_abs_rel_error
     )
 
@@ -638,14 +642,14 @@ class _Chain:
     """A host chain, its recorded calls and how many module calls it makes."""
 
     fn: Callable[[], object]
-    calls: list[rec.OpCall]
+    calls: list[op_recorder.OpCall]
     modules: int
 
     @classmethod
     def of(cls, fn: Callable[[], object], model: nn.Module | None) -> _Chain:
         with ModuleCounter() as counter, torch.no_grad():
             fn()
-        return cls(fn, rec.record_ops(fn, model), counter.count)
+        return cls(fn, op_recorder.record_ops(fn, model), counter.count)
 
     def round(self, reps: int, device: Any) -> tuple[float, float]:
         """(wall median, Σ per-op medians) of one round: uninstrumented, then profiled."""
@@ -653,13 +657,13 @@ class _Chain:
 
         with torch.no_grad():
             wall = measure(self.fn, device=device, warmup=3, reps=max(20, 4 * reps), time_cold=False)
-        timings = rec.time_ops(self.fn, self.calls, device=device, reps=reps)
+        timings = op_recorder.time_ops(self.fn, self.calls, device=device, reps=reps)
         return wall.summary.median_s, math.fsum(timings.median_per_call_s())
 
 
 def calibrate_host(
     dtype: torch.dtype, *, device: Any = "cpu", reps: int = DEFAULT_REPS
-) -> om.HostCalibration:
+) -> op_model.HostCalibration:
     """``c_op`` and ``c_mod`` from the plain and the module chain (module docstring), in
     :data:`HOST_ROUNDS` interleaved rounds: each host time is a difference of two timings
     (wall − Σ ops) taken apart, which a machine whose speed drifts between them makes swing
@@ -675,7 +679,7 @@ def calibrate_host(
     ]
     walls = [r[0][0] for r in rounds]
     q = statistics.quantiles(walls, n=4, method="inclusive")
-    return om.HostCalibration(
+    return op_model.HostCalibration(
         per_op_s=statistics.median(per_op),
         per_module_call_s=max(0.0, statistics.median(extra) / mod.modules) if mod.modules else 0.0,
         chain_ops=len(raw.calls),
@@ -691,12 +695,12 @@ def calibrate_host(
 # ---------------------------------------------------------------------------- the run
 
 
-def new_result(device: Any, dtype: torch.dtype, grid: str) -> om.CalibrationResult:
+def new_result(device: Any, dtype: torch.dtype, grid: str) -> op_model.CalibrationResult:
     """An empty calibration for this device, dtype and thread count."""
     from infer_opt.profilers import device as devices
 
     cuda = devices.is_cuda(device)
-    return om.CalibrationResult(
+    return op_model.CalibrationResult(
         device=str(device),
         device_name=devices.device_name(device),
         device_key=calibration_key(device, dtype),
@@ -725,11 +729,11 @@ def calibrate(
     grid: str = "standard",
     only: Sequence[str] | None = None,
     reps: int = DEFAULT_REPS,
-    resume_from: om.CalibrationResult | None = None,
-    update: om.CalibrationResult | None = None,
-    on_group: Callable[[om.CalibrationResult], None] | None = None,
+    resume_from: op_model.CalibrationResult | None = None,
+    update: op_model.CalibrationResult | None = None,
+    on_group: Callable[[op_model.CalibrationResult], None] | None = None,
     progress: Progress | None = None,
-) -> om.CalibrationResult:
+) -> op_model.CalibrationResult:
     """Run the suite (module docstring); ``on_group`` receives the result after every group (to
     save it). ``resume_from`` skips its finished groups; ``update`` is a calibration whose
     ``only`` groups are measured again, their points replacing its own at the same shapes.
@@ -739,7 +743,7 @@ def calibrate(
     kind = "cuda" if devices.is_cuda(device) else "cpu"
     if update is not None:
         fresh = new_result(device, dtype, grid)
-        again = set(only or [*cc.GROUPS, HOST_GROUP])
+        again = set(only or [*calibration_cases.GROUPS, HOST_GROUP])
         resume_from = replace(
             update,
             groups_done=tuple(g for g in update.groups_done if g not in again),
@@ -752,9 +756,11 @@ def calibrate(
     start = time.perf_counter() - result.wall_s
     wanted = None if not only else [name for name in only if name != HOST_GROUP]
     todo = (
-        [] if wanted == [] else [g for g in cc.groups(grid, kind, wanted) if g.name not in result.groups_done]
+        []
+        if wanted == []
+        else [g for g in calibration_cases.groups(grid, kind, wanted) if g.name not in result.groups_done]
     )
-    overhead = 0.0 if kind == "cuda" else rec.profiler_overhead_per_event_s()
+    overhead = 0.0 if kind == "cuda" else op_recorder.profiler_overhead_per_event_s()
     try:
         for group in todo:
             probe = speed_probe.probe_s(device)
@@ -785,12 +791,14 @@ def calibrate(
             )
     except KeyboardInterrupt:
         return replace(result, complete=False, wall_s=time.perf_counter() - start)
-    complete = all(name in result.groups_done for name in cc.GROUPS) and result.host is not None
+    complete = (
+        all(name in result.groups_done for name in calibration_cases.GROUPS) and result.host is not None
+    )
     if result.host is not None and HOST_GROUP not in result.groups_done:
         result = replace(result, groups_done=(*result.groups_done, HOST_GROUP))
     kept = tuple(w for w in result.warnings if w.code != "calibration_noisy")
     result = replace(result, complete=complete, wall_s=time.perf_counter() - start, warnings=kept)
-    result = replace(result, warnings=(*kept, *om.noise_notices(result)))
+    result = replace(result, warnings=(*kept, *op_model.noise_notices(result)))
     if on_group is not None:
         on_group(result)
     return result
@@ -807,15 +815,15 @@ def _skip_notices(group: str, skipped: Sequence[str]) -> tuple[Notice, ...]:
 
 def calibration_key(device: Any, dtype: Any) -> str:
     """The cache key of a calibration made now on ``device`` in ``dtype``: the roofline cache's
-    (:class:`~infer_opt.cost_models.roofline.RunKey`: device model, CPU threads, dtype, float32
+    (:class:`~infer_opt.run_key.RunKey`: device model, CPU threads, dtype, float32
     matmul precision) with this instrument's timing."""
     from infer_opt.profilers.device import run_key
 
-    return run_key(device, dtype, om.OP_TIMING).slug()
+    return run_key(device, dtype, op_model.OP_TIMING).slug()
 
 
 def _check(
-    result: om.CalibrationResult, key: RunKey | None, timings: Sequence[str] | None
+    result: op_model.CalibrationResult, key: RunKey | None, timings: Sequence[str] | None
 ) -> tuple[Notice, ...]:
     """What stops ``result`` from being saved (times that are not finite positive numbers) or,
     with the run's ``key``, used (no families, no device roofline, another device, dtype,
@@ -836,8 +844,8 @@ def _check(
 
 
 #: the operator calibrations ``predict`` and ``validate`` use, cached beside the roofline fits
-OPERATORS: CalibrationStore[om.CalibrationResult] = CalibrationStore(
-    "calibration", om.CalibrationResult, _check
+OPERATORS: CalibrationStore[op_model.CalibrationResult] = CalibrationStore(
+    "calibration", op_model.CalibrationResult, _check
 )
 
 
@@ -845,7 +853,7 @@ def cache_path(device: Any, dtype: Any) -> Path:
     """Where the calibration for ``device`` and ``dtype`` (as torch is set now) is cached."""
     from infer_opt.profilers.device import run_key
 
-    return OPERATORS.path(run_key(device, dtype, om.OP_TIMING))
+    return OPERATORS.path(run_key(device, dtype, op_model.OP_TIMING))
 
 
 def _words(notices: Sequence[Notice]) -> str:
@@ -854,7 +862,7 @@ def _words(notices: Sequence[Notice]) -> str:
     return "; ".join(text(n) for n in notices)
 
 
-def save_calibration(result: om.CalibrationResult, path: str | os.PathLike[str]) -> Path:
+def save_calibration(result: op_model.CalibrationResult, path: str | os.PathLike[str]) -> Path:
     """Write ``result`` to a file of the user's (envelope JSON, atomically), after checking its
     numbers."""
     found = _check(result, None, None)
@@ -867,7 +875,7 @@ def watch_cache(device: Any, dtype: Any) -> Path:
     """Before a calibration measures: its cache folder must be writable (else an
     :class:`InvalidInput` before the work), and its file is watched, so a save that finds it
     written by another run meanwhile keeps that run's file aside and says so."""
-    from infer_opt.profilers.roofline_store import check_writable
+    from infer_opt.profilers.calibration_store import check_writable
 
     check_writable(OPERATORS.kind)
     path = cache_path(device, dtype)
@@ -875,7 +883,7 @@ def watch_cache(device: Any, dtype: Any) -> Path:
     return path
 
 
-def cache_calibration(result: om.CalibrationResult) -> Stored:
+def cache_calibration(result: op_model.CalibrationResult) -> Stored:
     """Save ``result`` to the cache under its own key if its numbers are sound (a partial run is
     kept: ``--resume`` continues it). A cache that fails to take it (a full disk) does not stop
     the run: ``--out`` keeps it, and the notice says so."""
@@ -890,7 +898,7 @@ def cache_calibration(result: om.CalibrationResult) -> Stored:
 
 def load_calibration(
     path: str | os.PathLike[str], *, option: str = "calibration", to_use: bool = True
-) -> om.CalibrationResult:
+) -> op_model.CalibrationResult:
     """A calibration file, checked: a one-line error when it is missing, unreadable, of another
     kind or (``to_use``) holds nothing to predict with. Another device's calibration is
     accepted: that is what ``--calibration`` is for."""
@@ -904,17 +912,17 @@ def load_calibration(
     return result
 
 
-def load_cached(device: Any, dtype: Any) -> Lookup[om.CalibrationResult]:
+def load_cached(device: Any, dtype: Any) -> Lookup[op_model.CalibrationResult]:
     """The cached calibration for this device, dtype, thread count and matmul precision, with
     what was wrong with the cache (a corrupt file is moved aside, an unusable one ignored)."""
     from infer_opt.profilers.device import run_key
 
-    return OPERATORS.load(run_key(device, dtype, om.OP_TIMING))
+    return OPERATORS.load(run_key(device, dtype, op_model.OP_TIMING))
 
 
 def resolve_calibration(
     device: Any, dtype: Any, path: str | os.PathLike[str] | None = None
-) -> tuple[om.CalibrationResult, str, tuple[Notice, ...]]:
+) -> tuple[op_model.CalibrationResult, str, tuple[Notice, ...]]:
     """``(calibration, source, notices)``: the file given, else the one cached for this device,
     dtype and thread count, else a one-line error saying how to make one."""
     if path is not None:

@@ -4,7 +4,7 @@ reads and the quick calibration sweep ``profile`` runs when nothing usable is ca
 
 The cache rules (:class:`CalibrationStore`, one instance per kind; :data:`ROOFLINE` here):
 
-* One file per kind and :class:`~infer_opt.cost_models.roofline.RunKey` — device model, dtype,
+* One file per kind and :class:`~infer_opt.run_key.RunKey` — device model, dtype,
   CPU threads, float32 matmul precision and timing mode — at
   ``cache_dir()/<kind>/<key slug>.json`` (``$INFER_OPT_CACHE`` overrides the directory,
   default ``~/.cache/infer-opt``), as an ordinary result envelope, written atomically
@@ -41,7 +41,6 @@ from infer_opt.cost_models.roofline import (
     PROFILE_TIMINGS,
     KernelPoint,
     RooflineFit,
-    RunKey,
     default_fit_families,
     fit_problems,
     fit_roofline,
@@ -50,6 +49,7 @@ from infer_opt.errors import InvalidInput
 from infer_opt.kinds.kernels import SuiteSettings
 from infer_opt.notices import Notice
 from infer_opt.results import Result, parse_envelope, save_result
+from infer_opt.run_key import RunKey
 from infer_opt.tables import Field, read_json, read_table, reject_non_finite
 
 CACHE_ENV = "INFER_OPT_CACHE"

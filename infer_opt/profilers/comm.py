@@ -33,7 +33,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from infer_opt.cost_models import comm as cm
+from infer_opt.cost_models import comm as comm_module
 from infer_opt.errors import InvalidInput, RunFailure
 from infer_opt.notices import Notice
 from infer_opt.profilers.distributed import RankContext, barrier, gather_to_reporter
@@ -193,7 +193,7 @@ def _op_local_copy(count: int, ctx: RankContext, like: dict[str, Any]) -> Collec
         dst.copy_(src)
         return _error(dst, src)
 
-    return CollectiveOp(cm.LOCAL_COPY, count * src.element_size(), lambda: dst.copy_(src), check)
+    return CollectiveOp(comm_module.LOCAL_COPY, count * src.element_size(), lambda: dst.copy_(src), check)
 
 
 _BUILDERS: dict[str, Callable[[int, RankContext, dict[str, Any]], CollectiveOp]] = {
@@ -203,14 +203,16 @@ _BUILDERS: dict[str, Callable[[int, RankContext, dict[str, Any]], CollectiveOp]]
     "broadcast": _op_broadcast,
     "all_to_all": _op_all_to_all,
     "send_recv": _op_send_recv,
-    cm.LOCAL_COPY: _op_local_copy,
+    comm_module.LOCAL_COPY: _op_local_copy,
 }
 
 
 def build_op(collective: str, n_bytes: int, ctx: RankContext, dtype: torch.dtype) -> CollectiveOp:
     """The collective on buffers of about ``n_bytes`` (module docstring for the rounding)."""
     if collective not in _BUILDERS:
-        raise InvalidInput("collectives", collective, f"expected some of {', '.join(cm.COLLECTIVES)}")
+        raise InvalidInput(
+            "collectives", collective, f"expected some of {', '.join(comm_module.COLLECTIVES)}"
+        )
     like = {"device": ctx.device, "dtype": dtype}
     count = max(1, n_bytes // torch.empty((), dtype=dtype).element_size())
     return _BUILDERS[collective](count, ctx, like)
@@ -240,14 +242,16 @@ def parse_collectives(names: Sequence[str], world_size: int) -> tuple[str, ...]:
     for name in names:
         key = name.strip().lower().replace("-", "_")
         if key == "all":
-            chosen.extend(cm.COLLECTIVES)
-        elif key in cm.COLLECTIVES:
+            chosen.extend(comm_module.COLLECTIVES)
+        elif key in comm_module.COLLECTIVES:
             chosen.append(key)
         else:
-            raise InvalidInput("collectives", name, f"expected all or some of {', '.join(cm.COLLECTIVES)}")
+            raise InvalidInput(
+                "collectives", name, f"expected all or some of {', '.join(comm_module.COLLECTIVES)}"
+            )
     if world_size == 1:
-        return (cm.LOCAL_COPY,)
-    return tuple(c for c in cm.COLLECTIVES if c in chosen)
+        return (comm_module.LOCAL_COPY,)
+    return tuple(c for c in comm_module.COLLECTIVES if c in chosen)
 
 
 # ---------------------------------------------------------------------------- the sweep
@@ -271,7 +275,7 @@ def _time_op(op: CollectiveOp, ctx: RankContext, settings: SweepSettings) -> tup
     return m.samples_s
 
 
-def _variance_notices(sweeps: Sequence[cm.CollectiveSweep]) -> list[Notice]:
+def _variance_notices(sweeps: Sequence[comm_module.CollectiveSweep]) -> list[Notice]:
     out = []
     for s in sweeps:
         spreads = [(p.q3_s - p.q1_s) / p.time_s for p in s.points if p.time_s > 0]
@@ -289,19 +293,21 @@ def _variance_notices(sweeps: Sequence[cm.CollectiveSweep]) -> list[Notice]:
 class _Collected:
     """What rank 0 has so far."""
 
-    done: list[cm.CollectiveSweep]
+    done: list[comm_module.CollectiveSweep]
     current: str | None = None
-    points: list[cm.CommPoint] | None = None
+    points: list[comm_module.CommPoint] | None = None
 
 
-def _result(ctx: RankContext, settings: SweepSettings, got: _Collected, complete: bool) -> cm.CommResult:
+def _result(
+    ctx: RankContext, settings: SweepSettings, got: _Collected, complete: bool
+) -> comm_module.CommResult:
     from infer_opt.profilers.device import device_key, device_name, dtype_name
 
     sweeps = list(got.done)
     if got.current is not None and got.points:
         # the collective under way has no fit yet: its sizes so far would not pin one
-        factor = cm.bus_factor(got.current, ctx.world_size)
-        sweeps.append(cm.CollectiveSweep(got.current, factor, tuple(got.points)))
+        factor = comm_module.bus_factor(got.current, ctx.world_size)
+        sweeps.append(comm_module.CollectiveSweep(got.current, factor, tuple(got.points)))
     notices = _variance_notices(sweeps)
     if ctx.world_size == 1:
         notices.insert(0, Notice("comm_single_rank", {"device": str(ctx.device)}))
@@ -309,7 +315,7 @@ def _result(ctx: RankContext, settings: SweepSettings, got: _Collected, complete
         measured = sum(len(s.points) for s in sweeps)
         total = len(settings.collectives) * len(settings.sizes)
         notices.insert(0, Notice("comm_partial", {"measured": measured, "planned": total}))
-    return cm.CommResult(
+    return comm_module.CommResult(
         world_size=ctx.world_size,
         backend=ctx.backend,
         device=str(ctx.device),
@@ -340,7 +346,7 @@ def _sweep_all(
     settings: SweepSettings,
     got: _Collected,
     progress: Progress | None,
-    on_update: Callable[[cm.CommResult], None] | None,
+    on_update: Callable[[comm_module.CommResult], None] | None,
 ) -> None:
     total = len(settings.collectives) * len(settings.sizes)
     for i, collective in enumerate(settings.collectives):
@@ -350,11 +356,13 @@ def _sweep_all(
                 progress(i * len(settings.sizes) + j, total, f"{collective} {n_bytes} B")
             actual, samples = _measure_size(ctx, settings, collective, n_bytes)
             if samples is not None:
-                got.points.append(cm.comm_point(collective, actual, samples))
+                got.points.append(comm_module.comm_point(collective, actual, samples))
                 if on_update is not None:
                     on_update(_result(ctx, settings, got, complete=False))
         if ctx.reporter:
-            got.done.append(cm.sweep(collective, ctx.world_size, got.points, bootstrap=settings.bootstrap))
+            got.done.append(
+                comm_module.sweep(collective, ctx.world_size, got.points, bootstrap=settings.bootstrap)
+            )
         got.current, got.points = None, None
 
 
@@ -363,8 +371,8 @@ def run_sweep(
     settings: SweepSettings,
     *,
     progress: Progress | None = None,
-    on_update: Callable[[cm.CommResult], None] | None = None,
-) -> cm.CommResult | None:
+    on_update: Callable[[comm_module.CommResult], None] | None = None,
+) -> comm_module.CommResult | None:
     """Run the sweep on this rank (module docstring). Rank 0 returns the result and gets the
     partial result after every size through ``on_update``; the other ranks return ``None``.
     An interrupt ends the sweep: rank 0 returns what it has (``complete=False``). Any other
@@ -395,25 +403,25 @@ def default_max_bytes(device: torch.device) -> int:
 def comm_path(backend: str, world_size: int, device_key: str) -> Path:
     """Where the sweep for a backend, world size and device is cached:
     ``cache_dir()/comm/<backend>-<N>ranks-<device key>.json``."""
-    from infer_opt.profilers.roofline_store import cache_dir
+    from infer_opt.profilers.calibration_store import cache_dir
 
     return cache_dir() / "comm" / f"{backend}-{world_size}ranks-{device_key}.json"
 
 
-def save_comm(result: cm.CommResult, path: Path | None = None) -> Path:
+def save_comm(result: comm_module.CommResult, path: Path | None = None) -> Path:
     """Save a sweep (envelope JSON, atomic) for ``predict --tp``; returns the path."""
     target = path or comm_path(result.backend, result.world_size, result.device_key)
     return save_result(target, result)
 
 
-def load_comm(backend: str, world_size: int, device_key: str) -> cm.CommResult | None:
+def load_comm(backend: str, world_size: int, device_key: str) -> comm_module.CommResult | None:
     """The saved sweep for this backend, world size and device, or ``None``."""
     target = comm_path(backend, world_size, device_key)
     try:
         loaded = parse_envelope(json.loads(target.read_text(encoding="utf-8")), source=str(target))
     except (FileNotFoundError, json.JSONDecodeError, InvalidInput, TypeError, ValueError, KeyError):
         return None
-    return loaded.result if isinstance(loaded.result, cm.CommResult) else None
+    return loaded.result if isinstance(loaded.result, comm_module.CommResult) else None
 
 
 def read_input(path: Path, param: str) -> str:
@@ -422,7 +430,7 @@ def read_input(path: Path, param: str) -> str:
     return read_text(path, param)
 
 
-def comm_for(world_size: int, device_kind: str, path: Path | None = None) -> cm.CommResult:
+def comm_for(world_size: int, device_kind: str, path: Path | None = None) -> comm_module.CommResult:
     """The comm sweep a ``--tp`` prediction prices its collectives with: ``path`` (a saved
     ``infer-opt comm --out FILE.json``), else the one cached for this world size on this kind of
     device (gloo on the CPU, NCCL on CUDA): the newest when several devices have one."""
@@ -435,12 +443,12 @@ def comm_for(world_size: int, device_kind: str, path: Path | None = None) -> cm.
             raise InvalidInput(
                 "comm", str(path), f"not a readable comm result ({type(exc).__name__})"
             ) from None
-        if not isinstance(loaded.result, cm.CommResult):
+        if not isinstance(loaded.result, comm_module.CommResult):
             raise InvalidInput("comm", str(path), f"holds a {loaded.kind!r} result, not a comm sweep")
         result = loaded.result
     else:
         backend = "nccl" if device_kind == "cuda" else "gloo"
-        from infer_opt.profilers.roofline_store import cache_dir
+        from infer_opt.profilers.calibration_store import cache_dir
 
         saved = sorted(
             (cache_dir() / "comm").glob(f"{backend}-{world_size}ranks-*.json"),

@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from infer_opt.cost_models.roofline import RunKey
 from infer_opt.errors import InvalidInput, RunFailure, UnsupportedOnDevice
+from infer_opt.run_key import RunKey
 
 #: flush buffer size when the last-level cache size cannot be read (CPU)
 DEFAULT_LLC_BYTES = 64 * 2**20

@@ -31,8 +31,7 @@ import torch
 from infer_opt.errors import InferOptError, InvalidInput, RunFailure
 from infer_opt.kinds.profile import ModelStep
 from infer_opt.notices import Notice
-from infer_opt.profilers import models
-from infer_opt.profilers import op_recorder as rec
+from infer_opt.profilers import models, op_recorder
 from infer_opt.profilers.model_profile import build_step
 from infer_opt.profilers.op_families import FamilyRecorder, ModuleCounter, Signature
 
@@ -60,7 +59,7 @@ class StepSpec:
 class RecordedStep(ModelStep):
     """The ops of one step, recorded without data, and what the step is."""
 
-    calls: tuple[rec.OpCall, ...]
+    calls: tuple[op_recorder.OpCall, ...]
     signatures: tuple[Signature, ...]
     module_calls: int
     #: per token of a generation (prompt first): (first op, end op, module calls); one segment
@@ -198,7 +197,7 @@ def _record(step: Any, model: Any, mode: str) -> tuple[FamilyRecorder, int, list
                 return step.marks(mark)
             return step.fn()
 
-        rec.record_ops(run, model, recorder=recorder)
+        op_recorder.record_ops(run, model, recorder=recorder)
     if not marks:
         marks = [(0, 0), (len(recorder.calls), counter.count)]
     segments = [(a[0], b[0], b[1] - a[1]) for a, b in itertools.pairwise(marks)]

@@ -39,8 +39,8 @@ from typing import Any
 
 import torch
 
-from infer_opt.cost_models import profile_amdahl as pa
-from infer_opt.cost_models.roofline import RooflineFit, RunKey, classify
+from infer_opt.cost_models import profile_amdahl
+from infer_opt.cost_models.roofline import RooflineFit, classify
 from infer_opt.errors import InferOptError, InvalidInput, RunFailure, out_of_memory
 from infer_opt.kinds.profile import (
     CategoryStat,
@@ -52,10 +52,10 @@ from infer_opt.kinds.profile import (
     StepTiming,
 )
 from infer_opt.notices import Notice
-from infer_opt.profilers import models
-from infer_opt.profilers import op_recorder as rec
+from infer_opt.profilers import models, op_recorder
+from infer_opt.profilers.calibration_store import ResolvedFit
 from infer_opt.profilers.models import DecoderLM, LoadedModel, random_tokens
-from infer_opt.profilers.roofline_store import ResolvedFit
+from infer_opt.run_key import RunKey
 from infer_opt.stats import Summary, variance_notice
 from infer_opt.steps import MODES, StepSettings
 
@@ -305,7 +305,7 @@ def module_key(path: str) -> str:
     return _LAYER_INDEX.sub("*", path) if path else "(top level)"
 
 
-def _per_call_samples(timings: rec.OpTimings, n_calls: int) -> tuple[list[float], list[list[float]]]:
+def _per_call_samples(timings: op_recorder.OpTimings, n_calls: int) -> tuple[list[float], list[list[float]]]:
     """Per-call medians and per-repetition times with unmatched entries filled by the median."""
     medians = timings.median_per_call_s()
     filled = [
@@ -319,11 +319,11 @@ def _group_samples(indices: Sequence[int], reps: list[list[float]]) -> tuple[flo
 
 
 def aggregate(
-    calls: Sequence[rec.OpCall],
-    timings: rec.OpTimings,
+    calls: Sequence[op_recorder.OpCall],
+    timings: op_recorder.OpTimings,
     fit: RooflineFit | None,
     step_time_s: float,
-) -> tuple[list[OpStat], list[CategoryStat], list[ModuleStat], pa.ProfileAmdahl]:
+) -> tuple[list[OpStat], list[CategoryStat], list[ModuleStat], profile_amdahl.ProfileAmdahl]:
     """Group per-call times into ops, categories and modules, and rank the categories.
     Without a ``fit`` the roofline fields are None and each category's bound is its own time
     (the ranking is then by the if-free ceiling)."""
@@ -342,12 +342,13 @@ def aggregate(
         op = _op_stat(calls, idx, medians, reps, fit, step)
         ops.append(op)
         bound_by_category[op.category] += (
-            op.time_s if op.predicted_s is None else pa.capped_bound(op.time_s, op.predicted_s)
+            op.time_s if op.predicted_s is None else profile_amdahl.capped_bound(op.time_s, op.predicted_s)
         )
     ops.sort(key=lambda o: (-o.time_s, o.name))
     times = {c: math.fsum(medians[i] for i in idx) for c, idx in by_category.items()}
-    amdahl = pa.profile_amdahl(
-        [pa.CategoryTime(c, times[c], min(times[c], bound_by_category[c])) for c in by_category], step_time_s
+    amdahl = profile_amdahl.profile_amdahl(
+        [profile_amdahl.CategoryTime(c, times[c], min(times[c], bound_by_category[c])) for c in by_category],
+        step_time_s,
     )
     categories = [
         _category_stat(opp, calls, by_category[opp.category], reps, fit is not None)
@@ -359,7 +360,7 @@ def aggregate(
 
 
 def _op_stat(
-    calls: Sequence[rec.OpCall],
+    calls: Sequence[op_recorder.OpCall],
     idx: Sequence[int],
     medians: Sequence[float],
     reps: list[list[float]],
@@ -400,8 +401,8 @@ def _op_stat(
 
 
 def _category_stat(
-    opp: pa.Opportunity,
-    calls: Sequence[rec.OpCall],
+    opp: profile_amdahl.Opportunity,
+    calls: Sequence[op_recorder.OpCall],
     idx: Sequence[int],
     reps: list[list[float]],
     fitted: bool,
@@ -427,7 +428,7 @@ def _category_stat(
 
 
 def _module_stat(
-    key: str, calls: Sequence[rec.OpCall], idx: Sequence[int], medians: Sequence[float], step: float
+    key: str, calls: Sequence[op_recorder.OpCall], idx: Sequence[int], medians: Sequence[float], step: float
 ) -> ModuleStat:
     t = math.fsum(medians[i] for i in idx)
     return ModuleStat(
@@ -502,15 +503,15 @@ def resolve_fit(
     """The roofline fit to use: the file given (``roofline``, refused unless it is valid and
     made for this device, dtype, threads, matmul precision and operator timing), else the one
     cached for this run's key, else a quick calibration now, cached if it passes validation
-    (:func:`infer_opt.profilers.roofline_store.fit_for_run`: one retry, then no fit and a
+    (:func:`infer_opt.profilers.calibration_store.fit_for_run`: one retry, then no fit and a
     warning saying why). ``ResolvedFit.fit`` is None when no usable fit could be had: the
     profile then goes on without roofline columns."""
-    from infer_opt.profilers import roofline_store
+    from infer_opt.profilers import calibration_store
 
-    rec.quiet_kineto()
+    op_recorder.quiet_kineto()
     if path is not None:
-        return ResolvedFit(roofline_store.read_fit_for_run(path, device, dtype), str(path))
-    return roofline_store.fit_for_run(device, dtype, progress=progress)
+        return ResolvedFit(calibration_store.read_fit_for_run(path, device, dtype), str(path))
+    return calibration_store.fit_for_run(device, dtype, progress=progress)
 
 
 # ---------------------------------------------------------------------------- the profile
@@ -596,7 +597,7 @@ class _Timed:
     """The step's and the operators' timings over every run, and each run's share."""
 
     samples_s: list[float]
-    parts: list[rec.OpTimings]
+    parts: list[op_recorder.OpTimings]
     step_run_sizes: list[int]
     op_run_sizes: list[int]
     warmup_calls: int = 0
@@ -613,7 +614,7 @@ class _Timed:
 
 def _time_runs(
     step: Step,
-    calls: Sequence[rec.OpCall],
+    calls: Sequence[op_recorder.OpCall],
     *,
     device: Any,
     mode: str,
@@ -627,7 +628,7 @@ def _time_runs(
     operator pass alternating in up to four chunks (a change in load hits both alike), each
     timing chunk after a profiler pass warmed up again (:data:`SETTLE_AFTER_PROFILER_S`)."""
     on_cuda = str(device).startswith("cuda")
-    overhead = 0.0 if on_cuda else rec.profiler_overhead_per_event_s()
+    overhead = 0.0 if on_cuda else op_recorder.profiler_overhead_per_event_s()
     op_reps = min(reps, max(3, MAX_PROFILED_CALLS // len(calls)))
     chunks = _chunks(reps, count=len(_chunks(op_reps)))
     op_chunks = _chunks(op_reps, count=len(chunks))
@@ -645,7 +646,7 @@ def _time_runs(
 
 def _passes(
     step: Step,
-    calls: Sequence[rec.OpCall],
+    calls: Sequence[op_recorder.OpCall],
     timed: _Timed,
     device: Any,
     mode: str,
@@ -681,7 +682,7 @@ def _passes(
             report(unit, f"{prefix}profiling operators ({k + 1}/{len(chunks)})")
             with guard(f"profiling the {mode} step"):
                 timed.parts.append(
-                    rec.time_ops(
+                    op_recorder.time_ops(
                         step.fn,
                         calls,
                         device=device,
@@ -787,7 +788,7 @@ def profile_model(
         # the very first call of the step, timed apart (cold) before anything else runs it
         cold = timing.measure(step.fn, device=device, warmup=0, reps=1, time_cold=True)
     with guard(f"recording the {mode} step's operators"):
-        calls = rec.record_ops(step.fn, loaded.model)
+        calls = op_recorder.record_ops(step.fn, loaded.model)
     if not calls:
         raise RunFailure("the step ran no aten operators: nothing to profile (is the model a torch model?)")
     timed = _time_runs(
@@ -800,7 +801,7 @@ def profile_model(
         report(total_units - 1, "timing time-to-first-token and time per token")
         with guard("generating"):
             generation = _generation_stats(step, warmup, max(3, min(reps, 10)))
-    timings = rec.merge_timings(timed.parts)
+    timings = op_recorder.merge_timings(timed.parts)
     ops, categories, modules, amdahl = aggregate(calls, timings, fit.fit, step_timing.median_s)
     ops = [replace(o, run_medians_s=run_medians(o.time_samples_s, timed.op_run_sizes)) for o in ops]
     categories = [
@@ -845,8 +846,8 @@ class _Attribution:
 def _attribution(
     step: Step,
     step_timing: StepTiming,
-    timings: rec.OpTimings,
-    calls: Sequence[rec.OpCall],
+    timings: op_recorder.OpTimings,
+    calls: Sequence[op_recorder.OpCall],
     ops: Sequence[OpStat],
     fit: RooflineFit | None,
     *,
@@ -885,8 +886,8 @@ def _assemble(
     settings: StepSettings,
     *,
     step_timing: StepTiming,
-    timings: rec.OpTimings,
-    parts: tuple[list[OpStat], list[CategoryStat], list[ModuleStat], pa.ProfileAmdahl],
+    timings: op_recorder.OpTimings,
+    parts: tuple[list[OpStat], list[CategoryStat], list[ModuleStat], profile_amdahl.ProfileAmdahl],
     att: _Attribution,
     fit: ResolvedFit,
     generation: GenerationStats | None,

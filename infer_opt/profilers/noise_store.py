@@ -1,9 +1,9 @@
 """Run-to-run noise floors cached like the roofline fits: one
-:class:`~infer_opt.profilers.roofline_store.CalibrationStore` per compared kind
+:class:`~infer_opt.profilers.calibration_store.CalibrationStore` per compared kind
 (``noise-kernels``, ``noise-profile``), one file per
-:class:`~infer_opt.cost_models.roofline.RunKey` (device model, CPU threads, dtype, float32
+:class:`~infer_opt.run_key.RunKey` (device model, CPU threads, dtype, float32
 matmul precision, timing) at ``cache_dir()/noise-<kind>/<key>.json``, validated
-(:func:`~infer_opt.cost_models.compare.noise_floor_problems`) before it is saved and before it
+(:func:`~infer_opt.cost_models.run_stats.noise_floor_problems`) before it is saved and before it
 is used, a corrupt file reported and moved aside. ``infer-opt ab`` saves one after an A/A (the
 same command on both sides); ``compare`` and ``ab`` read it as the default noise.
 
@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from infer_opt.cost_models.compare import Noise, NoiseFloor, noise_floor_problems
-from infer_opt.cost_models.roofline import RunKey
+from infer_opt.cost_models.run_stats import Noise, NoiseFloor, noise_floor_problems
 from infer_opt.notices import Notice
-from infer_opt.profilers.roofline_store import CalibrationStore, Stored
+from infer_opt.profilers.calibration_store import CalibrationStore, Stored
+from infer_opt.run_key import RunKey
 
 
 def _check(record: NoiseFloor, key: RunKey | None, timings: Sequence[str] | None) -> tuple[Notice, ...]:

@@ -56,7 +56,7 @@ import torch
 from infer_opt.cost_models.op_model import Touches
 from infer_opt.errors import RunFailure
 from infer_opt.profilers import flops as fl
-from infer_opt.profilers import op_recorder as rec
+from infer_opt.profilers import op_recorder
 
 #: ``mm`` and ``addmm`` share one family: the same GEMM (``addmm`` starts from the bias, a few
 #: percent at most, which its bytes in the base roofline carry)
@@ -347,7 +347,7 @@ def _is_fake(t: Any) -> bool:
     return isinstance(t, FakeTensor)
 
 
-class FamilyRecorder(rec.OpRecorder):
+class FamilyRecorder(op_recorder.OpRecorder):
     """:class:`~infer_opt.profilers.op_recorder.OpRecorder` that also keeps each call's
     :class:`Signature` (``signatures[i]`` belongs to ``calls[i]``) and counts module calls."""
 
@@ -383,7 +383,7 @@ class FamilyRecorder(rec.OpRecorder):
             )
         module, module_type = self.module_stack[-1] if self.module_stack else ("", "")
         self.calls.append(
-            rec.OpCall(
+            op_recorder.OpCall(
                 index=len(self.calls),
                 name=fl.op_name(func),
                 shapes=((),),

@@ -29,8 +29,7 @@ from typing import Any
 import torch
 
 from infer_opt import steps
-from infer_opt.cost_models import op_model as om
-from infer_opt.cost_models import profile_amdahl as pa
+from infer_opt.cost_models import op_model, profile_amdahl
 from infer_opt.cost_models.comm import CommResult, TPPrediction
 from infer_opt.errors import InvalidInput
 from infer_opt.kinds.predict import CalibrationRef, PredictedCategory, PredictedOp, PredictResult, SweepPoint
@@ -44,7 +43,7 @@ EXTRAPOLATED_WARNING = 0.25
 MATMUL_FAMILIES = ("gemm.", "bmm.")
 
 
-def model_for(calibration: om.CalibrationResult) -> om.OpModel:
+def model_for(calibration: op_model.CalibrationResult) -> op_model.OpModel:
     """The CPU's operator model, or for a calibration built from GPU traces the GPU one
     (:func:`infer_opt.trace.gpu_predict.model_for`)."""
     from infer_opt.trace.gpu_predict import model_for as gpu_model_for
@@ -55,14 +54,14 @@ def model_for(calibration: om.CalibrationResult) -> om.OpModel:
 # ---------------------------------------------------------------------------- one step
 
 
-def queries(recorded: meta_record.RecordedStep) -> list[om.OpQuery]:
+def queries(recorded: meta_record.RecordedStep) -> list[op_model.OpQuery]:
     """The recorded calls as the op model's queries, each with its main operand's reuse distance
     and the bytes touched since the previous call of the same op (its dispatch context)."""
     touches = [s.touches for s in recorded.signatures]
-    reuse = om.reuse_distances(touches)
-    context = om.context_distances([call.name for call in recorded.calls], touches)
+    reuse = op_model.reuse_distances(touches)
+    context = op_model.context_distances([call.name for call in recorded.calls], touches)
     return [
-        om.OpQuery(
+        op_model.OpQuery(
             call.name,
             sig.family,
             tuple(float(v) for v in sig.features),
@@ -79,15 +78,15 @@ def queries(recorded: meta_record.RecordedStep) -> list[om.OpQuery]:
 
 
 def _segments(
-    model: om.OpModel, qs: Sequence[om.OpQuery], recorded: meta_record.RecordedStep
-) -> list[om.StepEstimate]:
-    return [om.predict_step(model, qs[a:b], modules) for a, b, modules in recorded.segments]
+    model: op_model.OpModel, qs: Sequence[op_model.OpQuery], recorded: meta_record.RecordedStep
+) -> list[op_model.StepEstimate]:
+    return [op_model.predict_step(model, qs[a:b], modules) for a, b, modules in recorded.segments]
 
 
 def _group_ops(
     recorded: meta_record.RecordedStep,
-    qs: Sequence[om.OpQuery],
-    estimates: Sequence[om.OpEstimate],
+    qs: Sequence[op_model.OpQuery],
+    estimates: Sequence[op_model.OpEstimate],
     step_s: float,
 ) -> list[PredictedOp]:
     groups: dict[tuple[str, tuple[tuple[int, ...], ...]], list[int]] = defaultdict(list)
@@ -120,8 +119,8 @@ def _group_ops(
 
 def _categories(
     recorded: meta_record.RecordedStep,
-    estimates: Sequence[om.OpEstimate],
-    roofline: om.DeviceRoofline | None,
+    estimates: Sequence[op_model.OpEstimate],
+    roofline: op_model.DeviceRoofline | None,
     step_s: float,
 ) -> list[PredictedCategory]:
     by: dict[str, list[int]] = defaultdict(list)
@@ -137,9 +136,11 @@ def _categories(
                 if roofline
                 else estimates[i].time_s
             )
-            bound += pa.capped_bound(estimates[i].time_s, at_roof)
+            bound += profile_amdahl.capped_bound(estimates[i].time_s, at_roof)
         bounds[cat] = min(bound, times[cat])
-    amdahl = pa.profile_amdahl([pa.CategoryTime(c, times[c], bounds[c]) for c in by], step_s)
+    amdahl = profile_amdahl.profile_amdahl(
+        [profile_amdahl.CategoryTime(c, times[c], bounds[c]) for c in by], step_s
+    )
     return [
         PredictedCategory(
             category=o.category,
@@ -162,12 +163,12 @@ class StepPrediction:
     """A recorded step and its prediction (what ``predict`` and ``validate`` share)."""
 
     recorded: meta_record.RecordedStep
-    queries: tuple[om.OpQuery, ...]
-    segments: tuple[om.StepEstimate, ...]
+    queries: tuple[op_model.OpQuery, ...]
+    segments: tuple[op_model.StepEstimate, ...]
     record_s: float
 
     @property
-    def estimates(self) -> tuple[om.OpEstimate, ...]:
+    def estimates(self) -> tuple[op_model.OpEstimate, ...]:
         return tuple(e for seg in self.segments for e in seg.ops)
 
     @property
@@ -186,7 +187,7 @@ class StepPrediction:
         )
 
 
-def predict_recorded(step: meta_record.StepSpec, model: om.OpModel, *, tp: int = 1) -> StepPrediction:
+def predict_recorded(step: meta_record.StepSpec, model: op_model.OpModel, *, tp: int = 1) -> StepPrediction:
     """Record one step on fake tensors (claiming ``step.device``: its kernels are chosen) and
     predict it; ``tp`` > 1: one rank's compute-only tensor-parallel shard."""
     start = time.perf_counter()
@@ -206,7 +207,7 @@ def matmul_intensity(prediction: StepPrediction) -> float | None:
     return flops / nbytes if nbytes > 0 else None
 
 
-def matmul_ridge(prediction: StepPrediction, model: om.OpModel) -> float | None:
+def matmul_ridge(prediction: StepPrediction, model: op_model.OpModel) -> float | None:
     """``R_f / b_f`` of the matmul family with the most predicted time in the step (None when the
     step has no calibrated matmul family)."""
     time_by: dict[str, float] = defaultdict(float)
@@ -221,7 +222,7 @@ def matmul_ridge(prediction: StepPrediction, model: om.OpModel) -> float | None:
     return family.rate_flops / family.bandwidth_bytes_per_s
 
 
-def recording_device(calibration: om.CalibrationResult) -> tuple[str, list[Notice]]:
+def recording_device(calibration: op_model.CalibrationResult) -> tuple[str, list[Notice]]:
     """The device the fake tensors claim: the calibration's kind where this torch can pick that
     device's kernels, else the CPU (with a notice: e.g. a GPU's fused attention differs)."""
     if calibration.device.startswith("cuda"):
@@ -234,7 +235,7 @@ def recording_device(calibration: om.CalibrationResult) -> tuple[str, list[Notic
 # ---------------------------------------------------------------------------- the result
 
 
-def calibration_ref(calibration: om.CalibrationResult, source: str) -> CalibrationRef:
+def calibration_ref(calibration: op_model.CalibrationResult, source: str) -> CalibrationRef:
     return CalibrationRef(
         source=source,
         device_name=calibration.device_name,
@@ -246,7 +247,9 @@ def calibration_ref(calibration: om.CalibrationResult, source: str) -> Calibrati
     )
 
 
-def _notices(prediction: StepPrediction, calibration: om.CalibrationResult, share: float) -> list[Notice]:
+def _notices(
+    prediction: StepPrediction, calibration: op_model.CalibrationResult, share: float
+) -> list[Notice]:
     out = list(prediction.recorded.notices)
     if share > EXTRAPOLATED_WARNING:
         out.append(Notice("prediction_extrapolated", {"share": share}))
@@ -257,7 +260,7 @@ def _notices(prediction: StepPrediction, calibration: om.CalibrationResult, shar
 SMOKE_GRID = "tiny"
 
 
-def calibration_notices(calibration: om.CalibrationResult) -> list[Notice]:
+def calibration_notices(calibration: op_model.CalibrationResult) -> list[Notice]:
     """What a prediction (or a validation) should say of the calibration it used: incomplete,
     without the host term, of the smoke-test grid, noisy."""
     out = []
@@ -267,7 +270,7 @@ def calibration_notices(calibration: om.CalibrationResult) -> list[Notice]:
         out.append(Notice("calibration_no_host_term"))
     if calibration.grid == SMOKE_GRID:
         out.append(Notice("calibration_smoke_grid", {"grid": calibration.grid}))
-    return out + om.noise_notices(calibration)
+    return out + op_model.noise_notices(calibration)
 
 
 @dataclass(frozen=True)
@@ -275,7 +278,7 @@ class RunCalibration:
     """The calibration a prediction (or a validation) uses, where it came from, what the cache
     lookup found wrong on the way, and the dtype to record the model in."""
 
-    calibration: om.CalibrationResult
+    calibration: op_model.CalibrationResult
     source: str
     notices: tuple[Notice, ...]
     dtype: torch.dtype
@@ -318,7 +321,7 @@ def calibration_for_run(
     return RunCalibration(found, source, tuple(notices), getattr(torch, found.dtype))
 
 
-def _step_fields(prediction: StepPrediction, model: om.OpModel) -> dict[str, Any]:
+def _step_fields(prediction: StepPrediction, model: op_model.OpModel) -> dict[str, Any]:
     """The result's fields for one predicted step."""
     recorded = prediction.recorded
     estimates = prediction.estimates
@@ -405,7 +408,7 @@ def check_param_modes(param: str, values: Sequence[int], modes: Sequence[str], o
 
 def predict(
     spec: str,
-    calibration: om.CalibrationResult,
+    calibration: op_model.CalibrationResult,
     *,
     calibration_source: str = "",
     mode: str = "prefill",
@@ -446,7 +449,9 @@ def predict(
     if points and ridge is not None and sweep is not None:
         measured = [(p.value, p.matmul_intensity) for p in points if p.matmul_intensity]
         crossing = (
-            om.ridge_crossing([v for v, _ in measured], [i for _, i in measured], ridge) if measured else None
+            op_model.ridge_crossing([v for v, _ in measured], [i for _, i in measured], ridge)
+            if measured
+            else None
         )
     recorded = base.recorded
     return PredictResult(
@@ -474,12 +479,17 @@ def predict(
 
 
 def tensor_parallel(
-    step: meta_record.StepSpec, model: om.OpModel, base: StepPrediction, *, tp: int, comm: CommResult | None
+    step: meta_record.StepSpec,
+    model: op_model.OpModel,
+    base: StepPrediction,
+    *,
+    tp: int,
+    comm: CommResult | None,
 ) -> TPPrediction:
     """``max_r compute_r + Σ t(S)``: one rank's shard recorded and predicted like the whole model
     (the Megatron shards have equal shapes: one rank stands for all), the collectives of the
     split priced with ``comm``'s α-β fits, and the speedup over ``base`` (one device)."""
-    from infer_opt.profilers import tp_predict
+    from infer_opt.profilers import tensor_parallel_predict
 
     if comm is None:
         raise InvalidInput(
@@ -488,7 +498,7 @@ def tensor_parallel(
     shard = predict_recorded(step, model, tp=tp)
     config = models.BUILTIN_CONFIGS[models.ALIASES.get(step.spec, step.spec)]
     itemsize = torch.empty((), dtype=step.dtype).element_size()
-    return tp_predict.predict_tp(
+    return tensor_parallel_predict.predict_tp(
         config, tp=tp, mode=step.mode, batch=step.batch, seq_len=step.seq_len,
         new_tokens=step.new_tokens, dtype_bytes=itemsize, compute_per_rank_s=[shard.step_time_s] * tp,
         comm=comm, baseline_step_s=base.step_time_s,

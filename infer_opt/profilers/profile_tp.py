@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from infer_opt.cost_models import comm as cm
+from infer_opt.cost_models import comm
 from infer_opt.errors import InvalidInput
 from infer_opt.kinds.profile import OpStat, ProfileResult
 from infer_opt.kinds.profile_tp import CollectiveSeen, RankStep, TPProfileResult
@@ -109,8 +109,8 @@ def merge(
         world_size=ctx.world_size,
         backend=ctx.backend,
         ranks=tuple(steps),
-        skew=cm.skew([s.step_time_s for s in steps]),
-        straggler=cm.straggler([s.compute_s for s in steps]),
+        skew=comm.skew([s.step_time_s for s in steps]),
+        straggler=comm.straggler([s.compute_s for s in steps]),
         collectives_seen=collectives_seen(base.ops, base.step_time_s),
         trace_dir=str(trace_dir) if trace_dir is not None else None,
     )

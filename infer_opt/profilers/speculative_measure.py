@@ -26,7 +26,7 @@ the predicted speedup ``S = c_t·E[N] / (k·c_d + c_v(k) + c_m)`` over a grid of
 which speculation loses: the root of ``E[N](α) = (k·c_d + c_v(k) + c_m)/c_t`` (``E[N]`` rises
 monotonically from 1 at α = 0 to k + 1 at α = 1).
 
-``simulate_acceptance`` runs the reference sampler (:mod:`infer_opt.checks.spec_sampler`) with
+``simulate_acceptance`` runs the reference sampler (:mod:`infer_opt.checks.speculative_sampler`) with
 the two models' next-token distributions. The built-ins have random weights, so the α it
 finds is a plumbing check of the whole path, not an estimate of a trained pair's acceptance.
 """
@@ -351,10 +351,10 @@ def simulate_acceptance(
     progress: Progress | None = None,
 ) -> AcceptanceSimulation:
     """``rounds`` speculative rounds of draft length k (spread over ``prompts`` seeded random
-    prompts of ``context`` tokens) with :func:`spec_sampler.speculative_round` and the models'
+    prompts of ``context`` tokens) with :func:`speculative_sampler.speculative_round` and the models'
     softmax distributions; per-position conditional acceptance from the counts. Also the mean
     of ``Σ min(p, q)`` over the verified positions (the exact per-position acceptance)."""
-    from infer_opt.checks import spec_sampler
+    from infer_opt.checks import speculative_sampler
     from infer_opt.profilers import models
     from infer_opt.profilers.model_profile import guard
 
@@ -385,7 +385,7 @@ def simulate_acceptance(
                     p_fn.lookahead = q_fn.longest
                     return p_fn(prefix)
 
-                outcome = spec_sampler.speculative_round(p_model, q_fn, k, rng)
+                outcome = speculative_sampler.speculative_round(p_model, q_fn, k, rng)
                 accepted[outcome.accepted] += 1
                 tokens += outcome.emitted
                 done += 1

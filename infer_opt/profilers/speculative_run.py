@@ -3,14 +3,14 @@
 Batch 1. A round with draft length k:
 
 1. The draft proposes k tokens autoregressively over its KV cache
-   (:func:`spec_sampler.draft_tokens`; the draft is first fed the committed tokens it has not
+   (:func:`speculative_sampler.draft_tokens`; the draft is first fed the committed tokens it has not
    seen: the one carried over — and for a separate draft model, after a round that accepted
    every draft, the last draft too, which it sampled but never fed).
 2. The target verifies them in **one** forward over k + 1 positions (the carried token and the
    k drafts) over its cache; the built-in models give several new positions the
    bottom-right-aligned causal mask (:func:`infer_opt.profilers.models.attention`).
 3. Acceptance and the correction or bonus draw by the exact rule of the project's sampler
-   (:func:`spec_sampler.verify_drafts`): accept ``x_i`` iff ``u·q_i(x_i) < p_i(x_i)``, at the
+   (:func:`speculative_sampler.verify_drafts`): accept ``x_i`` iff ``u·q_i(x_i) < p_i(x_i)``, at the
    first rejection draw from ``max(p_i - q_i, 0)/Z``, all accepted: a bonus token from
    ``p_{k+1}``. Greedy decoding is the same rule with point masses on each model's argmax: a
    draft is accepted iff it is the target's argmax, and the correction is that argmax.
@@ -28,7 +28,7 @@ region (it is the same for both, the draft's aside). Measured speedup = plain ti
 time for the same N tokens.
 
 Prediction: ``S = c_t·E[N] / (k·c_d + c_v(k) + c_m)`` with c_t, c_d, c_v(k) and c_m measured in
-the same run as ``speculative measure`` measures them (:func:`spec_measure.cost_jobs`, over a
+the same run as ``speculative measure`` measures them (:func:`speculative_measure.cost_jobs`, over a
 cache of ``prompt_len + N/2`` positions, the middle of the run; c_t, c_d and c_v(k) timed in
 the same interleaved rounds as the decodings) and ``E[N] = 1 + Σ_i Π_{j≤i} α_j`` from the
 realised α_i. The α_i come from the rounds that drafted all k tokens, through the same
@@ -54,14 +54,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from infer_opt.checks import spec_sampler
+from infer_opt.checks import speculative_sampler
 from infer_opt.cost_models import speculative as calc
 from infer_opt.errors import InvalidInput
 from infer_opt.kinds.speculative_measure import MeasuredCost
 from infer_opt.kinds.speculative_run import RunPoint, SpecRunResult
 from infer_opt.notices import Notice
 from infer_opt.profilers.models import DecoderLM, KVCache, random_tokens
-from infer_opt.profilers.spec_measure import CostJob, ModelPair, cost_jobs, load_decoder, load_pair
+from infer_opt.profilers.speculative_measure import CostJob, ModelPair, cost_jobs, load_decoder, load_pair
 from infer_opt.stats import VARIANCE_THRESHOLD, Summary
 
 Progress = Callable[[int, int, str], None]
@@ -108,7 +108,7 @@ def _self_layers(draft: str, target_layers: int) -> int:
 
 def load_run_pair(target: str, draft: str, *, device: Any, dtype: Any) -> ModelPair:
     """The target and the draft: ``self:N`` (the target's first N layers, shared weights) or any
-    draft :func:`spec_measure.load_pair` accepts (sharing the target's vocabulary)."""
+    draft :func:`speculative_measure.load_pair` accepts (sharing the target's vocabulary)."""
     if not draft.startswith(SELF_PREFIX):
         return load_pair(target, draft, device=device, dtype=dtype)
     from infer_opt.profilers.model_profile import guard
@@ -143,7 +143,7 @@ class Decoding:
         """One token for plain decoding: the argmax, or a draw with one uniform of ``rng``."""
         if self.temperature is None:
             return int(torch.argmax(logits))
-        return spec_sampler.sample(self.distribution(logits), rng)
+        return speculative_sampler.sample(self.distribution(logits), rng)
 
 
 def _ids(tokens: Sequence[int], device: Any) -> torch.Tensor:
@@ -220,7 +220,7 @@ class SpeculativeTrace:
 def _draft_fn(
     model: DecoderLM, cache: KVCache, seq: list[int], decoding: Decoding
 ) -> Callable[[tuple[int, ...]], np.ndarray]:
-    """``q(round_prefix)`` for :func:`spec_sampler.draft_tokens`: feeds the draft what it has
+    """``q(round_prefix)`` for :func:`speculative_sampler.draft_tokens`: feeds the draft what it has
     not seen (the committed tokens past its cache, then each new draft) and returns its next
     distribution."""
     device = model.lm_head.weight.device
@@ -240,8 +240,8 @@ def _verify(
     q_dists: list[np.ndarray],
     decoding: Decoding,
     rng: np.random.Generator,
-    rule: spec_sampler.Rule,
-) -> spec_sampler.RoundOutcome:
+    rule: speculative_sampler.Rule,
+) -> speculative_sampler.RoundOutcome:
     """One target forward over the carried token and the drafts, the exact rule over its rows
     (each row's distribution built only when the round reaches it), then the target's cache cut
     back to the committed tokens."""
@@ -254,7 +254,7 @@ def _verify(
             rows[i] = decoding.distribution(logits[i])
         return rows[i]
 
-    outcome = spec_sampler.verify_drafts(p, drafts, q_dists, rng, rule=rule)
+    outcome = speculative_sampler.verify_drafts(p, drafts, q_dists, rng, rule=rule)
     cache.crop(len(seq) + outcome.accepted)
     return outcome
 
@@ -269,7 +269,7 @@ def decode_speculative(
     decoding: Decoding,
     rng: np.random.Generator,
     *,
-    rule: spec_sampler.Rule = "exact",
+    rule: speculative_sampler.Rule = "exact",
 ) -> SpeculativeTrace:
     """``new_tokens`` tokens of speculative decoding with draft length ``k`` (module docstring),
     from caches holding the prompt but its last token (:func:`prefill` of both models)."""
@@ -282,7 +282,7 @@ def decode_speculative(
         while len(seq) < end:
             drafted = min(k, end - len(seq) - 1)
             q = _draft_fn(pair.draft, draft_cache, seq, decoding)
-            drafts, q_dists = spec_sampler.draft_tokens(q, drafted, rng)
+            drafts, q_dists = speculative_sampler.draft_tokens(q, drafted, rng)
             outcome = _verify(pair.target, target_cache, seq, drafts, q_dists, decoding, rng, rule)
             if draft_cache.shares is target_cache:
                 draft_cache.reset(target_cache.length)

@@ -22,9 +22,9 @@ from typing import Any
 
 import torch
 
-from infer_opt.cost_models.roofline import RunKey
 from infer_opt.profilers.device import is_cuda, run_key
 from infer_opt.profilers.timing import measure
+from infer_opt.run_key import RunKey
 
 #: the probe's square matmul side, float32: a fraction of a millisecond on a CPU core, a few
 #: microseconds of work on a GPU

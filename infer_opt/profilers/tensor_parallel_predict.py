@@ -21,15 +21,15 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from infer_opt.cost_models import comm as cm
+from infer_opt.cost_models import comm as comm_module
 from infer_opt.cost_models.roofline import RooflineFit, predict_time
 from infer_opt.errors import InvalidInput
 from infer_opt.profilers import model_profile as mp
-from infer_opt.profilers import op_recorder as rec
+from infer_opt.profilers import op_recorder
 from infer_opt.profilers.models import LoadedModel, load_model
 from infer_opt.profilers.tensor_parallel import shard
 
-ComputePredictor = Callable[[Sequence[rec.OpCall]], float]
+ComputePredictor = Callable[[Sequence[op_recorder.OpCall]], float]
 
 
 def compute_shard(
@@ -57,13 +57,13 @@ def shard_step(loaded: LoadedModel, *, mode: str, context: int, new_tokens: int,
     return mp.build_step(loaded, mode, context=context, new_tokens=new_tokens, device=device)
 
 
-def rank_ops(loaded: LoadedModel, step: mp.Step) -> list[rec.OpCall]:
+def rank_ops(loaded: LoadedModel, step: mp.Step) -> list[op_recorder.OpCall]:
     """The aten ops one step of the shard runs (names, shapes, FLOPs, bytes)."""
     with mp.guard("recording the shard's step"):
-        return rec.record_ops(step.fn, loaded.model)
+        return op_recorder.record_ops(step.fn, loaded.model)
 
 
-def roofline_compute_s(calls: Sequence[rec.OpCall], fit: RooflineFit) -> float:
+def roofline_compute_s(calls: Sequence[op_recorder.OpCall], fit: RooflineFit) -> float:
     """``Σ_ops t0 + max(F/R, Q/b)`` — the roofline's prediction of the ops alone (no host time
     between them; a floor more than a forecast on a CPU)."""
     return math.fsum(predict_time(fit, c.flops, c.bytes) for c in calls)
@@ -87,16 +87,16 @@ def predict_tp(
     new_tokens: int,
     dtype_bytes: int,
     compute_per_rank_s: Sequence[float],
-    comm: cm.CommResult,
+    comm: comm_module.CommResult,
     baseline_step_s: float | None = None,
-) -> cm.TPPrediction:
+) -> comm_module.TPPrediction:
     """``max_r compute_r + Σ t(S)`` with the collectives of ``config``'s Megatron split and
     ``comm``'s fits, which must have been measured over ``tp`` ranks."""
     if comm.world_size != tp:
         raise InvalidInput(
             "comm", comm.world_size, f"the comm fit was measured over {comm.world_size} ranks; --tp is {tp}"
         )
-    calls = cm.step_collectives(
+    calls = comm_module.step_collectives(
         n_layers=config.n_layers,
         d_model=config.d_model,
         batch=batch,
@@ -106,4 +106,6 @@ def predict_tp(
         dtype_bytes=dtype_bytes,
         tp=tp,
     )
-    return cm.predict_tp_step(compute_per_rank_s, calls, cm.fits_of(comm), baseline_step_s=baseline_step_s)
+    return comm_module.predict_tp_step(
+        compute_per_rank_s, calls, comm_module.fits_of(comm), baseline_step_s=baseline_step_s
+    )

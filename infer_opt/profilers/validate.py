@@ -38,7 +38,7 @@ from typing import Any
 
 import torch
 
-from infer_opt.cost_models import op_model as om
+from infer_opt.cost_models import op_model
 from infer_opt.cost_models.roofline import RooflineFit
 from infer_opt.errors import InvalidInput
 from infer_opt.kinds.profile import ProfileResult
@@ -55,7 +55,7 @@ from infer_opt.kinds.validate import (
 from infer_opt.notices import Notice
 from infer_opt.profilers import meta_record, model_profile, speed_probe
 from infer_opt.profilers import predict as pr
-from infer_opt.profilers.roofline_store import ResolvedFit
+from infer_opt.profilers.calibration_store import ResolvedFit
 from infer_opt.steps import StepSettings
 
 Progress = Callable[[int, int, str], None]
@@ -98,7 +98,7 @@ def grid_points(
     return out
 
 
-def roofline_of(calibration: om.CalibrationResult) -> RooflineFit:
+def roofline_of(calibration: op_model.CalibrationResult) -> RooflineFit:
     """The calibration's device roofline as the fit ``profile`` places ops against."""
     roof = calibration.roofline
     if roof is None:
@@ -123,7 +123,9 @@ def _measure(settings: StepSettings, fit: RooflineFit, device: Any) -> ProfileRe
     return model_profile.profile_model(step, ResolvedFit(fit, "operator calibration"))
 
 
-def _predict(settings: StepSettings, dtype: torch.dtype, device: Any, model: om.OpModel) -> pr.StepPrediction:
+def _predict(
+    settings: StepSettings, dtype: torch.dtype, device: Any, model: op_model.OpModel
+) -> pr.StepPrediction:
     """The step ``settings`` describe (the one :func:`_measure` measures) recorded on fake
     tensors in ``dtype`` and predicted."""
     from infer_opt.profilers.models import parse_hf_overrides
@@ -231,11 +233,11 @@ def _by_mode(
 
 def summarize(points: Sequence[ValidatePoint], ops: Sequence[OpComparison]) -> dict[str, Any]:
     """The result's statistics over the points and op comparisons (module docstring)."""
-    step = om.error_stats([p.predicted_s for p in points], [p.measured_s for p in points])
+    step = op_model.error_stats([p.predicted_s for p in points], [p.measured_s for p in points])
     large = [o for o in ops if o.measured_s >= SMALL_OP_S]
     small = [o for o in ops if o.measured_s < SMALL_OP_S]
-    big = om.error_stats([o.predicted_s for o in large], [o.measured_s for o in large])
-    tiny = om.error_stats([o.predicted_s for o in small], [o.measured_s for o in small])
+    big = op_model.error_stats([o.predicted_s for o in large], [o.measured_s for o in large])
+    tiny = op_model.error_stats([o.predicted_s for o in small], [o.measured_s for o in small])
     hosts = [(p.predicted_host_s, p.measured_host_s) for p in points if p.measured_host_s > 0]
     return {
         "step_mape": step.mape,
@@ -255,7 +257,7 @@ def _notices(
     shapes: Sequence[tuple[str, int, int, int]],
     predictions: Sequence[pr.StepPrediction],
     points: Sequence[ValidatePoint],
-    calibration: om.CalibrationResult,
+    calibration: op_model.CalibrationResult,
 ) -> list[Notice]:
     """What recording each point said, the points mostly on measured grid shapes, then what to
     say of the calibration (:func:`~infer_opt.profilers.predict.calibration_notices`)."""
@@ -280,7 +282,7 @@ def _notices(
 
 
 def _checked(
-    calibration: om.CalibrationResult,
+    calibration: op_model.CalibrationResult,
     device: Any,
     modes: Sequence[str],
     grid: Mapping[str, Sequence[int]],
@@ -295,12 +297,12 @@ def _checked(
     return _device_notices(calibration, device)
 
 
-def _device_notices(calibration: om.CalibrationResult, device: Any) -> list[Notice]:
+def _device_notices(calibration: op_model.CalibrationResult, device: Any) -> list[Notice]:
     """A calibration of another kind of device (a GPU's, with the steps measured here on a CPU)
     is refused: nothing would be validated. Another model of the same kind is compared, and
     said (``validation_other_device``): its errors include the difference between the two."""
-    from infer_opt.cost_models.roofline import RunKey
     from infer_opt.profilers.device import run_key
+    from infer_opt.run_key import RunKey
 
     made, here = RunKey.of(calibration), run_key(device, "float32")
     if made.device_kind and made.device_kind != here.device_kind:
@@ -316,7 +318,7 @@ def _device_notices(calibration: om.CalibrationResult, device: Any) -> list[Noti
     return []
 
 
-def _threads_notices(calibration: om.CalibrationResult, device: Any) -> list[Notice]:
+def _threads_notices(calibration: op_model.CalibrationResult, device: Any) -> list[Notice]:
     """A CPU run measured at another thread count than its CPU calibration was made at."""
     from infer_opt.profilers.device import is_cuda
 
@@ -326,7 +328,7 @@ def _threads_notices(calibration: om.CalibrationResult, device: Any) -> list[Not
     return [Notice("validation_threads_differ", {"threads": threads, "calibrated": calibration.threads})]
 
 
-def measure_as_calibrated(calibration: om.CalibrationResult, threads: int | None, device: Any) -> None:
+def measure_as_calibrated(calibration: op_model.CalibrationResult, threads: int | None, device: Any) -> None:
     """Measure at a CPU calibration's own thread count unless ``threads`` were given (``validate``:
     a prediction is for the thread count its calibration was made at)."""
     from infer_opt.profilers import device as devices
@@ -470,7 +472,7 @@ class _Passes:
 
 def validate(
     settings: StepSettings,
-    calibration: om.CalibrationResult,
+    calibration: op_model.CalibrationResult,
     *,
     calibration_source: str = "",
     modes: Sequence[str] = ("prefill",),
@@ -489,7 +491,7 @@ def validate(
     base = {p: getattr(settings.shape, p) for p in GRID_PARAMS}
     shapes = grid_points(modes, grid or {}, base)
     fit = roofline_of(calibration)
-    model = om.OpModel(calibration)
+    model = op_model.OpModel(calibration)
     probes: list[float] = []
     dispatch_probes: list[float] = []
     same_machine = speed_probe.same_machine(calibration, device)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-from infer_opt.cost_models.compare import (
+from infer_opt.cost_models.run_stats import (
     BELOW_THRESHOLD,
     FASTER,
     NOISE,

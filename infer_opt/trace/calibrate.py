@@ -49,10 +49,10 @@ from typing import Any
 
 import numpy as np
 
-from infer_opt.cost_models import op_model as om
-from infer_opt.cost_models.roofline import RunKey
+from infer_opt.cost_models import op_model
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
+from infer_opt.run_key import RunKey
 from infer_opt.trace.devices import DeviceSpec, by_name, identify, precision_of
 from infer_opt.trace.events import KERNEL, SYNC, TraceEvents
 
@@ -257,17 +257,17 @@ def check_same(devices: Sequence[TraceDevice], option: str = OPTION) -> None:
             )
 
 
-def _points(instances: Sequence[OpInstance], dtype: str) -> dict[str, list[om.GridPoint]]:
+def _points(instances: Sequence[OpInstance], dtype: str) -> dict[str, list[op_model.GridPoint]]:
     """Per family key, one point per distinct (features, FLOPs, bytes): the median time."""
     times: dict[tuple[str, tuple[float, ...], float, float], list[float]] = {}
     for i in instances:
         key = (family_key(i.family, i.causal, i.dtype, dtype), i.features, i.flops, i.bytes)
         times.setdefault(key, []).append(i.time_s)
-    out: dict[str, list[om.GridPoint]] = {}
+    out: dict[str, list[op_model.GridPoint]] = {}
     for (family, features, flops, nbytes), ts in sorted(times.items(), key=lambda kv: kv[0]):
         median = float(np.median(ts))
         q1, q3 = np.percentile(ts, [25, 75]) if len(ts) > 1 else (median, median)
-        point = om.GridPoint(features, median, float((q3 - q1) / median), flops, nbytes)
+        point = op_model.GridPoint(features, median, float((q3 - q1) / median), flops, nbytes)
         out.setdefault(family, []).append(point)
     return out
 
@@ -281,8 +281,8 @@ RATE_PERCENTILE = 90.0
 
 
 def device_roofline(
-    families: Sequence[om.FamilyCalibration], launch_s: float, spec: DeviceSpec, precision: str
-) -> om.DeviceRoofline:
+    families: Sequence[op_model.FamilyCalibration], launch_s: float, spec: DeviceSpec, precision: str
+) -> op_model.DeviceRoofline:
     """The device roofline ``t0 + max(F/R, Q/b)`` of the traces: ``R`` the
     :data:`RATE_PERCENTILE` th percentile of the FLOP/s the matmul, attention and conv points
     of at least :data:`RATE_MIN_S` reached, ``b`` that of the bytes/s the other points of at
@@ -299,20 +299,20 @@ def device_roofline(
                     memory.append(p.bytes / p.time_s)
     rate = float(np.percentile(compute, RATE_PERCENTILE)) if compute else spec.peak(precision)
     bandwidth = float(np.percentile(memory, RATE_PERCENTILE)) if memory else spec.bytes_per_s
-    draft = om.DeviceRoofline(rate, bandwidth, launch_s)
+    draft = op_model.DeviceRoofline(rate, bandwidth, launch_s)
     errors = [abs(draft.time(p.flops, p.bytes) - p.time_s) / p.time_s for f in families for p in f.points]
     return replace(draft, median_abs_rel_error=float(np.median(errors)) if errors else 0.0)
 
 
 def fit_families(
-    points: dict[str, list[om.GridPoint]], floor_s: float, spec: DeviceSpec, precision: str
-) -> tuple[list[om.FamilyCalibration], om.DeviceRoofline]:
+    points: dict[str, list[op_model.GridPoint]], floor_s: float, spec: DeviceSpec, precision: str
+) -> tuple[list[op_model.FamilyCalibration], op_model.DeviceRoofline]:
     """Each family fitted on its points (:func:`~infer_opt.cost_models.op_model.fit_family`),
     and the device roofline over all of them; a family of fewer than :data:`MIN_FIT_SHAPES` shapes
     takes the device roofline as its base (``t0`` the launch floor), so its residual says how far
     its few shapes were from the device's rates and a shape far from them gets those rates."""
     families = [
-        om.fit_family(name, "hot", feature_names(name, len(ps[0].features)), ps)
+        op_model.fit_family(name, "hot", feature_names(name, len(ps[0].features)), ps)
         for name, ps in points.items()
     ]
     roofline = device_roofline(families, floor_s, spec, precision)
@@ -329,7 +329,7 @@ def fit_families(
     return out, roofline
 
 
-class TraceInterpolator(om.FamilyInterpolator):
+class TraceInterpolator(op_model.FamilyInterpolator):
     """A family's interpolator on GPU points: inside the measured shapes' hull the residual is
     interpolated as ``calibrate``'s are; outside it, it is the residual of the **nearest**
     measured shape (log₂ features; features that never varied count in the distance), not shrunk
@@ -343,16 +343,16 @@ class TraceInterpolator(om.FamilyInterpolator):
         return float(self.residual[int(np.atleast_1d(index)[0])])
 
 
-class TraceOpModel(om.OpModel):
+class TraceOpModel(op_model.OpModel):
     """The operator model over a calibration built from traces (:class:`TraceInterpolator`)."""
 
-    def _interpolator(self, family: om.FamilyCalibration) -> om.FamilyInterpolator:
+    def _interpolator(self, family: op_model.FamilyCalibration) -> op_model.FamilyInterpolator:
         if family.key not in self._interpolators:
             self._interpolators[family.key] = TraceInterpolator(family)
         return self._interpolators[family.key]
 
 
-def cross_validated_error(family: om.FamilyCalibration, *, seed: int = 0) -> float | None:
+def cross_validated_error(family: op_model.FamilyCalibration, *, seed: int = 0) -> float | None:
     """:func:`~infer_opt.cost_models.op_model.cross_validated_error` with the
     :class:`TraceInterpolator`: the median ``|t̂ − t|/t`` of up to a quarter of the points, each
     predicted from the others (None with fewer than 4 points)."""
@@ -360,7 +360,7 @@ def cross_validated_error(family: om.FamilyCalibration, *, seed: int = 0) -> flo
     if n < 4:
         return None
     rng = np.random.default_rng(seed)
-    held = {int(i) for i in rng.choice(n, size=max(1, min(om.CV_POINTS, n // 4)), replace=False)}
+    held = {int(i) for i in rng.choice(n, size=max(1, min(op_model.CV_POINTS, n // 4)), replace=False)}
     rest = replace(family, points=tuple(p for j, p in enumerate(family.points) if j not in held))
     interpolator = TraceInterpolator(rest)
     errors = []
@@ -371,7 +371,7 @@ def cross_validated_error(family: om.FamilyCalibration, *, seed: int = 0) -> flo
     return float(np.median(errors))
 
 
-def device_key(result: om.CalibrationResult) -> str:
+def device_key(result: op_model.CalibrationResult) -> str:
     """``cuda-h100-sxm-bfloat16-op-profiler``: the run key's slug (no CPU thread count)."""
     return replace(RunKey.of(result), threads=None).slug()
 
@@ -383,7 +383,7 @@ def label(n_traces: int, device: str) -> str:
 
 def calibrate_from_traces(
     traces: Sequence[TraceEvents], *, causal: str = "half", option: str = OPTION
-) -> om.CalibrationResult:
+) -> op_model.CalibrationResult:
     """The operator calibration of one device and dtype from its traces (module docstring)."""
     started = time.perf_counter()
     if not traces:
@@ -401,7 +401,7 @@ def calibrate_from_traces(
         (Notice("trace_calibration_few_shapes", {"families": tuple(few), "min": MIN_SHAPES}),) if few else ()
     )
     torch_dtype = TORCH_DTYPES.get(dtype, dtype)
-    draft = om.CalibrationResult(
+    draft = op_model.CalibrationResult(
         device="cuda",
         device_name=spec.name,
         device_key="",
@@ -425,7 +425,7 @@ def calibrate_from_traces(
 
 def read_and_calibrate(
     paths: Sequence[str | os.PathLike[str]], *, causal: str = "half", option: str = OPTION
-) -> om.CalibrationResult:
+) -> op_model.CalibrationResult:
     """:func:`calibrate_from_traces` over trace files (read one after the other: a bad one is
     named as ``option``)."""
     from infer_opt.trace.reader import read_trace
@@ -451,7 +451,9 @@ def _ratio(new: float, old: float) -> float:
     return new / old if old > 0 and new > 0 else 1.0
 
 
-def scale_to_device(calibration: om.CalibrationResult, target: DeviceSpec | str) -> om.CalibrationResult:
+def scale_to_device(
+    calibration: op_model.CalibrationResult, target: DeviceSpec | str
+) -> op_model.CalibrationResult:
     """The calibration moved to another GPU by the datasheets' ratios: every family's compute
     rate by the two devices' peaks for the family's precision, its bandwidth by their HBM
     bandwidths, its points' times so that each keeps its residual over the moved base roofline
@@ -493,7 +495,7 @@ def is_trace_calibration(calibration: Any) -> bool:
     return getattr(calibration, "grid", "") == TRACE_GRID
 
 
-def load(path: str | os.PathLike[str], *, option: str = "--calibration") -> om.CalibrationResult:
+def load(path: str | os.PathLike[str], *, option: str = "--calibration") -> op_model.CalibrationResult:
     """A calibration file without torch: missing, unreadable or another kind is bad input
     naming ``option``."""
     from infer_opt.results import load_result
@@ -506,10 +508,10 @@ def load(path: str | os.PathLike[str], *, option: str = "--calibration") -> om.C
         raise InvalidInput(option, str(path), exc.expected) from None
     except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError) as exc:
         raise InvalidInput(option, str(path), f"not a readable calibration ({type(exc).__name__})") from None
-    if loaded.kind != om.CalibrationResult.KIND:
+    if loaded.kind != op_model.CalibrationResult.KIND:
         raise InvalidInput(option, str(path), f"is a {loaded.kind} result, not a calibration")
     result = loaded.result
-    assert isinstance(result, om.CalibrationResult)
+    assert isinstance(result, op_model.CalibrationResult)
     if not result.families:
         raise InvalidInput(option, str(path), "the calibration has no families")
     return result

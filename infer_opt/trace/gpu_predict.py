@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from infer_opt.cost_models import op_model as om
+from infer_opt.cost_models import op_model
 from infer_opt.notices import Notice
 from infer_opt.trace import calibrate as tc
 from infer_opt.trace.devices import normalize_dtype
@@ -41,10 +41,12 @@ NO_KERNEL = ("view.", "other._local_scalar_dense")
 NO_KERNEL_SOURCE = "no kernel"
 
 
-def model_for(calibration: om.CalibrationResult) -> om.OpModel:
+def model_for(calibration: op_model.CalibrationResult) -> op_model.OpModel:
     """The operator model ``predict`` uses for ``calibration``: :class:`GpuStepModel` for one
     built from traces, else the CPU's :class:`~infer_opt.cost_models.op_model.OpModel`."""
-    return GpuStepModel(calibration) if tc.is_trace_calibration(calibration) else om.OpModel(calibration)
+    return (
+        GpuStepModel(calibration) if tc.is_trace_calibration(calibration) else op_model.OpModel(calibration)
+    )
 
 
 def _attention(family: str, features: Sequence[float]) -> tuple[bool, tuple[float, ...]] | None:
@@ -65,7 +67,7 @@ def _attention(family: str, features: Sequence[float]) -> tuple[bool, tuple[floa
 class GpuStepModel(tc.TraceOpModel):
     """A trace calibration's model over ``predict``'s recorded calls (module docstring)."""
 
-    def __init__(self, calibration: om.CalibrationResult) -> None:
+    def __init__(self, calibration: op_model.CalibrationResult) -> None:
         super().__init__(calibration)
         self.short_dtype = tc.SHORT_DTYPES.get(calibration.dtype, calibration.dtype)
         self.names = {key.rpartition("@")[0] for key in self.families}
@@ -78,7 +80,7 @@ class GpuStepModel(tc.TraceOpModel):
         other = [f"{a}" if causal else f"{a}.causal" for a in ATTENTION]
         return next((f for f in (*wanted, *other) if f in self.names), wanted[0])
 
-    def mapped(self, query: om.OpQuery, dtype: str = "") -> om.OpQuery | None:
+    def mapped(self, query: op_model.OpQuery, dtype: str = "") -> op_model.OpQuery | None:
         """The query in the calibration's families (None: the call launches no kernel)."""
         if query.family.startswith(NO_KERNEL):
             return None
@@ -90,10 +92,10 @@ class GpuStepModel(tc.TraceOpModel):
         keyed = tc.family_key(query.family, None, short, self.short_dtype)
         return replace(query, family=keyed if keyed in self.names else query.family)
 
-    def estimate(self, query: om.OpQuery) -> om.OpEstimate:
+    def estimate(self, query: op_model.OpQuery) -> op_model.OpEstimate:
         mapped = self.mapped(query)
         if mapped is None:
-            return om.OpEstimate(0.0, NO_KERNEL_SOURCE, "", False, 0.0, "launch")
+            return op_model.OpEstimate(0.0, NO_KERNEL_SOURCE, "", False, 0.0, "launch")
         return super().estimate(replace(mapped, reuse_bytes=None, context_bytes=None))
 
     def notices(self) -> list[Notice]:
@@ -107,7 +109,7 @@ class GpuStepModel(tc.TraceOpModel):
         }
         return [Notice("gpu_trace_prediction", values)]
 
-    def host_time(self, queries: Sequence[om.OpQuery], n_module_calls: int) -> float:
+    def host_time(self, queries: Sequence[op_model.OpQuery], n_module_calls: int) -> float:
         """The gap term: the traces' median gap between kernels per kernel-launching call."""
         launching = sum(1 for q in queries if not q.family.startswith(NO_KERNEL))
         return self.calibration.kernel_gap_s * launching

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from infer_opt.cost_models import op_model as om
+from infer_opt.cost_models import op_model
 from infer_opt.errors import InvalidInput
 from infer_opt.kinds.predict import CalibrationRef
 from infer_opt.kinds.validate import SMALL_OP_S, ErrorSummary
@@ -50,8 +50,8 @@ WORST_OPS = 10
 
 
 def _check_calibration(
-    calibration: om.CalibrationResult, device: tc.TraceDevice, source: str, unseen: bool
-) -> om.CalibrationResult:
+    calibration: op_model.CalibrationResult, device: tc.TraceDevice, source: str, unseen: bool
+) -> op_model.CalibrationResult:
     """The calibration to predict with: refused when it is a CPU one, of another dtype, or of
     another device (unless ``unseen``: then scaled to the trace's device)."""
     path = Path(device.path).name
@@ -90,17 +90,17 @@ def _check_calibration(
     return tc.scale_to_device(calibration, device.spec)
 
 
-def predict_instance(model: om.OpModel, inst: tc.OpInstance, dtype: str) -> om.OpEstimate:
+def predict_instance(model: op_model.OpModel, inst: tc.OpInstance, dtype: str) -> op_model.OpEstimate:
     """The model's time for one instance: its own family (with a ``:dtype`` suffix when not the
     calibration's), else the plain family, else the model's fallbacks and device roofline."""
     keyed = tc.family_key(inst.family, inst.causal, inst.dtype, dtype)
     plain = tc.family_key(inst.family, inst.causal, "", dtype)
     family = next((f for f in (keyed, plain) if f"{f}@hot" in model.families), plain)
-    query = om.OpQuery(inst.name, family, inst.features, inst.flops, inst.bytes)
+    query = op_model.OpQuery(inst.name, family, inst.features, inst.flops, inst.bytes)
     return model.estimate(query)
 
 
-def _ops(instances: Sequence[tc.OpInstance], predicted: Sequence[om.OpEstimate]) -> list[TraceOp]:
+def _ops(instances: Sequence[tc.OpInstance], predicted: Sequence[op_model.OpEstimate]) -> list[TraceOp]:
     groups: dict[tuple[str, str, str], list[int]] = {}
     for i, inst in enumerate(instances):
         groups.setdefault((inst.name, inst.shapes, inst.dtype), []).append(i)
@@ -122,7 +122,7 @@ def _ops(instances: Sequence[tc.OpInstance], predicted: Sequence[om.OpEstimate])
 def _steps(
     events: TraceEvents,
     instances: Sequence[tc.OpInstance],
-    predicted: Sequence[om.OpEstimate],
+    predicted: Sequence[op_model.OpEstimate],
     floor_s: float,
 ) -> list[TraceStep]:
     gpu = events.gpu
@@ -177,7 +177,7 @@ def _families(ops: Sequence[TraceOp]) -> list[FamilyError]:
 
 def validate_against(
     events: TraceEvents,
-    calibration: om.CalibrationResult,
+    calibration: op_model.CalibrationResult,
     *,
     calibration_source: str,
     unseen_device: bool = False,
@@ -241,6 +241,6 @@ def validate_against(
     )
 
 
-def source_label(calibration: om.CalibrationResult, path: str) -> str:
+def source_label(calibration: op_model.CalibrationResult, path: str) -> str:
     """What ``calibration.source`` says of a calibration file: its own source and the file."""
     return f"{path} ({calibration.source})" if calibration.source else path

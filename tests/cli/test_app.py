@@ -83,7 +83,7 @@ def test_every_example_in_the_help_parses(name, argv, tmp_path, monkeypatch):
         if (
             "." in word
             and "/" not in word
-            and word.rsplit(".", 1)[1] in ("txt", "csv", "json", "md", "png", "prom")
+            and word.rsplit(".", 1)[1] in ("txt", "csv", "json", "md", "png", "prom", "gz")
         ):
             (tmp_path / word).touch()
     assert parse_command_line(argv).command.name in argv[:2]

@@ -32,9 +32,12 @@ COMMANDS = [
     (["profile", "--seq-len", "8"], "infer_opt.profilers.models.load_model"),
     (["kernels", "--only", "tiny_add"], "infer_opt.profilers.kernels.run_suite"),
     (["roofline", "--no-save"], "infer_opt.profilers.kernels.run_suite"),
-    (["amortize", "measure", "--bounds", "8"], "infer_opt.profilers.compile_sweep.run"),
-    (["speculative", "measure", "--target", "tiny"], "infer_opt.profilers.spec_measure.measure_speculative"),
-    (["compare", "{kernels}", "{kernels}"], "infer_opt.cost_models.compare.compare_results"),
+    (["amortize", "measure", "--bounds", "8"], "infer_opt.profilers.amortize_measure_sweep.run"),
+    (
+        ["speculative", "measure", "--target", "tiny"],
+        "infer_opt.profilers.speculative_measure.measure_speculative",
+    ),
+    (["compare", "{kernels}", "{kernels}"], "infer_opt.cost_models.run_stats.compare_results"),
 ]
 #: options that write a file, with a good name to use, and the commands that have them
 OPTIONS = [

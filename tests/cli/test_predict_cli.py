@@ -227,17 +227,19 @@ def test_calibrate_only_measures_groups_again_in_the_cached_calibration_of_the_s
     the named groups are measured again inside it, and a run of another grid is not cached."""
     from dataclasses import replace
 
-    from infer_opt.cost_models import op_model as om
+    from infer_opt.cost_models import op_model
 
     path = cal.cache_path("cpu", torch.float32)
     path.parent.mkdir(parents=True)
-    base = replace(local_calibration(), grid="tiny", groups_done=(*cal.cc.GROUPS, "host"), complete=True)
-    view = om.fit_family("view.view", "hot", (), [om.GridPoint((), 1.0, 0.0, 0.0, 0.0)])
+    base = replace(
+        local_calibration(), grid="tiny", groups_done=(*cal.calibration_cases.GROUPS, "host"), complete=True
+    )
+    view = op_model.fit_family("view.view", "hot", (), [op_model.GridPoint((), 1.0, 0.0, 0.0, 0.0)])
     cal.save_calibration(replace(base, families=(*base.families, view)), path)
     run = invoke("calibrate", "--threads", "1", "--grid", "tiny", "--only", "views", "--reps", "3", "--json")
     assert run.exit_code == 0, run.stderr
     cached = cal.load_calibration(path)
-    assert cached.complete and set(cached.groups_done) == {*cal.cc.GROUPS, "host"}
+    assert cached.complete and set(cached.groups_done) == {*cal.calibration_cases.GROUPS, "host"}
     families = cached.family_map()
     assert {f.key for f in base.families} <= set(families)  # the other groups' families are kept
     assert families["view.view@hot"].points[0].time_s < 1e-3  # measured again: replaced, not merged

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from infer_opt.profilers import spec_run
+from infer_opt.profilers import speculative_run
 from tests.helpers import assert_one_line_error, invoke
 
 FAST = (
@@ -55,14 +55,14 @@ def test_sampling_reports_no_token_comparison():
 
 
 def test_a_greedy_mismatch_is_a_run_failure_that_keeps_the_result(monkeypatch):
-    decode = spec_run.decode_speculative
+    decode = speculative_run.decode_speculative
 
     def broken(*args, **kwargs):
         trace = decode(*args, **kwargs)
         trace.tokens[-1] += 1
         return trace
 
-    monkeypatch.setattr(spec_run, "decode_speculative", broken)
+    monkeypatch.setattr(speculative_run, "decode_speculative", broken)
     run = _run("--k", "2", "--json")
     assert run.exit_code == 1
     assert run.json()["result"]["tokens_identical"] is False

@@ -14,7 +14,6 @@ from infer_opt.cost_models.roofline import (
     PROFILE_TIMINGS,
     KernelPoint,
     RooflineFit,
-    RunKey,
     classify,
     fit_problems,
     fit_quality,
@@ -28,6 +27,7 @@ from infer_opt.cost_models.roofline import (
     with_datasheet,
 )
 from infer_opt.errors import InvalidInput
+from infer_opt.run_key import RunKey
 
 R, B, T0 = 2e11, 5e10, 3e-6
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from infer_opt.cost_models import compare as cm
+from infer_opt.cost_models import run_stats
 from infer_opt.errors import Interrupted, InvalidInput, RunFailure
 from infer_opt.kinds.ab import AbResult
 from infer_opt.profilers import ab, noise_store
@@ -89,8 +89,10 @@ def test_rounds_are_pooled_and_a_real_change_is_found(tmp_path):
     comparison = result.comparison
     assert (comparison.runs_base, comparison.runs_new) == (3, 3)
     rows = {r.key: r for r in comparison.rows}
-    assert rows["matmul [n=64]"].verdict == cm.FASTER and rows["matmul [n=64]"].speedup == pytest.approx(2.0)
-    assert rows["copy [N=2^16]"].verdict == cm.NOISE and rows["copy [N=2^16]"].runs_base == 3
+    assert rows["matmul [n=64]"].verdict == run_stats.FASTER and rows[
+        "matmul [n=64]"
+    ].speedup == pytest.approx(2.0)
+    assert rows["copy [N=2^16]"].verdict == run_stats.NOISE and rows["copy [N=2^16]"].runs_base == 3
     assert result.noise_floor is None and result.noise_saved_to is None
     assert AbResult.from_dict(result.to_dict()) == result
 
@@ -99,9 +101,9 @@ def test_an_aa_measures_and_saves_the_noise_floor(tmp_path, monkeypatch):
     monkeypatch.setenv("INFER_OPT_CACHE", str(tmp_path / "cache"))
     same = "infer-opt kernels --suite quick --threads 1"
     result, _ = _run(tmp_path, base=same, new=same)
-    assert result.is_aa and result.comparison.headline.verdict == cm.NOISE
+    assert result.is_aa and result.comparison.headline.verdict == run_stats.NOISE
     record = result.noise_floor
-    assert record.runs == 6 and {g.key for g in record.groups} >= {"matmul", cm.OVERALL}
+    assert record.runs == 6 and {g.key for g in record.groups} >= {"matmul", run_stats.OVERALL}
     # the fake's drift per round (1, 1.03, 0.98) hits both sides alike: that is the run-to-run noise
     logs = [math.log(d) for d in (1.0, 1.0, 1.03, 1.03, 0.98, 0.98)]
     mean = sum(logs) / 6

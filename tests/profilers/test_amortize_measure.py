@@ -10,7 +10,7 @@ from infer_opt.cost_models import bucketing
 from infer_opt.errors import InvalidInput, RunFailure
 from infer_opt.kinds.amortize_measure import AmortizeMeasureResult, BucketSpec
 from infer_opt.messages import text
-from infer_opt.profilers import compile_measure as cm
+from infer_opt.profilers import amortize_measure
 from infer_opt.results import load_result, save_result
 
 MS = 1_000_000  # ns
@@ -66,16 +66,16 @@ class FakeCompiler:
 
 
 def _loader(clock, eager_ns=2 * MS, calls=None):
-    def load(spec: BucketSpec) -> cm.BucketInputs:
+    def load(spec: BucketSpec) -> amortize_measure.BucketInputs:
         if calls is not None:
             calls.append(spec.name)
-        return cm.BucketInputs(FakeModel(clock, eager_ns, spec.seq_len), (), {})
+        return amortize_measure.BucketInputs(FakeModel(clock, eager_ns, spec.seq_len), (), {})
 
     return load
 
 
 def _sweep(specs, compiler, clock, **kwargs):
-    return cm.measure_sweep(
+    return amortize_measure.measure_sweep(
         specs,
         kwargs.pop("loader", _loader(clock)),
         device="cpu",
@@ -89,7 +89,7 @@ def _sweep(specs, compiler, clock, **kwargs):
 
 
 def _result(rows, specs, calls=None):
-    return cm.build_result(
+    return amortize_measure.build_result(
         rows, model="fake", device="cpu", device_name="cpu", dtype="float32", backend="inductor",
         cuda_graphs=False, warmup=1, reps=3, compile_caches="n/a", requested=specs, calls=calls,
         calls_source=None if calls is None else "test",
@@ -101,9 +101,9 @@ SPECS = [BucketSpec(1, 32), BucketSpec(1, 64), BucketSpec(1, 128)]
 
 def test_exact_costs_with_a_fake_clock_reproduce_the_worked_example():
     clock = FakeClock()
-    row = cm.measure_bucket(
+    row = amortize_measure.measure_bucket(
         SPECS[0],
-        cm.BucketInputs(FakeModel(clock, 2 * MS), (), {}),
+        amortize_measure.BucketInputs(FakeModel(clock, 2 * MS), (), {}),
         device="cpu",
         dtype_name="float32",
         warmup=1,
@@ -142,9 +142,10 @@ class FakeGraphs:
 
 def _graph_bucket(graphs):
     clock = graphs.clock
-    return cm.measure_bucket(
-        SPECS[0], cm.BucketInputs(FakeModel(clock, 2 * MS), (), {}), device="cpu", dtype_name="float32",
-        warmup=1, reps=3, compile_fn=FakeCompiler(clock, compile_ns=3_000 * MS + MS // 2), clock=clock,
+    return amortize_measure.measure_bucket(
+        SPECS[0], amortize_measure.BucketInputs(FakeModel(clock, 2 * MS), (), {}), device="cpu",
+        dtype_name="float32", warmup=1, reps=3,
+        compile_fn=FakeCompiler(clock, compile_ns=3_000 * MS + MS // 2), clock=clock,
         cuda_graphs=True, cuda_backend=graphs,
     )  # fmt: skip
 
@@ -184,7 +185,7 @@ def test_a_capture_that_breaks_the_device_stops_the_sweep_keeping_earlier_bucket
     with pytest.raises(
         RunFailure, match=r"^bucket 1x64: CUDA graph capture failed.*illegal memory access.*sweep stops"
     ):
-        cm.measure_sweep(
+        amortize_measure.measure_sweep(
             SPECS, _loader(clock), device="cpu", dtype_name="float32", warmup=1, reps=3, cuda_graphs=True,
             compile_fn=FakeCompiler(clock), clock=clock, cuda_backend=graphs,
             on_bucket=lambda rows, left: saved.append([r.bucket for r in rows]),
@@ -243,10 +244,10 @@ def test_resume_from_another_setup_is_refused():
     clock = FakeClock()
     previous = _result(_sweep(SPECS[:1], FakeCompiler(clock), clock), SPECS)
     same = {"model": "fake", "device_name": "cpu", "dtype": "float32", "backend": "inductor"}
-    cm.check_resumable(previous, option="--resume", **same)
+    amortize_measure.check_resumable(previous, option="--resume", **same)
     for key, other in (("model", "tiny"), ("device_name", "NVIDIA H200"), ("dtype", "bfloat16")):
         with pytest.raises(InvalidInput, match="--resume"):
-            cm.check_resumable(previous, option="--resume", **{**same, key: other})
+            amortize_measure.check_resumable(previous, option="--resume", **{**same, key: other})
 
 
 def test_an_eager_failure_stops_the_run():
@@ -257,21 +258,29 @@ def test_an_eager_failure_stops_the_run():
             raise ValueError("shape mismatch")
 
     with pytest.raises(RunFailure, match="bucket 1x32"):
-        cm.measure_bucket(
-            SPECS[0], cm.BucketInputs(Broken(), (), {}), device="cpu", dtype_name="float32", warmup=0, reps=1
+        amortize_measure.measure_bucket(
+            SPECS[0],
+            amortize_measure.BucketInputs(Broken(), (), {}),
+            device="cpu",
+            dtype_name="float32",
+            warmup=0,
+            reps=1,
         )
 
 
 def test_calls_from_a_length_sample_use_the_bucketing_rule():
     sample = bucketing.sample_from_lengths(np.array([10, 20, 32, 40, 50, 60]))
-    assert cm.calls_from_sample((32, 64), sample, batch=1, requests=None) == {32: 3.0, 64: 3.0}
-    assert cm.calls_from_sample((32, 64), sample, batch=2, requests=600) == {32: 150.0, 64: 150.0}
+    assert amortize_measure.calls_from_sample((32, 64), sample, batch=1, requests=None) == {32: 3.0, 64: 3.0}
+    assert amortize_measure.calls_from_sample((32, 64), sample, batch=2, requests=600) == {
+        32: 150.0,
+        64: 150.0,
+    }
     with pytest.raises(InvalidInput, match="above the largest bound"):
-        cm.calls_from_sample((16, 32), sample, batch=1, requests=None)
+        amortize_measure.calls_from_sample((16, 32), sample, batch=1, requests=None)
 
 
 def test_the_default_loader_reuses_a_builtin_and_checks_factories(tmp_path):
-    load = cm.default_loader("tiny", device="cpu", dtype=torch.float32)
+    load = amortize_measure.default_loader("tiny", device="cpu", dtype=torch.float32)
     a, b = load(BucketSpec(1, 8)), load(BucketSpec(2, 16))
     assert a.model is b.model and a.args[0].shape == (1, 8) and b.args[0].shape == (2, 16)
     factory = tmp_path / "fixed.py"
@@ -279,12 +288,14 @@ def test_the_default_loader_reuses_a_builtin_and_checks_factories(tmp_path):
         "import torch\n\ndef make():\n    return torch.nn.Linear(4, 4), (torch.zeros(1, 4),)\n"
     )
     with pytest.raises(InvalidInput, match="takes batch_size and seq_len"):
-        cm.default_loader(f"{factory}:make", device="cpu", dtype=torch.float32)(BucketSpec(1, 8))
+        amortize_measure.default_loader(f"{factory}:make", device="cpu", dtype=torch.float32)(
+            BucketSpec(1, 8)
+        )
 
 
 def test_a_real_tiny_bucket_with_the_eager_backend():
-    load = cm.default_loader("tiny", device="cpu", dtype=torch.float32)
-    row = cm.measure_bucket(
+    load = amortize_measure.default_loader("tiny", device="cpu", dtype=torch.float32)
+    row = amortize_measure.measure_bucket(
         BucketSpec(1, 8), load(BucketSpec(1, 8)), device="cpu", dtype_name="float32",
         warmup=0, reps=2, compile_fn=lambda model, **kw: model,
     )  # fmt: skip
@@ -297,10 +308,10 @@ def test_a_real_tiny_bucket_with_the_eager_backend():
     os.environ.get("INFER_OPT_SLOW") != "1", reason="a real inductor compile: set INFER_OPT_SLOW=1"
 )
 def test_a_real_inductor_compile_of_one_bucket():
-    load = cm.default_loader("tiny", device="cpu", dtype=torch.float32)
-    assert cm.warm_up_compiler("cpu") is not None
-    with cm.cold_compiles(True):
-        row = cm.measure_bucket(
+    load = amortize_measure.default_loader("tiny", device="cpu", dtype=torch.float32)
+    assert amortize_measure.warm_up_compiler("cpu") is not None
+    with amortize_measure.cold_compiles(True):
+        row = amortize_measure.measure_bucket(
             BucketSpec(1, 16),
             load(BucketSpec(1, 16)),
             device="cpu",
@@ -309,13 +320,13 @@ def test_a_real_inductor_compile_of_one_bucket():
             reps=5,
         )
     assert not row.failed, row.error
-    assert row.compile_s > 0.1 and row.output_rel_error < cm.OUTPUT_TOLERANCE["float32"]
+    assert row.compile_s > 0.1 and row.output_rel_error < amortize_measure.OUTPUT_TOLERANCE["float32"]
 
 
 @pytest.mark.gpu
 def test_cuda_graph_capture_is_timed_and_added_to_the_compile_cost():
-    load = cm.default_loader("tiny", device="cuda", dtype=torch.float32)
-    row = cm.measure_bucket(
+    load = amortize_measure.default_loader("tiny", device="cuda", dtype=torch.float32)
+    row = amortize_measure.measure_bucket(
         BucketSpec(1, 16), load(BucketSpec(1, 16)), device="cuda", dtype_name="float32",
         warmup=1, reps=5, cuda_graphs=True, compile_fn=lambda model, **kw: model,
     )  # fmt: skip

@@ -8,19 +8,17 @@ from dataclasses import replace
 import pytest
 import torch
 
-from infer_opt.cost_models import op_model as om
+from infer_opt.cost_models import op_model
 from infer_opt.errors import InvalidInput
 from infer_opt.profilers import calibration as cal
-from infer_opt.profilers import calibration_cases as cc
-from infer_opt.profilers import op_families
-from infer_opt.profilers import op_recorder as rec
+from infer_opt.profilers import calibration_cases, op_families, op_recorder
 from tests.profilers.synthetic_calibration import local_calibration, synthetic_calibration
 
 
 @pytest.fixture(scope="module")
-def small_run() -> om.CalibrationResult:
+def small_run() -> op_model.CalibrationResult:
     """The tiny grid's views and norms groups and the host term."""
-    saved: list[om.CalibrationResult] = []
+    saved: list[op_model.CalibrationResult] = []
     result = cal.calibrate(
         "cpu", torch.float32, grid="tiny", only=["views", "norms", "host"], reps=3, on_group=saved.append
     )
@@ -29,26 +27,26 @@ def small_run() -> om.CalibrationResult:
 
 
 def test_every_case_of_every_grid_passes_its_check_in_the_tiny_grid():
-    for group in cc.groups("tiny", "cpu"):
+    for group in calibration_cases.groups("tiny", "cpu"):
         passed, skipped = cal.checked_inputs(group.cases, torch.float32)
         assert not skipped, skipped
         assert len(passed) == len(group.cases)
 
 
 def test_the_large_matmuls_lie_between_the_dense_cap_and_the_large_one_and_are_timed_hot():
-    spec = cc.grid_spec("standard", "cpu")
-    shapes = cc.large_linear_shapes(spec)
+    spec = calibration_cases.grid_spec("standard", "cpu")
+    shapes = calibration_cases.large_linear_shapes(spec)
     assert shapes and len(set(shapes)) == len(shapes)
     assert all(spec["linear_flops"] < 2.0 * m * n * k <= spec["large_flops"] for m, n, k in shapes)
     assert (256, 4096, 4096) in shapes and (2048, 4096, 4096) not in shapes
-    linear = {c.label: c for c in cc.groups("standard", "cpu", ["linear"])[0].cases}
+    linear = {c.label: c for c in calibration_cases.groups("standard", "cpu", ["linear"])[0].cases}
     for m, n, k in shapes:
         assert linear[f"linear M={m} N={n} K={k}"].states == ("hot",)
-    assert cc.large_linear_shapes(cc.grid_spec("tiny", "cpu")) == []
+    assert calibration_cases.large_linear_shapes(calibration_cases.grid_spec("tiny", "cpu")) == []
 
 
 def test_grouped_query_decode_cases_share_each_key_value_head_among_group_query_heads():
-    cases = [c for c in cc.groups("tiny", "cpu", ["sdpa"])[0].cases if " g=" in c.label]
+    cases = [c for c in calibration_cases.groups("tiny", "cpu", ["sdpa"])[0].cases if " g=" in c.label]
     assert cases
     x = cases[0].inputs(torch.Generator().manual_seed(0), torch.float32)
     assert x["q"].shape[1] == 2 * x["k"].shape[1] and x["q"].shape[2] == 1
@@ -60,19 +58,25 @@ def test_grouped_query_decode_cases_share_each_key_value_head_among_group_query_
 def test_prefill_attention_is_measured_on_and_off_the_vector_width_on_a_cpu_only(monkeypatch, lanes):
     """Every (B·H, T, d) of the prefill attention grid again at T + lanes/2 on a CPU — the
     ``.tail`` families, recorded as such —; on a GPU the grid's lengths only."""
-    monkeypatch.setattr(cc, "cpu_vector_lanes", lambda: lanes)
+    monkeypatch.setattr(calibration_cases, "cpu_vector_lanes", lambda: lanes)
     monkeypatch.setattr(op_families, "cpu_vector_lanes", lambda: lanes)
-    spec = cc.grid_spec("tiny", "cpu")
-    assert spec["sdpa_tail"] == lanes // 2 and cc.grid_spec("standard", "cuda")["sdpa_tail"] == 0
-    prefill = [c for c in cc.sdpa_cases(spec) if c.label.startswith(("sdpa.causal", "sdpa.full"))]
+    spec = calibration_cases.grid_spec("tiny", "cpu")
+    assert (
+        spec["sdpa_tail"] == lanes // 2 and calibration_cases.grid_spec("standard", "cuda")["sdpa_tail"] == 0
+    )
+    prefill = [
+        c for c in calibration_cases.sdpa_cases(spec) if c.label.startswith(("sdpa.causal", "sdpa.full"))
+    ]
     lengths = {int(c.label.split("Tq=")[1].split()[0]) for c in prefill}
     assert lengths == {t + r for t in spec["sdpa_t"] for r in (0, lanes // 2)}
-    gpu = [c for c in cc.sdpa_cases({**spec, "sdpa_tail": 0}) if c.label.startswith("sdpa.causal")]
+    gpu = [
+        c for c in calibration_cases.sdpa_cases({**spec, "sdpa_tail": 0}) if c.label.startswith("sdpa.causal")
+    ]
     assert {int(c.label.split("Tq=")[1].split()[0]) for c in gpu} == set(spec["sdpa_t"])
     for case in prefill:
         x = case.inputs(torch.Generator().manual_seed(0), torch.float32)
         recorder = op_families.FamilyRecorder()
-        rec.record_ops(lambda case=case, x=x: case.run(x), recorder=recorder)
+        op_recorder.record_ops(lambda case=case, x=x: case.run(x), recorder=recorder)
         t = x["q"].shape[-2]
         kind = case.label.split()[0]
         assert recorder.signatures[-1].family == kind + (".tail" if t % lanes else ""), case.label
@@ -81,7 +85,7 @@ def test_prefill_attention_is_measured_on_and_off_the_vector_width_on_a_cpu_only
 def test_attention_is_checked_on_its_first_batch_row():
     """A float64 copy of every head of a long cache cost more than timing it: the check covers the
     first batch row (8 heads) — and still catches a kernel that gets that row wrong."""
-    case = cc._sdpa_case("decode", 16, 1, 64, 32)
+    case = calibration_cases._sdpa_case("decode", 16, 1, 64, 32)
     x = case.inputs(torch.Generator().manual_seed(0), torch.float32)
     assert x["k"].shape[0] == 2 and case.sample is not None
     assert case.sample(case.run(x)).shape == case.reference(x).shape == (1, 8, 1, 32)
@@ -104,23 +108,27 @@ def test_every_family_with_several_features_has_names_for_them():
 
 
 def test_small_ops_without_a_main_operand_are_measured_in_context_and_nothing_else_is():
-    groups = {g.name: g for g in cc.groups("standard", "cpu")}
+    groups = {g.name: g for g in calibration_cases.groups("standard", "cpu")}
     for name, group in groups.items():
         for case in group.cases:
-            small = name in cc.CONTEXT_GROUPS and case.reads <= cc.CONTEXT_MAX_BYTES
+            small = (
+                name in calibration_cases.CONTEXT_GROUPS and case.reads <= calibration_cases.CONTEXT_MAX_BYTES
+            )
             main = "warm" in case.states or "cold" in case.states
             embedding = case.label.startswith("embedding")  # few rows of a table: context too
             assert ("context" in case.states) == (small and (embedding or not main)), case.label
             # and the smallest of them, without a main operand, after a flush of the LLC too
-            tiny = small and case.reads <= cc.FAR_MAX_BYTES
+            tiny = small and case.reads <= calibration_cases.FAR_MAX_BYTES
             assert ("far" in case.states) == (tiny and not main), case.label
     assert any("context" in c.states for c in groups["elementwise"].cases)
-    assert any("far" in c.states for g in cc.CONTEXT_GROUPS for c in groups[g].cases)
+    assert any("far" in c.states for g in calibration_cases.CONTEXT_GROUPS for c in groups[g].cases)
     assert not any("context" in c.states for c in groups["elementwise"].cases if c.input_bytes > 2**19)
 
 
-def _fake_case(label: str, nbytes: int, log: list[str]) -> cc.Case:
-    return cc.Case("linear", label, lambda g, d: {}, lambda x: log.append(label), lambda x: None, nbytes)
+def _fake_case(label: str, nbytes: int, log: list[str]) -> calibration_cases.Case:
+    return calibration_cases.Case(
+        "linear", label, lambda g, d: {}, lambda x: log.append(label), lambda x: None, nbytes
+    )
 
 
 def test_a_warm_case_runs_a_small_case_of_its_kind_between_the_scrub_and_its_timed_call():
@@ -148,9 +156,9 @@ def test_a_warm_case_runs_a_small_case_of_its_kind_between_the_scrub_and_its_tim
     for part in cal._case_parts(items[2].part, "far", scrubs, toucher):
         part.run()
     assert log == ["linear 4096", "far", "touch", "linear 4096"]
-    assert [scrubs.measures(s) for s in om.STATES] == [True] * 5
+    assert [scrubs.measures(s) for s in op_model.STATES] == [True] * 5
     gpu = cal._Scrubs(None, scrubs.llc)
-    assert [gpu.measures(s) for s in om.STATES] == [True, False, True, False, False]
+    assert [gpu.measures(s) for s in op_model.STATES] == [True, False, True, False, False]
     # the warmer shares the most leading words of the label (a BLAS picks its kernel by M)
     same_m, tinier = _fake_case("linear M=4 N=64", 2**14, log), _fake_case("linear M=1 N=64", 2**10, log)
     timed = _fake_case("linear M=4 N=512", 2**20, log)
@@ -158,7 +166,7 @@ def test_a_warm_case_runs_a_small_case_of_its_kind_between_the_scrub_and_its_tim
     assert picked is not None and picked.case is same_m
 
 
-def _recorded(case: cc.Case) -> cal._Recorded:
+def _recorded(case: calibration_cases.Case) -> cal._Recorded:
     return cal._Recorded(case, {}, cal._Part(lambda: case.run({}), ()), ())
 
 
@@ -167,8 +175,8 @@ def _logged(word: str, log: list[str]) -> cal._Part:
 
 
 def test_a_case_whose_output_is_wrong_is_not_timed():
-    good = cc.groups("tiny", "cpu", ["views"])[0].cases[0]
-    wrong = cc.Case("views", "wrong", good.inputs, good.run, lambda x: good.reference(x) + 1.0)
+    good = calibration_cases.groups("tiny", "cpu", ["views"])[0].cases[0]
+    wrong = calibration_cases.Case("views", "wrong", good.inputs, good.run, lambda x: good.reference(x) + 1.0)
     passed, skipped = cal.checked_inputs([good, wrong], torch.float32)
     assert [c.label for c, _ in passed] == [good.label]
     assert skipped and skipped[0].startswith("wrong: output differs from the float64 reference")
@@ -241,7 +249,7 @@ def test_resume_skips_finished_groups(monkeypatch, small_run):
     assert measured == ["memory"]
 
 
-def _spread(result: om.CalibrationResult, spread: float) -> om.CalibrationResult:
+def _spread(result: op_model.CalibrationResult, spread: float) -> op_model.CalibrationResult:
     families = [
         replace(f, points=tuple(replace(p, rel_spread=spread) for p in f.points)) for f in result.families
     ]
@@ -254,7 +262,7 @@ def test_how_noisy_the_calibration_was_is_said_once_as_it_ends(monkeypatch, spre
     said again only when the whole calibration is still noisy."""
     monkeypatch.setattr(cal, "measure_group", lambda group, dtype, **_kw: ([], []))
     earlier = _spread(synthetic_calibration(families=True), spread)
-    earlier = replace(earlier, warnings=(*earlier.warnings, *om.noise_notices(_spread(earlier, 0.5))))
+    earlier = replace(earlier, warnings=(*earlier.warnings, *op_model.noise_notices(_spread(earlier, 0.5))))
     result = cal.calibrate("cpu", torch.float32, grid="tiny", only=["views"], resume_from=earlier)
     noisy = [w for w in result.warnings if w.code == "calibration_noisy"]
     assert len(noisy) == said
@@ -284,7 +292,7 @@ def test_unusable_files_are_one_line_errors(tmp_path):
     bad.write_text("{not json")
     with pytest.raises(InvalidInput, match="not a readable infer-opt calibration result"):
         cal.load_calibration(bad)
-    empty = om.CalibrationResult(
+    empty = op_model.CalibrationResult(
         device="cpu",
         device_name="x",
         device_key="k",
@@ -353,15 +361,15 @@ def test_a_repetitions_calls_composed_from_its_recorded_parts_are_the_calls_it_m
     are composed from those records, and must be what recording the whole repetition gives."""
     scrubs = cal._Scrubs(*(cal._Part.recorded(cal.reader(n)) for n in (2**16, 2**17, 2**16, 2**17)))
     for name in ("linear", "sdpa", "elementwise", "memory"):
-        cases = cc.groups("tiny", "cpu", [name])[0].cases[:12]
+        cases = calibration_cases.groups("tiny", "cpu", [name])[0].cases[:12]
         passed, _ = cal.checked_inputs(cases, torch.float32)
         items = [cal._record(case, inputs) for case, inputs in passed]
-        for state in om.STATES:
+        for state in op_model.STATES:
             chosen = [item for item in items if state in item.case.states]
             if not chosen:
                 continue
             program, calls, kept = cal._timed_program(chosen, state, scrubs)
-            actual = rec.record_ops(program)
+            actual = op_recorder.record_ops(program)
             assert [(c.name, c.match_shapes) for c in calls] == [(c.name, c.match_shapes) for c in actual]
             assert kept and all(calls[i].name for i, _ in kept)
 
@@ -374,7 +382,7 @@ def test_the_far_state_reads_the_llc_flush_capped_and_the_cases_inputs_by_anothe
     monkeypatch.setattr(devices, "flush_buffer_bytes", lambda device: 2**24)
     assert cal.far_reuse_bytes() == 2**24
     inputs = {"x": torch.ones(3, 4), "index": torch.tensor([1, 2]), "dim": 1, "empty": torch.ones(0)}
-    calls = rec.record_ops(cal._toucher(inputs))
+    calls = op_recorder.record_ops(cal._toucher(inputs))
     assert [c.name for c in calls] == ["aten::sum", "aten::sum"]
     assert [c.shapes[0] for c in calls] == [(3, 4), (2,)]
 
@@ -399,7 +407,9 @@ def test_a_short_case_whose_main_operand_persists_is_timed_at_its_steady_state()
 
 
 def test_only_short_cases_whose_main_operand_persists_run_to_their_steady_state():
-    groups = {g.name: g for g in cc.groups("standard", "cpu", ["linear", "sdpa", "norms", "memory"])}
+    groups = {
+        g.name: g for g in calibration_cases.groups("standard", "cpu", ["linear", "sdpa", "norms", "memory"])
+    }
 
     def steady(group: str, prefix: str, flops: float = 1e6) -> list[bool]:
         cases = [c for c in groups[group].cases if c.label.startswith(prefix)][:3]
@@ -413,14 +423,14 @@ def test_only_short_cases_whose_main_operand_persists_run_to_their_steady_state(
     assert not any(steady("sdpa", "sdpa.causal")) and not any(steady("norms", "layer_norm"))
 
 
-_CALL = rec.OpCall(0, "aten::mm", ((1, 1),), "float32", 0, "torch", 0, "", "", "matmul")
+_CALL = op_recorder.OpCall(0, "aten::mm", ((1, 1),), "float32", 0, "torch", 0, "", "", "matmul")
 
 
 def test_the_host_term_is_the_median_of_interleaved_rounds(monkeypatch):
     """Each round's host time is its own wall minus its own op sum: one round of each chain timed
     in a slow spell (wall 3× the others) changes neither figure."""
 
-    def host(slow: bool) -> om.HostCalibration:
+    def host(slow: bool) -> op_model.HostCalibration:
         walls = iter(([3.0e-3, 3.0e-3] if slow else []) + [1.0e-3] * (2 * cal.HOST_ROUNDS))
         # the module chain's ops take less than the plain chain's: it has host time of its own
         ops = {True: 0.5e-3, False: 0.2e-3}

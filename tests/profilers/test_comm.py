@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from infer_opt.cost_models import comm as cm
+from infer_opt.cost_models import comm as comm_module
 from infer_opt.errors import InvalidInput, RunFailure
 from infer_opt.notices import has
 from infer_opt.profilers import comm, distributed
@@ -24,9 +24,9 @@ def test_sizes_are_a_geometric_grid_from_four_bytes():
 
 
 def test_collectives_are_named_in_canonical_order():
-    assert comm.parse_collectives(["all"], 2) == cm.COLLECTIVES
+    assert comm.parse_collectives(["all"], 2) == comm_module.COLLECTIVES
     assert comm.parse_collectives(["send-recv", "all_reduce"], 4) == ("all_reduce", "send_recv")
-    assert comm.parse_collectives(["all_reduce"], 1) == (cm.LOCAL_COPY,)
+    assert comm.parse_collectives(["all_reduce"], 1) == (comm_module.LOCAL_COPY,)
     with pytest.raises(InvalidInput, match="collectives"):
         comm.parse_collectives(["allreduce2"], 2)
 
@@ -58,7 +58,7 @@ def test_one_rank_measures_the_local_copy_and_says_why(monkeypatch):
         )
         result = comm.run_sweep(ctx, settings, on_update=updates.append)
     assert result is not None and result.complete
-    assert [c.collective for c in result.collectives] == [cm.LOCAL_COPY]
+    assert [c.collective for c in result.collectives] == [comm_module.LOCAL_COPY]
     (copy,) = result.collectives
     assert [p.bytes for p in copy.points] == [4, 16, 64, 256, 1024, 4096]
     assert copy.alpha_s is not None and copy.alpha_s > 0
@@ -72,7 +72,9 @@ def test_one_gpu_measures_the_local_copy_with_cuda_events(monkeypatch):
         monkeypatch.delenv(key, raising=False)
     with distributed.rank_job("auto", "cuda", 30) as ctx:
         assert (ctx.backend, ctx.device.type) == ("nccl", "cuda")
-        settings = comm.SweepSettings((cm.LOCAL_COPY,), (4, 2**20, 2**26), torch.float32, warmup=2, reps=5)
+        settings = comm.SweepSettings(
+            (comm_module.LOCAL_COPY,), (4, 2**20, 2**26), torch.float32, warmup=2, reps=5
+        )
         result = comm.run_sweep(ctx, settings)
     assert result is not None and has(result.warnings, "comm_single_rank")
     (copy,) = result.collectives
@@ -84,6 +86,6 @@ def test_one_gpu_measures_the_local_copy_with_cuda_events(monkeypatch):
 def test_every_collective_over_two_gpus_with_nccl():
     run = torchrun("-m", "tests.profilers.dist_workers", "sweep", DEVICE="cuda")
     assert run.returncode == 0, run.stderr[-2000:]
-    result = cm.CommResult.from_dict(json_lines(run.stdout)[0])
+    result = comm_module.CommResult.from_dict(json_lines(run.stdout)[0])
     assert (result.backend, result.world_size) == ("nccl", 2)
-    assert [c.collective for c in result.collectives] == list(cm.COLLECTIVES)
+    assert [c.collective for c in result.collectives] == list(comm_module.COLLECTIVES)

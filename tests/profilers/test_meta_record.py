@@ -10,8 +10,7 @@ import torch
 
 from infer_opt.errors import InvalidInput, RunFailure
 from infer_opt.profilers import meta_record as mr
-from infer_opt.profilers import models
-from infer_opt.profilers import op_recorder as rec
+from infer_opt.profilers import models, op_recorder
 from infer_opt.profilers.model_profile import build_step
 from infer_opt.profilers.op_families import FamilyRecorder
 
@@ -24,7 +23,7 @@ def real_calls(spec: str, mode: str, hf_overrides=None):
     )
     step = build_step(loaded, mode, context=SHAPE["context"], new_tokens=SHAPE["new_tokens"], device="cpu")
     recorder = FamilyRecorder()
-    calls = rec.record_ops(step.fn, loaded.model, recorder=recorder)
+    calls = op_recorder.record_ops(step.fn, loaded.model, recorder=recorder)
     return calls, recorder.signatures
 
 

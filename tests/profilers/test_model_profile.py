@@ -10,9 +10,8 @@ from infer_opt.cost_models.roofline import RooflineFit
 from infer_opt.errors import InvalidInput, RunFailure
 from infer_opt.kinds.profile import ProfileResult
 from infer_opt.profilers import model_profile as mp
-from infer_opt.profilers import models
-from infer_opt.profilers import op_recorder as rec
-from infer_opt.profilers.roofline_store import ResolvedFit
+from infer_opt.profilers import models, op_recorder
+from infer_opt.profilers.calibration_store import ResolvedFit
 from infer_opt.results import save_result
 from infer_opt.steps import Shape, StepSettings
 from tests.helpers import usable_fit
@@ -49,7 +48,7 @@ def _profile(name="tiny", mode="prefill", seq_len=32, **kwargs):
 def test_counted_flops_are_within_5_percent_of_the_analytic_count(name, mode, seq_len, context):
     loaded = models.load_model(name, batch_size=2, seq_len=seq_len)
     step = mp.build_step(loaded, mode, context=context, new_tokens=1, device="cpu")
-    calls = rec.record_ops(step.fn, loaded.model)
+    calls = op_recorder.record_ops(step.fn, loaded.model)
     counted = sum(c.flops for c in calls)
     assert counted == pytest.approx(step.flops_analytic, rel=0.05)
     # the matmul + attention part alone is exact: 2·P·tokens + 4·B·H·Tq·Tk·d·L (dense, not halved)
@@ -61,7 +60,7 @@ def test_counted_flops_are_within_5_percent_of_the_analytic_count(name, mode, se
 
 
 def _call(i, name, category, flops, nbytes, module, shapes=((4, 4),)):
-    return rec.OpCall(
+    return op_recorder.OpCall(
         i, name, shapes, "float32", flops, "torch", nbytes, module, "", category, match_shapes=shapes
     )
 
@@ -73,7 +72,7 @@ def _aggregate_inputs():
         _call(2, "aten::add", "elementwise", 100, 40_000, "blocks.1"),
         _call(3, "aten::view", "memory", 0, 0, "blocks.1"),
     ]
-    timings = rec.OpTimings(
+    timings = op_recorder.OpTimings(
         per_rep_s=[[40e-6, 40e-6, 9e-6, 1e-6], [44e-6, 36e-6, 11e-6, 1e-6], [40e-6, 40e-6, 10e-6, 3e-6]],
         clock="cpu",
         rep_total_s=[1e-4] * 3,
@@ -235,7 +234,7 @@ def test_hf_counted_flops_match_the_analytic_count(key):
     loaded = models.load_model(spec, batch_size=2, seq_len=32, hf_overrides=overrides)
     step = mp.build_step(loaded, "prefill", context=0, new_tokens=1, device="cpu")
     assert step.flops_analytic == loaded.flops_analytic is not None
-    calls = rec.record_ops(step.fn, loaded.model)
+    calls = op_recorder.record_ops(step.fn, loaded.model)
     counted = sum(c.flops for c in calls)
     assert counted == pytest.approx(step.flops_analytic, rel=0.05)
     # matmuls + attention: 2·P·tokens + 4·B·H·T²·d·L (Llama's rotary angles add a small matmul)
@@ -279,14 +278,14 @@ def test_out_of_memory_names_the_cause_and_the_fix():
 
 
 def test_resolve_fit_prefers_the_file_then_the_saved_fit(tmp_path, monkeypatch):
-    from infer_opt.profilers import roofline_store
+    from infer_opt.profilers import calibration_store
 
     monkeypatch.setenv("INFER_OPT_CACHE", str(tmp_path / "cache"))
     fit = usable_fit()
     path = save_result(tmp_path / "fit.json", fit)
     resolved = mp.resolve_fit("cpu", torch.float32, path)
     assert resolved.fit == fit and resolved.source == str(path)
-    assert roofline_store.cache_fit(fit).saved
+    assert calibration_store.cache_fit(fit).saved
     resolved = mp.resolve_fit("cpu", torch.float32)
     assert resolved.fit == fit and resolved.source.startswith("saved fit")
     with pytest.raises(InvalidInput, match=r"^roofline: .*does not exist"):

@@ -9,14 +9,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from infer_opt.errors import RunFailure
-from infer_opt.profilers import op_families
-from infer_opt.profilers import op_recorder as rec
+from infer_opt.profilers import op_families, op_recorder
 from infer_opt.profilers.op_families import FamilyRecorder, ModuleCounter, aten_view_strides, layout
 
 
 def families(fn, model=None) -> list[tuple[str, tuple[int, ...]]]:
     recorder = FamilyRecorder()
-    rec.record_ops(fn, model, recorder=recorder)
+    op_recorder.record_ops(fn, model, recorder=recorder)
     assert len(recorder.signatures) == len(recorder.calls)
     return [(s.family, s.features) for s in recorder.signatures]
 
@@ -107,7 +106,7 @@ def test_norms_softmax_embedding_copies():
 def test_embedding_reads_only_its_rows():
     table, idx = torch.randn(1000, 32), torch.tensor([1, 2])
     recorder = FamilyRecorder()
-    rec.record_ops(lambda: F.embedding(idx, table), recorder=recorder)
+    op_recorder.record_ops(lambda: F.embedding(idx, table), recorder=recorder)
     sig = recorder.signatures[0]
     assert sig.work_bytes == pytest.approx(2 * 2 * 32 * 4 + 2 * 8)  # rows read + written, indices
     assert sig.touches.main == (0,)
@@ -148,11 +147,11 @@ def test_fake_tensor_checks_are_answered_true_and_values_are_refused():
         x = torch.empty(3)
     recorder = FamilyRecorder()
     with mode:
-        calls = rec.record_ops(lambda: bool((x == 0).all()), recorder=recorder)
+        calls = op_recorder.record_ops(lambda: bool((x == 0).all()), recorder=recorder)
     assert [c.name for c in calls][-1] == "aten::_local_scalar_dense"
     assert not any(c.name.startswith("prim::") for c in calls)
     with mode, pytest.raises(RunFailure, match="hold no data"):
-        rec.record_ops(lambda: float(x.sum()), recorder=FamilyRecorder())
+        op_recorder.record_ops(lambda: float(x.sum()), recorder=FamilyRecorder())
 
 
 def test_module_counter_counts_module_calls():

@@ -12,7 +12,7 @@ from infer_opt import steps
 from infer_opt.errors import InvalidInput
 from infer_opt.kinds.predict import PredictResult
 from infer_opt.profilers import predict as pr
-from infer_opt.profilers import validate as va
+from infer_opt.profilers import validate
 from infer_opt.profilers.meta_record import StepSpec
 from infer_opt.steps import StepSettings
 from tests.profilers.synthetic_calibration import (
@@ -33,7 +33,7 @@ def test_step_is_every_op_at_its_prediction_plus_the_host_term():
     result = pr.predict("tiny", calibration, mode="prefill", batch=2, seq_len=16)
     step = pr.predict_recorded(
         StepSpec("tiny", "prefill", batch=2, seq_len=16, context=0, new_tokens=1, dtype=torch.float32),
-        pr.om.OpModel(calibration),
+        pr.op_model.OpModel(calibration),
     )
     recorded = step.recorded
     ops = math.fsum(
@@ -156,7 +156,7 @@ def test_a_cold_matmul_family_is_used_for_a_model_larger_than_the_cache():
     cold = matmul_family("cold", bandwidth=1e9)
     calibration = synthetic_calibration()
     # the cold state sits 1 KiB of reads after the last use: every weight is beyond it
-    near = pr.om.CalibrationResult(
+    near = pr.op_model.CalibrationResult(
         **{
             **calibration.__dict__,
             "families": (*warm, *cold),
@@ -168,13 +168,15 @@ def test_a_cold_matmul_family_is_used_for_a_model_larger_than_the_cache():
     matmuls = [o for o in ops if o.family.endswith(".nt")]
     assert matmuls and all(o.state == "cold" for o in matmuls)
     # far: every weight is nearer the warm state; ops without a weight are hot
-    far = pr.om.CalibrationResult(**{**near.__dict__, "warm_reuse_bytes": 2**29, "cold_reuse_bytes": 2**40})
+    far = pr.op_model.CalibrationResult(
+        **{**near.__dict__, "warm_reuse_bytes": 2**29, "cold_reuse_bytes": 2**40}
+    )
     ops = pr.predict("tiny", far, mode="decode", batch=1, context=8).ops
     assert all(o.state == "warm" for o in ops if o.family.endswith(".nt"))
     assert all(o.state == "hot" for o in ops if o.category in ("elementwise", "normalization"))
 
 
-def noisy(calibration: pr.om.CalibrationResult) -> pr.om.CalibrationResult:
+def noisy(calibration: pr.op_model.CalibrationResult) -> pr.op_model.CalibrationResult:
     """``calibration`` with a matmul family whose repetitions spread by 30%."""
     family = matmul_family()[0]
     points = tuple(replace(p, rel_spread=0.3) for p in family.points)
@@ -184,7 +186,7 @@ def noisy(calibration: pr.om.CalibrationResult) -> pr.om.CalibrationResult:
 def test_a_prediction_and_a_validation_from_a_noisy_calibration_say_so():
     result = pr.predict("tiny", noisy(synthetic_calibration()), mode="decode", batch=1, context=32)
     assert "calibration_noisy" in [n.code for n in result.warnings]
-    checked = va.validate(QUICK, noisy(local_calibration()), grid={"seq_len": (24,)})
+    checked = validate.validate(QUICK, noisy(local_calibration()), grid={"seq_len": (24,)})
     assert [n.code for n in checked.warnings].count("calibration_noisy") == 1
     quiet = pr.predict("tiny", synthetic_calibration(families=True), mode="decode", batch=1, context=32)
     assert "calibration_noisy" not in [n.code for n in quiet.warnings]
@@ -197,6 +199,6 @@ def test_what_is_said_of_the_calibration_is_said_by_predict_and_validate_alike()
     assert [n.code for n in pr.calibration_notices(smoke)] == expected
     predicted = pr.predict("tiny", smoke, mode="decode", batch=1, context=32)
     assert set(expected) <= {n.code for n in predicted.warnings}
-    checked = va.validate(QUICK, smoke, grid={"seq_len": (24,)})
+    checked = validate.validate(QUICK, smoke, grid={"seq_len": (24,)})
     assert set(expected) <= {n.code for n in checked.warnings}
     assert pr.calibration_notices(local_calibration()) == []

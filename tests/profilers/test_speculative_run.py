@@ -10,12 +10,11 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infer_opt.checks import spec_sampler
+from infer_opt.checks import speculative_sampler
 from infer_opt.cost_models import speculative as calc
 from infer_opt.errors import InvalidInput
-from infer_opt.profilers import models
-from infer_opt.profilers import spec_run as sr
-from infer_opt.profilers.spec_measure import ModelPair
+from infer_opt.profilers import models, speculative_run
+from infer_opt.profilers.speculative_measure import ModelPair
 from infer_opt.profilers.timing import Measurement
 from infer_opt.results import dumps, parse_envelope
 from infer_opt.stats import Summary
@@ -64,8 +63,8 @@ def small_model(
 
 
 def prefilled(pair: ModelPair, prompt: list[int], length: int = 64) -> tuple[models.KVCache, models.KVCache]:
-    t_cache, d_cache = sr.new_caches(pair, length)
-    sr.prefill_pair(pair, t_cache, d_cache, prompt)
+    t_cache, d_cache = speculative_run.new_caches(pair, length)
+    speculative_run.prefill_pair(pair, t_cache, d_cache, prompt)
     return t_cache, d_cache
 
 
@@ -113,8 +112,8 @@ def _tokens_fed_to_the_draft(pair: ModelPair) -> list[int]:
     handle = pair.draft.register_forward_pre_hook(lambda _module, args: fed.append(args[0].shape[1]))
     prompt = [4, 2]
     t_cache, d_cache = prefilled(pair, prompt)
-    trace = sr.decode_speculative(
-        pair, t_cache, d_cache, prompt, 20, 3, sr.Decoding(), np.random.default_rng(0)
+    trace = speculative_run.decode_speculative(
+        pair, t_cache, d_cache, prompt, 20, 3, speculative_run.Decoding(), np.random.default_rng(0)
     )
     handle.remove()
     assert len(trace.tokens) == 20
@@ -123,8 +122,8 @@ def _tokens_fed_to_the_draft(pair: ModelPair) -> list[int]:
 
 def test_an_early_exit_draft_shares_the_targets_cache_and_never_catches_up():
     target = small_model(layers=3)
-    pair = ModelPair(target, sr.EarlyExitLM(target, 1), "t", "self:1", 64)
-    t_cache, d_cache = sr.new_caches(pair, 32)
+    pair = ModelPair(target, speculative_run.EarlyExitLM(target, 1), "t", "self:1", 64)
+    t_cache, d_cache = speculative_run.new_caches(pair, 32)
     assert d_cache.shares is t_cache
     assert set(_tokens_fed_to_the_draft(pair)) == {1}
 
@@ -133,14 +132,14 @@ def test_a_separate_draft_catches_up_after_a_fully_accepted_round():
     target = small_model(layers=3)
     twin = small_model(layers=3)  # the same weights (same seed): every draft is accepted
     pair = ModelPair(target, twin, "t", "twin", 64)
-    assert sr.new_caches(pair, 32)[1].shares is None
+    assert speculative_run.new_caches(pair, 32)[1].shares is None
     assert set(_tokens_fed_to_the_draft(pair)) == {1, 2}
 
 
 @pytest.mark.parametrize("positions", ["learned", "rotary"])
 def test_early_exit_is_the_targets_first_layers_norm_and_head(positions):
     target = small_model(layers=3, positions=positions)
-    draft = sr.EarlyExitLM(target, 2)
+    draft = speculative_run.EarlyExitLM(target, 2)
     assert draft.config.n_layers == 2 and draft.config.name == "self:2"
     assert {id(p) for p in draft.parameters()} <= {id(p) for p in target.parameters()}
     ids = torch.tensor([[3, 1, 4, 1, 5]])
@@ -159,7 +158,7 @@ def test_early_exit_is_the_targets_first_layers_norm_and_head(positions):
 
 
 def test_self_draft_loads_with_the_targets_weights():
-    pair = sr.load_run_pair("tiny", "self:1", device="cpu", dtype=torch.float32)
+    pair = speculative_run.load_run_pair("tiny", "self:1", device="cpu", dtype=torch.float32)
     assert pair.draft_name == "self:1" and pair.vocab_size == 1024
     assert pair.draft.lm_head.weight is pair.target.lm_head.weight
     assert "first 1 of 2 layers" in pair.draft_note
@@ -168,7 +167,7 @@ def test_self_draft_loads_with_the_targets_weights():
 @pytest.mark.parametrize("draft", ["self:0", "self:2", "self:x", "self:", "self:-1"])
 def test_self_draft_needs_fewer_layers_than_the_target(draft):
     with pytest.raises(InvalidInput, match=r"1 <= N < 2") as err:
-        sr.load_run_pair("tiny", draft, device="cpu", dtype=torch.float32)
+        speculative_run.load_run_pair("tiny", draft, device="cpu", dtype=torch.float32)
     assert err.value.option == "draft"
 
 
@@ -176,7 +175,7 @@ def test_a_draft_with_another_vocabulary_is_refused(tmp_path):
     path = tmp_path / "mini.py"
     path.write_text(VOCAB_FACTORY)
     with pytest.raises(InvalidInput, match="share the target's vocabulary"):
-        sr.load_run_pair("tiny", f"{path}:make", device="cpu", dtype=torch.float32)
+        speculative_run.load_run_pair("tiny", f"{path}:make", device="cpu", dtype=torch.float32)
 
 
 # ----------------------------------------------------------------------------- exactness
@@ -185,7 +184,7 @@ def test_a_draft_with_another_vocabulary_is_refused(tmp_path):
 def _greedy_pair(draft_kind: str) -> ModelPair:
     target = small_model(layers=3)
     draft = {
-        "early exit": lambda: sr.EarlyExitLM(target, 1),
+        "early exit": lambda: speculative_run.EarlyExitLM(target, 1),
         "the target itself": lambda: target,
         "an unrelated model": lambda: small_model(layers=1, seed=7),
     }[draft_kind]()
@@ -202,9 +201,11 @@ def _greedy_pair(draft_kind: str) -> ModelPair:
 def test_greedy_speculative_output_is_the_greedy_plain_output(draft_kind, k, new_tokens, prompt):
     pair = _greedy_pair(draft_kind)
     t_cache, d_cache = prefilled(pair, prompt)
-    greedy = sr.Decoding()
-    plain = sr.decode_plain(pair.target, t_cache, prompt, new_tokens, greedy, np.random.default_rng(0))
-    trace = sr.decode_speculative(
+    greedy = speculative_run.Decoding()
+    plain = speculative_run.decode_plain(
+        pair.target, t_cache, prompt, new_tokens, greedy, np.random.default_rng(0)
+    )
+    trace = speculative_run.decode_speculative(
         pair, t_cache, d_cache, prompt, new_tokens, k, greedy, np.random.default_rng(0)
     )
     assert trace.tokens == plain
@@ -217,8 +218,8 @@ def test_greedy_rounds_commit_accepted_drafts_plus_one():
     pair = _greedy_pair("early exit")
     prompt = [5, 9, 2]
     t_cache, d_cache = prefilled(pair, prompt)
-    trace = sr.decode_speculative(
-        pair, t_cache, d_cache, prompt, 30, 3, sr.Decoding(), np.random.default_rng(0)
+    trace = speculative_run.decode_speculative(
+        pair, t_cache, d_cache, prompt, 30, 3, speculative_run.Decoding(), np.random.default_rng(0)
     )
     accepted = sum(trace.accepted_per_position)
     assert 0 < accepted < 3 * trace.full_rounds  # this pair accepts some drafts, not all
@@ -243,9 +244,11 @@ def _sampled_sequences(
 ) -> np.ndarray:
     t_cache, d_cache = prefilled(pair, prompt)
     rng = np.random.default_rng(12345)
-    sampling = sr.Decoding(temperature=1.0)
+    sampling = speculative_run.Decoding(temperature=1.0)
     rows = [
-        sr.decode_speculative(pair, t_cache, d_cache, prompt, n, k, sampling, rng, rule=rule).tokens
+        speculative_run.decode_speculative(
+            pair, t_cache, d_cache, prompt, n, k, sampling, rng, rule=rule
+        ).tokens
         for _ in range(trials)
     ]
     return np.asarray(rows)
@@ -257,16 +260,20 @@ def test_sampled_speculative_output_is_distributed_as_the_target():
     against the target's exact autoregressive distribution; the wrong "resample from p" rule
     run through the same loop must be rejected, so the test can tell the two apart."""
     target = small_model(vocab=5, layers=2, std=0.3)
-    pair = ModelPair(target, sr.EarlyExitLM(target, 1), "target", "self:1", 5)
+    pair = ModelPair(target, speculative_run.EarlyExitLM(target, 1), "target", "self:1", 5)
     prompt, n, k = [1, 3], 3, 2
-    expected = spec_sampler.sequence_codes(_target_sequence_distribution(target, prompt, n), 5)
+    expected = speculative_sampler.sequence_codes(_target_sequence_distribution(target, prompt, n), 5)
     exact = _sampled_sequences(pair, prompt, n, k, 1500, "exact")
     wrong = _sampled_sequences(pair, prompt, n, k, 1000, "resample-p")
-    p_exact, cells = spec_sampler.chi_square_p_value(spec_sampler.encode_sequences(exact, 5), expected)
-    p_wrong, _ = spec_sampler.chi_square_p_value(spec_sampler.encode_sequences(wrong, 5), expected)
+    p_exact, cells = speculative_sampler.chi_square_p_value(
+        speculative_sampler.encode_sequences(exact, 5), expected
+    )
+    p_wrong, _ = speculative_sampler.chi_square_p_value(
+        speculative_sampler.encode_sequences(wrong, 5), expected
+    )
     assert cells > 20
-    assert p_exact is not None and p_exact > spec_sampler.SIGNIFICANCE
-    assert p_wrong is not None and p_wrong < spec_sampler.SIGNIFICANCE
+    assert p_exact is not None and p_exact > speculative_sampler.SIGNIFICANCE
+    assert p_wrong is not None and p_wrong < speculative_sampler.SIGNIFICANCE
 
 
 # ----------------------------------------------------------------------------- analysis
@@ -277,11 +284,11 @@ def _summary(seconds: float) -> Summary:
 
 
 def test_a_point_compares_the_measured_speedup_with_the_cost_model():
-    trace = sr.SpeculativeTrace(
+    trace = speculative_run.SpeculativeTrace(
         3, tokens=list(range(30)), rounds=12, full_rounds=10, accepted_per_position=[8, 6, 3]
     )
     costs = {"c_t": 10e-3, "c_d": 1e-3, "c_v(3)": 12e-3, "c_m": 1e-3}
-    point = sr.make_point(
+    point = speculative_run.make_point(
         trace, _summary(0.5), _summary(1.0), costs, new_tokens=30, plain_tokens=list(range(30))
     )
     assert point.alpha_per_position == pytest.approx((0.8, 0.75, 0.5))
@@ -297,20 +304,26 @@ def test_a_point_compares_the_measured_speedup_with_the_cost_model():
 
 def test_the_chapters_worked_speedup_from_counts():
     """k = 3, α = 0.8 at every position, c_t = 10 ms, c_d = 1 ms, c_v = 12 ms, c_m = 1 ms -> 1.845."""
-    trace = sr.SpeculativeTrace(
+    trace = speculative_run.SpeculativeTrace(
         3, tokens=[0] * 8, rounds=1000, full_rounds=1000, accepted_per_position=[800, 640, 512]
     )
     costs = {"c_t": 10e-3, "c_d": 1e-3, "c_v(3)": 12e-3, "c_m": 1e-3}
-    point = sr.make_point(trace, _summary(1.0), _summary(1.0), costs, new_tokens=8, plain_tokens=None)
+    point = speculative_run.make_point(
+        trace, _summary(1.0), _summary(1.0), costs, new_tokens=8, plain_tokens=None
+    )
     assert point.expected_tokens_predicted == pytest.approx(2.952)
     assert point.predicted_speedup == pytest.approx(1.845)
     assert point.tokens_identical is None
 
 
 def test_a_point_after_a_never_accepted_position_predicts_one_token_per_round():
-    trace = sr.SpeculativeTrace(2, tokens=[1, 2, 3], rounds=3, full_rounds=2, accepted_per_position=[0, 0])
+    trace = speculative_run.SpeculativeTrace(
+        2, tokens=[1, 2, 3], rounds=3, full_rounds=2, accepted_per_position=[0, 0]
+    )
     costs = {"c_t": 10e-3, "c_d": 1e-3, "c_v(2)": 11e-3, "c_m": 0.0}
-    point = sr.make_point(trace, _summary(1.0), _summary(1.0), costs, new_tokens=3, plain_tokens=[1, 9, 3])
+    point = speculative_run.make_point(
+        trace, _summary(1.0), _summary(1.0), costs, new_tokens=3, plain_tokens=[1, 9, 3]
+    )
     assert point.alpha_per_position == (0.0, None)
     assert point.expected_tokens_predicted == 1.0
     assert point.predicted_speedup == pytest.approx(10 / 13)
@@ -325,7 +338,7 @@ def fake_timer(seconds: dict[str, float], cost_s: float = 0.01):
 
     def timer(fn, *, device="cpu", warmup=0, reps=1, time_cold=True, **_):
         fn()
-        t = seconds.get(fn.name, cost_s) if isinstance(fn, sr.TimedJob) else cost_s
+        t = seconds.get(fn.name, cost_s) if isinstance(fn, speculative_run.TimedJob) else cost_s
         samples = (t,) * reps
         return Measurement(samples, Summary.from_samples(samples), None, warmup, "fake", str(device), ())
 
@@ -334,9 +347,9 @@ def fake_timer(seconds: dict[str, float], cost_s: float = 0.01):
 
 def test_a_run_reports_measured_and_predicted_speedups_with_the_json_keys():
     target = small_model(layers=3)
-    pair = ModelPair(target, sr.EarlyExitLM(target, 1), "small", "self:1", 64)
+    pair = ModelPair(target, speculative_run.EarlyExitLM(target, 1), "small", "self:1", 64)
     seconds = {"plain decoding": 1.0, "speculative k = 1": 0.8, "speculative k = 2": 0.5}
-    result = sr.run_pair(
+    result = speculative_run.run_pair(
         pair,
         ks=[1, 2],
         new_tokens=12,
@@ -373,8 +386,10 @@ def test_a_run_reports_measured_and_predicted_speedups_with_the_json_keys():
 
 def test_a_run_with_the_real_timer_decodes_the_same_tokens_every_repetition():
     target = small_model(layers=2)
-    pair = ModelPair(target, sr.EarlyExitLM(target, 1), "small", "self:1", 64)
-    result = sr.run_pair(pair, ks=[2], new_tokens=8, prompt_len=3, reps=2, cost_reps=2, temperature=1.0)
+    pair = ModelPair(target, speculative_run.EarlyExitLM(target, 1), "small", "self:1", 64)
+    result = speculative_run.run_pair(
+        pair, ks=[2], new_tokens=8, prompt_len=3, reps=2, cost_reps=2, temperature=1.0
+    )
     assert result.tokens_identical is None  # sampling: nothing to compare token for token
     assert not any(n.code == "spec_run_nondeterministic" for n in result.warnings)
     point = result.points[0]
@@ -396,7 +411,7 @@ def test_a_run_with_the_real_timer_decodes_the_same_tokens_every_repetition():
 )
 def test_bad_run_options_are_refused_naming_the_parameter(options, param):
     target = small_model()
-    pair = ModelPair(target, sr.EarlyExitLM(target, 1), "small", "self:1", 64)
+    pair = ModelPair(target, speculative_run.EarlyExitLM(target, 1), "small", "self:1", 64)
     with pytest.raises(InvalidInput) as err:
-        sr.run_pair(pair, timer=fake_timer({}), **options)
+        speculative_run.run_pair(pair, timer=fake_timer({}), **options)
     assert err.value.option == param

@@ -10,7 +10,7 @@ import torch
 
 from infer_opt.profilers import calibration as cal
 from infer_opt.profilers import speed_probe
-from infer_opt.profilers import validate as va
+from infer_opt.profilers import validate as validate_module
 from infer_opt.reports import validate as view
 from infer_opt.steps import StepSettings
 from tests.profilers.synthetic_calibration import local_calibration, synthetic_calibration
@@ -68,14 +68,14 @@ def test_validate_says_how_much_slower_the_machine_ran_than_when_calibrated(
     calibration = replace(
         local_calibration(), probe_s=calibration_probes, dispatch_probe_s=calibration_dispatch
     )
-    result = va.validate(QUICK, calibration, grid={"seq_len": (24,)})
+    result = validate_module.validate(QUICK, calibration, grid={"seq_len": (24,)})
     assert [(p.probe_s, p.dispatch_probe_s) for p in result.points] == [(2e-3, 6e-6)]
     assert result.probe_slowdown == (2.0 if calibration_probes else None)
     # a calibration made before the dispatch probe existed: not compared, the matmul still is
     assert result.dispatch_probe_slowdown == (pytest.approx(1.5) if calibration_dispatch else None)
     # another device's calibration: its probes say nothing about this machine
     other = replace(synthetic_calibration(families=True), probe_s=(1e-3,), dispatch_probe_s=(1e-6,))
-    result = va.validate(QUICK, other, grid={"seq_len": (24,)})
+    result = validate_module.validate(QUICK, other, grid={"seq_len": (24,)})
     assert result.probe_slowdown is None and result.dispatch_probe_slowdown is None
 
 

@@ -20,7 +20,7 @@ from infer_opt.kinds.validate import (
     ValidatePoint,
     ValidateResult,
 )
-from infer_opt.profilers import validate as va
+from infer_opt.profilers import validate as validate_module
 from infer_opt.reports import validate as view
 from infer_opt.steps import StepSettings
 from tests.profilers.synthetic_calibration import local_calibration, synthetic_calibration
@@ -64,8 +64,8 @@ def op(measured: float, *, name: str = "aten::mm", at: int = 0, predicted: float
 
 def test_one_pass_has_no_noise_and_is_taken_as_it_is():
     points, ops = [point(2.0)], [op(30e-6)]
-    assert va.pass_noise([(points, ops)]) == {}
-    assert va.merge_passes([(points, ops)]) == (points, ops)
+    assert validate_module.pass_noise([(points, ops)]) == {}
+    assert validate_module.merge_passes([(points, ops)]) == (points, ops)
 
 
 def test_the_later_pass_is_compared_with_the_earlier_per_mode_op_bucket_and_host():
@@ -77,7 +77,7 @@ def test_the_later_pass_is_compared_with_the_earlier_per_mode_op_bucket_and_host
         [point(1.2, host=0.15), point(1.0, mode="decode", host=0.2)],
         [op(30e-6, at=0), op(6e-6, name="aten::add", at=0)],  # the op at point 1 did not match
     )
-    noise = va.pass_noise([first, second])
+    noise = validate_module.pass_noise([first, second])
     assert noise["prefill"].mape == pytest.approx(0.2) and noise["prefill"].mean_signed_rel_error > 0
     assert noise["decode"].mape == pytest.approx(0.5) and noise["decode"].mean_signed_rel_error < 0
     # operators by the earlier pass's time: 20 µs is a large one, 5 µs a small one
@@ -87,7 +87,7 @@ def test_the_later_pass_is_compared_with_the_earlier_per_mode_op_bucket_and_host
     assert noise[NOISE_HOST].n == 1 and noise[NOISE_HOST].mape == pytest.approx(0.5)
     # with three passes every pair counts: 1.0 → 1.2, 1.0 → 0.9, 1.2 → 0.9
     third = ([point(0.9, host=0.1), point(2.0, mode="decode", host=0.1)], [])
-    three = va.pass_noise([first, second, third])
+    three = validate_module.pass_noise([first, second, third])
     assert three["prefill"].n == 3
     assert three["prefill"].mape == pytest.approx((0.2 + 0.1 + 0.25) / 3)
 
@@ -95,12 +95,12 @@ def test_the_later_pass_is_compared_with_the_earlier_per_mode_op_bucket_and_host
 def test_generate_points_compare_their_ttft_and_tpot_between_passes():
     a = point(1.0, mode="generate", ttft_measured_s=0.2, tpot_measured_s=0.1, ttft_predicted_s=0.3)
     b = point(1.0, mode="generate", ttft_measured_s=0.3, tpot_measured_s=0.1, ttft_predicted_s=0.3)
-    noise = va.pass_noise([([a], []), ([b], [])])
+    noise = validate_module.pass_noise([([a], []), ([b], [])])
     assert noise["generate"].mape == 0.0
     assert noise["prefill (TTFT)"].mape == pytest.approx(0.5)
     assert noise["decode (TPOT)"].mape == 0.0
     # the prediction's own TTFT/TPOT errors keep their keys (a TPOT without prediction is left out)
-    errors = va.summarize([a], [])["step_by_mode"]
+    errors = validate_module.summarize([a], [])["step_by_mode"]
     assert set(errors) == {"generate", "prefill (TTFT)"}
     assert errors["prefill (TTFT)"].mape == pytest.approx(0.5)
 
@@ -108,7 +108,7 @@ def test_generate_points_compare_their_ttft_and_tpot_between_passes():
 @given(st.lists(st.floats(1e-4, 1.0), min_size=2, max_size=6))
 def test_a_point_is_compared_at_the_median_of_its_passes(times):
     passes = [([point(t, predicted=0.5, host=t / 10)], [op(t * 1e-3)]) for t in times]
-    (merged,), (merged_op,) = va.merge_passes(passes)
+    (merged,), (merged_op,) = validate_module.merge_passes(passes)
     median = statistics.median(times)
     assert merged.measured_s == pytest.approx(median)
     assert merged.rel_error == pytest.approx((0.5 - median) / median)
@@ -122,23 +122,23 @@ def test_a_point_is_compared_at_the_median_of_its_passes(times):
 
 def test_validate_measures_the_grid_pass_after_pass_and_predicts_each_point_once(monkeypatch):
     measured_order: list[tuple[str, int]] = []
-    real_measure = va._measure
+    real_measure = validate_module._measure
 
     def measure(settings, fit, device):
         measured_order.append((settings.mode, settings.shape.seq_len))
         return real_measure(settings, fit, device)
 
     predicted: list[int] = []
-    real_predict = va.pr.predict_recorded
+    real_predict = validate_module.pr.predict_recorded
 
     def predict(step, model):
         predicted.append(step.seq_len)
         return real_predict(step, model)
 
-    monkeypatch.setattr(va, "_measure", measure)
-    monkeypatch.setattr(va.pr, "predict_recorded", predict)
+    monkeypatch.setattr(validate_module, "_measure", measure)
+    monkeypatch.setattr(validate_module.pr, "predict_recorded", predict)
     labels: list[str] = []
-    result = va.validate(
+    result = validate_module.validate(
         QUICK, local_calibration(), grid={"seq_len": (24, 40)}, passes=2,
         progress=lambda done, total, label: labels.append(f"{done}/{total} {label}"),
     )  # fmt: skip
@@ -157,16 +157,17 @@ def test_validate_measures_the_grid_pass_after_pass_and_predicts_each_point_once
     # and carries the settings every point was made from, resolved (the threads it ran at)
     assert result.settings == replace(QUICK, threads=torch.get_num_threads())
     with pytest.raises(InvalidInput, match="passes"):
-        va.validate(QUICK, local_calibration(), passes=0)
+        validate_module.validate(QUICK, local_calibration(), passes=0)
 
 
 def test_the_report_sets_the_noise_floor_beside_the_errors(monkeypatch):
     first = ([point(1.0, predicted=1.05)], [op(20e-6)])
     second = ([point(1.2, predicted=1.05)], [op(22e-6)])
-    points, ops = va.merge_passes([first, second])
+    points, ops = validate_module.merge_passes([first, second])
     result = ValidateResult(
         model="tiny", dtype="float32", threads=1, calibration=None, points=tuple(points),
-        ops=tuple(ops), passes=2, noise=va.pass_noise([first, second]), **va.summarize(points, ops),
+        ops=tuple(ops), passes=2, noise=validate_module.pass_noise([first, second]),
+        **validate_module.summarize(points, ops),
     )  # fmt: skip
     # step error 4.5% against a 20% move between passes: within the noise
     floor = view._noise_floor(result)
@@ -177,7 +178,7 @@ def test_the_report_sets_the_noise_floor_beside_the_errors(monkeypatch):
     assert any(c.key == "spread" for c in view.point_table(result).columns)
     one = ValidateResult(
         model="tiny", dtype="float32", threads=1, calibration=None, points=(first[0][0],), ops=(),
-        **va.summarize(first[0], []),
+        **validate_module.summarize(first[0], []),
     )  # fmt: skip
     assert view._noise_floor(one).startswith("not measured")
     assert not any(c.key in ("noise", "spread") for c in view.stats_table(one).columns)
@@ -189,19 +190,19 @@ def test_a_cpu_run_at_another_thread_count_than_its_calibration_says_so():
 
     now = torch.get_num_threads()
     other = replace(synthetic_calibration(), threads=now + 1)
-    (said,) = va._threads_notices(other, "cpu")
+    (said,) = validate_module._threads_notices(other, "cpu")
     assert said.code == "validation_threads_differ" and said.values == {"threads": now, "calibrated": now + 1}
-    assert va._threads_notices(replace(other, threads=now), "cpu") == []
+    assert validate_module._threads_notices(replace(other, threads=now), "cpu") == []
     # a GPU run, or a GPU's calibration: its threads are not the measurement's
-    assert va._threads_notices(other, "cuda:0") == []
-    assert va._threads_notices(replace(other, device="cuda:0"), "cpu") == []
+    assert validate_module._threads_notices(other, "cuda:0") == []
+    assert validate_module._threads_notices(replace(other, device="cuda:0"), "cpu") == []
 
 
 def test_a_calibration_of_another_device_kind_is_refused_and_another_model_said():
     here = local_calibration()
-    assert va._device_notices(here, "cpu") == []
-    (said,) = va._device_notices(replace(here, device_name="Some Other CPU"), "cpu")
+    assert validate_module._device_notices(here, "cpu") == []
+    (said,) = validate_module._device_notices(replace(here, device_name="Some Other CPU"), "cpu")
     assert said.code == "validation_other_device" and said.values["calibrated"] == "Some Other CPU"
     gpu = replace(here, device="cuda", device_name="NVIDIA H200", dtype="bfloat16")
     with pytest.raises(InvalidInput, match="measures the steps here"):
-        va.validate(QUICK, gpu, grid={"seq_len": (24,)})
+        validate_module.validate(QUICK, gpu, grid={"seq_len": (24,)})

@@ -148,7 +148,7 @@ def attention_check() -> Result:
 
 
 def speculative_verify() -> Result:
-    from infer_opt.checks.spec_sampler import verify_sampler
+    from infer_opt.checks.speculative_sampler import verify_sampler
 
     return verify_sampler(vocab=3, k=2, trials=2000, seed=0)
 
@@ -160,7 +160,7 @@ def _summary(median_s: float, rel: float = 0.02):
 
 
 def amortize_measure() -> Result:
-    from infer_opt.profilers import compile_measure as cm
+    from infer_opt.profilers import amortize_measure as amortize_measure_module
 
     def bucket(batch: int, seq_len: int, eager_s: float, compiled_s: float, compile_s: float):
         return MeasuredBucket(
@@ -174,7 +174,7 @@ def amortize_measure() -> Result:
     rows = [bucket(1, 128, 2e-3, 1.5e-3, 20.0), bucket(1, 512, 7e-3, 5.5e-3, 30.0)]
     failed = MeasuredBucket("1x2048", 1, 2048, 30e-3, _summary(30e-3), error="backend raised: out of memory")
     specs = [BucketSpec(1, 128), BucketSpec(1, 512), BucketSpec(1, 2048), BucketSpec(1, 4096)]
-    return cm.build_result(
+    return amortize_measure_module.build_result(
         [*rows, failed], model="tiny", device="cpu", device_name="Example CPU", dtype="float32",
         backend="inductor", cuda_graphs=False, warmup=3, reps=3,
         compile_caches="disabled: every compile is cold", requested=specs,
@@ -183,18 +183,18 @@ def amortize_measure() -> Result:
 
 
 def speculative_measure() -> Result:
-    """Frozen output of ``spec_measure.analyze`` on c_t = 10 ms, c_d = 1 ms, c_m = 0.2 ms,
+    """Frozen output of ``speculative_measure.analyze`` on c_t = 10 ms, c_d = 1 ms, c_m = 0.2 ms,
     c_v(k) = 9 ms + 1 ms·k (k = 1..4), α = 0.8: its fit must not make the snapshot depend
     on the last bits of a least-squares solve."""
     return _from_json("speculative-measure")
 
 
 def speculative_run() -> Result:
-    """Hand-made timings and round counts through ``spec_run.make_point``: gpt2-small-like costs
+    """Hand-made timings and round counts through ``speculative_run.make_point``: gpt2-small-like costs
     (c_t = 38 ms, c_d = 20 ms, c_v(k) = 40 ms + 10 ms·k), greedy, 16 tokens, k = 1..3."""
     from infer_opt.kinds.speculative_measure import MeasuredCost
     from infer_opt.notices import Notice
-    from infer_opt.profilers import spec_run as sr
+    from infer_opt.profilers import speculative_run as speculative_run_module
 
     what = "over 40 cached"
     costs = [
@@ -208,13 +208,13 @@ def speculative_run() -> Result:
         ),
         MeasuredCost("c_m", "cache rollback/commit of both models (host time)", _summary(100e-9)),
     ]
-    medians = sr.cost_medians(costs)
+    medians = speculative_run_module.cost_medians(costs)
     tokens = [7, 7, 3, 9, 9, 9, 1, 4, 4, 2, 8, 8, 8, 8, 5, 6]
     plain = _summary(16 * 38.5e-3)
     rounds = {1: (10, 9, [6]), 2: (8, 7, [6, 4]), 3: (7, 5, [4, 3, 2])}
     points = tuple(
-        sr.make_point(
-            sr.SpeculativeTrace(k, list(tokens), n, full, acc),
+        speculative_run_module.make_point(
+            speculative_run_module.SpeculativeTrace(k, list(tokens), n, full, acc),
             _summary(16 * 38.5e-3 / s),
             plain,
             medians,
@@ -259,7 +259,7 @@ def predict() -> Result:
 def validate() -> Result:
     """A hand-made validation (four points, six operator comparisons, one on-grid notice) measured
     in two passes, the first 4% faster and the second 4% slower than the points' medians."""
-    from infer_opt.profilers import validate as va
+    from infer_opt.profilers import validate as validate_module
 
     base = _from_json("validate")
     passes = []
@@ -270,14 +270,14 @@ def validate() -> Result:
         ]
         ops = [replace(o, measured_s=o.measured_s * factor) for o in base.ops]  # type: ignore[attr-defined]
         passes.append((points, ops))
-    points, ops = va.merge_passes(passes)
+    points, ops = validate_module.merge_passes(passes)
     return replace(
         base,  # type: ignore[arg-type]
         points=tuple(points),
         ops=tuple(ops),
         passes=2,
-        noise=va.pass_noise(passes),
-        **va.summarize(points, ops),
+        noise=validate_module.pass_noise(passes),
+        **validate_module.summarize(points, ops),
     )
 
 
@@ -330,7 +330,7 @@ def kernels_runs_again() -> Result:
 
 
 def compare() -> Result:
-    from infer_opt.cost_models.compare import compare_results
+    from infer_opt.cost_models.run_stats import compare_results
 
     return compare_results(
         kernels_runs(), kernels_runs_new(), base_name="base.json", new_name="new.json", bootstrap=500,
@@ -342,14 +342,14 @@ AA_COMMAND = "infer-opt kernels --suite quick --threads 1"
 
 
 def noise_floor() -> Result:
-    from infer_opt.cost_models.compare import noise_floor as measure
+    from infer_opt.cost_models.run_stats import noise_floor as measure
 
     return measure([kernels_runs(), kernels_runs_again()], command=AA_COMMAND)
 
 
 def ab() -> Result:
     """An A/A of :data:`AA_COMMAND` (two rounds of three runs a side), as ``infer-opt ab`` saves it."""
-    from infer_opt.cost_models.compare import compare_results
+    from infer_opt.cost_models.run_stats import compare_results
     from infer_opt.kinds.ab import AbResult, AbRun
 
     comparison = compare_results(kernels_runs(), kernels_runs_again(), base_name="base", new_name="new")

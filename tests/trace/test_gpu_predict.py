@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from infer_opt.cost_models import op_model as om
+from infer_opt.cost_models import op_model
 from infer_opt.trace import calibrate as tc
 from infer_opt.trace import gpu_predict as gp
 from tests.trace.gpu_traces import BF16, add, training_ops, write_trace
@@ -38,7 +38,7 @@ def test_a_recorded_cpu_attention_is_predicted_by_the_traced_gpu_family(calibrat
     traced = calibration.family_map()["attention_flash@hot"].points
     at_128 = next(p for p in traced if p.features == (8.0, 128.0, 128.0, 64.0))
     name = "aten::_scaled_dot_product_flash_attention_for_cpu"
-    e = model.estimate(om.OpQuery(name, "sdpa.full", (8, 128, 64), at_128.flops, at_128.bytes))
+    e = model.estimate(op_model.OpQuery(name, "sdpa.full", (8, 128, 64), at_128.flops, at_128.bytes))
     # the CPU's (B·H, T, d) is the GPU family's (B·H, Tq, Tk, d): the traced point's own time
     assert e.used == "attention_flash@hot"
     assert e.time_s == pytest.approx(at_128.time_s)
@@ -46,10 +46,10 @@ def test_a_recorded_cpu_attention_is_predicted_by_the_traced_gpu_family(calibrat
 
 def test_views_launch_no_kernel_and_the_gap_is_per_launching_call(calibration):
     model = gp.model_for(calibration)
-    view = om.OpQuery("aten::view", "view.view", (), 0.0, 0.0)
+    view = op_model.OpQuery("aten::view", "view.view", (), 0.0, 0.0)
     assert model.estimate(view).time_s == 0.0
     assert model.estimate(view).source == gp.NO_KERNEL_SOURCE
-    gemm = om.OpQuery("aten::addmm", "gemm.nn", (128.0, 1024.0, 1024.0), 2.0 * 128 * 1024 * 1024, 1e6)
+    gemm = op_model.OpQuery("aten::addmm", "gemm.nn", (128.0, 1024.0, 1024.0), 2.0 * 128 * 1024 * 1024, 1e6)
     assert model.host_time([view, gemm, gemm], 3) == pytest.approx(2 * calibration.kernel_gap_s)
     (notice,) = model.notices()
     assert notice.code == "gpu_trace_prediction" and notice.values["attention"] == "attention_flash"
@@ -59,7 +59,9 @@ def test_a_recorded_gemm_on_a_traced_shape_gets_its_time(calibration):
     model = gp.model_for(calibration)
     family = calibration.family_map()["gemm.nn@hot"]
     p = family.points[1]
-    q = om.OpQuery("aten::mm", "gemm.nn", p.features, p.flops, p.bytes, reuse_bytes=1e9, context_bytes=1e9)
+    q = op_model.OpQuery(
+        "aten::mm", "gemm.nn", p.features, p.flops, p.bytes, reuse_bytes=1e9, context_bytes=1e9
+    )
     assert model.estimate(q).time_s == pytest.approx(p.time_s)
 
 
@@ -67,7 +69,7 @@ def test_a_cpu_calibration_keeps_the_cpu_model():
     from tests.profilers.synthetic_calibration import synthetic_calibration
 
     model = gp.model_for(synthetic_calibration(families=True))
-    assert type(model) is om.OpModel
+    assert type(model) is op_model.OpModel
 
 
 def test_an_op_in_another_dtype_takes_its_traced_family(tmp_path):
@@ -75,6 +77,6 @@ def test_an_op_in_another_dtype_takes_its_traced_family(tmp_path):
         [write_trace(tmp_path / "a.json", [*training_ops(), add(1 << 12, 2.0, "long int")])]
     )
     model = gp.model_for(cal)
-    q = om.OpQuery("aten::add", "add.t", (4096.0,), 4096.0, 4096 * 24.0)
+    q = op_model.OpQuery("aten::add", "add.t", (4096.0,), 4096.0, 4096 * 24.0)
     assert model.mapped(q, "int64").family == "add.t:int64"
     assert model.mapped(q, "bfloat16").family == "add.t"

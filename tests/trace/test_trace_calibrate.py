@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infer_opt.cost_models import op_model as om
+from infer_opt.cost_models import op_model
 from infer_opt.errors import InvalidInput
 from infer_opt.trace import calibrate as tc
 from infer_opt.trace import validate as tv
@@ -124,12 +124,12 @@ def test_families_of_few_shapes_take_the_device_roofline_as_base(tmp_path):
 
 def test_device_roofline_takes_the_90th_percentile_of_achieved_rates():
     def point(flops, nbytes, t):
-        return om.GridPoint((1.0,), t, 0.0, flops, nbytes)
+        return op_model.GridPoint((1.0,), t, 0.0, flops, nbytes)
 
-    gemm = om.FamilyCalibration(
+    gemm = op_model.FamilyCalibration(
         "gemm.nt", "hot", ("n",), tuple(point(1e9 * k, 1e6, 1e-4) for k in (1, 2, 3)), 0, 1, 1
     )
-    adds = om.FamilyCalibration(
+    adds = op_model.FamilyCalibration(
         "add.t", "hot", ("n",), (point(1e3, 1e8, 1e-4), point(1e3, 5e6, 1e-6)), 0, 1, 1
     )
     roof = tc.device_roofline([gemm, adds], 2e-6, by_name("h100"), "bf16")
@@ -181,8 +181,8 @@ def test_an_unknown_gpu_is_refused(tmp_path):
 
 
 def _family(features, residuals, *, rate=1e12, bandwidth=1e11):
-    points = tuple(om.GridPoint((f,), 1e-6, 0.0, 0.0, f * 1e5) for f in features)
-    fam = om.FamilyCalibration("add.t", "hot", ("n",), points, 0.0, rate, bandwidth)
+    points = tuple(op_model.GridPoint((f,), 1e-6, 0.0, 0.0, f * 1e5) for f in features)
+    fam = op_model.FamilyCalibration("add.t", "hot", ("n",), points, 0.0, rate, bandwidth)
     # times so that each point's residual over the base is exactly its r
     points = tuple(
         replace(p, time_s=fam.base_time(p.flops, p.bytes) * math.exp(r))
@@ -258,7 +258,9 @@ def test_validation_compares_each_op_with_its_prediction(tmp_path, calibration):
     gemm = by[("aten::mm", "(192, 1024), (1024, 1024)")]
     assert gemm.calls == 2 and gemm.measured_s == pytest.approx(15.5e-6)  # median of 15 and 16
     inst = next(i for i in tc.op_instances(held) if i.name == "aten::mm")
-    expected = model.estimate(om.OpQuery("aten::mm", "gemm.nn", inst.features, inst.flops, inst.bytes)).time_s
+    expected = model.estimate(
+        op_model.OpQuery("aten::mm", "gemm.nn", inst.features, inst.flops, inst.bytes)
+    ).time_s
     assert gemm.predicted_s == pytest.approx(expected)
     large = [o for o in r.ops if o.measured_s >= 10e-6]
     assert r.op_count == len(large) == 2

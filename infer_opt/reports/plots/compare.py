@@ -9,7 +9,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import NullFormatter
 
-from infer_opt.cost_models.compare import BELOW_THRESHOLD, FASTER, NOISE, SLOWER, CompareResult
+from infer_opt.cost_models.run_stats import BELOW_THRESHOLD, FASTER, NOISE, SLOWER, CompareResult
 from infer_opt.reports.compare import headline_text
 from infer_opt.reports.plots._style import PALETTE, figure, plain_log_ticks, save
 

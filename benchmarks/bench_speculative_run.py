@@ -1,7 +1,7 @@
 """Speculative decoding, measured against its cost model (issue 15).
 
 For k = 1..6 at one CPU thread: plain and speculative decoding of the same prompt, timed alike
-(``infer_opt.profilers.spec_run``), the measured speedup against the prediction
+(``infer_opt.profilers.speculative_run``), the measured speedup against the prediction
 ``S = c_t·E[N] / (k·c_d + c_v(k) + c_m)`` from costs measured in the same run and the realised
 α_i, and the relative error (goal: within 10% for every k). Each configuration runs twice
 (an A/A repeat) so the spread between two identical runs can be read beside the error.
@@ -11,8 +11,8 @@ timed apart (not part of the timed repetitions): per round, the time inside the 
 the time outside them (sampling, the acceptance test and residual draw, cache truncation,
 Python), against the model's round time k·c_d + c_v(k) + c_m.
 
-    python benchmarks/bench_spec_run.py                       # gpt2-small, self:4, greedy and T = 1
-    python benchmarks/bench_spec_run.py --quick               # smoke test: tiny, k = 1..2, seconds
+    python benchmarks/bench_speculative_run.py                       # gpt2-small, self:4, greedy and T = 1
+    python benchmarks/bench_speculative_run.py --quick               # smoke test: tiny, k = 1..2, seconds
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ import numpy as np
 import torch
 
 from infer_opt.kinds.speculative_run import SpecRunResult
-from infer_opt.profilers import spec_run as sr
+from infer_opt.profilers import speculative_run
 from infer_opt.profilers.models import random_tokens
-from infer_opt.profilers.spec_measure import ModelPair
+from infer_opt.profilers.speculative_measure import ModelPair
 
 
 class TimedModel:
@@ -58,12 +58,14 @@ def split_time(pair: ModelPair, result: SpecRunResult, k: int) -> dict[str, floa
     target, draft = TimedModel(pair.target), TimedModel(pair.draft)
     timed = ModelPair(target, draft, pair.target_name, pair.draft_name, pair.vocab_size)
     prompt = random_tokens(1, result.prompt_len, pair.vocab_size, seed=result.seed)[0].tolist()
-    t_cache, d_cache = sr.new_caches(pair, result.prompt_len + result.new_tokens + k + 1)
-    sr.prefill_pair(pair, t_cache, d_cache, prompt)
-    decoding = sr.Decoding(result.temperature)
+    t_cache, d_cache = speculative_run.new_caches(pair, result.prompt_len + result.new_tokens + k + 1)
+    speculative_run.prefill_pair(pair, t_cache, d_cache, prompt)
+    decoding = speculative_run.Decoding(result.temperature)
     rng = np.random.default_rng(result.seed)
     start = time.perf_counter()
-    trace = sr.decode_speculative(timed, t_cache, d_cache, prompt, result.new_tokens, k, decoding, rng)
+    trace = speculative_run.decode_speculative(
+        timed, t_cache, d_cache, prompt, result.new_tokens, k, decoding, rng
+    )
     total = time.perf_counter() - start
     rounds = trace.rounds
     return {
@@ -76,7 +78,7 @@ def split_time(pair: ModelPair, result: SpecRunResult, k: int) -> dict[str, floa
 
 
 def run(pair: ModelPair, args: argparse.Namespace, temperature: float | None) -> SpecRunResult:
-    return sr.run_pair(
+    return speculative_run.run_pair(
         pair,
         ks=list(range(1, args.k_max + 1)),
         new_tokens=args.new_tokens,
@@ -143,7 +145,7 @@ def main() -> None:
         args.target, args.draft, args.k_max, args.new_tokens = "tiny", "self:1", 2, 12
         args.prompt_len, args.reps, args.cost_reps, args.repeats = 4, 2, 2, 2
     torch.set_num_threads(args.threads)
-    pair = sr.load_run_pair(args.target, args.draft, device="cpu", dtype=torch.float32)
+    pair = speculative_run.load_run_pair(args.target, args.draft, device="cpu", dtype=torch.float32)
     cpu = platform.processor() or platform.machine()
     print(
         f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC; {cpu}, "
