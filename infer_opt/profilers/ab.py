@@ -70,7 +70,36 @@ def side(name: str, command: str, env: Sequence[str] = ()) -> Side:
         key, sep, _ = item.partition("=")
         if not sep or not key or not key.replace("_", "").isalnum():
             raise InvalidInput(f"{name}_env", item, "expected KEY=VALUE")
-    return Side(name, shlex.join(argv), argv, tuple(env))
+    parsed = Side(name, shlex.join(argv), argv, tuple(env))
+    check_comparable(parsed)  # before either side runs (a calibrate would overwrite the cache)
+    return parsed
+
+
+#: the infer-opt commands whose results ab (and compare) can compare
+COMPARABLE_COMMANDS = ("profile", "kernels")
+
+
+def _subcommand(argv: Sequence[str]) -> str | None:
+    """The infer-opt command ``argv`` runs (``infer-opt X`` or ``python -m infer_opt X``), else None."""
+    if argv and Path(argv[0]).name == "infer-opt":
+        rest = list(argv[1:])
+    elif "-m" in argv and argv[list(argv).index("-m") + 1 : list(argv).index("-m") + 2] == ["infer_opt"]:
+        rest = list(argv[list(argv).index("-m") + 2 :])
+    else:
+        return None
+    return next((a for a in rest if not a.startswith("-")), None)
+
+
+def check_comparable(s: Side) -> None:
+    """An infer-opt command whose result cannot be compared (``calibrate``, ``roofline``,
+    ``profile --tp N``) is refused before anything runs, naming the side."""
+    sub = _subcommand(s.argv)
+    tp = next((v for a, v in zip(s.argv, s.argv[1:], strict=False) if a == "--tp"), "1")
+    if sub is None or (sub in COMPARABLE_COMMANDS and tp == "1"):
+        return
+    what = f"infer-opt {sub}" + (f" --tp {tp}" if sub == "profile" else "")
+    why = f"ab compares the results of infer-opt profile or kernels; {what} gives none it can compare"
+    raise InvalidInput(s.name, s.command, why)
 
 
 def program(argv: Sequence[str]) -> list[str]:

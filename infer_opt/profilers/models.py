@@ -619,6 +619,22 @@ def _stopped(exc: BaseException) -> str:
     return f"raised {_describe(exc)}"
 
 
+#: a step's shape parameter -> the keyword a factory takes it by (context reaches no factory)
+FACTORY_KEYWORDS = {"batch": "batch_size", "seq_len": "seq_len"}
+
+
+def factory_ignores(spec: str, params: Sequence[str]) -> list[tuple[str, str]]:
+    """The shape ``params`` (``batch``, ``seq_len``) a factory ``spec`` cannot be given — its
+    signature takes no such keyword (and no ``**kwargs``) — as ``(param, keyword)``; empty for
+    a built-in or an ``hf:`` model, which take every shape."""
+    if spec.startswith("hf:") or ":" not in spec:
+        return []
+    factory = _import_factory(spec)
+    offered = {FACTORY_KEYWORDS[p]: 1 for p in params if p in FACTORY_KEYWORDS}
+    taken = factory_kwargs(factory, offered)
+    return [(p, FACTORY_KEYWORDS[p]) for p in params if FACTORY_KEYWORDS.get(p, "") in offered.keys() - taken]
+
+
 def factory_kwargs(factory: Callable[..., Any], available: Mapping[str, Any]) -> dict[str, Any]:
     """The subset of ``available`` the factory's signature accepts (all with ``**kwargs``)."""
     try:
@@ -684,6 +700,7 @@ def load_factory(
     factory = _import_factory(spec)
     offered = {"batch_size": batch_size, "seq_len": seq_len, "device": device, "dtype": dtype}
     kwargs = factory_kwargs(factory, offered)
+    threads = torch.get_num_threads()
     try:
         returned = factory(**kwargs)
     except torch.cuda.OutOfMemoryError:
@@ -692,6 +709,8 @@ def load_factory(
         raise
     except (Exception, SystemExit) as exc:  # user code: never a silent exit
         raise RunFailure(f"the model factory {spec} {_stopped(exc)}") from exc
+    if torch.get_num_threads() != threads:  # --threads (or the calibration's) wins over the factory's
+        torch.set_num_threads(threads)
     if not isinstance(returned, (tuple, list)) or len(returned) != 2:
         raise InvalidInput(
             "MODEL", spec, f"the factory must return (model, example_inputs), got {type(returned).__name__}"

@@ -427,6 +427,12 @@ def predict(
     with ``tp`` > 1 and the ``comm`` sweep of that many ranks, the tensor-parallel step."""
     if sweep:
         check_param_modes(*sweep, (mode,), "sweep")
+        for param, keyword in models.factory_ignores(spec, [sweep[0]]):
+            raise InvalidInput(
+                "sweep",
+                f"{param.replace('_', '-')}={','.join(map(str, sweep[1]))}",
+                f"the factory {spec} takes no {keyword}: every value would predict the same step",
+            )
     model = model_for(calibration)
     device, device_notices = recording_device(calibration)
     device_notices += getattr(model, "notices", list)()

@@ -53,7 +53,7 @@ from infer_opt.kinds.validate import (
     ValidateResult,
 )
 from infer_opt.notices import Notice
-from infer_opt.profilers import meta_record, model_profile, speed_probe
+from infer_opt.profilers import meta_record, model_profile, models, speed_probe
 from infer_opt.profilers import predict as pr
 from infer_opt.profilers.calibration_store import ResolvedFit
 from infer_opt.steps import StepSettings
@@ -297,6 +297,19 @@ def _checked(
     return _device_notices(calibration, device)
 
 
+def _grid_reaches_the_model(spec: str, grid: Mapping[str, Sequence[int]]) -> None:
+    """A grid over a shape the factory cannot be given would measure one step at every value
+    (listed as several shapes): refused before any work."""
+    varied = [p for p, values in grid.items() if len(values) > 1]
+    for param, keyword in models.factory_ignores(spec, varied):
+        raise InvalidInput(
+            "grid",
+            f"{param.replace('_', '-')}={','.join(map(str, grid[param]))}",
+            f"the factory {spec} takes no {keyword}: its step would be the same at every value; "
+            f"drop it from --grid, or give the factory a {keyword} parameter",
+        )
+
+
 def _device_notices(calibration: op_model.CalibrationResult, device: Any) -> list[Notice]:
     """A calibration of another kind of device (a GPU's, with the steps measured here on a CPU)
     is refused: nothing would be validated. Another model of the same kind is compared, and
@@ -488,6 +501,7 @@ def validate(
     device = devices.resolve_device(settings.device)
     dtype = devices.parse_dtype(settings.dtype, device)
     other_device = _checked(calibration, device, modes, grid or {}, passes)
+    _grid_reaches_the_model(settings.model, grid or {})
     base = {p: getattr(settings.shape, p) for p in GRID_PARAMS}
     shapes = grid_points(modes, grid or {}, base)
     fit = roofline_of(calibration)

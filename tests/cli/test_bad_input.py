@@ -279,6 +279,18 @@ def _write(root: Path, name: str, text: str) -> str:
     return str(path)
 
 
+#: a factory that takes no shape: a grid or sweep over one would measure one step
+FIXED_FACTORY = """
+import torch
+from infer_opt.profilers import models
+
+
+def make():
+    config = models.TransformerConfig("mini", 256, 32, 1, 2, 2, 64, 64)
+    return models.DecoderLM(config).eval(), torch.zeros(1, 4, dtype=torch.long)
+"""
+
+
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     root = tmp_path_factory.mktemp("bad-files")
@@ -308,8 +320,10 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "tc_big": "batch_size,time_ms\n1,1e300\n8,2\n",
         "tb_zero": "batch_size,count\n1,0\n8,0\n",
         "tb_ok": "batch_size,count\n1,3\n8,2\n",
+        "f_fixed": FIXED_FACTORY,
     }.items():
-        out[name] = _write(root, name + (".json" if name.startswith(("m_", "res_")) else ".csv"), text)
+        suffix = ".json" if name.startswith(("m_", "res_")) else ".py" if name.startswith("f_") else ".csv"
+        out[name] = _write(root, name + suffix, text)
     out.update(_saved_files(root))
     return out
 
@@ -526,6 +540,13 @@ CORE_CASES = [
     (["calibrate", "--only", "views,,host"], "--only: an empty group name"),
     (["speculative", "run", "--target", "tiny", "--sweep-k", "3,2"], "--sweep-k: list each value once"),
     (["speculative", "run", "--target", "tiny", "--sweep-k", "2,2"], "in increasing order"),
+    (["validate", "{f_fixed}:make", "--calibration", "{c_ok}", "--grid", "seq-len=16,32"], "no seq_len"),
+    (["validate", "{f_fixed}:make", "--calibration", "{c_ok}", "--grid", "batch=1,2"], "takes no batch_size"),
+    (["predict", "{f_fixed}:make", "--calibration", "{c_ok}", "--sweep", "seq-len=8,16"], "takes no seq_len"),
+    # ab: a side whose result cannot be compared is refused before either runs
+    (["ab", "--base", "infer-opt calibrate --grid tiny", "--new", "infer-opt calibrate"], "--base: ab"),
+    (["ab", "--base", "infer-opt kernels", "--new", "infer-opt roofline"], "--new: ab compares"),
+    (["ab", "--base", "infer-opt profile --tp 2", "--new", "infer-opt profile"], "profile --tp 2 gives none"),
 ]
 
 

@@ -380,3 +380,34 @@ def test_hf_analytic_flops_are_left_out_for_a_mixture_of_experts():
     assert models.hf_prefill_flops(torch.nn.Linear(8, 8), config, 1, 4) is None
     dense = SimpleNamespace(num_attention_heads=2, num_hidden_layers=1, hidden_size=8)
     assert models.hf_prefill_flops(torch.nn.Linear(8, 8), dense, 1, 4) == 2 * 64 * 4 + 4 * 2 * 16 * 4
+
+
+def test_a_factory_that_sets_its_own_threads_does_not_override_the_runs(tmp_path):
+    """``--threads 1`` and a factory calling torch.set_num_threads(2): the run's count stands."""
+    path = tmp_path / "threads.py"
+    path.write_text(
+        "import torch\n\ndef make():\n    torch.set_num_threads(2)\n"
+        "    return torch.nn.Linear(4, 4), torch.randn(1, 4)\n"
+    )
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        models.load_model(f"{path}:make")
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_the_shapes_a_factory_cannot_take_are_named(tmp_path):
+    path = tmp_path / "shapes.py"
+    path.write_text(
+        "def fixed():\n    pass\n\ndef sized(seq_len=4):\n    pass\n\ndef any_(**kw):\n    pass\n"
+    )
+    assert models.factory_ignores(f"{path}:fixed", ["batch", "seq_len"]) == [
+        ("batch", "batch_size"),
+        ("seq_len", "seq_len"),
+    ]
+    assert models.factory_ignores(f"{path}:sized", ["batch", "seq_len"]) == [("batch", "batch_size")]
+    assert models.factory_ignores(f"{path}:any_", ["batch", "seq_len"]) == []
+    assert models.factory_ignores("tiny", ["batch"]) == []
+    assert models.factory_ignores("hf:gpt2", ["batch"]) == []
