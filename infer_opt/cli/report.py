@@ -16,7 +16,7 @@ from infer_opt.cli.common import option
 from infer_opt.cli.types import InputFile, OutputFile
 from infer_opt.errors import InvalidInput, RunFailure
 from infer_opt.files import check_writable, keep_unsaved, write_text
-from infer_opt.registry import plotter
+from infer_opt.registry import KINDS, plotter
 from infer_opt.results import LoadedResult, load_result
 
 if TYPE_CHECKING:
@@ -24,8 +24,7 @@ if TYPE_CHECKING:
 
 # Rich keeps single newlines in help text, so each paragraph is one (concatenated) line.
 HELP = (
-    "Assemble saved results (profile, kernels, roofline, amdahl, amortize, buckets, speculative-*, "
-    "attention-*, checks, compare) into one markdown report.\n\n"
+    f"Assemble saved results of any kind ({', '.join(KINDS)}) into one markdown report.\n\n"
     "The report opens with what matters (largest category, best Amdahl opportunity, bound of the top "
     "operators, the fitted roofline, any failed check) and the environment and command of each "
     "result, then one section per result with its tables and plots. Plots go to FILE_assets/ next "
