@@ -188,12 +188,17 @@ MESSAGES: dict[str, Words] = {
     "runs_interrupted": lambda v: (
         f"interrupted: {v['done']} of the {v['asked']} runs finished; the profile is of those runs"
     ),
+    "calibration_threads_used": lambda v: (
+        f"no calibration is cached for this thread count; the one cached at {v['threads']} thread(s) "
+        f"is used, and the step is for {v['threads']} thread(s) (--threads N picks another)"
+    ),
     "calibration_cache_concurrent": lambda v: (
         f"another run wrote the cached {v['kind']} {v['path']} while this one ran: its file is kept "
         f"as {v['kept']}, this run's is in the cache"
     ),
     "calibration_cache_not_written": lambda v: (
-        f"the {v['kind']} could not be cached at {v['path']} ({v['reason']}); --out keeps it"
+        f"the {v['kind']} could not be cached at {v['path']} ({v['reason']}); the run goes on "
+        "(--out FILE.json keeps it)"
     ),
     "calibration_cache_rejected": lambda v: (
         f"the cached {v['kind']} at {v['path']} is not usable for this run (reasons below); it is "

@@ -920,6 +920,21 @@ def load_cached(device: Any, dtype: Any) -> Lookup[op_model.CalibrationResult]:
     return OPERATORS.load(run_key(device, dtype, op_model.OP_TIMING))
 
 
+def cached_thread_counts(device: Any, dtype: Any) -> list[int]:
+    """The CPU thread counts a calibration is cached for on ``device`` in ``dtype`` (as torch's
+    matmul precision is set now); empty on CUDA."""
+    import os
+    from dataclasses import replace
+
+    from infer_opt.profilers.device import run_key
+
+    key = run_key(device, dtype, op_model.OP_TIMING)
+    if key.threads is None:
+        return []
+    counts = range(1, (os.cpu_count() or 1) + 1)
+    return [n for n in counts if OPERATORS.path(replace(key, threads=n)).exists()]
+
+
 def resolve_calibration(
     device: Any, dtype: Any, path: str | os.PathLike[str] | None = None
 ) -> tuple[op_model.CalibrationResult, str, tuple[Notice, ...]]:

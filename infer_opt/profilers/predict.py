@@ -284,6 +284,24 @@ class RunCalibration:
     dtype: torch.dtype
 
 
+def _cached_calibration(device: Any, dtype: Any, threads: int | None) -> tuple[Any, str, tuple[Notice, ...]]:
+    """The calibration cached for this thread count; without ``--threads``, when there is none
+    but one is cached for exactly one other count (``calibrate --threads 1``, then a bare
+    ``predict``), that one, torch set to its count and a notice saying so."""
+    from infer_opt.profilers import calibration as cal
+    from infer_opt.profilers import device as devices
+
+    try:
+        return cal.resolve_calibration(device, dtype)
+    except InvalidInput:
+        counts = cal.cached_thread_counts(device, dtype) if threads is None else []
+        if len(counts) != 1:
+            raise
+    devices.set_threads(counts[0])
+    found, source, notices = cal.resolve_calibration(device, dtype)
+    return found, source, (*notices, Notice("calibration_threads_used", {"threads": counts[0]}))
+
+
 def calibration_for_run(
     calibration_file: Path | None,
     dtype: str,
@@ -305,7 +323,7 @@ def calibration_for_run(
     if calibration_file is not None:
         found, source, notices = cal.resolve_calibration(dev, "float32", calibration_file)
     else:
-        found, source, notices = cal.resolve_calibration(dev, devices.parse_dtype(dtype, dev))
+        found, source, notices = _cached_calibration(dev, devices.parse_dtype(dtype, dev), threads)
     if found.grid == "trace" and not trace_ok:  # infer_opt.trace.calibrate.TRACE_GRID
         raise InvalidInput(
             "--calibration",
