@@ -35,6 +35,7 @@ def timed(cmd: list[str]) -> tuple[float, float, float]:
     if pid == 0:  # pragma: no cover - the child: its output goes nowhere
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, 1)
+        os.dup2(null, 2)  # the analysis' warnings too
         os.execvp(cmd[0], cmd)
     _, status, usage = os.wait4(pid, 0)
     wall = time.perf_counter() - start

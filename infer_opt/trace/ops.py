@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 import re
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -93,7 +94,21 @@ class Attribution:
     dtypes: Callable[[dict], str]
 
 
+#: the default formulas' attribution of a trace, per causal convention (op groups, coverage and
+#: the what-ifs all ask for it; it lives as long as the trace)
+_ATTRIBUTED: weakref.WeakKeyDictionary[TraceEvents, dict[str, Attribution]] = weakref.WeakKeyDictionary()
+
+
 def attribute(events: TraceEvents, cost: CostFn | None, causal: str) -> Attribution:
+    if cost is None:
+        found = _ATTRIBUTED.get(events, {}).get(causal)
+        if found is None:
+            found = _ATTRIBUTED.setdefault(events, {})[causal] = _attribute(events, None, causal)
+        return found
+    return _attribute(events, cost, causal)
+
+
+def _attribute(events: TraceEvents, cost: CostFn | None, causal: str) -> Attribution:
     fn, shapes, dtypes = _default_cost() if cost is None else (cost, _shapes_fallback, _dtypes_fallback)
     ops = events.ops
     names, parents, all_args = ops.name.tolist(), ops.parent.tolist(), ops.args

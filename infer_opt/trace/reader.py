@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gc
 import math
+import multiprocessing
 import os
 import re
 import stat
@@ -20,6 +21,7 @@ import zlib
 from array import array
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
@@ -536,6 +538,101 @@ CHUNK = 16 << 20
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 
 
+def _scan_chunks(data: bytes, spans: Sequence[tuple[int, int]]) -> tuple[_Columns, int] | None:
+    """The columns of the events in ``data[a:b]`` for each ``(a, b)`` of ``spans`` in turn (event
+    positions counted from the first span) and the number of events; None when one is not JSON."""
+    cols, count = _Columns(), 0
+    for a, b in spans:
+        chunk = b"[" + data[a:b] + b"]"
+        events = _decode_typed(chunk)
+        if events is not None:
+            _scan_typed(events, cols, count)
+        else:
+            try:
+                events = orjson.loads(chunk)
+            except orjson.JSONDecodeError:
+                return None
+            _scan(events, cols, count)
+        count += len(events)
+        del events, chunk
+    return cols, count
+
+
+#: the document a scan worker reads (inherited through fork, never pickled)
+_SHARED: bytes = b""
+
+
+def _scan_worker(spans: Sequence[tuple[int, int]]) -> tuple[_Columns, int] | None:
+    gc.disable()
+    found = _scan_chunks(_SHARED, spans)
+    if found is not None:
+        found[0].interned.clear()  # the parent interns its own
+        found[0].typed_interned.clear()
+    return found
+
+
+def scan_workers(spans: int) -> int:
+    """Processes a large trace's chunks are scanned by: the cores this process may use (at most
+    4), 1 for a few chunks, inside a worker already (a folder of ranks) or without fork."""
+    if spans < 4 or multiprocessing.parent_process() is not None:
+        return 1
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(cores, 4, spans // 2))
+
+
+def _merge(into: _Columns, part: _Columns, offset: int) -> None:
+    """``part`` (the next spans' columns) appended to ``into``: names renumbered, positions
+    shifted by ``offset``, steps kept where first seen (as one pass over the file does)."""
+    remap = np.array([into.name_id(n) for n in part.names], dtype=np.int32)
+    for mine, theirs, name_col, index_col in ((into.gpu, part.gpu, 3, 7), (into.launch, part.launch, 2, 6),
+                                              (into.ops, part.ops, 2, 6)):  # fmt: skip
+        for j, (a, b) in enumerate(zip(mine, theirs, strict=True)):
+            if j == name_col and len(b):
+                a.frombytes(remap[np.frombuffer(b, dtype=np.int32)].tobytes())
+            elif j == index_col and len(b):
+                a.frombytes((np.frombuffer(b, dtype=np.int64) + offset).tobytes())
+            else:
+                a.extend(b)
+    into.gpu_args += part.gpu_args
+    into.op_args += part.op_args
+    for number, span in part.steps.items():
+        into.steps.setdefault(number, span)
+    for number, span in part.gpu_steps.items():
+        into.gpu_steps.setdefault(number, span)
+    into.bad_dur += part.bad_dur
+
+
+def _scan_spans(data: bytes, spans: list[tuple[int, int]]) -> tuple[_Columns, int] | None:
+    """:func:`_scan_chunks` over every span, the later ones in worker processes (forked: they
+    share ``data``), merged in file order: the same columns as one pass (a test checks it)."""
+    workers = scan_workers(len(spans))
+    if workers <= 1:
+        return _scan_chunks(data, spans)
+    global _SHARED
+    step = -(-len(spans) // workers)
+    groups = [spans[i : i + step] for i in range(0, len(spans), step)]
+    _SHARED = data
+    try:
+        with ProcessPoolExecutor(len(groups) - 1, mp_context=multiprocessing.get_context("fork")) as pool:
+            later = [pool.submit(_scan_worker, g) for g in groups[1:]]
+            found = _scan_chunks(data, groups[0])
+            parts = [f.result() for f in later]
+    except (OSError, BrokenProcessPool):  # no worker could start or one died: one pass here
+        return _scan_chunks(data, spans)
+    finally:
+        _SHARED = b""
+    if found is None or any(p is None for p in parts):
+        return None
+    cols, count = found
+    for part in parts:
+        assert part is not None
+        _merge(cols, part[0], count)
+        count += part[1]
+    return cols, count
+
+
 def _read_chunked(path: Path) -> tuple[dict, _Columns] | None:
     """A large, well-formed trace parsed chunk by chunk; None (read it whole) for anything else:
     small, compressed-and-cut, truncated or odd files go through the full path and its checks."""
@@ -556,24 +653,17 @@ def _read_chunked(path: Path) -> tuple[dict, _Columns] | None:
     bracket = data.find(b"[", key) if key >= 0 else -1
     if bracket < 0:
         return None
-    cols, pos, count = _Columns(), bracket + 1, 0
+    spans, pos = [], bracket + 1
     while True:
         m = _BOUNDARY.search(data, pos + CHUNK)
         if m is None:
             break
-        chunk = b"[" + data[pos : m.start() + 1] + b"]"
-        events = _decode_typed(chunk)
-        if events is not None:
-            _scan_typed(events, cols, count)
-        else:
-            try:
-                events = orjson.loads(chunk)
-            except orjson.JSONDecodeError:
-                return None
-            _scan(events, cols, count)
-        count += len(events)
-        del events, chunk
+        spans.append((pos, m.start() + 1))
         pos = m.end() - 1
+    found = _scan_spans(data, spans)
+    if found is None:
+        return None
+    cols, count = found
     tail = data[pos:]
     end = tail.rfind(b"]")
     for _ in range(64):

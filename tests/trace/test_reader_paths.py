@@ -97,6 +97,7 @@ def test_chunks_typed_and_refused_mixed_give_the_plain_columns(tmp_path, monkeyp
     plain = _plain(p, monkeypatch)
     monkeypatch.setattr(reader, "CHUNKED_ABOVE", 4096)
     monkeypatch.setattr(reader, "CHUNK", 4096)
+    monkeypatch.setattr(reader, "scan_workers", lambda spans: 1)  # every chunk scanned here
     calls = {"typed": 0, "plain": 0}
     typed_scan, plain_scan = reader._scan_typed, reader._scan
 
@@ -110,7 +111,7 @@ def test_chunks_typed_and_refused_mixed_give_the_plain_columns(tmp_path, monkeyp
     monkeypatch.setattr(reader, "_scan_typed", count("typed", typed_scan))
     monkeypatch.setattr(reader, "_scan", count("plain", plain_scan))
     chunked = _columns(read_trace(p))
-    assert calls["typed"] > 1 and calls["plain"] >= 1
+    assert calls["typed"] > 1 and calls["plain"] >= 2  # the refused chunk and the tail
     # the plain path reads a trace in one piece; the chunked one its metadata apart
     _assert_same(chunked, plain)
 
@@ -211,3 +212,25 @@ def test_every_args_key_an_analysis_reads_is_kept():
             read |= set(re.findall(r'"([^"]+)"', group))
     assert {"Input Dims", "Collective name", "stream", "In msg nelems"} <= read  # the scan sees them
     assert read <= set(GPU_ARG_KEYS) | set(OP_ARG_KEYS), read - set(GPU_ARG_KEYS) - set(OP_ARG_KEYS)
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_chunks_scanned_by_worker_processes_give_the_columns_of_one_pass(tmp_path, monkeypatch, workers):
+    doc = copy.deepcopy(MODEL)
+    base = doc["traceEvents"]
+    doc["traceEvents"] = [dict(e, ts=e["ts"] + 10_000 * k) for k in range(60) for e in base]
+    for k in (7, 31, 50):  # steps, names and odd values first seen in a later worker's part
+        doc["traceEvents"][len(base) * k]["name"] = f"ProfilerStep#{k}"
+        doc["traceEvents"][len(base) * k + 1]["name"] = f"seen from chunk {k}"
+    doc["traceEvents"][len(base) * 40]["args"] = 0  # a chunk msgspec refuses, in a worker
+    p = tmp_path / "big.json"
+    p.write_text(json.dumps(doc, indent=1))
+    plain = _plain(p, monkeypatch)
+    monkeypatch.setattr(reader, "CHUNKED_ABOVE", 4096)
+    monkeypatch.setattr(reader, "CHUNK", 4096)
+    monkeypatch.setattr(reader, "scan_workers", lambda spans: workers)
+    used = []
+    spans = reader._scan_spans
+    monkeypatch.setattr(reader, "_scan_spans", lambda data, s: used.append(len(s)) or spans(data, s))
+    _assert_same(_columns(read_trace(p)), plain)
+    assert used and used[0] >= 2 * workers
