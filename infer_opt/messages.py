@@ -154,6 +154,11 @@ MESSAGES: dict[str, Words] = {
         "the fit contradicts its data (another process loaded the machine during some of the points); "
         "not cached: measure again on a quiet machine"
     ),
+    "machine_speed_moved": lambda v: (
+        f"the machine's speed probe (a fixed matmul timed before and after each run) moved by "
+        f"{abs(v['ratio'] - 1):.0%} between BASE and NEW (more than {v['limit']:.0%}): another process "
+        "loaded the machine on one side, so no change is called; run `infer-opt ab` to alternate the two"
+    ),
     "fit_missing_families": lambda v: (
         "the fit lacks the kernels that pin "
         + ", ".join(_FAMILY_PINS.get(f, f) for f in v["families"])

@@ -89,6 +89,8 @@ FASTER = "faster"
 SLOWER = "slower"
 NOISE = "within noise"
 BELOW_THRESHOLD = "within threshold"
+#: a change the test would call, not called: the machine's speed moved between the two sides
+WITHHELD = "withheld"
 ONLY_BASE = "only in base"
 ONLY_NEW = "only in new"
 
@@ -311,6 +313,8 @@ class CompareResult(Result):
     noise_source: str = "default"
     noise_where: str = ""
     warnings: tuple[Notice, ...] = ()
+    #: NEW's speed probe over BASE's (> 1: the machine ran slower for NEW); None: not recorded
+    machine_speed_ratio: float | None = None
 
 
 # ----------------------------------------------------------------------------- statistics
@@ -1012,6 +1016,28 @@ def _compare_notices(
     return tuple(out)
 
 
+#: the speed probe moving more than this between the sides withholds every verdict of a change
+PROBE_MOVE = 0.15
+
+
+def machine_speed_ratio(bases: Sequence[Any], news: Sequence[Any]) -> float | None:
+    """Median speed probe of NEW's runs over BASE's (the fixed matmul each profile and kernel
+    suite times before and after its runs); None when either side did not record one."""
+    import statistics
+
+    def probes(side: Sequence[Any]) -> list[float]:
+        return [p for r in side for p in getattr(r, "speed_probe_s", ()) if p > 0]
+
+    b, n = probes(bases), probes(news)
+    return statistics.median(n) / statistics.median(b) if b and n else None
+
+
+def withhold(rows: Sequence[CompareRow]) -> list[CompareRow]:
+    """Each row that calls a change (faster, slower, below threshold) marked :data:`WITHHELD`."""
+    called = (FASTER, SLOWER, BELOW_THRESHOLD)
+    return [replace(r, verdict=WITHHELD) if r.verdict in called else r for r in rows]
+
+
 def compare_results(
     base: Any,
     new: Any,
@@ -1052,6 +1078,12 @@ def compare_results(
     else:
         headline = _kernel_headline(rows, within, per_base, per_new, settings)
         subject = f"kernel suite {bases[0].suite}, {bases[0].dtype} on {bases[0].device_name}"
+    moved = machine_speed_ratio(bases, news)
+    notices = _compare_notices(kind, [*rows, *categories], headline, diff, noise, commands)
+    if moved is not None and abs(math.log(moved)) > math.log1p(PROBE_MOVE):
+        rows, categories = withhold(rows), withhold(categories)
+        (headline,) = withhold([headline])  # type: ignore[list-item]
+        notices += (Notice("machine_speed_moved", {"ratio": moved, "limit": PROBE_MOVE}),)
     return CompareResult(
         compared=kind,
         base_name=base_name,
@@ -1066,7 +1098,8 @@ def compare_results(
         noise_floor=floor_of_sigma(noise.headline_sigma(STEP if kind == "profile" else OVERALL)),
         noise_source=noise.source,
         noise_where=noise.where,
-        warnings=_compare_notices(kind, [*rows, *categories], headline, diff, noise, commands),
+        warnings=notices,
+        machine_speed_ratio=moved,
         **settings.recorded(),
     )
 

@@ -100,6 +100,9 @@ class KernelSuiteResult(Result):
     warnings: tuple[Notice, ...] = ()
     #: independent passes over the suite asked for (--runs); each row says how many it holds
     runs: int = 1
+    #: the machine's speed probe (a fixed matmul, median seconds) before the passes and after
+    #: (empty: not recorded)
+    speed_probe_s: tuple[float, ...] = ()
 
     @property
     def threads(self) -> int | None:

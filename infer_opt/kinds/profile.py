@@ -250,6 +250,9 @@ class ProfileResult(Result, ModelStep):
     #: what the step was made from (model, device, dtype, shape, warm-up, repetitions, runs,
     #: threads), resolved; a result saved before it was carried gets it rebuilt from the fields
     settings: StepSettings | None = None
+    #: the machine's speed probe (a fixed matmul, median seconds) before and after the timed runs;
+    #: compare withholds its verdict when it moved between the two sides (empty: not recorded)
+    speed_probe_s: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         if self.settings is None:

@@ -849,9 +849,11 @@ def run_passes(
         skeleton = replace(skeleton, runs=max(runs, previous.runs))
         wall[0] = previous.wall_s
 
+    probes = [p for p in (_speed_probe(dev),) if p is not None]
+
     def snapshot(complete: bool) -> KernelSuiteResult:
         rows = tuple(merged[k] for k in order if k in merged)
-        return replace(skeleton, rows=rows, wall_s=wall[0], complete=complete)
+        return replace(skeleton, rows=rows, wall_s=wall[0], complete=complete, speed_probe_s=tuple(probes))
 
     def add(part: KernelSuiteResult) -> None:
         row = part.rows[-1]
@@ -874,7 +876,20 @@ def run_passes(
         done += len(todo)
         if not part.complete:
             return replace(snapshot(False), warnings=part.warnings)
+    probes.extend(p for p in (_speed_probe(dev),) if p is not None)
     return snapshot(True)
+
+
+def _speed_probe(dev: Any) -> float | None:
+    """The machine's speed now (a fixed matmul; :mod:`infer_opt.profilers.speed_probe`), a label
+    for ``compare``; None when the probe itself fails."""
+    from infer_opt.profilers import speed_probe
+
+    try:
+        with devices.activate(dev):
+            return speed_probe.probe_s(dev)
+    except (RuntimeError, ValueError):
+        return None
 
 
 def _pass_progress(

@@ -791,10 +791,12 @@ def profile_model(
         calls = op_recorder.record_ops(step.fn, loaded.model)
     if not calls:
         raise RunFailure("the step ran no aten operators: nothing to profile (is the model a torch model?)")
+    probes = [_speed_probe(device)]
     timed = _time_runs(
         step, calls, device=device, mode=mode, warmup=warmup, reps=reps, runs=runs,
         trace_path=trace_path, report=report,
     )  # fmt: skip
+    probes.append(_speed_probe(device))
     step_timing = _step_timing(timed, cold.cold_s, cold.mode)
     generation = None
     if step.generate is not None:
@@ -817,11 +819,23 @@ def profile_model(
         stopped = Notice("runs_interrupted", {"done": timed.interrupted_after, "asked": runs})
         att = replace(att, warnings=(*att.warnings, stopped))
         settings = replace(settings, runs=timed.interrupted_after)
-    return _assemble(
+    result = _assemble(
         loaded, step, replace(settings, threads=key.threads), step_timing=step_timing, timings=timings,
         parts=(ops, categories, modules, amdahl), att=att, fit=fit, generation=generation, run_key=key,
         trace_path=trace_path,
     )  # fmt: skip
+    return replace(result, speed_probe_s=tuple(p for p in probes if p is not None))
+
+
+def _speed_probe(device: Any) -> float | None:
+    """The machine's speed now (:func:`infer_opt.profilers.speed_probe.probe_s`); None when the
+    probe itself fails (it is a label for ``compare``, never worth losing a profile over)."""
+    from infer_opt.profilers import speed_probe
+
+    try:
+        return speed_probe.probe_s(device)
+    except (RuntimeError, ValueError):
+        return None
 
 
 #: how per-op times are taken, on CUDA (True) and on the CPU

@@ -15,6 +15,7 @@ from infer_opt.cost_models.run_stats import (
     ONLY_BASE,
     ONLY_NEW,
     SLOWER,
+    WITHHELD,
     CompareResult,
     CompareRow,
     Headline,
@@ -23,8 +24,8 @@ from infer_opt.cost_models.run_stats import (
 from infer_opt.reports.view import Column, Formatter, Table, View
 from infer_opt.units import format_duration, format_percent, format_with_spread
 
-_ROW_STYLE = {FASTER: "best", SLOWER: "bad", NOISE: "muted", BELOW_THRESHOLD: "muted"}
-_ORDER = (FASTER, SLOWER, BELOW_THRESHOLD, NOISE, ONLY_BASE, ONLY_NEW)
+_ROW_STYLE = {FASTER: "best", SLOWER: "bad", NOISE: "muted", BELOW_THRESHOLD: "muted", WITHHELD: "muted"}
+_ORDER = (FASTER, SLOWER, BELOW_THRESHOLD, NOISE, WITHHELD, ONLY_BASE, ONLY_NEW)
 
 
 def _factor(value: float) -> str:
@@ -71,6 +72,8 @@ def row_verdict(row: CompareRow) -> str:
         return f"{_factor(row.ratio)}× slower"
     if row.verdict == BELOW_THRESHOLD and row.ratio is not None:
         return f"within threshold ({100 * (row.ratio - 1):+.1f}%)"
+    if row.verdict == WITHHELD:
+        return "withheld (the machine's speed moved)"
     return row.verdict
 
 
@@ -103,6 +106,13 @@ def headline_text(result: CompareResult) -> str:
     what = f"{h.what}, {_runs(h)}" + (", approximate" if h.approximate else "")
     if h.verdict == NOISE:
         return f"no significant difference between {new} and {base} (within ±{_pct(within(h))}; {what})"
+    if h.verdict == WITHHELD:
+        moved = result.machine_speed_ratio or 1.0
+        how = "slower" if moved > 1 else "faster"
+        return (
+            f"no verdict: the machine itself ran {_pct(abs(moved - 1))} {how} during {new} than during "
+            f"{base} (its speed probe), so a difference of the step cannot be told from it ({what})"
+        )
     if h.speedup >= 1:
         factor, std, how = h.speedup, h.speedup_std, "faster"
     else:

@@ -581,3 +581,53 @@ def test_every_notice_of_a_comparison_has_words():
     }  # fmt: skip
     for notice in notices:
         assert notice.code in MESSAGES and text(notice)
+
+
+def _step_halved(base):
+    return replace(base, step=replace(base.step, samples_s=tuple(s / 2 for s in base.step.samples_s)))
+
+
+def test_a_machine_that_moved_between_the_sides_withholds_every_verdict():
+    """Issue 33 class 10: a profile compared with an unchanged rerun on a loaded machine was
+    headlined 'faster' with five categories flagged. Each run times a fixed matmul before and
+    after; when that probe moved more than PROBE_MOVE between the sides, no change is called."""
+    from tests.reports.fixtures import profile
+
+    base = replace(profile(), speed_probe_s=(1.0e-3, 1.0e-3))
+    new = replace(_step_halved(base), speed_probe_s=(0.62e-3, 0.58e-3))  # the machine 40% faster
+    result = run_stats.compare_results(base, new, **FAST)
+    assert result.machine_speed_ratio == pytest.approx(0.6)
+    assert result.headline.verdict == run_stats.WITHHELD
+    assert run_stats.FASTER not in {r.verdict for r in [*result.rows, *result.categories]}
+    assert "machine_speed_moved" in {w.code for w in result.warnings}
+    from infer_opt.reports.compare import headline_text
+
+    assert headline_text(result).startswith("no verdict: the machine itself ran 40% faster")
+
+
+@pytest.mark.parametrize("probes", [((1.0e-3,), (1.1e-3,)), ((), (2e-3,)), ((1e-3,), ())])
+def test_a_steady_or_unrecorded_machine_keeps_the_verdict(probes):
+    from tests.reports.fixtures import profile
+
+    base = replace(profile(), speed_probe_s=probes[0])
+    new = replace(_step_halved(base), speed_probe_s=probes[1])
+    result = run_stats.compare_results(base, new, **FAST)
+    assert result.headline.verdict == run_stats.FASTER
+    assert "machine_speed_moved" not in {w.code for w in result.warnings}
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.floats(0.5, 2.0))
+def test_withholding_follows_the_probe_ratio_alone(ratio):
+    from tests.reports.fixtures import profile
+
+    base = replace(profile(), speed_probe_s=(1e-3,))
+    new = replace(_step_halved(base), speed_probe_s=(ratio * 1e-3,))
+    result = run_stats.compare_results(base, new, **FAST)
+    moved = abs(math.log(ratio)) > math.log1p(run_stats.PROBE_MOVE)
+    assert (result.headline.verdict == run_stats.WITHHELD) == moved
+    if not moved:
+        plain = run_stats.compare_results(
+            replace(base, speed_probe_s=()), replace(new, speed_probe_s=()), **FAST
+        )
+        assert [r.verdict for r in result.rows] == [r.verdict for r in plain.rows]
