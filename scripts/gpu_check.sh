@@ -188,6 +188,31 @@ step_if validate validate-prefill 55 "${IO[@]}" validate gpt2-small --device cud
 step_if validate validate-decode 55 "${IO[@]}" validate gpt2-small --device cuda --dtype bfloat16 --mode decode \
   --batch 4 --context 700 --passes 2 --out "$W/validate-gpt2-bf16-decode.json"
 
+# 7b. the operator model from traces (issue 31): eager bf16 torch.profiler traces (record_shapes)
+#     of gpt2-small and llama-small prefill and decode over a grid of batch x length, the
+#     calibration built from them, validated against three shapes between them
+step record-traces 90 python scripts/record_traces.py --out "$W" --device cuda --dtype bfloat16 --steps 3
+step_if calibrate calibrate-from-trace 30 "${IO[@]}" calibrate \
+  --from-trace "$W/gpt2-small-prefill-b1-s64.json.gz" \
+  --from-trace "$W/gpt2-small-prefill-b1-s512.json.gz" \
+  --from-trace "$W/gpt2-small-prefill-b8-s64.json.gz" \
+  --from-trace "$W/gpt2-small-prefill-b8-s512.json.gz" \
+  --from-trace "$W/gpt2-small-decode-b1-c128.json.gz" \
+  --from-trace "$W/gpt2-small-decode-b1-c1023.json.gz" \
+  --from-trace "$W/gpt2-small-decode-b16-c128.json.gz" \
+  --from-trace "$W/gpt2-small-decode-b16-c1023.json.gz" \
+  --from-trace "$W/llama-small-prefill-b1-s64.json.gz" \
+  --from-trace "$W/llama-small-prefill-b1-s256.json.gz" \
+  --from-trace "$W/llama-small-prefill-b8-s64.json.gz" \
+  --from-trace "$W/llama-small-prefill-b8-s256.json.gz" \
+  --out "$W/calibration-from-traces-bf16.json"
+step_if validate validate-trace-prefill 20 "${IO[@]}" validate --against "$W/gpt2-small-prefill-b4-s200.json.gz" \
+  --calibration "$W/calibration-from-traces-bf16.json" --out "$W/validate-trace-prefill.json"
+step_if validate validate-trace-decode 20 "${IO[@]}" validate --against "$W/gpt2-small-decode-b4-c700.json.gz" \
+  --calibration "$W/calibration-from-traces-bf16.json" --out "$W/validate-trace-decode.json"
+step_if validate validate-trace-llama 20 "${IO[@]}" validate --against "$W/llama-small-prefill-b4-s128.json.gz" \
+  --calibration "$W/calibration-from-traces-bf16.json" --out "$W/validate-trace-llama.json"
+
 # 8. communication on one GPU (a collective needs two devices; comm says what one can measure)
 step_if comm comm 30 "${IO[@]}" comm --device cuda --out "$W/comm-cuda.json"
 
