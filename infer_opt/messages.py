@@ -302,6 +302,11 @@ MESSAGES: dict[str, Words] = {
         f"families on fewer than {v['min']} distinct shapes (their residual rests on few points; "
         f"a shape between them is interpolated, one beyond is extrapolated): {', '.join(v['families'])}"
     ),
+    "trace_calibration_coverage": lambda v: (
+        f"only {_pct(v['share'])} of the traces' GPU time is in ops with recorded shapes and a formula: "
+        "the rest (CUDA-graph replays, torch.compile regions, custom kernels, kernels outside any op) "
+        "teaches the calibration nothing"
+    ),
     "calibration_cases_skipped": lambda v: (
         f"{v['count']} shape(s) not timed (they failed their correctness check or could not run), "
         f"e.g. {v['first']}"

@@ -376,6 +376,17 @@ def device_key(result: op_model.CalibrationResult) -> str:
     return replace(RunKey.of(result), threads=None).slug()
 
 
+#: a calibration whose traces hold less of their GPU time in shaped ops than this says so
+MIN_MODELLED_SHARE = 0.5
+
+
+def modelled_share(traces: Sequence[TraceEvents], instances: Sequence[OpInstance]) -> float:
+    """The share of the traces' GPU time (kernels, memcpy, memset; not sync waits) in the op
+    instances calibrated from (1.0 without GPU time)."""
+    total = sum(float(t.gpu.dur_us[t.gpu.kind != SYNC].sum()) for t in traces) / 1e6
+    return sum(i.time_s for i in instances) / total if total > 0 else 1.0
+
+
 def label(n_traces: int, device: str) -> str:
     """``from 3 traces of H100 SXM``."""
     return f"from {n_traces} trace{'s' if n_traces != 1 else ''} of {device}"
@@ -400,6 +411,9 @@ def calibrate_from_traces(
     warnings = (
         (Notice("trace_calibration_few_shapes", {"families": tuple(few), "min": MIN_SHAPES}),) if few else ()
     )
+    share = modelled_share(traces, instances)
+    if share < MIN_MODELLED_SHARE:
+        warnings += (Notice("trace_calibration_coverage", {"share": share}),)
     torch_dtype = TORCH_DTYPES.get(dtype, dtype)
     draft = op_model.CalibrationResult(
         device="cuda",

@@ -388,3 +388,20 @@ def test_validating_against_a_training_trace_has_no_error(tmp_path_factory, gemm
         assert o.predicted_s == pytest.approx(o.measured_s, rel=1e-9)
     assert r.step_mape == pytest.approx(0.0, abs=1e-9)
     assert r.op_count + r.small_op_count == len(ops)
+
+
+def test_traces_mostly_without_shaped_ops_are_said_so(tmp_path):
+    # 20 µs of shaped ops, 80 µs of a kernel whose op recorded no shapes
+    ops = [*training_ops(), ("aten::custom_kernel", [], [], 800.0)]
+    path = write_trace(tmp_path / "a.json", ops)
+    ev = read_trace(path)
+    shaped = sum(i.time_s for i in tc.op_instances(ev))
+    cal = tc.calibrate_from_traces([ev])
+    (notice,) = [n for n in cal.warnings if n.code == "trace_calibration_coverage"]
+    assert notice.values["share"] == pytest.approx(shaped / (shaped + 800e-6))
+    assert tc.modelled_share([ev], tc.op_instances(ev)) == pytest.approx(shaped / (shaped + 800e-6))
+
+
+def test_traces_of_shaped_ops_only_say_nothing_of_coverage(tmp_path):
+    cal = tc.calibrate_from_traces([read_trace(write_trace(tmp_path / "a.json", training_ops()))])
+    assert not [n for n in cal.warnings if n.code == "trace_calibration_coverage"]
