@@ -4,6 +4,8 @@ family and the worst ops."""
 
 from __future__ import annotations
 
+from pathlib import PurePath
+
 from infer_opt.kinds.validate import SMALL_OP_S
 from infer_opt.kinds.validate_trace import TIER_UNSEEN, TraceValidateResult
 from infer_opt.reports.profile import short_name
@@ -28,7 +30,7 @@ def _shapes(text: str) -> str:
 
 def step_table(r: TraceValidateResult) -> Table:
     columns = [
-        Column("mode", "Step", align="left", csv_header="step_kind"),
+        Column("mode", "Kind", align="left", csv_header="step_kind"),
         Column("step", "#", csv_header="step"),
         Column("kernels", "GPU events", csv_header="kernels"),
         Column("measured_s", "Measured", format_duration, csv_header="measured_s"),
@@ -121,7 +123,7 @@ def _summary(r: TraceValidateResult) -> list[tuple[str, str]]:
         " (a calibration of another GPU, scaled by datasheet peaks)" if r.tier == TIER_UNSEEN else ""
     )
     return [
-        ("Trace", f"{r.model} ({r.device_name}, {r.dtype})"),
+        ("Trace", f"{PurePath(r.trace).name} ({r.device_name}, {r.dtype})"),
         ("Calibration", c.source),
         ("Tier", tier),
         ("Step", f"MAPE {_pct(r.step_mape)} over {len(r.points)} step(s)"),

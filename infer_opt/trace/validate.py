@@ -47,6 +47,16 @@ from infer_opt.trace.events import SYNC, TraceEvents
 
 OPTION = "--against"
 WORST_OPS = 10
+#: a ``ProfilerStep``'s kind of row (the whole trace's: ``trace``)
+STEP_MODE = "profiler"
+#: the trace's name is cut to this many characters (the parity plot's title)
+NAME_CHARS = 40
+
+
+def short_name(path: str) -> str:
+    """The trace file's name without ``.json``/``.json.gz``, cut to :data:`NAME_CHARS`."""
+    stem = Path(path).name.removesuffix(".gz").removesuffix(".json")
+    return stem if len(stem) <= NAME_CHARS else stem[: NAME_CHARS - 1] + "…"
 
 
 def _check_calibration(
@@ -128,20 +138,20 @@ def _steps(
     gpu = events.gpu
     events_in = gpu.kind != SYNC
     step_of = gpu.step if events.steps and (gpu.step[events_in] >= 0).any() else np.zeros(len(gpu), np.int32)
-    mode = "step" if events.steps and (gpu.step[events_in] >= 0).any() else "trace"
+    mode = STEP_MODE if events.steps and (gpu.step[events_in] >= 0).any() else "trace"
     modelled_events = sum(i.kernels for i in instances)
     out = []
     for s in sorted({int(v) for v in step_of[events_in] if v >= 0}):
         mask = events_in & (step_of == s)
         measured = math.fsum(gpu.dur_us[mask]) / 1e6
-        mine = [k for k, inst in enumerate(instances) if (inst.step if mode == "step" else 0) == s]
+        mine = [k for k, inst in enumerate(instances) if (inst.step if mode == STEP_MODE else 0) == s]
         modelled = math.fsum(instances[k].time_s for k in mine)
-        covered = sum(instances[k].kernels for k in mine) if mode == "step" else modelled_events
+        covered = sum(instances[k].kernels for k in mine) if mode == STEP_MODE else modelled_events
         rest = max(int(mask.sum()) - covered, 0)
         pred = math.fsum(predicted[k].time_s for k in mine) + rest * floor_s
         if measured <= 0:
             continue
-        number = events.steps[s].number if mode == "step" else 0
+        number = events.steps[s].number if mode == STEP_MODE else 0
         out.append(
             TraceStep(
                 mode,
@@ -212,7 +222,7 @@ def validate_against(
         used.complete,
     )
     return TraceValidateResult(
-        model=Path(events.path).name,
+        model=short_name(events.path),
         trace=events.path,
         device_name=device.spec.name,
         dtype=used.dtype,
