@@ -91,7 +91,12 @@ def amortize(
         return None
     one_shape = {"--compile-cost": compile_cost, "--eager": eager, "--compiled": compiled, "--calls": calls}
     if buckets is None and all(v is None for v in (*one_shape.values(), lengths, requests)):
-        typer.echo(ctx.get_help())
+        import contextlib
+
+        from infer_opt.cli.output import tool_stdout
+
+        with contextlib.redirect_stdout(tool_stdout()):  # rich prints the help as it formats it
+            typer.echo(ctx.get_help())
         raise typer.Exit(0)
     if buckets is not None:
         given = [name for name, value in one_shape.items() if value is not None]

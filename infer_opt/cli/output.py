@@ -293,6 +293,16 @@ def _file_option(name: str, flag: str, help_text: str) -> tuple[str, Any, Any]:
     return name, ann, None
 
 
+#: the stdout a command body's own output belongs on while its prints are sent to stderr
+_TOOL_STDOUT: list[Any] = []
+
+
+def tool_stdout() -> Any:
+    """The tool's stdout inside a command body (whose ``print`` goes to stderr): where the body
+    writes what it shows the user itself, such as its help."""
+    return _TOOL_STDOUT[-1] if _TOOL_STDOUT else sys.stdout
+
+
 def with_output(
     *, plot: bool = False, csv: bool = True, markdown: bool = True
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -320,8 +330,12 @@ def with_output(
             output.check()
             # stdout belongs to the tool (the --json document, the table): whatever the body's
             # code — a model factory's print(), a library's chatter — writes there goes to stderr
-            with contextlib.redirect_stdout(sys.stderr):
-                returned = func(**kwargs, output=output) if takes_output else func(**kwargs)
+            _TOOL_STDOUT.append(sys.stdout)
+            try:
+                with contextlib.redirect_stdout(sys.stderr):
+                    returned = func(**kwargs, output=output) if takes_output else func(**kwargs)
+            finally:
+                _TOOL_STDOUT.pop()
             _finish(output, returned)
 
         params = own + added
