@@ -241,22 +241,12 @@ def merge_groups(per_rank: Sequence[Sequence[OpGroup]], *, peaks: Peaks) -> tupl
         time_s = math.fsum(g.time_s for g in members)
         flops = math.fsum(g.flops for g in members)
         nbytes = math.fsum(g.bytes for g in members)
-        modelled = first.bound != "unknown"
-        bound, fraction = _bound(
-            flops, nbytes, time_s, calls, modelled, peak_flops(peaks, first.precision), peaks
-        )
+        work = _work(calls, time_s, flops, nbytes, first.bound != "unknown", first.precision, peaks)
         names = tuple(dict.fromkeys(k for g in members for k in g.kernel_names))
         out.append(
             replace(
                 first,
-                calls=calls,
-                time_s=time_s,
-                flops=flops,
-                bytes=nbytes,
-                achieved_flops_per_s=flops / time_s if time_s > 0 else 0.0,
-                achieved_bytes_per_s=nbytes / time_s if time_s > 0 else 0.0,
-                bound=bound,
-                peak_fraction=fraction,
+                **work,
                 kernels=sum(g.kernels for g in members),
                 time_spread_s=max(g.time_spread_s for g in members),
                 kernel_names=names[:KERNEL_NAMES_KEPT],
@@ -264,6 +254,23 @@ def merge_groups(per_rank: Sequence[Sequence[OpGroup]], *, peaks: Peaks) -> tupl
         )
     out.sort(key=lambda g: (-g.time_s, g.name, g.shapes))
     return tuple(out)
+
+
+def _work(
+    calls: int, time_s: float, flops: float, nbytes: float, modelled: bool, precision: str, peaks: Peaks
+) -> dict[str, Any]:
+    """A group's work fields: totals, achieved rates and its bound against ``peaks``."""
+    bound, fraction = _bound(flops, nbytes, time_s, calls, modelled, peak_flops(peaks, precision), peaks)
+    return {
+        "calls": calls,
+        "time_s": time_s,
+        "flops": flops,
+        "bytes": nbytes,
+        "achieved_flops_per_s": flops / time_s if time_s > 0 else 0.0,
+        "achieved_bytes_per_s": nbytes / time_s if time_s > 0 else 0.0,
+        "bound": bound,
+        "peak_fraction": fraction,
+    }
 
 
 def _key(events: TraceEvents, att: Attribution, op: int) -> tuple[str, str, str]:
@@ -299,22 +306,11 @@ def _group(
         if modelled
         else ("communication" if any(COMM_KERNEL.search(k) for k in kernel_names) else "")
     )
-    calls = len(instances)
-    bound, fraction = _bound(
-        flops, nbytes, time_s, calls, modelled != [], peak_flops(peaks, precision), peaks
-    )
     return OpGroup(
         name=name,
         shapes=shapes,
         dtype=dtype,
-        calls=calls,
-        time_s=time_s,
-        flops=flops,
-        bytes=nbytes,
-        achieved_flops_per_s=flops / time_s if time_s > 0 else 0.0,
-        achieved_bytes_per_s=nbytes / time_s if time_s > 0 else 0.0,
-        bound=bound,
-        peak_fraction=fraction,
+        **_work(len(instances), time_s, flops, nbytes, modelled != [], precision, peaks),
         precision=precision,
         family=family,
         kernels=len(idx),
