@@ -107,7 +107,7 @@ KINDS: dict[str, Kind] = {
         ),
         Kind("compare", f"{_CM}.run_stats:CompareResult", f"{_RP}.compare:build_view", f"{_PL}.compare:plot"),
         Kind("ab", f"{_KD}.ab:AbResult", f"{_RP}.ab:build_view", f"{_PL}.ab:plot"),
-        Kind("noise-floor", f"{_CM}.run_stats:NoiseFloor", f"{_RP}.compare:build_noise_view"),
+        Kind("noise-floor", f"{_CM}.run_stats:NoiseFloor", f"{_RP}.noise_floor:build_view"),
         Kind("comm", f"{_CM}.comm:CommResult", f"{_RP}.comm:build_view", f"{_PL}.comm:plot"),
         Kind(
             "profile-tp",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from infer_opt.kinds.ab import AbResult
 from infer_opt.reports import compare as compare_view
+from infer_opt.reports import noise_floor as noise_view
 from infer_opt.reports.view import Column, Table, View
 from infer_opt.units import format_duration
 
@@ -35,10 +36,10 @@ def build_view(result: AbResult) -> View:
     tables = [*view.tables, _runs_table(result)]
     notes = list(view.notes)
     if result.noise_floor is not None:
-        tables.append(compare_view.noise_table(result.noise_floor))
+        tables.append(noise_view.noise_table(result.noise_floor))
         saved = result.noise_saved_to or "not saved"
         head.append(("A/A", f"the same command on both sides: run-to-run noise measured ({saved})"))
-        notes.append(compare_view.NOISE_NOTE)
+        notes.append(noise_view.NOISE_NOTE)
     title = "A/A" if result.is_aa else "A/B"
     return View(
         title=f"{title}: {result.new_command} against {result.base_command}",
