@@ -42,7 +42,7 @@ ThreadsOpt = option(
     int | None,
     "--threads",
     parse=Count(1, os.cpu_count() or 1),
-    help=f"CPU threads for torch (torch.set_num_threads), 1 to {os.cpu_count() or 1} here; "
+    help=f"CPU threads for torch (its intra-op threads), 1 to {os.cpu_count() or 1} here; "
     "default: torch's choice.",
 )
 

@@ -510,7 +510,7 @@ FileOpt = option(
     Path | None,
     "--file",
     parse=InputFile(),
-    help="JSON with keys drafts, accepted_per_position[, draft_tokens].",
+    help="JSON with keys drafts, accepted_per_position and (optional) draft_tokens.",
 )
 PrometheusOpt = option(
     Path | None,
