@@ -498,11 +498,13 @@ def fit_for_run(
     if problems:
         notices += _rejected(2, retry_threads, problems)
     else:
-        stored = cache_fit(fit)
-        notices += [
-            *stored.notices,
-            Notice("roofline_saved_for_other_threads", {"path": str(stored.path), "threads": retry_threads}),
-        ]
+        try:
+            stored = cache_fit(fit)
+        except OSError as exc:  # a full or read-only cache: the measurement stands, unsaved
+            notices.append(Notice("roofline_not_saved", {"reason": f"{type(exc).__name__}: {exc}"}))
+        else:
+            saved = {"path": str(stored.path), "threads": retry_threads}
+            notices += [*stored.notices, Notice("roofline_saved_for_other_threads", saved)]
     unavailable = {"threads": expected.threads, "loaded": loaded, "device": expected.device_kind}
     return ResolvedFit(
         None, "none: the calibration was unusable", (*notices, Notice("roofline_unavailable", unavailable))
