@@ -83,6 +83,22 @@ def test_on_a_loaded_machine_the_retry_uses_one_thread(monkeypatch):
     assert _resolve(Calibrations()).fit is not None  # a --threads 1 run finds it
 
 
+def test_a_cache_that_cannot_be_written_after_the_second_try_is_said_not_raised(monkeypatch):
+    monkeypatch.setattr(calibration_store, "machine_loaded", lambda threads, load=None: True)
+
+    def full(fit):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(calibration_store, "cache_fit", full)
+    torch.set_num_threads(2)
+    try:
+        resolved = _resolve(Calibrations(True, False))
+    finally:
+        torch.set_num_threads(1)
+    codes = [n.code for n in resolved.warnings]
+    assert "roofline_not_saved" in codes and codes[-1] == "roofline_unavailable"
+
+
 def test_machine_loaded_compares_the_load_with_the_free_cores(monkeypatch):
     monkeypatch.setattr("infer_opt.profilers.device.available_cpus", lambda: 2)
     assert not calibration_store.machine_loaded(2, lambda: 0.2)
