@@ -234,3 +234,16 @@ def test_chunks_scanned_by_worker_processes_give_the_columns_of_one_pass(tmp_pat
     monkeypatch.setattr(reader, "_scan_spans", lambda data, s: used.append(len(s)) or spans(data, s))
     _assert_same(_columns(read_trace(p)), plain)
     assert used and used[0] >= 2 * workers
+
+
+_IDS = st.integers(-(1 << 62), (1 << 62) - 1) | st.integers(-3, 3)
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(st.lists(st.tuples(_IDS, _IDS), max_size=40))
+def test_thread_keys_number_pairs_as_numpy_unique_rows_does(pairs):
+    pid = np.array([p for p, _ in pairs], dtype=np.int64)
+    tid = np.array([t for _, t in pairs], dtype=np.int64)
+    rows = np.stack([pid, tid], axis=1) if pairs else np.zeros((0, 2), dtype=np.int64)
+    expected = np.unique(rows, axis=0, return_inverse=True)[1].reshape(-1)
+    assert reader._thread_keys(pid, tid).tolist() == expected.tolist()
