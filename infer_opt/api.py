@@ -183,7 +183,7 @@ def predict(
     context: int = 128,
     new_tokens: int = 32,
     calibration: str | Path | None = None,
-    device: str = "cpu",
+    device: str = "auto",
     dtype: str = "auto",
     threads: int | None = None,
     hf_config: Sequence[str] = (),

@@ -84,14 +84,15 @@ CalibrationOpt = option(
 PredictDeviceOpt = option(
     str,
     "--device",
-    help="Whose cached calibration to use: cpu (default), cuda or cuda:N (or give --calibration FILE).",
+    help="Whose cached calibration to use: auto (CUDA if available), cpu, cuda or cuda:N (or give "
+    "--calibration FILE).",
 )
 
 
 @with_output(plot=True)
 def predict(
     model: ModelArg = "tiny",
-    device: PredictDeviceOpt = "cpu",
+    device: PredictDeviceOpt = "auto",
     dtype: AutoDtypeOpt = "auto",
     shape: StepShape = StepShape(),
     calibration: CalibrationOpt = None,

@@ -306,7 +306,7 @@ def calibration_for_run(
     calibration_file: Path | None,
     dtype: str,
     threads: int | None,
-    device: str = "cpu",
+    device: str = "auto",
     *,
     trace_ok: bool = False,
 ) -> RunCalibration:
