@@ -229,7 +229,7 @@ def kernels(
     suite: str = "quick",
     only: Sequence[str] | None = None,
     device: str = "auto",
-    dtype: str = "float32",
+    dtype: str = "auto",
     warmup: int = 5,
     reps: int = 20,
     flush_cache: bool = False,

@@ -78,7 +78,10 @@ MAX_WARMUP_CALLS = 100_000
 MAX_WARMUP_S = 600.0
 
 DtypeOpt = option(
-    str, "--dtype", parse=Choice(("float32", "bfloat16", "float16")), help="float32, bfloat16 or float16."
+    str,
+    "--dtype",
+    parse=Choice(("auto", "float32", "bfloat16", "float16")),
+    help="auto (float32 on CPU, bfloat16 on CUDA, as every command), float32, bfloat16 or float16."
 )
 SuiteOpt = option(
     str,
@@ -219,7 +222,7 @@ def _incomplete(result: KernelSuiteResult, output: Output) -> Interrupted | RunF
 @with_output()
 def kernels_command(
     device: DeviceOpt = "auto",
-    dtype: DtypeOpt = "float32",
+    dtype: DtypeOpt = "auto",
     suite: SuiteOpt = "quick",
     only: option(
         list[str] | None,

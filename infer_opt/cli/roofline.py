@@ -79,7 +79,7 @@ def roofline_command(
         ),
     ] = None,
     device: DeviceOpt = "auto",
-    dtype: DtypeOpt = "float32",
+    dtype: DtypeOpt = "auto",
     suite: SuiteOpt = "quick",
     l2_flush: FlushOpt = False,
     warmup: WarmupOpt = "5",
