@@ -17,6 +17,7 @@ import multiprocessing
 import os
 import re
 import stat
+import threading
 import zlib
 from array import array
 from collections.abc import Iterable, Sequence
@@ -580,8 +581,9 @@ def _scan_worker(spans: Sequence[tuple[int, int]]) -> tuple[_Columns, int] | Non
 
 def scan_workers(spans: int) -> int:
     """Processes a large trace's chunks are scanned by: the cores this process may use (at most
-    4), 1 for a few chunks, inside a worker already (a folder of ranks) or without fork."""
-    if spans < 4 or multiprocessing.parent_process() is not None:
+    4), 1 for a few chunks, inside a worker already (a folder of ranks), without fork, or with
+    other threads running (a notebook's: forking them is unsafe)."""
+    if spans < 4 or multiprocessing.parent_process() is not None or threading.active_count() > 1:
         return 1
     if "fork" not in multiprocessing.get_all_start_methods():
         return 1
