@@ -105,10 +105,12 @@ def _summary(r: TraceResult) -> list[tuple[str, str]]:
             ("Ranks", f"{len(r.ranks)}; slowest rank {r.slowest_rank}, skew {format_ratio(r.step_skew)}")
         )
     kernel_s = sum(g.time_s for g in r.ops)
+    gpu_s = sum(c.time_s for c in r.coverage)
     modelled = sum(c.fraction for c in r.coverage if c.reason == "modelled")
-    out.append(
-        ("Op kernel time", f"{format_duration(kernel_s, 4)} in {len(r.ops)} (op, shapes, dtype) groups")
-    )
+    in_groups = f"{format_duration(kernel_s, 4)} in {len(r.ops)} (op, shapes, dtype) groups"
+    if gpu_s > kernel_s * 1.001:
+        in_groups = f"{format_duration(gpu_s, 4)} summed; {in_groups} (the rest has no op: see Coverage)"
+    out.append(("GPU kernel time", in_groups))
     out.append(("Covered by a formula", format_percent(modelled)))
     best = next((w for w in r.what_if if w.saved_s > 0), None)
     if best is not None:
