@@ -432,6 +432,45 @@ def _typed_kept(raws: tuple, keys: tuple[str, ...], interned: dict[tuple, dict])
     return found
 
 
+def _typed_times(ts: Any, dur: Any) -> tuple[float, float]:
+    """A typed event's ts and dur as floats (NaN, a bad duration, where they are none)."""
+    try:
+        return float(_as_orjson(ts)), float(_as_orjson(dur))
+    except (TypeError, ValueError):
+        return math.nan, math.nan
+
+
+def _typed_gpu_args(f: tuple, pid: Any, interned: dict, streams: dict) -> tuple[dict, Any, Any]:
+    """A GPU event's kept args, device and correlation from its typed args' fields."""
+    corr = -1 if f[0] is _U else f[0]
+    device = pid if f[1] is _U else f[1]
+    if f[5:11] != _NO_COLLECTIVE:
+        return _typed_kept(f[4:11], GPU_ARG_KEYS, interned), device, corr
+    if f[4] is _U:
+        return _NO_ARGS, device, corr
+    raw = bytes(f[4])  # the common case: a kernel with its stream only
+    kept = streams.get(raw)
+    if kept is None:
+        kept = streams[raw] = {"stream": orjson.loads(raw)}
+    return kept, device, corr
+
+
+def _typed_op_args(f: tuple, interned: dict) -> tuple[dict, Any]:
+    """A cpu_op's kept args and external id from its typed args' fields."""
+    ext = f[2]
+    if ext is _U:
+        ext = -1 if f[3] is _U else f[3]
+    return _typed_kept((*f[11:15], f[4]), OP_ARG_KEYS, interned), ext
+
+
+def _typed_step(cols: _Columns, kind: int, name: Any, ts: float, dur: float) -> None:
+    step = _STEP.match(str(name)) if name is not None and "ProfilerStep#" in str(name) else None
+    if step is not None and kind != _GPU_ANNOT:
+        cols.steps.setdefault(int(step.group(1)), [ts, ts + dur])
+    elif step is not None:
+        cols.gpu_steps.setdefault(int(step.group(1)), [ts, ts + dur])
+
+
 def _scan_typed(events: list, cols: _Columns, offset: int = 0) -> _Columns:
     """:func:`_scan` over msgspec-decoded events (module comment above)."""
     category, names, lim, unset = _CATEGORY, cols.names, _ID_LIMIT, _U
@@ -452,12 +491,7 @@ def _scan_typed(events: list, cols: _Columns, offset: int = 0) -> _Columns:
             continue
         ts, dur = e.ts, e.dur
         if type(ts) is not float or type(dur) is not float:
-            try:
-                ts = float(_as_orjson(ts))
-                dur = float(_as_orjson(dur))
-            except (TypeError, ValueError):
-                cols.bad_dur += 1
-                continue
+            ts, dur = _typed_times(ts, dur)
         if not dur >= 0 or ts != ts:
             cols.bad_dur += 1
             continue
@@ -481,18 +515,7 @@ def _scan_typed(events: list, cols: _Columns, offset: int = 0) -> _Columns:
             if a is None:
                 kept, device, corr = _NO_ARGS, e.pid, -1
             else:
-                f = astuple(a)
-                corr = -1 if f[0] is unset else f[0]
-                device = e.pid if f[1] is unset else f[1]
-                if f[5:11] != _NO_COLLECTIVE:
-                    kept = _typed_kept(f[4:11], GPU_ARG_KEYS, g_interned)
-                elif f[4] is unset:
-                    kept = _NO_ARGS
-                else:  # the common case: a kernel with its stream only
-                    raw = bytes(f[4])
-                    kept = g_streams.get(raw)
-                    if kept is None:
-                        kept = g_streams[raw] = {"stream": orjson.loads(raw)}
+                kept, device, corr = _typed_gpu_args(astuple(a), e.pid, g_interned, g_streams)
             stream = kept["stream"] if "stream" in kept else _as_orjson(e.tid)
             g_ts(ts)
             g_dur(dur)
@@ -504,14 +527,7 @@ def _scan_typed(events: list, cols: _Columns, offset: int = 0) -> _Columns:
             g_index(index)
             g_args(kept)
         elif kind == _CPU_OP and not (type(name) is str and "ProfilerStep#" in name and _STEP.match(name)):
-            if a is None:
-                kept, ext = _NO_ARGS, -1
-            else:
-                f = astuple(a)
-                kept = _typed_kept((*f[11:15], f[4]), OP_ARG_KEYS, o_interned)
-                ext = f[2]
-                if ext is unset:
-                    ext = -1 if f[3] is unset else f[3]
+            kept, ext = (_NO_ARGS, -1) if a is None else _typed_op_args(astuple(a), o_interned)
             if nid is None:
                 nid = cols.name_id(_as_orjson(name))
             pid, tid = e.pid, e.tid
@@ -524,12 +540,7 @@ def _scan_typed(events: list, cols: _Columns, offset: int = 0) -> _Columns:
             o_index(index)
             o_args(kept)
         else:
-            name = _as_orjson(name)
-            step = _STEP.match(str(name)) if name is not None and "ProfilerStep#" in str(name) else None
-            if step is not None and kind != _GPU_ANNOT:
-                cols.steps.setdefault(int(step.group(1)), [ts, ts + dur])
-            elif step is not None:
-                cols.gpu_steps.setdefault(int(step.group(1)), [ts, ts + dur])
+            _typed_step(cols, kind, _as_orjson(name), ts, dur)
     return cols
 
 
