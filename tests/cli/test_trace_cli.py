@@ -183,3 +183,12 @@ def test_no_output_replaces_an_input_trace_or_another_output(tmp_path):
     assert trace.read_bytes() == before
     out = str(tmp_path / "r.json")
     assert_one_line_error(invoke("trace", str(trace), "--out", out, "--augment", out), "--augment")
+
+
+def test_traces_are_held_to_the_readers_limit_not_the_1_gib_of_other_inputs(monkeypatch):
+    from infer_opt import files
+
+    monkeypatch.setattr(files, "MAX_INPUT_BYTES", 1000)  # model_step.json is 10 kB
+    run = invoke("trace", MODEL, "--json")
+    assert run.exit_code == 0, run.stderr
+    assert_one_line_error(invoke("trace", "/dev/zero"), "not a regular file")
