@@ -229,6 +229,9 @@ def analyze(
     """The whole analysis of ``paths`` (files, or folders of one file per rank)."""
     if causal not in CAUSAL_CONVENTIONS:
         raise InvalidInput("--causal-flops", causal, f"expected one of {', '.join(CAUSAL_CONVENTIONS)}")
+    if hta_compat and steps is not None:
+        fixed = "not with --hta-compat (HTA's window is fixed: every step but the last)"
+        raise InvalidInput("--steps", f"{steps[0]}-{steps[1]}", fixed)
     traces = read_traces(paths, workers=workers)
     warnings: list[Notice] = [w for ev in traces for w in ev.warnings]
     spec, source, notices = _device(traces, device)

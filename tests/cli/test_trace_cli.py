@@ -192,3 +192,7 @@ def test_traces_are_held_to_the_readers_limit_not_the_1_gib_of_other_inputs(monk
     run = invoke("trace", MODEL, "--json")
     assert run.exit_code == 0, run.stderr
     assert_one_line_error(invoke("trace", "/dev/zero"), "not a regular file")
+
+
+def test_steps_and_hta_compat_together_are_refused():
+    assert_one_line_error(invoke("trace", MODEL, "--hta-compat", "--steps", "1-2"), "--steps", "--hta-compat")
