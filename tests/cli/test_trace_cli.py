@@ -83,8 +83,9 @@ def test_out_plot_csv_markdown_and_augment(tmp_path):
     assert json.loads((tmp_path / "t.json").read_text())["schema"].endswith("trace")
     doc = json.loads(gzip.decompress((tmp_path / "a.json.gz").read_bytes()))
     assert any("bound" in e.get("args", {}) for e in doc["traceEvents"])
-    report = invoke("report", str(tmp_path / "t.json"))
-    assert report.exit_code == 0 and "GPU trace analysis" in report.stdout
+    report = invoke("report", str(tmp_path / "t.json"), "-o", str(tmp_path / "r.md"))
+    assert report.exit_code == 0, report.stderr
+    assert "GPU trace analysis" in (tmp_path / "r.md").read_text()
 
 
 def test_a_folder_of_ranks():
