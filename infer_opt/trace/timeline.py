@@ -17,6 +17,7 @@ has GPU events. A trace without steps is one window, first GPU event to last. Ex
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Sequence
 
 import numpy as np
@@ -34,9 +35,22 @@ US = 1e-6
 BACKLOG_DEPTH = 32
 
 
+#: each trace's categories, computed once (the timeline, the op groups and the collectives all
+#: ask; like ``ops.attribute``'s, it lives as long as the trace)
+_CLASSIFIED: weakref.WeakKeyDictionary[TraceEvents, np.ndarray] = weakref.WeakKeyDictionary()
+
+
 def classify(events: TraceEvents) -> np.ndarray:
     """Each GPU event's category: COMM (NCCL/RCCL kernels, or kernels with collective args),
-    MEMORY (memcpy/memset), WAIT (cuda_sync), COMPUTE (every other kernel)."""
+    MEMORY (memcpy/memset), WAIT (cuda_sync), COMPUTE (every other kernel). Read-only."""
+    found = _CLASSIFIED.get(events)
+    if found is None:
+        found = _CLASSIFIED[events] = _classify(events)
+        found.setflags(write=False)
+    return found
+
+
+def _classify(events: TraceEvents) -> np.ndarray:
     g = events.gpu
     out = np.full(len(g), COMPUTE, dtype=np.int8)
     comm_names = np.array([bool(_COMM_NAME.match(n)) for n in events.names], dtype=bool)
