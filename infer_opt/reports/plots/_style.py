@@ -11,7 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FuncFormatter, LogFormatter
 
 STYLE = {
     "figure.figsize": (7.5, 4.6),
@@ -46,9 +46,20 @@ def figure(nrows: int = 1, ncols: int = 1, **kwargs: Any) -> tuple[Any, Any]:
         return plt.subplots(nrows, ncols, **kwargs)
 
 
+class _PlainLogFormatter(LogFormatter):
+    """matplotlib's choice of which log ticks to label, written 0.6, 2, 300 (as its own
+    LogFormatterExponent changes only how a label is written)."""
+
+    def _num_to_string(self, x: float, vmin: float, vmax: float) -> str:
+        return f"{x:g}"
+
+
 def plain_log_ticks(axis: Any) -> None:
-    """Readable tick labels on a log axis (1, 10, 100 rather than 10⁰, 10¹, 10²)."""
+    """Readable tick labels on a log axis: 1, 10, 100 rather than 10⁰, 10¹, 10²; and where the
+    axis spans under a decade or so and matplotlib labels minor ticks, 0.6 and 2 rather than
+    6×10⁻¹ and 2×10⁰ (the same ticks labelled, in plain numbers)."""
     axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    axis.set_minor_formatter(_PlainLogFormatter(labelOnlyBase=False))
 
 
 def save(fig: Any, path: str | os.PathLike[str]) -> Path:

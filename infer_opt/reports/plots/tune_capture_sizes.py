@@ -38,8 +38,6 @@ def plot(result: TuneCaptureSizesResult, path: Path) -> Path:
     ax_t.set_xscale("log")
     ax_t.set_yscale("log")
     _style.plain_log_ticks(ax_t.yaxis)
-    if t.max() < 10 * t.min():  # under a decade: label the minor ticks too, or the axis has one label
-        ax_t.yaxis.set_minor_formatter(_style.FuncFormatter(lambda v, _p: f"{v:g}"))
     ax_t.set_title(
         f"Capture sizes: {len(result.capture_sizes)} proposed, expected step "
         f"{result.expected_step_s / factor:.4g} {unit} vs "
@@ -51,7 +49,5 @@ def plot(result: TuneCaptureSizesResult, path: Path) -> Path:
     ax_p.set_ylabel("share of steps (%)")
     ax_p.set_xlabel("batch size (sequences per decode step)")
     _style.plain_log_ticks(ax_p.xaxis)
-    if b.max() < 10 * b.min():  # under a decade the minor ticks read 2×10⁰: label them plainly
-        ax_p.xaxis.set_minor_formatter(_style.FuncFormatter(lambda v, _p: f"{v:g}"))
     ax_p.legend(loc="best")
     return _style.save(fig, path)
