@@ -177,6 +177,7 @@ class Peaks:
     source: str  # datasheet:<device>, --peak-flops/--peak-bandwidth, --roofline FILE, trace-fit
     launch_s: float = 0.0  # launch floor (fitted from the trace where it can be)
     notes: tuple[str, ...] = ()
+    host_link_bytes_per_s: float = 0.0  # one direction of the host link (PCIe): what transfers are held to
 
 
 @dataclass(frozen=True)

@@ -218,7 +218,8 @@ def _ops_table(r: TraceResult, top: int) -> Table | None:
         + (" and ranks" if len(r.ranks) > 1 else "")
         + (
             ". Bound and 'of peak' (achieved over the bound resource's peak) against "
-            f"{_source(r.peaks.source)}."
+            f"{_source(r.peaks.source)}"
+            + ("; host↔device copies against the host link." if any(g.family == "transfer" for g in shown) else ".")
             if judged
             else ". No roofline: no bound."
         ),
@@ -379,6 +380,14 @@ def _peaks_table(r: TraceResult) -> Table | None:
             {
                 "what": "memory bandwidth",
                 "value": format_bandwidth(r.peaks.bytes_per_s),
+                "source": _source(r.peaks.source),
+            }
+        )
+    if r.peaks.host_link_bytes_per_s > 0 and any(g.family == "transfer" for g in r.ops):
+        rows.append(
+            {
+                "what": "host link (one way)",
+                "value": format_bandwidth(r.peaks.host_link_bytes_per_s),
                 "source": _source(r.peaks.source),
             }
         )

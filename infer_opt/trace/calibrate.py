@@ -40,6 +40,7 @@ warnings, which families rest on fewer than :data:`MIN_SHAPES` shapes.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Sequence
@@ -53,8 +54,8 @@ from infer_opt.cost_models import op_model
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
 from infer_opt.run_key import RunKey
-from infer_opt.trace.devices import DeviceSpec, by_name, identify, precision_of
-from infer_opt.trace.events import KERNEL, SYNC, TraceEvents
+from infer_opt.trace.devices import DeviceSpec, by_name, host_link_bytes_per_s, identify, precision_of
+from infer_opt.trace.events import KERNEL, MEMCPY, SYNC, TraceEvents
 
 #: the ``grid`` of a calibration built from traces
 TRACE_GRID = "trace"
@@ -84,6 +85,7 @@ FEATURE_NAMES = {
     "batch_norm": ("rows", "hidden"),
     "softmax": ("rows", "cols"),
     "embedding": ("rows", "dim"),
+    "transfer": ("bytes",),
 }
 
 
@@ -109,7 +111,8 @@ def family_key(family: str, causal: bool | None, dtype: str, main_dtype: str) ->
     """The operator model's family of an op (module docstring): ``attention_flash.causal``,
     ``eq.s:int64`` for an op in another dtype than the calibration's ``main_dtype``."""
     key = f"{family}.causal" if causal and family.startswith("attention") else family
-    return key if not dtype or dtype == main_dtype else f"{key}:{dtype}"
+    # a copy's time is its bytes', whatever they hold
+    return key if not dtype or dtype == main_dtype or is_transfer(family) else f"{key}:{dtype}"
 
 
 def feature_names(family: str, n: int) -> tuple[str, ...]:
@@ -131,12 +134,14 @@ def _comm_mask(events: TraceEvents) -> np.ndarray:
 def op_instances(events: TraceEvents, *, causal: str = "half") -> list[OpInstance]:
     """Every op instance of the trace that ran GPU work and has a formula (module docstring),
     in launch order."""
-    from infer_opt.trace.ops import _works, attribute
+    from infer_opt.trace.ops import TRANSFER, TRANSFER_SHARE, TRANSFER_WAYS, _works, attribute, transfer_directions
 
     att = attribute(events, None, causal)
     gpu = events.gpu
     keep = (gpu.kind != SYNC) & (att.owner >= 0) & ~_comm_mask(events)
+    direction = transfer_directions(events)
     time_us: dict[int, float] = {}
+    moved_us: dict[tuple[int, str], float] = {}
     count: dict[int, int] = {}
     first: dict[int, int] = {}
     for e in np.flatnonzero(keep).tolist():
@@ -146,20 +151,29 @@ def op_instances(events: TraceEvents, *, causal: str = "half") -> list[OpInstanc
         time_us[op] = time_us.get(op, 0.0) + float(gpu.dur_us[e])
         count[op] = count.get(op, 0) + 1
         first.setdefault(op, e)
+        way = direction.get(int(gpu.name[e])) if gpu.kind[e] == MEMCPY else None
+        if way is not None:
+            moved_us[op, way] = moved_us.get((op, way), 0.0) + float(gpu.dur_us[e])
     out = []
     for op in sorted(time_us, key=lambda o: first[o]):
         c = att.costs[op]
         if time_us[op] <= 0:
             continue
+        family, features, nbytes = c.family, tuple(float(v) for v in c.features), float(c.bytes)
+        way = max(TRANSFER_WAYS, key=lambda w: moved_us.get((op, w), 0.0))
+        if moved_us.get((op, way), 0.0) >= TRANSFER_SHARE * time_us[op]:
+            # a copy across the host link: its bytes (one side of the copy) over that link
+            family, nbytes = f"{TRANSFER}.{way}", nbytes / 2
+            features = (nbytes,)
         out.append(
             OpInstance(
                 name=events.name_of(events.ops.name[op]),
                 shapes=c.shapes,
                 dtype=c.dtype,
-                family=c.family,
-                features=tuple(float(v) for v in c.features),
+                family=family,
+                features=features,
                 flops=float(c.flops),
-                bytes=float(c.bytes),
+                bytes=nbytes,
                 time_s=time_us[op] / 1e6,
                 kernels=count[op],
                 step=int(gpu.step[first[op]]),
@@ -167,6 +181,12 @@ def op_instances(events: TraceEvents, *, causal: str = "half") -> list[OpInstanc
             )
         )
     return out
+
+
+def is_transfer(family: str) -> bool:
+    """Whether a family key is a host↔device copy's (``transfer.h2d``: its rates are the host
+    link's, not HBM's; :data:`infer_opt.trace.ops.TRANSFER_WAYS`)."""
+    return family.split(":")[0].split(".")[0] == "transfer"
 
 
 def main_dtype(instances: Sequence[OpInstance]) -> str:
@@ -290,6 +310,8 @@ def device_roofline(
     was traced. ``median_abs_rel_error``: its median error over every point."""
     compute, memory = [], []
     for f in families:
+        if is_transfer(f.family):
+            continue
         heavy = f.family.split(".")[0].startswith(COMPUTE_FAMILIES)
         for p in f.points:
             if p.time_s >= RATE_MIN_S:
@@ -300,7 +322,12 @@ def device_roofline(
     rate = float(np.percentile(compute, RATE_PERCENTILE)) if compute else spec.peak(precision)
     bandwidth = float(np.percentile(memory, RATE_PERCENTILE)) if memory else spec.bytes_per_s
     draft = op_model.DeviceRoofline(rate, bandwidth, launch_s)
-    errors = [abs(draft.time(p.flops, p.bytes) - p.time_s) / p.time_s for f in families for p in f.points]
+    errors = [
+        abs(draft.time(p.flops, p.bytes) - p.time_s) / p.time_s
+        for f in families
+        if not is_transfer(f.family)
+        for p in f.points
+    ]
     return replace(draft, median_abs_rel_error=float(np.median(errors)) if errors else 0.0)
 
 
@@ -310,7 +337,8 @@ def fit_families(
     """Each family fitted on its points (:func:`~infer_opt.cost_models.op_model.fit_family`),
     and the device roofline over all of them; a family of fewer than :data:`MIN_FIT_SHAPES` shapes
     takes the device roofline as its base (``t0`` the launch floor), so its residual says how far
-    its few shapes were from the device's rates and a shape far from them gets those rates."""
+    its few shapes were from the device's rates and a shape far from them gets those rates; a
+    host↔device copy's family the datasheet's host link (:func:`host_link_bytes_per_s`) for ``b``."""
     families = [
         op_model.fit_family(name, "hot", feature_names(name, len(ps[0].features)), ps)
         for name, ps in points.items()
@@ -319,11 +347,12 @@ def fit_families(
     out = []
     for f in families:
         if len(f.points) < MIN_FIT_SHAPES and any(p.flops > 0 or p.bytes > 0 for p in f.points):
+            link = is_transfer(f.family)
             f = replace(
                 f,
                 launch_s=floor_s,
                 rate_flops=roofline.compute_rate_flops,
-                bandwidth_bytes_per_s=roofline.bandwidth_bytes_per_s,
+                bandwidth_bytes_per_s=host_link_bytes_per_s(spec) if link else roofline.bandwidth_bytes_per_s,
             )
         out.append(replace(f, cv_rel_error=cross_validated_error(f)))
     return out, roofline
@@ -338,18 +367,56 @@ class TraceInterpolator(op_model.FamilyInterpolator):
     more about a new shape than a roofline fitted across kernels. (Inverse-distance means of the
     2, 4 or 8 nearest did no better on the shared traces' leave-one-out: docs/gpu_model.md.)"""
 
-    def _extrapolated(self, point: np.ndarray, q: np.ndarray) -> float:
+    def _nearest_index(self, point: np.ndarray) -> int:
+        if self._nearest is None:  # no feature varies: the point of the median residual
+            return int(np.argsort(self.residual)[len(self.residual) // 2])
         _, index = self._nearest.query(point, k=1)
-        return float(self.residual[int(np.atleast_1d(index)[0])])
+        return int(np.atleast_1d(index)[0])
+
+    def _extrapolated(self, point: np.ndarray, q: np.ndarray) -> float:
+        return float(self.residual[self._nearest_index(point)])
+
+    def time(self, features: Sequence[float], flops: float, nbytes: float) -> tuple[float, bool]:
+        """``(t̂, extrapolated)``. Outside the hull, when the nearest shape's time was mostly work
+        (its ``max(F/R, Q/b)`` above the launch term ``t0``), its efficiency applies to the work
+        term alone: ``t̂ = t0 + w · (t_n − t0) / w_n`` — a slow kernel's efficiency says nothing of
+        the launch floor of a shape a thousand times smaller (batched 5×5 matmuls after batched
+        8×8 ones at 1% of the peak). A nearest shape at the launch floor scales the whole base,
+        as inside."""
+        f = self.family
+        rho, extrapolated = self.residual_at(features)
+        base = f.base_time(flops, nbytes)
+        if not extrapolated:
+            return base * math.exp(rho), False
+        q = np.log2(np.maximum(np.asarray(features, dtype=float), 1e-300))
+        near = f.points[self._nearest_index(q[self.varying])]
+        work_near = f.base_time(near.flops, near.bytes) - f.launch_s
+        if work_near > f.launch_s and near.time_s > f.launch_s:
+            return f.launch_s + (base - f.launch_s) * (near.time_s - f.launch_s) / work_near, True
+        return base * math.exp(rho), True
 
 
 class TraceOpModel(op_model.OpModel):
-    """The operator model over a calibration built from traces (:class:`TraceInterpolator`)."""
+    """The operator model over a calibration built from traces (:class:`TraceInterpolator`); a
+    host↔device copy of a direction the traces never ran is the launch floor plus its bytes over
+    the datasheet's host link, not the HBM roofline."""
 
     def _interpolator(self, family: op_model.FamilyCalibration) -> op_model.FamilyInterpolator:
         if family.key not in self._interpolators:
             self._interpolators[family.key] = TraceInterpolator(family)
         return self._interpolators[family.key]
+
+    def _estimate(self, query: op_model.OpQuery) -> op_model.OpEstimate:
+        estimate = super()._estimate(query)
+        if estimate.source != op_model.SOURCE_ROOFLINE or not is_transfer(query.family):
+            return estimate
+        try:
+            link = host_link_bytes_per_s(by_name(self.calibration.device_name))
+        except InvalidInput:
+            return estimate
+        roof = self.calibration.roofline
+        floor = self.calibration.launch_floor_s or (roof.launch_overhead_s if roof is not None else 0.0)
+        return replace(estimate, time_s=floor + query.work_bytes / link, bound="bandwidth")
 
 
 def cross_validated_error(family: op_model.FamilyCalibration, *, seed: int = 0) -> float | None:
@@ -470,7 +537,7 @@ def scale_to_device(
 ) -> op_model.CalibrationResult:
     """The calibration moved to another GPU by the datasheets' ratios: every family's compute
     rate by the two devices' peaks for the family's precision, its bandwidth by their HBM
-    bandwidths, its points' times so that each keeps its residual over the moved base roofline
+    bandwidths (a host↔device copy's by their host links), its points' times so that each keeps its residual over the moved base roofline
     (``t' = b'(F, Q) · t / b(F, Q)``); launch floors and gaps as measured (a datasheet does not
     give them). The source says so."""
     spec = by_name(target) if isinstance(target, str) else target
@@ -479,7 +546,10 @@ def scale_to_device(
     for f in calibration.families:
         precision = precision_of(family_dtype(f.family, calibration.dtype), (), source)
         compute = _ratio(spec.peak(precision), source.peak(precision))
-        bandwidth = _ratio(spec.bytes_per_s, source.bytes_per_s)
+        if is_transfer(f.family):
+            bandwidth = _ratio(host_link_bytes_per_s(spec), host_link_bytes_per_s(source))
+        else:
+            bandwidth = _ratio(spec.bytes_per_s, source.bytes_per_s)
         moved = replace(
             f, rate_flops=f.rate_flops * compute, bandwidth_bytes_per_s=f.bandwidth_bytes_per_s * bandwidth
         )

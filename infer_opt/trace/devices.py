@@ -277,6 +277,25 @@ DEVICES: tuple[DeviceSpec, ...] = (
 )
 
 
+#: each GPU's host link (PCIe generation, x16), from the same datasheets: what a host↔device copy
+#: crosses (the HBM figure says nothing of it)
+PCIE_GEN = {
+    "H100 SXM": 5, "H100 PCIe": 5, "H200": 5, "B200": 5, "A100 40GB": 4, "A100 80GB SXM": 4,
+    "A10": 4, "L4": 4, "L40S": 4, "V100 SXM2 16GB": 3, "V100 SXM2 32GB": 3, "MI210": 4,
+    "MI250 (1 GCD)": 4, "MI250X (1 GCD)": 4, "MI300X": 5, "MI355X": 5,
+}  # fmt: skip
+#: one direction of a x16 link after line coding (128b/130b), bytes/s
+PCIE_X16_BYTES_PER_S = {3: 15.75e9, 4: 31.5e9, 5: 63.0e9, 6: 121.0e9}
+#: the generation assumed for a device the table does not know
+DEFAULT_PCIE_GEN = 4
+
+
+def host_link_bytes_per_s(spec: DeviceSpec) -> float:
+    """One direction of the device's x16 host link (:data:`PCIE_GEN`; PCIe
+    :data:`DEFAULT_PCIE_GEN` for a device the table does not know)."""
+    return PCIE_X16_BYTES_PER_S[PCIE_GEN.get(spec.name, DEFAULT_PCIE_GEN)]
+
+
 def _key(text: str) -> str:
     return re.sub(r"[\s_\-()]+", "", text.lower())
 

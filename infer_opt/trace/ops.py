@@ -70,7 +70,36 @@ CATEGORIES = (
     "elementwise",
     "reduction",
     "copy",
+    "transfer",  # TRANSFER
 )
+#: the family (and what-if category) of an op whose GPU time is mostly host↔device copies
+TRANSFER = "transfer"
+#: their directions (``transfer.h2d``, ``transfer.d2h``) and how memcpy names spell them (CUDA
+#: ``Memcpy HtoD (Pageable -> Device)``, HIP ``Memcpy HtoD (Host -> Device)``)
+TRANSFER_WAYS = {"h2d": "HtoD", "d2h": "DtoH"}
+#: an op is a transfer when host↔device copies are at least this share of its GPU time (an
+#: ``aten::to`` from the host, an ``item()``; not a ``nonzero`` that reads its count back)
+TRANSFER_SHARE = 0.5
+
+
+def transfer_directions(events: TraceEvents) -> dict[int, str]:
+    """``name index -> "h2d" | "d2h"`` for the trace's memcpy names that cross the host link."""
+    out = {}
+    for i, name in enumerate(events.names):
+        for way, word in TRANSFER_WAYS.items():
+            if word in name:
+                out[i] = way
+    return out
+
+
+def group_peaks(family: str, peaks: Peaks) -> Peaks:
+    """The peaks a group of ``family`` is held against: a transfer's bandwidth is the host
+    link's (:attr:`Peaks.host_link_bytes_per_s`), not the HBM's."""
+    if family == TRANSFER and peaks.host_link_bytes_per_s > 0:
+        return replace(peaks, bytes_per_s=peaks.host_link_bytes_per_s)
+    return peaks
+
+
 COVERAGE_REASONS = ("modelled", "no_shapes", "unlinked", "communication", "memcpy", "sync", "no_formula")
 
 CostFn = Callable[..., Any]
@@ -219,7 +248,8 @@ def op_groups(
     for e, i in zip(kept.tolist(), inverse.reshape(-1).tolist(), strict=True):
         members.setdefault(keys[i], []).append(e)
     steps = sorted({int(s) for s in gpu.step[keep] if s >= 0})
-    groups = [_group(events, att, key, idx, peaks, device, steps) for key, idx in members.items()]
+    ways = transfer_directions(events)
+    groups = [_group(events, att, key, idx, peaks, device, steps, ways) for key, idx in members.items()]
     groups.sort(key=lambda g: (-g.time_s, g.name, g.shapes))
     return tuple(groups)
 
@@ -241,7 +271,9 @@ def merge_groups(per_rank: Sequence[Sequence[OpGroup]], *, peaks: Peaks) -> tupl
         time_s = math.fsum(g.time_s for g in members)
         flops = math.fsum(g.flops for g in members)
         nbytes = math.fsum(g.bytes for g in members)
-        work = _work(calls, time_s, flops, nbytes, first.bound != "unknown", first.precision, peaks)
+        work = _work(
+            calls, time_s, flops, nbytes, first.bound != "unknown", first.precision, group_peaks(first.family, peaks)
+        )
         names = tuple(dict.fromkeys(k for g in members for k in g.kernel_names))
         out.append(
             replace(
@@ -290,6 +322,7 @@ def _group(
     peaks: Peaks,
     device: Any,
     steps: list[int],
+    ways: dict[int, str],
 ) -> OpGroup:
     gpu = events.gpu
     name, shapes, dtype = key
@@ -306,17 +339,26 @@ def _group(
         if modelled
         else ("communication" if any(COMM_KERNEL.search(k) for k in kernel_names) else "")
     )
+    if modelled and _copied_us(events, idx, ways) >= TRANSFER_SHARE * time_s * 1e6:
+        family = TRANSFER
     return OpGroup(
         name=name,
         shapes=shapes,
         dtype=dtype,
-        **_work(len(instances), time_s, flops, nbytes, modelled != [], precision, peaks),
+        **_work(len(instances), time_s, flops, nbytes, modelled != [], precision, group_peaks(family, peaks)),
         precision=precision,
         family=family,
         kernels=len(idx),
         time_spread_s=_spread(gpu, idx, steps),
         kernel_names=kernel_names[:KERNEL_NAMES_KEPT],
     )
+
+
+def _copied_us(events: TraceEvents, idx: list[int], ways: dict[int, str]) -> float:
+    """The time of the events ``idx`` that are host↔device copies (``ways``:
+    :func:`transfer_directions`)."""
+    gpu = events.gpu
+    return math.fsum(float(gpu.dur_us[e]) for e in idx if gpu.kind[e] == MEMCPY and int(gpu.name[e]) in ways)
 
 
 def _precision(dtype: str, kernel_names: tuple[str, ...], device: Any) -> str:

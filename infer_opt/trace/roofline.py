@@ -25,6 +25,7 @@ import numpy as np
 
 from infer_opt.kinds.trace import OpGroup, Peaks
 from infer_opt.notices import Notice
+from infer_opt.trace.devices import DEFAULT_PCIE_GEN, PCIE_X16_BYTES_PER_S, host_link_bytes_per_s
 
 #: the launch floor assumed when nothing measured it (a CUPTI-timed empty kernel on a recent GPU)
 DEFAULT_LAUNCH_S = 2e-6
@@ -101,7 +102,12 @@ def peaks_for(
         sources.append("--peak-bandwidth")
     if not flops or bandwidth <= 0:
         return None
-    return Peaks(flops, bandwidth, "; ".join(sources), launch_s=launch, notes=tuple(notes))
+    link = host_link_bytes_per_s(device) if device is not None else PCIE_X16_BYTES_PER_S[DEFAULT_PCIE_GEN]
+    if device is None:
+        notes.append(f"host link assumed PCIe {DEFAULT_PCIE_GEN} x16 ({link / 1e9:g} GB/s one way)")
+    return Peaks(
+        flops, bandwidth, "; ".join(sources), launch_s=launch, notes=tuple(notes), host_link_bytes_per_s=link
+    )
 
 
 def fit_from_trace(groups: Sequence[OpGroup], *, kernel_s: Sequence[float] = ()) -> Peaks | None:

@@ -35,7 +35,7 @@ from infer_opt.cost_models.amdahl import amdahl_speedup
 from infer_opt.cost_models.profile_amdahl import capped_bound
 from infer_opt.kinds.trace import OpGroup, Peaks, StepTimeline, WhatIf
 from infer_opt.trace.events import SYNC, TraceEvents
-from infer_opt.trace.ops import SYNC_CALLS, Attribution, attribute, category
+from infer_opt.trace.ops import SYNC_CALLS, TRANSFER, Attribution, attribute, category, group_peaks
 from infer_opt.trace.roofline import peak_flops
 
 ELEMENTWISE = "elementwise"
@@ -57,6 +57,7 @@ def _amdahl_saving(time_s: float, target_s: float, step_s: float) -> float:
 
 
 def _bound_s(g: OpGroup, peaks: Peaks, efficiency: float = 1.0) -> float:
+    peaks = group_peaks(g.family, peaks)
     rate = peak_flops(peaks, g.precision) * efficiency
     compute = g.flops / rate if rate > 0 and g.flops > 0 else 0.0
     memory = g.bytes / peaks.bytes_per_s if peaks.bytes_per_s > 0 else 0.0
@@ -73,13 +74,22 @@ def category_at_bound(groups: Sequence[OpGroup], peaks: Peaks, step_s: float, n_
         found.append(
             _whatif(
                 "category_at_bound",
-                f"{family} ops at their roofline bound",
+                "host↔device copies at the link rate" if family == TRANSFER else f"{family} ops at their roofline bound",
                 _amdahl_saving(time_s, bound, step_s),
                 step_s,
-                f"each {family} op takes max(F/R, Q/b) at the peaks ({peaks.source}), never longer than now",
+                _at_bound_assumes(family, peaks),
             )
         )
     return found
+
+
+def _at_bound_assumes(family: str, peaks: Peaks) -> str:
+    if family == TRANSFER:
+        return (
+            f"each host↔device copy at the host link's {peaks.host_link_bytes_per_s / 1e9:g} GB/s "
+            "(pageable host memory reaches it only when pinned), never longer than now"
+        )
+    return f"each {family} op takes max(F/R, Q/b) at the peaks ({peaks.source}), never longer than now"
 
 
 def matmul_at_fraction(

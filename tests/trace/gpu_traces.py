@@ -2,7 +2,7 @@
 
 ``kineto_trace(ops, device=...)`` is a trace document: one ``ProfilerStep#1`` holding, per op
 ``(name, input_dims, input_types, kernel_us)`` (``kernel_us`` a number or a list: one kernel
-each, launched from inside the op), a ``cpu_op`` with ``Input Dims``/``Input type``, its
+each, launched from inside the op; a ``(memcpy name, µs)`` pair in the list is a copy), a ``cpu_op`` with ``Input Dims``/``Input type``, its
 ``cudaLaunchKernel`` and kernels, ``GAP_US`` apart on stream 7. ``write_trace(path, ...)``
 writes it as JSON.
 """
@@ -33,11 +33,15 @@ def kineto_trace(ops: Sequence[Op], *, device: str = H100, step: bool = True) ->
         kernels = list(kernel_us) if isinstance(kernel_us, (list, tuple)) else [kernel_us]
         args = {"External id": i + 1, "Input Dims": dims, "Input type": types}
         events.append(_x("cpu_op", name, cpu_t, 5.0 * len(kernels), 100, 1, args))
-        for j, dur in enumerate(kernels):
+        for j, entry in enumerate(kernels):
             launch = cpu_t + 1 + 4 * j
-            events.append(_x("cuda_runtime", "cudaLaunchKernel", launch, 1.0, 100, 1, {"correlation": corr}))
+            # a (memcpy name, µs) entry is a copy (cudaMemcpyAsync), a number a kernel
+            copy, dur = entry if isinstance(entry, (list, tuple)) else (None, entry)
+            runtime = "cudaMemcpyAsync" if copy else "cudaLaunchKernel"
+            events.append(_x("cuda_runtime", runtime, launch, 1.0, 100, 1, {"correlation": corr}))
             kargs = {"stream": 7, "device": 0, "correlation": corr}
-            events.append(_x("kernel", f"kernel_{name.split('::')[-1]}_{j}", gpu_t, float(dur), 0, 7, kargs))
+            gname = copy or f"kernel_{name.split('::')[-1]}_{j}"
+            events.append(_x("gpu_memcpy" if copy else "kernel", gname, gpu_t, float(dur), 0, 7, kargs))
             gpu_t += float(dur) + GAP_US
             corr += 1
         cpu_t += 5.0 * len(kernels) + 1
@@ -63,6 +67,17 @@ def mm(m: int, n: int, k: int, us: Any) -> Op:
 def add(n: int, us: Any, dtype: str = BF16) -> Op:
     """``aten::add`` of two contiguous (n,) tensors."""
     return ("aten::add", [[n], [n], []], [dtype, dtype, "Scalar"], us)
+
+
+H2D = "Memcpy HtoD (Pageable -> Device)"
+D2H = "Memcpy DtoH (Device -> Pageable)"
+
+
+def to(n: int, us: Any, *, copy: str | None = None) -> Op:
+    """``aten::to`` of a contiguous (n,) bf16 tensor: an on-device cast (a kernel of ``us``), or
+    with ``copy`` a copy across the host link (one memcpy of that name)."""
+    kernel = [(copy, us)] if copy else us
+    return ("aten::to", [[n], [], [], [], [], []], [BF16, "ScalarType", "", "", "Scalar", "Scalar"], kernel)
 
 
 def training_ops(scale: float = 1.0) -> list[Op]:

@@ -20,10 +20,13 @@ from infer_opt.trace.devices import by_name
 from infer_opt.trace.reader import read_trace
 from tests.trace.gpu_traces import (
     BF16,
+    D2H,
+    H2D,
     MI300X,
     add,
     held_out_ops,
     mm,
+    to,
     training_ops,
     write_trace,
 )
@@ -209,6 +212,117 @@ def test_the_interpolator_is_exact_at_every_point_and_bounded_beyond(residuals, 
         assert interp.residual_at((f,))[0] == pytest.approx(r, abs=1e-9)
     rho, _ = interp.residual_at((2.0**exponent,))
     assert min(residuals) - 1e-9 <= rho <= max(residuals) + 1e-9
+
+
+def _slow_bmm_family(t0=2e-6):
+    """A batched-matmul family at a device roofline (R 1e15, b 1e12), its two shapes far above
+    the launch floor and at 1% of the roofline (residual log 100)."""
+    pts = []
+    for batch in (4096.0, 8192.0):
+        flops, nbytes = batch * 2 * 8 * 8 * 64, batch * 2 * (8 * 64 * 2 + 64)
+        pts.append(op_model.GridPoint((batch, 8.0, 8.0, 64.0), 0.0, 0.0, flops, nbytes))
+    fam = op_model.FamilyCalibration("bmm.nn", "hot", ("B", "M", "N", "K"), tuple(pts), t0, 1e15, 1e12)
+    return replace(fam, points=tuple(replace(p, time_s=t0 + 100 * (fam.base_time(p.flops, p.bytes) - t0)) for p in pts))
+
+
+def test_an_extrapolated_efficiency_applies_to_the_work_not_the_launch_floor():
+    fam = _slow_bmm_family()
+    interp = tc.TraceInterpolator(fam)
+    # 12 batches of 5x5 by 5x64: its work 16 ns, at 1% 1.6 µs over the floor, not 100x the floor
+    flops, nbytes = 12 * 2 * 5 * 5 * 64, 12 * 2 * (5 * 64 * 2 + 25)
+    t, extrapolated = interp.time((12.0, 5.0, 5.0, 64.0), flops, nbytes)
+    work = fam.base_time(flops, nbytes) - fam.launch_s
+    assert extrapolated and t == pytest.approx(fam.launch_s + 100 * work)
+    assert t < 2 * fam.launch_s
+    # what scaling the whole base by the nearest residual gave
+    assert fam.base_time(flops, nbytes) * math.exp(interp.residual_at((12.0, 5.0, 5.0, 64.0))[0]) > 40 * t
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.floats(0.01, 100), st.floats(-6, 6))
+def test_the_work_term_extrapolation_is_continuous_at_the_nearest_shape(slowdown, log_scale):
+    fam = _slow_bmm_family()
+    fam = replace(fam, points=tuple(
+        replace(p, time_s=fam.launch_s + slowdown * (fam.base_time(p.flops, p.bytes) - fam.launch_s))
+        for p in fam.points
+    ))  # fmt: skip
+    interp = tc.TraceInterpolator(fam)
+    near = fam.points[-1]
+    # off the grid (other M, N) with the nearest shape's own work: exactly its time
+    t, extrapolated = interp.time((8192.0, 16.0, 4.0, 64.0), near.flops, near.bytes)
+    assert extrapolated
+    if fam.base_time(near.flops, near.bytes) - fam.launch_s > fam.launch_s:
+        assert t == pytest.approx(near.time_s, rel=1e-9)
+    # more work, more time; never below the launch floor
+    scale = 2.0**log_scale
+    t2, _ = interp.time((8192.0, 16.0, 4.0, 64.0), near.flops * scale, near.bytes * scale)
+    t3, _ = interp.time((8192.0, 16.0, 4.0, 64.0), near.flops * scale * 2, near.bytes * scale * 2)
+    assert fam.launch_s <= t2 <= t3
+
+
+# ---------------------------------------------------------------------------- host↔device copies
+
+
+def test_a_copy_across_the_host_link_is_a_transfer_not_a_cast(tmp_path):
+    ev = _events(tmp_path, "t.json", [to(1 << 20, 300.0, copy=H2D), to(1 << 20, 4.0), to(8, 3.0, copy=D2H)])
+    h2d, cast, d2h = tc.op_instances(ev)
+    assert (h2d.family, h2d.features, h2d.bytes) == ("transfer.h2d", (2.0**21,), 2.0**21)  # 2^20 bf16
+    assert (cast.family, cast.bytes) == ("to_copy.c", 2.0**22)  # read and write on the device
+    assert d2h.family == "transfer.d2h"
+    # a copy's family has no dtype suffix: its time is its bytes'
+    assert tc.family_key("transfer.h2d", None, "int64", "bf16") == "transfer.h2d"
+
+
+def test_a_cast_is_not_predicted_at_the_host_links_speed(tmp_path):
+    """The class: host copies (ms) and on-device casts (µs) in one family made a large cast
+    (an RMSNorm's upcast) a hundred times too slow."""
+    ops = [*training_ops(), to(1 << 22, 400.0, copy=H2D), to(1 << 20, 80.0, copy=H2D), to(1 << 10, 2.5)]
+    cal = tc.read_and_calibrate([write_trace(tmp_path / "a.json", ops)])
+    fams = cal.family_map()
+    assert {p.features for p in fams["transfer.h2d@hot"].points} == {(2.0**23,), (2.0**21,)}
+    assert [p.features for p in fams["to_copy.c@hot"].points] == [(1024.0,)]
+    # few shapes: its base is the launch floor and the H100's PCIe 5 link, not the HBM
+    assert fams["transfer.h2d@hot"].bandwidth_bytes_per_s == tc.host_link_bytes_per_s(by_name("h100")) == 63e9
+    model = tc.TraceOpModel(cal)
+    n = 1 << 24
+    cast = model.estimate(op_model.OpQuery("aten::to", "to_copy.c", (float(n),), 0.0, 4.0 * n))
+    copy = model.estimate(op_model.OpQuery("aten::to", "transfer.h2d", (2.0 * n,), 0.0, 2.0 * n))
+    assert copy.time_s > 2.0 * n / 63e9  # at most the link's rate
+    # the cast at the device's bandwidth (the adds' 315 GB/s here): its 4n bytes in a few times
+    # less than the copy's 2n across the link
+    assert cast.time_s < 0.4 * copy.time_s
+    assert cast.time_s == pytest.approx(cal.roofline.time(0.0, 4.0 * n), rel=0.5)
+
+
+def test_a_transfer_the_traces_never_ran_takes_the_host_link(tmp_path, calibration):
+    model = tc.TraceOpModel(calibration)
+    est = model.estimate(op_model.OpQuery("aten::to", "transfer.d2h", (1e8,), 0.0, 1e8))
+    assert est.source == "roofline"
+    assert est.time_s == pytest.approx(calibration.launch_floor_s + 1e8 / 63e9)
+    # other families keep the device roofline
+    other = model.estimate(op_model.OpQuery("aten::sigmoid", "sigmoid.s", (1e8,), 0.0, 4e8))
+    assert other.time_s == pytest.approx(calibration.roofline.time(0.0, 4e8))
+
+
+def test_transfers_are_left_out_of_the_device_bandwidth(tmp_path):
+    ops = [*training_ops(), to(1 << 22, 400.0, copy=H2D)]
+    with_copy = tc.read_and_calibrate([write_trace(tmp_path / "a.json", ops)])
+    without = tc.read_and_calibrate([write_trace(tmp_path / "b.json", training_ops())])
+    assert with_copy.roofline.bandwidth_bytes_per_s == without.roofline.bandwidth_bytes_per_s
+
+
+def test_scaling_moves_a_transfer_by_the_host_links():
+    assert tc.host_link_bytes_per_s(by_name("a100")) == 31.5e9
+    assert tc.host_link_bytes_per_s(by_name("v100-sxm2-16gb")) == 15.75e9
+    points = (op_model.GridPoint((1e6,), 30e-6, 0.0, 0.0, 1e6),)
+    fam = op_model.FamilyCalibration("transfer.h2d", "hot", ("bytes",), points, 2e-6, 1e15, 63e9)
+    cal = op_model.CalibrationResult(
+        device="cuda", device_name="H100 SXM", device_key="", dtype="bfloat16", threads=1,
+        warm_reuse_bytes=0, cold_reuse_bytes=0, families=(fam,), roofline=None, complete=True,
+        grid=tc.TRACE_GRID,
+    )  # fmt: skip
+    assert tc.scale_to_device(cal, "mi300x").families[0].bandwidth_bytes_per_s == 63e9  # PCIe 5 both
+    assert tc.scale_to_device(cal, "a100").families[0].bandwidth_bytes_per_s == 31.5e9
 
 
 # ---------------------------------------------------------------------------- scaling

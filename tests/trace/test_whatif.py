@@ -107,3 +107,28 @@ def test_savings_are_within_the_step_and_speedups_at_least_one(groups, step_s, n
     for w in found:
         assert 0.0 <= w.saved_s <= w.step_s
         assert w.speedup >= 1.0 or math.isclose(w.speedup, 1.0)
+
+
+def test_host_copies_are_held_to_the_host_link_not_the_hbm(tmp_path):
+    """The class: a pageable host→device copy (an input's ``.to("cuda")``) judged against HBM
+    reads as 1% of the peak and promises to save nearly all its time; it crosses PCIe."""
+    from infer_opt.trace.devices import by_name
+    from infer_opt.trace.reader import read_trace
+    from infer_opt.trace.roofline import peaks_for
+    from tests.trace.gpu_traces import H2D, add, to, write_trace
+
+    ops = [to(1 << 22, 400.0, copy=H2D), to(1 << 21, 4.0), add(1 << 20, 5.0)]
+    ev = read_trace(write_trace(tmp_path / "t.json", ops))
+    peaks = peaks_for(by_name("h100"))
+    assert peaks.host_link_bytes_per_s == 63e9
+    groups = {g.family: g for g in op_groups(ev, peaks=peaks)}
+    copy, cast = groups["transfer"], groups["copy"]
+    # 2^22 bf16 = 8 MiB each way; the copy's formula counts read + write (16 MiB)
+    assert copy.peak_fraction == pytest.approx(copy.bytes / 400e-6 / 63e9)
+    assert cast.peak_fraction == pytest.approx(cast.bytes / 4e-6 / 3.35e12)
+    found = {w.description: w for w in category_at_bound(list(groups.values()), peaks, 1e-3, 1)}
+    transfer = found["host↔device copies at the link rate"]
+    assert transfer.saved_s == pytest.approx(400e-6 - copy.bytes / 63e9)
+    assert "63 GB/s" in transfer.assumption and "pinned" in transfer.assumption
+    # the cast is the copy family's, at the HBM bound
+    assert found["copy ops at their roofline bound"].saved_s == pytest.approx(4e-6 - cast.bytes / 3.35e12)
