@@ -219,7 +219,11 @@ def _ops_table(r: TraceResult, top: int) -> Table | None:
         + (
             ". Bound and 'of peak' (achieved over the bound resource's peak) against "
             f"{_source(r.peaks.source)}"
-            + ("; host↔device copies against the host link." if any(g.family == "transfer" for g in shown) else ".")
+            + (
+                "; host↔device copies against the host link."
+                if any(g.family == "transfer" for g in shown)
+                else "."
+            )
             if judged
             else ". No roofline: no bound."
         ),

@@ -134,7 +134,14 @@ def _comm_mask(events: TraceEvents) -> np.ndarray:
 def op_instances(events: TraceEvents, *, causal: str = "half") -> list[OpInstance]:
     """Every op instance of the trace that ran GPU work and has a formula (module docstring),
     in launch order."""
-    from infer_opt.trace.ops import TRANSFER, TRANSFER_SHARE, TRANSFER_WAYS, _works, attribute, transfer_directions
+    from infer_opt.trace.ops import (
+        TRANSFER,
+        TRANSFER_SHARE,
+        TRANSFER_WAYS,
+        _works,
+        attribute,
+        transfer_directions,
+    )
 
     att = attribute(events, None, causal)
     gpu = events.gpu
@@ -537,9 +544,9 @@ def scale_to_device(
 ) -> op_model.CalibrationResult:
     """The calibration moved to another GPU by the datasheets' ratios: every family's compute
     rate by the two devices' peaks for the family's precision, its bandwidth by their HBM
-    bandwidths (a host↔device copy's by their host links), its points' times so that each keeps its residual over the moved base roofline
-    (``t' = b'(F, Q) · t / b(F, Q)``); launch floors and gaps as measured (a datasheet does not
-    give them). The source says so."""
+    bandwidths (a host↔device copy's by their host links), its points' times so that each
+    keeps its residual over the moved base roofline (``t' = b'(F, Q) · t / b(F, Q)``); launch
+    floors and gaps as measured (a datasheet does not give them). The source says so."""
     spec = by_name(target) if isinstance(target, str) else target
     source = by_name(calibration.device_name)
     families = []

@@ -272,7 +272,13 @@ def merge_groups(per_rank: Sequence[Sequence[OpGroup]], *, peaks: Peaks) -> tupl
         flops = math.fsum(g.flops for g in members)
         nbytes = math.fsum(g.bytes for g in members)
         work = _work(
-            calls, time_s, flops, nbytes, first.bound != "unknown", first.precision, group_peaks(first.family, peaks)
+            calls,
+            time_s,
+            flops,
+            nbytes,
+            first.bound != "unknown",
+            first.precision,
+            group_peaks(first.family, peaks),
         )
         names = tuple(dict.fromkeys(k for g in members for k in g.kernel_names))
         out.append(

@@ -74,7 +74,9 @@ def category_at_bound(groups: Sequence[OpGroup], peaks: Peaks, step_s: float, n_
         found.append(
             _whatif(
                 "category_at_bound",
-                "host↔device copies at the link rate" if family == TRANSFER else f"{family} ops at their roofline bound",
+                "host↔device copies at the link rate"
+                if family == TRANSFER
+                else f"{family} ops at their roofline bound",
                 _amdahl_saving(time_s, bound, step_s),
                 step_s,
                 _at_bound_assumes(family, peaks),

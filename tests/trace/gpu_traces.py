@@ -2,9 +2,9 @@
 
 ``kineto_trace(ops, device=...)`` is a trace document: one ``ProfilerStep#1`` holding, per op
 ``(name, input_dims, input_types, kernel_us)`` (``kernel_us`` a number or a list: one kernel
-each, launched from inside the op; a ``(memcpy name, µs)`` pair in the list is a copy), a ``cpu_op`` with ``Input Dims``/``Input type``, its
-``cudaLaunchKernel`` and kernels, ``GAP_US`` apart on stream 7. ``write_trace(path, ...)``
-writes it as JSON.
+each, launched from inside the op; a ``(memcpy name, µs)`` pair in the list is a copy), a
+``cpu_op`` with ``Input Dims``/``Input type``, its ``cudaLaunchKernel`` and kernels,
+``GAP_US`` apart on stream 7. ``write_trace(path, ...)`` writes it as JSON.
 """
 
 from __future__ import annotations

@@ -222,7 +222,9 @@ def _slow_bmm_family(t0=2e-6):
         flops, nbytes = batch * 2 * 8 * 8 * 64, batch * 2 * (8 * 64 * 2 + 64)
         pts.append(op_model.GridPoint((batch, 8.0, 8.0, 64.0), 0.0, 0.0, flops, nbytes))
     fam = op_model.FamilyCalibration("bmm.nn", "hot", ("B", "M", "N", "K"), tuple(pts), t0, 1e15, 1e12)
-    return replace(fam, points=tuple(replace(p, time_s=t0 + 100 * (fam.base_time(p.flops, p.bytes) - t0)) for p in pts))
+    return replace(
+        fam, points=tuple(replace(p, time_s=t0 + 100 * (fam.base_time(p.flops, p.bytes) - t0)) for p in pts)
+    )
 
 
 def test_an_extrapolated_efficiency_applies_to_the_work_not_the_launch_floor():
