@@ -193,7 +193,9 @@ def op_instances(events: TraceEvents, *, causal: str = "half") -> list[OpInstanc
 def is_transfer(family: str) -> bool:
     """Whether a family key is a host↔device copy's (``transfer.h2d``: its rates are the host
     link's, not HBM's; :data:`infer_opt.trace.ops.TRANSFER_WAYS`)."""
-    return family.split(":")[0].split(".")[0] == "transfer"
+    from infer_opt.trace.ops import TRANSFER
+
+    return family.split(":")[0].split(".")[0] == TRANSFER
 
 
 def main_dtype(instances: Sequence[OpInstance]) -> str:

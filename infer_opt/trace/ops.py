@@ -60,6 +60,8 @@ SYNC_CALLS = re.compile(
 #: ops that read a device scalar on the host (and the plumbing under them)
 SCALAR_READS = ("aten::item", "aten::_local_scalar_dense")
 PLUMBING = (*SCALAR_READS, "aten::copy_", "aten::_to_copy", "aten::empty_strided")
+#: the family (and what-if category) of an op whose GPU time is mostly host↔device copies
+TRANSFER = "transfer"
 CATEGORIES = (
     "matmul",
     "attention",
@@ -70,10 +72,8 @@ CATEGORIES = (
     "elementwise",
     "reduction",
     "copy",
-    "transfer",  # TRANSFER
+    TRANSFER,
 )
-#: the family (and what-if category) of an op whose GPU time is mostly host↔device copies
-TRANSFER = "transfer"
 #: their directions (``transfer.h2d``, ``transfer.d2h``) and how memcpy names spell them (CUDA
 #: ``Memcpy HtoD (Pageable -> Device)``, HIP ``Memcpy HtoD (Host -> Device)``)
 TRANSFER_WAYS = {"h2d": "HtoD", "d2h": "DtoH"}
