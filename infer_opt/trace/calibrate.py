@@ -9,10 +9,11 @@ workload: this module turns one device's traces into the same
 
 * **Op instances** (:func:`op_instances`): each GPU event (kernel, memcpy, memset; not a sync
   wait, not a collective) belongs to the outermost op of its launch chain that has a FLOP/byte
-  formula (:func:`infer_opt.trace.ops.attribute`, the rule ``infer-opt trace`` groups by); an
-  instance's time is the sum of its events' durations (a ``linear``'s GEMM, split-K reduction
-  and memset are one instance), its family and features the formula's
-  (:func:`infer_opt.trace.op_costs.op_cost`).
+  formula (:func:`infer_opt.trace.ops.attribute`, the rule ``infer-opt trace`` groups by) —
+  except a layout copy inside another op (the ``clone`` of a ``reshape`` inside ``matmul``),
+  which is its own instance (:func:`_split_copies`); an instance's time is the sum of its
+  events' durations (a ``linear``'s GEMM, split-K reduction and memset are one instance), its
+  family and features the formula's (:func:`infer_opt.trace.op_costs.op_cost`).
 * **Families** (:func:`family_key`): the formula's family (``gemm.nt``, ``bmm.nn``,
   ``softmax``, ``layer_norm``, ``add.t``, ``conv2d`` ...); GPU attention by its entry point
   (``attention_flash`` / ``_efficient`` / ``_cudnn`` / ``_math``: the op the kernel ran under)
@@ -147,12 +148,13 @@ def op_instances(events: TraceEvents, *, causal: str = "half") -> list[OpInstanc
     gpu = events.gpu
     keep = (gpu.kind != SYNC) & (att.owner >= 0) & ~_comm_mask(events)
     direction = transfer_directions(events)
+    owners = _split_copies(events, att.owner, att.costs)
     time_us: dict[int, float] = {}
     moved_us: dict[tuple[int, str], float] = {}
     count: dict[int, int] = {}
     first: dict[int, int] = {}
     for e in np.flatnonzero(keep).tolist():
-        op = int(att.owner[e])
+        op = int(owners[e])
         if not _works(att.costs.get(op)):
             continue
         time_us[op] = time_us.get(op, 0.0) + float(gpu.dur_us[e])
@@ -187,6 +189,36 @@ def op_instances(events: TraceEvents, *, causal: str = "half") -> list[OpInstanc
                 causal=c.causal,
             )
         )
+    return out
+
+
+def _split_copies(events: TraceEvents, owner: np.ndarray, costs: dict[int, Any]) -> np.ndarray:
+    """``owner`` with each event run by a copy *inside* another op (the ``clone`` of a
+    ``reshape`` inside ``matmul``, a ``contiguous`` inside ``layer_norm``) given to that copy: the
+    outermost op of copy category (:func:`infer_opt.trace.ops.category`) with a formula between
+    the event's op and its owner, unless the owner is a copy itself. The owner's formula counts
+    its own work, not a layout copy of its operands, and ``predict`` records the two as separate
+    calls (a dispatch below ``matmul`` sees ``clone`` and ``bmm``)."""
+    from infer_opt.trace.ops import _works, category
+
+    parents = events.ops.parent.tolist()
+    op_of = events.gpu.op
+    copy = {i: _works(c) and category(c.family) == "copy" for i, c in costs.items()}
+    memo: dict[tuple[int, int], int] = {}
+    out = owner.copy()
+    for e in np.flatnonzero(owner >= 0).tolist():
+        top, leaf = int(owner[e]), int(op_of[e])
+        if leaf == top or copy.get(top, False):
+            continue
+        key = (leaf, top)
+        if key not in memo:
+            found, i = top, leaf
+            while i >= 0 and i != top:
+                if copy.get(i, False):
+                    found = i
+                i = parents[i]
+            memo[key] = found
+        out[e] = memo[key]
     return out
 
 

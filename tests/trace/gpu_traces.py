@@ -2,7 +2,8 @@
 
 ``kineto_trace(ops, device=...)`` is a trace document: one ``ProfilerStep#1`` holding, per op
 ``(name, input_dims, input_types, kernel_us)`` (``kernel_us`` a number or a list: one kernel
-each, launched from inside the op; a ``(memcpy name, µs)`` pair in the list is a copy), a
+each, launched from inside the op; a ``(memcpy name, µs)`` pair in the list is a copy, an op
+tuple a child op called from inside it, with its own kernels), a
 ``cpu_op`` with ``Input Dims``/``Input type``, its ``cudaLaunchKernel`` and kernels,
 ``GAP_US`` apart on stream 7. ``write_trace(path, ...)`` writes it as JSON.
 """
@@ -26,25 +27,48 @@ def _x(cat: str, name: str, ts: float, dur: float, pid: int, tid: int, args: dic
     return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
 
 
+def _is_op(entry: Any) -> bool:
+    return isinstance(entry, tuple) and len(entry) == 4 and isinstance(entry[0], str) and "::" in entry[0]
+
+
+def _span(op: Op) -> float:
+    """CPU µs an op's event lasts: 1 before and after, 4 per kernel, a child op's own span + 1."""
+    kernels = list(op[3]) if isinstance(op[3], (list, tuple)) and not _is_op(op[3]) else [op[3]]
+    return 2.0 + sum(_span(k) + 1 if _is_op(k) else 4.0 for k in kernels)
+
+
 def kineto_trace(ops: Sequence[Op], *, device: str = H100, step: bool = True) -> dict[str, Any]:
     events: list[dict] = []
-    cpu_t, gpu_t, corr = 10.0, 100.0, 1
-    for i, (name, dims, types, kernel_us) in enumerate(ops):
+    state = {"gpu_t": 100.0, "corr": 1, "id": 1}
+
+    def emit(op: Op, cpu_t: float) -> None:
+        name, dims, types, kernel_us = op
         kernels = list(kernel_us) if isinstance(kernel_us, (list, tuple)) else [kernel_us]
-        args = {"External id": i + 1, "Input Dims": dims, "Input type": types}
-        events.append(_x("cpu_op", name, cpu_t, 5.0 * len(kernels), 100, 1, args))
+        args = {"External id": state["id"], "Input Dims": dims, "Input type": types}
+        state["id"] += 1
+        events.append(_x("cpu_op", name, cpu_t, _span(op), 100, 1, args))
+        t = cpu_t + 1
         for j, entry in enumerate(kernels):
-            launch = cpu_t + 1 + 4 * j
+            if _is_op(entry):  # a child op, launching its own kernels
+                emit(entry, t)
+                t += _span(entry) + 1
+                continue
             # a (memcpy name, µs) entry is a copy (cudaMemcpyAsync), a number a kernel
             copy, dur = entry if isinstance(entry, (list, tuple)) else (None, entry)
             runtime = "cudaMemcpyAsync" if copy else "cudaLaunchKernel"
-            events.append(_x("cuda_runtime", runtime, launch, 1.0, 100, 1, {"correlation": corr}))
-            kargs = {"stream": 7, "device": 0, "correlation": corr}
+            events.append(_x("cuda_runtime", runtime, t, 1.0, 100, 1, {"correlation": state["corr"]}))
+            kargs = {"stream": 7, "device": 0, "correlation": state["corr"]}
             gname = copy or f"kernel_{name.split('::')[-1]}_{j}"
-            events.append(_x("gpu_memcpy" if copy else "kernel", gname, gpu_t, float(dur), 0, 7, kargs))
-            gpu_t += float(dur) + GAP_US
-            corr += 1
-        cpu_t += 5.0 * len(kernels) + 1
+            kind = "gpu_memcpy" if copy else "kernel"
+            events.append(_x(kind, gname, state["gpu_t"], float(dur), 0, 7, kargs))
+            state["gpu_t"] += float(dur) + GAP_US
+            state["corr"] += 1
+            t += 4.0
+
+    cpu_t = 10.0
+    for op in ops:
+        emit(op, cpu_t)
+        cpu_t += _span(op) + 1
     if step:
         events.insert(0, _x("user_annotation", "ProfilerStep#1", 0.0, cpu_t + 10, 100, 1, {}))
     props = [{"id": 0, "name": device, "numSms": 132 if "H100" in device else 304}]

@@ -53,6 +53,35 @@ def test_an_instance_is_its_kernels_summed(tmp_path):
     assert (second.family, second.dtype, second.time_s) == ("add.t", "bf16", pytest.approx(3e-6))
 
 
+def _matmul_4d(copy_us: float, bmm_us: float):
+    """``aten::matmul`` of (64, 12, 8, 8) by (64, 12, 8, 64), as torch runs it on permuted
+    operands: a ``reshape`` whose ``clone`` copies one operand, then the ``bmm``."""
+    a, b = [64, 12, 8, 8], [64, 12, 8, 64]
+    copy = ("aten::copy_", [b, b, []], [BF16, BF16, "Scalar"], copy_us)
+    clone = ("aten::clone", [b, []], [BF16, ""], [copy])
+    reshape = ("aten::reshape", [b, [2]], [BF16, ""], [clone])
+    bmm = ("aten::bmm", [[768, 8, 8], [768, 8, 64]], [BF16, BF16], bmm_us)
+    return ("aten::matmul", [a, b], [BF16, BF16], [reshape, bmm])
+
+
+def test_a_layout_copy_inside_an_op_is_its_own_instance(tmp_path):
+    """The class: ``matmul``'s ``clone`` of a permuted operand counted as the matmul's own time
+    made the bmm family learn a copy's (a 4-D timesformer matmul: 3× its GEMM)."""
+    n = 1 << 20
+    inner = ("aten::copy_", [[n], [n], []], [BF16, BF16, "Scalar"], 30.0)
+    cast = ("aten::to", [[n], [], [], [], [], []], [BF16, "ScalarType", "", "", "Scalar", "Scalar"],
+            [("aten::_to_copy", [[n], [], []], [BF16, "ScalarType", ""], [inner])])  # fmt: skip
+    ev = _events(tmp_path, "t.json", [_matmul_4d(50.0, 40.0), cast])
+    clone, matmul, cast = tc.op_instances(ev)
+    assert (clone.name, clone.family, clone.time_s) == ("aten::clone", "clone.c", pytest.approx(50e-6))
+    assert clone.features == (64.0 * 12 * 8 * 64,)
+    assert (matmul.name, matmul.family, matmul.kernels) == ("aten::matmul", "bmm.nn", 1)
+    assert matmul.time_s == pytest.approx(40e-6)
+    assert matmul.features == (768.0, 8.0, 64.0, 8.0)
+    # a copy's own inner copy_ stays with it: aten::to is one instance
+    assert (cast.name, cast.family, cast.kernels) == ("aten::to", "to_copy.c", 1)
+
+
 def test_family_keys():
     assert tc.family_key("gemm.nt", None, "bf16", "bf16") == "gemm.nt"
     assert tc.family_key("attention_flash", True, "bf16", "bf16") == "attention_flash.causal"
