@@ -12,7 +12,10 @@ has no group of its own there (its work is inside ``linear``'s formula), which i
 FLOPs from being counted twice. An op's own work is always inside the formula of any op that
 encloses it, so the outermost formula is never smaller than the inner ones; HTA and TraceLens
 group by the leaf op instead, which splits a ``matmul`` of 4-D inputs into its ``bmm`` and the
-``clone`` copies it needs, and books the copies nowhere.
+``clone`` copies it needs, and books the copies nowhere. A generic
+``aten::scaled_dot_product_attention`` owner takes its family from the backend it dispatched
+to (``_scaled_dot_product_flash_attention`` → ``attention_flash``; efficient, cuDNN likewise):
+its own formula cannot tell which kernel ran, and only the math path stays ``attention_math``.
 
 Each event belongs to exactly one group, so the groups' times sum to the attributed GPU time
 and each group's ``time_s`` is exactly the sum of its events' durations. Events without an op
@@ -44,6 +47,9 @@ from infer_opt.kinds.trace import CoverageRow, HostSync, OpGroup, Peaks
 from infer_opt.trace.events import KERNEL, MEMCPY, MEMSET, SYNC, TraceEvents
 from infer_opt.trace.roofline import DEFAULT_LAUNCH_S, peak_flops
 
+#: attention families (``op_costs.SDPA_OPS``): the generic entry point's, until the backend it
+#: dispatched to says which kernel ran
+ATTENTION, ATTENTION_MATH = "attention_", "attention_math"
 #: distinct kernel names kept per group
 KERNEL_NAMES_KEPT = 3
 #: collective kernels (NCCL, RCCL, c10d's names)
@@ -162,11 +168,20 @@ def _attribute(events: TraceEvents, cost: CostFn | None, causal: str) -> Attribu
 
     def owner(leaf: int) -> int:
         if leaf not in owner_of:
-            found, i = leaf, leaf
+            found, i, kernel_family = leaf, leaf, ""
             while i >= 0:
-                if _works(cost_of(i)):
+                c = cost_of(i)
+                if _works(c):
                     found = i
+                    family = getattr(c, "family", "")
+                    if not kernel_family and family.startswith(ATTENTION) and family != ATTENTION_MATH:
+                        kernel_family = family
                 i = parents[i]
+            top = costs.get(found)
+            if kernel_family and getattr(top, "family", "") == ATTENTION_MATH:
+                # scaled_dot_product_attention's own formula cannot tell which kernel it chose:
+                # the backend it dispatched to (flash, efficient, cuDNN) names the family
+                costs[found] = replace(top, family=kernel_family)
             owner_of[leaf] = found
         return owner_of[leaf]
 

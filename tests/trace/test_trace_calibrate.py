@@ -82,6 +82,35 @@ def test_a_layout_copy_inside_an_op_is_its_own_instance(tmp_path):
     assert (cast.name, cast.family, cast.kernels) == ("aten::to", "to_copy.c", 1)
 
 
+def _sdpa(backend: tuple) -> tuple:
+    """``aten::scaled_dot_product_attention`` of (2, 12, 128, 64) q/k/v, dispatching to
+    ``backend``, the child op that launched the kernels."""
+    q = [2, 12, 128, 64]
+    return ("aten::scaled_dot_product_attention", [q, q, q], [BF16] * 3, [backend])
+
+
+def test_fused_attention_is_named_by_the_backend_it_dispatched_to(tmp_path):
+    """The class: the generic SDPA entry point's formula cannot tell which kernel ran, so its
+    instances were all ``attention_math`` and the flash kernels of a BERT trace calibrated the
+    math family (and ``predict``, which picks flash first, found none)."""
+    q = [2, 12, 128, 64]
+    flash = ("aten::_scaled_dot_product_flash_attention", [q, q, q], [BF16] * 3, 20.0)
+    efficient = ("aten::_scaled_dot_product_efficient_attention", [q, q, q, []], [BF16] * 3 + [""], 25.0)
+    bmm = ("aten::bmm", [[24, 128, 64], [24, 64, 128]], [BF16, BF16], 5.0)
+    math_path = ("aten::_scaled_dot_product_attention_math", [q, q, q], [BF16] * 3, [bmm, bmm])
+    ev = _events(tmp_path, "t.json", [_sdpa(flash), _sdpa(efficient), _sdpa(math_path)])
+    flash_i, efficient_i, math_i = tc.op_instances(ev)
+    assert flash_i.name == "aten::scaled_dot_product_attention"
+    assert flash_i.family.split(".")[0] == "attention_flash"
+    assert flash_i.time_s == pytest.approx(20e-6)
+    assert efficient_i.family.split(".")[0] == "attention_efficient"
+    # the math path's own ops (bmm, softmax) name no attention kernel: it stays math
+    assert math_i.family.split(".")[0] == "attention_math"
+    assert (math_i.kernels, math_i.time_s) == (2, pytest.approx(10e-6))
+    # all three are one attention's work: the same features
+    assert flash_i.features == efficient_i.features == math_i.features
+
+
 def test_family_keys():
     assert tc.family_key("gemm.nt", None, "bf16", "bf16") == "gemm.nt"
     assert tc.family_key("attention_flash", True, "bf16", "bf16") == "attention_flash.causal"
