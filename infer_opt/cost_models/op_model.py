@@ -613,7 +613,9 @@ class OpModel:
         found = {}
         for state in STATES:
             family = self.families.get(f"{name}@{state}")
-            if family is not None:
+            # a family keyed by more features than the call has is another keying (a calibration
+            # saved before its features changed): not this call's shapes
+            if family is not None and len(family.feature_names) <= len(query.features):
                 # a borrowed family may key fewer features (grouped-query decode → plain decode)
                 features = query.features[: len(family.feature_names)]
                 t, extrapolated = self._interpolator(family).time(features, query.flops, query.work_bytes)

@@ -25,6 +25,8 @@ family               calls                                        features
 ``rms_norm``         ``_fused_rms_norm``                           ``rows, hidden``
 ``softmax``          ``_softmax``, ``_safe_softmax`` (last dim)    ``rows, columns``
 ``embedding``        ``embedding``, ``index_select`` (rows)        ``indices, dim``
+``conv<n>d``         ``convolution`` (the implicit GEMM it runs     ``M, N, K, groups``
+                     as, per group; ``trace.op_costs.conv_gemm``)
 ``<op>.<p>[.nc]``    pointwise ops; ``p``: ``s`` one tensor         ``elements``
                      operand, ``t`` same-size tensors, ``b``
                      broadcast; ``.nc`` a non-contiguous operand
@@ -65,6 +67,8 @@ _BATCHED = {"aten::bmm": "bmm", "aten::baddbmm": "bmm"}
 _NORMS = {"aten::native_layer_norm": "layer_norm", "aten::_fused_rms_norm": "rms_norm"}
 _SOFTMAX = frozenset({"aten::_softmax", "aten::_safe_softmax", "aten::softmax"})
 _GATHERS = frozenset({"aten::embedding", "aten::index_select"})
+#: convolutions, keyed by the implicit GEMM they run as (as the GPU traces key them)
+_CONVS = frozenset({"aten::convolution", "aten::_convolution"})
 _COPIES = {
     "aten::clone": "clone",
     "aten::cat": "cat",
@@ -216,6 +220,21 @@ def _structured(name: str, bound: dict[str, Any]) -> tuple[str, tuple[int, ...],
     return None
 
 
+def _conv(bound: dict[str, Any], out: Any) -> tuple[str, tuple[int, ...], list[str]]:
+    """``conv<n>d`` over :func:`infer_opt.trace.op_costs.conv_gemm`'s ``M, N, K, groups``."""
+    from infer_opt.trace.op_costs import conv_gemm
+
+    x, w = bound["input"], bound["weight"]
+    shape = tuple(int(s) for s in (x.shape if x.ndim == w.ndim else (1, *x.shape)))
+    groups, transposed = int(bound.get("groups", 1)), bool(bound.get("transposed", False))
+    c_out = int(w.shape[1]) * groups if transposed else int(w.shape[0])
+    outs = _tensors([out])
+    spatial_out = tuple(int(s) for s in outs[0].shape[-(w.ndim - 2) :]) if outs else shape[2:]
+    kernel = tuple(int(s) for s in w.shape[2:])
+    features = conv_gemm(shape[0], shape[1], c_out, shape[2:], spatial_out, kernel, groups, transposed)
+    return f"conv{w.ndim - 2}d", features, ["weight"]
+
+
 def _data_movement(name: str, bound: dict[str, Any], out: Any) -> tuple[str, tuple[int, ...]] | None:
     """Copies, clones, concatenations and dtype conversions."""
     if name == "aten::copy_":
@@ -238,6 +257,8 @@ def family_of(
     short = name.removeprefix("aten::")
     if name == "aten::gelu" and bound.get("approximate") == "tanh":
         short = "gelu_tanh"  # another algorithm, another cost
+    if name in _CONVS:
+        return _conv(bound, out)
     structured = _structured(name, bound)
     if structured is not None:
         return structured

@@ -77,9 +77,8 @@ FEATURE_NAMES = {
     "gemm": ("M", "N", "K"),
     "bmm": ("B", "M", "N", "K"),
     "attention": ("BH", "Tq", "Tk", "d"),
-    "conv1d": ("N", "C_in", "C_out", "L", "k"),
-    "conv2d": ("N", "C_in", "C_out", "H", "W", "kh", "kw"),
-    "conv3d": ("N", "C_in", "C_out", "D", "H", "W", "kd", "kh", "kw"),
+    # a convolution's implicit GEMM per group (op_costs.conv_gemm)
+    **dict.fromkeys(("conv1d", "conv2d", "conv3d"), ("M", "N", "K", "groups")),
     "layer_norm": ("rows", "hidden"),
     "rms_norm": ("rows", "hidden"),
     "group_norm": ("rows", "hidden"),

@@ -14,6 +14,7 @@ uses on live tensors):
   registry, and so ``profile``, leaves the bias out);
 * conv: ``2·N·C_out·Π(out spatial)·(C_in/groups)·Π(kernel)`` (torch's ``conv_flop``; transposed
   convs count over the input's spatial size), when stride/padding/dilation/groups are recorded;
+  its features are the implicit GEMM's ``M, N, K`` per group and ``groups`` (:func:`conv_gemm`);
 * fused attention (flash / efficient / cuDNN / math entry points, and the
   ``_flash_attention_forward``/``_efficient_attention_forward`` kernels' own ops):
   ``2·B·H·Tq·Tk·(d_qk + d_v)`` (= ``4·B·H·Tq·Tk·d``), halved for a causal mask under the
@@ -491,8 +492,10 @@ def _conv(name: str, p: list[_Arg], causal: str) -> Any:
         stride, padding, dilation, transposed, out_pad, groups = lists[3:9]
     if not all(isinstance(v, list) for v in (stride, padding, dilation)) or not isinstance(groups, int):
         return None
-    spatial_in, kernel = x.shape[2:], w.shape[2:]
-    n, nd = x.shape[0], len(kernel)
+    # an unbatched input (conv2d of a C×H×W image) is one batch of it
+    xs = tuple(x.shape) if len(x.shape) == len(w.shape) else (1, *x.shape)
+    spatial_in, kernel = xs[2:], w.shape[2:]
+    n, nd = xs[0], len(kernel)
     stride, padding, dilation = ((v * nd)[:nd] if len(v) == 1 else v for v in (stride, padding, dilation))
     if transposed:
         out_pad = out_pad if isinstance(out_pad, list) and len(out_pad) == nd else [0] * nd
@@ -507,7 +510,32 @@ def _conv(name: str, p: list[_Arg], causal: str) -> Any:
         flops = 2.0 * n * c_out * _numel(out_sp) * w.shape[1] * _numel(kernel)
     out_elems = n * c_out * _numel(out_sp)
     nbytes = sum(_tbytes(t) for t in ts) + out_elems * _esize(x.dtype)
-    return flops, nbytes, f"conv{nd}d", (n, x.shape[1], c_out, *spatial_in, *kernel), None
+    return flops, nbytes, f"conv{nd}d", conv_gemm(n, xs[1], c_out, spatial_in, out_sp, kernel,
+                                                  groups, bool(transposed)), None  # fmt: skip
+
+
+def conv_gemm(
+    n: int,
+    c_in: int,
+    c_out: int,
+    spatial_in: Sequence[int],
+    spatial_out: Sequence[int],
+    kernel: Sequence[int],
+    groups: int,
+    transposed: bool,
+) -> tuple[int, int, int, int]:
+    """A convolution's features: the implicit GEMM it runs as, per group, ``(M, N, K, groups)``
+    with ``2·groups·M·N·K`` its FLOPs — ``M = N_batch·Π(out spatial)``, ``N = C_out/groups``,
+    ``K = (C_in/groups)·Π(kernel)``; a transposed one over the input's positions, ``M =
+    N_batch·Π(in spatial)``, ``N = (C_out/groups)·Π(kernel)``, ``K = C_in/groups``. cuDNN and
+    MIOpen run a convolution as that GEMM, so convolutions are near each other when their GEMMs
+    are: by batch, channels, image and kernel size one at a time, timesformer's patch embedding
+    (128 images at 224²) was nearest a ViT's of 4 images (a GEMM 32× shorter, at a third of its
+    rate), not owlv2's (one 1008² image, M = 5184 against 25088, at the same rate)."""
+    g = max(int(groups), 1)
+    if transposed:
+        return n * _numel(spatial_in), c_out // g * _numel(kernel), c_in // g, g
+    return n * _numel(spatial_out), c_out // g, c_in // g * _numel(kernel), g
 
 
 def _norm_softmax(name: str, p: list[_Arg], causal: str) -> Any:

@@ -146,6 +146,19 @@ def test_unknown_family_falls_back_then_to_the_device_roofline():
     assert roof.bound == "compute"
 
 
+def test_a_family_keyed_by_more_features_than_the_call_is_not_its_shapes():
+    """A calibration saved when ``conv2d`` was keyed by (N, C_in, C_out, H, W, kh, kw) predicts a
+    call keyed by its implicit GEMM (M, N, K, groups) from the device roofline, not by reading
+    seven features from four (an IndexError before)."""
+    old = family(
+        "conv2d", [((n, 3.0, 768.0, 224.0, 224.0, 16.0, 16.0), 1e9, 1e7, 2e-4) for n in (4.0, 128.0)]
+    )
+    q = op_model.OpQuery("aten::conv2d", "conv2d", (784.0, 768.0, 768.0, 1.0), 1e9, 1e7)
+    estimate = op_model.OpModel(calibration(old)).estimate(q)
+    assert estimate.source == op_model.SOURCE_ROOFLINE
+    assert estimate.time_s == pytest.approx(base(1e9, 1e7))
+
+
 def three_states() -> list[op_model.FamilyCalibration]:
     """mm.nt at M = 1, 4 in three states: 1, 2, 8 µs (hot, warm, cold) at M = 1; the cold grid
     stops at M = 4, the others reach M = 64."""

@@ -1,11 +1,11 @@
 """Write small Kineto (torch.profiler) trace files of GPU ops for the operator-model tests.
 
 ``kineto_trace(ops, device=...)`` is a trace document: one ``ProfilerStep#1`` holding, per op
-``(name, input_dims, input_types, kernel_us)`` (``kernel_us`` a number or a list: one kernel
-each, launched from inside the op; a ``(memcpy name, µs)`` pair in the list is a copy, an op
-tuple a child op called from inside it, with its own kernels), a
-``cpu_op`` with ``Input Dims``/``Input type``, its ``cudaLaunchKernel`` and kernels,
-``GAP_US`` apart on stream 7. ``write_trace(path, ...)`` writes it as JSON.
+``(name, input_dims, input_types, kernel_us[, concrete_inputs])`` (``kernel_us`` a number or a
+list: one kernel each, launched from inside the op; a ``(memcpy name, µs)`` pair in the list is
+a copy, an op tuple a child op called from inside it, with its own kernels), a ``cpu_op`` with
+``Input Dims``/``Input type`` (and ``Concrete Inputs`` when given), its ``cudaLaunchKernel`` and
+kernels, ``GAP_US`` apart on stream 7. ``write_trace(path, ...)`` writes it as JSON.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ MI300X = "AMD Instinct MI300X"
 #: idle time between consecutive kernels
 GAP_US = 2.0
 
-Op = tuple[str, list, list, Any]
+Op = tuple  # (name, dims, types, kernel_us[, concrete inputs])
 
 
 def _x(cat: str, name: str, ts: float, dur: float, pid: int, tid: int, args: dict) -> dict:
@@ -28,7 +28,9 @@ def _x(cat: str, name: str, ts: float, dur: float, pid: int, tid: int, args: dic
 
 
 def _is_op(entry: Any) -> bool:
-    return isinstance(entry, tuple) and len(entry) == 4 and isinstance(entry[0], str) and "::" in entry[0]
+    return (
+        isinstance(entry, tuple) and len(entry) in (4, 5) and isinstance(entry[0], str) and "::" in entry[0]
+    )
 
 
 def _span(op: Op) -> float:
@@ -42,9 +44,11 @@ def kineto_trace(ops: Sequence[Op], *, device: str = H100, step: bool = True) ->
     state = {"gpu_t": 100.0, "corr": 1, "id": 1}
 
     def emit(op: Op, cpu_t: float) -> None:
-        name, dims, types, kernel_us = op
+        name, dims, types, kernel_us = op[:4]
         kernels = list(kernel_us) if isinstance(kernel_us, (list, tuple)) else [kernel_us]
         args = {"External id": state["id"], "Input Dims": dims, "Input type": types}
+        if len(op) > 4:  # the scalars' values, as text (a conv's stride, padding ...)
+            args["Concrete Inputs"] = op[4]
         state["id"] += 1
         events.append(_x("cpu_op", name, cpu_t, _span(op), 100, 1, args))
         t = cpu_t + 1
@@ -91,6 +95,14 @@ def mm(m: int, n: int, k: int, us: Any) -> Op:
 def add(n: int, us: Any, dtype: str = BF16) -> Op:
     """``aten::add`` of two contiguous (n,) tensors."""
     return ("aten::add", [[n], [n], []], [dtype, dtype, "Scalar"], us)
+
+
+def conv2d(n: int, c: int, size: int, c_out: int, k: int, us: Any) -> Op:
+    """``aten::conv2d`` of ``n`` bf16 images of ``c`` × ``size``² by ``c_out`` kernels of ``k``²
+    at stride ``k`` (a ViT's patch embedding), its stride/padding/dilation/groups recorded."""
+    dims = [[n, c, size, size], [c_out, c, k, k], [c_out], [], [], [], []]
+    types = [BF16, BF16, BF16, "ScalarList", "ScalarList", "ScalarList", "Scalar"]
+    return ("aten::conv2d", dims, types, us, ["", "", "", f"[{k}, {k}]", "[0, 0]", "[1, 1]", "1"])
 
 
 H2D = "Memcpy HtoD (Pageable -> Device)"

@@ -7,7 +7,7 @@ import pytest
 from infer_opt.cost_models import op_model
 from infer_opt.trace import calibrate as tc
 from infer_opt.trace import gpu_predict as gp
-from tests.trace.gpu_traces import BF16, add, training_ops, write_trace
+from tests.trace.gpu_traces import BF16, add, conv2d, training_ops, write_trace
 
 
 def _sdpa(bh: int, t: int, d: int, us: float):
@@ -80,3 +80,32 @@ def test_an_op_in_another_dtype_takes_its_traced_family(tmp_path):
     q = op_model.OpQuery("aten::add", "add.t", (4096.0,), 4096.0, 4096 * 24.0)
     assert model.mapped(q, "int64").family == "add.t:int64"
     assert model.mapped(q, "bfloat16").family == "add.t"
+
+
+def test_a_recorded_conv_takes_the_traced_conv_nearest_by_its_gemm(tmp_path):
+    """The class: convolutions were keyed by batch, channels and image size one at a time, so
+    timesformer's patch embedding (128 images) took the efficiency of a ViT's of 4 images (a GEMM
+    32× shorter, +59% on the H100) and ``predict`` keyed a convolution as no family at all."""
+    torch = pytest.importorskip("torch")
+    from infer_opt.profilers import op_families
+
+    # a ViT's 4 images at 224², patch 16 (M = 784) slow; owlv2's one 1008² image, patch 14
+    # (M = 5184, N = 1024, K = 588) at 23 TFLOP/s
+    ops = [*training_ops(), conv2d(4, 3, 224, 768, 16, 129.6), conv2d(1, 3, 1008, 1024, 14, 270.4)]
+    cal = tc.read_and_calibrate([write_trace(tmp_path / "a.json", ops)])
+    fam = cal.family_map()["conv2d@hot"]
+    assert {p.features for p in fam.points} == {(784.0, 768.0, 768.0, 1.0), (5184.0, 1024.0, 588.0, 1.0)}
+    owlv2 = next(p for p in fam.points if p.features[0] == 5184.0)
+    x, w = torch.empty(128, 3, 224, 224, device="meta"), torch.empty(768, 3, 16, 16, device="meta")
+    aten = torch.ops.aten
+    call = (x, w, None, [16, 16], [0, 0], [1, 1], False, [0, 0], 1)
+    family, features, _ = op_families.family_of(
+        aten.convolution.default, call, {}, aten.convolution.default(*call)
+    )
+    assert (family, features) == ("conv2d", (25088, 768, 768, 1))
+    flops = 2.0 * 25088 * 768 * 768
+    e = gp.model_for(cal).estimate(op_model.OpQuery("aten::convolution", family, features, flops, 1e8))
+    assert (e.used, e.source) == ("conv2d@hot", op_model.SOURCE_NEAREST)
+    # owlv2's rate (the nearest GEMM), not the 4-image ViT's third of it: within its launch term
+    rate = owlv2.flops / owlv2.time_s
+    assert e.time_s == pytest.approx(flops / rate, rel=0.02)

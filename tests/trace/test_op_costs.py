@@ -132,6 +132,42 @@ def test_conv_from_concrete_inputs():
     c = op_cost("aten::convolution", args)
     assert c.flops == 2 * 128 * 768 * 14 * 14 * 3 * 16 * 16 and c.family == "conv2d"
     assert c.bytes == 2 * (128 * 3 * 224 * 224 + 768 * 3 * 16 * 16 + 768 + 128 * 768 * 14 * 14)
+    # keyed by the implicit GEMM it runs as: M = 128·14·14 positions, N = 768, K = 3·16·16
+    assert c.features == (25088, 768, 768, 1)
+
+
+def _conv_args(x, w, stride, padding, dilation, transposed, out_pad, groups):
+    lit = ("ScalarList", [])
+    return rec(
+        (list(x), "float"), (list(w), "float"), ([], ""), ([], *lit, str(stride)), ([], *lit, str(padding)),
+        ([], *lit, str(dilation)), ([], "Scalar", [], str(transposed)), ([], *lit, str(out_pad)),
+        ([], "Scalar", [], str(groups)),
+    )  # fmt: skip
+
+
+@given(
+    n=st.integers(1, 3), g=st.sampled_from([1, 2, 4]), cin=st.integers(1, 3), cout=st.integers(1, 3),
+    size=st.integers(5, 12), k=st.integers(1, 3), stride=st.integers(1, 3), pad=st.integers(0, 1),
+    transposed=st.booleans(),
+)  # fmt: skip
+def test_conv_features_are_a_gemm_of_its_flops(n, g, cin, cout, size, k, stride, pad, transposed):
+    """Invariant: ``2·groups·M·N·K`` is the convolution's FLOPs, grouped or transposed."""
+    c_in, c_out = cin * g, cout * g
+    w = (c_in, c_out // g, k, k) if transposed else (c_out, c_in // g, k, k)
+    args = _conv_args((n, c_in, size, size), w, [stride] * 2, [pad] * 2, [1, 1], transposed, [0, 0], g)
+    c = op_cost("aten::convolution", args)
+    m, n_, k_, groups = c.features
+    assert groups == g and 2 * groups * m * n_ * k_ == c.flops
+
+
+def test_an_unbatched_conv_is_one_image():
+    args = rec(
+        ([3, 224, 224], BF), ([768, 3, 16, 16], BF), ([768], BF), ([], "ScalarList", [], "[16, 16]"),
+        ([], "ScalarList", [], "[0, 0]"), ([], "ScalarList", [], "[1, 1]"), ([], "Scalar", [], "1"),
+    )  # fmt: skip
+    c = op_cost("aten::conv2d", args)
+    assert c.features == (196, 768, 768, 1)
+    assert c.flops == 2 * 196 * 768 * 768
 
 
 def test_bandwidth_ops():
@@ -221,6 +257,7 @@ def test_pointwise_bytes_at_least_output(shape, broadcast):
 def test_same_flops_as_profile():
     torch = pytest.importorskip("torch")
     fl = pytest.importorskip("infer_opt.profilers.flops")
+    op_families = pytest.importorskip("infer_opt.profilers.op_families")
     aten = torch.ops.aten
     a, b = torch.randn(64, 32), torch.randn(32, 16)
     assert (
@@ -259,3 +296,9 @@ def test_same_flops_as_profile():
         aten.convolution.default, (img, ker, None, [2, 2], [1, 1], [1, 1], False, [0, 0], 1), {}, conv_out
     )[0]
     assert op_cost("aten::convolution", args).flops == expected
+    # predict's recorder keys the call as a trace calibration does
+    family, features, _ = op_families.family_of(
+        aten.convolution.default, (img, ker, None, [2, 2], [1, 1], [1, 1], False, [0, 0], 1), {}, conv_out
+    )
+    assert features == op_cost("aten::convolution", args).features == (200, 6, 27, 1)
+    assert family == "conv2d"
