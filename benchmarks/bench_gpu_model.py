@@ -12,9 +12,10 @@ Over the four H100 and the four MI300X HF-model bf16 traces in ``../shared/trace
    four models: their shapes are in the calibration, only the device is new);
 3. the time to calibrate from all four traces of each GPU (median of ``--reps``), reading
    included, and to validate against the largest trace;
-4. ``predict hf:bert`` at bert-small's config (batch 1 × 141 tokens, the trace's input) from the
-   other three traces of each GPU, against the bert-small trace's summed kernel time
-   (``--no-predict`` skips it: it needs torch and transformers).
+4. ``predict hf:bert`` at bert-small's config (batch 1 × 141 tokens, the trace's input) and of a
+   ViT-base at Falconsai's (4 images, :func:`make_vit`) from the other three traces of each GPU,
+   against that model's trace's summed kernel time (``--no-predict`` skips them: they need torch
+   and transformers).
 
     python benchmarks/bench_gpu_model.py [--traces ../shared/traces] [--reps 3] [--json out.json]
 
@@ -104,34 +105,51 @@ def timings(files: dict[str, list[Path]], reps: int) -> dict[str, float]:
     return out
 
 
-#: a held-out trace whose model ``predict`` can build from a config (``hf:bert`` at bert-small's)
-BERT_SMALL = ("gaunernst_bert-small", "hf:bert", ("hidden_size=512", "num_hidden_layers=4",
-              "num_attention_heads=8", "intermediate_size=2048"), 1, 141)  # fmt: skip
+#: held-out traces whose model ``predict`` can build: (trace name, MODEL, --hf-config, batch,
+#: seq_len, label): ``hf:bert`` at bert-small's config, and a ViT-base of Falconsai's config
+#: (:func:`make_vit`: 12 layers of 768, patch 16 at 224², 4 images as in its trace)
+PREDICTED = (
+    ("gaunernst_bert-small", "hf:bert", ("hidden_size=512", "num_hidden_layers=4",
+     "num_attention_heads=8", "intermediate_size=2048"), 1, 141, "hf:bert (bert-small)"),
+    ("Falconsai_nsfw", f"{Path(__file__).resolve()}:make_vit", (), 4, 197, "ViT-base (Falconsai)"),
+)  # fmt: skip
+
+
+def make_vit(batch_size: int = 4, dtype: Any = None) -> Any:
+    """``transformers``' ViT image classifier at Falconsai/nsfw_image_detection's config (random
+    weights: no model hub here), on ``batch_size`` 224² images; ``predict``'s factory contract."""
+    import torch
+    from transformers import ViTConfig, ViTForImageClassification
+
+    dtype = dtype or torch.bfloat16
+    config = ViTConfig(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072,
+                       image_size=224, patch_size=16, num_labels=2, attn_implementation="sdpa")  # fmt: skip
+    model = ViTForImageClassification(config).to(dtype)
+    return model, {"pixel_values": torch.randn(batch_size, 3, 224, 224, dtype=dtype)}
 
 
 def predicted_step(files: dict[str, list[Path]]) -> list[dict[str, Any]]:
-    """``predict hf:bert`` at bert-small's config and input (batch 1 × 141 tokens) from a
-    calibration of the other three traces of each GPU, against the bert-small trace's kernel
-    time (torch and transformers needed: the step is recorded on fake tensors)."""
+    """Each of :data:`PREDICTED` predicted (``predict MODEL --calibration``) from a calibration
+    of the other three traces of each GPU, against its own trace's summed kernel time (torch and
+    transformers needed: the step is recorded on fake tensors)."""
     import torch
 
     from infer_opt.profilers import models
     from infer_opt.profilers import predict as pr
 
-    name, spec, config, batch, seq_len = BERT_SMALL
     rows = []
-    for gpu, paths in files.items():
-        held = next(p for p in paths if name in p.name)
-        cal = tc.read_and_calibrate([p for p in paths if p != held])
-        r = pr.predict(
-            spec, cal, calibration_source=cal.source, batch=batch, seq_len=seq_len, dtype=torch.bfloat16,
-            hf_overrides=models.parse_hf_overrides(list(config)),
-        )  # fmt: skip
-        ev = read_trace(held)
-        measured = float(ev.gpu.dur_us[ev.gpu.kind != 3].sum()) / 1e6
-        rows.append(
-            {"gpu": gpu, "measured_s": measured, "predicted_kernel_s": r.op_time_s, "gap_s": r.host_s}
-        )
+    for name, spec, config, batch, seq_len, label in PREDICTED:
+        for gpu, paths in files.items():
+            held = next(p for p in paths if name in p.name)
+            cal = tc.read_and_calibrate([p for p in paths if p != held])
+            r = pr.predict(
+                spec, cal, calibration_source=cal.source, batch=batch, seq_len=seq_len, dtype=torch.bfloat16,
+                hf_overrides=models.parse_hf_overrides(list(config)),
+            )  # fmt: skip
+            ev = read_trace(held)
+            measured = float(ev.gpu.dur_us[ev.gpu.kind != 3].sum()) / 1e6
+            rows.append({"model": label, "gpu": gpu, "measured_s": measured,
+                         "predicted_kernel_s": r.op_time_s, "gap_s": r.host_s})  # fmt: skip
     return rows
 
 
@@ -158,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--traces", type=Path, default=DEFAULT)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--json", type=Path, default=None)
-    parser.add_argument("--no-predict", action="store_true", help="skip predict hf:bert (needs torch)")
+    parser.add_argument("--no-predict", action="store_true", help="skip the predicted steps (need torch)")
     args = parser.parse_args(argv)
     files = {gpu: sorted(args.traces.glob(pattern)) for gpu, pattern in GPUS.items()}
     if any(len(v) < 2 for v in files.values()):
@@ -174,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     for p in predicted:
         error = p["predicted_kernel_s"] / p["measured_s"] - 1
         print(
-            f"predict hf:bert (bert-small) on {p['gpu']}: kernel time {p['predicted_kernel_s'] * 1e6:.1f} us "
+            f"predict {p['model']} on {p['gpu']}: kernel time {p['predicted_kernel_s'] * 1e6:.1f} us "
             f"predicted, {p['measured_s'] * 1e6:.1f} us in its trace ({100 * error:+.1f}%); gap term "
             f"{p['gap_s'] * 1e6:.1f} us"
         )
