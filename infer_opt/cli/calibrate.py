@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
 from infer_opt.cli.common import AutoDtypeOpt, DeviceOpt, ThreadsOpt, option, progress_bar
 from infer_opt.cli.output import Outcome, Output, with_output
-from infer_opt.cli.types import Choice, Count
+from infer_opt.cli.types import Choice, Count, InputFile
 from infer_opt.cli.validate_trace import FromTraceOpt
 from infer_opt.notices import Notice
 
@@ -42,6 +43,8 @@ Examples:
   infer-opt calibrate --only linear --only host --grid tiny
 
   infer-opt calibrate --from-trace a.json.gz --from-trace b.json.gz --out h100.json
+
+  infer-opt calibrate --from-trace bert.json.gz vit.json.gz owlv2.json.gz --out h100.json
 """
 
 GROUP_NAMES = ("linear", "addmm_nn", "bmm", "sdpa", "norms", "elementwise", "memory", "views", "host")
@@ -124,11 +127,26 @@ def calibrate(
     reps: option(int, "--reps", parse=Count(3, 1000), help="Profiled repetitions per shape.") = 5,
     resume: option(bool, "--resume", help="Continue the saved run: skip the groups it finished.") = False,
     from_trace: FromTraceOpt = None,
+    trace: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            metavar="TRACE",
+            click_type=InputFile(),
+            help="More traces for --from-trace (--from-trace traces/h100_*.json.gz: a shell glob).",
+            show_default=False,
+        ),
+    ] = None,
     *,
     output: Output,
 ) -> Any:
+    if trace and not from_trace:
+        from infer_opt.errors import InvalidInput
+
+        raise InvalidInput("TRACE", str(trace[0]), "trace files are read with --from-trace FILE...")
     if from_trace:
         from infer_opt.cli.validate_trace import from_traces
+
+        from_trace = [*from_trace, *(trace or [])]
 
         used = {"--device": device != "auto", "--dtype": dtype != "auto", "--threads": threads is not None}
         used |= {"--only": bool(only), "--grid": grid != "standard", "--resume": resume}

@@ -45,6 +45,19 @@ def test_the_calibration_report_says_where_it_came_from(calibration):
     assert "from 2 traces of H100 SXM: a.json, b.json" in text
 
 
+def test_traces_after_from_trace_are_read_too(tmp_path, traces):
+    """``--from-trace traces/*.json.gz``: the shell's glob gives the files after the first as
+    arguments; they are read with it (typer refused them as extra arguments)."""
+    a, b, _ = traces
+    out = tmp_path / "glob.json"
+    run = invoke("calibrate", "--from-trace", str(a), str(b), "--out", str(out))
+    assert run.exit_code == 0, run.stderr
+    assert json.loads(out.read_text())["result"]["source"] == "from 2 traces of H100 SXM"
+    # a trace without --from-trace, or one missing, is one line naming it
+    assert_one_line_error(invoke("calibrate", str(a)), "TRACE", "--from-trace")
+    assert_one_line_error(invoke("calibrate", "--from-trace", str(a), str(tmp_path / "nope.json")), "TRACE")
+
+
 def test_validate_against_a_trace_has_the_validate_keys(calibration, traces):
     run = invoke("validate", "--against", str(traces[2]), "--calibration", str(calibration), "--json")
     assert run.exit_code == 0, run.stderr
