@@ -564,8 +564,8 @@ class OpEstimate:
 
 
 def fallbacks(family: str) -> list[str]:
-    """Related families to borrow from, best first: the same op without the non-contiguous
-    marker; ``baddbmm`` → ``bmm``; for pointwise ops the
+    """Related families to borrow from, best first: the same op in one dtype (without
+    ``.mixed``), without the non-contiguous marker; ``baddbmm`` → ``bmm``; for pointwise ops the
     ``add`` (binary patterns) or ``mul`` (scalar/unary pattern) family of the same pattern;
     grouped-query decode attention → plain decode attention (its first three features); attention
     over a length off the CPU's vector width (``.tail``) → the same over aligned lengths."""
@@ -574,6 +574,9 @@ def fallbacks(family: str) -> list[str]:
     if family.endswith(".tail"):
         return [family.removesuffix(".tail")]
     out: list[str] = []
+    if family.endswith(".mixed"):  # the same op in one dtype (the vectorized kernel)
+        family = family.removesuffix(".mixed")
+        out.append(family)
     base = family.removesuffix(".nc")
     if base != family:
         out.append(base)

@@ -29,7 +29,9 @@ family               calls                                        features
                      as, per group; ``trace.op_costs.conv_gemm``)
 ``<op>.<p>[.nc]``    pointwise ops; ``p``: ``s`` one tensor         ``elements``
                      operand, ``t`` same-size tensors, ``b``
-                     broadcast; ``.nc`` a non-contiguous operand
+                     broadcast; ``.nc`` a non-contiguous operand;
+                     then ``.mixed`` for two floating dtypes (a
+                     casting kernel)
 ``<op>.r``           reductions (``mean``, ``sum``, ``amax`` …)    ``outputs, reduced``
 ``copy.<src><dst>``  ``copy_``; ``c`` contiguous, ``s`` strided     ``elements``
 ``clone.<c|s>``,     ``clone``, ``cat``, ``_to_copy``              ``elements``
@@ -59,6 +61,7 @@ from infer_opt.cost_models.op_model import Touches
 from infer_opt.errors import RunFailure
 from infer_opt.profilers import flops as fl
 from infer_opt.profilers import op_recorder
+from infer_opt.trace.op_costs import conv_gemm, pointwise_family
 
 #: ``mm`` and ``addmm`` share one family: the same GEMM (``addmm`` starts from the bias, a few
 #: percent at most, which its bytes in the base roofline carry)
@@ -191,7 +194,8 @@ def _pointwise(short: str, tensors: list[torch.Tensor], out: Any) -> tuple[str, 
         pattern = "b"
     full = [t for t in operands if t.numel() == n]
     strided = any(not t.is_contiguous() for t in full)
-    return f"{short}.{pattern}{'.nc' if strided else ''}", (n,)
+    mixed = len({t.dtype for t in operands if t.dtype.is_floating_point}) > 1
+    return pointwise_family(short, pattern, strided, mixed), (n,)
 
 
 _POINTWISE_TAG = getattr(torch.Tag, "pointwise", None)
@@ -222,8 +226,6 @@ def _structured(name: str, bound: dict[str, Any]) -> tuple[str, tuple[int, ...],
 
 def _conv(bound: dict[str, Any], out: Any) -> tuple[str, tuple[int, ...], list[str]]:
     """``conv<n>d`` over :func:`infer_opt.trace.op_costs.conv_gemm`'s ``M, N, K, groups``."""
-    from infer_opt.trace.op_costs import conv_gemm
-
     x, w = bound["input"], bound["weight"]
     shape = tuple(int(s) for s in (x.shape if x.ndim == w.ndim else (1, *x.shape)))
     groups, transposed = int(bound.get("groups", 1)), bool(bound.get("transposed", False))
@@ -270,7 +272,8 @@ def family_of(
     tags = getattr(func, "tags", ())
     tensors = _tensors(list(bound.values()))
     if _POINTWISE_TAG is not None and _POINTWISE_TAG in tags:
-        return (*_pointwise(short, tensors, out), [])
+        # an in-place op runs the same kernel (the trace formulas name it alike: add_ → add)
+        return (*_pointwise(short.rstrip("_"), tensors, out), [])
     if _REDUCTION_TAG is not None and _REDUCTION_TAG in tags and tensors:
         outs = _tensors([out])
         n_out = max(int(outs[0].numel()), 1) if outs else 1

@@ -217,6 +217,9 @@ def test_fallbacks_are_related_families_best_first():
     assert op_model.fallbacks("sdpa.decode.gqa") == ["sdpa.decode"]
     assert op_model.fallbacks("sdpa.causal.tail") == ["sdpa.causal"]
     assert op_model.fallbacks("sdpa.full.tail") == ["sdpa.full"]
+    # a mixed-dtype op borrows the same op in one dtype first, then as the plain one would
+    assert op_model.fallbacks("add.t.mixed") == ["add.t"]
+    assert op_model.fallbacks("mul.b.nc.mixed") == ["mul.b.nc", "mul.b", "add.b"]
 
 
 def test_grouped_query_decode_borrows_plain_decode_on_its_first_three_features():

@@ -111,6 +111,21 @@ def test_fused_attention_is_named_by_the_backend_it_dispatched_to(tmp_path):
     assert flash_i.features == efficient_i.features == math_i.features
 
 
+def test_a_mixed_dtype_pointwise_op_is_its_own_family(tmp_path):
+    """An fp32 operand makes ATen's casting loop run (``.mixed``): its time does not teach the
+    bf16 family, and a bf16 add between two bf16 shapes is interpolated between them alone."""
+    n = 1 << 14
+    mixed = ("aten::add_", [[n], [n], []], [BF16, "float", "Scalar"], 9.0)
+    ops = [add(1 << 12, 2.0), add(1 << 16, 3.0), add(1 << 18, 5.0), mixed]
+    cal = tc.calibrate_from_traces([_events(tmp_path, "t.json", ops)])
+    families = cal.family_map()
+    assert [p.features for p in families["add.t.mixed@hot"].points] == [(float(n),)]
+    assert {p.features for p in families["add.t@hot"].points} == {(4096.0,), (65536.0,), (262144.0,)}
+    model = tc.TraceOpModel(cal)
+    plain = model.estimate(op_model.OpQuery("aten::add", "add.t", (float(n),), float(n), 6.0 * n))
+    assert plain.used == "add.t@hot" and plain.time_s < 3e-6  # not pulled toward the 9 µs one
+
+
 def test_family_keys():
     assert tc.family_key("gemm.nt", None, "bf16", "bf16") == "gemm.nt"
     assert tc.family_key("attention_flash", True, "bf16", "bf16") == "attention_flash.causal"
