@@ -81,6 +81,8 @@ SOURCE_GRID = "grid"
 SOURCE_NEAREST = "nearest"
 SOURCE_FALLBACK = "fallback"
 SOURCE_ROOFLINE = "roofline"
+#: the ``grid`` of a calibration built from GPU traces (:mod:`infer_opt.trace.calibrate`)
+TRACE_GRID = "trace"
 
 
 # ---------------------------------------------------------------------------- calibration data
@@ -259,6 +261,12 @@ class CalibrationResult(Result):
 
     def family_map(self) -> dict[str, FamilyCalibration]:
         return {f.key: f for f in self.families}
+
+    @property
+    def from_traces(self) -> bool:
+        """Built from GPU traces (``calibrate --from-trace``), not measured on this machine: no
+        thread count applies, and ``validate --against TRACE`` is how its error is measured."""
+        return self.grid == TRACE_GRID
 
     @property
     def usable_probe_s(self) -> tuple[float, ...]:

@@ -47,6 +47,13 @@ class CalibrationRef:
     grid: str = ""
     complete: bool = True
 
+    @property
+    def from_traces(self) -> bool:
+        """Built from GPU traces (``calibrate --from-trace``): no thread count applies."""
+        from infer_opt.cost_models.op_model import TRACE_GRID
+
+        return self.grid == TRACE_GRID
+
 
 @dataclass(frozen=True)
 class SweepPoint:

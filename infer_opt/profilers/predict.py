@@ -324,7 +324,7 @@ def calibration_for_run(
         found, source, notices = cal.resolve_calibration(dev, "float32", calibration_file)
     else:
         found, source, notices = _cached_calibration(dev, devices.parse_dtype(dtype, dev), threads)
-    if found.grid == "trace" and not trace_ok:  # infer_opt.trace.calibrate.TRACE_GRID
+    if found.from_traces and not trace_ok:
         raise InvalidInput(
             "--calibration",
             source,

@@ -55,8 +55,9 @@ def _span(times: tuple[float, ...]) -> str:
 
 
 def _summary(r: CalibrationResult) -> list[tuple[str, str]]:
+    threads = "" if r.from_traces else f", {r.threads} thread(s)"  # a GPU's traces have none
     out = [
-        ("Device", f"{r.device} — {r.device_name}, {r.dtype}, {r.threads} thread(s)"),
+        ("Device", f"{r.device} — {r.device_name}, {r.dtype}{threads}"),
         ("Key", r.device_key),
         ("Grid", f"{r.grid}: {sum(len(f.points) for f in r.families)} shapes in {len(r.families)} families"),
         ("Groups", ", ".join(r.groups_done) + ("" if r.complete else " (incomplete)")),

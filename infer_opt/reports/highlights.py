@@ -194,7 +194,8 @@ def _calibration(r: Any, view: View) -> list[Highlight]:
     out = [
         Highlight(
             topic,
-            f"{shapes:,} shapes in {len(r.families)} operator families, {r.dtype}, {r.threads} thread(s), "
+            f"{shapes:,} shapes in {len(r.families)} operator families, {r.dtype}, "
+            f"{'' if r.from_traces else f'{r.threads} thread(s), '}"
             f"grid {r.grid}" + ("" if r.complete else " (incomplete: resume it)"),
             "info" if r.complete else "bad",
         )

@@ -44,7 +44,8 @@ def _summary(r: PredictResult) -> list[tuple[str, str]]:
         ("Model", f"{r.model} ({r.model_source}, {params})"),
         (
             "For",
-            f"{c.device_name}, {c.dtype}, {c.threads} thread(s) — calibration {c.source or c.device_key}",
+            f"{c.device_name}, {c.dtype}{'' if c.from_traces else f', {c.threads} thread(s)'} — "
+            f"calibration {c.source or c.device_key}",
         ),
         ("Shapes", _shape_line(r)),
         ("Step time (whole generation)" if r.mode == "generate" else "Step time", step),
@@ -190,12 +191,21 @@ def build_view(result: PredictResult, top: int = 15) -> View:
         tables.insert(0, sweep_table(result))
     if result.tensor_parallel is not None:
         tables.insert(0, tp_table(result.tensor_parallel))
-    notes = [
-        "Predictions, not measurements: operators from the calibration's grids (interpolated in log space "
-        "over each family's measured shapes, on the family's roofline t0 + max(F/R, Q/b)), plus the host "
-        "term per dispatched op and per module call. See docs/prediction.md.",
-        "infer-opt validate measures the same shapes and reports how far these are off.",
-    ]
+    if result.calibration.from_traces:
+        notes = [
+            "Predictions, not measurements: GPU kernel times from the kernels of the calibration's traces "
+            "(each family's traced shapes, interpolated in log space; outside them the nearest traced "
+            "shape's efficiency), plus the traces' gap between kernels per launching call. See "
+            "docs/gpu_model.md.",
+            "infer-opt validate --against TRACE --calibration CAL measures the error on a held-out trace.",
+        ]
+    else:
+        notes = [
+            "Predictions, not measurements: operators from the calibration's grids (interpolated in log "
+            "space over each family's measured shapes, on the family's roofline t0 + max(F/R, Q/b)), plus "
+            "the host term per dispatched op and per module call. See docs/prediction.md.",
+            "infer-opt validate measures the same shapes and reports how far these are off.",
+        ]
     return View(
         title=f"Predicted step of {result.model} — {result.mode}",
         summary=_summary(result)

@@ -59,7 +59,7 @@ from infer_opt.trace.devices import DeviceSpec, by_name, host_link_bytes_per_s, 
 from infer_opt.trace.events import KERNEL, MEMCPY, SYNC, TraceEvents
 
 #: the ``grid`` of a calibration built from traces
-TRACE_GRID = "trace"
+TRACE_GRID = op_model.TRACE_GRID
 #: the option bad input names
 OPTION = "--from-trace"
 #: a family with fewer distinct shapes than this is flagged (its residual rests on few points)

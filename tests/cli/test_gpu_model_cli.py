@@ -43,6 +43,7 @@ def test_the_calibration_report_says_where_it_came_from(calibration):
 
     text = render(load_result(calibration).result, "markdown")
     assert "from 2 traces of H100 SXM: a.json, b.json" in text
+    assert "cuda — H100 SXM, bfloat16" in text and "thread(s)" not in text
 
 
 def test_traces_after_from_trace_are_read_too(tmp_path, traces):
@@ -177,6 +178,18 @@ def test_predict_a_model_step_from_a_trace_calibration(calibration):
     codes = {w["code"] for w in data["warnings"]}
     assert "gpu_trace_prediction" in codes and "calibration_no_host_term" not in codes
     assert data["step_time_s"] > 0
+
+
+def test_a_gpu_prediction_and_its_calibration_say_no_thread_count(calibration):
+    """A GPU's traces have no CPU thread count; and ``validate MODEL`` (which measures this
+    machine) is not how such a prediction is checked: ``validate --against`` is."""
+    run = invoke("predict", "tiny", "--calibration", str(calibration), "--format", "markdown")
+    assert run.exit_code == 0, run.stderr
+    assert "thread(s)" not in run.stdout and "H100 SXM, " in run.stdout
+    assert "validate --against TRACE" in run.stdout and "docs/gpu_model.md" in run.stdout
+    shown = invoke("report", str(calibration))
+    assert shown.exit_code == 0, shown.stderr
+    assert "thread(s)" not in shown.stdout and "bfloat16, grid trace" in shown.stdout
 
 
 def test_a_held_out_trace_without_shaped_ops_is_refused(calibration, tmp_path):
