@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from infer_opt.cli.common import AutoDtypeOpt, DeviceOpt, ThreadsOpt, option, progress_bar
+from infer_opt.cli.common import AutoDtypeOpt, ThreadsOpt, option, progress_bar
 from infer_opt.cli.output import Outcome, Output, with_output
 from infer_opt.cli.types import Choice, Count, InputFile
 from infer_opt.cli.validate_trace import FromTraceOpt
@@ -112,7 +112,12 @@ def _to_update(device: Any, dtype: Any, grid: str) -> tuple[Any, str | None]:
 
 @with_output()
 def calibrate(
-    device: DeviceOpt = "auto",
+    device: option(
+        str,
+        "--device",
+        help="auto (CUDA if available), cpu, cuda or cuda:N; with --from-trace, the traces' GPU "
+        "(h100, mi250 …) when their deviceProperties do not name it.",
+    ) = "auto",
     dtype: AutoDtypeOpt = "auto",
     threads: ThreadsOpt = None,
     only: option(
@@ -148,9 +153,9 @@ def calibrate(
 
         from_trace = [*from_trace, *(trace or [])]
 
-        used = {"--device": device != "auto", "--dtype": dtype != "auto", "--threads": threads is not None}
+        used = {"--dtype": dtype != "auto", "--threads": threads is not None}
         used |= {"--only": bool(only), "--grid": grid != "standard", "--resume": resume}
-        return from_traces(from_trace, given=used)
+        return from_traces(from_trace, given=used, device=device)
     from infer_opt.profilers import calibration
     from infer_opt.profilers import device as devices
 

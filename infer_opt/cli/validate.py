@@ -8,7 +8,6 @@ import typer
 
 from infer_opt.cli.common import (
     AutoDtypeOpt,
-    DeviceOpt,
     HfConfigOpt,
     ModelArg,
     ThreadsOpt,
@@ -69,7 +68,12 @@ PassesOpt = option(
 @with_output(plot=True)
 def validate(
     model: ModelArg = "tiny",
-    device: DeviceOpt = "auto",
+    device: option(
+        str,
+        "--device",
+        help="auto (CUDA if available), cpu, cuda or cuda:N; with --against, the trace's GPU (h100, "
+        "mi250 …) when its deviceProperties do not name it.",
+    ) = "auto",
     dtype: AutoDtypeOpt = "auto",
     shape: StepShapes = StepShapes(),
     grid: option(
@@ -95,7 +99,7 @@ def validate(
 
             raise InvalidInput("--unseen-device", "given", "needs --against TRACE")
         used = {"--grid": bool(grid), "--passes": passes != 1, "--threads": threads is not None}
-        return against_trace(against, calibration, unseen_device, given=used)
+        return against_trace(against, calibration, unseen_device, given=used, device=device)
     from infer_opt.errors import InvalidInput
     from infer_opt.profilers import device as devices
     from infer_opt.profilers import models

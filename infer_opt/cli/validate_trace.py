@@ -33,11 +33,27 @@ FromTraceOpt = option(
 )
 
 
+def trace_gpu(device: str | None) -> Any:
+    """The GPU ``--device NAME`` names for traces that do not name theirs (``None``: not given,
+    or ``auto``, the machine's default, which says nothing of a trace)."""
+    if device is None or device == "auto":
+        return None
+    from infer_opt.trace.devices import by_name
+
+    return by_name(device)
+
+
 def against_trace(
-    against: Path, calibration: Path | None, unseen_device: bool, *, given: dict[str, Any]
+    against: Path,
+    calibration: Path | None,
+    unseen_device: bool,
+    *,
+    given: dict[str, Any],
+    device: str | None = None,
 ) -> Any:
     """The ``validate --against`` run: refuses options it does not use (``given``: option ->
-    whether it was set) and a missing ``--calibration``."""
+    whether it was set) and a missing ``--calibration``; ``device`` names the trace's GPU when
+    it does not (:func:`trace_gpu`)."""
     from infer_opt.errors import InvalidInput
     from infer_opt.trace import calibrate as tc
     from infer_opt.trace import validate as tv
@@ -52,24 +68,23 @@ def against_trace(
             "none",
             "--against needs a calibration file (infer-opt calibrate --from-trace … --out CAL.json)",
         )
+    gpu = trace_gpu(device)
     cal = tc.load(calibration)
     try:
         events = read_trace(against)
     except InvalidInput as exc:
         raise InvalidInput("--against", str(against), exc.expected) from None
-    return tv.validate_against(
-        events, cal, calibration_source=tv.source_label(cal, str(calibration)), unseen_device=unseen_device
-    )
+    source = tv.source_label(cal, str(calibration))
+    return tv.validate_against(events, cal, calibration_source=source, unseen_device=unseen_device, gpu=gpu)
 
 
-def from_traces(paths: list[Path], *, given: dict[str, Any]) -> Any:
-    """The ``calibrate --from-trace`` run (options it does not use refused)."""
+def from_traces(paths: list[Path], *, given: dict[str, Any], device: str | None = None) -> Any:
+    """The ``calibrate --from-trace`` run (options it does not use refused); ``device`` names
+    the traces' GPU when they do not (:func:`trace_gpu`)."""
     from infer_opt.errors import InvalidInput
     from infer_opt.trace import calibrate as tc
 
     extra = [name for name, set_ in given.items() if set_]
     if extra:
-        raise InvalidInput(
-            extra[0], "given", "not used with --from-trace (the traces' device and dtype are used)"
-        )
-    return tc.read_and_calibrate(paths)
+        raise InvalidInput(extra[0], "given", "not used with --from-trace (the traces' dtype is used)")
+    return tc.read_and_calibrate(paths, device=trace_gpu(device))

@@ -54,49 +54,54 @@ def _span(times: tuple[float, ...]) -> str:
     return f"{format_duration(min(times))}–{format_duration(max(times))}"
 
 
+def _dispatch_context(r: CalibrationResult) -> list[tuple[str, str]]:
+    if not r.context_reuse_bytes:
+        return []
+    far = f", the smallest after {format_bytes(r.far_reuse_bytes)} too" if r.far_reuse_bytes else ""
+    near = (
+        f" (from {format_bytes(r.context_near_bytes)}, the L1 caches, for its own code)"
+        if r.context_near_bytes
+        else ""
+    )
+    return [
+        (
+            "Dispatch context",
+            f"small ops also timed after a {format_bytes(r.context_reuse_bytes)} read{far}; an op is "
+            f"placed by the bytes touched since it last ran{near}",
+        )
+    ]
+
+
 def _summary(r: CalibrationResult) -> list[tuple[str, str]]:
     threads = "" if r.from_traces else f", {r.threads} thread(s)"  # a GPU's traces have none
     out = [
         ("Device", f"{r.device} — {r.device_name}, {r.dtype}{threads}"),
         ("Key", r.device_key),
         ("Grid", f"{r.grid}: {sum(len(f.points) for f in r.families)} shapes in {len(r.families)} families"),
-        ("Groups", ", ".join(r.groups_done) + ("" if r.complete else " (incomplete)")),
-        (
-            "Cache states",
-            f"hot (just touched), warm ({format_bytes(r.warm_reuse_bytes)} read since), cold "
-            f"({format_bytes(r.cold_reuse_bytes)} read since); an op is placed by its reuse distance",
-        ),
-        *(
-            [
-                (
-                    "Dispatch context",
-                    f"small ops also timed after a {format_bytes(r.context_reuse_bytes)} read"
-                    + (
-                        f", the smallest after {format_bytes(r.far_reuse_bytes)} too"
-                        if r.far_reuse_bytes
-                        else ""
-                    )
-                    + "; an op is placed by the bytes touched since it last ran"
-                    + (
-                        f" (from {format_bytes(r.context_near_bytes)}, the L1 caches, for its own code)"
-                        if r.context_near_bytes
-                        else ""
-                    ),
-                )
-            ]
-            if r.context_reuse_bytes
-            else []
-        ),
+    ]
+    if r.source:  # built from traces: its traces, no groups, one cache state (what the ops saw)
+        out.append(
+            (
+                "Source",
+                f"{r.source}: {', '.join(r.traces)}; launch floor {format_duration(r.launch_floor_s)}, "
+                f"median gap between kernels {format_duration(r.kernel_gap_s)}",
+            )
+        )
+    else:
+        out.append(("Groups", ", ".join(r.groups_done) + ("" if r.complete else " (incomplete)")))
+        out.append(
+            (
+                "Cache states",
+                f"hot (just touched), warm ({format_bytes(r.warm_reuse_bytes)} read since), cold "
+                f"({format_bytes(r.cold_reuse_bytes)} read since); an op is placed by its reuse distance",
+            )
+        )
+    out += [
+        *_dispatch_context(r),
         ("Op timer", r.op_timer),
         ("Took", format_duration(r.wall_s)),
         *_repeatability(r),
     ]
-    if r.source:
-        out[4] = (
-            "Source",
-            f"{r.source}: {', '.join(r.traces)}; launch floor {format_duration(r.launch_floor_s)}, "
-            f"median gap between kernels {format_duration(r.kernel_gap_s)}",
-        )
     if r.probe_median_s is not None:
         out.append(
             (
@@ -119,7 +124,12 @@ def _summary(r: CalibrationResult) -> list[tuple[str, str]]:
                 "Device roofline",
                 f"R = {format_flop_rate(roof.compute_rate_flops)}, "
                 f"b = {format_bandwidth(roof.bandwidth_bytes_per_s)}, "
-                f"t0 = {format_duration(roof.launch_overhead_s)} (matmul and elementwise grids)",
+                f"t0 = {format_duration(roof.launch_overhead_s)} "
+                + (
+                    "(90th-percentile rates of the traces' points ≥ 10 µs, the launch floor)"
+                    if r.from_traces
+                    else "(matmul and elementwise grids)"
+                ),
             )
         )
     if r.host is not None:

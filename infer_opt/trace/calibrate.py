@@ -271,11 +271,18 @@ class TraceDevice:
 
 
 def trace_device(
-    events: TraceEvents, *, causal: str = "half", option: str = OPTION, purpose: str = "calibrate from"
+    events: TraceEvents,
+    *,
+    causal: str = "half",
+    option: str = OPTION,
+    purpose: str = "calibrate from",
+    device: DeviceSpec | None = None,
 ) -> TraceDevice:
     """The trace's device (identified from its ``deviceProperties`` and kernel names), its main
     dtype and op instances; a trace of an unknown device or with no kernel linked to a shaped op
-    is bad input naming the file."""
+    is bad input naming the file. ``device`` (``--device``) names the GPU of a trace that does not
+    identify one (ROCm's "AMD Radeon Graphics" fits an MI210 and an MI250 GCD alike); a trace
+    that names another GPU is refused, naming both."""
     path = events.path
     instances = op_instances(events, causal=causal)
     if not instances:
@@ -289,12 +296,18 @@ def trace_device(
         )
         raise InvalidInput(option, path, f"nothing to {purpose}: {why}")
     names = [events.name_of(n) for n in np.unique(events.gpu.name[events.gpu.kind == KERNEL])]
-    spec, _, _ = identify(events.device_properties, names)
-    if spec is None:
+    spec, _, notices = identify(events.device_properties, names)
+    if spec is not None and device is not None and spec.name != device.name:
+        raise InvalidInput("--device", device.name, f"{Path(path).name} ran on {spec.name}")
+    if spec is None and device is None:
+        values = notices[0].values if notices else {}
+        seen = ", ".join(values.get("seen", ())) or "nothing"
+        fits = values.get("candidates", ())
+        fit = f" (it fits {' and '.join(fits)})" if 1 < len(fits) <= 3 else ""
         raise InvalidInput(
-            option, path, "its GPU is not identified (no device name in deviceProperties that names one)"
+            option, path, f"its GPU is not identified from {seen}{fit}: give --device NAME (e.g. mi250)"
         )
-    return TraceDevice(path, spec, main_dtype(instances), tuple(instances))
+    return TraceDevice(path, spec or device, main_dtype(instances), tuple(instances))
 
 
 def check_same(devices: Sequence[TraceDevice], option: str = OPTION) -> None:
@@ -500,13 +513,18 @@ def label(n_traces: int, device: str) -> str:
 
 
 def calibrate_from_traces(
-    traces: Sequence[TraceEvents], *, causal: str = "half", option: str = OPTION
+    traces: Sequence[TraceEvents],
+    *,
+    causal: str = "half",
+    option: str = OPTION,
+    device: DeviceSpec | None = None,
 ) -> op_model.CalibrationResult:
-    """The operator calibration of one device and dtype from its traces (module docstring)."""
+    """The operator calibration of one device and dtype from its traces (module docstring);
+    ``device`` names the GPU of traces that do not (:func:`trace_device`)."""
     started = time.perf_counter()
     if not traces:
         raise InvalidInput(option, "", "give at least one trace file")
-    devices = [trace_device(t, causal=causal, option=option) for t in traces]
+    devices = [trace_device(t, causal=causal, option=option, device=device) for t in traces]
     check_same(devices, option)
     spec, dtype = devices[0].spec, devices[0].dtype
     instances = [i for d in devices for i in d.instances]
@@ -545,7 +563,11 @@ def calibrate_from_traces(
 
 
 def read_and_calibrate(
-    paths: Sequence[str | os.PathLike[str]], *, causal: str = "half", option: str = OPTION
+    paths: Sequence[str | os.PathLike[str]],
+    *,
+    causal: str = "half",
+    option: str = OPTION,
+    device: DeviceSpec | None = None,
 ) -> op_model.CalibrationResult:
     """:func:`calibrate_from_traces` over trace files (read one after the other: a bad one is
     named as ``option``)."""
@@ -559,7 +581,7 @@ def read_and_calibrate(
             traces.append(read_trace(path))
         except InvalidInput as exc:
             raise InvalidInput(option, str(path), exc.expected) from None
-    return calibrate_from_traces(traces, causal=causal, option=option)
+    return calibrate_from_traces(traces, causal=causal, option=option, device=device)
 
 
 def family_dtype(family: str, dtype: str) -> str:

@@ -43,6 +43,7 @@ from infer_opt.kinds.validate_trace import (
     TraceValidateResult,
 )
 from infer_opt.trace import calibrate as tc
+from infer_opt.trace.devices import DeviceSpec
 from infer_opt.trace.events import SYNC, TraceEvents
 
 OPTION = "--against"
@@ -192,10 +193,12 @@ def validate_against(
     calibration_source: str,
     unseen_device: bool = False,
     causal: str = "half",
+    gpu: DeviceSpec | None = None,
 ) -> TraceValidateResult:
-    """Predict every op instance of ``events`` from its shapes and compare (module docstring)."""
+    """Predict every op instance of ``events`` from its shapes and compare (module docstring);
+    ``gpu`` (``--device``) names the GPU of a trace that does not."""
     started = time.perf_counter()
-    device = tc.trace_device(events, causal=causal, option=OPTION, purpose="validate against")
+    device = tc.trace_device(events, causal=causal, option=OPTION, purpose="validate against", device=gpu)
     used = _check_calibration(calibration, device, calibration_source, unseen_device)
     tier = TIER_TARGET if used is calibration else TIER_UNSEEN
     model = tc.TraceOpModel(used)

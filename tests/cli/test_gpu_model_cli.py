@@ -59,6 +59,39 @@ def test_traces_after_from_trace_are_read_too(tmp_path, traces):
     assert_one_line_error(invoke("calibrate", "--from-trace", str(a), str(tmp_path / "nope.json")), "TRACE")
 
 
+def _unnamed_gpu_trace(path, ops):
+    """A trace whose deviceProperties name no GPU, as ROCm writes an MI210's or an MI250 GCD's
+    ("AMD Radeon Graphics", 104 CUs, 64 GiB: both fit)."""
+    doc = json.loads(write_trace(path, ops).read_text())
+    doc["deviceProperties"] = [
+        {"id": 0, "name": "AMD Radeon Graphics", "numSms": 104, "warpSize": 64, "totalGlobalMem": 68702699520}
+    ]
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_device_names_the_gpu_of_traces_that_do_not(tmp_path):
+    a = _unnamed_gpu_trace(tmp_path / "a.json", training_ops())
+    held = _unnamed_gpu_trace(tmp_path / "held.json", held_out_ops())
+    # not identified: one line, with what fits and what to give
+    assert_one_line_error(invoke("calibrate", "--from-trace", str(a)), "--device", "MI210 and MI250 (1 GCD)")
+    out = tmp_path / "mi250.json"
+    run = invoke("calibrate", "--from-trace", str(a), "--device", "mi250", "--out", str(out))
+    assert run.exit_code == 0, run.stderr
+    assert json.loads(out.read_text())["result"]["source"] == "from 1 trace of MI250 (1 GCD)"
+    run = invoke("validate", "--against", str(held), "--calibration", str(out), "--device", "mi250", "--json")
+    assert run.exit_code == 0, run.stderr
+    assert run.json()["result"]["tier"] == "target-calibrated"
+    run = invoke("validate", "--against", str(held), "--calibration", str(out))
+    assert_one_line_error(run, "--against", "--device")
+
+
+def test_device_that_a_trace_contradicts_is_refused_naming_both(traces):
+    run = invoke("calibrate", "--from-trace", str(traces[0]), "--device", "mi300x")
+    assert_one_line_error(run, "--device", "MI300X", "H100 SXM")
+    assert_one_line_error(invoke("calibrate", "--from-trace", str(traces[0]), "--device", "tpu9"), "--device")
+
+
 def test_validate_against_a_trace_has_the_validate_keys(calibration, traces):
     run = invoke("validate", "--against", str(traces[2]), "--calibration", str(calibration), "--json")
     assert run.exit_code == 0, run.stderr
@@ -180,16 +213,18 @@ def test_predict_a_model_step_from_a_trace_calibration(calibration):
     assert data["step_time_s"] > 0
 
 
-def test_a_gpu_prediction_and_its_calibration_say_no_thread_count(calibration):
+def test_a_gpu_prediction_and_its_calibration_say_no_thread_count(calibration, tmp_path):
     """A GPU's traces have no CPU thread count; and ``validate MODEL`` (which measures this
     machine) is not how such a prediction is checked: ``validate --against`` is."""
     run = invoke("predict", "tiny", "--calibration", str(calibration), "--format", "markdown")
     assert run.exit_code == 0, run.stderr
     assert "thread(s)" not in run.stdout and "H100 SXM, " in run.stdout
     assert "validate --against TRACE" in run.stdout and "docs/gpu_model.md" in run.stdout
-    shown = invoke("report", str(calibration))
+    out = tmp_path / "r.md"
+    shown = invoke("report", str(calibration), "-o", str(out), "--no-plots")
     assert shown.exit_code == 0, shown.stderr
-    assert "thread(s)" not in shown.stdout and "bfloat16, grid trace" in shown.stdout
+    text = out.read_text()
+    assert "thread(s)" not in text and "bfloat16, grid trace" in text
 
 
 def test_a_held_out_trace_without_shaped_ops_is_refused(calibration, tmp_path):
