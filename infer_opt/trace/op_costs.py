@@ -508,6 +508,8 @@ def _conv(name: str, p: list[_Arg], causal: str) -> Any:
         out_sp = [(i + 2 * pd - dl * (kk - 1) - 1) // s + 1 for i, s, pd, dl, kk in
                   zip(spatial_in, stride, padding, dilation, kernel, strict=True)]  # fmt: skip
         flops = 2.0 * n * c_out * _numel(out_sp) * w.shape[1] * _numel(kernel)
+    if min(out_sp, default=1) < 1 or min(stride, default=1) < 1:
+        return None  # a geometry torch would refuse: no output to count
     out_elems = n * c_out * _numel(out_sp)
     nbytes = sum(_tbytes(t) for t in ts) + out_elems * _esize(x.dtype)
     return flops, nbytes, f"conv{nd}d", conv_gemm(n, xs[1], c_out, spatial_in, out_sp, kernel,

@@ -170,6 +170,14 @@ def test_an_unbatched_conv_is_one_image():
     assert c.flops == 2 * 196 * 768 * 768
 
 
+@pytest.mark.parametrize(("image", "stride"), [(8, 1), (224, -16), (224, 0)])
+def test_a_conv_geometry_torch_refuses_has_no_formula(image, stride):
+    """A kernel larger than the padded image, or a stride below 1, has no output to count (not
+    negative FLOPs or features)."""
+    args = _conv_args((1, 3, image, image), (768, 3, 16, 16), [stride] * 2, [0, 0], [1, 1], False, [0, 0], 1)
+    assert op_cost("aten::convolution", args) is None
+
+
 def test_a_pointwise_op_of_two_floating_dtypes_is_mixed():
     """The class: owlv2's in-place bf16 ``add_`` of an fp32 tensor runs ATen's casting loop
     (4.4 µs over 20736 elements on the H100, a bf16 add over 72192 took 1.6) and, as ``add.t``,
