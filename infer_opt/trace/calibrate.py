@@ -637,10 +637,6 @@ def scale_to_device(
     return replace(draft, device_key=device_key(draft))
 
 
-def is_trace_calibration(calibration: Any) -> bool:
-    return getattr(calibration, "grid", "") == TRACE_GRID
-
-
 def load(path: str | os.PathLike[str], *, option: str = "--calibration") -> op_model.CalibrationResult:
     """A calibration file without torch: missing, unreadable or another kind is bad input
     naming ``option``."""

@@ -44,9 +44,7 @@ NO_KERNEL_SOURCE = "no kernel"
 def model_for(calibration: op_model.CalibrationResult) -> op_model.OpModel:
     """The operator model ``predict`` uses for ``calibration``: :class:`GpuStepModel` for one
     built from traces, else the CPU's :class:`~infer_opt.cost_models.op_model.OpModel`."""
-    return (
-        GpuStepModel(calibration) if tc.is_trace_calibration(calibration) else op_model.OpModel(calibration)
-    )
+    return GpuStepModel(calibration) if calibration.from_traces else op_model.OpModel(calibration)
 
 
 def _attention(family: str, features: Sequence[float]) -> tuple[bool, tuple[float, ...]] | None:

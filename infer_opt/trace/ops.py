@@ -49,7 +49,7 @@ from infer_opt.trace.roofline import DEFAULT_LAUNCH_S, peak_flops
 
 #: attention families (``op_costs.SDPA_OPS``): the generic entry point's, until the backend it
 #: dispatched to says which kernel ran
-ATTENTION, ATTENTION_MATH = "attention_", "attention_math"
+ATTENTION_PREFIX, ATTENTION_MATH = "attention_", "attention_math"
 #: distinct kernel names kept per group
 KERNEL_NAMES_KEPT = 3
 #: collective kernels (NCCL, RCCL, c10d's names)
@@ -174,7 +174,7 @@ def _attribute(events: TraceEvents, cost: CostFn | None, causal: str) -> Attribu
                 if _works(c):
                     found = i
                     family = getattr(c, "family", "")
-                    if not kernel_family and family.startswith(ATTENTION) and family != ATTENTION_MATH:
+                    if not kernel_family and family.startswith(ATTENTION_PREFIX) and family != ATTENTION_MATH:
                         kernel_family = family
                 i = parents[i]
             top = costs.get(found)
