@@ -42,11 +42,14 @@ class RunKey:
         if callable(own):
             return own()
         device = str(getattr(result, "device", ""))
+        kind = "cuda" if device.startswith("cuda") else ("cpu" if device else "")
         return cls(
-            device_kind="cuda" if device.startswith("cuda") else ("cpu" if device else ""),
+            device_kind=kind,
             device_name=str(getattr(result, "device_name", "")),
             dtype=str(getattr(result, "dtype", "")),
-            threads=getattr(result, "threads", None),
+            # a GPU's rates do not depend on the CPU's intra-op threads: a CUDA key has none,
+            # whatever torch.get_num_threads() said when it was measured
+            threads=None if kind == "cuda" else getattr(result, "threads", None),
             matmul_precision=str(getattr(result, "matmul_precision", "")),
             timing=str(getattr(result, "timing", "")),
         )

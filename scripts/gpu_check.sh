@@ -27,7 +27,7 @@
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
-export PYTHONPATH=.
+export PYTHONPATH=".${PYTHONPATH:+:$PYTHONPATH}"
 TOTAL_BUDGET_S="${TOTAL_BUDGET_S:-420}"
 STEPS="${STEPS:-}"
 DRY_RUN=0
@@ -146,10 +146,10 @@ step env 15 bash -c 'nvidia-smi; python -c "import torch, sys; print(sys.version
 
 # 2. GPU-marked tests (capture paths, events, graphs on the real device)
 if ((DRY_RUN)); then
-  step pytest-gpu 45 python -m pytest -q -m gpu -p no:cacheprovider --continue-on-collection-errors
+  step pytest-gpu 80 python -m pytest -q -m gpu -p no:cacheprovider --continue-on-collection-errors
 elif wanted pytest-gpu; then
   test_deps
-  ((${#PYTEST[@]})) && step pytest-gpu 45 "${PYTEST[@]}" -q -m gpu -p no:cacheprovider --continue-on-collection-errors
+  ((${#PYTEST[@]})) && step pytest-gpu 80 "${PYTEST[@]}" -q -m gpu -p no:cacheprovider --continue-on-collection-errors
 fi
 
 # 3. the bf16 kernel suite with L2 flush (saved after every case, so a timeout keeps rows;
@@ -177,11 +177,13 @@ step amortize-measure 120 "${IO[@]}" amortize measure --device cuda --dtype bflo
 # 6. speculative decoding: measured costs (gpt2-small target, tiny draft), then a real run
 step spec-measure 50 "${IO[@]}" speculative measure --target gpt2-small --draft tiny --device cuda \
   --dtype bfloat16 --k-max 8 --context 512 --out "$W/spec-measure-cuda-bf16.json" --plot "$W/spec-measure-cuda-bf16.png"
+#    (float32: in bfloat16 near-tied logits round differently in the two paths, and the run's
+#    own greedy-equality check fails for that reason alone — seen on an H200, 2026-12-04)
 step_if "speculative run" spec-run 60 "${IO[@]}" speculative run --target gpt2-small --draft self:6 --device cuda \
-  --dtype bfloat16 --out "$W/spec-run-cuda-bf16.json"
+  --dtype float32 --out "$W/spec-run-cuda-fp32.json"
 
 # 7. the operator-level calibration (bf16) and its validation on gpt2-small
-step_if calibrate calibrate-bf16 90 "${IO[@]}" calibrate --device cuda --dtype bfloat16 --out "$W/calibration-cuda-bf16.json"
+step_if calibrate calibrate-bf16 130 "${IO[@]}" calibrate --device cuda --dtype bfloat16 --out "$W/calibration-cuda-bf16.json"
 #    (shapes off the calibration's powers of two; two passes for the noise floor beside the errors)
 step_if validate validate-prefill 55 "${IO[@]}" validate gpt2-small --device cuda --dtype bfloat16 --mode prefill \
   --batch 4 --seq-len 200 --passes 2 --out "$W/validate-gpt2-bf16-prefill.json"

@@ -381,7 +381,8 @@ def _sdpa_case(kind: str, bh: int, tq: int, tk: int, d: int, group: int = 1) -> 
             "k": _randn(g, dtype, batch, kv_heads, tk, d),
             "v": _randn(g, dtype, batch, kv_heads, tk, d),
         }
-        x["mask"] = torch.ones(tq, tk, dtype=torch.bool).tril(tk - tq) if kind == "masked" else None
+        on = x["q"].device  # the mask lives where the tensors do (a CPU mask fails on CUDA)
+        x["mask"] = torch.ones(tq, tk, dtype=torch.bool, device=on).tril(tk - tq) if kind == "masked" else None
         return x
 
     gqa = {"enable_gqa": True} if group > 1 else {}
@@ -394,7 +395,8 @@ def _sdpa_case(kind: str, bh: int, tq: int, tk: int, d: int, group: int = 1) -> 
     def reference(x: Inputs) -> torch.Tensor:
         """The first batch row's heads (:func:`_first_row`): a float64 copy of every head of a
         long cache cost more than timing the case (half of the group's time went to checks)."""
-        mask = torch.ones(tq, tk, dtype=torch.bool).tril() if kind == "causal" else x["mask"]
+        causal = torch.ones(tq, tk, dtype=torch.bool, device=x["q"].device).tril()
+        mask = causal if kind == "causal" else x["mask"]
         k, v = (_first_row(x[n]).repeat_interleave(group, dim=1) for n in ("k", "v"))
         return _attention_reference(_first_row(x["q"]), k, v, mask)
 

@@ -443,3 +443,36 @@ def test_the_host_term_is_the_median_of_interleaved_rounds(monkeypatch):
     assert spell.per_op_s == steady.per_op_s == pytest.approx(0.5e-3 / steady.chain_ops)
     assert spell.per_module_call_s == pytest.approx(steady.per_module_call_s) and steady.per_module_call_s > 0
     assert spell.raw_wall_s == pytest.approx(1.0e-3)
+
+
+@pytest.mark.parametrize("kind", ["masked", "causal"])
+def test_attention_masks_live_on_the_device_of_the_inputs(monkeypatch, kind):
+    """Found on a lent H200: the masked cases built their mask on the CPU beside CUDA inputs, so
+    84 shapes failed ("mask on cpu and self on cuda:0"). Inputs on another device (meta, here)
+    must get their masks (case and reference) there too."""
+
+    def on_meta(g, dtype, *shape):
+        return torch.empty(*shape, dtype=dtype, device="meta")
+
+    monkeypatch.setattr(calibration_cases, "_randn", on_meta)
+    seen = []
+    monkeypatch.setattr(calibration_cases, "_attention_reference", lambda q, k, v, m: seen.append(m))
+    case = calibration_cases._sdpa_case(kind, 8, 4, 16, 32)
+    x = case.inputs(torch.Generator().manual_seed(0), torch.float32)
+    if kind == "masked":
+        assert x["mask"].device.type == "meta"
+    case.reference(x)
+    assert seen[0].device.type == "meta"
+
+
+def test_a_cuda_calibration_is_cached_and_found_under_one_key_whatever_the_cpu_threads():
+    """Found on a lent H200: the calibration recorded torch's 16 CPU threads, so it was cached as
+    ``…-16t-…`` while validate looked it up without threads (CUDA keys have none) and found
+    nothing. The key of a CUDA result has no thread count."""
+    from infer_opt.run_key import RunKey
+
+    result = replace(local_calibration(), device="cuda:0", device_name="NVIDIA H200", threads=16)
+    assert RunKey.of(result).threads is None
+    assert "16t" not in RunKey.of(result).slug()
+    cpu = replace(local_calibration(), threads=3)
+    assert RunKey.of(cpu).threads == 3
