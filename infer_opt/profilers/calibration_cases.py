@@ -381,9 +381,9 @@ def _sdpa_case(kind: str, bh: int, tq: int, tk: int, d: int, group: int = 1) -> 
             "k": _randn(g, dtype, batch, kv_heads, tk, d),
             "v": _randn(g, dtype, batch, kv_heads, tk, d),
         }
-        on = x["q"].device  # the mask lives where the tensors do (a CPU mask fails on CUDA)
-        masked = torch.ones(tq, tk, dtype=torch.bool, device=on).tril(tk - tq)
-        x["mask"] = masked if kind == "masked" else None
+        x["mask"] = None
+        if kind == "masked":  # the mask lives where the tensors do (a CPU mask fails on CUDA)
+            x["mask"] = torch.ones(tq, tk, dtype=torch.bool, device=x["q"].device).tril(tk - tq)
         return x
 
     gqa = {"enable_gqa": True} if group > 1 else {}
