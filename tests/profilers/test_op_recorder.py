@@ -409,3 +409,19 @@ def test_a_runtime_event_sharing_an_op_s_correlation_id_does_not_take_its_kernel
     )
     assert times == pytest.approx([7e-6])
     assert [child.name for child in rep.children] == ["aten::addmm"]  # the sync is not in the tree
+
+
+def test_calls_that_launch_no_kernel_are_not_taken_for_a_missing_cupti():
+    """Found on a lent H200: the calibration's views group (reshape, transpose: no kernel on a
+    GPU) stopped the whole run with "no CUDA kernel activity (CUPTI unavailable?)". Whether CUPTI
+    is there is read from any device event in the trace (the warm-up adds one kernel), not from
+    the calls' own kernel time."""
+    host_only = [
+        _KinetoEvent("infer_opt::rep0", 0, 10_000, corr=1),
+        _KinetoEvent("aten::view", 10, 5, corr=2),
+    ]
+    probe = _KinetoEvent("fill_kernel", 50, 1_000, cuda=True, linked=9)
+    assert not op_recorder._device_activity(host_only)
+    assert op_recorder._device_activity([*host_only, probe])
+    (rep,) = op_recorder._trace_forest([*host_only, probe])
+    assert rep.device_total_s() == 0.0  # the views' own time: none on the device
