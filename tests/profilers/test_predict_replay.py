@@ -39,6 +39,7 @@ def test_the_predicted_step_is_replayed(calibration, mode):
     assert r.serial_step_s > r.step_time_s  # host and device overlap somewhere
     assert not any(o.name.endswith("_for_cpu") for o in r.ops)
     assert any(o.name == "aten::_scaled_dot_product_flash_attention" for o in r.ops)
+    assert f"{r.bound}-bound (replayed" in r._repr_markdown_()  # the view shows it
     if mode == "decode":
         assert r.context == 24 and r.tokens_per_step == 2
 
