@@ -21,7 +21,7 @@ Pure: numpy and the standard library.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -37,6 +37,11 @@ class HostIssueSamples:
     issue_s: np.ndarray
     kernels: np.ndarray
     queued_gap_s: np.ndarray
+    #: per sample its thread and the host interval it measures (µs: the previous launching op's
+    #: start, its own start), for :mod:`infer_opt.trace.host_fit` to count the calls inside
+    tid: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    lo_us: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    hi_us: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
 def _sync_waits(events: TraceEvents) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -72,15 +77,17 @@ def issue_samples(events: TraceEvents, *, causal: str = "half") -> HostIssueSamp
     sync = _sync_waits(events)
     same = (tids[1:] == tids[:-1]) & (steps[1:] == steps[:-1])
     families, issue, kernels = [], [], []
-    for i in np.flatnonzero(same).tolist():
+    pairs = np.flatnonzero(same)
+    for i in pairs.tolist():
         lo, hi = float(starts[i]), float(starts[i + 1])
         cost = getattr(att.costs.get(int(owners[i + 1])), "family", "") or ""
         families.append(cost)
         issue.append(max(hi - lo - _waited(sync, int(tids[i + 1]), lo, hi), 0.0) / 1e6)
         kernels.append(int(counts[i + 1]))
     return HostIssueSamples(
-        tuple(families), np.array(issue, dtype=np.float64), np.array(kernels, np.int64), queued_gaps(events)
-    )
+        tuple(families), np.array(issue, dtype=np.float64), np.array(kernels, np.int64), queued_gaps(events),
+        tids[pairs + 1].astype(np.int64), starts[pairs].astype(float), starts[pairs + 1].astype(float),
+    )  # fmt: skip
 
 
 def queued_gaps(events: TraceEvents) -> np.ndarray:
