@@ -1,14 +1,15 @@
 """The host's time between launching ops as a sum of physical counts, fitted on a GPU's traces:
 
-    h_i = c_launch + c_module · m_i + c_python · p_i
+    h_i = c_launch + c_module · m_i + c_python · p_i + c_op · o_i
 
 for the interval ``i`` between two consecutive launching ops of one thread and step
 (:func:`infer_opt.trace.host_costs.issue_samples`, waits at host syncs left out): ``m_i`` the
 ``nn.Module`` calls entered in it, ``p_i`` every Python call the profiler recorded in it (a
 trace recorded ``with_stack=True`` holds both as ``python_function`` events: ``nn.Module: X``
-for a module's forward, ``<built-in method ...>`` and ``file.py(n): f`` for the rest). The
-reader keeps no ``python_function`` events; :func:`python_calls` reads their starts in one light
-pass over the file.
+for a module's forward, ``<built-in method ...>`` and ``file.py(n): f`` for the rest), ``o_i``
+the ``cpu_op`` events (aten ops at any depth: ``aten::linear`` and its ``aten::t``, views and
+allocations too). The reader keeps no ``python_function`` events; :func:`python_calls` reads
+their starts in one light pass over the file.
 
 **Fit**: least squares with a Cauchy loss (scipy ``least_squares``, scale 5 µs; an outlier's
 pull fades with its size: the gaps that swallowed a wait the trace does not name — a blocking
@@ -28,10 +29,11 @@ from pathlib import Path
 
 import numpy as np
 
+from infer_opt.trace.events import TraceEvents
 from infer_opt.trace.host_costs import HostIssueSamples
 
 #: the columns a fit may use, in the order of :class:`HostGapFit`'s coefficients
-COLUMNS = ("launch", "module", "python")
+COLUMNS = ("launch", "module", "python", "ops")
 #: Cauchy scale of the fit (seconds): gaps much longer than the model are down-weighted
 SCALE_S = 5e-6
 
@@ -48,31 +50,36 @@ class PythonCalls:
 
 @dataclass(frozen=True)
 class GapCounts:
-    """One trace's host intervals: seconds, module calls and Python calls in each."""
+    """One trace's host intervals: seconds, module calls, Python calls and aten ops in each."""
 
     issue_s: np.ndarray
     modules: np.ndarray
     python: np.ndarray
+    ops: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
 class HostGapFit:
-    """``h = launch_s + module_s · m + python_s · p`` (module docstring), fitted on ``samples``
+    """``h = launch_s + module_s · m + python_s · p + op_s · o`` (module docstring), fitted on ``samples``
     intervals of ``traces`` traces; ``columns``: the counts it used (the others are 0)."""
 
     launch_s: float
     module_s: float
     python_s: float
+    op_s: float
     columns: tuple[str, ...]
     samples: int
     traces: int
 
-    def host_s(self, modules: np.ndarray | float, python: np.ndarray | float = 0.0) -> np.ndarray:
+    def host_s(
+        self, modules: np.ndarray | float, python: np.ndarray | float = 0.0, ops: np.ndarray | float = 0.0
+    ) -> np.ndarray:
         """The modelled host time of intervals with these counts."""
         return (
             self.launch_s
             + self.module_s * np.asarray(modules, float)
             + self.python_s * np.asarray(python, float)
+            + self.op_s * np.asarray(ops, float)
         )
 
 
@@ -108,10 +115,15 @@ def _count(tid: np.ndarray, ts: np.ndarray, s: HostIssueSamples) -> np.ndarray:
     return out
 
 
-def gap_counts(samples: HostIssueSamples, calls: PythonCalls) -> GapCounts:
-    """Each interval of ``samples`` with the module and Python calls that started in it."""
+def gap_counts(samples: HostIssueSamples, calls: PythonCalls, events: TraceEvents | None = None) -> GapCounts:
+    """Each interval of ``samples`` with the module and Python calls that started in it, and with
+    ``events`` (the trace the samples are of) its aten ops."""
     modules = _count(calls.tid[calls.module], calls.ts_us[calls.module], samples)
-    return GapCounts(samples.issue_s, modules, _count(calls.tid, calls.ts_us, samples))
+    ops = None
+    if events is not None:
+        order = np.lexsort((events.ops.ts_us, events.ops.tid))
+        ops = _count(events.ops.tid[order], events.ops.ts_us[order], samples)
+    return GapCounts(samples.issue_s, modules, _count(calls.tid, calls.ts_us, samples), ops)
 
 
 def fit(traces: Sequence[GapCounts], columns: Sequence[str] = COLUMNS) -> HostGapFit | None:
@@ -124,6 +136,8 @@ def fit(traces: Sequence[GapCounts], columns: Sequence[str] = COLUMNS) -> HostGa
     used = [t for t in traces if t.issue_s.size]
     if not used:
         return None
+    if "ops" in columns and any(t.ops is None for t in used):
+        raise ValueError("the 'ops' column needs every trace's aten op counts (gap_counts with events)")
     cols = [c for c in COLUMNS if c in columns]
     x = np.concatenate([_design(t, cols) for t in used])
     y = np.concatenate([t.issue_s for t in used])
@@ -134,7 +148,7 @@ def fit(traces: Sequence[GapCounts], columns: Sequence[str] = COLUMNS) -> HostGa
     )  # fmt: skip
     coef = dict(zip(cols, (float(v) for v in result.x), strict=True))
     return HostGapFit(coef.get("launch", 0.0), coef.get("module", 0.0), coef.get("python", 0.0),
-                      tuple(cols), int(y.size), len(used))  # fmt: skip
+                      coef.get("ops", 0.0), tuple(cols), int(y.size), len(used))  # fmt: skip
 
 
 def _design(t: GapCounts, cols: Sequence[str]) -> np.ndarray:
@@ -142,5 +156,6 @@ def _design(t: GapCounts, cols: Sequence[str]) -> np.ndarray:
         "launch": np.ones(t.issue_s.size),
         "module": t.modules.astype(float),
         "python": t.python.astype(float),
+        "ops": np.asarray(t.ops if t.ops is not None else (), float),
     }
     return np.stack([values[c] for c in cols], axis=1)
