@@ -378,6 +378,13 @@ MESSAGES: dict[str, Words] = {
         f"kernels ({format_duration(v['gap_s'])}) per kernel-launching call — what launching them cost "
         "there, which a CUDA graph would hide"
     ),
+    "gpu_trace_replay": lambda v: (
+        f"predicted: GPU kernel time on {v['device']} ({v['source']}), fused attention as the "
+        f"{v['attention']} kernel the traces ran; the step is replayed: the host issues each op after "
+        f"its family's issue cost in the traces (median {format_duration(v['issue_s'])}), each kernel "
+        f"starts when its launch arrives and the stream is free ({format_duration(v['queued_gap_s'])} "
+        "between queued kernels)"
+    ),
     "validation_on_grid": lambda v: (
         f"{_pct(v['share'])} of the predicted op time is on shapes the calibration measured: this point "
         "checks the grid, not the interpolation; choose shapes between grid points"

@@ -44,6 +44,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from infer_opt.cost_models.step_replay import StepReplay, replay
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
 from infer_opt.results import Result, number_problems
@@ -175,6 +176,22 @@ class HostCalibration:
 
 
 @dataclass(frozen=True)
+class HostIssue:
+    """What the host spent to issue one family's ops in the traces of a GPU calibration (the
+    median time from the previous launching op's start to this one's, syncs' waits left out:
+    :mod:`infer_opt.trace.host_costs`), and the GPU events one such op launched on average."""
+
+    family: str
+    issue_s: float
+    kernels: float = 1.0
+    samples: int = 0
+
+    def loaded_problems(self) -> list[tuple[str, Any, str]]:
+        """Issue cost finite and >= 0, kernels per op > 0 (a file read back)."""
+        return number_problems(self, positive=("kernels",), non_negative=("issue_s",))
+
+
+@dataclass(frozen=True)
 class DeviceRoofline:
     """The device roofline ``t0 + max(F/R, Q/b)`` fitted on the calibration's matmul and
     elementwise grids (what uncovered ops are predicted with)."""
@@ -258,6 +275,13 @@ class CalibrationResult(Result):
     #: consecutive kernels on a stream inside a step (0: not measured — a calibrate run)
     launch_floor_s: float = 0.0
     kernel_gap_s: float = 0.0
+    #: per family, the host's issue cost of one op in the traces (empty: not measured — a
+    #: calibrate run, or a trace calibration made before it existed: ``predict`` then adds the
+    #: kernel-gap term serially), the median over every family's ops, and the device's median
+    #: gap between queued kernels (:mod:`infer_opt.trace.host_costs`)
+    host_issue: tuple[HostIssue, ...] = ()
+    host_issue_s: float = 0.0
+    queued_gap_s: float = 0.0
 
     def family_map(self) -> dict[str, FamilyCalibration]:
         return {f.key: f for f in self.families}
@@ -789,6 +813,14 @@ class OpModel:
             return 0.0
         return min(1.0, max(0.0, math.log(max(distance, 1.0) / near) / math.log(far / near)))
 
+    def replay_inputs(
+        self, queries: Sequence[OpQuery], estimates: Sequence[OpEstimate]
+    ) -> tuple[list[float], list[float], list[bool]] | None:
+        """Per call its host cost, device time and whether the host waits for the device after
+        it, for a step replayed as a graph; None here: on the CPU the host runs the operators
+        itself, so the step is the serial sum."""
+        return None
+
     def host_time(self, queries: Sequence[OpQuery], n_module_calls: int) -> float:
         """``h = c_op · Σ_i φ_i + c_mod · n_module_calls · mean φ`` (0 without a host
         calibration): the chains are timed in a hot loop, and the Python and dispatcher work
@@ -817,6 +849,15 @@ class StepEstimate:
     rel_uncertainty: float
     extrapolated_share: float = 0.0
     n_module_calls: int = 0
+    #: the step replayed as a graph (host issuing, kernels queued on a stream:
+    #: :mod:`infer_opt.cost_models.step_replay`) when the model gives its inputs, else None —
+    #: then ``step_time_s`` is the serial sum ``op_time_s + host_s``
+    replay: StepReplay | None = None
+
+    @property
+    def serial_s(self) -> float:
+        """``Σ t̂(op) + h``: the step if host and device never overlapped."""
+        return self.op_time_s + self.host_s
 
     @property
     def band_s(self) -> tuple[float, float]:
@@ -825,12 +866,16 @@ class StepEstimate:
 
 def predict_step(model: OpModel, queries: Sequence[OpQuery], n_module_calls: int) -> StepEstimate:
     """``Σ t̂(op) + h(n_ops, n_module_calls)`` over a recorded op list: one rank's step (a
-    tensor-parallel prediction applies it per rank and adds communication)."""
+    tensor-parallel prediction applies it per rank and adds communication); for a model that
+    gives the replay's inputs (a GPU's: :meth:`OpModel.replay_inputs`), the step replayed as a
+    graph (:mod:`infer_opt.cost_models.step_replay`) and ``host_s`` its host work."""
     estimates = tuple(model.estimate(q) for q in queries)
     op_time = math.fsum(e.time_s for e in estimates)
-    host = model.host_time(queries, n_module_calls)
+    inputs = model.replay_inputs(queries, estimates)
+    replayed = replay(*inputs) if inputs is not None else None
+    host = replayed.host_s if replayed is not None else model.host_time(queries, n_module_calls)
     host_spread = model.calibration.host.rel_spread if model.calibration.host is not None else 0.0
-    total = op_time + host
+    total = replayed.step_s if replayed is not None else op_time + host
     weighted = math.fsum(e.time_s * e.rel_uncertainty for e in estimates) + host * max(host_spread, 0.1)
     extrapolated = math.fsum(e.time_s for e in estimates if e.extrapolated)
     return StepEstimate(
@@ -841,6 +886,7 @@ def predict_step(model: OpModel, queries: Sequence[OpQuery], n_module_calls: int
         rel_uncertainty=weighted / total if total > 0 else 0.0,
         extrapolated_share=extrapolated / op_time if op_time > 0 else 0.0,
         n_module_calls=n_module_calls,
+        replay=replayed,
     )
 
 

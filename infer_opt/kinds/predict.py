@@ -117,3 +117,11 @@ class PredictResult(Result, ModelStep):
     #: with --tp N: each rank's compute (its shard's ops, predicted as above) plus the
     #: collectives the sharded model issues (the comm fit), against this single-device step
     tensor_parallel: TPPrediction | None = None
+    #: a step replayed as a graph (a GPU calibration from traces: host issuing, kernels queued;
+    #: cost_models/step_replay.py): which side set its end (``"host"`` or ``"device"``), the
+    #: critical path's host and device parts (they sum to ``step_time_s``) and the serial sum
+    #: ``op_time_s + host_s`` it replaces; None each for a step that is that serial sum
+    bound: str | None = None
+    host_critical_s: float | None = None
+    device_critical_s: float | None = None
+    serial_step_s: float | None = None

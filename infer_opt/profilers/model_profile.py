@@ -151,12 +151,14 @@ def build_step(
     if mode not in MODES:
         raise InvalidInput("mode", mode, f"expected one of {', '.join(MODES)}")
     model = loaded.model
+    if mode == "decode" and loaded.source == "hf":
+        return _hf_decode_step(loaded, context, device)
     if mode != "prefill" and not isinstance(model, DecoderLM):
         raise InvalidInput(
             "mode",
             mode,
-            "decode and generate need a built-in model (tiny, gpt2-small, llama-tiny, llama-small); "
-            "factory and hf: models profile --mode prefill",
+            "decode needs a built-in or an hf: model, generate a built-in (tiny, gpt2-small, llama-tiny, "
+            "llama-small); factory models profile --mode prefill",
         )
     if not isinstance(model, DecoderLM):
         return Step(
@@ -212,6 +214,48 @@ def _decode_step(model: DecoderLM, batch: int, context: int, device: Any) -> Ste
         float(config.forward_flops(batch, 1, context + 1)),
         f"one token over a KV cache of {context} tokens",
     )
+
+
+def _hf_decode_step(loaded: LoadedModel, context: int, device: Any) -> Step:
+    """An ``hf:`` causal LM's decode: one new token per sequence over the KV cache transformers
+    keeps (``past_key_values``) after a prefill of ``context`` tokens; each call crops the cache
+    back to ``context`` first, so every call is the same step."""
+    model, config = loaded.model, loaded.model.config
+    ids = loaded.kwargs.get("input_ids")
+    batch = loaded.batch or (int(ids.shape[0]) if ids is not None else 1)
+    max_pos = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
+    if max_pos is not None and context + 1 > int(max_pos):
+        raise InvalidInput(
+            "context",
+            context,
+            f"must be at most {int(max_pos) - 1}: {loaded.name} has {max_pos} positions and decode adds "
+            "one token",
+        )
+    vocab = int(getattr(config, "vocab_size", 1000) or 1000)
+    token = random_tokens(batch, 1, vocab, device=device, seed=7)
+    cache = None
+    if context:
+        ctx = random_tokens(batch, context, vocab, device=device)
+        with guard("filling the KV cache"), torch.no_grad():
+            out = model(input_ids=ctx, use_cache=True)
+            cache = getattr(out, "past_key_values", None) or getattr(out, "cache", None)
+        if cache is None or not hasattr(cache, "crop"):
+            raise InvalidInput("mode", "decode", f"{loaded.name} keeps no KV cache transformers can crop")
+
+    import inspect
+
+    # newer transformers name the cache argument ``cache`` (``past_key_values`` is deprecated)
+    name = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+    def decode() -> object:
+        if cache is None:
+            return model(input_ids=token, use_cache=True)
+        extra = int(cache.get_seq_length()) - context
+        if extra > 0:
+            cache.crop(-extra)  # a negative length removes that many tokens (every version)
+        return model(input_ids=token, use_cache=True, **{name: cache})
+
+    return Step(_no_grad(decode), batch, None, f"one token over a KV cache of {context} tokens")
 
 
 def _generate_step(model: DecoderLM, prompt: torch.Tensor, new_tokens: int, device: Any) -> Step:

@@ -88,10 +88,13 @@ def _group_ops(
     qs: Sequence[op_model.OpQuery],
     estimates: Sequence[op_model.OpEstimate],
     step_s: float,
+    names: Sequence[str] | None = None,
 ) -> list[PredictedOp]:
+    """Calls grouped by op (``names``: the device's name of each call, e.g. a GPU's attention
+    backend for a recorded CPU attention) and shapes."""
     groups: dict[tuple[str, tuple[tuple[int, ...], ...]], list[int]] = defaultdict(list)
     for i, call in enumerate(recorded.calls):
-        groups[(call.name, call.shapes)].append(i)
+        groups[(names[i] if names is not None else call.name, call.shapes)].append(i)
     out = []
     for (name, shapes), idx in groups.items():
         first, est = recorded.calls[idx[0]], estimates[idx[0]]
@@ -178,6 +181,20 @@ class StepPrediction:
     @property
     def host_s(self) -> float:
         return math.fsum(s.host_s for s in self.segments)
+
+    @property
+    def replays(self) -> tuple[Any, ...]:
+        """Each segment's replayed step (empty when the steps are serial sums)."""
+        return tuple(s.replay for s in self.segments if s.replay is not None)
+
+    @property
+    def critical_s(self) -> tuple[float, float] | None:
+        """``(host, device)`` of the replayed critical paths, summed over segments (None: not
+        replayed)."""
+        replays = self.replays
+        if not replays or len(replays) != len(self.segments):
+            return None
+        return math.fsum(r.host_critical_s for r in replays), math.fsum(r.device_critical_s for r in replays)
 
     @property
     def rel_uncertainty(self) -> float:
@@ -349,7 +366,14 @@ def _step_fields(prediction: StepPrediction, model: op_model.OpModel) -> dict[st
     flops = float(sum(c.flops for c in recorded.calls))
     segments = prediction.segments
     generate = recorded.mode == "generate" and len(segments) > 1
+    critical = prediction.critical_s
+    op_name = getattr(model, "op_name", None)
+    names = [op_name(q) for q in prediction.queries] if op_name is not None else None
     return {
+        "bound": None if critical is None else ("host" if critical[0] > critical[1] else "device"),
+        "host_critical_s": None if critical is None else critical[0],
+        "device_critical_s": None if critical is None else critical[1],
+        "serial_step_s": None if critical is None else math.fsum(s.serial_s for s in segments),
         "tokens_per_step": recorded.tokens,
         "step_time_s": step,
         "step_low_s": step * (1 - prediction.rel_uncertainty),
@@ -365,7 +389,7 @@ def _step_fields(prediction: StepPrediction, model: op_model.OpModel) -> dict[st
         "flops_analytic": recorded.flops_analytic,
         "flops_vs_analytic": flops / recorded.flops_analytic - 1 if recorded.flops_analytic else None,
         "extrapolated_share": extrapolated / op_time if op_time > 0 else 0.0,
-        "ops": tuple(_group_ops(recorded, prediction.queries, estimates, step)),
+        "ops": tuple(_group_ops(recorded, prediction.queries, estimates, step, names)),
         "categories": tuple(_categories(recorded, estimates, model.calibration.roofline, step)),
         "ttft_s": segments[0].step_time_s if generate else None,
         "tpot_s": math.fsum(s.step_time_s for s in segments[1:]) / (len(segments) - 1) if generate else None,

@@ -50,6 +50,15 @@ def _summary(r: PredictResult) -> list[tuple[str, str]]:
         ("Shapes", _shape_line(r)),
         ("Step time (whole generation)" if r.mode == "generate" else "Step time", step),
     ]
+    if r.bound is not None and r.host_critical_s is not None and r.device_critical_s is not None:
+        serial = f"; host and device summed: {format_duration(r.serial_step_s)}" if r.serial_step_s else ""
+        out.append(
+            (
+                "Bound",
+                f"{r.bound}-bound (replayed: host {format_duration(r.host_critical_s)}, device "
+                f"{format_duration(r.device_critical_s)} of the critical path{serial})",
+            )
+        )
     if r.ttft_s is not None:
         out.append(("Time to first token", f"{format_duration(r.ttft_s)} predicted"))
     if r.tpot_s is not None:

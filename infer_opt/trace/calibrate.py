@@ -55,6 +55,7 @@ from infer_opt.cost_models import op_model
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
 from infer_opt.run_key import RunKey
+from infer_opt.trace import host_costs
 from infer_opt.trace.devices import DeviceSpec, by_name, host_link_bytes_per_s, identify, precision_of
 from infer_opt.trace.events import KERNEL, MEMCPY, SYNC, TraceEvents
 
@@ -531,6 +532,9 @@ def calibrate_from_traces(
     floors = [kernel_floor_and_gap(t) for t in traces]
     floor = float(np.median([f for f, _ in floors]))
     gap = float(np.median([g for _, g in floors]))
+    issue, issue_s, queued_gap = host_costs.summarize(
+        [host_costs.issue_samples(t, causal=causal) for t in traces]
+    )
     families, roofline = fit_families(_points(instances, dtype), floor, spec, precision_of(dtype, (), spec))
     few = sorted(f.family for f in families if len(f.points) < MIN_SHAPES)
     warnings = (
@@ -558,6 +562,9 @@ def calibrate_from_traces(
         traces=tuple(Path(t.path).name for t in traces),
         launch_floor_s=floor,
         kernel_gap_s=gap,
+        host_issue=issue,
+        host_issue_s=issue_s,
+        queued_gap_s=queued_gap,
     )
     return replace(draft, device_key=device_key(draft), wall_s=time.perf_counter() - started)
 

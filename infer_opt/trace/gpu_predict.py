@@ -16,10 +16,19 @@ trace calibration, which maps each recorded call onto the families a trace calib
   ``B·H, Tq, Tk, d``;
 * views, allocations and host reads of a scalar launch no kernel: 0 (any other op the
   calibration has no family for gets its related families' or the device roofline's time);
-* the **gap term**: the traces' median gap between kernels, once per kernel-launching call (what
-  a step adds between back-to-back kernels when the host keeps up; a step whose host is slower
-  than its kernels — small decode steps without CUDA graphs — waits longer, and that is not in
-  it). It takes the host term's place (``host_s``).
+* **the step replayed** (:meth:`GpuStepModel.replay_inputs`,
+  :mod:`infer_opt.cost_models.step_replay`): the host issues each kernel-launching call after
+  its family's issue cost in the traces (:mod:`infer_opt.trace.host_costs`: the Python, the
+  views and the dispatch since the previous launching op; the median over all families for one
+  the traces lack), a view costs nothing of its own (it is inside the next launch's cost), a
+  host read of a scalar (``_local_scalar_dense``, ``.item()``) makes the host wait for the
+  device; each call's kernels take their predicted time plus the traces' gap between queued
+  kernels per kernel it launches. The step is where the replay ends, host- or device-bound.
+* a calibration made before the issue costs were measured keeps the **gap term**: the traces'
+  median gap between kernels, once per kernel-launching call, added serially (``host_s``);
+* the ops table names a recorded fused attention by the GPU backend it is costed as
+  (:meth:`GpuStepModel.op_name`): an H100 prediction lists
+  ``aten::_scaled_dot_product_flash_attention``, not the CPU's ``..._for_cpu``.
 
 Pure: numpy and the standard library.
 """
@@ -39,6 +48,15 @@ ATTENTION = ("attention_flash", "attention_efficient", "attention_cudnn", "atten
 #: recorder families that launch no GPU kernel: views and allocations, a host read of a scalar
 NO_KERNEL = ("view.", "other._local_scalar_dense")
 NO_KERNEL_SOURCE = "no kernel"
+#: recorder families where the host waits for the device (a host read of a device scalar)
+HOST_SYNC = ("other._local_scalar_dense",)
+#: the aten op that runs each GPU attention family (a recorded CPU attention is named by it)
+ATTENTION_OPS = {
+    "attention_flash": "aten::_scaled_dot_product_flash_attention",
+    "attention_efficient": "aten::_scaled_dot_product_efficient_attention",
+    "attention_cudnn": "aten::_scaled_dot_product_cudnn_attention",
+    "attention_math": "aten::_scaled_dot_product_attention_math",
+}
 
 
 def model_for(calibration: op_model.CalibrationResult) -> op_model.OpModel:
@@ -90,6 +108,38 @@ class GpuStepModel(tc.TraceOpModel):
         keyed = tc.family_key(query.family, None, short, self.short_dtype)
         return replace(query, family=keyed if keyed in self.names else query.family)
 
+    def op_name(self, query: op_model.OpQuery) -> str:
+        """The op's name in the GPU's step: a recorded fused attention as the backend it is
+        costed as (``aten::_scaled_dot_product_flash_attention``), every other as recorded."""
+        if _attention(query.family, query.features) is None:
+            return query.name
+        mapped = self.mapped(query)
+        base = mapped.family.removesuffix(".causal") if mapped is not None else ""
+        return ATTENTION_OPS.get(base, query.name)
+
+    def replay_inputs(
+        self, queries: Sequence[op_model.OpQuery], estimates: Sequence[op_model.OpEstimate]
+    ) -> tuple[list[float], list[float], list[bool]] | None:
+        """Per call its host issue cost, device time and host wait (module docstring); None for
+        a calibration without issue costs (the serial gap term then)."""
+        c = self.calibration
+        if not c.host_issue and c.host_issue_s <= 0:
+            return None
+        issue = {h.family: h for h in c.host_issue}
+        host, device, sync = [], [], []
+        for q, e in zip(queries, estimates, strict=True):
+            mapped = self.mapped(q)
+            if mapped is None:
+                host.append(0.0)
+                device.append(0.0)
+                sync.append(q.family.startswith(HOST_SYNC))
+                continue
+            row = issue.get(mapped.family.split(":")[0].removesuffix(".causal"))
+            host.append(row.issue_s if row is not None else c.host_issue_s)
+            device.append(e.time_s + c.queued_gap_s * (row.kernels if row is not None else 1.0))
+            sync.append(False)
+        return host, device, sync
+
     def estimate(self, query: op_model.OpQuery) -> op_model.OpEstimate:
         mapped = self.mapped(query)
         if mapped is None:
@@ -97,7 +147,8 @@ class GpuStepModel(tc.TraceOpModel):
         return super().estimate(replace(mapped, reuse_bytes=None, context_bytes=None))
 
     def notices(self) -> list[Notice]:
-        """What a prediction from it is (``gpu_trace_prediction``)."""
+        """What a prediction from it is (``gpu_trace_replay``; ``gpu_trace_prediction`` for a
+        calibration without issue costs)."""
         c = self.calibration
         values = {
             "device": c.device_name,
@@ -105,6 +156,9 @@ class GpuStepModel(tc.TraceOpModel):
             "attention": self.attention_family(True).removesuffix(".causal"),
             "gap_s": c.kernel_gap_s,
         }
+        if c.host_issue or c.host_issue_s > 0:
+            values |= {"issue_s": c.host_issue_s, "queued_gap_s": c.queued_gap_s}
+            return [Notice("gpu_trace_replay", values)]
         return [Notice("gpu_trace_prediction", values)]
 
     def host_time(self, queries: Sequence[op_model.OpQuery], n_module_calls: int) -> float:

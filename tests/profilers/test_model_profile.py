@@ -200,7 +200,7 @@ def test_the_profile_carries_its_settings_resolved():
 def test_user_models_profile_prefill_only(tmp_path):
     path = tmp_path / "m.py"
     path.write_text("import torch\ndef make():\n    return torch.nn.Linear(4, 4), torch.ones(2, 4)\n")
-    with pytest.raises(InvalidInput, match="decode and generate need a built-in"):
+    with pytest.raises(InvalidInput, match="decode needs a built-in or an hf: model"):
         _profile(f"{path}:make", mode="decode")
     result = _profile(f"{path}:make", warmup=0, reps=3)
     assert result.ops[0].name == "aten::addmm" and result.tokens_per_step is None

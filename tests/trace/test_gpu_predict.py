@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from infer_opt.cost_models import op_model
@@ -52,7 +54,11 @@ def test_views_launch_no_kernel_and_the_gap_is_per_launching_call(calibration):
     gemm = op_model.OpQuery("aten::addmm", "gemm.nn", (128.0, 1024.0, 1024.0), 2.0 * 128 * 1024 * 1024, 1e6)
     assert model.host_time([view, gemm, gemm], 3) == pytest.approx(2 * calibration.kernel_gap_s)
     (notice,) = model.notices()
-    assert notice.code == "gpu_trace_prediction" and notice.values["attention"] == "attention_flash"
+    assert notice.code == "gpu_trace_replay" and notice.values["attention"] == "attention_flash"
+    # a calibration made before the issue costs: the serial gap term, said so
+    old = gp.model_for(replace(calibration, host_issue=(), host_issue_s=0.0, queued_gap_s=0.0))
+    assert [n.code for n in old.notices()] == ["gpu_trace_prediction"]
+    assert old.replay_inputs([view, gemm], [old.estimate(view), old.estimate(gemm)]) is None
 
 
 def test_a_recorded_gemm_on_a_traced_shape_gets_its_time(calibration):
@@ -109,3 +115,40 @@ def test_a_recorded_conv_takes_the_traced_conv_nearest_by_its_gemm(tmp_path):
     # owlv2's rate (the nearest GEMM), not the 4-image ViT's third of it: within its launch term
     rate = owlv2.flops / owlv2.time_s
     assert e.time_s == pytest.approx(flops / rate, rel=0.02)
+
+
+def _replay_calibration(calibration):
+    issue = (op_model.HostIssue("gemm.nn", 10e-6, kernels=2.0, samples=5),)
+    return replace(calibration, host_issue=issue, host_issue_s=4e-6, queued_gap_s=1e-6)
+
+
+def test_the_replay_inputs_per_call(calibration):
+    model = gp.model_for(_replay_calibration(calibration))
+    view = op_model.OpQuery("aten::view", "view.view", (), 0.0, 0.0)
+    item = op_model.OpQuery("aten::_local_scalar_dense", "other._local_scalar_dense", (), 0.0, 0.0)
+    gemm = op_model.OpQuery("aten::mm", "gemm.nn", (128.0, 1024.0, 1024.0), 2.0 * 128 * 1024 * 1024, 1e6)
+    add = op_model.OpQuery("aten::add", "add.t", (4096.0,), 4096.0, 3 * 8192.0)
+    qs = [view, gemm, item, add]
+    est = [model.estimate(q) for q in qs]
+    host, device, sync = model.replay_inputs(qs, est)
+    # a view: nothing of its own; the gemm: its family's issue cost, its time + 2 queued gaps;
+    # .item(): the host waits; an add the traces' families lack: the median issue cost, 1 gap
+    assert host == pytest.approx([0.0, 10e-6, 0.0, 4e-6])
+    assert device == pytest.approx([0.0, est[1].time_s + 2e-6, 0.0, est[3].time_s + 1e-6])
+    assert sync == [False, False, True, False]
+    step = op_model.predict_step(model, qs, 1)
+    assert step.replay is not None and step.step_time_s == pytest.approx(step.replay.step_s)
+    assert step.host_s == pytest.approx(14e-6)
+    # the host waits after .item(): the add's launch arrives at max(10 µs, the gemm's end) + 4 µs
+    gemm_end = 10e-6 + device[1]
+    assert step.step_time_s == pytest.approx(max(10e-6, gemm_end) + 4e-6 + device[3])
+    assert step.serial_s == pytest.approx(step.op_time_s + 14e-6)
+
+
+def test_a_recorded_cpu_attention_is_named_as_the_gpu_backend(calibration):
+    model = gp.model_for(calibration)
+    q = op_model.OpQuery(
+        "aten::_scaled_dot_product_flash_attention_for_cpu", "sdpa.causal", (8, 128, 64), 1.0, 1.0
+    )
+    assert model.op_name(q) == "aten::_scaled_dot_product_flash_attention"
+    assert model.op_name(op_model.OpQuery("aten::mm", "gemm.nn", (1.0, 2.0, 3.0), 1.0, 1.0)) == "aten::mm"

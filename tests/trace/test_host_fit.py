@@ -1,0 +1,127 @@
+"""The host's time between launching ops as launch + module + Python-call costs, fitted robustly
+(infer_opt/trace/host_fit.py): worked numbers, recovery on noiseless gaps, the light scan."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from infer_opt.trace import host_costs, host_fit
+from infer_opt.trace.host_costs import HostIssueSamples
+
+
+def _counts(modules, python, a, b, c=0.0, ops=None, d=0.0):
+    m, p = np.asarray(modules), np.asarray(python)
+    o = np.zeros_like(m) if ops is None else np.asarray(ops)
+    return host_fit.GapCounts(a + b * m + c * p + d * o, m, p, o)
+
+
+def test_worked_gaps_a_per_op_plus_b_per_module():
+    # 20 µs per op, 7 µs per module: gaps 20, 27, 34, 41, 20 µs over modules 0, 1, 2, 3, 0
+    t = _counts([0, 1, 2, 3, 0], [0, 0, 0, 0, 0], 20e-6, 7e-6)
+    np.testing.assert_allclose(t.issue_s * 1e6, [20, 27, 34, 41, 20])
+    f = host_fit.fit([t], ("launch", "module"))
+    assert f.launch_s == pytest.approx(20e-6, rel=1e-6) and f.module_s == pytest.approx(7e-6, rel=1e-6)
+    assert f.python_s == 0.0 and f.op_s == 0.0 and f.samples == 5 and f.traces == 1
+    assert f.host_s([0, 3]).tolist() == pytest.approx([20e-6, 41e-6])
+
+
+def test_an_outlier_gap_does_not_move_the_fit():
+    # a 5 ms wait the trace does not name, among gaps of exactly 10 µs + 2 µs per Python call
+    t = _counts([0] * 9, [0, 1, 2, 3, 4, 5, 6, 7, 8], 10e-6, 0.0, 2e-6)
+    t = host_fit.GapCounts(np.append(t.issue_s, 5e-3), np.append(t.modules, 0), np.append(t.python, 1))
+    f = host_fit.fit([t], ("launch", "python"))
+    assert f.launch_s == pytest.approx(10e-6, rel=0.05) and f.python_s == pytest.approx(2e-6, rel=0.05)
+
+
+def test_worked_gaps_with_python_calls_and_aten_ops():
+    # 11 µs + 1 µs per Python call + 3 µs per aten op: (p, o) = (0, 1), (4, 1), (2, 5), (10, 3)
+    t = _counts([0, 0, 0, 0], [0, 4, 2, 10], 11e-6, 0.0, 1e-6, [1, 1, 5, 3], 3e-6)
+    np.testing.assert_allclose(t.issue_s * 1e6, [14, 18, 28, 30])
+    f = host_fit.fit([t], ("launch", "python", "ops"))
+    assert (f.launch_s, f.python_s, f.op_s) == pytest.approx((11e-6, 1e-6, 3e-6), rel=1e-6)
+    assert f.host_s(0, 4, 1) == pytest.approx(18e-6)
+
+
+def test_counts_per_interval_on_its_thread():
+    s = HostIssueSamples(("a", "b"), np.array([1e-6, 2e-6]), np.array([1, 1]), np.zeros(0),
+                         np.array([7, 7]), np.array([0.0, 10.0]), np.array([10.0, 30.0]))  # fmt: skip
+    # thread 7: calls at 5 (module), 10 (module: counted in the first interval, (0, 10]), 12, 30
+    # thread 8: a call at 15 (another thread: not counted)
+    calls = host_fit.PythonCalls(np.array([7, 7, 7, 7, 8]), np.array([5.0, 10.0, 12.0, 30.0, 15.0]),
+                                 np.array([True, True, False, False, True]))  # fmt: skip
+    g = host_fit.gap_counts(s, calls)
+    assert g.modules.tolist() == [2, 0] and g.python.tolist() == [2, 2] and g.ops is None
+
+
+def test_python_calls_light_scan(tmp_path):
+    events = [
+        {
+            "ph": "X",
+            "cat": "python_function",
+            "name": "nn.Module: Linear_0",
+            "ts": 5,
+            "dur": 3,
+            "pid": 1,
+            "tid": 7,
+        },
+        {
+            "ph": "X",
+            "cat": "python_function",
+            "name": "<built-in method t>",
+            "ts": 2,
+            "dur": 1,
+            "pid": 1,
+            "tid": 7,
+        },
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 6, "dur": 1, "pid": 1, "tid": 7},
+    ]
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(gzip.compress(json.dumps({"traceEvents": events}).encode()))
+    calls = host_fit.python_calls(path)
+    assert calls.ts_us.tolist() == [2.0, 5.0] and calls.module.tolist() == [False, True]
+    assert calls.tid.tolist() == [7, 7]
+
+
+def test_bad_columns_and_no_samples():
+    with pytest.raises(ValueError, match="launch"):
+        host_fit.fit([], ("module",))
+    with pytest.raises(ValueError, match="aten op counts"):
+        host_fit.fit([host_fit.GapCounts(np.ones(2), np.ones(2), np.ones(2))], ("launch", "ops"))
+    assert host_fit.fit([host_fit.GapCounts(np.zeros(0), np.zeros(0), np.zeros(0))]) is None
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    a=st.floats(1.0, 100.0),
+    b=st.floats(0.0, 50.0),
+    c=st.floats(0.0, 5.0),
+    d=st.floats(0.0, 10.0),
+    seed=st.integers(0, 2**16),
+)
+def test_fit_recovers_noiseless_coefficients(a, b, c, d, seed):
+    rng = np.random.default_rng(seed)
+    traces = [_counts(rng.integers(0, 4, n), rng.integers(0, 30, n), a * 1e-6, b * 1e-6, c * 1e-6,
+                      rng.integers(1, 12, n), d * 1e-6) for n in (40, 200)]  # fmt: skip
+    f = host_fit.fit(traces)
+    assert f.launch_s == pytest.approx(a * 1e-6, rel=1e-4, abs=1e-10)
+    assert f.module_s == pytest.approx(b * 1e-6, rel=1e-4, abs=1e-10)
+    assert f.python_s == pytest.approx(c * 1e-6, rel=1e-4, abs=1e-10)
+    assert f.op_s == pytest.approx(d * 1e-6, rel=1e-4, abs=1e-10)
+
+
+def test_aten_ops_counted_from_the_trace():
+    from tests.trace.test_host_costs import _step
+
+    events = _step()
+    s = host_costs.issue_samples(events)
+    g = host_fit.gap_counts(
+        s, host_fit.PythonCalls(np.zeros(0, np.int64), np.zeros(0), np.zeros(0, bool)), events
+    )
+    # intervals (0, 50] and (50, 200]: the view at 30 and the add at 50; .item() at 95 and mm at 200
+    assert g.ops.tolist() == [2, 2] and g.python.tolist() == [0, 0]
