@@ -484,6 +484,21 @@ MESSAGES: dict[str, Words] = {
         + (v["precision"] if v["resource"] == "flops" else "memory")
         + " peak: the wrong device (give --device), or its data stayed in L2"
     ),
+    "trace_capture_absent": lambda v: (
+        f"{v['replays']} CUDA/HIP graph launch(es) replayed kernels with no op and no shapes, and no "
+        "capture trace was given: their kernels are broken down by name only (give the engine's "
+        "capture trace with --capture FILE for per-op figures)"
+    ),
+    "trace_capture_partial": lambda v: (
+        f"{v['capture']}: {v['linked']} of {v['replays']} graph launches matched a captured graph "
+        f"({v['kernels_linked']} of {v['kernels']} replayed GPU events linked to their ops); the others "
+        "are broken down by kernel name only (a graph captured at another size, or not in this capture)"
+    ),
+    "trace_capture_labels": lambda v: (
+        "graph launches matched captures of different labels ("
+        + ", ".join(v["labels"])
+        + "): graphs with the same kernels were told apart by capture order, check the sizes"
+    ),
 }
 
 _FAMILY_PINS = {"matmul": "R (matmul)", "elementwise": "b (elementwise)", "launch": "t0 (launch)"}
