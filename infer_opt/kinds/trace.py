@@ -206,7 +206,7 @@ class CaptureLink:
     replays_linked: int
     kernels: int  # GPU events those launches ran
     kernels_linked: int
-    kernels_matching: int = 0  # events with a node of the same name in their best graph
+    kernels_matching: int = 0  # events with a captured node of the same name (any graph)
     labels: tuple[str, ...] = ()  # the annotations of the graphs matched (capture_32_FULL, ...)
 
 

@@ -231,12 +231,13 @@ def link(replay: TraceEvents, capture: Capture) -> tuple[TraceEvents, CaptureLin
     copier = _Copier(capture.events, names, {n: i for i, n in enumerate(names)}, [], len(replay.ops))
     new_op = replay.gpu.op.copy()
     counts = [g.counts() for g in capture.graphs]
-    linked_launches = linked_events = best_overlap = 0
+    every = sum(counts, Counter())
+    linked_launches = linked_events = named = 0
     last, labels = -1, []
     for idx in launches:
         nodes = _replay_nodes(replay, idx)
         want = Counter(nodes)
-        best_overlap += max((_overlap(want, c) for c in counts), default=0)
+        named += _overlap(want, every)
         same = [i for i, c in enumerate(counts) if c == want]
         if not same:
             continue
@@ -255,7 +256,7 @@ def link(replay: TraceEvents, capture: Capture) -> tuple[TraceEvents, CaptureLin
         replays_linked=linked_launches,
         kernels=total,
         kernels_linked=linked_events,
-        kernels_matching=best_overlap,
+        kernels_matching=named,
         labels=tuple(dict.fromkeys(labels)),
     )
     return events, found
@@ -403,10 +404,10 @@ def _values(found: CaptureLink) -> dict:
 
 def _no_match(found: CaptureLink) -> str:
     return (
-        f"a capture of the replayed graphs: none of its {found.graphs} captured graph(s) matches "
-        f"any of the {found.replays} graph launch(es); {found.kernels_matching} of "
-        f"{found.kernels} replayed kernels have a captured node of the same name (another model, "
-        "batch size or engine version?)"
+        f"a capture of the replayed graphs: none of its {found.graphs} captured graph(s) has the "
+        f"kernels of any of the {found.replays} graph launch(es); {found.kernels_matching} of the "
+        f"{found.kernels} replayed kernels matched a captured kernel by name (another model, batch "
+        "size or engine version?)"
     )
 
 
