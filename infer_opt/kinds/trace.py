@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from infer_opt.notices import Notice
-from infer_opt.results import Result
+from infer_opt.results import Result, number_problems
 
 
 @dataclass(frozen=True)
@@ -193,6 +193,14 @@ class KernelRow:
     fraction: float  # of the GPU time (kernels, memcpy, memset) of the analyzed windows
     family: str | None = None
     family_source: str | None = None  # "op" / "name"; None when family is None
+
+    def loaded_problems(self) -> list[tuple[str, object, str]]:
+        out = number_problems(self, non_negative=("calls", "time_s", "fraction"))
+        if self.family_source not in (None, "op", "name"):
+            out.append(("family_source", self.family_source, 'one of "op", "name" or null'))
+        elif (self.family is None) != (self.family_source is None):
+            out.append(("family_source", self.family_source, "null exactly when family is null"))
+        return out
 
 
 @dataclass(frozen=True)

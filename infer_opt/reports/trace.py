@@ -315,12 +315,21 @@ def _family_lines(r: TraceResult) -> list[tuple[str, str]]:
     return out
 
 
+KERNEL_WIDTH = 28
+
+
+def _kernel_label(name: str, width: int = KERNEL_WIDTH) -> str:
+    """A kernel name without ``void`` and cut at ``width`` (whole in the JSON and CSV)."""
+    text = name.removeprefix("void ")
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def _kernels_table(r: TraceResult, top: int) -> Table | None:
     if not r.kernels:
         return None
     shown = r.kernels[:top]
     columns = [
-        Column("name", "Kernel", short_name, align="left", csv_header="name", is_key=True),
+        Column("name", "Kernel", _kernel_label, align="left", csv_header="name", is_key=True),
         Column("calls", "Calls", csv_header="calls"),
         Column("time_s", "Time", format_duration, csv_header="time_s", importance=2),
         Column("fraction", "Share", format_percent, csv_header="fraction", importance=2),

@@ -208,3 +208,30 @@ def test_the_shared_capture_and_replay_pairs_link_every_replayed_kernel(replay, 
     modelled = {c.reason: c.fraction for c in r.coverage}.get("modelled", 0.0)
     before = {c.reason: c.fraction for c in alone.coverage}.get("modelled", 0.0)
     assert modelled > before
+
+
+def test_load_trace_gives_the_kernel_table_as_a_frame_and_takes_the_capture(pair):
+    from infer_opt.trace.loaded import load_trace
+
+    replay, capture = pair
+    t = load_trace(replay, capture=capture)
+    frame = t.kernel_names
+    assert list(frame.columns) == ["name", "calls", "time_s", "fraction", "family", "family_source"]
+    assert frame.time_s.sum() == pytest.approx(math.fsum(c.time_s for c in t.result.coverage))
+    assert frame.set_index("name").loc[GEMM_KERNEL, "family_source"] == "op"
+    with pytest.raises(InvalidInput) as err:
+        load_trace(replay, capture=replay.parent / "absent.json")
+    assert err.value.option == "capture"
+
+
+def test_a_saved_result_with_a_made_up_family_source_is_refused(pair):
+    from infer_opt.errors import BadField
+    from infer_opt.kinds.trace import TraceResult
+
+    replay, capture = pair
+    saved = invoke("trace", str(replay), "--capture", str(capture), "--json").json()["result"]
+    assert TraceResult.from_dict(saved).kernels[0].family_source == "op"
+    saved["kernels"][0]["family_source"] = "guess"
+    with pytest.raises(BadField) as err:
+        TraceResult.from_dict(saved)
+    assert "kernels[0]" in str(err.value) and "family_source" in str(err.value)
