@@ -308,9 +308,11 @@ def _with_ops(replay: TraceEvents, copier: _Copier, new_op: np.ndarray) -> Trace
 
 
 def split_captures(traces: Sequence[TraceEvents]) -> tuple[list[TraceEvents], list[TraceEvents]]:
-    """(replays and other traces, capture traces) of ``traces``."""
+    """(the traces to analyze, the capture traces) of ``traces``: a trace that only captured
+    is not analyzed; one that captured and replayed (a whole run profiled) is both."""
     captures = [ev for ev in traces if is_capture(ev)]
-    return [ev for ev in traces if not any(ev is c for c in captures)], captures
+    only = [ev for ev in captures if not replays(ev)]
+    return [ev for ev in traces if not any(ev is c for c in only)], captures
 
 
 def capture_folders(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:

@@ -235,3 +235,25 @@ def test_a_saved_result_with_a_made_up_family_source_is_refused(pair):
     with pytest.raises(BadField) as err:
         TraceResult.from_dict(saved)
     assert "kernels[0]" in str(err.value) and "family_source" in str(err.value)
+
+
+def test_a_trace_that_captured_and_replayed_is_linked_to_itself(tmp_path):
+    cap, rep = capture_doc(), replay_doc(launches=1)
+    doc = {"deviceProperties": DEVICE, "traceEvents": cap["traceEvents"] + rep["traceEvents"]}
+    both = _write(tmp_path / "run.json", doc)
+    r = analyze([both]).result
+    assert r.files == (str(both),) and r.captures[0].kernels_linked == 4
+    assert _group(r, "aten::linear").calls == 1
+
+
+def test_augment_of_a_linked_replay_puts_the_captured_formula_on_its_kernels(pair, tmp_path):
+    from infer_opt.trace.augment import write_augmented
+
+    replay, capture = pair
+    found = analyze([replay], capture=[capture])
+    (out,) = write_augmented(found, tmp_path / "out.json")
+    events = json.loads(out.read_text())["traceEvents"]
+    gemms = [e for e in events if e.get("name") == GEMM_KERNEL]
+    per_call = op_cost("aten::linear", {"Input Dims": LINEAR[1], "Input type": LINEAR[2]})
+    assert len(gemms) == 2 and all(e["args"]["flops"] == pytest.approx(per_call.flops) for e in gemms)
+    assert len(events) == len(json.loads(replay.read_text())["traceEvents"])
