@@ -106,14 +106,18 @@ def _from_file(path: str, event_index: np.ndarray) -> tuple[dict[int, str], list
 def _spans(events: TraceEvents) -> list[tuple[int, float, float]]:
     """(thread, begin, end) of each capture span, in time order."""
     la = events.launches
-    names = events.names
+    if not len(la):
+        return []
+    begin = np.array([bool(BEGIN.search(n)) for n in events.names], dtype=bool)
+    end = np.array([bool(END.search(n)) for n in events.names], dtype=bool)
+    marks = np.flatnonzero(begin[la.name] | end[la.name])
     out, open_at = [], {}
-    for i in np.argsort(la.ts_us, kind="stable").tolist():
-        name, tid = names[int(la.name[i])], int(la.tid[i])
-        if BEGIN.search(name):
-            open_at[tid] = float(la.ts_us[i])
-        elif END.search(name) and tid in open_at:
-            out.append((tid, open_at.pop(tid), float(la.ts_us[i])))
+    for i in marks[np.argsort(la.ts_us[marks], kind="stable")].tolist():
+        tid, ts = int(la.tid[i]), float(la.ts_us[i])
+        if begin[la.name[i]]:
+            open_at[tid] = ts
+        elif tid in open_at:
+            out.append((tid, open_at.pop(tid), ts))
     return out
 
 
