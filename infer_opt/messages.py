@@ -494,10 +494,12 @@ MESSAGES: dict[str, Words] = {
         f"({v['kernels_linked']} of {v['kernels']} replayed GPU events linked to their ops); the others "
         "are broken down by kernel name only (a graph captured at another size, or not in this capture)"
     ),
-    "trace_capture_labels": lambda v: (
-        "graph launches matched captures of different labels ("
+    "trace_capture_ambiguous": lambda v: (
+        "the graphs captured as "
         + ", ".join(v["labels"])
-        + "): graphs with the same kernels were told apart by capture order, check the sizes"
+        + " have the same kernels and a replay records no size: the replays were linked to "
+        + ", ".join(v["chosen"])
+        + "'s ops and shapes (check the kernel times against them)"
     ),
 }
 

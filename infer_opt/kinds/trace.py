@@ -216,6 +216,8 @@ class CaptureLink:
     kernels_linked: int
     kernels_matching: int = 0  # events with a captured node of the same name (any graph)
     labels: tuple[str, ...] = ()  # the annotations of the graphs matched (capture_32_FULL, ...)
+    #: labels of graphs with the same kernels as a launch (which size ran cannot be told)
+    ambiguous_labels: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

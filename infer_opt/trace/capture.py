@@ -17,9 +17,11 @@ in order, each with the innermost ``cpu_op`` enclosing it. The ``user_annotation
 **Matching.** The GPU events one graph launch of the replay trace ran are matched to a captured
 graph whose nodes have the same names, as many of each (the k-th replayed kernel called X is the
 k-th captured node called X, so branches that ran in another order still match; memcpys and
-memsets match by kind). Graphs with the same nodes (a piecewise model's identical layers, or one
-graph captured at several sizes) are taken in capture order after the one the previous launch
-matched. A launch no captured graph matches keeps its kernel names only.
+memsets match by kind). Of several graphs with the same nodes, a launch takes one of the label
+the previous launch matched (the same graph replayed again), the next in capture order (a
+piecewise model's identical layers); graphs of different labels (sizes) with the same kernels
+cannot be told apart by a replay that records no grid or shapes: the first is taken, with a
+Notice. A launch no captured graph matches keeps its kernel names only.
 
 **Linking.** Each matched launch gets its own copy of the captured op chains (the op that issued
 each node and the ops enclosing it, parents kept), appended to the replay's ops; its GPU events
@@ -237,7 +239,7 @@ def link(replay: TraceEvents, capture: Capture) -> tuple[TraceEvents, CaptureLin
     counts = [g.counts() for g in capture.graphs]
     every = sum(counts, Counter())
     linked_launches = linked_events = named = 0
-    last, labels = -1, []
+    last, labels, ambiguous = -1, [], set()
     for idx in launches:
         nodes = _replay_nodes(replay, idx)
         want = Counter(nodes)
@@ -245,7 +247,9 @@ def link(replay: TraceEvents, capture: Capture) -> tuple[TraceEvents, CaptureLin
         same = [i for i, c in enumerate(counts) if c == want]
         if not same:
             continue
-        g = next((i for i in same if i > last), same[0])
+        g = _choose(capture.graphs, same, last)
+        if len({capture.graphs[i].label for i in same}) > 1:
+            ambiguous.update(capture.graphs[i].label for i in same)
         last = g
         labels.append(capture.graphs[g].label)
         _assign(replay, capture.graphs[g], idx, nodes, copier, new_op)
@@ -262,8 +266,18 @@ def link(replay: TraceEvents, capture: Capture) -> tuple[TraceEvents, CaptureLin
         kernels_linked=linked_events,
         kernels_matching=named,
         labels=tuple(dict.fromkeys(labels)),
+        ambiguous_labels=tuple(sorted(ambiguous)),
     )
     return events, found
+
+
+def _choose(graphs: Sequence[CapturedGraph], same: Sequence[int], last: int) -> int:
+    """Of the graphs ``same`` with a launch's kernels, the one it is linked to: of the label the
+    previous launch matched (a replayed graph is replayed again), the next in capture order (a
+    piecewise model's identical layers), else the first."""
+    label = graphs[last].label if last >= 0 else None
+    prefer = [i for i in same if graphs[i].label == label] or list(same)
+    return next((i for i in prefer if i > last), prefer[0])
 
 
 def _assign(
@@ -353,8 +367,10 @@ def link_all(
         links.append(found)
         if found.replays_linked < found.replays:
             notices.append(Notice("trace_capture_partial", _values(found)))
-        if len({*found.labels}) > 1:
-            notices.append(Notice("trace_capture_labels", {"labels": found.labels}))
+        if found.ambiguous_labels:
+            notices.append(
+                Notice("trace_capture_ambiguous", {"labels": found.ambiguous_labels, "chosen": found.labels})
+            )
     return out, tuple(links), notices
 
 

@@ -257,3 +257,24 @@ def test_augment_of_a_linked_replay_puts_the_captured_formula_on_its_kernels(pai
     per_call = op_cost("aten::linear", {"Input Dims": LINEAR[1], "Input type": LINEAR[2]})
     assert len(gemms) == 2 and all(e["args"]["flops"] == pytest.approx(per_call.flops) for e in gemms)
     assert len(events) == len(json.loads(replay.read_text())["traceEvents"])
+
+
+def test_graphs_of_two_sizes_with_the_same_kernels_link_to_one_and_say_so(tmp_path):
+    small, large = capture_doc(label="capture_4_FULL"), capture_doc(label="capture_8_FULL")
+    shift = 1000.0
+    for e in large["traceEvents"]:
+        e["ts"] += shift
+        if e["name"] == "aten::linear":
+            e["args"]["Input Dims"] = [[8, 8], [16, 8], [16]]
+    doc = {"deviceProperties": DEVICE, "traceEvents": small["traceEvents"] + large["traceEvents"]}
+    capture = _write(tmp_path / "capture.json", doc)
+    replay = _write(tmp_path / "replay.json", replay_doc(launches=3))
+    r = analyze([replay], capture=[capture]).result
+    (link,) = r.captures
+    assert link.graphs == 2 and link.kernels_linked == 12
+    # every launch of the one replayed graph linked to the same capture: one shape, three calls
+    assert link.labels == ("capture_4_FULL",)
+    assert link.ambiguous_labels == ("capture_4_FULL", "capture_8_FULL")
+    assert _group(r, "aten::linear").calls == 3
+    notice = next(w for w in r.warnings if w.code == "trace_capture_ambiguous")
+    assert notice.values["chosen"] == ("capture_4_FULL",)
