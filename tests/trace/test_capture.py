@@ -8,6 +8,8 @@ import math
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from infer_opt.errors import InvalidInput
 from infer_opt.trace.analyze import analyze
@@ -278,3 +280,22 @@ def test_graphs_of_two_sizes_with_the_same_kernels_link_to_one_and_say_so(tmp_pa
     assert _group(r, "aten::linear").calls == 3
     notice = next(w for w in r.warnings if w.code == "trace_capture_ambiguous")
     assert notice.values["chosen"] == ("capture_4_FULL",)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    order=st.permutations([0, 1, 2]),
+    times=st.tuples(*[st.floats(0.5, 500.0, allow_nan=False) for _ in range(3)]),
+    launches=st.integers(1, 4),
+)
+def test_whatever_the_order_and_times_each_op_gets_exactly_its_kernels_time(order, times, launches):
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        replay = _write(Path(folder) / "r.json", replay_doc(launches, tuple(order), times))
+        capture = _write(Path(folder) / "c.json", capture_doc())
+        r = analyze([replay], capture=[capture]).result
+    assert r.captures[0].kernels_linked == 4 * launches
+    for (op, _), t in zip(NODES, times, strict=True):
+        g = _group(r, op[0])
+        assert g.calls == launches and g.time_s == pytest.approx(launches * t * 1e-6)
