@@ -494,6 +494,13 @@ MESSAGES: dict[str, Words] = {
         f"({v['kernels_linked']} of {v['kernels']} replayed GPU events linked to their ops); the others "
         "are broken down by kernel name only (a graph captured at another size, or not in this capture)"
     ),
+    "trace_capture_no_formula": lambda v: (
+        f"linked to its capture, {v['share']:.1%} of the replay's GPU time is still in ops with no FLOP/byte "
+        "formula ("
+        + ", ".join(f"{name} {share:.1%}" for name, share in v["ops"])
+        + "): an engine's own ops have no formula here, and its MoE and paged-attention ops leave the "
+        "weights or KV lengths a formula needs out of their recorded inputs"
+    ),
     "trace_capture_ambiguous": lambda v: (
         "the graphs captured as "
         + ", ".join(v["labels"])

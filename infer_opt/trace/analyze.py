@@ -43,6 +43,7 @@ from infer_opt.trace import devices as td
 from infer_opt.trace import ops as to
 from infer_opt.trace import roofline as tr
 from infer_opt.trace import timeline as tt
+from infer_opt.trace.capture import formula_gaps
 from infer_opt.trace.capture import pair as pair_captures
 from infer_opt.trace.events import KERNEL, TraceEvents
 from infer_opt.trace.kernel_table import kernel_table
@@ -266,6 +267,8 @@ def analyze(
     warnings += [] if has_gpu else [Notice("trace_cpu_only", {"files": len(traces)})]
     warnings += [w for r in ranks.timelines for w in r.warnings]
     kernels, families = kernel_table(traces, ranks.masks, causal=causal)
+    coverage = _merge_coverage(ranks.coverages)
+    warnings += formula_gaps(links, groups, coverage)
     result = TraceResult(
         files=tuple(ev.path for ev in traces),
         device_name=spec.name if spec is not None else "",
@@ -273,7 +276,7 @@ def analyze(
         peaks=peaks,
         ranks=tuple(ranks.timelines),
         ops=groups,
-        coverage=_merge_coverage(ranks.coverages),
+        coverage=coverage,
         what_if=found_what_if,
         collectives=rows,
         host_syncs=_merge_syncs(ranks.syncs),

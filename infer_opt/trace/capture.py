@@ -414,6 +414,24 @@ _NOT_CAPTURE = (
 )
 
 
+#: a linked replay with more of its GPU time than this in ops without a formula gets a Notice
+NO_FORMULA_NOTICE = 0.2
+
+
+def formula_gaps(links: Sequence[CaptureLink], groups: Sequence, coverage: Sequence) -> list[Notice]:
+    """Where a linked replay's GPU time still has no formula: the ops it is in (a Notice when
+    it is more than :data:`NO_FORMULA_NOTICE` of the GPU time)."""
+    if not any(c.replays_linked for c in links):
+        return []
+    total = sum(c.time_s for c in coverage)
+    share = sum(c.fraction for c in coverage if c.reason == "no_formula")
+    if total <= 0 or share <= NO_FORMULA_NOTICE:
+        return []
+    missing = [g for g in groups if g.bound == "unknown" and g.flops == 0 and g.bytes == 0]
+    ops = tuple((g.name, g.time_s / total) for g in missing[:3])
+    return [Notice("trace_capture_no_formula", {"share": share, "ops": ops})]
+
+
 def _values(found: CaptureLink) -> dict:
     return {
         "capture": os.path.basename(found.path),
@@ -438,6 +456,7 @@ __all__ = [
     "Capture",
     "CapturedGraph",
     "capture_folders",
+    "formula_gaps",
     "is_capture",
     "link",
     "link_all",

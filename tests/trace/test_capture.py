@@ -299,3 +299,14 @@ def test_whatever_the_order_and_times_each_op_gets_exactly_its_kernels_time(orde
     for (op, _), t in zip(NODES, times, strict=True):
         g = _group(r, op[0])
         assert g.calls == launches and g.time_s == pytest.approx(launches * t * 1e-6)
+
+
+def test_a_linked_replay_mostly_in_ops_without_a_formula_names_them(tmp_path):
+    replay = _write(tmp_path / "replay.json", replay_doc(launches=1, kernel_us=(30.0, 5.0, 70.0)))
+    capture = _write(tmp_path / "capture.json", capture_doc())
+    r = analyze([replay], capture=[capture]).result
+    notice = next(w for w in r.warnings if w.code == "trace_capture_no_formula")
+    assert notice.values["share"] == pytest.approx(70 / 106)  # of 106 µs: 30 + 5 + 70 and the 1 µs memcpy
+    assert notice.values["ops"][0] == ("vllm::custom_op", pytest.approx(70 / 106))
+    quiet = analyze([_write(tmp_path / "r2.json", replay_doc())], capture=[capture]).result
+    assert "trace_capture_no_formula" not in {w.code for w in quiet.warnings}
