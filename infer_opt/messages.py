@@ -501,6 +501,11 @@ MESSAGES: dict[str, Words] = {
         + "): an engine's own ops have no formula here, and its MoE and paged-attention ops leave the "
         "weights or KV lengths a formula needs out of their recorded inputs"
     ),
+    "trace_capture_by_order": lambda v: (
+        f"{v['capture']}: its launches record no kernel names (CUDA's do not): replayed kernels were "
+        "matched to captured launches by count and order only; a graph whose branches ran in another "
+        "order gets its ops mixed up (check the kernel names in the op table)"
+    ),
     "trace_capture_ambiguous": lambda v: (
         "the graphs captured as "
         + ", ".join(v["labels"])

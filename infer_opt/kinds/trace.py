@@ -218,6 +218,10 @@ class CaptureLink:
     labels: tuple[str, ...] = ()  # the annotations of the graphs matched (capture_32_FULL, ...)
     #: labels of graphs with the same kernels as a launch (which size ran cannot be told)
     ambiguous_labels: tuple[str, ...] = ()
+    #: some launches matched by count and order alone (the capture's launches record no kernel
+    #: names, as CUDA's cudaLaunchKernel events do not)
+    by_order: bool = False
+    unnamed_graphs: int = 0  # captured graphs whose launches record no kernel names
 
 
 @dataclass(frozen=True)

@@ -237,10 +237,7 @@ def analyze(
     if hta_compat and steps is not None:
         fixed = "not with --hta-compat (HTA's window is fixed: every step but the last)"
         raise InvalidInput("--steps", f"{steps[0]}-{steps[1]}", fixed)
-    paths = list(paths)
-    traces, links, link_notices = pair_captures(
-        read_traces(paths, workers=workers), paths, capture, workers=workers
-    )
+    traces, links, link_notices = _read(list(paths), capture, workers)
     warnings: list[Notice] = [w for ev in traces for w in ev.warnings] + link_notices
     spec, source, notices = _device(traces, device)
     has_gpu = any(len(ev.gpu) for ev in traces)
@@ -298,6 +295,13 @@ def analyze(
         captures=links,
     )
     return Analysis(result, tuple(traces), tuple(ranks.masks))
+
+
+def _read(
+    paths: list, capture: Sequence[str | os.PathLike[str]] | None, workers: int | None
+) -> tuple[list[TraceEvents], tuple, list[Notice]]:
+    """The traces of ``paths``, graph replays linked to their capture (``trace/capture.py``)."""
+    return pair_captures(read_traces(paths, workers=workers), paths, capture, workers=workers)
 
 
 def _renumber(r: RankTrace, rank: int) -> RankTrace:

@@ -21,7 +21,10 @@ memsets match by kind). Of several graphs with the same nodes, a launch takes on
 the previous launch matched (the same graph replayed again), the next in capture order (a
 piecewise model's identical layers); graphs of different labels (sizes) with the same kernels
 cannot be told apart by a replay that records no grid or shapes: the first is taken, with a
-Notice. A launch no captured graph matches keeps its kernel names only.
+Notice. A launch no captured graph matches keeps its kernel names only. CUDA's launch events
+record no kernel name (ROCm's do): a graph with an unnamed launch is matched by the kinds alone —
+as many kernels, memcpys and memsets — and the k-th replayed kernel is the k-th launch, with a
+Notice (right for a single-stream graph, such as a decode step).
 
 **Linking.** Each matched launch gets its own copy of the captured op chains (the op that issued
 each node and the ops enclosing it, parents kept), appended to the replay's ops; its GPU events
@@ -58,6 +61,9 @@ _MEMSET_CALL = re.compile(r"memset", re.IGNORECASE)
 CAPTURE_FOLDER = "capture_traces"
 #: node names that stand for a memcpy / memset (a replay names them "Memcpy DtoD (...)")
 _NODE_MEMCPY, _NODE_MEMSET = "<memcpy>", "<memset>"
+#: a kernel launch whose event records no kernel name (CUDA's cudaLaunchKernel, cuLaunchKernel)
+_NODE_KERNEL = "<kernel>"
+_LAUNCH_CALL = re.compile(r"launch\w*kernel|launchcooperative", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -68,8 +74,18 @@ class CapturedGraph:
     nodes: tuple[str, ...]  # kernel names, or "<memcpy>" / "<memset>"
     ops: tuple[int, ...]  # per node, the innermost cpu_op (index into the capture's ops), -1 none
 
-    def counts(self) -> Counter:
-        return Counter(self.nodes)
+    @property
+    def named(self) -> bool:
+        """Every kernel node has its name (ROCm launches record it, CUDA's do not)."""
+        return _NODE_KERNEL not in self.nodes
+
+    def keys(self) -> tuple[str, ...]:
+        """What a replay's events are matched against: the names, or the kinds alone."""
+        return self.nodes if self.named else _kinds(self.nodes)
+
+
+def _kinds(nodes: Sequence[str]) -> tuple[str, ...]:
+    return tuple(n if n in (_NODE_MEMCPY, _NODE_MEMSET) else _NODE_KERNEL for n in nodes)
 
 
 @dataclass(frozen=True)
@@ -165,6 +181,8 @@ def read_capture(events: TraceEvents) -> Capture:
 def _node(call: str, kernel: str | None) -> str | None:
     if kernel is not None:
         return kernel
+    if _LAUNCH_CALL.search(call) and not GRAPH_LAUNCH.search(call):
+        return _NODE_KERNEL
     if _MEMCPY_CALL.search(call):
         return _NODE_MEMCPY
     if _MEMSET_CALL.search(call):
@@ -236,23 +254,27 @@ def link(replay: TraceEvents, capture: Capture) -> tuple[TraceEvents, CaptureLin
     names = list(replay.names)
     copier = _Copier(capture.events, names, {n: i for i, n in enumerate(names)}, [], len(replay.ops))
     new_op = replay.gpu.op.copy()
-    counts = [g.counts() for g in capture.graphs]
-    every = sum(counts, Counter())
+    graphs = capture.graphs
+    keys = [g.keys() for g in graphs]
+    counts = [Counter(k) for k in keys]
+    every = sum((Counter(g.nodes) for g in graphs if g.named), Counter())
     linked_launches = linked_events = named = 0
-    last, labels, ambiguous = -1, [], set()
+    last, labels, ambiguous, by_order = -1, [], set(), False
     for idx in launches:
         nodes = _replay_nodes(replay, idx)
-        want = Counter(nodes)
-        named += _overlap(want, every)
-        same = [i for i, c in enumerate(counts) if c == want]
+        kinds = _kinds(nodes)
+        want = {True: Counter(nodes), False: Counter(kinds)}
+        named += _overlap(want[True], every)
+        same = [i for i, c in enumerate(counts) if c == want[graphs[i].named]]
         if not same:
             continue
-        g = _choose(capture.graphs, same, last)
-        if len({capture.graphs[i].label for i in same}) > 1:
-            ambiguous.update(capture.graphs[i].label for i in same)
+        g = _choose(graphs, same, last)
+        if len({graphs[i].label for i in same}) > 1:
+            ambiguous.update(graphs[i].label for i in same)
         last = g
-        labels.append(capture.graphs[g].label)
-        _assign(replay, capture.graphs[g], idx, nodes, copier, new_op)
+        labels.append(graphs[g].label)
+        by_order |= not graphs[g].named
+        _assign(replay, keys[g], graphs[g].ops, idx, nodes if graphs[g].named else kinds, copier, new_op)
         linked_launches += 1
         linked_events += len(idx)
     events = _with_ops(replay, copier, new_op) if linked_launches else replay
@@ -267,6 +289,8 @@ def link(replay: TraceEvents, capture: Capture) -> tuple[TraceEvents, CaptureLin
         kernels_matching=named,
         labels=tuple(dict.fromkeys(labels)),
         ambiguous_labels=tuple(sorted(ambiguous)),
+        by_order=by_order,
+        unnamed_graphs=sum(not g.named for g in graphs),
     )
     return events, found
 
@@ -282,17 +306,18 @@ def _choose(graphs: Sequence[CapturedGraph], same: Sequence[int], last: int) -> 
 
 def _assign(
     replay: TraceEvents,
-    graph: CapturedGraph,
+    keys: Sequence[str],
+    ops: Sequence[int],
     idx: np.ndarray,
     nodes: Sequence[str],
     copier: _Copier,
     new_op: np.ndarray,
 ) -> None:
-    """Point the replay's events ``idx`` at copies of ``graph``'s node ops (k-th of a name to
-    k-th of that name)."""
+    """Point the replay's events ``idx`` (matched as ``nodes``) at copies of the captured node
+    ops (``keys``, ``ops``): the k-th of a key to the k-th of that key."""
     queues: dict[str, list[int]] = {}
-    for j, node in enumerate(graph.nodes):
-        queues.setdefault(node, []).append(graph.ops[j])
+    for key, op in zip(keys, ops, strict=True):
+        queues.setdefault(key, []).append(op)
     taken = Counter()
     first = int(idx[0])
     launch = int(replay.gpu.launch[first])
@@ -367,6 +392,8 @@ def link_all(
         links.append(found)
         if found.replays_linked < found.replays:
             notices.append(Notice("trace_capture_partial", _values(found)))
+        if found.by_order:
+            notices.append(Notice("trace_capture_by_order", {"capture": os.path.basename(found.path)}))
         if found.ambiguous_labels:
             notices.append(
                 Notice("trace_capture_ambiguous", {"labels": found.ambiguous_labels, "chosen": found.labels})
@@ -446,8 +473,13 @@ def _no_match(found: CaptureLink) -> str:
     return (
         f"a capture of the replayed graphs: none of its {found.graphs} captured graph(s) has the "
         f"kernels of any of the {found.replays} graph launch(es); {found.kernels_matching} of the "
-        f"{found.kernels} replayed kernels matched a captured kernel by name (another model, batch "
-        "size or engine version?)"
+        f"{found.kernels} replayed kernels matched a captured kernel by name"
+        + (
+            f" ({found.unnamed_graphs} graph(s) record no kernel names and were matched by count and order)"
+            if found.unnamed_graphs
+            else ""
+        )
+        + " (another model, batch size or engine version?)"
     )
 
 

@@ -35,7 +35,7 @@ def _x(cat: str, name: str, ts: float, dur: float, args: dict, pid: int = 1, tid
     return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
 
 
-def capture_doc(nodes=NODES, label: str = "capture_4_FULL") -> dict:
+def capture_doc(nodes=NODES, label: str = "capture_4_FULL", named: bool = True) -> dict:
     """A capture trace: host ops with shapes, each launching its kernel inside one
     cudaStreamBeginCapture … EndCapture span (the kernels do not run), and a memcpy node."""
     ev = [_x("user_annotation", label, 0.0, 100.0, {})]
@@ -43,7 +43,8 @@ def capture_doc(nodes=NODES, label: str = "capture_4_FULL") -> dict:
     t, corr = 5.0, 10
     for (name, dims, types), kernel in nodes:
         ev.append(_x("cpu_op", name, t, 8.0, {"Input Dims": dims, "Input type": types, "External id": corr}))
-        ev.append(_x("cuda_runtime", "cudaLaunchKernel", t + 2, 2.0, {"kernel": kernel, "correlation": corr}))
+        launch = {"kernel": kernel, "correlation": corr} if named else {"correlation": corr, "cbid": 211}
+        ev.append(_x("cuda_runtime", "cudaLaunchKernel", t + 2, 2.0, launch))
         t, corr = t + 10, corr + 1
     ev.append(_x("cuda_runtime", "cudaMemcpyAsync", t, 2.0, {"correlation": corr}))
     ev.append(_x("cuda_runtime", "cudaStreamEndCapture", t + 5, 1.0, {"correlation": corr + 1}))
@@ -310,3 +311,19 @@ def test_a_linked_replay_mostly_in_ops_without_a_formula_names_them(tmp_path):
     assert notice.values["ops"][0] == ("vllm::custom_op", pytest.approx(70 / 106))
     quiet = analyze([_write(tmp_path / "r2.json", replay_doc())], capture=[capture]).result
     assert "trace_capture_no_formula" not in {w.code for w in quiet.warnings}
+
+
+def test_a_cuda_capture_without_kernel_names_links_by_count_and_order_and_says_so(tmp_path):
+    # CUDA's cudaLaunchKernel events carry no kernel name: the k-th replayed kernel is the k-th launch
+    capture = _write(tmp_path / "capture.json", capture_doc(named=False))
+    replay = _write(tmp_path / "replay.json", replay_doc(launches=2))
+    r = analyze([replay], capture=[capture]).result
+    (link,) = r.captures
+    assert link.by_order and link.unnamed_graphs == 1 and link.kernels_linked == 8
+    assert _group(r, "aten::linear").time_s == pytest.approx(60e-6)
+    assert _group(r, "vllm::custom_op").time_s == pytest.approx(14e-6)
+    assert "trace_capture_by_order" in {w.code for w in r.warnings}
+    short = _write(tmp_path / "short.json", capture_doc(NODES[:2], named=False))
+    with pytest.raises(InvalidInput) as err:
+        analyze([replay], capture=[short])
+    assert "matched by count and order" in str(err.value)
