@@ -106,8 +106,9 @@ def _from_file(path: str, event_index: np.ndarray) -> tuple[dict[int, str], list
     raw = doc["traceEvents"] if isinstance(doc, dict) else doc
     kernels = {}
     for i in event_index.tolist():
-        if 0 <= i < len(raw) and isinstance(raw[i], dict):
-            kernel = (raw[i].get("args") or {}).get("kernel")
+        args = raw[i].get("args") if 0 <= i < len(raw) and isinstance(raw[i], dict) else None
+        if isinstance(args, dict):
+            kernel = args.get("kernel")
             if isinstance(kernel, str) and kernel:
                 kernels[i] = kernel
     notes = []
@@ -419,6 +420,7 @@ def pair(
         for c in captures:
             if not is_capture(c):
                 raise InvalidInput("--capture", c.path, _NOT_CAPTURE)
+        rest = split_captures(traces)[0] or rest  # a capture among the traces is no rank either
     else:
         rest, captures = split_captures(traces)
         if not rest:  # only capture traces given: analyze them as they are

@@ -327,3 +327,9 @@ def test_a_cuda_capture_without_kernel_names_links_by_count_and_order_and_says_s
     with pytest.raises(InvalidInput) as err:
         analyze([replay], capture=[short])
     assert "matched by count and order" in str(err.value)
+
+
+def test_a_capture_both_given_and_among_the_traces_is_not_analyzed_as_a_rank(pair):
+    replay, capture = pair
+    r = analyze([replay, capture], capture=[capture]).result
+    assert r.files == (str(replay),) and r.captures[0].kernels_linked == 8
