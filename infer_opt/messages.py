@@ -491,6 +491,35 @@ MESSAGES: dict[str, Words] = {
         + (v["precision"] if v["resource"] == "flops" else "memory")
         + " peak: the wrong device (give --device), or its data stayed in L2"
     ),
+    "trace_capture_absent": lambda v: (
+        f"{v['replays']} CUDA/HIP graph launch(es) replayed kernels with no op and no shapes, and no "
+        "capture trace was given: their kernels are broken down by name only (give the engine's "
+        "capture trace with --capture FILE for per-op figures)"
+    ),
+    "trace_capture_partial": lambda v: (
+        f"{v['capture']}: {v['linked']} of {v['replays']} graph launches matched a captured graph "
+        f"({v['kernels_linked']} of {v['kernels']} replayed GPU events linked to their ops); the others "
+        "are broken down by kernel name only (a graph captured at another size, or not in this capture)"
+    ),
+    "trace_capture_no_formula": lambda v: (
+        f"linked to its capture, {v['share']:.1%} of the replay's GPU time is still in ops with no FLOP/byte "
+        "formula ("
+        + ", ".join(f"{name} {share:.1%}" for name, share in v["ops"])
+        + "): an engine's own ops have no formula here, and its MoE and paged-attention ops leave the "
+        "weights or KV lengths a formula needs out of their recorded inputs"
+    ),
+    "trace_capture_by_order": lambda v: (
+        f"{v['capture']}: its launches record no kernel names (CUDA's do not): replayed kernels were "
+        "matched to captured launches by count and order only; a graph whose branches ran in another "
+        "order gets its ops mixed up (check the kernel names in the op table)"
+    ),
+    "trace_capture_ambiguous": lambda v: (
+        "the graphs captured as "
+        + ", ".join(v["labels"])
+        + " have the same kernels and a replay records no size: the replays were linked to "
+        + ", ".join(v["chosen"])
+        + "'s ops and shapes (check the kernel times against them)"
+    ),
 }
 
 _FAMILY_PINS = {"matmul": "R (matmul)", "elementwise": "b (elementwise)", "launch": "t0 (launch)"}

@@ -35,6 +35,12 @@ Examples:
   infer-opt trace rank0.json.gz --hta-compat --json
 
   infer-opt trace t.json.gz --device h100 --augment annotated.json.gz
+
+  infer-opt trace graph_execution.json.gz --capture capture_traces/graph_capture_rank_0.json.gz
+
+CUDA/HIP-graph replays (vLLM, SGLang) carry no ops: give the engine's capture trace with
+--capture (or pass both files, or the folder holding capture_traces/) and each replayed kernel
+gets the op and shapes it was captured with; without one, kernels are classed by name.
 """
 
 StepsOpt = option(
@@ -77,6 +83,12 @@ AugmentOpt = option(
     parse=OutputFile(),
     help="Write the trace back (.json or .json.gz) with flops, bytes, rates and bound in each event's args.",
 )
+CaptureOpt = option(
+    Path | None,
+    "--capture",
+    parse=InputFile(),
+    help="The graph-capture trace of the replays (vLLM/SGLang capture_traces/).",
+)
 
 
 @with_output(plot=True)
@@ -97,6 +109,7 @@ def trace_command(
     matmul_fraction: MatmulFractionOpt = 0.7,
     top: TopOpt = 15,
     augment: AugmentOpt = None,
+    capture: CaptureOpt = None,
     *,
     output: Output,
 ) -> Any:
@@ -116,6 +129,7 @@ def trace_command(
         roofline_fit=fit,
         causal=causal_flops,
         matmul_peak_fraction=matmul_fraction,
+        capture=[capture] if capture is not None else None,
     )
     if augment is not None:
         from infer_opt.errors import RunFailure

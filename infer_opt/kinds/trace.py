@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from infer_opt.notices import Notice
-from infer_opt.results import Result
+from infer_opt.results import Result, number_problems
 
 
 @dataclass(frozen=True)
@@ -181,6 +181,50 @@ class Peaks:
 
 
 @dataclass(frozen=True)
+class KernelRow:
+    """One kernel name over the analyzed windows: its calls, time and family. ``family_source``
+    says where the family came from: ``op`` (the op group it belongs to has a formula, whose
+    family it is), ``name`` (:func:`infer_opt.trace.kernel_names.kernel_family`), or ``None``
+    with ``family`` ``None`` (no op formula and a name no rule knows)."""
+
+    name: str
+    calls: int
+    time_s: float
+    fraction: float  # of the GPU time (kernels, memcpy, memset) of the analyzed windows
+    family: str | None = None
+    family_source: str | None = None  # "op" / "name"; None when family is None
+
+    def loaded_problems(self) -> list[tuple[str, object, str]]:
+        out = number_problems(self, non_negative=("calls", "time_s", "fraction"))
+        if self.family_source not in (None, "op", "name"):
+            out.append(("family_source", self.family_source, 'one of "op", "name" or null'))
+        elif (self.family is None) != (self.family_source is None):
+            out.append(("family_source", self.family_source, "null exactly when family is null"))
+        return out
+
+
+@dataclass(frozen=True)
+class CaptureLink:
+    """A replay trace's graph launches linked to a capture trace (``--capture``, or found
+    beside it): how many launches and GPU events matched a captured graph."""
+
+    path: str  # the capture trace
+    graphs: int  # graphs captured in it
+    replays: int  # graph launches in the replay trace
+    replays_linked: int
+    kernels: int  # GPU events those launches ran
+    kernels_linked: int
+    kernels_matching: int = 0  # events with a captured node of the same name (any graph)
+    labels: tuple[str, ...] = ()  # the annotations of the graphs matched (capture_32_FULL, ...)
+    #: labels of graphs with the same kernels as a launch (which size ran cannot be told)
+    ambiguous_labels: tuple[str, ...] = ()
+    #: some launches matched by count and order alone (the capture's launches record no kernel
+    #: names, as CUDA's cudaLaunchKernel events do not)
+    by_order: bool = False
+    unnamed_graphs: int = 0  # captured graphs whose launches record no kernel names
+
+
+@dataclass(frozen=True)
 class TraceResult(Result):
     """The analysis of one or more trace files (one per rank)."""
 
@@ -205,3 +249,7 @@ class TraceResult(Result):
     alpha_beta: tuple[AlphaBetaRow, ...] = ()
     cpu_ops: tuple[CpuOpRow, ...] = ()  # a CPU-only trace: self time per CPU op
     warnings: tuple[Notice, ...] = field(default=())
+    kernels: tuple[KernelRow, ...] = ()  # one row per kernel name, most time first
+    #: GPU time by where its family came from: reasons "op", "name", "none" (fractions sum to 1)
+    family_coverage: tuple[CoverageRow, ...] = ()
+    captures: tuple[CaptureLink, ...] = ()  # per replay trace linked to a capture

@@ -112,6 +112,7 @@ def _summary(r: TraceResult) -> list[tuple[str, str]]:
         in_groups = f"{format_duration(gpu_s, 4)} summed; {in_groups} (the rest has no op: see Coverage)"
     out.append(("GPU kernel time", in_groups))
     out.append(("Covered by a formula", format_percent(modelled)))
+    out += _family_lines(r)
     best = next((w for w in r.what_if if w.saved_s > 0), None)
     if best is not None:
         out.append(("Largest what-if (predicted)", f"{best.description}: {format_ratio(best.speedup)}"))
@@ -284,6 +285,96 @@ def _coverage_table(r: TraceResult) -> Table | None:
         columns,
         rows_of(r.coverage, columns),
         caption="Summed kernel, memcpy and memset time over the analyzed steps.",
+    )
+
+
+_FAMILY_SOURCES = {"op": "from its op's formula", "name": "from the kernel's name", "none": "no family"}
+
+
+def _family_lines(r: TraceResult) -> list[tuple[str, str]]:
+    """The family coverage and the capture links, as summary lines."""
+    out = []
+    if r.family_coverage:
+        known = sum(c.fraction for c in r.family_coverage if c.reason != "none")
+        by = {c.reason: c.fraction for c in r.family_coverage}
+        out.append(
+            (
+                "With a family",
+                f"{format_percent(known)} (ops {format_percent(by.get('op', 0.0))}, "
+                f"kernel names {format_percent(by.get('name', 0.0))})",
+            )
+        )
+    for c in r.captures:
+        out.append(
+            (
+                "Graph replays linked",
+                f"{c.replays_linked} of {c.replays} launches, {c.kernels_linked} of {c.kernels} GPU events, "
+                f"to {os.path.basename(c.path)}" + (f" ({', '.join(c.labels)})" if c.labels else ""),
+            )
+        )
+    return out
+
+
+KERNEL_WIDTH = 28
+
+
+def _kernel_label(name: str, width: int = KERNEL_WIDTH) -> str:
+    """A kernel name without ``void`` and cut at ``width`` (whole in the JSON and CSV)."""
+    text = name.removeprefix("void ")
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _kernels_table(r: TraceResult, top: int) -> Table | None:
+    if not r.kernels:
+        return None
+    shown = r.kernels[:top]
+    columns = [
+        Column("name", "Kernel", _kernel_label, align="left", csv_header="name", is_key=True),
+        Column("calls", "Calls", csv_header="calls"),
+        Column("time_s", "Time", format_duration, csv_header="time_s", importance=2),
+        Column("fraction", "Share", format_percent, csv_header="fraction", importance=2),
+        Column("family", "Family", lambda v: v or "—", align="left", csv_header="family", importance=1),
+        Column(
+            "family_source",
+            "From",
+            lambda v: {"op": "op", "name": "name"}.get(v, "—") if v else "—",
+            align="left",
+            csv_header="family_source",
+            importance=1,
+        ),
+    ]
+    return Table(
+        "Top kernels by GPU time (measured)",
+        columns,
+        rows_of(shown, columns),
+        caption=f"Top {len(shown)} of {len(r.kernels)} kernel names over the analyzed steps"
+        + (" and ranks" if len(r.ranks) > 1 else "")
+        + "; share of the kernel, memcpy and memset time. Family from the op group's formula (op) "
+        "or from the kernel's name (name); — where neither says.",
+    )
+
+
+def _family_table(r: TraceResult) -> Table | None:
+    if not r.family_coverage:
+        return None
+    columns = [
+        Column(
+            "reason",
+            "Family",
+            lambda v: _FAMILY_SOURCES.get(v, v),
+            align="left",
+            csv_header="source",
+            is_key=True,
+        ),
+        Column("time_s", "Time", format_duration, csv_header="time_s"),
+        Column("fraction", "Share", format_percent, csv_header="fraction", importance=2),
+    ]
+    return Table(
+        "Coverage: GPU time with a family",
+        columns,
+        rows_of(r.family_coverage, columns),
+        caption="Summed kernel, memcpy and memset time over the analyzed steps, by where its family "
+        "came from.",
     )
 
 
@@ -487,6 +578,8 @@ def build_view(result: TraceResult, *, top: int = 15) -> View:
         _ops_table(result, top),
         _work_table(result, top),
         _coverage_table(result),
+        _kernels_table(result, top),
+        _family_table(result),
         _what_if_table(result),
         _peaks_table(result),
         _collectives_table(result),

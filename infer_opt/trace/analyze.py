@@ -43,7 +43,10 @@ from infer_opt.trace import devices as td
 from infer_opt.trace import ops as to
 from infer_opt.trace import roofline as tr
 from infer_opt.trace import timeline as tt
+from infer_opt.trace.capture import formula_gaps
+from infer_opt.trace.capture import pair as pair_captures
 from infer_opt.trace.events import KERNEL, TraceEvents
+from infer_opt.trace.kernel_table import kernel_table
 from infer_opt.trace.op_costs import CAUSAL_CONVENTIONS
 from infer_opt.trace.reader import read_traces
 from infer_opt.trace.whatif import what_ifs
@@ -225,15 +228,17 @@ def analyze(
     causal: str = "half",
     matmul_peak_fraction: float = 0.7,
     workers: int | None = None,
+    capture: Sequence[str | os.PathLike[str]] | None = None,
 ) -> Analysis:
-    """The whole analysis of ``paths`` (files, or folders of one file per rank)."""
+    """The whole analysis of ``paths`` (files, or folders of one file per rank); graph replays
+    linked to ``capture`` (or to capture traces found among or beside ``paths``)."""
     if causal not in CAUSAL_CONVENTIONS:
         raise InvalidInput("--causal-flops", causal, f"expected one of {', '.join(CAUSAL_CONVENTIONS)}")
     if hta_compat and steps is not None:
         fixed = "not with --hta-compat (HTA's window is fixed: every step but the last)"
         raise InvalidInput("--steps", f"{steps[0]}-{steps[1]}", fixed)
-    traces = read_traces(paths, workers=workers)
-    warnings: list[Notice] = [w for ev in traces for w in ev.warnings]
+    traces, links, link_notices = _read(list(paths), capture, workers)
+    warnings: list[Notice] = [w for ev in traces for w in ev.warnings] + link_notices
     spec, source, notices = _device(traces, device)
     has_gpu = any(len(ev.gpu) for ev in traces)
     peaks, known, more = _peaks(
@@ -258,6 +263,9 @@ def analyze(
     warnings += tr.rate_checks(groups, peaks) if known else ()
     warnings += [] if has_gpu else [Notice("trace_cpu_only", {"files": len(traces)})]
     warnings += [w for r in ranks.timelines for w in r.warnings]
+    kernels, families = kernel_table(traces, ranks.masks, causal=causal)
+    coverage = _merge_coverage(ranks.coverages)
+    warnings += formula_gaps(links, groups, coverage)
     result = TraceResult(
         files=tuple(ev.path for ev in traces),
         device_name=spec.name if spec is not None else "",
@@ -265,7 +273,7 @@ def analyze(
         peaks=peaks,
         ranks=tuple(ranks.timelines),
         ops=groups,
-        coverage=_merge_coverage(ranks.coverages),
+        coverage=coverage,
         what_if=found_what_if,
         collectives=rows,
         host_syncs=_merge_syncs(ranks.syncs),
@@ -282,8 +290,18 @@ def analyze(
         ),
         cpu_ops=() if has_gpu else cpu_ops(traces),
         warnings=_unique(warnings),
+        kernels=kernels,
+        family_coverage=families,
+        captures=links,
     )
-    return Analysis(result, traces, tuple(ranks.masks))
+    return Analysis(result, tuple(traces), tuple(ranks.masks))
+
+
+def _read(
+    paths: list, capture: Sequence[str | os.PathLike[str]] | None, workers: int | None
+) -> tuple[list[TraceEvents], tuple, list[Notice]]:
+    """The traces of ``paths``, graph replays linked to their capture (``trace/capture.py``)."""
+    return pair_captures(read_traces(paths, workers=workers), paths, capture, workers=workers)
 
 
 def _renumber(r: RankTrace, rank: int) -> RankTrace:

@@ -5,6 +5,7 @@ pandas DataFrames (whole, never cut at a display's ``--top``), as HTA users expe
     t.result                 # the TraceResult (what ``infer-opt trace --json`` writes)
     t.ops                    # one row per (op, shapes, dtype) group
     t.kernels                # one row per GPU event of the analyzed steps, with its op
+    t.kernel_names           # one row per kernel name: calls, time, share, family and its source
     t.steps, t.ranks         # the timeline per step and per rank
 
 pandas is imported only when a frame is first asked for.
@@ -99,6 +100,14 @@ class LoadedTrace:
             )
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
+    @cached_property
+    def kernel_names(self) -> Any:
+        """One row per kernel name (``result.kernels``): calls, time, share, family, its source."""
+        import pandas as pd
+
+        keys = ("name", "calls", "time_s", "fraction", "family", "family_source")
+        return pd.DataFrame([asdict(k) for k in self.result.kernels], columns=list(keys))
+
     def to_frame(self) -> Any:
         """The op groups (as every result's ``to_frame`` gives its main table)."""
         return self.ops
@@ -114,6 +123,7 @@ def load_trace(
     hta_compat: bool = False,
     causal_flops: str = "half",
     matmul_fraction: float = 0.7,
+    capture: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None = None,
 ) -> LoadedTrace:
     """Analyze trace file(s) as ``infer-opt trace`` does; bad input raises
     :class:`~infer_opt.errors.InvalidInput` naming the parameter, as the CLI refuses it."""
@@ -132,6 +142,10 @@ def load_trace(
     for p in paths:
         if not os.path.exists(p):
             raise InvalidInput("paths", os.fspath(p), "file does not exist")
+    captures = [capture] if isinstance(capture, (str, os.PathLike)) else capture
+    for p in captures or ():
+        if not os.path.exists(p):
+            raise InvalidInput("capture", os.fspath(p), "file does not exist")
     return LoadedTrace(
         analyze(
             paths,
@@ -142,6 +156,7 @@ def load_trace(
             peak_bandwidth=peak_bandwidth,
             causal=causal_flops,
             matmul_peak_fraction=float(matmul_fraction),
+            capture=list(captures) if captures is not None else None,
         )
     )
 

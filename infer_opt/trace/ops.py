@@ -438,7 +438,12 @@ def event_reasons(events: TraceEvents, *, causal: str = "half", cost: CostFn | N
     if len(events.launches) and linked.any():
         replay[linked] = graph[events.launches.name[launch[linked]]]
     memory = (gpu.kind == MEMCPY) | (gpu.kind == MEMSET)
-    reasons[~modelled & ~memory & replay] = code["no_shapes"]
+    # a replay linked to its capture (trace/capture.py) has the captured ops, copied with
+    # event_index -1: no formula there is the op's, not missing shapes
+    captured = np.zeros(len(gpu), dtype=bool)
+    owned = att.owner >= 0
+    captured[owned] = events.ops.event_index[att.owner[owned]] < 0
+    reasons[~modelled & ~memory & replay & ~captured] = code["no_shapes"]
     reasons[~modelled & memory] = code["memcpy"]
     reasons[_is_comm(events)] = code["communication"]
     reasons[gpu.kind == SYNC] = code["sync"]
