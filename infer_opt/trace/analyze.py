@@ -87,7 +87,8 @@ def _device(
         if not len(ev.gpu):
             continue
         kernels = {ev.name_of(n) for n in np.unique(ev.gpu.name[ev.gpu.kind == KERNEL])}
-        found[ev.path] = td.identify(ev.device_properties, sorted(kernels))
+        table = td.ran_on(ev.device_properties, ev.gpu.device[ev.gpu.kind == KERNEL].tolist())
+        found[ev.path] = td.identify(table, sorted(kernels))
     if not found:
         return None, "none", []
     names = {d.name if d is not None else None for d, _, _ in found.values()}
