@@ -482,8 +482,18 @@ MESSAGES: dict[str, Words] = {
         + (f"{v['rate'] / 1e12:.3g} TFLOP/s" if v["resource"] == "flops" else f"{v['rate'] / 1e9:.4g} GB/s")
         + f", {v['rate'] / v['peak']:.2f}× the assumed "
         + (v["precision"] if v["resource"] == "flops" else "memory")
-        + " peak: the wrong device (give --device), or its data stayed in L2"
+        + " peak (more than the 1.1× margin): "
+        + _RATE_CAUSES.get(v.get("cause", "cache"), _RATE_CAUSES["cache"])
     ),
+}
+
+#: the likely causes of a rate above its peak (infer_opt/trace/roofline.py likely_cause)
+_RATE_CAUSES = {
+    "link": "the host link is faster than assumed (NVLink-C2C, a newer PCIe; give --device)",
+    "formula": "too far above for any cache: the op's FLOP/byte formula overcounts (its shapes or dim) "
+    "or the device is wrong (give --device)",
+    "precision": "a faster precision's kernel ran (TF32, FP8) or the device is wrong (give --device)",
+    "cache": "its data stayed in L2 (a small working set), or the device is wrong (give --device)",
 }
 
 _FAMILY_PINS = {"matmul": "R (matmul)", "elementwise": "b (elementwise)", "launch": "t0 (launch)"}

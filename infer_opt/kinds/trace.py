@@ -79,7 +79,9 @@ class RankTrace:
 class OpGroup:
     """The calls of one (op, input shapes, dtypes) group: GPU kernel time is the sum of the
     kernels the calls launched; flops and bytes are totals over the calls (from the recorded
-    shapes, the formulas ``profile`` uses; 0 where no formula applies)."""
+    shapes, the formulas ``profile`` uses; 0 where no formula applies). A host↔device copy's
+    group (``family == "transfer"``) counts the bytes that crossed the host link (the tensor
+    once, :func:`infer_opt.trace.ops.link_bytes`)."""
 
     name: str
     shapes: str

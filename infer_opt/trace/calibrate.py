@@ -147,6 +147,7 @@ def op_instances(events: TraceEvents, *, causal: str = "half") -> list[OpInstanc
         TRANSFER_WAYS,
         _works,
         attribute,
+        link_bytes,
         transfer_directions,
     )
 
@@ -178,7 +179,7 @@ def op_instances(events: TraceEvents, *, causal: str = "half") -> list[OpInstanc
         way = max(TRANSFER_WAYS, key=lambda w: moved_us.get((op, w), 0.0))
         if moved_us.get((op, way), 0.0) >= TRANSFER_SHARE * time_us[op]:
             # a copy across the host link: its bytes (one side of the copy) over that link
-            family, nbytes = f"{TRANSFER}.{way}", nbytes / 2
+            family, nbytes = f"{TRANSFER}.{way}", link_bytes(nbytes)
             features = (nbytes,)
         out.append(
             OpInstance(

@@ -23,6 +23,9 @@ and each group's ``time_s`` is exactly the sum of its events' durations. Events 
 level) are in no group; :func:`coverage` counts them. ``calls`` are distinct op instances;
 ``flops``/``bytes`` are the formula's figures summed over those instances.
 
+A host↔device copy's group (family ``transfer``) counts the bytes that crossed the host link
+(:func:`link_bytes`: the tensor once), not the read and the write its formula counts.
+
 **Bound.** Per call, against the peaks of the group's precision: ``launch`` when the launch
 floor ``t0`` exceeds both ``F/R`` and ``Q/b`` (the work would take less than launching it;
 :func:`infer_opt.cost_models.roofline.classify`'s rule), else ``compute`` or ``bandwidth``,
@@ -96,6 +99,15 @@ def transfer_directions(events: TraceEvents) -> dict[int, str]:
             if word in name:
                 out[i] = way
     return out
+
+
+def link_bytes(copy_bytes: float) -> float:
+    """The bytes a host↔device copy moves across the host link. Every formula that counts a
+    copy (``op_costs``: ``to``, ``_to_copy``, ``copy_``, ``clone``) counts one read and one write
+    of the tensor, as HBM sees a device-side copy; the link carries the tensor once. The one
+    definition ``trace``'s op table, its "copies at the link rate" what-if and
+    ``calibrate --from-trace`` use."""
+    return copy_bytes / 2.0
 
 
 def group_peaks(family: str, peaks: Peaks) -> Peaks:
@@ -362,6 +374,7 @@ def _group(
     )
     if modelled and _copied_us(events, idx, ways) >= TRANSFER_SHARE * time_s * 1e6:
         family = TRANSFER
+        nbytes = link_bytes(nbytes)  # held against the host link: the tensor once
     return OpGroup(
         name=name,
         shapes=shapes,
