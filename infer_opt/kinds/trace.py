@@ -90,10 +90,10 @@ class OpGroup:
     time_s: float
     flops: float
     bytes: float
-    achieved_flops_per_s: float
-    achieved_bytes_per_s: float
+    achieved_flops_per_s: float | None  # None without a formula (unknown, never 0)
+    achieved_bytes_per_s: float | None
     bound: str  # compute / bandwidth / launch / unknown
-    peak_fraction: float  # achieved over the peak of the bound resource
+    peak_fraction: float | None  # achieved over the peak of the bound resource; None when unknown
     precision: str  # the peak the op runs against: bf16, fp16, tf32, fp32, fp8, int8, ...
     family: str = ""  # matmul, attention, norm, softmax, elementwise, reduction, ...
     kernels: int = 0
@@ -134,18 +134,21 @@ class HostSync:
 
 @dataclass(frozen=True)
 class CollectiveRow:
-    """One collective kind and message size, over its calls (nccl-tests' algbw/busbw)."""
+    """One collective kind and message size, over its calls (nccl-tests' algbw/busbw). What
+    the trace does not say is ``None`` (JSON ``null``), never 0: the size without the message
+    fields, the ranks without ``Group size`` or ``distributedInfo``'s world size, the
+    bandwidths that need them, the wait and transfer with one rank."""
 
     collective: str
-    bytes: int
+    bytes: int | None
     dtype: str
-    group_size: int
+    group_size: int | None
     calls: int
     time_s: float  # median kernel time (includes waiting for peers)
-    algbw_bytes_per_s: float
-    busbw_bytes_per_s: float
-    wait_s: float = 0.0  # median wait of the early ranks (several ranks), else 0
-    transfer_s: float = 0.0  # time_s − wait_s
+    algbw_bytes_per_s: float | None
+    busbw_bytes_per_s: float | None
+    wait_s: float | None = None  # median wait of the early ranks (several ranks), else unknown
+    transfer_s: float | None = None  # time_s − wait_s (several ranks), else unknown
 
 
 @dataclass(frozen=True)

@@ -139,7 +139,7 @@ def _collective_calls(ev: TraceEvents, mask: np.ndarray, rank: int) -> list[tc.C
     calls = []
     for i in np.flatnonzero(mask & (cat == tt.COMM)).tolist():
         call = tc.collective_call(
-            ev.name_of(g.name[i]), g.args[i], rank, float(g.ts_us[i]), float(g.dur_us[i])
+            ev.name_of(g.name[i]), g.args[i], rank, float(g.ts_us[i]), float(g.dur_us[i]), ev.world_size
         )
         if call is not None:
             calls.append(call)

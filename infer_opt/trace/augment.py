@@ -21,7 +21,7 @@ import orjson
 from infer_opt.files import write_bytes
 from infer_opt.trace.analyze import Analysis
 from infer_opt.trace.events import TraceEvents
-from infer_opt.trace.ops import _works, attribute
+from infer_opt.trace.ops import TRANSFER, _works, attribute, link_bytes
 from infer_opt.trace.reader import _load_document
 
 #: the keys added to an event's ``args``
@@ -58,12 +58,14 @@ def annotations(
         key = (events.name_of(ops.name[op]), att.shapes(ops.args[op]), att.dtypes(ops.args[op]))
         group = groups.get(key)
         time_s = time_us / 1e6
+        # a host↔device copy: the tensor once over the link, as its row says (ops.link_bytes)
+        nbytes = link_bytes(cost.bytes) if group is not None and group.family == TRANSFER else cost.bytes
         figures = {
             "flops": float(cost.flops),
-            "bytes": float(cost.bytes),
-            "achieved_flops_per_s": cost.flops / time_s if time_s > 0 else 0.0,
-            "achieved_bytes_per_s": cost.bytes / time_s if time_s > 0 else 0.0,
-            "peak_fraction": group.peak_fraction if group is not None else 0.0,
+            "bytes": float(nbytes),
+            "achieved_flops_per_s": cost.flops / time_s if time_s > 0 else None,
+            "achieved_bytes_per_s": nbytes / time_s if time_s > 0 else None,
+            "peak_fraction": group.peak_fraction if group is not None else None,
             "bound": group.bound if group is not None else "unknown",
         }
         added[int(ops.event_index[op])] = {**figures, "infer_opt_kernel_time_us": time_us}

@@ -331,10 +331,11 @@ def _work(
         "time_s": time_s,
         "flops": flops,
         "bytes": nbytes,
-        "achieved_flops_per_s": flops / time_s if time_s > 0 else 0.0,
-        "achieved_bytes_per_s": nbytes / time_s if time_s > 0 else 0.0,
+        # unknown is None (JSON null), never 0: no formula, no rate; no roofline, no fraction
+        "achieved_flops_per_s": flops / time_s if modelled and time_s > 0 else None,
+        "achieved_bytes_per_s": nbytes / time_s if modelled and time_s > 0 else None,
         "bound": bound,
-        "peak_fraction": fraction,
+        "peak_fraction": None if bound == "unknown" else fraction,
     }
 
 

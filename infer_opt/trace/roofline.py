@@ -128,7 +128,7 @@ def fit_from_trace(groups: Sequence[OpGroup], *, kernel_s: Sequence[float] = ())
     streaming = [
         g.achieved_bytes_per_s
         for g in groups
-        if g.family in STREAMING_FAMILIES and g.bytes > 0 and g.calls and g.time_s / g.calls >= FIT_MIN_CALL_S
+        if g.family in STREAMING_FAMILIES and g.bytes > 0 and g.achieved_bytes_per_s and g.calls and g.time_s / g.calls >= FIT_MIN_CALL_S
     ]
     if not streaming:
         return None
@@ -143,7 +143,7 @@ def fit_from_trace(groups: Sequence[OpGroup], *, kernel_s: Sequence[float] = ())
     ]
     matmul = {g.precision: 0.0 for g in groups if g.family == "matmul"}
     for g in groups:
-        if g.family == "matmul" and g.flops > 0:
+        if g.family == "matmul" and g.flops > 0 and g.achieved_flops_per_s:
             matmul[g.precision] = max(matmul[g.precision], g.achieved_flops_per_s)
     notes += [
         f"best matmul rate {rate / 1e12:.1f} TFLOP/s ({p}): a workload figure, not the device's peak"
@@ -168,7 +168,7 @@ def rate_checks(groups: Sequence[OpGroup], peaks: Peaks) -> tuple[Notice, ...]:
             ("bytes", g.achieved_bytes_per_s, own.bytes_per_s),
         )
         for resource, rate, peak in checks:
-            if above_peak(rate, peak):
+            if rate is not None and above_peak(rate, peak):
                 values = {
                     "op": g.name,
                     "shapes": g.shapes,

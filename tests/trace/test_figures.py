@@ -179,3 +179,52 @@ def test_the_warning_names_the_op_and_the_likely_cause(kw, cause):
 def test_a_copy_is_warned_against_its_link_not_the_hbm():
     assert not tr.rate_checks([_group(family=TRANSFER, achieved_bytes_per_s=60e9)], PEAKS)
     assert tr.rate_checks([_group(family=TRANSFER, achieved_bytes_per_s=93e9)], PEAKS)
+
+
+# ------------------------------------------------------------------ unknown is null, never 0
+
+
+def test_an_unsized_collective_is_unknown_not_zero_and_takes_the_world_size():
+    """The class: a collective with no message fields printed ``0 B``, ``0`` ranks, ``0 B/s``
+    (V100 ``df_index_resolver``, A100 ``control``) though ``distributedInfo`` gave the world."""
+    from infer_opt.trace.collectives import collective_call, collective_rows
+
+    name = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+    bare = collective_call(name, {}, 0, 0.0, 10.0)
+    assert (bare.bytes, bare.group_size) == (None, None)
+    world = collective_call(name, {}, 0, 0.0, 10.0, world_size=8)
+    assert (world.bytes, world.group_size) == (None, 8)
+    sized = collective_call(name, {"In msg nelems": 1024, "dtype": "Float"}, 0, 0.0, 10.0, world_size=8)
+    assert (sized.bytes, sized.group_size) == (4096, 8)
+    (row,) = collective_rows([[world]])
+    assert (row.bytes, row.algbw_bytes_per_s, row.busbw_bytes_per_s) == (None, None, None)
+    assert (row.wait_s, row.transfer_s) == (None, None)  # one rank: the wait cannot be split off
+    (row,) = collective_rows([[sized]])
+    assert row.algbw_bytes_per_s == pytest.approx(4096 / 10e-6)
+    assert row.busbw_bytes_per_s == pytest.approx(4096 / 10e-6 * 2 * 7 / 8)  # all_reduce's 2(n-1)/n
+    gathered = collective_call(
+        "ncclDevKernel_AllGather_RING_LL", {"In msg nelems": 10, "dtype": "Float"}, 0, 0.0, 1.0
+    )
+    assert gathered.bytes is None  # the gathered size needs the ranks
+
+
+def test_unknown_values_are_null_in_json_and_a_dash_on_the_console():
+    import json
+
+    from infer_opt.kinds.trace import CollectiveRow
+    from infer_opt.results import to_jsonable
+    from infer_opt.units import format_bandwidth, format_bytes
+
+    row = CollectiveRow("all_reduce", None, "fp32", None, 3, 1e-5, None, None)
+    data = json.loads(json.dumps(to_jsonable(row)))
+    assert data["bytes"] is None and data["group_size"] is None and data["busbw_bytes_per_s"] is None
+    assert format_bytes(None) == "—" and format_bandwidth(None) == "—"
+    g = _group(bound="unknown", achieved_bytes_per_s=None, achieved_flops_per_s=None, peak_fraction=None)
+    assert not tr.rate_checks([g], PEAKS)  # an unknown rate is no rate above peak
+
+
+def test_an_op_without_a_formula_has_no_rate_and_no_fraction(tmp_path):
+    ev = read_trace(write_trace(tmp_path / "t.json", [("aten::mystery", [[4]], ["float"], 10.0)]))
+    (g,) = op_groups(ev, peaks=peaks_for(by_name("h100")))
+    assert g.bound == "unknown"
+    assert (g.achieved_flops_per_s, g.achieved_bytes_per_s, g.peak_fraction) == (None, None, None)
