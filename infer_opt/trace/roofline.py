@@ -128,7 +128,11 @@ def fit_from_trace(groups: Sequence[OpGroup], *, kernel_s: Sequence[float] = ())
     streaming = [
         g.achieved_bytes_per_s
         for g in groups
-        if g.family in STREAMING_FAMILIES and g.bytes > 0 and g.achieved_bytes_per_s and g.calls and g.time_s / g.calls >= FIT_MIN_CALL_S
+        if g.family in STREAMING_FAMILIES
+        and g.bytes > 0
+        and g.achieved_bytes_per_s
+        and g.calls
+        and g.time_s / g.calls >= FIT_MIN_CALL_S
     ]
     if not streaming:
         return None
