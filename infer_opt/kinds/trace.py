@@ -8,10 +8,31 @@ analyses in :mod:`infer_opt.trace` build these rows; :mod:`infer_opt.reports.tra
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from infer_opt.notices import Notice
 from infer_opt.results import Result
+
+#: an op's input shapes, one dimension list per tensor (a TensorList's members in order), as
+#: ``profile``'s are; ``()`` for a 0-dim tensor
+Shapes = tuple[tuple[int, ...], ...]
+
+
+def as_shapes(value: Any) -> Shapes:
+    """``value`` as :data:`Shapes`: lists (JSON) as tuples; the display text older saved
+    results hold (``(1, 141, 512), (512), [(2, 3), (2, 3)]``) parsed, so they still load."""
+    if isinstance(value, str):
+        return tuple(
+            tuple(int(d) for d in re.findall(r"\d+", inner)) for inner in re.findall(r"\(([^()]*)\)", value)
+        )
+    return tuple(tuple(int(d) for d in shape) for shape in value)
+
+
+def shapes_text(shapes: Shapes, sep: str = ", ") -> str:
+    """``((16, 5185, 64), (16, 64, 5185), ())`` → ``16×5185×64, 16×64×5185, ()``."""
+    return sep.join("×".join(str(d) for d in shape) if shape else "()" for shape in shapes)
 
 
 @dataclass(frozen=True)
@@ -84,7 +105,7 @@ class OpGroup:
     once, :func:`infer_opt.trace.ops.link_bytes`)."""
 
     name: str
-    shapes: str
+    shapes: Shapes | str  # a dimension list per tensor input (JSON: lists of lists); text read as one
     dtype: str
     calls: int
     time_s: float
@@ -99,6 +120,9 @@ class OpGroup:
     kernels: int = 0
     time_spread_s: float = 0.0  # max − min of the group's per-step time, where it has steps
     kernel_names: tuple[str, ...] = ()  # the distinct kernels (first few)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shapes", as_shapes(self.shapes))
 
 
 @dataclass(frozen=True)

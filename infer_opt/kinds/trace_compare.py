@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from infer_opt.kinds.trace import Shapes, as_shapes
 from infer_opt.notices import Notice
 from infer_opt.results import Result
 
@@ -28,7 +29,7 @@ class OpChange:
     """One (op, shapes, dtype) group on both sides (``None`` where a side lacks it)."""
 
     name: str
-    shapes: str
+    shapes: Shapes | str  # as OpGroup's: a dimension list per tensor input
     dtype: str
     base_per_step_s: float | None
     new_per_step_s: float | None
@@ -37,6 +38,9 @@ class OpChange:
     verdict: str  # slower, faster, same, within_spread, only_base, only_new
     base_calls: int = 0
     new_calls: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shapes", as_shapes(self.shapes))
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ def _targets(out: Path, n: int) -> list[Path]:
 
 
 def annotations(
-    events: TraceEvents, mask: np.ndarray, groups: dict[tuple[str, str, str], Any], causal: str
+    events: TraceEvents, mask: np.ndarray, groups: dict[tuple[str, tuple, str], Any], causal: str
 ) -> dict[int, dict]:
     """File position → the args to add, for the ops and kernels of the analyzed windows."""
     att = attribute(events, None, causal)
@@ -55,7 +55,8 @@ def annotations(
         cost = att.costs.get(op)
         if not _works(cost):
             continue
-        key = (events.name_of(ops.name[op]), att.shapes(ops.args[op]), att.dtypes(ops.args[op]))
+        c_dtype = cost.dtype or att.dtypes(ops.args[op])  # the group's key (ops._key)
+        key = (events.name_of(ops.name[op]), att.shapes_of(ops.args[op]), c_dtype)
         group = groups.get(key)
         time_s = time_us / 1e6
         # a host↔device copy: the tensor once over the link, as its row says (ops.link_bytes)

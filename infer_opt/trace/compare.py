@@ -39,7 +39,7 @@ def _side(name: str, r: TraceResult) -> TraceSide:
     )
 
 
-def _key(g: OpGroup) -> tuple[str, str, str]:
+def _key(g: OpGroup) -> tuple[str, tuple, str]:
     return g.name, g.shapes, g.dtype
 
 

@@ -269,6 +269,11 @@ def _listed(value: Any) -> list:
     return list(value) if isinstance(value, (list, tuple)) else []
 
 
+#: ``Input type`` s that name no tensor (their ``Input Dims`` entry is ``[]``)
+_NOT_TENSORS = ("Scalar", "ScalarList", "GenericList", "Device", "Layout", "str")
+_NOT_TENSORS += ("ScalarType", "MemoryFormat")
+
+
 def parse_args(args: Mapping) -> list[_Arg]:
     """The recorded arguments, one :class:`_Arg` each (a field of the wrong type counts as not
     recorded; a dimension that is negative, not an int or absurd makes its argument no tensor)."""
@@ -285,9 +290,7 @@ def parse_args(args: Mapping) -> list[_Arg]:
             isinstance(d, list) and d and all(_is_shape(x) for x in d) and not _is_shape(d)
         ):
             out.append(_Arg("list", shapes=tuple(tuple(x) for x in d if _is_shape(x)), value=value))
-        elif (
-            t and t not in ("Scalar", "ScalarList", "GenericList", "Device", "Layout", "str") and _is_shape(d)
-        ):
+        elif t and t not in _NOT_TENSORS and _is_shape(d):
             out.append(
                 _Arg("tensor", tuple(d), normalize_dtype(t), tuple(s) if _is_shape(s) else None, value=value)
             )
@@ -358,6 +361,18 @@ def _dtype_of(parsed: Sequence[_Arg]) -> str:
         if a.dtype.startswith(("fp", "bf")):
             return a.dtype
     return ts[0].dtype if ts else ""
+
+
+def shape_dims(args: Mapping) -> tuple[tuple[int, ...], ...]:
+    """The call's tensor shapes as dimension lists (a TensorList's members in order): what
+    ``trace --json`` gives per op group, as ``profile`` does."""
+    out: list[tuple[int, ...]] = []
+    for a in parse_args(args):
+        if a.kind == "tensor":
+            out.append(a.shape)
+        elif a.kind == "list":
+            out.extend(a.shapes)
+    return tuple(out)
 
 
 def shapes_key(args: Mapping) -> str:

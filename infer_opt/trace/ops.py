@@ -41,7 +41,7 @@ import math
 import re
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -126,9 +126,9 @@ _COST_ARGS = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs")
 
 
 def _default_cost() -> tuple[CostFn, Callable[[dict], str], Callable[[dict], str]]:
-    from infer_opt.trace.op_costs import dtype_key, op_cost, shapes_key
+    from infer_opt.trace.op_costs import dtype_key, op_cost, shape_dims
 
-    return op_cost, shapes_key, dtype_key
+    return op_cost, shape_dims, dtype_key
 
 
 @dataclass
@@ -137,8 +137,16 @@ class Attribution:
 
     owner: np.ndarray  # per GPU event: the op index it is attributed to, -1 none
     costs: dict[int, Any]  # op index -> OpCost or None (only ops looked at)
-    shapes: Callable[[dict], str]
+    shapes: Callable[[dict], tuple[tuple[int, ...], ...]]  # an op's shapes (OpGroup.shapes)
     dtypes: Callable[[dict], str]
+    #: id(args) -> shapes (the reader shares one args dict between ops recorded alike)
+    shape_cache: dict[int, tuple] = field(default_factory=dict)
+
+    def shapes_of(self, args: dict) -> tuple[tuple[int, ...], ...]:
+        found = self.shape_cache.get(id(args))
+        if found is None:
+            found = self.shape_cache[id(args)] = self.shapes(args)
+        return found
 
 
 #: the default formulas' attribution of a trace, per causal convention (op groups, coverage and
@@ -204,8 +212,13 @@ def _attribute(events: TraceEvents, cost: CostFn | None, causal: str) -> Attribu
     )
 
 
-def _shapes_fallback(args: dict) -> str:
-    return str(args.get("Input Dims", ""))
+def _shapes_fallback(args: dict) -> tuple[tuple[int, ...], ...]:
+    dims = args.get("Input Dims") or ()
+    return tuple(
+        tuple(int(d) for d in x)
+        for x in dims
+        if isinstance(x, list) and all(isinstance(d, int) and not isinstance(d, bool) for d in x)
+    )
 
 
 def _dtypes_fallback(args: dict) -> str:
@@ -271,7 +284,7 @@ def op_groups(
     kept = np.flatnonzero(keep)
     owners, inverse = np.unique(att.owner[kept], return_inverse=True)
     keys = [_key(events, att, int(op)) for op in owners]
-    members: dict[tuple[str, str, str], list[int]] = {}
+    members: dict[tuple[str, tuple, str], list[int]] = {}
     for e, i in zip(kept.tolist(), inverse.reshape(-1).tolist(), strict=True):
         members.setdefault(keys[i], []).append(e)
     steps = sorted({int(s) for s in gpu.step[keep] if s >= 0})
@@ -284,7 +297,7 @@ def op_groups(
 def merge_groups(per_rank: Sequence[Sequence[OpGroup]], *, peaks: Peaks) -> tuple[OpGroup, ...]:
     """The same (op, shapes, dtypes) groups of several ranks as one: calls, kernels, time,
     FLOPs and bytes summed, rates and the bound recomputed; spread is the largest rank's."""
-    found: dict[tuple[str, str, str], list[OpGroup]] = {}
+    found: dict[tuple[str, tuple, str], list[OpGroup]] = {}
     for groups in per_rank:
         for g in groups:
             found.setdefault((g.name, g.shapes, g.dtype), []).append(g)
@@ -339,19 +352,17 @@ def _work(
     }
 
 
-def _key(events: TraceEvents, att: Attribution, op: int) -> tuple[str, str, str]:
+def _key(events: TraceEvents, att: Attribution, op: int) -> tuple[str, tuple, str]:
     c = att.costs.get(op)
-    if c is not None and getattr(c, "shapes", None) is not None and c.dtype:
-        return events.name_of(events.ops.name[op]), c.shapes, c.dtype
     args = events.ops.args[op]
     dtype = att.dtypes(args) if c is None or not c.dtype else c.dtype
-    return events.name_of(events.ops.name[op]), att.shapes(args), dtype
+    return events.name_of(events.ops.name[op]), att.shapes_of(args), dtype
 
 
 def _group(
     events: TraceEvents,
     att: Attribution,
-    key: tuple[str, str, str],
+    key: tuple[str, tuple, str],
     idx: list[int],
     peaks: Peaks,
     device: Any,

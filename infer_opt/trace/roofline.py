@@ -25,7 +25,7 @@ import numpy as np
 # a measured rate more than RATE_SLACK × its peak is warned about: the one rule of every command
 from infer_opt.cost_models.roofline import RATE_SLACK as RATE_SLACK
 from infer_opt.cost_models.roofline import above_peak
-from infer_opt.kinds.trace import OpGroup, Peaks
+from infer_opt.kinds.trace import OpGroup, Peaks, shapes_text
 from infer_opt.notices import Notice
 from infer_opt.trace.devices import DEFAULT_PCIE_GEN, PCIE_X16_BYTES_PER_S, host_link_bytes_per_s
 
@@ -175,7 +175,7 @@ def rate_checks(groups: Sequence[OpGroup], peaks: Peaks) -> tuple[Notice, ...]:
             if rate is not None and above_peak(rate, peak):
                 values = {
                     "op": g.name,
-                    "shapes": g.shapes,
+                    "shapes": shapes_text(g.shapes),
                     "resource": resource,
                     "rate": rate,
                     "peak": peak,

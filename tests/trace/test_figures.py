@@ -228,3 +228,48 @@ def test_an_op_without_a_formula_has_no_rate_and_no_fraction(tmp_path):
     (g,) = op_groups(ev, peaks=peaks_for(by_name("h100")))
     assert g.bound == "unknown"
     assert (g.achieved_flops_per_s, g.achieved_bytes_per_s, g.peak_fraction) == (None, None, None)
+
+
+# ------------------------------------------------------------------ shapes: data, not text
+
+
+def test_json_shapes_are_dimension_lists_and_older_text_still_loads(tmp_path):
+    import json
+
+    from infer_opt.kinds.trace import OpGroup
+    from infer_opt.results import to_jsonable
+
+    ev = read_trace(write_trace(tmp_path / "t.json", [to(1 << 10, 3.0)]))
+    (g,) = op_groups(ev, peaks=peaks_for(by_name("h100")))
+    assert g.shapes == ((1024,),)  # the tensor; the scalar arguments are not tensors
+    data = json.loads(json.dumps(to_jsonable(g)))
+    assert data["shapes"] == [[1024]]
+    assert OpGroup(**data).shapes == ((1024,),)
+    assert OpGroup(**(data | {"shapes": "(1, 141, 512), (512), ()"})).shapes == ((1, 141, 512), (512,), ())
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 10**6), max_size=4), min_size=1, max_size=8), st.integers(8, 40))
+def test_a_terminal_cell_never_cuts_a_number(shapes, width):
+    """The class: ``16×5185×518`` / ``5`` at 80 columns. Whole shapes only, then ``… +N``."""
+    from infer_opt.kinds.trace import shapes_text
+    from infer_opt.reports.trace import _shapes, _shapes_full
+
+    dims = tuple(tuple(s) for s in shapes)
+    cell = _shapes(dims, width)
+    full = _shapes_full(dims)
+    assert full == shapes_text(dims)
+    kept = cell.split(", … +")[0].split(", ")
+    assert kept == full.split(", ")[: len(kept)]  # a prefix of whole shapes
+    if "… +" in cell:
+        assert int(cell.rsplit("+", 1)[1]) == len(dims) - len(kept)
+
+
+def test_markdown_keeps_every_shape(tmp_path):
+    from infer_opt.reports.trace import _shapes_full
+    from infer_opt.reports.view import Column
+
+    long = ((16, 5185, 5185), (16, 5185, 64), (16, 64, 5185), (1, 2, 3))
+    col = Column("shapes", "Shapes", _shapes_full, terminal=lambda v: "cut")
+    assert col.format(long) == "16×5185×5185, 16×5185×64, 16×64×5185, 1×2×3"
+    assert col.format_terminal(long) == "cut"
