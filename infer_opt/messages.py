@@ -445,6 +445,15 @@ MESSAGES: dict[str, Words] = {
         f"the two traces ran on different devices ({v['base']} against {v['new']}): the ratios compare "
         "the devices as much as any change"
     ),
+    "trace_compare_unmatched": lambda v: (
+        f"only {v['ops_both']} of the {v['ops']} (op, shapes, dtype) groups ran on both sides, "
+        f"{v['matched']:.0%} of the kernel time: the traces are of different workloads (models, shapes), "
+        "so the step and category ratios compare the workloads, not a change"
+    ),
+    "trace_compare_host_bound": lambda v: (
+        f"both steps are host-bound (the GPU idle {v['base']:.0%} and {v['new']:.0%} of them): the step time "
+        "measures the host (Python, launches, syncs), so the headline compares the GPU kernel time per step"
+    ),
     "trace_compare_one_step": lambda v: (
         "neither trace has two steps: the spread between steps is unknown, so a change is called on "
         "the threshold alone"

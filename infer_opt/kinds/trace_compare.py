@@ -22,6 +22,8 @@ class TraceSide:
     step_median_s: float  # median over the ranks' median step
     step_spread_s: float  # largest max − min of a rank's steps
     kernel_time_per_step_s: float
+    #: the GPU's idle share of the analyzed steps (median over ranks); None when unknown
+    idle_fraction: float | None = None
 
 
 @dataclass(frozen=True)
@@ -64,3 +66,8 @@ class TraceCompareResult(Result):
     categories: tuple[CategoryShare, ...]
     headline: str
     warnings: tuple[Notice, ...] = field(default=())
+    #: the share of each side's kernel time in ops both sides ran (the smaller of the two)
+    matched_fraction: float | None = None
+    #: what the headline compares: ``step`` (the median step), ``kernel_time`` (both steps
+    #: host-bound: the step measures the host, so the GPU's kernel time per step instead)
+    compared: str = "step"

@@ -29,6 +29,7 @@ def _side(s: TraceSide) -> str:
         f"{os.path.basename(s.name)}: {s.device_name or 'unknown device'}, {s.steps} step(s)"
         + (f" over {s.ranks} ranks" if s.ranks > 1 else "")
         + f", median step {format_duration(s.step_median_s, 4)}"
+        + (f", GPU idle {format_percent(s.idle_fraction)}" if s.idle_fraction is not None else "")
     )
 
 
@@ -43,6 +44,8 @@ def build_view(result: TraceCompareResult, *, top: int = TOP) -> View:
             f"{format_duration(result.new.kernel_time_per_step_s, 4)}",
         ),
     ]
+    if result.matched_fraction is not None:
+        summary.append(("Kernel time in ops both ran", format_percent(result.matched_fraction)))
     op_columns = [
         Column("name", "Op", short_name, align="left", csv_header="name", is_key=True),
         Column("shapes", "Shapes", _shapes_full, "left", "shapes", importance=-1, terminal=_shapes),

@@ -273,3 +273,77 @@ def test_markdown_keeps_every_shape(tmp_path):
     col = Column("shapes", "Shapes", _shapes_full, terminal=lambda v: "cut")
     assert col.format(long) == "16×5185×5185, 16×5185×64, 16×64×5185, 1×2×3"
     assert col.format_terminal(long) == "cut"
+
+
+# ------------------------------------------------------------------ compare: what it says
+
+
+@pytest.fixture(scope="module")
+def model_result():
+    from pathlib import Path
+
+    from infer_opt.trace.analyze import analyze
+
+    return analyze([Path(__file__).resolve().parent / "fixtures" / "model_step.json"]).result
+
+
+def _idle(result, fraction):
+    from dataclasses import replace
+
+    return replace(result, ranks=tuple(replace(r, idle_fraction=fraction) for r in result.ranks))
+
+
+def test_two_host_bound_steps_compare_the_kernel_time_not_the_step(model_result):
+    """The class: H100 vs MI300X bert "ran 1.12× faster" while kernel time went 309 → 391 µs,
+    both steps > 88% idle."""
+    from dataclasses import replace
+
+    from infer_opt.trace.compare import compare_traces
+
+    base = _idle(model_result, 0.92)
+    slower_gpu = replace(base, ops=tuple(replace(g, time_s=g.time_s * 1.25) for g in base.ops))
+    r = compare_traces(base, _idle(slower_gpu, 0.89))
+    assert r.compared == "kernel_time"
+    assert "host-bound" in r.headline and "1.25× more GPU kernel time" in r.headline
+    assert "trace_compare_host_bound" in {w.code for w in r.warnings}
+    busy = compare_traces(_idle(model_result, 0.3), _idle(model_result, 0.95))  # one side busy: the step
+    assert busy.compared == "step" and "trace_compare_host_bound" not in {w.code for w in busy.warnings}
+
+
+def test_traces_with_few_ops_in_common_are_different_workloads(model_result):
+    from dataclasses import replace
+
+    from infer_opt.trace.compare import compare_traces
+
+    other = replace(model_result, ops=tuple(replace(g, name=g.name + "_other") for g in model_result.ops))
+    r = compare_traces(model_result, other)
+    assert r.matched_fraction == 0.0
+    assert "different workloads" in r.headline
+    assert "trace_compare_unmatched" in {w.code for w in r.warnings}
+    same = compare_traces(model_result, model_result)
+    assert same.matched_fraction == 1.0 and "trace_compare_unmatched" not in {w.code for w in same.warnings}
+
+
+def test_the_headline_says_the_devices_differ(model_result):
+    from dataclasses import replace
+
+    from infer_opt.trace.compare import compare_traces
+
+    r = compare_traces(model_result, replace(model_result, device_name="MI300X"))
+    assert "different devices" in r.headline and "MI300X" in r.headline
+
+
+def test_traces_of_two_devices_are_not_ranks_of_one_job(tmp_path):
+    from infer_opt.errors import InvalidInput
+    from infer_opt.trace.analyze import analyze
+    from tests.trace.gpu_traces import H100, MI300X, add
+
+    a = write_trace(tmp_path / "a.json", [add(1 << 20, 5.0)], device=H100)
+    b = write_trace(tmp_path / "b.json", [add(1 << 20, 5.0)], device=MI300X)
+    with pytest.raises(InvalidInput, match="compare A B") as err:
+        analyze([a, b])
+    assert "H100 SXM and MI300X" in str(err.value)
+    with pytest.raises(InvalidInput, match="compare A B"):
+        analyze([a, b], device="h100")  # --device does not make them one job
+    c = write_trace(tmp_path / "c.json", [add(1 << 20, 5.0)], device=H100)
+    assert analyze([a, c]).result.device_name == "H100 SXM"  # two ranks of one H100 job
