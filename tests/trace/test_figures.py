@@ -347,3 +347,30 @@ def test_traces_of_two_devices_are_not_ranks_of_one_job(tmp_path):
         analyze([a, b], device="h100")  # --device does not make them one job
     c = write_trace(tmp_path / "c.json", [add(1 << 20, 5.0)], device=H100)
     assert analyze([a, c]).result.device_name == "H100 SXM"  # two ranks of one H100 job
+
+
+# ------------------------------------------------------------------ the report's What matters
+
+
+def test_what_matters_for_a_trace_has_the_step_the_ops_and_the_what_if(model_result):
+    from dataclasses import replace
+
+    from infer_opt.reports.highlights import highlights
+    from infer_opt.reports.trace import build_view
+
+    lines = [h.text for h in highlights(model_result, build_view(model_result))]
+    assert len(lines) >= 3
+    assert lines[0].startswith("step ") and "GPU idle" in lines[0]
+    assert lines[1].startswith("top ops by GPU kernel time: ")
+    assert any(line.startswith("largest what-if") for line in lines)
+    idle = _idle(model_result, 0.95)
+    assert "host-bound" in highlights(idle, build_view(idle))[0].text
+    from infer_opt.kinds.trace import CoverageRow
+
+    uncovered = replace(
+        model_result, coverage=(CoverageRow("no_shapes", 1.0, 0.97), CoverageRow("modelled", 0.1, 0.03))
+    )
+    assert any(
+        "3.0% of the GPU time has a FLOP/byte formula" in h.text
+        for h in highlights(uncovered, build_view(uncovered))
+    )
