@@ -445,6 +445,10 @@ MESSAGES: dict[str, Words] = {
         f"the two traces ran on different devices ({v['base']} against {v['new']}): the ratios compare "
         "the devices as much as any change"
     ),
+    "capture_keep_current": lambda v: (
+        f"the list found is no faster than the current one ({v['current']}; gain {v['gain']:.4g}×, within "
+        "the limits given): keep the current list — no flags to change"
+    ),
     "trace_compare_unmatched": lambda v: (
         f"only {v['ops_both']} of the {v['ops']} (op, shapes, dtype) groups ran on both sides, "
         f"{v['matched']:.0%} of the kernel time: the traces are of different workloads (models, shapes), "

@@ -374,3 +374,32 @@ def test_what_matters_for_a_trace_has_the_step_the_ops_and_the_what_if(model_res
         "3.0% of the GPU time has a FLOP/byte formula" in h.text
         for h in highlights(uncovered, build_view(uncovered))
     )
+
+
+# ------------------------------------------------------------------ tune: never worse than the default
+
+
+@pytest.mark.parametrize(("current", "keep"), [("1", False), ("1,3", True), ("3", True)])
+def test_capture_sizes_never_pastes_flags_for_a_list_no_faster_than_the_current(tmp_path, current, keep):
+    """The class: "Gain 0.9885×" printed beside ready-to-paste flags. With one capture allowed,
+    [3] beats [1] (gain 2), ties [3] and loses to [1, 3]: keep the current list, no flags."""
+    from tests.helpers import invoke
+
+    (tmp_path / "b.csv").write_text("batch_size,count\n1,1\n3,1\n")
+    (tmp_path / "c.csv").write_text("batch_size,time_ms\n1,2\n3,4\n")
+    run = invoke(
+        "tune", "capture-sizes", "--batches", str(tmp_path / "b.csv"), "--cost", str(tmp_path / "c.csv"),
+        "--max-captures", "1", "--eager-overhead", "10ms", "--current", current, "--json",
+    )  # fmt: skip
+    assert run.exit_code == 0, run.stderr
+    r = run.json()["result"]
+    assert (r["recommendation"] == "keep_current") is keep
+    assert (r["flags"] == {}) is keep and (r["gain"] <= 1.0) is keep
+    codes = {w["code"] for w in r["warnings"]}
+    assert ("capture_keep_current" in codes) is keep
+    console = invoke(
+        "tune", "capture-sizes", "--batches", str(tmp_path / "b.csv"), "--cost", str(tmp_path / "c.csv"),
+        "--max-captures", "1", "--eager-overhead", "10ms", "--current", current,
+    )  # fmt: skip
+    assert ("--cuda-graph-bs" in console.stdout) is not keep
+    assert ("keep the current list" in console.stdout + console.stderr) is keep
