@@ -452,6 +452,19 @@ MESSAGES: dict[str, Words] = {
         f"the two traces ran on different devices ({v['base']} against {v['new']}): the ratios compare "
         "the devices as much as any change"
     ),
+    "capture_keep_current": lambda v: (
+        f"the list found is no faster than the current one ({v['current']}; gain {v['gain']:.4g}×, within "
+        "the limits given): keep the current list — no flags to change"
+    ),
+    "trace_compare_unmatched": lambda v: (
+        f"only {v['ops_both']} of the {v['ops']} (op, shapes, dtype) groups ran on both sides, "
+        f"{v['matched']:.0%} of the kernel time: the traces are of different workloads (models, shapes), "
+        "so the step and category ratios compare the workloads, not a change"
+    ),
+    "trace_compare_host_bound": lambda v: (
+        f"both steps are host-bound (the GPU idle {v['base']:.0%} and {v['new']:.0%} of them): the step time "
+        "measures the host (Python, launches, syncs), so the headline compares the GPU kernel time per step"
+    ),
     "trace_compare_one_step": lambda v: (
         "neither trace has two steps: the spread between steps is unknown, so a change is called on "
         "the threshold alone"
@@ -489,7 +502,8 @@ MESSAGES: dict[str, Words] = {
         + (f"{v['rate'] / 1e12:.3g} TFLOP/s" if v["resource"] == "flops" else f"{v['rate'] / 1e9:.4g} GB/s")
         + f", {v['rate'] / v['peak']:.2f}× the assumed "
         + (v["precision"] if v["resource"] == "flops" else "memory")
-        + " peak: the wrong device (give --device), or its data stayed in L2"
+        + " peak (more than the 1.1× margin): "
+        + _RATE_CAUSES.get(v.get("cause", "cache"), _RATE_CAUSES["cache"])
     ),
     "trace_capture_absent": lambda v: (
         f"{v['replays']} CUDA/HIP graph launch(es) replayed kernels with no op and no shapes, and no "
@@ -520,6 +534,15 @@ MESSAGES: dict[str, Words] = {
         + ", ".join(v["chosen"])
         + "'s ops and shapes (check the kernel times against them)"
     ),
+}
+
+#: the likely causes of a rate above its peak (infer_opt/trace/roofline.py likely_cause)
+_RATE_CAUSES = {
+    "link": "the host link is faster than assumed (NVLink-C2C, a newer PCIe; give --device)",
+    "formula": "too far above for any cache: the op's FLOP/byte formula overcounts (its shapes or dim) "
+    "or the device is wrong (give --device)",
+    "precision": "a faster precision's kernel ran (TF32, FP8) or the device is wrong (give --device)",
+    "cache": "its data stayed in L2 (a small working set), or the device is wrong (give --device)",
 }
 
 _FAMILY_PINS = {"matmul": "R (matmul)", "elementwise": "b (elementwise)", "launch": "t0 (launch)"}

@@ -109,6 +109,8 @@ def tune(inp: Inputs) -> TuneCaptureSizesResult:
         )
     current = _list_cost(inp.current, prob, low, inp)
     gain = current.expected_step_s / proposed.expected_step_s if proposed.expected_step_s > 0 else 1.0
+    keep = gain <= 1.0  # the list found is no faster than the current one: no flags to paste
+    kept = (Notice("capture_keep_current", {"gain": gain, "current": inp.current_source}),) if keep else ()
     return TuneCaptureSizesResult(
         engine=inp.engine,
         capture_sizes=chosen,
@@ -124,7 +126,8 @@ def tune(inp: Inputs) -> TuneCaptureSizesResult:
         ),
         marginal=_marginal(table, m, inp),
         curve=_curve(inp),
-        flags=cs.flags(chosen),
+        flags={} if keep else cs.flags(chosen),
+        recommendation="keep_current" if keep else "proposed",
         distribution_source=inp.dist.source,
         cost_source=inp.curve.source,
         spread=_spread(inp),
@@ -133,7 +136,7 @@ def tune(inp: Inputs) -> TuneCaptureSizesResult:
         inputs=dict(inp.inputs),
         current_source=inp.current_source,
         eager=_eager_label(inp),
-        warnings=(*inp.notices, *_notices(inp)),
+        warnings=(*inp.notices, *_notices(inp), *kept),
     )
 
 

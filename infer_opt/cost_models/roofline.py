@@ -589,17 +589,28 @@ def kernel_fit(fit: RooflineFit, point: KernelPoint) -> KernelFit:
     )
 
 
-#: a fitted ceiling this far above its datasheet figure is warned about
-DATASHEET_SLACK = 1.05
+#: **the one rule for rates above a peak**, every command: a measured or fitted rate more than
+#: this many times its peak is warned about (clocks above base, boost and rounding in the
+#: datasheet stay within it); ``trace`` 's per-op rates, a fit against its datasheet
+RATE_SLACK = 1.1
+#: a fitted ceiling this far above its datasheet figure is warned about (:data:`RATE_SLACK`)
+DATASHEET_SLACK = RATE_SLACK
+
+
+def above_peak(rate: float, peak: float) -> bool:
+    """Whether ``rate`` is above ``peak`` by more than :data:`RATE_SLACK` (the one rule); never
+    for an unknown peak (0) or a rate that is not finite."""
+    return peak > 0 and math.isfinite(rate) and rate > RATE_SLACK * peak
 
 
 def with_datasheet(
     fit: RooflineFit, *, flops: float | None = None, bytes_per_s: float | None = None
 ) -> RooflineFit:
     """The fit with datasheet peaks attached for display (they are never fitted). A fitted
-    ceiling more than 5% above its datasheet figure adds a ``fit_above_datasheet`` warning:
+    ceiling more than 10% above its datasheet figure adds a ``fit_above_datasheet`` warning:
     the figure is for another precision (a float32 fit with TF32 matmuls runs far above the
-    plain-fp32 peak; give the TF32 one) or the measurement is off."""
+    plain-fp32 peak; give the TF32 one) or the measurement is off. The margin is
+    :data:`RATE_SLACK` (:func:`above_peak`, the rule every command uses)."""
     extra = [
         Notice(
             "fit_above_datasheet",
@@ -614,7 +625,7 @@ def with_datasheet(
             ("R", fit.compute_rate_flops, flops),
             ("b", fit.bandwidth_bytes_per_s, bytes_per_s),
         )
-        if sheet and math.isfinite(fitted) and fitted > DATASHEET_SLACK * sheet
+        if sheet and above_peak(fitted, sheet)
     ]
     return replace(
         fit, datasheet_flops=flops, datasheet_bytes_per_s=bytes_per_s, warnings=fit.warnings + tuple(extra)

@@ -8,10 +8,31 @@ analyses in :mod:`infer_opt.trace` build these rows; :mod:`infer_opt.reports.tra
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from infer_opt.notices import Notice
 from infer_opt.results import Result, number_problems
+
+#: an op's input shapes, one dimension list per tensor (a TensorList's members in order), as
+#: ``profile``'s are; ``()`` for a 0-dim tensor
+Shapes = tuple[tuple[int, ...], ...]
+
+
+def as_shapes(value: Any) -> Shapes:
+    """``value`` as :data:`Shapes`: lists (JSON) as tuples; the display text older saved
+    results hold (``(1, 141, 512), (512), [(2, 3), (2, 3)]``) parsed, so they still load."""
+    if isinstance(value, str):
+        return tuple(
+            tuple(int(d) for d in re.findall(r"\d+", inner)) for inner in re.findall(r"\(([^()]*)\)", value)
+        )
+    return tuple(tuple(int(d) for d in shape) for shape in value)
+
+
+def shapes_text(shapes: Shapes, sep: str = ", ") -> str:
+    """``((16, 5185, 64), (16, 64, 5185), ())`` → ``16×5185×64, 16×64×5185, ()``."""
+    return sep.join("×".join(str(d) for d in shape) if shape else "()" for shape in shapes)
 
 
 @dataclass(frozen=True)
@@ -79,24 +100,29 @@ class RankTrace:
 class OpGroup:
     """The calls of one (op, input shapes, dtypes) group: GPU kernel time is the sum of the
     kernels the calls launched; flops and bytes are totals over the calls (from the recorded
-    shapes, the formulas ``profile`` uses; 0 where no formula applies)."""
+    shapes, the formulas ``profile`` uses; 0 where no formula applies). A host↔device copy's
+    group (``family == "transfer"``) counts the bytes that crossed the host link (the tensor
+    once, :func:`infer_opt.trace.ops.link_bytes`)."""
 
     name: str
-    shapes: str
+    shapes: Shapes | str  # a dimension list per tensor input (JSON: lists of lists); text read as one
     dtype: str
     calls: int
     time_s: float
     flops: float
     bytes: float
-    achieved_flops_per_s: float
-    achieved_bytes_per_s: float
+    achieved_flops_per_s: float | None  # None without a formula (unknown, never 0)
+    achieved_bytes_per_s: float | None
     bound: str  # compute / bandwidth / launch / unknown
-    peak_fraction: float  # achieved over the peak of the bound resource
+    peak_fraction: float | None  # achieved over the peak of the bound resource; None when unknown
     precision: str  # the peak the op runs against: bf16, fp16, tf32, fp32, fp8, int8, ...
     family: str = ""  # matmul, attention, norm, softmax, elementwise, reduction, ...
     kernels: int = 0
     time_spread_s: float = 0.0  # max − min of the group's per-step time, where it has steps
     kernel_names: tuple[str, ...] = ()  # the distinct kernels (first few)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shapes", as_shapes(self.shapes))
 
 
 @dataclass(frozen=True)
@@ -132,18 +158,21 @@ class HostSync:
 
 @dataclass(frozen=True)
 class CollectiveRow:
-    """One collective kind and message size, over its calls (nccl-tests' algbw/busbw)."""
+    """One collective kind and message size, over its calls (nccl-tests' algbw/busbw). What
+    the trace does not say is ``None`` (JSON ``null``), never 0: the size without the message
+    fields, the ranks without ``Group size`` or ``distributedInfo``'s world size, the
+    bandwidths that need them, the wait and transfer with one rank."""
 
     collective: str
-    bytes: int
+    bytes: int | None
     dtype: str
-    group_size: int
+    group_size: int | None
     calls: int
     time_s: float  # median kernel time (includes waiting for peers)
-    algbw_bytes_per_s: float
-    busbw_bytes_per_s: float
-    wait_s: float = 0.0  # median wait of the early ranks (several ranks), else 0
-    transfer_s: float = 0.0  # time_s − wait_s
+    algbw_bytes_per_s: float | None
+    busbw_bytes_per_s: float | None
+    wait_s: float | None = None  # median wait of the early ranks (several ranks), else unknown
+    transfer_s: float | None = None  # time_s − wait_s (several ranks), else unknown
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from infer_opt.kinds.trace import Shapes, as_shapes
 from infer_opt.notices import Notice
 from infer_opt.results import Result
 
@@ -21,6 +22,8 @@ class TraceSide:
     step_median_s: float  # median over the ranks' median step
     step_spread_s: float  # largest max − min of a rank's steps
     kernel_time_per_step_s: float
+    #: the GPU's idle share of the analyzed steps (median over ranks); None when unknown
+    idle_fraction: float | None = None
 
 
 @dataclass(frozen=True)
@@ -28,7 +31,7 @@ class OpChange:
     """One (op, shapes, dtype) group on both sides (``None`` where a side lacks it)."""
 
     name: str
-    shapes: str
+    shapes: Shapes | str  # as OpGroup's: a dimension list per tensor input
     dtype: str
     base_per_step_s: float | None
     new_per_step_s: float | None
@@ -37,6 +40,9 @@ class OpChange:
     verdict: str  # slower, faster, same, within_spread, only_base, only_new
     base_calls: int = 0
     new_calls: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shapes", as_shapes(self.shapes))
 
 
 @dataclass(frozen=True)
@@ -60,3 +66,8 @@ class TraceCompareResult(Result):
     categories: tuple[CategoryShare, ...]
     headline: str
     warnings: tuple[Notice, ...] = field(default=())
+    #: the share of each side's kernel time in ops both sides ran (the smaller of the two)
+    matched_fraction: float | None = None
+    #: what the headline compares: ``step`` (the median step), ``kernel_time`` (both steps
+    #: host-bound: the step measures the host, so the GPU's kernel time per step instead)
+    compared: str = "step"

@@ -84,7 +84,8 @@ class TuneCaptureSizesResult(Result):
     buckets: tuple[CaptureBucket, ...]
     marginal: tuple[MarginalCapture, ...]
     curve: tuple[CostPoint, ...]
-    #: {"vllm": "--compilation-config '...'", "sglang": "--cuda-graph-bs ..."}
+    #: {"vllm": "--compilation-config '...'", "sglang": "--cuda-graph-bs ..."}; empty when the
+    #: recommendation is to keep the current list
     flags: dict[str, str]
     distribution_source: str
     cost_source: str
@@ -97,3 +98,6 @@ class TuneCaptureSizesResult(Result):
     current_source: str
     eager: str
     warnings: tuple[Notice, ...] = ()
+    #: ``proposed`` (the list found is faster: its flags), or ``keep_current`` (it is no faster
+    #: than the current list, the engine's default or the one given: keep it, no flags)
+    recommendation: str = "proposed"

@@ -220,7 +220,10 @@ def _structured(name: str, bound: dict[str, Any]) -> tuple[str, tuple[int, ...],
     if name in _GATHERS:
         weight_name = "weight" if "weight" in bound else "self"
         index = bound.get("indices", bound.get("index"))
-        return "embedding", (int(index.numel()), int(bound[weight_name].shape[-1])), [weight_name]
+        weight = bound[weight_name]
+        dim = int(bound.get("dim", 0)) % max(weight.ndim, 1)  # embedding's rows: dim 0
+        width = int(weight.numel()) // max(int(weight.shape[dim]), 1) if weight.ndim else 1
+        return "embedding", (int(index.numel()), width), [weight_name]  # a row: the rest of dim
     return None
 
 

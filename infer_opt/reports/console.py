@@ -76,7 +76,7 @@ def layout(table: Table, width: int) -> Layout:
     rows = table.rows[:MAX_ROWS]
     key_index = next((i for i, c in enumerate(table.columns) if c.is_key), 0)
     planned = [
-        _plan(col, [col.format(row.get(col.key)) for row in rows], i == key_index)
+        _plan(col, [col.format_terminal(row.get(col.key)) for row in rows], i == key_index)
         for i, col in enumerate(table.columns)
     ]
     left_out = max(0, len(table.rows) - MAX_ROWS)

@@ -243,7 +243,76 @@ def _validate(r: Any, view: View) -> list[Highlight]:
 
 
 #: result kind -> its highlights; kinds not listed contribute their view's verdict
+#: a step whose GPU is idle more than this share measures the host (trace/compare.py's rule)
+_HOST_BOUND_IDLE = 0.8
+
+
+def _trace(r: Any, view: View) -> list[Highlight]:
+    """A trace: where the step goes (idle or not), the top ops with their bound, the largest
+    what-if, and how much of the GPU time has a formula, as the result holds them."""
+    from infer_opt.reports.profile import short_name
+
+    topic = "Trace" + (f" ({r.device_name})" if r.device_name else "")
+    out: list[Highlight] = []
+    timed = [rank for rank in r.ranks if rank.steps]
+    if timed:
+        slowest = max(timed, key=lambda rank: rank.step_time_median_s)
+        idle = slowest.idle_fraction
+        text = (
+            f"step {format_duration(slowest.step_time_median_s)} median"
+            + (f" on {len(r.ranks)} ranks (slowest rank {slowest.rank})" if len(r.ranks) > 1 else "")
+            + f"; GPU idle {format_percent(idle)}, compute {format_percent(slowest.compute_fraction)}"
+            + (f", communication {format_percent(slowest.comm_fraction)}" if slowest.comm_fraction else "")
+        )
+        if idle > _HOST_BOUND_IDLE:
+            text += ": host-bound, the step time measures the host (launches, Python, syncs)"
+        out.append(Highlight(topic, text, "bad" if idle > _HOST_BOUND_IDLE else "info"))
+    if r.ops:
+        total = sum(g.time_s for g in r.ops) or 1.0
+        top = "; ".join(
+            f"{short_name(g.name)} {format_percent(g.time_s / total, 0)}"
+            + (f", {g.bound}-bound" if g.bound != "unknown" else "")
+            + (f" at {format_percent(g.peak_fraction, 0)} of peak" if g.peak_fraction is not None else "")
+            for g in r.ops[:3]
+        )
+        out.append(Highlight(topic, f"top ops by GPU kernel time: {top}"))
+    best = max((w for w in r.what_if if w.saved_s > 0), key=lambda w: w.speedup, default=None)
+    if best is not None:
+        out.append(
+            Highlight(
+                topic, f"largest what-if: {best.description} → step {format_ratio(best.speedup)} (predicted)"
+            )
+        )
+    modelled = next((c.fraction for c in r.coverage if c.reason == "modelled"), 0.0 if r.coverage else None)
+    if modelled is not None and modelled < 0.9:
+        out.append(
+            Highlight(
+                topic,
+                f"only {format_percent(modelled)} of the GPU time has a FLOP/byte formula (see Coverage)",
+                "bad",
+            )
+        )
+    above = [w for w in r.warnings if w.code == "rate_above_peak"]
+    if above:
+        ops = ", ".join(dict.fromkeys(short_name(w["op"]) for w in above))
+        out.append(Highlight(topic, f"rates above their peak (see warnings): {ops}", "bad"))
+    return out or _verdict(view)
+
+
+def _trace_compare(r: Any, view: View) -> list[Highlight]:
+    out = [Highlight("Trace comparison", r.headline)]
+    if r.matched_fraction is not None:
+        out.append(
+            Highlight(
+                "Trace comparison", f"{format_percent(r.matched_fraction)} of the kernel time in ops both ran"
+            )
+        )
+    return out
+
+
 HIGHLIGHTS: dict[str, HighlightFn] = {
+    "trace": _trace,
+    "trace-compare": _trace_compare,
     "profile": _profile,
     "roofline": _roofline,
     "kernels": _kernels,

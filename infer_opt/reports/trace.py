@@ -8,8 +8,9 @@ import os
 import re
 import statistics
 from collections.abc import Sequence
+from typing import Any
 
-from infer_opt.kinds.trace import OpGroup, RankTrace, TraceResult
+from infer_opt.kinds.trace import OpGroup, RankTrace, TraceResult, as_shapes, shapes_text
 from infer_opt.reports.profile import short_name
 from infer_opt.reports.view import Column, Table, View, rows_of
 from infer_opt.units import (
@@ -44,12 +45,23 @@ def _source(text: str) -> str:
         text = shorter
 
 
-def _shapes(text: str, width: int = SHAPES_WIDTH) -> str:
-    """``(16, 5185, 64), (16, 64, 5185)`` → ``16×5185×64,16×64×5185`` (cut at ``width``): no
-    spaces, so a narrow table cuts the text instead of wrapping it over three lines."""
-    compact = re.sub(r"\(([^()]*)\)", lambda m: m.group(1).replace(", ", "×") or "()", text)
-    compact = compact.replace(", ", ",").replace(" ", "")
-    return compact if len(compact) <= width else compact[: width - 1] + "…"
+def _shapes(shapes: Any, width: int = SHAPES_WIDTH) -> str:
+    """A terminal's shapes: ``16×5185×64, 16×64×5185`` (or the dimension lists), whole shapes
+    only up to ``width`` then ``… +N`` (never cut mid-number; a narrow table wraps between
+    shapes)."""
+    pieces = shapes.split(", ") if isinstance(shapes, str) else _shapes_full(shapes).split(", ")
+    shown: list[str] = []
+    for i, text in enumerate(pieces):
+        rest = len(pieces) - i - 1
+        if shown and len(", ".join([*shown, text])) + (len(f", … +{rest}") if rest else 0) > width:
+            return ", ".join(shown) + f", … +{len(pieces) - i}"
+        shown.append(text)
+    return ", ".join(shown)
+
+
+def _shapes_full(shapes: Any) -> str:
+    """Every shape (markdown, HTML, CSV have no width): ``16×5185×64, 16×64×5185``."""
+    return shapes if isinstance(shapes, str) else shapes_text(as_shapes(shapes))
 
 
 def _step_label(step: int | None) -> str:
@@ -191,7 +203,9 @@ def _ops_table(r: TraceResult, top: int) -> Table | None:
     columns = [
         Column("index", "#", csv_header="index", importance=1),
         Column("name", "Op", short_name, align="left", csv_header="name", is_key=True),
-        Column("shapes", "Shapes", _shapes, align="left", csv_header="shapes", is_key=True, importance=1),
+        Column(
+            "shapes", "Shapes", _shapes_full, "left", "shapes", is_key=True, importance=1, terminal=_shapes
+        ),
         Column("calls", "Calls", csv_header="calls"),
         Column("time_s", "Kernel time", format_duration, csv_header="time_s", importance=2),
         Column("share", "Share", format_percent, csv_header="share", importance=2),
@@ -210,6 +224,7 @@ def _ops_table(r: TraceResult, top: int) -> Table | None:
         share=lambda g: g.time_s / total,
         index=_counter(),
         peak_fraction=lambda g: None if g.bound == "unknown" else g.peak_fraction,
+        shapes=lambda g: shapes_text(g.shapes),  # CSV and frames: the text, as the console shows
     )
     return Table(
         "Top ops by GPU kernel time (measured)",

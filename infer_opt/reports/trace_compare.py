@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import os
 
+from infer_opt.kinds.trace import shapes_text
 from infer_opt.kinds.trace_compare import TraceCompareResult, TraceSide
 from infer_opt.reports.profile import short_name
-from infer_opt.reports.trace import _shapes
+from infer_opt.reports.trace import _shapes, _shapes_full
 from infer_opt.reports.view import Column, Table, View, rows_of
 from infer_opt.units import format_duration, format_percent, format_ratio
 
@@ -28,6 +29,7 @@ def _side(s: TraceSide) -> str:
         f"{os.path.basename(s.name)}: {s.device_name or 'unknown device'}, {s.steps} step(s)"
         + (f" over {s.ranks} ranks" if s.ranks > 1 else "")
         + f", median step {format_duration(s.step_median_s, 4)}"
+        + (f", GPU idle {format_percent(s.idle_fraction)}" if s.idle_fraction is not None else "")
     )
 
 
@@ -42,9 +44,11 @@ def build_view(result: TraceCompareResult, *, top: int = TOP) -> View:
             f"{format_duration(result.new.kernel_time_per_step_s, 4)}",
         ),
     ]
+    if result.matched_fraction is not None:
+        summary.append(("Kernel time in ops both ran", format_percent(result.matched_fraction)))
     op_columns = [
         Column("name", "Op", short_name, align="left", csv_header="name", is_key=True),
-        Column("shapes", "Shapes", _shapes, align="left", csv_header="shapes", importance=-1),
+        Column("shapes", "Shapes", _shapes_full, "left", "shapes", importance=-1, terminal=_shapes),
         Column("base_per_step_s", "Base / step", format_duration, csv_header="base_per_step_s"),
         Column("new_per_step_s", "New / step", format_duration, csv_header="new_per_step_s"),
         Column("ratio", "Ratio", format_ratio, csv_header="ratio", importance=2),
@@ -63,7 +67,12 @@ def build_view(result: TraceCompareResult, *, top: int = TOP) -> View:
     ops = Table(
         "Ops that changed most (kernel time per step, measured)",
         op_columns,
-        rows_of(shown, op_columns, spread_s=lambda o: o.spread_s if several else None),
+        rows_of(
+            shown,
+            op_columns,
+            spread_s=lambda o: o.spread_s if several else None,
+            shapes=lambda o: shapes_text(o.shapes),
+        ),
         caption=f"Top {len(shown)} of {len(result.ops)} (op, shapes, dtype) groups by |new − base|. "
         f"A change is called at ±{result.threshold:.0%} and beyond the spread between steps (max − min).",
         highlight={

@@ -48,6 +48,10 @@ def _summary(r: TuneCaptureSizesResult) -> list[tuple[str, str]]:
             f"{format_percent(r.current.uncaptured_share)} (current); {r.eager}",
         )
     )
+    if r.recommendation == "keep_current":
+        out.append(
+            ("Recommendation", f"keep the current list ({r.current_source}): the one found is no faster")
+        )
     out += [(f"Flag ({engine})", flag) for engine, flag in r.flags.items()]
     out += [(f"Input: {name}", label) for name, label in r.inputs.items()]
     out.append(("Histogram spread", r.spread))

@@ -43,9 +43,15 @@ class Column:
     csv_header: str | None = None
     is_key: bool = False
     importance: int = 0
+    #: the cell's text on a terminal, whose width is short (default: ``fmt``); markdown, HTML
+    #: and CSV have no width and keep ``fmt``'s whole text
+    terminal: Formatter | None = None
 
     def format(self, value: Any) -> str:
         return self.fmt(value) if value is not None else "—"
+
+    def format_terminal(self, value: Any) -> str:
+        return self.terminal(value) if self.terminal is not None and value is not None else self.format(value)
 
 
 @dataclass

@@ -84,13 +84,23 @@ def _device(
     traces: Sequence[TraceEvents], device_name: str | None
 ) -> tuple[td.DeviceSpec | None, str, list[Notice]]:
     if device_name is not None:
+        if len(traces) > 1:
+            _identified(traces)  # ranks of one job: refused when they name different GPUs
         return td.by_name(device_name), "--device", []
+    return _identified(traces)
+
+
+def _identified(traces: Sequence[TraceEvents]) -> tuple[td.DeviceSpec | None, str, list[Notice]]:
+    """The device of the traces (one job's ranks). Traces that name two different GPUs are
+    not ranks of one job: refused (``infer-opt compare A B`` compares them); one whose device
+    is unknown beside known ones is a warning."""
     found: dict[str, tuple[td.DeviceSpec | None, str, tuple[Notice, ...]]] = {}
     for ev in traces:
         if not len(ev.gpu):
             continue
         kernels = {ev.name_of(n) for n in np.unique(ev.gpu.name[ev.gpu.kind == KERNEL])}
-        found[ev.path] = td.identify(ev.device_properties, sorted(kernels))
+        table = td.ran_on(ev.device_properties, ev.gpu.device[ev.gpu.kind == KERNEL].tolist())
+        found[ev.path] = td.identify(table, sorted(kernels))
     if not found:
         return None, "none", []
     names = {d.name if d is not None else None for d, _, _ in found.values()}
@@ -98,6 +108,14 @@ def _device(
     notices = list(first[2])
     if len(names) > 1:
         seen = tuple(f"{os.path.basename(p)}: {d.name if d else 'unknown'}" for p, (d, _, _) in found.items())
+        if len(names - {None}) > 1:
+            devices = " and ".join(sorted(n for n in names if n is not None))
+            raise InvalidInput(
+                "TRACE",
+                "; ".join(seen),
+                f"the ranks of one job, on one GPU model (these ran on {devices}: compare two devices' "
+                "traces with `infer-opt compare A B`)",
+            )
         notices.append(Notice("trace_devices_differ", {"seen": seen}))
     return first[0], first[1], notices
 
@@ -141,7 +159,7 @@ def _collective_calls(ev: TraceEvents, mask: np.ndarray, rank: int) -> list[tc.C
     calls = []
     for i in np.flatnonzero(mask & (cat == tt.COMM)).tolist():
         call = tc.collective_call(
-            ev.name_of(g.name[i]), g.args[i], rank, float(g.ts_us[i]), float(g.dur_us[i])
+            ev.name_of(g.name[i]), g.args[i], rank, float(g.ts_us[i]), float(g.dur_us[i]), ev.world_size
         )
         if call is not None:
             calls.append(call)

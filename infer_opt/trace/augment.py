@@ -21,7 +21,7 @@ import orjson
 from infer_opt.files import write_bytes
 from infer_opt.trace.analyze import Analysis
 from infer_opt.trace.events import TraceEvents
-from infer_opt.trace.ops import _works, attribute
+from infer_opt.trace.ops import TRANSFER, _works, attribute, link_bytes
 from infer_opt.trace.reader import _load_document
 
 #: the keys added to an event's ``args``
@@ -41,7 +41,7 @@ def _targets(out: Path, n: int) -> list[Path]:
 
 
 def annotations(
-    events: TraceEvents, mask: np.ndarray, groups: dict[tuple[str, str, str], Any], causal: str
+    events: TraceEvents, mask: np.ndarray, groups: dict[tuple[str, tuple, str], Any], causal: str
 ) -> dict[int, dict]:
     """File position → the args to add, for the ops and kernels of the analyzed windows."""
     att = attribute(events, None, causal)
@@ -55,15 +55,18 @@ def annotations(
         cost = att.costs.get(op)
         if not _works(cost):
             continue
-        key = (events.name_of(ops.name[op]), att.shapes(ops.args[op]), att.dtypes(ops.args[op]))
+        c_dtype = cost.dtype or att.dtypes(ops.args[op])  # the group's key (ops._key)
+        key = (events.name_of(ops.name[op]), att.shapes_of(ops.args[op]), c_dtype)
         group = groups.get(key)
         time_s = time_us / 1e6
+        # a host↔device copy: the tensor once over the link, as its row says (ops.link_bytes)
+        nbytes = link_bytes(cost.bytes) if group is not None and group.family == TRANSFER else cost.bytes
         figures = {
             "flops": float(cost.flops),
-            "bytes": float(cost.bytes),
-            "achieved_flops_per_s": cost.flops / time_s if time_s > 0 else 0.0,
-            "achieved_bytes_per_s": cost.bytes / time_s if time_s > 0 else 0.0,
-            "peak_fraction": group.peak_fraction if group is not None else 0.0,
+            "bytes": float(nbytes),
+            "achieved_flops_per_s": cost.flops / time_s if time_s > 0 else None,
+            "achieved_bytes_per_s": nbytes / time_s if time_s > 0 else None,
+            "peak_fraction": group.peak_fraction if group is not None else None,
             "bound": group.bound if group is not None else "unknown",
         }
         added[int(ops.event_index[op])] = {**figures, "infer_opt_kernel_time_us": time_us}

@@ -56,7 +56,14 @@ from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
 from infer_opt.run_key import RunKey
 from infer_opt.trace import host_costs
-from infer_opt.trace.devices import DeviceSpec, by_name, host_link_bytes_per_s, identify, precision_of
+from infer_opt.trace.devices import (
+    DeviceSpec,
+    by_name,
+    host_link_bytes_per_s,
+    identify,
+    precision_of,
+    ran_on,
+)
 from infer_opt.trace.events import KERNEL, MEMCPY, SYNC, TraceEvents
 
 #: the ``grid`` of a calibration built from traces
@@ -141,6 +148,7 @@ def op_instances(events: TraceEvents, *, causal: str = "half") -> list[OpInstanc
         TRANSFER_WAYS,
         _works,
         attribute,
+        link_bytes,
         transfer_directions,
     )
 
@@ -172,7 +180,7 @@ def op_instances(events: TraceEvents, *, causal: str = "half") -> list[OpInstanc
         way = max(TRANSFER_WAYS, key=lambda w: moved_us.get((op, w), 0.0))
         if moved_us.get((op, way), 0.0) >= TRANSFER_SHARE * time_us[op]:
             # a copy across the host link: its bytes (one side of the copy) over that link
-            family, nbytes = f"{TRANSFER}.{way}", nbytes / 2
+            family, nbytes = f"{TRANSFER}.{way}", link_bytes(nbytes)
             features = (nbytes,)
         out.append(
             OpInstance(
@@ -297,7 +305,8 @@ def trace_device(
         )
         raise InvalidInput(option, path, f"nothing to {purpose}: {why}")
     names = [events.name_of(n) for n in np.unique(events.gpu.name[events.gpu.kind == KERNEL])]
-    spec, _, notices = identify(events.device_properties, names)
+    table = ran_on(events.device_properties, events.gpu.device[events.gpu.kind == KERNEL].tolist())
+    spec, _, notices = identify(table, names)
     if spec is not None and device is not None and spec.name != device.name:
         raise InvalidInput("--device", device.name, f"{Path(path).name} ran on {spec.name}")
     if spec is None and device is None:

@@ -6,7 +6,8 @@ A collective kernel's ``args`` (Kineto, PyTorch 2.x) carry ``Collective name``
 ``recv`` ...), ``In msg nelems``/``Out msg nelems``, ``dtype`` (``Float``, ``BFloat16``, ...) and
 ``Group size``; where they are absent the kernel name says which collective it is
 (``ncclDevKernel_AllReduce_Sum_f32_RING_LL``, ``ncclKernel_AllGather_RING_LL_Sum_float``) and
-the message size is unknown (0). The message size ``S`` is nccl-tests': the buffer for
+the message size is unknown (``None``; with no ``Group size`` the ranks are ``distributedInfo``'s
+world size, else unknown too: never 0). The message size ``S`` is nccl-tests': the buffer for
 all_reduce, the gathered output for all_gather, the input for reduce_scatter and all_to_all,
 the message for broadcast/reduce/send/recv. Bandwidths and the fit are
 :mod:`infer_opt.cost_models.comm`'s. A collective's kernel time includes waiting for its peers:
@@ -77,9 +78,9 @@ class CollectiveCall:
     ts_us: float
     dur_us: float
     collective: str  # comm's name: all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, ...
-    bytes: int  # nccl-tests' message size S (0 when the trace does not say)
+    bytes: int | None  # nccl-tests' message size S (None when the trace does not say)
     dtype: str  # short name
-    group_size: int  # 0 when unknown
+    group_size: int | None  # None when unknown
     seq: int = -1  # the call's position among this rank's calls of the same kind
 
 
@@ -97,21 +98,23 @@ def _from_kernel_name(kernel_name: str) -> tuple[str, str] | None:
     return collective, dtype
 
 
-def _int(value: object) -> int:
-    """A count from the trace's args; not a count (a word, negative, beyond int64): 0, unknown."""
-    if isinstance(value, bool):
-        return 0
+def _int(value: object) -> int | None:
+    """A count from the trace's args; absent or not a count (a word, negative, beyond int64):
+    None, unknown."""
+    if isinstance(value, bool) or value is None:
+        return None
     try:
         count = int(value)  # type: ignore[call-overload]
     except (TypeError, ValueError, OverflowError):
-        return 0
-    return count if 0 <= count < (1 << 62) else 0
+        return None
+    return count if 0 <= count < (1 << 62) else None
 
 
 def collective_call(
-    kernel_name: str, args: Mapping, rank: int, ts_us: float, dur_us: float
+    kernel_name: str, args: Mapping, rank: int, ts_us: float, dur_us: float, world_size: int | None = None
 ) -> CollectiveCall | None:
-    """The collective a GPU kernel is, from its ``args`` or its name; None when it is none."""
+    """The collective a GPU kernel is, from its ``args`` or its name; None when it is none.
+    ``world_size`` (``distributedInfo``) stands for a ``Group size`` the kernel does not record."""
     named = args.get("Collective name")
     from_name = _from_kernel_name(kernel_name)
     if named is None and from_name is None:
@@ -122,22 +125,23 @@ def collective_call(
     if not collective:
         collective = _squash(str(named)) or "unknown"
     dtype = normalize_dtype(str(args.get("dtype", ""))) or (from_name[1] if from_name else "")
+    group = _int(args.get("Group size")) or (world_size if world_size and world_size > 0 else None)
     elems = _int(args.get("Out msg nelems" if collective in _OUTPUT_SIZED else "In msg nelems"))
     if collective in _OUTPUT_SIZED and not elems:
-        elems = _int(args.get("In msg nelems")) * max(_int(args.get("Group size")), 1)
-    nbytes = elems * DTYPE_BYTES.get(dtype, 0)
-    return CollectiveCall(
-        rank, float(ts_us), float(dur_us), collective, nbytes, dtype, _int(args.get("Group size"))
-    )
+        given = _int(args.get("In msg nelems"))
+        elems = given * group if given is not None and group else None
+    esize = DTYPE_BYTES.get(dtype)
+    nbytes = elems * esize if elems is not None and esize else None
+    return CollectiveCall(rank, float(ts_us), float(dur_us), collective, nbytes, dtype, group)
 
 
-def _kind(call: CollectiveCall) -> tuple[str, int, str, int]:
+def _kind(call: CollectiveCall) -> tuple[str, int | None, str, int | None]:
     return call.collective, call.bytes, call.dtype, call.group_size
 
 
 def _numbered(calls: Sequence[CollectiveCall]) -> list[CollectiveCall]:
     """The rank's calls in start order, each with its seq among calls of its kind."""
-    seen: dict[tuple[str, int, str, int], int] = defaultdict(int)
+    seen: dict[tuple[str, int | None, str, int | None], int] = defaultdict(int)
     out = []
     for call in sorted(calls, key=lambda c: c.ts_us):
         out.append(replace(call, seq=seen[_kind(call)]))
@@ -161,30 +165,34 @@ def _waits(matched: Mapping[int, Sequence[CollectiveCall]]) -> tuple[list[float]
     return waits, transfers
 
 
-def _row(kind: tuple[str, int, str, int], calls: Sequence[CollectiveCall], several: bool) -> CollectiveRow:
+def _row(
+    kind: tuple[str, int | None, str, int | None], calls: Sequence[CollectiveCall], several: bool
+) -> CollectiveRow:
     collective, nbytes, dtype, group = kind
     time_s = float(np.median([c.dur_us for c in calls])) * 1e-6
-    algbw = busbw = 0.0
-    if nbytes > 0 and time_s > 0:
+    algbw = busbw = None
+    if nbytes is not None and time_s > 0:
         algbw = comm.algbw(nbytes, time_s)
         try:
-            busbw = comm.busbw(collective, nbytes, time_s, max(group, 1))
+            busbw = comm.busbw(collective, nbytes, time_s, group) if group else None
         except InvalidInput:  # a collective nccl-tests has no factor for
-            busbw = 0.0
-    wait_s, transfer_s = 0.0, time_s
+            busbw = None
+    wait_s: float | None = None
+    transfer_s: float | None = None
     if several:
         matched: dict[int, list[CollectiveCall]] = defaultdict(list)
         for c in calls:
             matched[c.seq].append(c)
         waits, transfers = _waits(matched)
-        wait_s = float(np.median(waits)) * 1e-6 if waits else 0.0
-        transfer_s = float(np.median(transfers)) * 1e-6 if transfers else time_s
+        if transfers:  # some calls matched across ranks: a wait (0 when none waited) and the rest
+            wait_s = float(np.median(waits)) * 1e-6 if waits else 0.0
+            transfer_s = float(np.median(transfers)) * 1e-6
     ranks = {c.rank for c in calls}
     return CollectiveRow(
         collective=collective,
-        bytes=int(nbytes),
+        bytes=nbytes,
         dtype=dtype,
-        group_size=int(group),
+        group_size=group,
         calls=len(calls) // max(len(ranks), 1) if several else len(calls),
         time_s=time_s,
         algbw_bytes_per_s=algbw,
@@ -198,7 +206,7 @@ def collective_rows(calls_by_rank: Sequence[Sequence[CollectiveCall]]) -> tuple[
     """One row per (collective, bytes, dtype, group size) over every rank's calls: ``calls``
     per rank, median kernel time, algbw/busbw (nccl-tests), and with several ranks the median
     wait of the early ranks and the transfer (module docstring). Largest total time first."""
-    groups: dict[tuple[str, int, str, int], list[CollectiveCall]] = defaultdict(list)
+    groups: dict[tuple[str, int | None, str, int | None], list[CollectiveCall]] = defaultdict(list)
     ranks_seen = 0
     for calls in calls_by_rank:
         if calls:
@@ -206,7 +214,7 @@ def collective_rows(calls_by_rank: Sequence[Sequence[CollectiveCall]]) -> tuple[
         for call in _numbered(calls):
             groups[_kind(call)].append(call)
     rows = [_row(kind, calls, ranks_seen > 1) for kind, calls in groups.items()]
-    return tuple(sorted(rows, key=lambda r: (-r.time_s * r.calls, r.collective, r.bytes)))
+    return tuple(sorted(rows, key=lambda r: (-r.time_s * r.calls, r.collective, r.bytes or -1)))
 
 
 def alpha_beta(
@@ -217,7 +225,7 @@ def alpha_beta(
     notice ``collective_wait_included`` says the times include waiting for peers."""
     by_kind: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     for row in rows:
-        if row.bytes > 0 and row.time_s > 0:
+        if row.bytes and row.time_s > 0:
             by_kind[row.collective][row.bytes].append(row.time_s)
     fits: dict[str, comm.AlphaBetaFit | None] = {}
     for kind, sizes in sorted(by_kind.items()):

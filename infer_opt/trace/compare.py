@@ -20,6 +20,10 @@ from infer_opt.kinds.trace_compare import CategoryShare, OpChange, TraceCompareR
 from infer_opt.notices import Notice
 
 THRESHOLD = 0.05
+#: a step whose GPU is idle more than this share of it measures the host, not the GPU
+HOST_BOUND_IDLE = 0.8
+#: below this share of either side's kernel time in ops both ran, the two are different workloads
+MATCHED_MIN = 0.5
 
 
 def _windows(r: TraceResult) -> int:
@@ -28,6 +32,7 @@ def _windows(r: TraceResult) -> int:
 
 def _side(name: str, r: TraceResult) -> TraceSide:
     medians = [rank.step_time_median_s for rank in r.ranks] or [0.0]
+    idle = [rank.idle_fraction for rank in r.ranks if rank.steps]
     return TraceSide(
         name=name,
         device_name=r.device_name,
@@ -36,10 +41,11 @@ def _side(name: str, r: TraceResult) -> TraceSide:
         step_median_s=float(statistics.median(medians)),
         step_spread_s=max((rank.step_time_spread_s for rank in r.ranks), default=0.0),
         kernel_time_per_step_s=math.fsum(g.time_s for g in r.ops) / _windows(r),
+        idle_fraction=float(statistics.median(idle)) if idle else None,
     )
 
 
-def _key(g: OpGroup) -> tuple[str, str, str]:
+def _key(g: OpGroup) -> tuple[str, tuple, str]:
     return g.name, g.shapes, g.dtype
 
 
@@ -107,6 +113,16 @@ def compare_traces(
         )
     if sb.steps < 2 and sn.steps < 2:
         warnings.append(Notice("trace_compare_one_step", {}))
+    matched = _matched_fraction(b, n)
+    if matched is not None and matched < MATCHED_MIN:
+        values = {"matched": matched, "ops_both": sum(1 for k in b if k in n), "ops": len({*b, *n})}
+        warnings.append(Notice("trace_compare_unmatched", values))
+    host_bound = _host_bound(sb) and _host_bound(sn)
+    if host_bound:
+        warnings.append(
+            Notice("trace_compare_host_bound", {"base": sb.idle_fraction, "new": sn.idle_fraction})
+        )
+    headline = _kernel_headline(sb, sn, threshold) if host_bound else _headline(sb, sn, ratio, threshold)
     return TraceCompareResult(
         base=sb,
         new=sn,
@@ -114,9 +130,53 @@ def compare_traces(
         threshold=threshold,
         ops=tuple(rows),
         categories=categories,
-        headline=_headline(sb, sn, ratio, threshold),
+        headline=_caveats(headline, matched, sb, sn),
         warnings=tuple(warnings),
+        matched_fraction=matched,
+        compared="kernel_time" if host_bound else "step",
     )
+
+
+def _host_bound(side: TraceSide) -> bool:
+    return side.idle_fraction is not None and side.idle_fraction > HOST_BOUND_IDLE
+
+
+def _matched_fraction(b: dict, n: dict) -> float | None:
+    """The smaller of the two sides' shares of kernel time in ops both ran (None: no kernel time)."""
+    shares = []
+    for own, other in ((b, n), (n, b)):
+        total = math.fsum(g.time_s for g in own.values())
+        if total > 0:
+            shares.append(math.fsum(g.time_s for k, g in own.items() if k in other) / total)
+    return min(shares) if shares else None
+
+
+def _kernel_headline(b: TraceSide, n: TraceSide, threshold: float) -> str:
+    """Both steps host-bound: the GPU's kernel time per step is what the GPUs did."""
+    kb, kn = b.kernel_time_per_step_s, n.kernel_time_per_step_s
+    idle = f"the GPU idle {b.idle_fraction:.0%} and {n.idle_fraction:.0%} of the step"
+    head = f"both steps are host-bound ({idle}): the step time measures the host, not the GPU; "
+    if kb <= 0 or kn <= 0:
+        return head + "no kernel time to compare"
+    ratio = kn / kb
+    if abs(ratio - 1) < threshold:
+        return head + f"kernel time per step: no difference beyond ±{threshold:.0%} (measured)"
+    faster = ratio < 1
+    return head + (
+        f"{n.name} took {1 / ratio if faster else ratio:.3g}× {'less' if faster else 'more'} GPU kernel time "
+        f"per step than {b.name} (measured)"
+    )
+
+
+def _caveats(headline: str, matched: float | None, b: TraceSide, n: TraceSide) -> str:
+    out = headline
+    if matched is not None and matched < MATCHED_MIN:
+        out += (
+            f"; only {matched:.0%} of the kernel time is in ops both ran: different workloads, not a change"
+        )
+    if b.device_name != n.device_name:
+        out += f"; on different devices ({b.device_name or 'unknown'} → {n.device_name or 'unknown'})"
+    return out
 
 
 def _categories(base: TraceResult, new: TraceResult, nb: int, nn: int) -> tuple[CategoryShare, ...]:

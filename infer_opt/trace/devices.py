@@ -42,6 +42,15 @@ _MI300X_CHECK = (
     "; 5.3 TB/s, 192 GB, 304 CUs checked (search, 2026-12: rocm.docs.amd.com MI300 microarchitecture,"
 )
 _MI300X_CHECK += " codesota.com); the per-precision rates not checked in this session"
+_MI325X_CHECK = "; checked (search, 2026-12): 256 GB, 6 TB/s, 1307.4 bf16 / 2614.9 fp8 / 653.7 tf32 /"
+_MI325X_CHECK += " 163.4 fp32 TFLOP/s dense (awesomeagents.ai, wiaix.com, aiwiki.ai quoting AMD)"
+_A10G_CHECK = "; checked (search, 2026-12): 24 GB GDDR6, 600 GB/s (baseten.co); tensor figures not"
+_A10G_CHECK += " checked against AWS text in this session"
+_H20_CHECK = "; checked (search, 2026-12): 96 GB, 4.0 TB/s, 148 fp16 / 74 tf32 / 44 fp32 / 1 fp64"
+_H20_CHECK += " TFLOP/s, 296 int8, 78 SMs (willitrunai.com, zangshuxian.com citing Geekbench 6)"
+_B300_CHECK = "; checked (search, 2026-12): glennklockwood.com/garden/processors/B300 citing the HGX B300"
+_B300_CHECK += " datasheet (fp64 1.25, fp32 75, tf32 1125, bf16 2250, fp8 4500 dense; 288 GB, 8 TB/s);"
+_B300_CHECK += " the SM count (160) from a third-party article, not checked"
 
 
 @dataclass(frozen=True)
@@ -118,7 +127,7 @@ DEVICES: tuple[DeviceSpec, ...] = (
     ),
     _nv(
         "H200",
-        (r"H200",),
+        (r"(?<!G)H200",),
         _rates(66.9, 66.9, 494.7, 989.4, 1978.9, 1978.9),
         4.8e12,
         141 * GIB,
@@ -274,7 +283,156 @@ DEVICES: tuple[DeviceSpec, ...] = (
         "AMD Instinct MI355X datasheet (2025): dense; no TF32 (CDNA 4)" + _UNVERIFIED,
         ("mi355x", "mi355"),
     ),
+    _amd(
+        "MI325X",
+        (r"MI325X",),
+        _rates(163.4, 163.4, 653.7, 1307.4, 2614.9, 2614.9),
+        6.0e12,
+        256 * GIB,
+        304,
+        "AMD Instinct MI325X datasheet (2024): the MI300X's CDNA 3 compute (304 CUs, same dense rates), "
+        "256 GB HBM3E at 6 TB/s" + _MI325X_CHECK,
+        ("mi325x", "mi325"),
+    ),
 )
+
+#: the GPUs inference is served on beyond the flagship parts (issue 41): datacentre inference
+#: cards, workstation and consumer boards, the export and superchip variants
+MORE_DEVICES: tuple[DeviceSpec, ...] = (
+    _nv(
+        "T4",
+        (r"\bT4\b",),
+        _rates(0.254, 8.1, None, None) | {"fp16": 65e12, "int8": 130e12},
+        320e9,
+        16 * GIB,
+        40,
+        (7, 5),
+        "NVIDIA T4 Tensor Core GPU datasheet (2019): fp16 = mixed-precision Tensor Core; no bf16/tf32 "
+        "(Turing: run as fp32); fp64 = 1/32 of fp32" + _UNVERIFIED,
+        ("t4", "tesla-t4"),
+    ),
+    _nv(
+        "A10G",
+        (r"A10G",),
+        _rates(0.98, 31.5, 35.0, 70.0, None, 140.0),
+        600e9,
+        24 * GIB,
+        80,
+        (8, 6),
+        "AWS EC2 G5 (A10G) figures as tabulated by baseten.co 'NVIDIA A10 vs A10G' (no NVIDIA datasheet "
+        "is published): 600 GB/s, 24 GB; tensor dense" + _A10G_CHECK,
+        ("a10g", "a10g-24gb"),
+    ),
+    _nv(
+        "RTX A6000",
+        (r"RTX A6000",),
+        _rates(1.21, 38.7, 77.4, 154.8, None, 309.7),
+        768e9,
+        48 * GIB,
+        84,
+        (8, 6),
+        "NVIDIA RTX A6000 datasheet (2020/2022): tensor 309.7 TFLOPS sparse, halved; fp64 = 1/32 of fp32"
+        + _UNVERIFIED,
+        ("a6000", "rtx-a6000"),
+    ),
+    _nv(
+        "RTX 4090",
+        (r"RTX 4090",),
+        _rates(1.29, 82.6, 82.6, 165.2, 330.3, 660.6),
+        1008e9,
+        24 * GIB,
+        128,
+        (8, 9),
+        "NVIDIA Ada Lovelace architecture whitepaper (2022), GeForce RTX 4090: dense tensor rates with FP32 "
+        "accumulate (what torch matmuls use); fp64 = 1/64 of fp32" + _UNVERIFIED,
+        ("4090", "rtx-4090", "geforce-rtx-4090"),
+    ),
+    _nv(
+        "RTX 3090",
+        (r"RTX 3090(?! ?Ti)",),
+        _rates(0.556, 35.6, 35.6, 71.0, None, 284.0),
+        936e9,
+        24 * GIB,
+        82,
+        (8, 6),
+        "NVIDIA Ampere GA102 whitepaper (2020), GeForce RTX 3090: dense tensor rates with FP32 "
+        "accumulate; fp64 = 1/64 of fp32" + _UNVERIFIED,
+        ("3090", "rtx-3090", "geforce-rtx-3090"),
+    ),
+    _nv(
+        "RTX 2080 Ti",
+        (r"2080 ?Ti",),
+        _rates(0.42, 13.4, None, None) | {"fp16": 53.8e12, "int8": 215.2e12},
+        616e9,
+        11 * GIB,
+        68,
+        (7, 5),
+        "NVIDIA Turing architecture whitepaper (2018), GeForce RTX 2080 Ti Founders Edition: fp16 = Tensor "
+        "Core with FP32 accumulate; no bf16/tf32 (run as fp32)" + _UNVERIFIED,
+        ("2080ti", "rtx-2080-ti", "geforce-rtx-2080-ti"),
+    ),
+    _nv(
+        "H20",
+        (r"\bH20\b",),
+        _rates(1.0, 44.0, 74.0, 148.0, 296.0, 296.0),
+        4.0e12,
+        96 * GIB,
+        78,
+        (9, 0),
+        "NVIDIA HGX H20 product brief (2024): 96 GB HBM3, 4.0 TB/s, dense rates; 78 SMs as reported by "
+        "Geekbench listings" + _H20_CHECK,
+        ("h20", "h20-96gb"),
+    ),
+    _nv(
+        "H100 NVL",
+        (r"H100.*NVL",),
+        _rates(60.0, 60.0, 417.5, 835.5, 1670.5, 1670.5),
+        3.9e12,
+        94 * GIB,
+        132,
+        (9, 0),
+        "NVIDIA H100 Tensor Core GPU datasheet (2023), H100 NVL column (one GPU of the pair), sparse "
+        "figures halved; fp64 = FP64 Tensor Core" + _UNVERIFIED,
+        ("h100-nvl", "h100nvl"),
+    ),
+    _nv(
+        "GH200 96GB",
+        (r"GH200",),
+        _rates(67.0, 67.0, 494.5, 989.5, 1979.0, 1979.0),
+        4.0e12,
+        96 * GIB,
+        132,
+        (9, 0),
+        "NVIDIA GH200 Grace Hopper Superchip datasheet (2023), 96 GB HBM3 version, sparse figures "
+        "halved; host link NVLink-C2C (450 GB/s each way)" + _UNVERIFIED,
+        ("gh200", "gh200-96gb"),
+    ),
+    _nv(
+        "GH200 144GB",
+        (r"GH200",),
+        _rates(67.0, 67.0, 494.5, 989.5, 1979.0, 1979.0),
+        4.9e12,
+        144 * GIB,
+        132,
+        (9, 0),
+        "NVIDIA GH200 Grace Hopper Superchip datasheet (2024), 144 GB HBM3e version, sparse figures "
+        "halved; host link NVLink-C2C (450 GB/s each way)" + _UNVERIFIED,
+        ("gh200-144gb",),
+    ),
+    _nv(
+        "B300",
+        (r"B300",),
+        _rates(1.25, 75.0, 1125.0, 2250.0, 4500.0, 4500.0),
+        8.0e12,
+        288 * GIB,
+        160,
+        (10, 3),
+        "NVIDIA HGX B300 datasheet (2025), per GPU, dense (tensor-core fp64 cut to 1.25 TFLOP/s)"
+        + _B300_CHECK,
+        ("b300", "b300-sxm", "blackwell-ultra"),
+    ),
+)
+DEVICES = DEVICES + MORE_DEVICES
 
 
 #: each GPU's host link (PCIe generation, x16), from the same datasheets: what a host↔device copy
@@ -283,7 +441,11 @@ PCIE_GEN = {
     "H100 SXM": 5, "H100 PCIe": 5, "H200": 5, "B200": 5, "A100 40GB": 4, "A100 80GB SXM": 4,
     "A10": 4, "L4": 4, "L40S": 4, "V100 SXM2 16GB": 3, "V100 SXM2 32GB": 3, "MI210": 4,
     "MI250 (1 GCD)": 4, "MI250X (1 GCD)": 4, "MI300X": 5, "MI355X": 5,
+    "MI325X": 5, "T4": 3, "A10G": 4, "RTX A6000": 4, "RTX 4090": 4, "RTX 3090": 4, "RTX 2080 Ti": 3,
+    "H20": 5, "H100 NVL": 5, "B300": 6,
 }  # fmt: skip
+#: a host link that is not PCIe, one direction in bytes/s (GH200's NVLink-C2C: 900 GB/s both ways)
+HOST_LINK_BYTES_PER_S = {"GH200 96GB": 450e9, "GH200 144GB": 450e9}
 #: one direction of a x16 link after line coding (128b/130b), bytes/s
 PCIE_X16_BYTES_PER_S = {3: 15.75e9, 4: 31.5e9, 5: 63.0e9, 6: 121.0e9}
 #: the generation assumed for a device the table does not know
@@ -292,7 +454,10 @@ DEFAULT_PCIE_GEN = 4
 
 def host_link_bytes_per_s(spec: DeviceSpec) -> float:
     """One direction of the device's x16 host link (:data:`PCIE_GEN`; PCIe
-    :data:`DEFAULT_PCIE_GEN` for a device the table does not know)."""
+    :data:`DEFAULT_PCIE_GEN` for a device the table does not know; :data:`HOST_LINK_BYTES_PER_S`
+    for a host link that is not PCIe)."""
+    if spec.name in HOST_LINK_BYTES_PER_S:
+        return HOST_LINK_BYTES_PER_S[spec.name]
     return PCIE_X16_BYTES_PER_S[PCIE_GEN.get(spec.name, DEFAULT_PCIE_GEN)]
 
 
@@ -397,14 +562,60 @@ def _by_name_match(name: str, memory: int | None) -> list[DeviceSpec]:
     return found
 
 
+#: older spellings of a device table's fields (``cudaDeviceProp`` / ``torch.cuda`` style) and the
+#: Kineto names they stand for
+PROPERTY_ALIASES = {
+    "major": "computeMajor",
+    "minor": "computeMinor",
+    "multiProcessorCount": "numSms",
+    "multi_processor_count": "numSms",
+    "total_memory": "totalGlobalMem",
+    "totalMemory": "totalGlobalMem",
+}
+
+
+def normalized_properties(props: Mapping) -> dict:
+    """One device's table with older field names (:data:`PROPERTY_ALIASES`) as Kineto's; a field
+    under both names keeps the Kineto one."""
+    out = dict(props)
+    for old, new in PROPERTY_ALIASES.items():
+        if old in props and new not in props:
+            out[new] = props[old]
+    return out
+
+
+def ran_on(properties: Sequence[Mapping], device_ids: Iterable[int]) -> tuple[Mapping, ...]:
+    """A device table that lists every GPU of the host (as older traces do), its entry for the
+    device the kernels ran on first: the ``id`` most of ``device_ids`` (the GPU events' device
+    column) name. The table as it is when no entry's ``id`` is one of them."""
+    counts: dict[int, int] = {}
+    for d in device_ids:
+        counts[int(d)] = counts.get(int(d), 0) + 1
+    by_id = {}
+    for i, p in enumerate(properties):
+        if isinstance(p, Mapping):
+            key = p.get("id", p.get("device_id"))
+            try:
+                by_id.setdefault(int(key), i)  # type: ignore[arg-type]
+            except (TypeError, ValueError):
+                continue
+    ranked = sorted((c, d) for d, c in counts.items() if d in by_id)
+    if not ranked:
+        return tuple(properties)
+    first = by_id[ranked[-1][1]]
+    return (properties[first], *(p for i, p in enumerate(properties) if i != first))
+
+
 def identify(
     properties: Sequence[Mapping], kernel_names: Iterable[str] = ()
 ) -> tuple[DeviceSpec | None, str, tuple[Notice, ...]]:
     """``(device, device_source, notices)`` for a trace's ``deviceProperties``: the name when it
     names one device (``"deviceProperties"``); else the properties and kernel names when they
     single one out (``"inferred"``, notice ``device_inferred`` with the evidence); else
-    ``(None, "unknown", device_unknown)``. Never a guess."""
-    props: Mapping = next((p for p in properties if isinstance(p, Mapping)), {})
+    ``(None, "unknown", device_unknown)``. Never a guess. The first entry is the device read
+    (:func:`ran_on` puts the kernels' one first); older field names are read too
+    (:func:`normalized_properties`)."""
+    props: Mapping = normalized_properties(next((p for p in properties if isinstance(p, Mapping)), {}))
     name = str(props.get("name") or "").strip()
     memory = _int(props.get("totalGlobalMem"))
     if name:

@@ -269,6 +269,11 @@ def _listed(value: Any) -> list:
     return list(value) if isinstance(value, (list, tuple)) else []
 
 
+#: ``Input type`` s that name no tensor (their ``Input Dims`` entry is ``[]``)
+_NOT_TENSORS = ("Scalar", "ScalarList", "GenericList", "Device", "Layout", "str")
+_NOT_TENSORS += ("ScalarType", "MemoryFormat")
+
+
 def parse_args(args: Mapping) -> list[_Arg]:
     """The recorded arguments, one :class:`_Arg` each (a field of the wrong type counts as not
     recorded; a dimension that is negative, not an int or absurd makes its argument no tensor)."""
@@ -285,9 +290,7 @@ def parse_args(args: Mapping) -> list[_Arg]:
             isinstance(d, list) and d and all(_is_shape(x) for x in d) and not _is_shape(d)
         ):
             out.append(_Arg("list", shapes=tuple(tuple(x) for x in d if _is_shape(x)), value=value))
-        elif (
-            t and t not in ("Scalar", "ScalarList", "GenericList", "Device", "Layout", "str") and _is_shape(d)
-        ):
+        elif t and t not in _NOT_TENSORS and _is_shape(d):
             out.append(
                 _Arg("tensor", tuple(d), normalize_dtype(t), tuple(s) if _is_shape(s) else None, value=value)
             )
@@ -358,6 +361,18 @@ def _dtype_of(parsed: Sequence[_Arg]) -> str:
         if a.dtype.startswith(("fp", "bf")):
             return a.dtype
     return ts[0].dtype if ts else ""
+
+
+def shape_dims(args: Mapping) -> tuple[tuple[int, ...], ...]:
+    """The call's tensor shapes as dimension lists (a TensorList's members in order): what
+    ``trace --json`` gives per op group, as ``profile`` does."""
+    out: list[tuple[int, ...]] = []
+    for a in parse_args(args):
+        if a.kind == "tensor":
+            out.append(a.shape)
+        elif a.kind == "list":
+            out.extend(a.shapes)
+    return tuple(out)
 
 
 def shapes_key(args: Mapping) -> str:
@@ -634,15 +649,59 @@ def _reduction(name: str, p: list[_Arg], causal: str) -> Any:
     return float(n), nbytes, f"{name}.r", (n_out, max(n // max(n_out, 1), 1)), None
 
 
+def _gather_dim(p: list[_Arg], at: int, ndim: int) -> int | None:
+    """The ``dim`` argument at position ``at``, normalised; a 1-D tensor's is 0 whatever was
+    recorded; None when it was not recorded for an N-D tensor (no formula can say which rows)."""
+    value = _literal(p[at].value) if at < len(p) else None
+    if isinstance(value, int) and not isinstance(value, bool) and -ndim <= value < ndim:
+        return value % ndim
+    return 0 if ndim == 1 else None
+
+
+def _sliced(shape: tuple[int, ...], dim: int, n: int) -> int:
+    """Elements of ``shape`` with its ``dim`` replaced by ``n`` (the rows an index picks)."""
+    return _numel(shape[:dim] + shape[dim + 1 :]) * n
+
+
 def _gather(name: str, p: list[_Arg], causal: str) -> Any:
+    """Gather, scatter and index ops, **by their dim**: ``embedding(weight, indices)`` picks
+    rows of ``weight`` (dim 0); ``index_select(x, dim, index)`` picks ``len(index)`` slices of
+    ``x`` along ``dim``; ``gather(x, dim, index)`` one element per index element;
+    ``scatter(_add)_(self, dim, index, src)`` writes one per index element (``_add`` reads it
+    too); ``index_add_``/``index_copy_(self, dim, index, source)`` write ``source`` 's slices.
+    Bytes: the index read, the picked elements read, the output (or the written slices)
+    written; an accumulating write also reads its destination. FLOPs: one add per element added."""
     ts = _tensors(p)
     if len(ts) < 2:
         return None
-    weight, index = (ts[0], ts[1])
-    rows = _numel(index.shape)
-    dim = weight.shape[-1] if weight.shape else 1
-    gathered = rows * dim * _esize(weight.dtype)
-    return 0.0, _tbytes(index) + 2.0 * gathered, "embedding", (rows, dim), None
+    if name == "embedding":
+        weight, index = ts[0], ts[1]
+        dim: int | None = 0
+    else:
+        weight, index = ts[0], ts[1]
+        dim = _gather_dim(p, 1, len(weight.shape)) if weight.shape else None
+    if dim is None or not weight.shape:
+        return None
+    esize = _esize(weight.dtype)
+    picked = _numel(index.shape)
+    if name in ("embedding", "index_select"):
+        moved = _sliced(weight.shape, dim, picked)
+        flops, nbytes = 0.0, _tbytes(index) + 2.0 * moved * esize
+    elif name == "gather":
+        moved = picked
+        flops, nbytes = 0.0, _tbytes(index) + 2.0 * moved * esize
+    else:  # scatter / index_add / index_copy: the source's elements into self
+        source = ts[2] if len(ts) > 2 else None
+        moved = _numel(source.shape) if source is not None else picked
+        accumulate = "add" in name or "reduce" in name
+        nbytes = _tbytes(index) + moved * esize * (3.0 if accumulate else 2.0)
+        flops = float(moved) if accumulate else 0.0
+    return flops, float(nbytes), "embedding", (picked, max(moved // max(picked, 1), 1)), None
+
+
+#: the ops :func:`_gather` counts (their in-place and out= forms share the formula)
+GATHER_OPS = ("embedding", "index_select", "gather", "scatter", "scatter_add", "scatter_reduce")
+GATHER_OPS += ("index_add", "index_copy")
 
 
 def _copy(name: str, p: list[_Arg], causal: str, list_dtype: str = "fp32") -> Any:
@@ -711,13 +770,15 @@ _STRUCTURED |= dict.fromkeys(
     ("convolution", "_convolution", "cudnn_convolution", "conv2d", "conv1d", "conv3d"), _conv
 )
 _STRUCTURED |= dict.fromkeys(NOMINAL_FLOPS_PER_ELEMENT, _norm_softmax)
-_STRUCTURED |= {"embedding": _gather, "index_select": _gather}
+_STRUCTURED |= dict.fromkeys(GATHER_OPS, _gather)
 
 
 def _formula(name: str) -> _Formula | None:
     if name in _STRUCTURED:
         return _STRUCTURED[name]
     base = name.rstrip("_")
+    if base in GATHER_OPS:
+        return lambda _n, p, causal: _gather(base, p, causal)
     if base in POINTWISE_OPS:
         return _pointwise
     if base in REDUCTION_OPS:

@@ -23,6 +23,9 @@ and each group's ``time_s`` is exactly the sum of its events' durations. Events 
 level) are in no group; :func:`coverage` counts them. ``calls`` are distinct op instances;
 ``flops``/``bytes`` are the formula's figures summed over those instances.
 
+A host↔device copy's group (family ``transfer``) counts the bytes that crossed the host link
+(:func:`link_bytes`: the tensor once), not the read and the write its formula counts.
+
 **Bound.** Per call, against the peaks of the group's precision: ``launch`` when the launch
 floor ``t0`` exceeds both ``F/R`` and ``Q/b`` (the work would take less than launching it;
 :func:`infer_opt.cost_models.roofline.classify`'s rule), else ``compute`` or ``bandwidth``,
@@ -38,7 +41,7 @@ import math
 import re
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -98,6 +101,15 @@ def transfer_directions(events: TraceEvents) -> dict[int, str]:
     return out
 
 
+def link_bytes(copy_bytes: float) -> float:
+    """The bytes a host↔device copy moves across the host link. Every formula that counts a
+    copy (``op_costs``: ``to``, ``_to_copy``, ``copy_``, ``clone``) counts one read and one write
+    of the tensor, as HBM sees a device-side copy; the link carries the tensor once. The one
+    definition ``trace``'s op table, its "copies at the link rate" what-if and
+    ``calibrate --from-trace`` use."""
+    return copy_bytes / 2.0
+
+
 def group_peaks(family: str, peaks: Peaks) -> Peaks:
     """The peaks a group of ``family`` is held against: a transfer's bandwidth is the host
     link's (:attr:`Peaks.host_link_bytes_per_s`), not the HBM's."""
@@ -114,9 +126,9 @@ _COST_ARGS = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs")
 
 
 def _default_cost() -> tuple[CostFn, Callable[[dict], str], Callable[[dict], str]]:
-    from infer_opt.trace.op_costs import dtype_key, op_cost, shapes_key
+    from infer_opt.trace.op_costs import dtype_key, op_cost, shape_dims
 
-    return op_cost, shapes_key, dtype_key
+    return op_cost, shape_dims, dtype_key
 
 
 @dataclass
@@ -125,8 +137,16 @@ class Attribution:
 
     owner: np.ndarray  # per GPU event: the op index it is attributed to, -1 none
     costs: dict[int, Any]  # op index -> OpCost or None (only ops looked at)
-    shapes: Callable[[dict], str]
+    shapes: Callable[[dict], tuple[tuple[int, ...], ...]]  # an op's shapes (OpGroup.shapes)
     dtypes: Callable[[dict], str]
+    #: id(args) -> shapes (the reader shares one args dict between ops recorded alike)
+    shape_cache: dict[int, tuple] = field(default_factory=dict)
+
+    def shapes_of(self, args: dict) -> tuple[tuple[int, ...], ...]:
+        found = self.shape_cache.get(id(args))
+        if found is None:
+            found = self.shape_cache[id(args)] = self.shapes(args)
+        return found
 
 
 #: the default formulas' attribution of a trace, per causal convention (op groups, coverage and
@@ -192,8 +212,13 @@ def _attribute(events: TraceEvents, cost: CostFn | None, causal: str) -> Attribu
     )
 
 
-def _shapes_fallback(args: dict) -> str:
-    return str(args.get("Input Dims", ""))
+def _shapes_fallback(args: dict) -> tuple[tuple[int, ...], ...]:
+    dims = args.get("Input Dims") or ()
+    return tuple(
+        tuple(int(d) for d in x)
+        for x in dims
+        if isinstance(x, list) and all(isinstance(d, int) and not isinstance(d, bool) for d in x)
+    )
 
 
 def _dtypes_fallback(args: dict) -> str:
@@ -259,7 +284,7 @@ def op_groups(
     kept = np.flatnonzero(keep)
     owners, inverse = np.unique(att.owner[kept], return_inverse=True)
     keys = [_key(events, att, int(op)) for op in owners]
-    members: dict[tuple[str, str, str], list[int]] = {}
+    members: dict[tuple[str, tuple, str], list[int]] = {}
     for e, i in zip(kept.tolist(), inverse.reshape(-1).tolist(), strict=True):
         members.setdefault(keys[i], []).append(e)
     steps = sorted({int(s) for s in gpu.step[keep] if s >= 0})
@@ -272,7 +297,7 @@ def op_groups(
 def merge_groups(per_rank: Sequence[Sequence[OpGroup]], *, peaks: Peaks) -> tuple[OpGroup, ...]:
     """The same (op, shapes, dtypes) groups of several ranks as one: calls, kernels, time,
     FLOPs and bytes summed, rates and the bound recomputed; spread is the largest rank's."""
-    found: dict[tuple[str, str, str], list[OpGroup]] = {}
+    found: dict[tuple[str, tuple, str], list[OpGroup]] = {}
     for groups in per_rank:
         for g in groups:
             found.setdefault((g.name, g.shapes, g.dtype), []).append(g)
@@ -319,26 +344,25 @@ def _work(
         "time_s": time_s,
         "flops": flops,
         "bytes": nbytes,
-        "achieved_flops_per_s": flops / time_s if time_s > 0 else 0.0,
-        "achieved_bytes_per_s": nbytes / time_s if time_s > 0 else 0.0,
+        # unknown is None (JSON null), never 0: no formula, no rate; no roofline, no fraction
+        "achieved_flops_per_s": flops / time_s if modelled and time_s > 0 else None,
+        "achieved_bytes_per_s": nbytes / time_s if modelled and time_s > 0 else None,
         "bound": bound,
-        "peak_fraction": fraction,
+        "peak_fraction": None if bound == "unknown" else fraction,
     }
 
 
-def _key(events: TraceEvents, att: Attribution, op: int) -> tuple[str, str, str]:
+def _key(events: TraceEvents, att: Attribution, op: int) -> tuple[str, tuple, str]:
     c = att.costs.get(op)
-    if c is not None and getattr(c, "shapes", None) is not None and c.dtype:
-        return events.name_of(events.ops.name[op]), c.shapes, c.dtype
     args = events.ops.args[op]
     dtype = att.dtypes(args) if c is None or not c.dtype else c.dtype
-    return events.name_of(events.ops.name[op]), att.shapes(args), dtype
+    return events.name_of(events.ops.name[op]), att.shapes_of(args), dtype
 
 
 def _group(
     events: TraceEvents,
     att: Attribution,
-    key: tuple[str, str, str],
+    key: tuple[str, tuple, str],
     idx: list[int],
     peaks: Peaks,
     device: Any,
@@ -362,6 +386,7 @@ def _group(
     )
     if modelled and _copied_us(events, idx, ways) >= TRANSFER_SHARE * time_s * 1e6:
         family = TRANSFER
+        nbytes = link_bytes(nbytes)  # held against the host link: the tensor once
     return OpGroup(
         name=name,
         shapes=shapes,

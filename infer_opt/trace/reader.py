@@ -3,8 +3,11 @@
 One pass over the parsed events builds numpy columns (no object per event). Schema drift
 between versions is absorbed here: ``kernel``/``Kernel``, ``gpu_memcpy``/``Memcpy``,
 ``cuda_runtime``/``Runtime``/``cuda_driver`` (HIP launches are recorded under the same
-categories), ``External id``/``external id``, a ``stream`` given as a string, integer or
-fractional ``ts``. GPU events are linked to their launch by ``args.correlation`` only (flow
+categories), ``cpu_op``/``Operator``, ``External id``/``external id``, a ``stream`` given as a
+string, integer or fractional ``ts``, and the Trace Event Format's two top-level forms: the
+object (``{"traceEvents": [...], ...}``, with or without metadata) and a bare JSON array of events
+(older exports and other tools write it). A ``computeProperties`` table stands for
+``deviceProperties``. GPU events are linked to their launch by ``args.correlation`` only (flow
 events are incomplete in real traces), a launch to the innermost ``cpu_op`` on its thread whose
 ``[ts, ts + dur]`` contains the launch's ``ts``.
 """
@@ -145,7 +148,10 @@ _EVENT_END = re.compile(rb"\}\s*(?:,|\])")
 
 
 def _repair(data: bytes, path: Path) -> tuple[dict, int]:
-    """A document cut mid-way, closed at its last complete event of ``traceEvents``."""
+    """A document cut mid-way, closed at its last complete event of ``traceEvents`` (or of a
+    bare array of events)."""
+    if data.lstrip()[:1] == b"[":
+        return _repair_array(data, path)
     start = data.find(b'"traceEvents"')
     bracket = data.find(b"[", start) if start >= 0 else -1
     if bracket < 0:
@@ -160,6 +166,26 @@ def _repair(data: bytes, path: Path) -> tuple[dict, int]:
             if isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
                 return doc, len(doc["traceEvents"])
     raise InvalidInput(PARAM, str(path), "truncated JSON with no complete event to recover")
+
+
+def _repair_array(data: bytes, path: Path) -> tuple[dict, int]:
+    """A bare array of events cut mid-way, closed at its last complete event."""
+    ends = [m.start() for m in _EVENT_END.finditer(data)]
+    for end in reversed(ends[-200:]):
+        try:
+            events = orjson.loads(data[: end + 1] + b"]")
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(events, list):
+            return {"traceEvents": events}, len(events)
+    raise InvalidInput(PARAM, str(path), "truncated JSON with no complete event to recover")
+
+
+def _as_document(doc: Any) -> Any:
+    """The Trace Event Format's array form (a bare list of events) as its object form."""
+    if isinstance(doc, list) and all(isinstance(e, dict) for e in doc[:16]):
+        return {"traceEvents": doc}
+    return doc
 
 
 def _load_document(path: Path) -> tuple[dict, list[Notice]]:
@@ -182,6 +208,7 @@ def _load_document(path: Path) -> tuple[dict, list[Notice]]:
     else:
         if cut:
             notices.append(Notice("trace_truncated", {"file": str(path), "events_kept": -1}))
+    doc = _as_document(doc)
     _check_document(doc, path)
     return doc, notices
 
@@ -221,7 +248,7 @@ def _check_document(doc: Any, path: Path) -> None:
             f"an infer-opt result ({doc['schema']}), not a trace: read it with infer-opt report",
         )
     if isinstance(doc, list):
-        raise InvalidInput(PARAM, str(path), "a JSON list, not a Chrome trace (no traceEvents)")
+        raise InvalidInput(PARAM, str(path), "a JSON list whose items are not trace events (objects)")
     if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
         raise InvalidInput(PARAM, str(path), "JSON without a traceEvents list: not a torch.profiler trace")
 
@@ -912,7 +939,7 @@ def read_trace(path: str | os.PathLike[str]) -> TraceEvents:
         if enabled:
             gc.enable()
     info = doc.pop("distributedInfo", None) or {}
-    props = doc.pop("deviceProperties", None) or ()
+    props = doc.pop("deviceProperties", None) or doc.pop("computeProperties", None) or ()
     base = doc.pop("baseTimeNanoseconds", None)
     return TraceEvents(
         path=str(p),

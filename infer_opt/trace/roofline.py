@@ -17,20 +17,22 @@ Pure: numpy only; scipy is used through :func:`infer_opt.cost_models.roofline.fi
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from infer_opt.kinds.trace import OpGroup, Peaks
+# a measured rate more than RATE_SLACK × its peak is warned about: the one rule of every command
+from infer_opt.cost_models.roofline import RATE_SLACK as RATE_SLACK
+from infer_opt.cost_models.roofline import above_peak
+from infer_opt.kinds.trace import OpGroup, Peaks, shapes_text
 from infer_opt.notices import Notice
 from infer_opt.trace.devices import DEFAULT_PCIE_GEN, PCIE_X16_BYTES_PER_S, host_link_bytes_per_s
 
 #: the launch floor assumed when nothing measured it (a CUPTI-timed empty kernel on a recent GPU)
 DEFAULT_LAUNCH_S = 2e-6
-#: a measured rate this far above the assumed peak is warned about
-RATE_SLACK = 1.1
+#: a rate this many times its peak is beyond any cache: the formula (or the device) is wrong
+FORMULA_SUSPECT = 4.0
 #: a precision a peak table lacks is held against the next one it has
 FALLBACK = {"tf32": "fp32", "fp8": "fp16", "int8": "fp16", "bf16": "fp16", "fp16": "fp32", "fp64": "fp32"}
 #: the key of a compute figure that applies to every precision (``--peak-flops``)
@@ -126,7 +128,11 @@ def fit_from_trace(groups: Sequence[OpGroup], *, kernel_s: Sequence[float] = ())
     streaming = [
         g.achieved_bytes_per_s
         for g in groups
-        if g.family in STREAMING_FAMILIES and g.bytes > 0 and g.calls and g.time_s / g.calls >= FIT_MIN_CALL_S
+        if g.family in STREAMING_FAMILIES
+        and g.bytes > 0
+        and g.achieved_bytes_per_s
+        and g.calls
+        and g.time_s / g.calls >= FIT_MIN_CALL_S
     ]
     if not streaming:
         return None
@@ -141,7 +147,7 @@ def fit_from_trace(groups: Sequence[OpGroup], *, kernel_s: Sequence[float] = ())
     ]
     matmul = {g.precision: 0.0 for g in groups if g.family == "matmul"}
     for g in groups:
-        if g.family == "matmul" and g.flops > 0:
+        if g.family == "matmul" and g.flops > 0 and g.achieved_flops_per_s:
             matmul[g.precision] = max(matmul[g.precision], g.achieved_flops_per_s)
     notes += [
         f"best matmul rate {rate / 1e12:.1f} TFLOP/s ({p}): a workload figure, not the device's peak"
@@ -152,23 +158,44 @@ def fit_from_trace(groups: Sequence[OpGroup], *, kernel_s: Sequence[float] = ())
 
 
 def rate_checks(groups: Sequence[OpGroup], peaks: Peaks) -> tuple[Notice, ...]:
-    """``rate_above_peak`` for each group whose achieved FLOP/s or bytes/s exceeds
-    :data:`RATE_SLACK` × the assumed peak (wrong device, or data resident in L2)."""
+    """``rate_above_peak`` for each group whose achieved FLOP/s or bytes/s is above its peak by
+    more than :data:`RATE_SLACK` (:func:`above_peak`, the rule every command uses), naming the
+    op and the likely cause (:func:`likely_cause`). A host↔device copy is held against the host
+    link, as its row is."""
+    from infer_opt.trace.ops import group_peaks
+
     found = []
     for g in groups:
+        own = group_peaks(g.family, peaks)
         checks = (
-            ("flops", g.achieved_flops_per_s, peak_flops(peaks, g.precision)),
-            ("bytes", g.achieved_bytes_per_s, peaks.bytes_per_s),
+            ("flops", g.achieved_flops_per_s, peak_flops(own, g.precision)),
+            ("bytes", g.achieved_bytes_per_s, own.bytes_per_s),
         )
         for resource, rate, peak in checks:
-            if peak > 0 and math.isfinite(rate) and rate > RATE_SLACK * peak:
+            if rate is not None and above_peak(rate, peak):
                 values = {
                     "op": g.name,
-                    "shapes": g.shapes,
+                    "shapes": shapes_text(g.shapes),
                     "resource": resource,
                     "rate": rate,
                     "peak": peak,
                     "precision": g.precision,
+                    "cause": likely_cause(g, resource, rate / peak),
                 }
                 found.append(Notice("rate_above_peak", values, subject=g.name))
     return tuple(found)
+
+
+def likely_cause(g: OpGroup, resource: str, ratio: float) -> str:
+    """Why a group ran above its peak, most likely first: ``link`` (a host↔device copy faster
+    than the assumed link: NVLink-C2C, pinned peer copies), ``formula`` (above
+    :data:`FORMULA_SUSPECT` × the peak: beyond any cache, the op's formula overcounts — shapes,
+    ``dim`` — or the device is wrong), ``precision`` (compute: a faster precision's kernel ran,
+    TF32/FP8, or the wrong device), ``cache`` (bytes: its data stayed in L2, or the wrong device)."""
+    from infer_opt.trace.ops import TRANSFER
+
+    if g.family == TRANSFER:
+        return "link"
+    if ratio > FORMULA_SUSPECT:
+        return "formula"
+    return "precision" if resource == "flops" else "cache"

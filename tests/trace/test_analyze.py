@@ -137,7 +137,7 @@ def test_unknown_device_without_overrides_is_a_labelled_warning(tmp_path):
     assert r.device_name == "" and r.device_source == "unknown"
     codes = {w.code for w in r.warnings}
     assert {"device_unknown", "trace_no_peaks"} <= codes
-    assert all(g.bound == "unknown" and g.peak_fraction == 0 for g in r.ops)
+    assert all(g.bound == "unknown" and g.peak_fraction is None for g in r.ops)  # unknown, not 0
     assert not {w.scenario for w in r.what_if} & {"category_at_bound", "matmul_at_peak_fraction", "fusion"}
     # the same trace with --device gets the datasheet
     named = analyze([path], device="h100").result

@@ -41,7 +41,7 @@ def test_message_sizes_follow_nccl_tests():
 
 def test_from_kernel_name_only_and_not_a_collective():
     c = collective_call("ncclDevKernel_AllReduce_Sum_f32_RING_LL", {}, 1, 0.0, 3.0)
-    assert (c.collective, c.dtype, c.bytes, c.rank) == ("all_reduce", "fp32", 0, 1)
+    assert (c.collective, c.dtype, c.bytes, c.rank, c.group_size) == ("all_reduce", "fp32", None, 1, None)
     assert (
         collective_call("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t", {}, 0, 0, 1).collective == "send_recv"
     )

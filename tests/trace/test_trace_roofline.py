@@ -3,7 +3,6 @@ and the per-op figures on the shared H100 traces (skipped where those are absent
 
 from __future__ import annotations
 
-import ast
 import math
 from pathlib import Path
 
@@ -90,9 +89,8 @@ def test_rate_above_peak_is_warned_naming_the_op():
 H100 = sorted(TRACES.glob("tracelens__h100__*.json.gz")) if TRACES.is_dir() else []
 
 
-def _dims(shapes: str) -> list[tuple[int, ...]]:
-    value = ast.literal_eval(f"[{shapes}]")
-    return [tuple(v) if isinstance(v, tuple) else (v,) for v in value]
+def _dims(shapes: tuple[tuple[int, ...], ...]) -> list[tuple[int, ...]]:
+    return [tuple(s) for s in shapes]  # a dimension list per input (no text to parse)
 
 
 def _matmul_flops(name: str, dims: list[tuple[int, ...]]) -> float:

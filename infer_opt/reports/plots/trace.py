@@ -10,6 +10,7 @@ import numpy as np
 from infer_opt.kinds.trace import TraceResult
 from infer_opt.reports.plots import _style
 from infer_opt.reports.profile import short_name
+from infer_opt.reports.trace import _shapes
 
 _BOUND_COLORS = {"compute": _style.PALETTE[1], "bandwidth": _style.PALETTE[0], "launch": _style.PALETTE[3]}
 _UNKNOWN = "#9a9a9a"
@@ -100,7 +101,7 @@ def _top_ops(ax, result: TraceResult) -> None:
     factor, unit = _style.time_unit(max(g.time_s for g in ops))
     y = np.arange(len(ops))[::-1]
     ax.barh(y, [g.time_s / factor for g in ops], color=[_BOUND_COLORS.get(g.bound, _UNKNOWN) for g in ops])
-    labels = [f"{short_name(g.name)} {g.shapes[:24]}" for g in ops]
+    labels = [f"{short_name(g.name)} {_shapes(g.shapes, 24)}" for g in ops]
     ax.set_yticks(y, labels, fontsize=8)
     ax.set_xlabel(f"kernel time ({unit}, measured, summed over the analyzed steps)")
     ax.set_title(f"Top {len(ops)} ops by GPU kernel time")

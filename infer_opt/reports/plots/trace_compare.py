@@ -10,6 +10,7 @@ import numpy as np
 from infer_opt.kinds.trace_compare import TraceCompareResult
 from infer_opt.reports.plots import _style
 from infer_opt.reports.profile import short_name
+from infer_opt.reports.trace import _shapes
 
 TOP = 12
 
@@ -46,7 +47,7 @@ def plot(result: TraceCompareResult, path: Path) -> Path:
         right.axvline(1.0, color="black", lw=1)
         right.set_xscale("log")
         _style.plain_log_ticks(right.xaxis)
-        right.set_yticks(y, [f"{short_name(o.name)} {o.shapes[:18]}" for o in ops], fontsize=8)
+        right.set_yticks(y, [f"{short_name(o.name)} {_shapes(o.shapes, 18)}" for o in ops], fontsize=8)
         right.set_xlabel("new / base (grey: within the threshold or the spread)")
     right.set_title("Ops on both sides that moved most")
     fig.suptitle(result.headline, fontsize=11)
