@@ -351,7 +351,7 @@ def format_bandwidth(value: float | None, sig: int = 3) -> str:
 def format_with_spread(center: float, spread: float, formatter: object = format_duration) -> str:
     """``1.52 ms ± 0.04 ms``: the spread decides how many digits the centre keeps."""
     fmt = formatter  # type: ignore[assignment]
-    if not math.isfinite(spread) or spread <= 0 or center == 0:
+    if not math.isfinite(spread) or spread <= 0 or center == 0 or not math.isfinite(center):
         return fmt(center)  # type: ignore[operator]
     # keep digits down to the leading digit of the spread: 1.523 ms ± 40 µs -> 1.52 ms
     digits = max(2, min(6, math.floor(math.log10(abs(center))) - math.floor(math.log10(spread)) + 1))
