@@ -78,6 +78,10 @@ def _finite(out: float, text: str | float, option: str, what: str, *, positive: 
     return out
 
 
+#: the longest duration an option takes
+MAX_DURATION_S = 1e10
+
+
 def parse_duration(
     text: str | float,
     *,
@@ -98,6 +102,8 @@ def parse_duration(
     seconds = value * DURATION_UNITS[unit]
     if math.isinf(seconds):
         raise InvalidInput(option, text, "expected a finite duration")
+    if seconds > MAX_DURATION_S:  # (1e308 s: no measurement, and overflows what is made of it)
+        raise InvalidInput(option, text, f"expected a duration of at most {MAX_DURATION_S:g} s (317 years)")
     if seconds < 0 or (seconds == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
         raise InvalidInput(option, text, f"duration must be {bound}")
