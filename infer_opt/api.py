@@ -338,6 +338,36 @@ def acceptance(p: Sequence[float], q: Sequence[float], *, normalize: bool = Fals
     return speculative.acceptance_report(p_arr, q_arr, normalized=normalize)
 
 
+def compare(base: Any, new: Any, **options: Any) -> Any:
+    """Two results compared as ``infer-opt compare`` compares them: two trace results (the
+    ``trace`` analysis, or a :class:`~infer_opt.trace.loaded.LoadedTrace`) op by op
+    (``base_name``, ``new_name``, ``threshold``); two profiles or kernel-suite runs (or lists
+    of them, the rounds of an ``ab``) with the run-level statistics of
+    :func:`~infer_opt.cost_models.run_stats.compare_results`."""
+    from infer_opt.kinds.trace import TraceResult
+
+    sides = [getattr(x, "result", x) if type(x).__name__ == "LoadedTrace" else x for x in (base, new)]
+    traces = [isinstance(x, TraceResult) for x in sides]
+    if all(traces):
+        from infer_opt.errors import InvalidInput
+        from infer_opt.trace.compare import compare_traces
+
+        unknown = set(options) - {"base_name", "new_name", "threshold"}
+        if unknown:
+            allowed = "base_name, new_name, threshold"
+            raise InvalidInput(sorted(unknown)[0], options[sorted(unknown)[0]], f"two traces take {allowed}")
+        return compare_traces(sides[0], sides[1], **options)
+    if any(traces):
+        from infer_opt.errors import InvalidInput
+
+        which = "new" if traces[0] else "base"
+        other = sides[1] if traces[0] else sides[0]
+        raise InvalidInput(which, type(other).__name__, "a trace compares with a trace result")
+    from infer_opt.cost_models.run_stats import compare_results
+
+    return compare_results(base, new, **options)
+
+
 #: name -> "module:attribute", for infer_opt.__getattr__ (each imported on first use)
 EXPORTS: dict[str, str] = {
     "amdahl": "infer_opt.api:amdahl",
@@ -358,7 +388,7 @@ EXPORTS: dict[str, str] = {
     "rates_from_counts": "infer_opt.cost_models.speculative:rates_from_counts",
     "attention_memory": "infer_opt.cost_models.attention:attention_memory",
     "window_bound": "infer_opt.cost_models.attention:window_bound",
-    "compare": "infer_opt.cost_models.run_stats:compare_results",
+    "compare": "infer_opt.api:compare",
     "render": "infer_opt.reports.render:render",
     "load_trace": "infer_opt.trace.loaded:load_trace",
     "InvalidInput": "infer_opt.errors:InvalidInput",

@@ -427,7 +427,18 @@ MESSAGES: dict[str, Words] = {
     ),
     "trace_duplicates": lambda v: f"{v['file']}: {v['events']} exact duplicate events dropped",
     "trace_bad_durations": lambda v: (
-        f"{v['file']}: {v['events']} duration events with a missing or negative duration dropped"
+        f"{v['file']}: {v['events']} duration events with a missing or impossible ts/dur dropped"
+        + (
+            f" (the first: event #{v['index']} '{v['name']}', {v['field']} = "
+            f"{'missing' if v.get('value') is None else v['value']}; allowed: a finite ts in "
+            "[0, 2^53] µs and dur in [0, 1 day])"
+            if "field" in v
+            else ""
+        )
+    ),
+    "trace_bad_sizes": lambda v: (
+        f"{v['file']}: {v['args']} distinct event args with an impossible size ignored (the first: "
+        f"'{v['key']}' = {v['value']}; allowed: whole numbers in [0, 2^53]): those events have no size"
     ),
     "trace_no_steps": lambda v: (
         f"{v['file']}: no ProfilerStep in the trace: analyzed as one window from the first GPU event to "

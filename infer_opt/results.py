@@ -186,10 +186,69 @@ def _dataclass_from_dict(cls: type, data: dict[str, Any], where: str = "") -> An
 _DEVICE = re.compile(r"^(|cpu|meta|mps|(cuda|xpu)(:\d+)?)$")
 
 
+#: a time (a field named ``*_s``) beyond this many seconds (317 years) is no measurement
+TIME_LIMIT_S = 1e10
+#: a rate (``*_per_s``) beyond this (FLOP/s, bytes/s) is none either; infinity is allowed (a rate
+#: of work a family does not do)
+RATE_LIMIT = 1e21
+#: any other finite number beyond this magnitude is none (a count, bytes, FLOPs, a ratio)
+NUMBER_LIMIT = 1e30
+#: times that may be negative (a gain, a saving, a gap): every other ``*_s`` is >= 0
+_SIGNED_TIME = re.compile(r"(gain|sav(ing|ed)|gap|unattributed|delta|diff|error|offset|skew)")
+#: counts and sizes: whole-run quantities that are >= 0 and finite
+_COUNT = re.compile(r"^(n|n_\w+|\w*_count|count|calls|\w+_calls|kernels|events|runs|reps|steps|bytes|"
+                    r"\w+_bytes|flops|flops_\w+|tokens|\w+_tokens|\w*length|\w*padding\w*|\w*waste|"
+                    r"expected_(?!gain)\w+|k|k_max|\w+_k)$")  # fmt: skip
+#: ratios of times and their bounds: >= 0 (infinity: a part made free), or NaN (undefined)
+_RATIO = re.compile(r"^(speedup|speedups|\w+_speedup|ratio|ratio_\w+|\w+_ratio|low|high)$")
+
+
+def _number_rule(name: str, value: float) -> str | None:
+    """What a numeric field named ``name`` allows when ``value`` is outside it (None: it is in):
+    a time finite, >= 0 (unless signed) and < :data:`TIME_LIMIT_S`; a rate not NaN, >= 0 and
+    finite below :data:`RATE_LIMIT` or infinite; a count or size finite and >= 0; anything a
+    finite magnitude below :data:`NUMBER_LIMIT` (NaN and ±inf left to the kind's own checks)."""
+    if name.endswith("_per_s"):
+        ok = value >= 0 and (value <= RATE_LIMIT or value == math.inf)
+        return None if ok else f"must be a rate >= 0 and <= {RATE_LIMIT:g} (or inf)"
+    if name.endswith("_s"):
+        signed = _SIGNED_TIME.search(name) is not None
+        ok = math.isfinite(value) and abs(value) <= TIME_LIMIT_S and (signed or value >= 0)
+        return None if ok else f"must be a finite time{'' if signed else ' >= 0'} within {TIME_LIMIT_S:g} s"
+    if _COUNT.match(name):
+        ok = math.isfinite(value) and 0 <= value <= NUMBER_LIMIT
+        return None if ok else f"must be a finite number >= 0 and <= {NUMBER_LIMIT:g}"
+    if _RATIO.match(name) and not (0 <= value <= NUMBER_LIMIT or value in (math.inf,) or value != value):
+        return f"must be a ratio >= 0 and <= {NUMBER_LIMIT:g}, inf or nan"
+    if math.isfinite(value) and abs(value) > NUMBER_LIMIT:
+        return f"must be within ±{NUMBER_LIMIT:g} (no measurement is that large)"
+    return None
+
+
+def _numbers_problems(built: Any) -> list[tuple[str, Any, str]]:
+    """Every numeric field of ``built`` (and each item of a tuple of numbers) under
+    :func:`_number_rule`."""
+    out: list[tuple[str, Any, str]] = []
+
+    def check(name: str, where: str, item: Any) -> None:
+        if isinstance(item, (tuple, list)):
+            for i, inner in enumerate(item):
+                check(name, f"{where}[{i}]", inner)
+        elif isinstance(item, (int, float)) and not isinstance(item, bool):
+            number = float(item) if isinstance(item, float) or abs(item) < 1e300 else 1e300
+            allowed = _number_rule(name, number)
+            if allowed is not None:
+                out.append((where, item, allowed))
+
+    for f in dataclasses.fields(built):
+        check(f.name, f.name, getattr(built, f.name))
+    return out
+
+
 def _run_problems(built: Any) -> list[tuple[str, Any, str]]:
     """What no result may hold, whatever its kind: a thread count below 1, a device torch has
-    no such name for."""
-    out: list[tuple[str, Any, str]] = []
+    no such name for, a number its field's name rules out (:func:`_number_rule`)."""
+    out: list[tuple[str, Any, str]] = _numbers_problems(built)
     threads = getattr(built, "threads", None)
     if isinstance(built, Result) and isinstance(threads, int) and threads < 1:
         out.append(("threads", threads, "must be an integer >= 1 (CPU threads the run used)"))

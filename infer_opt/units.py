@@ -78,6 +78,10 @@ def _finite(out: float, text: str | float, option: str, what: str, *, positive: 
     return out
 
 
+#: the longest duration an option takes
+MAX_DURATION_S = 1e10
+
+
 def parse_duration(
     text: str | float,
     *,
@@ -98,6 +102,8 @@ def parse_duration(
     seconds = value * DURATION_UNITS[unit]
     if math.isinf(seconds):
         raise InvalidInput(option, text, "expected a finite duration")
+    if seconds > MAX_DURATION_S:  # (1e308 s: no measurement, and overflows what is made of it)
+        raise InvalidInput(option, text, f"expected a duration of at most {MAX_DURATION_S:g} s (317 years)")
     if seconds < 0 or (seconds == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
         raise InvalidInput(option, text, f"duration must be {bound}")
@@ -351,7 +357,7 @@ def format_bandwidth(value: float | None, sig: int = 3) -> str:
 def format_with_spread(center: float, spread: float, formatter: object = format_duration) -> str:
     """``1.52 ms ± 0.04 ms``: the spread decides how many digits the centre keeps."""
     fmt = formatter  # type: ignore[assignment]
-    if not math.isfinite(spread) or spread <= 0 or center == 0:
+    if not math.isfinite(spread) or spread <= 0 or center == 0 or not math.isfinite(center):
         return fmt(center)  # type: ignore[operator]
     # keep digits down to the leading digit of the spread: 1.523 ms ± 40 µs -> 1.52 ms
     digits = max(2, min(6, math.floor(math.log10(abs(center))) - math.floor(math.log10(spread)) + 1))

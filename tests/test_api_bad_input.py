@@ -68,6 +68,31 @@ BAD = [
     ("predict", {"sweep": "batch=0"}, "sweep"),
     ("predict", {"sweep": ["batch", 1]}, "sweep"),
     ("predict", {"hf_config": ["n_layer"]}, "hf_config"),
+    # load_trace (issue 42): wrong types named as parameters, never a TypeError or a CLI flag
+    ("load_trace", {"paths": 3}, "paths"),
+    ("load_trace", {"paths": None}, "paths"),
+    ("load_trace", {"paths": b"tests/trace/fixtures/model_step.json"}, "paths"),
+    ("load_trace", {"paths": [b"tests/trace/fixtures/model_step.json"]}, "paths"),
+    ("load_trace", {"paths": [3]}, "paths"),
+    ("load_trace", {"paths": "/no/such/trace.json"}, "paths"),
+    ("load_trace", {"paths": "tests/trace/fixtures/model_step.json", "steps": 3}, "steps"),
+    ("load_trace", {"paths": "tests/trace/fixtures/model_step.json", "steps": "x"}, "steps"),
+    ("load_trace", {"paths": "tests/trace/fixtures/model_step.json", "device": 3}, "device"),
+    ("load_trace", {"paths": "tests/trace/fixtures/model_step.json", "device": "nosuch"}, "device"),
+    ("load_trace", {"paths": "tests/trace/fixtures/model_step.json", "hta_compat": "no"}, "hta_compat"),
+    ("load_trace", {"paths": "tests/trace/fixtures/model_step.json", "peak_flops": True}, "peak_flops"),
+    ("load_trace", {"paths": "tests/trace/fixtures/model_step.json", "peak_bandwidth": -1}, "peak_bandwidth"),
+    (
+        "load_trace",
+        {"paths": "tests/trace/fixtures/model_step.json", "matmul_fraction": True},
+        "matmul_fraction",
+    ),
+    (
+        "load_trace",
+        {"paths": "tests/trace/fixtures/model_step.json", "causal_flops": ["half"]},
+        "causal_flops",
+    ),
+    ("load_trace", {"paths": "tests/reports/fixtures/profile.json"}, "paths"),
 ]
 
 

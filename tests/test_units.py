@@ -43,7 +43,9 @@ def test_bare_number_uses_default_unit():
     assert parse_duration("2", default_unit="ms") == pytest.approx(2e-3)
 
 
-@pytest.mark.parametrize("text", ["3 parsecs", "ms", "-1ms", "nan", "inf", "1..2s"])
+@pytest.mark.parametrize(
+    "text", ["3 parsecs", "ms", "-1ms", "nan", "inf", "1..2s", "1e308", "1e11s", "1e308ms"]
+)
 def test_parse_duration_rejects(text):
     with pytest.raises(InvalidInput):
         parse_duration(text, option="--eager")

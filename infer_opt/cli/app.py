@@ -68,6 +68,8 @@ class InferOptGroup(TyperGroup):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt:  # typer would make it a silent exit 130: say "Aborted." (main)
+            raise typer.Abort() from None
         except InferOptError as exc:
             if getattr(self, "debug", False):
                 raise

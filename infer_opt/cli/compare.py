@@ -108,9 +108,19 @@ def _is_trace_file(path: Path) -> bool:
     """A torch.profiler trace (gzip, or JSON that is not an infer-opt result), by its first bytes."""
     with open(path, "rb") as handle:
         head = handle.read(4096)
-    if head[:2] == b"\x1f\x8b":
-        return True
-    return b'"infer-opt/' not in head and b"traceEvents" in head
+        if head[:2] == b"\x1f\x8b":
+            return True
+        if b'"infer-opt/' in head:  # a saved result: its schema comes first
+            return False
+        # a trace's metadata (deviceProperties, distributedInfo) may run past the first 4 KB:
+        # look on, a MiB at a time (the overlap keeps a key cut between two reads)
+        block = head
+        while block:
+            if b'"traceEvents"' in block:
+                return True
+            more = handle.read(1 << 20)
+            block = block[-16:] + more if more else b""
+    return False
 
 
 def _traces(base: Path, new: Path) -> tuple | None:

@@ -226,6 +226,12 @@ def capture_sizes(
 
     if memory_per_capture is not None and memory is not None:
         raise InvalidInput("--memory", str(memory), "give --memory-per-capture or --memory, not both")
+    if eager_cost and eager_overhead is not None:  # (the measured table wins: the other is unused)
+        raise InvalidInput(
+            "--eager-overhead",
+            f"{eager_overhead:g} s",
+            "give --eager-cost FILE or --eager-overhead D, not both",
+        )
     got = _distribution(batches, prometheus)
     curve, cost_label, cost_notices = read_costs(cost or [], "--cost")
     eager = read_costs(eager_cost, "--eager-cost")[0] if eager_cost else None

@@ -19,7 +19,7 @@ from dataclasses import asdict
 from functools import cached_property
 from typing import Any
 
-from infer_opt.errors import InvalidInput
+from infer_opt.errors import BadField, InvalidInput
 from infer_opt.kinds.trace import TraceResult
 from infer_opt.trace.analyze import Analysis, analyze, parse_steps
 from infer_opt.trace.events import GPU_KIND_NAMES
@@ -127,38 +127,79 @@ def load_trace(
 ) -> LoadedTrace:
     """Analyze trace file(s) as ``infer-opt trace`` does; bad input raises
     :class:`~infer_opt.errors.InvalidInput` naming the parameter, as the CLI refuses it."""
+    paths = _paths(paths)
+    _check_options(steps, device, peak_flops, peak_bandwidth, hta_compat, causal_flops, matmul_fraction)
+    captures = [capture] if isinstance(capture, (str, os.PathLike)) else capture
+    for p in captures or ():
+        if not isinstance(p, (str, os.PathLike)) or not os.path.exists(p):
+            raise InvalidInput("capture", repr(p), "an existing capture trace file (str or os.PathLike)")
+    try:
+        return LoadedTrace(
+            analyze(
+                paths,
+                steps=parse_steps(steps),
+                hta_compat=hta_compat,
+                device=device,
+                peak_flops=peak_flops,
+                peak_bandwidth=peak_bandwidth,
+                causal=causal_flops,
+                matmul_peak_fraction=float(matmul_fraction),
+                capture=list(captures) if captures is not None else None,
+            )
+        )
+    except InvalidInput as err:  # the CLI's flag (--device) said as this function's parameter
+        if isinstance(err, BadField) or err.option not in _PARAMETER:
+            raise
+        raise InvalidInput(_PARAMETER[err.option], err.value, err.expected) from None
+
+
+#: the CLI's flags the analysis names, as load_trace's parameters
+_PARAMETER = {"--steps": "steps", "--device": "device", "--peak-flops": "peak_flops",
+              "--peak-bandwidth": "peak_bandwidth", "--hta-compat": "hta_compat",
+              "--causal-flops": "causal_flops", "--matmul-fraction": "matmul_fraction",
+              "--matmul-peak-fraction": "matmul_fraction", "TRACE": "paths",
+              "--capture": "capture"}  # fmt: skip
+_PATHS = "a trace file or folder (a str or os.PathLike), or a list of them"
+
+
+def _paths(paths: Any) -> list[str | os.PathLike[str]]:
+    """``paths`` as a list of paths that exist; anything else refused naming ``paths``."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
+    elif isinstance(paths, (bytes, bytearray)) or not isinstance(paths, Iterable):
+        raise InvalidInput("paths", repr(paths), _PATHS)
     paths = list(paths)
     if not paths:
         raise InvalidInput("paths", "[]", "give at least one trace file or folder")
-    for name, value in (("peak_flops", peak_flops), ("peak_bandwidth", peak_bandwidth)):
-        if value is not None and not (isinstance(value, (int, float)) and 0 < value < float("inf")):
-            raise InvalidInput(name, repr(value), "a positive finite number (per second)")
-    if not isinstance(matmul_fraction, (int, float)) or not 0 < matmul_fraction <= 1:
-        raise InvalidInput("matmul_fraction", repr(matmul_fraction), "a fraction in (0, 1]")
-    if causal_flops not in CAUSAL_CONVENTIONS:
-        raise InvalidInput("causal_flops", repr(causal_flops), f"one of {', '.join(CAUSAL_CONVENTIONS)}")
     for p in paths:
+        if not isinstance(p, (str, os.PathLike)) or isinstance(os.fspath(p), bytes):
+            raise InvalidInput("paths", repr(p), _PATHS)
         if not os.path.exists(p):
             raise InvalidInput("paths", os.fspath(p), "file does not exist")
-    captures = [capture] if isinstance(capture, (str, os.PathLike)) else capture
-    for p in captures or ():
-        if not os.path.exists(p):
-            raise InvalidInput("capture", os.fspath(p), "file does not exist")
-    return LoadedTrace(
-        analyze(
-            paths,
-            steps=parse_steps(steps),
-            hta_compat=hta_compat,
-            device=device,
-            peak_flops=peak_flops,
-            peak_bandwidth=peak_bandwidth,
-            causal=causal_flops,
-            matmul_peak_fraction=float(matmul_fraction),
-            capture=list(captures) if captures is not None else None,
+    return paths
+
+
+def _check_options(
+    steps: Any, device: Any, peak_flops: Any, peak_bandwidth: Any, hta_compat: Any, causal: Any, fraction: Any
+) -> None:
+    """Each option of :func:`load_trace` of its type and range, named as its parameter."""
+    if steps is not None and not isinstance(steps, str):
+        raise InvalidInput(
+            "steps", repr(steps), "None or a range of ProfilerStep numbers as a string ('3-5')"
         )
-    )
+    if device is not None and not isinstance(device, str):
+        raise InvalidInput("device", repr(device), "None or a GPU name as a string ('h100')")
+    if not isinstance(hta_compat, bool):
+        raise InvalidInput("hta_compat", repr(hta_compat), "True or False")
+    for name, value in (("peak_flops", peak_flops), ("peak_bandwidth", peak_bandwidth)):
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if value is not None and not (number and 0 < value < float("inf")):
+            raise InvalidInput(name, repr(value), "a positive finite number (per second)")
+    number = isinstance(fraction, (int, float)) and not isinstance(fraction, bool)
+    if not number or not 0 < fraction <= 1:
+        raise InvalidInput("matmul_fraction", repr(fraction), "a fraction in (0, 1]")
+    if not isinstance(causal, str) or causal not in CAUSAL_CONVENTIONS:
+        raise InvalidInput("causal_flops", repr(causal), f"one of {', '.join(CAUSAL_CONVENTIONS)}")
 
 
 __all__ = ["LoadedTrace", "load_trace"]

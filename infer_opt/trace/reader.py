@@ -83,6 +83,22 @@ STRING_ID_BASE = 1 << 40
 
 _ID_LIMIT = 1 << 62
 
+#: a ``ts`` beyond this (µs) is no time: past 2**53 a float no longer holds a microsecond (Kineto's
+#: times since the epoch are ~1.8e15)
+TS_MAX = float(1 << 53)
+#: a ``dur`` beyond this (µs, one day) is no event a profiler session records
+DUR_MAX = 86_400e6
+
+
+def _bad_time(cols: Any, index: int, name: Any, ts: Any, dur: Any) -> None:
+    """Count an event dropped for its ``ts``/``dur`` (missing, not a number, non-finite, negative
+    or past :data:`TS_MAX`/:data:`DUR_MAX`); the first one is kept to be named in the notice."""
+    cols.bad_dur += 1
+    if cols.bad_first is None:
+        ok_ts = isinstance(ts, float) and 0 <= ts <= TS_MAX
+        field, value = ("dur", dur) if ok_ts else ("ts", ts)
+        cols.bad_first = (index, str(name)[:80], field, value if isinstance(value, (int, float)) else None)
+
 
 def _as_id(value: Any) -> int:
     """An id (stream, device, correlation, thread) as an int64; a string names one by its hash,
@@ -145,6 +161,36 @@ def _gunzip(data: bytes, path: Path) -> tuple[bytes, bool]:
 
 
 _EVENT_END = re.compile(rb"\}\s*(?:,|\])")
+_BEFORE_VALUE, _AFTER_VALUE = frozenset(b":,["), frozenset(b",}]")
+
+
+def _quote_non_finite(data: bytes) -> bytes:
+    """``data`` with each bare ``NaN``/``Infinity``/``-Infinity`` value (which Python's json
+    writes, and no JSON parser reads: the whole file would look cut short) quoted as a string:
+    the scan reads it back as the float and drops its event, naming it (:func:`_bad_time`)."""
+    if b"NaN" not in data and b"Infinity" not in data:  # (a fast search: the usual case)
+        return data
+    cuts: list[int] = []
+    for token in (b"NaN", b"Infinity"):
+        pos = data.find(token)
+        while pos >= 0:
+            a = pos - 1 if pos and data[pos - 1] == 0x2D else pos  # a leading minus sign
+            b = pos + len(token)
+            before = data[max(0, a - 64) : a].rstrip()
+            after = data[b : b + 64].lstrip()
+            if before and after and before[-1] in _BEFORE_VALUE and after[0] in _AFTER_VALUE:
+                cuts += (a, b)
+            pos = data.find(token, b)
+    if not cuts:
+        return data
+    cuts.sort()
+    parts, last = [], 0
+    for i in range(0, len(cuts), 2):
+        a, b = cuts[i], cuts[i + 1]
+        parts += (data[last:a], b'"', data[a:b], b'"')
+        last = b
+    parts.append(data[last:])
+    return b"".join(parts)
 
 
 def _repair(data: bytes, path: Path) -> tuple[dict, int]:
@@ -196,6 +242,7 @@ def _load_document(path: Path) -> tuple[dict, list[Notice]]:
         data, cut = _gunzip(data, path)
         if not data or data.isspace():
             raise InvalidInput(PARAM, str(path), "an empty gzip file, not a trace")
+    data = _quote_non_finite(data)
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError:
@@ -223,6 +270,7 @@ def _load_typed(path: Path) -> tuple[dict, list] | None:
         data, cut = _gunzip(data, path)
         if cut or not data or data.isspace():
             return None
+    data = _quote_non_finite(data)
     try:
         top = _TOP.decode(data)
     except _TYPED_ERRORS:
@@ -273,6 +321,11 @@ class _Columns:
         self.steps: dict[int, list[float]] = {}
         self.gpu_steps: dict[int, list[float]] = {}
         self.bad_dur = 0
+        #: the first event dropped for its times: (position, name, field, value or None)
+        self.bad_first: tuple | None = None
+        #: distinct kept args with an impossible size, and the first: (key, value as JSON)
+        self.bad_args = 0
+        self.bad_args_first: tuple[str, str] | None = None
         # kept args by their JSON bytes: the same op with the same shapes shares one dict
         self.interned: dict[bytes, dict] = {}
         self.typed_interned: dict[str, dict[tuple, dict]] = {}
@@ -295,12 +348,42 @@ class _Columns:
             return sub
         found = self.interned.get(key)
         if found is None:
-            found = self.interned[key] = sub
+            found = self.interned[key] = _checked_sizes(self, sub)
         return found
 
 
 #: the args of an event without any kept key (shared: never modified)
 _NO_ARGS: dict = {}
+#: kept args holding sizes: each number in them a whole number in [0, 2**53] (a negative or
+#: non-finite size is dropped with its key, named in a notice: the analyses see no size)
+_SIZE_ARGS = ("In msg nelems", "Out msg nelems", "Group size", "Input Dims", "Input Strides")
+
+
+_NON_FINITE_WORDS = frozenset(("NaN", "Infinity", "-Infinity"))
+
+
+def _bad_size(value: Any) -> bool:
+    if isinstance(value, list):
+        return any(_bad_size(v) for v in value)
+    if isinstance(value, str):  # a word (a dtype's): not a size; a bare NaN/Infinity quoted
+        return value in _NON_FINITE_WORDS
+    if value is None:
+        return False
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return True
+    return not (0 <= value <= TS_MAX and float(value).is_integer())
+
+
+def _checked_sizes(cols: Any, found: dict) -> dict:
+    """``found`` (a fresh kept args dict) without its impossible sizes, the first one recorded."""
+    bad = [k for k in _SIZE_ARGS if k in found and _bad_size(found[k])]
+    if not bad:
+        return found
+    cols.bad_args += 1
+    if cols.bad_args_first is None:
+        value = found[bad[0]]
+        cols.bad_args_first = (bad[0], orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY).decode()[:60])
+    return {k: v for k, v in found.items() if k not in bad} or _NO_ARGS
 
 
 def _scan(events: Sequence[Any], cols: _Columns | None = None, offset: int = 0) -> _Columns:
@@ -322,10 +405,10 @@ def _scan(events: Sequence[Any], cols: _Columns | None = None, offset: int = 0) 
             ts = float(ts)
             dur = float(dur)
         except (TypeError, ValueError):
-            cols.bad_dur += 1
+            _bad_time(cols, index, e.get("name"), ts if isinstance(ts, float) else None, None)
             continue
-        if not dur >= 0 or ts != ts:
-            cols.bad_dur += 1
+        if not (0 <= ts <= TS_MAX and 0 <= dur <= DUR_MAX):
+            _bad_time(cols, index, e.get("name"), ts, dur)
             continue
         args = e.get("args") or _NO_ARGS
         if not isinstance(args, dict):
@@ -448,31 +531,34 @@ def _decode_typed(data: bytes) -> list | None:
         return None
 
 
-def _typed_kept(raws: tuple, keys: tuple[str, ...], interned: dict[tuple, dict]) -> dict:
+def _typed_kept(raws: tuple, keys: tuple[str, ...], interned: dict[tuple, dict], cols: Any) -> dict:
     """The kept args of a typed event (its raw fields, in ``keys`` order): one dict per distinct
     raw content, parsed by orjson as the plain path parses it."""
     key = tuple([None if r is _U else bytes(r) for r in raws])
     found = interned.get(key)
     if found is None:
         found = {k: orjson.loads(r) for k, r in zip(keys, key, strict=True) if r is not None}
-        found = interned[key] = found or _NO_ARGS
+        found = interned[key] = _checked_sizes(cols, found) if found else _NO_ARGS
     return found
 
 
-def _typed_times(ts: Any, dur: Any) -> tuple[float, float]:
-    """A typed event's ts and dur as floats (NaN, a bad duration, where they are none)."""
-    try:
-        return float(_as_orjson(ts)), float(_as_orjson(dur))
-    except (TypeError, ValueError):
-        return math.nan, math.nan
+def _typed_times(ts: Any, dur: Any) -> tuple[Any, Any]:
+    """A typed event's ts and dur as floats (None where one is not a number)."""
+    out = []
+    for value in (ts, dur):
+        try:
+            out.append(float(_as_orjson(value)))
+        except (TypeError, ValueError):
+            out.append(None)
+    return out[0], out[1]
 
 
-def _typed_gpu_args(f: tuple, pid: Any, interned: dict, streams: dict) -> tuple[dict, Any, Any]:
+def _typed_gpu_args(f: tuple, pid: Any, interned: dict, streams: dict, cols: Any) -> tuple[dict, Any, Any]:
     """A GPU event's kept args, device and correlation from its typed args' fields."""
     corr = -1 if f[0] is _U else f[0]
     device = pid if f[1] is _U else f[1]
     if f[5:11] != _NO_COLLECTIVE:
-        return _typed_kept(f[4:11], GPU_ARG_KEYS, interned), device, corr
+        return _typed_kept(f[4:11], GPU_ARG_KEYS, interned, cols), device, corr
     if f[4] is _U:
         return _NO_ARGS, device, corr
     raw = bytes(f[4])  # the common case: a kernel with its stream only
@@ -482,12 +568,12 @@ def _typed_gpu_args(f: tuple, pid: Any, interned: dict, streams: dict) -> tuple[
     return kept, device, corr
 
 
-def _typed_op_args(f: tuple, interned: dict) -> tuple[dict, Any]:
+def _typed_op_args(f: tuple, interned: dict, cols: Any) -> tuple[dict, Any]:
     """A cpu_op's kept args and external id from its typed args' fields."""
     ext = f[2]
     if ext is _U:
         ext = -1 if f[3] is _U else f[3]
-    return _typed_kept((*f[11:15], f[4]), OP_ARG_KEYS, interned), ext
+    return _typed_kept((*f[11:15], f[4]), OP_ARG_KEYS, interned, cols), ext
 
 
 def _typed_step(cols: _Columns, kind: int, name: Any, ts: float, dur: float) -> None:
@@ -519,8 +605,11 @@ def _scan_typed(events: list, cols: _Columns, offset: int = 0) -> _Columns:
         ts, dur = e.ts, e.dur
         if type(ts) is not float or type(dur) is not float:
             ts, dur = _typed_times(ts, dur)
-        if not dur >= 0 or ts != ts:
-            cols.bad_dur += 1
+            if ts is None or dur is None:
+                _bad_time(cols, index, _as_orjson(e.name), ts, dur)
+                continue
+        if not (0 <= ts <= TS_MAX and 0 <= dur <= DUR_MAX):
+            _bad_time(cols, index, _as_orjson(e.name), ts, dur)
             continue
         a, name = e.args, e.name
         nid = names.get(name) if type(name) is str else None
@@ -542,7 +631,7 @@ def _scan_typed(events: list, cols: _Columns, offset: int = 0) -> _Columns:
             if a is None:
                 kept, device, corr = _NO_ARGS, e.pid, -1
             else:
-                kept, device, corr = _typed_gpu_args(astuple(a), e.pid, g_interned, g_streams)
+                kept, device, corr = _typed_gpu_args(astuple(a), e.pid, g_interned, g_streams, cols)
             stream = kept["stream"] if "stream" in kept else _as_orjson(e.tid)
             g_ts(ts)
             g_dur(dur)
@@ -554,7 +643,7 @@ def _scan_typed(events: list, cols: _Columns, offset: int = 0) -> _Columns:
             g_index(index)
             g_args(kept)
         elif kind == _CPU_OP and not (type(name) is str and "ProfilerStep#" in name and _STEP.match(name)):
-            kept, ext = (_NO_ARGS, -1) if a is None else _typed_op_args(astuple(a), o_interned)
+            kept, ext = (_NO_ARGS, -1) if a is None else _typed_op_args(astuple(a), o_interned, cols)
             if nid is None:
                 nid = cols.name_id(_as_orjson(name))
             pid, tid = e.pid, e.tid
@@ -649,6 +738,10 @@ def _merge(into: _Columns, part: _Columns, offset: int) -> None:
     for number, span in part.gpu_steps.items():
         into.gpu_steps.setdefault(number, span)
     into.bad_dur += part.bad_dur
+    into.bad_args += part.bad_args
+    into.bad_args_first = into.bad_args_first or part.bad_args_first
+    if into.bad_first is None and part.bad_first is not None:
+        into.bad_first = (part.bad_first[0] + offset, *part.bad_first[1:])
 
 
 def _scan_spans(data: bytes, spans: list[tuple[int, int]]) -> tuple[_Columns, int] | None:
@@ -696,6 +789,7 @@ def _read_chunked(path: Path) -> tuple[dict, _Columns] | None:
             return None
     if len(data) < CHUNKED_ABOVE:
         return None
+    data = _quote_non_finite(data)
     key = data.find(b'"traceEvents"')
     bracket = data.find(b"[", key) if key >= 0 else -1
     if bracket < 0:
@@ -905,7 +999,15 @@ def _build(cols: _Columns, path: str) -> tuple[GpuEvents, Launches, CpuOps, tupl
     launches = Launches(la[0], la[1], la[2], la[4], la[5], l_op, la[6])
     ops = CpuOps(op[0], op[1], op[2], op[4], parent, op[5], op[6], _pick(cols.op_args, o_keep))
     if cols.bad_dur:
-        notices.append(Notice("trace_bad_durations", {"file": path, "events": cols.bad_dur}))
+        values: dict[str, Any] = {"file": path, "events": cols.bad_dur}
+        if cols.bad_first is not None:
+            index, name, field, value = cols.bad_first
+            values.update(index=index, name=name, field=field, value=_json_number(value))
+        notices.append(Notice("trace_bad_durations", values))
+    if cols.bad_args_first is not None:
+        key, value = cols.bad_args_first
+        values = {"file": path, "args": cols.bad_args, "key": key, "value": value}
+        notices.append(Notice("trace_bad_sizes", values))
     return gpu, launches, ops, steps, notices
 
 
@@ -955,6 +1057,13 @@ def read_trace(path: str | os.PathLike[str]) -> TraceEvents:
         metadata=doc,
         warnings=tuple(notices + more),
     )
+
+
+def _json_number(value: Any) -> Any:
+    """A value for a notice (saved as JSON): a non-finite float as its word, None kept."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
 
 
 def _maybe_int(value: Any) -> int | None:

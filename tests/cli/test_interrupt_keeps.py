@@ -149,3 +149,30 @@ def test_ctrl_c_in_speculative_run_sweep_keeps_the_whole_rounds(tmp_path, monkey
         assert result["reps"] == 2 and [p["k"] for p in result["points"]] == [1, 2]
         assert result["plain_time"]["n"] == 2
         assert "spec_run_interrupted" in [w["code"] for w in result["warnings"]]
+
+
+@pytest.mark.parametrize(
+    ("target", "args"),
+    [
+        ("infer_opt.trace.analyze.analyze", ("trace", "tests/trace/fixtures/model_step.json")),
+        ("infer_opt.trace.reader.read_trace", ("trace", "tests/trace/fixtures/model_step.json", "--json")),
+    ],
+)
+def test_ctrl_c_in_a_command_without_its_own_handler_says_aborted(monkeypatch, target, args):
+    """Issue 42: typer turned the interrupt into a silent exit 130 before the app's handler."""
+    import importlib
+
+    module, name = target.rsplit(".", 1)
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(importlib.import_module(module), name, interrupted)
+    if module == "infer_opt.trace.analyze":
+        import infer_opt.cli.trace as cli_trace
+
+        if hasattr(cli_trace, name):
+            monkeypatch.setattr(cli_trace, name, interrupted)
+    run = invoke(*args)
+    assert run.exit_code == 130
+    assert run.stderr.strip().splitlines()[-1] == "Aborted." and "Traceback" not in run.stderr

@@ -201,3 +201,21 @@ def test_speculative_prometheus_pair_forms(files):
     assert run.json()["result"]["alphas"] == pytest.approx([0.8, 110 / 160])
     assert_one_line_error(invoke(*base, "--prometheus", a), "--prometheus", "give two")
     assert_one_line_error(invoke(*base, "--prometheus", a, b, a), "--prometheus", "give two")
+
+
+def test_an_absurd_capture_time_is_refused_not_a_traceback(files):
+    """Issue 42: --capture-time 1e308 overflowed the break-even's exact arithmetic."""
+    run = invoke(
+        "tune", "capture-sizes", "--batches", str(files / "batches.csv"), "--cost", str(files / "cost.csv"),
+        "--eager-overhead", "1", "--capture-time", "1e308",
+    )  # fmt: skip
+    assert_one_line_error(run, "--capture-time", "1e308")
+
+
+def test_eager_overhead_with_an_eager_cost_is_refused_not_ignored(files):
+    """Issue 42: --eager-overhead was silently ignored when --eager-cost was given."""
+    run = invoke(
+        "tune", "capture-sizes", "--batches", str(files / "batches.csv"), "--cost", str(files / "cost.csv"),
+        "--eager-cost", str(files / "cost.csv"), "--eager-overhead", "1",
+    )  # fmt: skip
+    assert_one_line_error(run, "--eager-overhead", "not both")

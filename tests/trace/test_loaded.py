@@ -68,8 +68,8 @@ def test_more_groups_than_a_display_shows_are_all_in_the_frame(tmp_path):
 @pytest.mark.parametrize(
     ("kwargs", "param"),
     [
-        ({"steps": "x"}, "--steps"),
-        ({"device": "tpu-v9"}, "--device"),
+        ({"steps": "x"}, "steps"),  # the parameter, not the CLI's --steps (issue 42)
+        ({"device": "tpu-v9"}, "device"),
         ({"peak_flops": -1.0}, "peak_flops"),
         ({"peak_bandwidth": float("nan")}, "peak_bandwidth"),
         ({"matmul_fraction": 0}, "matmul_fraction"),
@@ -77,8 +77,9 @@ def test_more_groups_than_a_display_shows_are_all_in_the_frame(tmp_path):
     ],
 )
 def test_bad_arguments_raise_invalid_input_naming_them(kwargs, param):
-    with pytest.raises(InvalidInput, match=param):
+    with pytest.raises(InvalidInput, match=param) as caught:
         infer_opt.load_trace(MODEL, **kwargs)
+    assert caught.value.option == param
 
 
 def test_missing_and_empty_inputs(tmp_path):

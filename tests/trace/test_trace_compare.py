@@ -118,3 +118,32 @@ def test_cli_refuses_a_trace_against_another_kind(tmp_path):
     profile = save_result(tmp_path / "p.json", fixture("profile"))
     assert_one_line_error(invoke("compare", str(MODEL), str(profile)), "NEW", "profile")
     assert_one_line_error(invoke("compare", str(profile), str(MODEL)), "BASE", "profile")
+
+
+def test_cli_compares_a_trace_whose_metadata_runs_past_4_kb(tmp_path):
+    """Issue 42: an uncompressed trace with long metadata before ``traceEvents`` (the shared bert
+    traces, gunzipped) was taken for a saved result and refused."""
+    import json
+
+    doc = json.loads(MODEL.read_text())
+    padded = {"deviceProperties": doc.get("deviceProperties", []), "padding": "x" * 9000, **doc}
+    path = tmp_path / "long_meta.json"
+    path.write_text(json.dumps(padded))
+    assert path.read_bytes().find(b'"traceEvents"') > 4096
+    run = invoke("compare", str(path), str(MODEL), "--json")
+    assert run.exit_code == 0, run.stderr
+    assert run.json()["schema"].endswith("trace-compare")
+
+
+def test_the_api_compares_two_trace_results_as_the_cli_does(base):
+    """Issue 42: ``infer_opt.compare()`` refused two trace results ``infer-opt compare`` takes."""
+    import infer_opt
+
+    got = infer_opt.compare(base, infer_opt.load_trace(MODEL), threshold=0.1)
+    assert got == compare_traces(base, base, threshold=0.1)
+    with pytest.raises(InvalidInput) as caught:
+        infer_opt.compare(base, 3)
+    assert caught.value.option == "new"
+    with pytest.raises(InvalidInput) as caught:
+        infer_opt.compare(base, base, seed=1)
+    assert caught.value.option == "seed"
