@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from infer_opt.cli.common import option
+from infer_opt.cli.common import option, progress_bar
 from infer_opt.cli.output import Outcome, Output, with_output
 from infer_opt.cli.types import Bandwidth, Choice, Count, FlopRate, Fraction, InputFile, OutputFile
 
@@ -77,6 +77,18 @@ AugmentOpt = option(
     parse=OutputFile(),
     help="Write the trace back (.json or .json.gz) with flops, bytes, rates and bound in each event's args.",
 )
+SchedulerOpt = option(
+    str | None,
+    "--scheduler",
+    help="A Dask scheduler (tcp://HOST:8786) whose workers read the rank files from a shared path; "
+    "default $INFER_OPT_SCHEDULER, else the local cores. Needs pip install 'infer-opt[dask]'.",
+)
+WorkersOpt = option(
+    int | None, "--workers", parse=Count(1, 1024), help="Local processes reading ranks (default: the cores)."
+)
+StrictOpt = option(
+    bool, "--strict", help="Refuse the job when a rank cannot be read (default: report the rest, say which)."
+)
 
 
 @with_output(plot=True)
@@ -97,26 +109,36 @@ def trace_command(
     matmul_fraction: MatmulFractionOpt = 0.7,
     top: TopOpt = 15,
     augment: AugmentOpt = None,
+    scheduler: SchedulerOpt = None,
+    workers: WorkersOpt = None,
+    strict: StrictOpt = False,
     *,
     output: Output,
 ) -> Any:
     from infer_opt.trace.analyze import analyze, parse_steps
+    from infer_opt.trace.ranks import scheduler_address
 
     inputs = [_checked(p) for p in traces]
     output.check_distinct((("--augment", augment),))
     _never_over_an_input(inputs, output, augment)
     fit = _roofline(roofline) if roofline is not None else None
-    found = analyze(
-        inputs,
-        steps=parse_steps(steps),
-        hta_compat=hta_compat,
-        device=device,
-        peak_flops=peak_flops,
-        peak_bandwidth=peak_bandwidth,
-        roofline_fit=fit,
-        causal=causal_flops,
-        matmul_peak_fraction=matmul_fraction,
-    )
+    with progress_bar("trace") as bar:
+        found = analyze(
+            inputs,
+            steps=parse_steps(steps),
+            hta_compat=hta_compat,
+            device=device,
+            peak_flops=peak_flops,
+            peak_bandwidth=peak_bandwidth,
+            roofline_fit=fit,
+            causal=causal_flops,
+            matmul_peak_fraction=matmul_fraction,
+            workers=workers,
+            scheduler=scheduler_address(scheduler),
+            strict=strict,
+            progress=lambda done, total: bar(done, total, "ranks"),
+            keep_events=augment is not None,
+        )
     if augment is not None:
         from infer_opt.errors import RunFailure
         from infer_opt.trace.augment import write_augmented

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from infer_opt.kinds.cross_rank import CrossRank
 from infer_opt.notices import Notice
 from infer_opt.results import Result
 
@@ -205,3 +206,4 @@ class TraceResult(Result):
     alpha_beta: tuple[AlphaBetaRow, ...] = ()
     cpu_ops: tuple[CpuOpRow, ...] = ()  # a CPU-only trace: self time per CPU op
     warnings: tuple[Notice, ...] = field(default=())
+    cross_rank: CrossRank | None = None  # two or more ranks of one job (trace/cross_rank.py)

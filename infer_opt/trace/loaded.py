@@ -6,6 +6,11 @@ pandas DataFrames (whole, never cut at a display's ``--top``), as HTA users expe
     t.ops                    # one row per (op, shapes, dtype) group
     t.kernels                # one row per GPU event of the analyzed steps, with its op
     t.steps, t.ranks         # the timeline per step and per rank
+    t.stragglers, t.collective_skew, t.imbalance   # across ranks (two or more of one job)
+
+``load_trace(folder, scheduler="tcp://host:8786")`` reads the ranks on a Dask cluster (the
+workers read the files from a path they share); the kernels frame then reads the events again
+here, when first asked for.
 
 pandas is imported only when a frame is first asked for.
 """
@@ -61,6 +66,43 @@ class LoadedTrace:
         return pd.DataFrame([{k: getattr(r, k) for k in keys} for r in self.result.ranks])
 
     @cached_property
+    def stragglers(self) -> Any:
+        """Per step, the rank the others waited for longest and its cost (empty: one rank)."""
+        import pandas as pd
+
+        cross = self.result.cross_rank
+        return pd.DataFrame([asdict(s) for s in cross.straggler] if cross else [])
+
+    @cached_property
+    def collective_skew(self) -> Any:
+        """One row per (matched collective, rank): skew, that rank's wait, the transfer."""
+        import pandas as pd
+
+        cross = self.result.cross_rank
+        rows = []
+        for m in cross.collectives if cross else ():
+            common = {k: v for k, v in asdict(m).items() if k not in ("ranks", "wait_s")}
+            rows += [{**common, "rank": r, "wait_s": w} for r, w in zip(m.ranks, m.wait_s, strict=True)]
+        return pd.DataFrame(rows)
+
+    @cached_property
+    def imbalance(self) -> Any:
+        """Per rank: median step time, compute and idle, and whether it is an outlier."""
+        import pandas as pd
+
+        cross = self.result.cross_rank
+        return pd.DataFrame([asdict(r) for r in cross.imbalance] if cross else [])
+
+    def _events(self) -> tuple[tuple, tuple]:
+        if self.analysis.traces or not self.result.files:
+            return self.analysis.traces, self.analysis.masks
+        from infer_opt.trace.reader import read_trace
+        from infer_opt.trace.timeline import analyzed_mask
+
+        traces = tuple(read_trace(f) for f in self.result.files)
+        return traces, tuple(analyzed_mask(ev, self.analysis.steps) for ev in traces)
+
+    @cached_property
     def kernels(self) -> Any:
         import numpy as np
         import pandas as pd
@@ -68,9 +110,8 @@ class LoadedTrace:
         from infer_opt.trace.timeline import classify
 
         frames = []
-        for rank, events, mask in zip(
-            self.result.ranks, self.analysis.traces, self.analysis.masks, strict=True
-        ):
+        traces, masks = self._events()
+        for rank, events, mask in zip(self.result.ranks, traces, masks, strict=True):
             g = events.gpu
             idx = np.flatnonzero(mask)
             names = np.array(events.names, dtype=object)
@@ -114,9 +155,14 @@ def load_trace(
     hta_compat: bool = False,
     causal_flops: str = "half",
     matmul_fraction: float = 0.7,
+    scheduler: Any | None = None,
+    workers: int | None = None,
+    strict: bool = False,
 ) -> LoadedTrace:
     """Analyze trace file(s) as ``infer-opt trace`` does; bad input raises
-    :class:`~infer_opt.errors.InvalidInput` naming the parameter, as the CLI refuses it."""
+    :class:`~infer_opt.errors.InvalidInput` naming the parameter, as the CLI refuses it.
+    ``scheduler``: a Dask scheduler address (or ``distributed.Client``) to read the ranks on;
+    ``workers``: local processes (default the cores)."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     paths = list(paths)
@@ -142,6 +188,10 @@ def load_trace(
             peak_bandwidth=peak_bandwidth,
             causal=causal_flops,
             matmul_peak_fraction=float(matmul_fraction),
+            scheduler=scheduler,
+            workers=workers,
+            strict=strict,
+            keep_events=scheduler is None,
         )
     )
 
