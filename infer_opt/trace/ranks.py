@@ -237,17 +237,17 @@ def _done(progress: Progress | None, done: int, total: int) -> None:
 
 
 def _local(
-    files: Sequence[str], options: RankOptions, workers: int | None, progress: Progress | None
+    files: Sequence[str], options: RankOptions, workers: int | None, progress: Progress | None, task: Any
 ) -> list[RankSummary | RankFailure]:
     if len(files) == 1 or workers == 1:
         out = []
         for i, f in enumerate(files):
-            out.append(summarize(f, options))
+            out.append(task(f, options))
             _done(progress, i + 1, len(files))
         return out
     found: list[RankSummary | RankFailure | None] = [None] * len(files)
     with ProcessPoolExecutor(max_workers=min(len(files), workers or os.cpu_count() or 1)) as pool:
-        futures = {pool.submit(summarize, f, options): i for i, f in enumerate(files)}
+        futures = {pool.submit(task, f, options): i for i, f in enumerate(files)}
         for done, future in enumerate(as_completed(futures), 1):
             i = futures[future]
             try:
@@ -274,13 +274,13 @@ def connect(address: str) -> Any:
 
 
 def _dask(
-    files: Sequence[str], options: RankOptions, scheduler: Any, progress: Progress | None
+    files: Sequence[str], options: RankOptions, scheduler: Any, progress: Progress | None, task: Any
 ) -> list[RankSummary | RankFailure]:
     from distributed import as_completed as dask_completed
 
     client = connect(scheduler) if isinstance(scheduler, str) else scheduler
     try:
-        futures = client.map(summarize, list(files), options=options, pure=False)
+        futures = client.map(task, list(files), options=options, pure=False)
         where = {f.key: i for i, f in enumerate(futures)}
         found: list[RankSummary | RankFailure | None] = [None] * len(files)
         for done, future in enumerate(dask_completed(futures), 1):
@@ -305,16 +305,18 @@ def map_ranks(
     scheduler: Any | None = None,
     workers: int | None = None,
     progress: Progress | None = None,
+    task: Callable[[str, RankOptions], RankSummary | RankFailure] = summarize,
 ) -> list[RankSummary | RankFailure]:
-    """Every file summarized, in the order given. ``scheduler``: a Dask address or Client."""
+    """Every file summarized, in the order given. ``scheduler``: a Dask address or Client;
+    ``task``: the map's body (:func:`summarize`; another only in tests)."""
     paths = (
         [os.path.abspath(os.fspath(f)) for f in files]
         if scheduler is not None
         else [os.fspath(f) for f in files]
     )
     if scheduler is not None:
-        return _dask(paths, options, scheduler, progress)
-    return _local(paths, options, workers, progress)
+        return _dask(paths, options, scheduler, progress, task)
+    return _local(paths, options, workers, progress, task)
 
 
 def reanalysed(
