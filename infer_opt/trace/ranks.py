@@ -276,6 +276,8 @@ def connect(address: str) -> Any:
 def _dask(
     files: Sequence[str], options: RankOptions, scheduler: Any, progress: Progress | None, task: Any
 ) -> list[RankSummary | RankFailure]:
+    """The map on a Dask cluster. Ranks lost with a worker that died are tried again one at a
+    time (a worker holds several ranks at once): the one that fails again is named, the rest kept."""
     from distributed import as_completed as dask_completed
 
     client = connect(scheduler) if isinstance(scheduler, str) else scheduler
@@ -283,19 +285,34 @@ def _dask(
         futures = client.map(task, list(files), options=options, pure=False)
         where = {f.key: i for i, f in enumerate(futures)}
         found: list[RankSummary | RankFailure | None] = [None] * len(files)
+        lost = []
         for done, future in enumerate(dask_completed(futures), 1):
             i = where[future.key]
-            try:
-                found[i] = future.result()
-            except InvalidInput:
-                raise
-            except Exception as exc:  # a worker that died (KilledWorker) or lost: its rank only
-                found[i] = RankFailure(files[i], f"on the cluster: {type(exc).__name__}: {exc}")
-            _done(progress, done, len(files))
+            found[i] = _outcome(future, files[i])
+            if isinstance(found[i], _Lost):
+                lost.append(i)
+            else:
+                _done(progress, done - len(lost), len(files))
+        for i in sorted(lost):
+            found[i] = _outcome(client.submit(task, files[i], options=options, pure=False), files[i])
+            _done(progress, len(files) - len(lost) + sorted(lost).index(i) + 1, len(files))
     finally:
         if isinstance(scheduler, str):
             client.close()
     return [f for f in found if f is not None]
+
+
+class _Lost(RankFailure):
+    """A rank whose task raised on the cluster (its worker died), not one that could not be read."""
+
+
+def _outcome(future: Any, path: str) -> RankSummary | RankFailure:
+    try:
+        return future.result()
+    except InvalidInput:
+        raise
+    except Exception as exc:  # a worker that died (KilledWorker) or was lost: this rank only
+        return _Lost(path, f"on the cluster: {type(exc).__name__}: {exc}")
 
 
 def map_ranks(
