@@ -227,7 +227,7 @@ def _summaries(
     summaries = [s for s in found if isinstance(s, rk.RankSummary)]
     if failures and (strict or not summaries):
         first = failures[0]
-        if first.exception is not None and not strict:
+        if first.exception is not None:  # its own one line (a bad file: exit 2)
             raise first.exception
         lost = ", ".join(f"{os.path.basename(f.path)} ({f.error})" for f in failures)
         raise RunFailure(f"{len(failures)} of {len(found)} rank(s) could not be analysed: {lost}")
