@@ -174,11 +174,7 @@ def analyze(
     groups = [s.groups for s in summaries]
     merged = to.merge_groups(groups, peaks=peaks) if len(groups) > 1 else groups[0]
     slowest, skew = tt.rank_skew(timelines)
-    found_what_if: tuple = ()
-    if has_gpu:
-        found_what_if = summaries[next(i for i, r in enumerate(timelines) if r.rank == slowest)].what_if
-        if not known:
-            found_what_if = tuple(w for w in found_what_if if w.scenario not in _NEED_PEAKS)
+    found_what_if = _slowest_what_if(summaries, timelines, slowest, known) if has_gpu else ()
     rows = tc.collective_rows([_calls(s, r.rank) for s, r in zip(summaries, timelines, strict=True)])
     fits, fit_notices = tc.alpha_beta(rows)
     warnings += fit_notices
@@ -203,11 +199,7 @@ def analyze(
         slowest_rank=slowest if len(timelines) > 1 else None,
         step_skew=skew,
         trace_fit=tr.fit_from_trace(merged, kernel_times=_kernel_times(summaries)) if has_gpu else None,
-        alpha_beta=tuple(
-            AlphaBetaRow(kind, f.alpha_s, f.beta_bytes_per_s, f.n_points, f.median_abs_rel_error)
-            for kind, f in fits.items()
-            if f is not None
-        ),
+        alpha_beta=_alpha_beta_rows(fits),
         cpu_ops=() if has_gpu else _merged_cpu_ops(s.cpu_ops for s in summaries),
         warnings=_unique(warnings + job_notices),
         cross_rank=crossed,
@@ -215,6 +207,22 @@ def analyze(
     kept = tuple(s.events for s in summaries if s.events is not None)
     masks = tuple(s.mask for s in summaries if s.mask is not None)
     return Analysis(result, kept if len(kept) == len(summaries) else (), masks if kept else (), steps)
+
+
+def _slowest_what_if(
+    summaries: Sequence[rk.RankSummary], timelines: Sequence[RankTrace], slowest: int | None, known: bool
+) -> tuple:
+    """The what-ifs of the slowest rank (each rank's were computed in the map)."""
+    found = summaries[next(i for i, r in enumerate(timelines) if r.rank == slowest)].what_if
+    return found if known else tuple(w for w in found if w.scenario not in _NEED_PEAKS)
+
+
+def _alpha_beta_rows(fits: dict[str, Any]) -> tuple[AlphaBetaRow, ...]:
+    return tuple(
+        AlphaBetaRow(kind, f.alpha_s, f.beta_bytes_per_s, f.n_points, f.median_abs_rel_error)
+        for kind, f in fits.items()
+        if f is not None
+    )
 
 
 def _summaries(
