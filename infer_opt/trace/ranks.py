@@ -284,11 +284,14 @@ def _dask(
     try:
         futures = client.map(task, list(files), options=options, pure=False)
         where = {f.key: i for i, f in enumerate(futures)}
+        arriving = dask_completed(futures)
+        del futures  # a result stays in its worker's memory while a future holds it
         found: list[RankSummary | RankFailure | None] = [None] * len(files)
         lost = []
-        for done, future in enumerate(dask_completed(futures), 1):
+        for done, future in enumerate(arriving, 1):
             i = where[future.key]
             found[i] = _outcome(future, files[i])
+            future.release()
             if isinstance(found[i], _Lost):
                 lost.append(i)
             else:
