@@ -445,6 +445,23 @@ MESSAGES: dict[str, Words] = {
         "the last, idle time between the host's phases included (record with a schedule and prof.step())"
     ),
     "trace_no_gpu_events": lambda v: f"{v['file']}: no GPU events (a CPU-only trace): no GPU timeline",
+    "trace_rank_failed": lambda v: (
+        f"rank file {v['file']} could not be analysed ({v['error']}); the other ranks are reported "
+        "without it (--strict refuses the job instead)"
+    ),
+    "trace_rank_id_missing": lambda v: (
+        f"no rank id (distributedInfo) in {', '.join(v['files'])}: numbered by position among the files"
+    ),
+    "trace_rank_duplicate": lambda v: (
+        f"rank {v['rank']} is claimed by {', '.join(v['files'])}: the cross-rank analysis is left out; "
+        "give each rank's trace once"
+    ),
+    "trace_ranks_absent": lambda v: (
+        f"{v['present']} of the job's {v['world_size']} ranks are here (absent: "
+        + ", ".join(str(r) for r in v["absent"])
+        + (f" and {v['more']} more" if v["more"] else "")
+        + "); the cross-rank figures are over the ranks present"
+    ),
     "trace_devices_differ": lambda v: (
         f"the traces were not all taken on one device ({'; '.join(v['seen'])}): the first one's peaks are "
         "used for every rank"

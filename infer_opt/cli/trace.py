@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from infer_opt.cli.common import option
+from infer_opt.cli.common import option, progress_bar
 from infer_opt.cli.output import Outcome, Output, with_output
 from infer_opt.cli.types import Bandwidth, Choice, Count, FlopRate, Fraction, InputFile, OutputFile
 
@@ -89,6 +89,18 @@ CaptureOpt = option(
     parse=InputFile(),
     help="The graph-capture trace of the replays (vLLM/SGLang capture_traces/).",
 )
+SchedulerOpt = option(
+    str | None,
+    "--scheduler",
+    help="A Dask scheduler (tcp://HOST:8786) whose workers read the rank files from a shared path; "
+    "default $INFER_OPT_SCHEDULER, else the local cores. Needs pip install 'infer-opt[dask]'.",
+)
+WorkersOpt = option(
+    int | None, "--workers", parse=Count(1, 1024), help="Local processes reading ranks (default: the cores)."
+)
+StrictOpt = option(
+    bool, "--strict", help="Refuse the job when a rank cannot be read (default: report the rest, say which)."
+)
 
 
 @with_output(plot=True)
@@ -110,27 +122,37 @@ def trace_command(
     top: TopOpt = 15,
     augment: AugmentOpt = None,
     capture: CaptureOpt = None,
+    scheduler: SchedulerOpt = None,
+    workers: WorkersOpt = None,
+    strict: StrictOpt = False,
     *,
     output: Output,
 ) -> Any:
     from infer_opt.trace.analyze import analyze, parse_steps
+    from infer_opt.trace.ranks import scheduler_address
 
     inputs = [_checked(p) for p in traces]
     output.check_distinct((("--augment", augment),))
     _never_over_an_input(inputs, output, augment)
     fit = _roofline(roofline) if roofline is not None else None
-    found = analyze(
-        inputs,
-        steps=parse_steps(steps),
-        hta_compat=hta_compat,
-        device=device,
-        peak_flops=peak_flops,
-        peak_bandwidth=peak_bandwidth,
-        roofline_fit=fit,
-        causal=causal_flops,
-        matmul_peak_fraction=matmul_fraction,
-        capture=[capture] if capture is not None else None,
-    )
+    with progress_bar("trace") as bar:
+        found = analyze(
+            inputs,
+            steps=parse_steps(steps),
+            hta_compat=hta_compat,
+            device=device,
+            peak_flops=peak_flops,
+            peak_bandwidth=peak_bandwidth,
+            roofline_fit=fit,
+            causal=causal_flops,
+            matmul_peak_fraction=matmul_fraction,
+            workers=workers,
+            scheduler=scheduler_address(scheduler),
+            strict=strict,
+            progress=lambda done, total: bar(done, total, "ranks"),
+            keep_events=augment is not None,
+            capture=[capture] if capture is not None else None,
+        )
     if augment is not None:
         from infer_opt.errors import RunFailure
         from infer_opt.trace.augment import write_augmented

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from infer_opt.kinds.cross_rank import CrossRank
 from infer_opt.notices import Notice
 from infer_opt.results import Result, number_problems
 
@@ -282,3 +283,4 @@ class TraceResult(Result):
     #: GPU time by where its family came from: reasons "op", "name", "none" (fractions sum to 1)
     family_coverage: tuple[CoverageRow, ...] = ()
     captures: tuple[CaptureLink, ...] = ()  # per replay trace linked to a capture
+    cross_rank: CrossRank | None = None  # two or more ranks of one job (trace/cross_rank.py)

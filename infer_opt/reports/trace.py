@@ -586,6 +586,12 @@ def _cpu_table(r: TraceResult, top: int) -> Table | None:
     )
 
 
+def _cross_rank_tables(result: TraceResult) -> tuple[Table | None, ...]:
+    from infer_opt.reports import cross_rank as xr
+
+    return xr.straggler_table(result), xr.imbalance_table(result), xr.skew_table(result)
+
+
 def build_view(result: TraceResult, *, top: int = 15) -> View:
     builders = (
         _timeline_table(result),
@@ -603,6 +609,7 @@ def build_view(result: TraceResult, *, top: int = 15) -> View:
         _streams_table(result),
         _queue_table(result),
         _cpu_table(result, top),
+        *_cross_rank_tables(result),
     )
     notes = [
         "Measured: kernel times and spans read from the trace. Datasheet: peaks from the device table. "

@@ -20,36 +20,35 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from infer_opt.errors import InvalidInput
+from infer_opt.errors import InvalidInput, RunFailure
+from infer_opt.kinds.cross_rank import CrossRank
 from infer_opt.kinds.trace import (
     AlphaBetaRow,
     CoverageRow,
     CpuOpRow,
     HostSync,
-    OpGroup,
     Peaks,
     RankTrace,
     TraceResult,
 )
 from infer_opt.notices import Notice
+from infer_opt.trace import capture as tcap
 from infer_opt.trace import collectives as tc
 from infer_opt.trace import devices as td
 from infer_opt.trace import ops as to
+from infer_opt.trace import ranks as rk
 from infer_opt.trace import roofline as tr
 from infer_opt.trace import timeline as tt
-from infer_opt.trace.capture import formula_gaps
-from infer_opt.trace.capture import pair as pair_captures
-from infer_opt.trace.events import KERNEL, TraceEvents
-from infer_opt.trace.kernel_table import kernel_table
+from infer_opt.trace.events import TraceEvents
+from infer_opt.trace.kernel_table import kernel_rows
 from infer_opt.trace.op_costs import CAUSAL_CONVENTIONS
-from infer_opt.trace.reader import read_traces
-from infer_opt.trace.whatif import what_ifs
+from infer_opt.trace.reader import trace_files
 
 #: what-ifs that need a roofline (the others are the timeline's own)
 _NEED_PEAKS = ("category_at_bound", "matmul_at_peak_fraction", "fusion")
@@ -63,6 +62,7 @@ class Analysis:
     result: TraceResult
     traces: tuple[TraceEvents, ...]
     masks: tuple[np.ndarray, ...]  # per rank, the GPU events in the analyzed windows
+    steps: tuple[int, int] | None = None  # the --steps analysed (to read the events again)
 
 
 def parse_steps(text: str | None) -> tuple[int, int] | None:
@@ -78,57 +78,6 @@ def parse_steps(text: str | None) -> tuple[int, int] | None:
     if a < 0 or b < a:
         raise InvalidInput("--steps", text, "expected N-M with 0 <= N <= M")
     return a, b
-
-
-def _device(
-    traces: Sequence[TraceEvents], device_name: str | None
-) -> tuple[td.DeviceSpec | None, str, list[Notice]]:
-    if device_name is not None:
-        if len(traces) > 1:
-            _identified(traces)  # ranks of one job: refused when they name different GPUs
-        return td.by_name(device_name), "--device", []
-    return _identified(traces)
-
-
-def _identified(traces: Sequence[TraceEvents]) -> tuple[td.DeviceSpec | None, str, list[Notice]]:
-    """The device of the traces (one job's ranks). Traces that name two different GPUs are
-    not ranks of one job: refused (``infer-opt compare A B`` compares them); one whose device
-    is unknown beside known ones is a warning."""
-    found: dict[str, tuple[td.DeviceSpec | None, str, tuple[Notice, ...]]] = {}
-    for ev in traces:
-        if not len(ev.gpu):
-            continue
-        kernels = {ev.name_of(n) for n in np.unique(ev.gpu.name[ev.gpu.kind == KERNEL])}
-        table = td.ran_on(ev.device_properties, ev.gpu.device[ev.gpu.kind == KERNEL].tolist())
-        found[ev.path] = td.identify(table, sorted(kernels))
-    if not found:
-        return None, "none", []
-    names = {d.name if d is not None else None for d, _, _ in found.values()}
-    first = next(iter(found.values()))
-    notices = list(first[2])
-    if len(names) > 1:
-        seen = tuple(f"{os.path.basename(p)}: {d.name if d else 'unknown'}" for p, (d, _, _) in found.items())
-        if len(names - {None}) > 1:
-            devices = " and ".join(sorted(n for n in names if n is not None))
-            raise InvalidInput(
-                "TRACE",
-                "; ".join(seen),
-                f"the ranks of one job, on one GPU model (these ran on {devices}: compare two devices' "
-                "traces with `infer-opt compare A B`)",
-            )
-        notices.append(Notice("trace_devices_differ", {"seen": seen}))
-    return first[0], first[1], notices
-
-
-def _select(ev: TraceEvents, steps: tuple[int, int] | None) -> np.ndarray:
-    mask = tt.analyzed_mask(ev, steps)
-    if steps is not None and len(ev.gpu) and not mask.any():
-        have = [s.number for s in ev.steps]
-        allowed = f"its steps are {have[0]}-{have[-1]}" if have else "it has no ProfilerStep"
-        raise InvalidInput(
-            "--steps", f"{steps[0]}-{steps[1]}", f"no step of {ev.path} in this range ({allowed})"
-        )
-    return mask
 
 
 def _merge_coverage(per_rank: Iterable[Sequence[CoverageRow]]) -> tuple[CoverageRow, ...]:
@@ -168,60 +117,7 @@ def _collective_calls(ev: TraceEvents, mask: np.ndarray, rank: int) -> list[tc.C
 
 def cpu_ops(traces: Sequence[TraceEvents], most: int = CPU_OPS_KEPT) -> tuple[CpuOpRow, ...]:
     """Self time per CPU op name (its duration less its children's), over every rank, most first."""
-    found: dict[str, tuple[int, float, float]] = {}
-    for ev in traces:
-        ops = ev.ops
-        if not len(ops):
-            continue
-        child = np.zeros(len(ops))
-        has = ops.parent >= 0
-        np.add.at(child, ops.parent[has], ops.dur_us[has])
-        self_us = np.maximum(ops.dur_us - child, 0.0)
-        for i in range(len(ops)):
-            name = ev.name_of(ops.name[i])
-            calls, total, own = found.get(name, (0, 0.0, 0.0))
-            found[name] = (calls + 1, total + float(ops.dur_us[i]), own + float(self_us[i]))
-    rows = [CpuOpRow(n, c, t / 1e6, s / 1e6) for n, (c, t, s) in found.items()]
-    rows.sort(key=lambda r: (-r.self_s, r.name))
-    return tuple(rows[:most])
-
-
-@dataclass
-class _Ranks:
-    """What the per-rank analyses found, rank by rank."""
-
-    timelines: list[RankTrace]
-    masks: list[np.ndarray]
-    groups: list[tuple[OpGroup, ...]]
-    coverages: list[tuple[CoverageRow, ...]]
-    syncs: list[tuple[HostSync, ...]]
-    calls: list[list[tc.CollectiveCall]]
-    kernel_s: list[float]
-
-
-def _per_rank(
-    traces: Sequence[TraceEvents],
-    steps: tuple[int, int] | None,
-    hta_compat: bool,
-    peaks: Peaks,
-    spec: td.DeviceSpec | None,
-    causal: str,
-) -> _Ranks:
-    found = _Ranks([], [], [], [], [], [], [])
-    for position, ev in enumerate(traces):
-        mask = _select(ev, steps)
-        rank = ev.rank if ev.rank is not None else position
-        timeline = tt.rank_timeline(ev, steps=steps, hta_compat=hta_compat)
-        if ev.rank is None and timeline.rank != rank:
-            timeline = _renumber(timeline, rank)
-        found.timelines.append(timeline)
-        found.masks.append(mask)
-        found.groups.append(to.op_groups(ev, peaks=peaks, device=spec, kernel_mask=mask, causal=causal))
-        found.coverages.append(to.coverage(ev, kernel_mask=mask, causal=causal))
-        found.syncs.append(to.host_syncs(ev))
-        found.calls.append(_collective_calls(ev, mask, rank))
-        found.kernel_s += (ev.gpu.dur_us[mask & (ev.gpu.kind == KERNEL)] / 1e6).tolist()
-    return found
+    return _merged_cpu_ops((rk.cpu_op_times(ev) for ev in traces), most)
 
 
 def _peaks(
@@ -246,80 +142,273 @@ def analyze(
     causal: str = "half",
     matmul_peak_fraction: float = 0.7,
     workers: int | None = None,
+    scheduler: Any | None = None,
+    strict: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+    keep_events: bool = True,
     capture: Sequence[str | os.PathLike[str]] | None = None,
 ) -> Analysis:
-    """The whole analysis of ``paths`` (files, or folders of one file per rank); graph replays
-    linked to ``capture`` (or to capture traces found among or beside ``paths``)."""
+    """The whole analysis of ``paths`` (files, or folders of one file per rank): a map over the
+    ranks (:mod:`infer_opt.trace.ranks`: a local pool of ``workers``, or the Dask ``scheduler``)
+    reduced here. A rank that cannot be read is left out with a warning (``strict``: refused).
+    ``keep_events`` keeps every rank's events in ``Analysis.traces`` (``--augment``, the kernels
+    DataFrame); without it the driver holds the summaries only. Graph replays are linked to
+    ``capture`` (or to capture traces found among or beside ``paths``: :mod:`infer_opt.trace.capture`)."""
+    _check_options(causal, hta_compat, steps)
+    options = rk.RankOptions(
+        steps=steps, hta_compat=hta_compat, device=device, peak_flops=peak_flops,
+        peak_bandwidth=peak_bandwidth, roofline_fit=roofline_fit, causal=causal,
+        matmul_peak_fraction=matmul_peak_fraction, keep_events=keep_events,
+    )  # fmt: skip
+    how = {"scheduler": scheduler, "workers": workers, "progress": progress}
+    summaries, links, spec, source, warnings = _gathered(list(paths), options, strict, how, capture)
+    has_gpu = any(s.has_gpu for s in summaries)
+    peaks, known, more = _peaks(
+        spec, source, has_gpu, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth, roofline_fit=roofline_fit
+    )
+    warnings = [w for s in summaries for w in s.warnings] + warnings + more
+    timelines = [_renumbered(s, position) for position, s in enumerate(summaries)]
+    groups = [s.groups for s in summaries]
+    merged = to.merge_groups(groups, peaks=peaks) if len(groups) > 1 else groups[0]
+    slowest, skew = tt.rank_skew(timelines)
+    found_what_if = _slowest_what_if(summaries, timelines, slowest, known) if has_gpu else ()
+    rows = tc.collective_rows([_calls(s, r.rank) for s, r in zip(summaries, timelines, strict=True)])
+    fits, fit_notices = tc.alpha_beta(rows)
+    warnings += fit_notices
+    warnings += tr.rate_checks(merged, peaks) if known else ()
+    warnings += [] if has_gpu else [Notice("trace_cpu_only", {"files": len(summaries)})]
+    warnings += [w for r in timelines for w in r.warnings]
+    crossed, job_notices = _cross_rank(summaries, timelines)
+    kernels, families = kernel_rows([s.kernel_totals for s in summaries])
+    coverage = _merge_coverage(s.coverage for s in summaries)
+    warnings += tcap.formula_gaps(links, merged, coverage)
+    result = TraceResult(
+        files=tuple(s.path for s in summaries),
+        device_name=spec.name if spec is not None else "",
+        device_source=source,
+        peaks=peaks,
+        ranks=tuple(timelines),
+        ops=merged,
+        coverage=coverage,
+        what_if=found_what_if,
+        collectives=rows,
+        host_syncs=_merge_syncs(s.syncs for s in summaries),
+        hta_compat=hta_compat,
+        causal_flops=causal,
+        steps_selected="all" if steps is None else f"{steps[0]}-{steps[1]}",
+        slowest_rank=slowest if len(timelines) > 1 else None,
+        step_skew=skew,
+        trace_fit=tr.fit_from_trace(merged, kernel_times=_kernel_times(summaries)) if has_gpu else None,
+        alpha_beta=_alpha_beta_rows(fits),
+        cpu_ops=() if has_gpu else _merged_cpu_ops(s.cpu_ops for s in summaries),
+        warnings=_unique(warnings + job_notices),
+        cross_rank=crossed,
+        kernels=kernels,
+        family_coverage=families,
+        captures=links,
+    )
+    kept = tuple(s.events for s in summaries if s.events is not None)
+    masks = tuple(s.mask for s in summaries if s.mask is not None)
+    return Analysis(result, kept if len(kept) == len(summaries) else (), masks if kept else (), steps)
+
+
+def _check_options(causal: str, hta_compat: bool, steps: tuple[int, int] | None) -> None:
     if causal not in CAUSAL_CONVENTIONS:
         raise InvalidInput("--causal-flops", causal, f"expected one of {', '.join(CAUSAL_CONVENTIONS)}")
     if hta_compat and steps is not None:
         fixed = "not with --hta-compat (HTA's window is fixed: every step but the last)"
         raise InvalidInput("--steps", f"{steps[0]}-{steps[1]}", fixed)
-    traces, links, link_notices = _read(list(paths), capture, workers)
-    warnings: list[Notice] = [w for ev in traces for w in ev.warnings] + link_notices
-    spec, source, notices = _device(traces, device)
-    has_gpu = any(len(ev.gpu) for ev in traces)
-    peaks, known, more = _peaks(
-        spec, source, has_gpu, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth, roofline_fit=roofline_fit
-    )
-    warnings += notices + more
-    ranks = _per_rank(traces, steps, hta_compat, peaks, spec, causal)
-    groups = to.merge_groups(ranks.groups, peaks=peaks) if len(ranks.groups) > 1 else ranks.groups[0]
-    slowest, skew = tt.rank_skew(ranks.timelines)
-    found_what_if: tuple = ()
-    if has_gpu:
-        at = next(i for i, r in enumerate(ranks.timelines) if r.rank == slowest)
-        found_what_if = what_ifs(
-            traces[at], ranks.groups[at], peaks, ranks.timelines[at].steps, kernel_mask=ranks.masks[at],
-            matmul_peak_fraction=matmul_peak_fraction, causal=causal,
-        )  # fmt: skip
-        if not known:
-            found_what_if = tuple(w for w in found_what_if if w.scenario not in _NEED_PEAKS)
-    rows = tc.collective_rows(ranks.calls)
-    fits, fit_notices = tc.alpha_beta(rows)
-    warnings += fit_notices
-    warnings += tr.rate_checks(groups, peaks) if known else ()
-    warnings += [] if has_gpu else [Notice("trace_cpu_only", {"files": len(traces)})]
-    warnings += [w for r in ranks.timelines for w in r.warnings]
-    kernels, families = kernel_table(traces, ranks.masks, causal=causal)
-    coverage = _merge_coverage(ranks.coverages)
-    warnings += formula_gaps(links, groups, coverage)
-    result = TraceResult(
-        files=tuple(ev.path for ev in traces),
-        device_name=spec.name if spec is not None else "",
-        device_source=source,
-        peaks=peaks,
-        ranks=tuple(ranks.timelines),
-        ops=groups,
-        coverage=coverage,
-        what_if=found_what_if,
-        collectives=rows,
-        host_syncs=_merge_syncs(ranks.syncs),
-        hta_compat=hta_compat,
-        causal_flops=causal,
-        steps_selected="all" if steps is None else f"{steps[0]}-{steps[1]}",
-        slowest_rank=slowest if len(ranks.timelines) > 1 else None,
-        step_skew=skew,
-        trace_fit=tr.fit_from_trace(groups, kernel_s=ranks.kernel_s) if has_gpu else None,
-        alpha_beta=tuple(
-            AlphaBetaRow(kind, f.alpha_s, f.beta_bytes_per_s, f.n_points, f.median_abs_rel_error)
-            for kind, f in fits.items()
-            if f is not None
-        ),
-        cpu_ops=() if has_gpu else cpu_ops(traces),
-        warnings=_unique(warnings),
-        kernels=kernels,
-        family_coverage=families,
-        captures=links,
-    )
-    return Analysis(result, tuple(traces), tuple(ranks.masks))
 
 
-def _read(
-    paths: list, capture: Sequence[str | os.PathLike[str]] | None, workers: int | None
-) -> tuple[list[TraceEvents], tuple, list[Notice]]:
-    """The traces of ``paths``, graph replays linked to their capture (``trace/capture.py``)."""
-    return pair_captures(read_traces(paths, workers=workers), paths, capture, workers=workers)
+def _gathered(
+    paths: list[str | os.PathLike[str]],
+    options: rk.RankOptions,
+    strict: bool,
+    how: dict[str, Any],
+    capture: Sequence[str | os.PathLike[str]] | None,
+) -> tuple[list[rk.RankSummary], tuple, td.DeviceSpec | None, str, list[Notice]]:
+    """The map's summaries (graph replays linked to their capture, every rank analysed with the
+    job's device), the capture links, the device, its source and what was said on the way."""
+    summaries, warnings = _summaries(trace_files(paths), options, strict, how)
+    summaries, links, link_notices = _linked(summaries, paths, capture, options, how["workers"])
+    spec, source, notices = _job_device(summaries, options.device)
+    if options.device is None:
+        summaries = rk.reanalysed(summaries, options, spec, **how)
+    return summaries, links, spec, source, warnings + link_notices + notices
+
+
+def _linked(
+    summaries: list[rk.RankSummary],
+    paths: Sequence[str | os.PathLike[str]],
+    capture: Sequence[str | os.PathLike[str]] | None,
+    options: rk.RankOptions,
+    workers: int | None,
+) -> tuple[list[rk.RankSummary], tuple, list[Notice]]:
+    """The summaries with each graph replay linked to its capture (:func:`capture.pair`, on the
+    driver: a server's replay and capture traces, not a job's ranks); capture traces given
+    among the inputs are no ranks. Without graph replays or captures, nothing is read again."""
+    from infer_opt.trace.reader import read_traces
+
+    involved = [i for i, s in enumerate(summaries) if s.is_capture or s.graph_launches]
+    captures_given = capture is not None or any(summaries[i].is_capture for i in involved)
+    if not captures_given and (not involved or not tcap.capture_folders(paths)):
+        launches = sum(s.graph_launches for s in summaries)
+        return summaries, (), [Notice("trace_capture_absent", {"replays": launches})] if launches else []
+    traces = list(read_traces([summaries[i].path for i in involved], workers=workers))
+    rest, links, notices = tcap.pair(traces, paths, capture, workers=workers)
+    again = {ev.path: rk.summarize_events(ev, options) for ev in rest}
+    out = [s for i, s in enumerate(summaries) if i not in set(involved) or s.path in again]
+    return [again.get(s.path, s) for s in out], links, notices
+
+
+def _slowest_what_if(
+    summaries: Sequence[rk.RankSummary], timelines: Sequence[RankTrace], slowest: int | None, known: bool
+) -> tuple:
+    """The what-ifs of the slowest rank (each rank's were computed in the map)."""
+    found = summaries[next(i for i, r in enumerate(timelines) if r.rank == slowest)].what_if
+    return found if known else tuple(w for w in found if w.scenario not in _NEED_PEAKS)
+
+
+def _alpha_beta_rows(fits: dict[str, Any]) -> tuple[AlphaBetaRow, ...]:
+    return tuple(
+        AlphaBetaRow(kind, f.alpha_s, f.beta_bytes_per_s, f.n_points, f.median_abs_rel_error)
+        for kind, f in fits.items()
+        if f is not None
+    )
+
+
+def _summaries(
+    files: Sequence[os.PathLike[str] | str], options: rk.RankOptions, strict: bool, how: dict[str, Any]
+) -> tuple[list[rk.RankSummary], list[Notice]]:
+    """Every rank summarized, sorted by rank (``distributedInfo``; files without one keep their
+    order); the failed ones named in warnings (``strict``, or none left: the first one raised)."""
+    found = rk.map_ranks(files, options, **how)
+    failures = [f for f in found if isinstance(f, rk.RankFailure)]
+    summaries = [s for s in found if isinstance(s, rk.RankSummary)]
+    if failures and (strict or not summaries):
+        first = failures[0]
+        if first.exception is not None:  # its own one line (a bad file: exit 2)
+            raise first.exception
+        lost = ", ".join(f"{os.path.basename(f.path)} ({f.error})" for f in failures)
+        raise RunFailure(f"{len(failures)} of {len(found)} rank(s) could not be analysed: {lost}")
+    summaries.sort(key=lambda s: s.rank if s.rank is not None else 1 << 30)  # stable: file order
+    return summaries, rk.failed_notices(failures)
+
+
+def _job_device(
+    summaries: Sequence[rk.RankSummary], device_name: str | None
+) -> tuple[td.DeviceSpec | None, str, list[Notice]]:
+    """The job's device: ``--device``, else the first rank's (a notice when a rank's is unknown;
+    ranks that name two GPU models are refused, ``--device`` or not)."""
+    if device_name is not None:
+        if len(summaries) > 1:
+            _job_device(summaries, None)
+        return td.by_name(device_name), "--device", []
+    found = {s.path: s.identified for s in summaries if s.identified is not None}
+    if not found:
+        return None, "none", []
+    names = {d.name if d is not None else None for d, _, _ in found.values()}
+    first = next(iter(found.values()))
+    notices = list(first[2])
+    if len(names) > 1:
+        seen = tuple(f"{os.path.basename(p)}: {d.name if d else 'unknown'}" for p, (d, _, _) in found.items())
+        if len(names - {None}) > 1:  # two GPU models are no one job's ranks
+            devices = " and ".join(sorted(n for n in names if n is not None))
+            raise InvalidInput(
+                "TRACE",
+                "; ".join(seen),
+                f"the ranks of one job, on one GPU model (these ran on {devices}: compare two devices' "
+                "traces with `infer-opt compare A B`)",
+            )
+        notices.append(Notice("trace_devices_differ", {"seen": seen}))
+    return first[0], first[1], notices
+
+
+def _renumbered(s: rk.RankSummary, position: int) -> RankTrace:
+    rank = s.rank if s.rank is not None else position
+    return _renumber(s.timeline, rank) if s.rank is None and s.timeline.rank != rank else s.timeline
+
+
+def _calls(s: rk.RankSummary, rank: int) -> list[tc.CollectiveCall]:
+    from dataclasses import replace
+
+    return [c if c.rank == rank else replace(c, rank=rank) for c in s.calls]
+
+
+def _kernel_times(summaries: Sequence[rk.RankSummary]) -> tuple[np.ndarray, np.ndarray]:
+    """The ranks' kernel durations as (distinct values, counts): their union without the events."""
+    values = np.concatenate([s.kernel_values for s in summaries])
+    counts = np.concatenate([s.kernel_counts for s in summaries])
+    distinct, where = np.unique(values, return_inverse=True)
+    total = np.zeros(len(distinct), dtype=np.int64)
+    np.add.at(total, where, counts)
+    return distinct, total
+
+
+def _merged_cpu_ops(
+    per_rank: Iterable[dict[str, tuple[int, float, float]]], most: int = CPU_OPS_KEPT
+) -> tuple[CpuOpRow, ...]:
+    found: dict[str, tuple[int, float, float]] = {}
+    for ops in per_rank:
+        for name, (c, t, s) in ops.items():
+            calls, total, own = found.get(name, (0, 0.0, 0.0))
+            found[name] = (calls + c, total + t, own + s)
+    rows = [CpuOpRow(n, c, t / 1e6, s / 1e6) for n, (c, t, s) in found.items()]
+    rows.sort(key=lambda r: (-r.self_s, r.name))
+    return tuple(rows[:most])
+
+
+def _cross_rank(
+    summaries: Sequence[rk.RankSummary], timelines: Sequence[RankTrace]
+) -> tuple[CrossRank | None, list[Notice]]:
+    """Two or more ranks of one job: the cross-rank analysis, and what is wrong with the set."""
+    from infer_opt.trace import cross_rank as xr
+
+    notices = job_notices(summaries)
+    gpu = [i for i, s in enumerate(summaries) if s.has_gpu]
+    ids = [timelines[i].rank for i in gpu]
+    if len(gpu) < 2 or len(set(ids)) < len(ids):
+        return None, notices
+    records = {timelines[i].rank: summaries[i].records for i in gpu}
+    return xr.analyze_ranks([timelines[i] for i in gpu], records), notices
+
+
+def job_notices(summaries: Sequence[rk.RankSummary]) -> list[Notice]:
+    """Ranks of two jobs (world size or device differ): refused naming both; rank ids missing
+    or given twice: said, naming the files."""
+    named = [s for s in summaries if s.rank is not None]
+    for a in named:
+        for b in named:
+            for what, x, y in (
+                ("world size", a.world_size, b.world_size),
+                ("device", a.device_name, b.device_name),
+            ):
+                if x and y and x != y:
+                    raise InvalidInput(
+                        "TRACE", f"{a.path} and {b.path}",
+                        f"ranks of two jobs ({what} {x} in {os.path.basename(a.path)}, {y} in "
+                        f"{os.path.basename(b.path)}); give the ranks of one job",
+                    )  # fmt: skip
+    if len(summaries) < 2:
+        return []
+    out = []
+    unnamed = [os.path.basename(s.path) for s in summaries if s.rank is None]
+    if named and unnamed:
+        out.append(Notice("trace_rank_id_missing", {"files": tuple(unnamed)}))
+    by_rank: dict[int, list[str]] = {}
+    for s in named:
+        by_rank.setdefault(int(s.rank), []).append(os.path.basename(s.path))  # type: ignore[arg-type]
+    for rank, files in sorted(by_rank.items()):
+        if len(files) > 1:
+            out.append(Notice("trace_rank_duplicate", {"rank": rank, "files": tuple(files)}))
+    sizes = {s.world_size for s in named if s.world_size}
+    if len(sizes) == 1 and not unnamed:
+        size = sizes.pop()
+        absent = [r for r in range(size) if r not in by_rank]
+        if absent:
+            shown = {"absent": tuple(absent[:8]), "more": max(len(absent) - 8, 0)}
+            out.append(Notice("trace_ranks_absent", {"world_size": size, "present": len(by_rank), **shown}))
+    return out
 
 
 def _renumber(r: RankTrace, rank: int) -> RankTrace:

@@ -32,6 +32,7 @@ GPU_ARG_KEYS = (
     "Out msg nelems",
     "Group size",
     "dtype",
+    "Process Group Name",  # the NCCL communicator (cross-rank matching, trace/cross_rank.py)
 )
 OP_ARG_KEYS = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs", "stream")
 

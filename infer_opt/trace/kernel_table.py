@@ -36,7 +36,7 @@ def _op_families(events: TraceEvents, att: to.Attribution, owners: np.ndarray) -
     return out
 
 
-def _rank_totals(
+def kernel_totals(
     events: TraceEvents, mask: np.ndarray | None, causal: str
 ) -> dict[tuple[str, str, str], tuple[int, float]]:
     """(kernel name, family, source) → (calls, summed µs) over the kept events of one rank."""
@@ -76,9 +76,17 @@ def kernel_table(
     traces: Sequence[TraceEvents], masks: Sequence[np.ndarray | None], *, causal: str = "half"
 ) -> tuple[tuple[KernelRow, ...], tuple[CoverageRow, ...]]:
     """(kernel rows, most time first; the family coverage by source) over every rank."""
+    return kernel_rows([kernel_totals(ev, mask, causal) for ev, mask in zip(traces, masks, strict=True)])
+
+
+def kernel_rows(
+    per_rank: Sequence[dict[tuple[str, str, str], tuple[int, float]]],
+) -> tuple[tuple[KernelRow, ...], tuple[CoverageRow, ...]]:
+    """The kernel rows and family coverage from each rank's :func:`kernel_totals` (the map
+    over ranks sends these, not the events)."""
     totals: dict[tuple[str, str, str], tuple[int, float]] = {}
-    for ev, mask in zip(traces, masks, strict=True):
-        for key, (c, t) in _rank_totals(ev, mask, causal).items():
+    for found in per_rank:
+        for key, (c, t) in found.items():
             c0, t0 = totals.get(key, (0, 0.0))
             totals[key] = (c0 + c, t0 + t)
     all_us = math.fsum(t for _, t in totals.values())
@@ -123,4 +131,4 @@ def family_fraction(rows: Sequence[CoverageRow]) -> float | None:
     return math.fsum(r.fraction for r in rows if r.reason != "none")
 
 
-__all__ = ["SOURCES", "family_fraction", "kernel_table"]
+__all__ = ["SOURCES", "family_fraction", "kernel_rows", "kernel_table", "kernel_totals"]

@@ -7,6 +7,11 @@ pandas DataFrames (whole, never cut at a display's ``--top``), as HTA users expe
     t.kernels                # one row per GPU event of the analyzed steps, with its op
     t.kernel_names           # one row per kernel name: calls, time, share, family and its source
     t.steps, t.ranks         # the timeline per step and per rank
+    t.stragglers, t.collective_skew, t.imbalance   # across ranks (two or more of one job)
+
+``load_trace(folder, scheduler="tcp://host:8786")`` reads the ranks on a Dask cluster (the
+workers read the files from a path they share); the kernels frame then reads the events again
+here, when first asked for.
 
 pandas is imported only when a frame is first asked for.
 """
@@ -62,6 +67,43 @@ class LoadedTrace:
         return pd.DataFrame([{k: getattr(r, k) for k in keys} for r in self.result.ranks])
 
     @cached_property
+    def stragglers(self) -> Any:
+        """Per step, the rank the others waited for longest and its cost (empty: one rank)."""
+        import pandas as pd
+
+        cross = self.result.cross_rank
+        return pd.DataFrame([asdict(s) for s in cross.straggler] if cross else [])
+
+    @cached_property
+    def collective_skew(self) -> Any:
+        """One row per (matched collective, rank): skew, that rank's wait, the transfer."""
+        import pandas as pd
+
+        cross = self.result.cross_rank
+        rows = []
+        for m in cross.collectives if cross else ():
+            common = {k: v for k, v in asdict(m).items() if k not in ("ranks", "wait_s")}
+            rows += [{**common, "rank": r, "wait_s": w} for r, w in zip(m.ranks, m.wait_s, strict=True)]
+        return pd.DataFrame(rows)
+
+    @cached_property
+    def imbalance(self) -> Any:
+        """Per rank: median step time, compute and idle, and whether it is an outlier."""
+        import pandas as pd
+
+        cross = self.result.cross_rank
+        return pd.DataFrame([asdict(r) for r in cross.imbalance] if cross else [])
+
+    def _events(self) -> tuple[tuple, tuple]:
+        if self.analysis.traces or not self.result.files:
+            return self.analysis.traces, self.analysis.masks
+        from infer_opt.trace.reader import read_trace
+        from infer_opt.trace.timeline import analyzed_mask
+
+        traces = tuple(read_trace(f) for f in self.result.files)
+        return traces, tuple(analyzed_mask(ev, self.analysis.steps) for ev in traces)
+
+    @cached_property
     def kernels(self) -> Any:
         import numpy as np
         import pandas as pd
@@ -69,9 +111,8 @@ class LoadedTrace:
         from infer_opt.trace.timeline import classify
 
         frames = []
-        for rank, events, mask in zip(
-            self.result.ranks, self.analysis.traces, self.analysis.masks, strict=True
-        ):
+        traces, masks = self._events()
+        for rank, events, mask in zip(self.result.ranks, traces, masks, strict=True):
             g = events.gpu
             idx = np.flatnonzero(mask)
             names = np.array(events.names, dtype=object)
@@ -124,15 +165,24 @@ def load_trace(
     causal_flops: str = "half",
     matmul_fraction: float = 0.7,
     capture: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None = None,
+    scheduler: Any | None = None,
+    workers: int | None = None,
+    strict: bool = False,
 ) -> LoadedTrace:
     """Analyze trace file(s) as ``infer-opt trace`` does; bad input raises
-    :class:`~infer_opt.errors.InvalidInput` naming the parameter, as the CLI refuses it."""
+    :class:`~infer_opt.errors.InvalidInput` naming the parameter, as the CLI refuses it.
+    ``scheduler``: a Dask scheduler address (or ``distributed.Client``) to read the ranks on;
+    ``workers``: local processes (default the cores); ``strict``: refuse when a rank cannot be read."""
     paths = _paths(paths)
     _check_options(steps, device, peak_flops, peak_bandwidth, hta_compat, causal_flops, matmul_fraction)
     captures = [capture] if isinstance(capture, (str, os.PathLike)) else capture
     for p in captures or ():
         if not isinstance(p, (str, os.PathLike)) or not os.path.exists(p):
             raise InvalidInput("capture", repr(p), "an existing capture trace file (str or os.PathLike)")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise InvalidInput("workers", repr(workers), "None or a whole number of processes >= 1")
+    if not isinstance(strict, bool):
+        raise InvalidInput("strict", repr(strict), "True or False")
     try:
         return LoadedTrace(
             analyze(
@@ -145,6 +195,10 @@ def load_trace(
                 causal=causal_flops,
                 matmul_peak_fraction=float(matmul_fraction),
                 capture=list(captures) if captures is not None else None,
+                scheduler=scheduler,
+                workers=workers,
+                strict=strict,
+                keep_events=scheduler is None,
             )
         )
     except InvalidInput as err:  # the CLI's flag (--device) said as this function's parameter
@@ -158,7 +212,8 @@ _PARAMETER = {"--steps": "steps", "--device": "device", "--peak-flops": "peak_fl
               "--peak-bandwidth": "peak_bandwidth", "--hta-compat": "hta_compat",
               "--causal-flops": "causal_flops", "--matmul-fraction": "matmul_fraction",
               "--matmul-peak-fraction": "matmul_fraction", "TRACE": "paths",
-              "--capture": "capture"}  # fmt: skip
+              "--capture": "capture", "--scheduler": "scheduler",
+              "--workers": "workers", "--strict": "strict"}  # fmt: skip
 _PATHS = "a trace file or folder (a str or os.PathLike), or a list of them"
 
 

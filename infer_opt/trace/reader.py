@@ -489,6 +489,8 @@ if msgspec is not None:
         types: msgspec.Raw | msgspec.UnsetType = msgspec.field(name="Input type", default=_U)
         strides: msgspec.Raw | msgspec.UnsetType = msgspec.field(name="Input Strides", default=_U)
         concrete: msgspec.Raw | msgspec.UnsetType = msgspec.field(name="Concrete Inputs", default=_U)
+        # GPU_ARG_KEYS' last (appended: the positions above stay)
+        group: msgspec.Raw | msgspec.UnsetType = msgspec.field(name="Process Group Name", default=_U)
 
     class _Event(msgspec.Struct, gc=False):
         ph: Any = _U
@@ -557,8 +559,8 @@ def _typed_gpu_args(f: tuple, pid: Any, interned: dict, streams: dict, cols: Any
     """A GPU event's kept args, device and correlation from its typed args' fields."""
     corr = -1 if f[0] is _U else f[0]
     device = pid if f[1] is _U else f[1]
-    if f[5:11] != _NO_COLLECTIVE:
-        return _typed_kept(f[4:11], GPU_ARG_KEYS, interned, cols), device, corr
+    if f[5:11] != _NO_COLLECTIVE or f[15] is not _U:
+        return _typed_kept((*f[4:11], f[15]), GPU_ARG_KEYS, interned, cols), device, corr
     if f[4] is _U:
         return _NO_ARGS, device, corr
     raw = bytes(f[4])  # the common case: a kernel with its stream only

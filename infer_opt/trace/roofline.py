@@ -112,7 +112,45 @@ def peaks_for(
     )
 
 
-def fit_from_trace(groups: Sequence[OpGroup], *, kernel_s: Sequence[float] = ()) -> Peaks | None:
+class _Counted:
+    """Sorted distinct values and their counts, as the sample they stand for."""
+
+    def __init__(self, values: np.ndarray, counts: np.ndarray) -> None:
+        self.values, self.counts = values, counts
+
+    def __len__(self) -> int:
+        return int(self.counts.sum())
+
+
+def weighted_percentile(values: np.ndarray, counts: np.ndarray, p: float) -> float:
+    """``np.percentile(np.repeat(values, counts), p)`` (linear) without the repeat: ``values``
+    sorted and distinct, ``counts`` positive; the same float operations as numpy's."""
+    n = int(counts.sum())
+    q = np.true_divide(p, 100)
+    virtual = (n - 1) * q
+    if virtual >= n - 1:
+        return float(values[-1])
+    below = int(np.floor(virtual))
+    ends = np.cumsum(counts)  # value i covers sorted positions [ends[i-1], ends[i])
+    a = values[int(np.searchsorted(ends, below, side="right"))]
+    b = values[int(np.searchsorted(ends, below + 1, side="right"))]
+    gamma = np.float64(virtual - np.floor(virtual))
+    diff = b - a
+    return float(b - diff * (1 - gamma) if gamma >= 0.5 else a + diff * gamma)
+
+
+def _percentile(times: Sequence[float] | _Counted, p: float) -> float:
+    if isinstance(times, _Counted):
+        return weighted_percentile(times.values, times.counts, p)
+    return float(np.percentile(times, p))
+
+
+def fit_from_trace(
+    groups: Sequence[OpGroup],
+    *,
+    kernel_s: Sequence[float] = (),
+    kernel_times: tuple[np.ndarray, np.ndarray] | None = None,
+) -> Peaks | None:
     """Bandwidth and launch floor from the trace's own ops (source ``trace-fit``).
 
     Bandwidth: the :data:`BANDWIDTH_PERCENTILE` th percentile of achieved bytes/s over the
@@ -137,10 +175,13 @@ def fit_from_trace(groups: Sequence[OpGroup], *, kernel_s: Sequence[float] = ())
     if not streaming:
         return None
     bandwidth = float(np.percentile(streaming, BANDWIDTH_PERCENTILE))
-    times = [t for t in kernel_s if t > 0] or [
-        g.time_s / g.kernels for g in groups if g.kernels and g.time_s > 0
-    ]
-    launch = float(np.percentile(times, LAUNCH_PERCENTILE)) if times else DEFAULT_LAUNCH_S
+    by_group = [g.time_s / g.kernels for g in groups if g.kernels and g.time_s > 0]
+    times: Sequence[float] | _Counted = [t for t in kernel_s if t > 0] or by_group
+    if kernel_times is not None:  # (distinct durations, counts): the ranks' union without the events
+        keep = kernel_times[0] > 0
+        counted = _Counted(kernel_times[0][keep], kernel_times[1][keep])
+        times = counted if len(counted) else by_group
+    launch = float(_percentile(times, LAUNCH_PERCENTILE)) if len(times) else DEFAULT_LAUNCH_S
     notes = [
         f"bandwidth: p{BANDWIDTH_PERCENTILE:g} of achieved bytes/s over {len(streaming)} streaming op groups",
         f"launch floor: p{LAUNCH_PERCENTILE:g} of {len(times)} kernel times",

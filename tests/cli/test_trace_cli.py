@@ -148,12 +148,40 @@ def test_missing_trace_and_empty_folder(tmp_path):
     assert_one_line_error(invoke("trace", str(tmp_path / "empty")), "empty")
 
 
-def test_a_bad_rank_in_a_folder_read_in_parallel_is_one_line_naming_it(tmp_path):
+def test_a_bad_rank_in_a_folder_is_named_and_the_rest_kept_unless_strict(tmp_path):
     folder = tmp_path / "ranks"
     folder.mkdir()
     (folder / "rank0.json").write_text((FIXTURES / "two_ranks" / "rank0.json").read_text())
     (folder / "rank1.json").write_text("garbage")
-    assert_one_line_error(invoke("trace", str(folder)), "rank1.json", "not JSON")
+    run = invoke("trace", str(folder), "--json", "--workers", "2")
+    assert run.exit_code == 0, run.stderr
+    (failed,) = [w for w in run.json()["result"]["warnings"] if w["code"] == "trace_rank_failed"]
+    assert failed["values"]["file"] == "rank1.json" and "not JSON" in failed["values"]["error"]
+    assert_one_line_error(invoke("trace", str(folder), "--strict"), "rank1.json", "not JSON")
+
+
+def test_cross_rank_json_keys(tmp_path):
+    from tests.trace.rank_files import three_ranks
+
+    run = invoke("trace", str(three_ranks(tmp_path / "job")), "--json", "--workers", "1")
+    assert run.exit_code == 0, run.stderr
+    cross = run.json()["result"]["cross_rank"]
+    assert cross["straggler"] == [
+        {**cross["straggler"][0], "step": 5, "rank": 2, "cost_s": pytest.approx(45e-6)}
+    ]
+    assert {"name", "index", "skew_s", "wait_s", "transfer_s"} <= set(cross["collectives"][0])
+    assert [r["rank"] for r in cross["imbalance"]] == [0, 1, 2]
+    assert all(isinstance(r["outlier"], bool) for r in cross["imbalance"])
+
+
+@pytest.mark.slow
+def test_unreachable_scheduler_is_one_line(tmp_path, monkeypatch):
+    from tests.trace.rank_files import three_ranks
+
+    job = str(three_ranks(tmp_path / "job"))
+    assert_one_line_error(invoke("trace", job, "--scheduler", "tcp://127.0.0.1:9"), "--scheduler")
+    monkeypatch.setenv("INFER_OPT_SCHEDULER", "tcp://127.0.0.1:9")
+    assert_one_line_error(invoke("trace", job), "--scheduler", "no Dask scheduler answered")
 
 
 @pytest.mark.parametrize(

@@ -108,10 +108,18 @@ def _top_ops(ax, result: TraceResult) -> None:
 
 
 def plot(result: TraceResult, path: Path) -> Path:
-    fig, axes = _style.figure(3, 1, figsize=(8.5, 13), gridspec_kw={"height_ratios": [1, 1.2, 1]})
+    heat = 1 if result.cross_rank is not None else 0  # and the rank × step heat map
+    ratios = [1, 1.2, 1] + [1.1] * heat
+    fig, axes = _style.figure(
+        3 + heat, 1, figsize=(8.5, 13 + 4.5 * heat), gridspec_kw={"height_ratios": ratios}
+    )
     _breakdown(axes[0], result)
     _roofline(axes[1], result)
     _top_ops(axes[2], result)
+    if heat:
+        from infer_opt.reports.plots.cross_rank import heatmap
+
+        heatmap(axes[3], result)
     device = result.device_name or "unknown device"
     fig.suptitle(f"GPU trace on {device}", fontsize=13)
     fig.tight_layout()
