@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -125,3 +126,33 @@ def test_aten_ops_counted_from_the_trace():
     )
     # intervals (0, 50] and (50, 200]: the view at 30 and the add at 50; .item() at 95 and mm at 200
     assert g.ops.tolist() == [2, 2] and g.python.tolist() == [0, 0]
+
+
+BERT_H100 = (
+    Path(__file__).resolve().parents[2]
+    / ".."
+    / "shared"
+    / "traces"
+    / "tracelens__h100__gaunernst_bert-small-uncased__1016001.json.gz"
+)
+
+
+@pytest.mark.skipif(not BERT_H100.exists(), reason="../shared/traces is absent")
+def test_counts_on_a_real_trace_recorded_with_stacks():
+    from infer_opt.trace.reader import read_trace
+
+    events = read_trace(BERT_H100)
+    calls = host_fit.python_calls(BERT_H100)
+    # the file holds 84 `nn.Module: ...` events (counted in its JSON)
+    assert int(calls.module.sum()) == 84 and calls.ts_us.size > 1000
+    s = host_costs.issue_samples(events)
+    g = host_fit.gap_counts(s, calls, events)
+    # every count is of events inside the intervals: no more than the file holds
+    assert 0 < g.modules.sum() <= 84 and 0 < g.python.sum() <= calls.ts_us.size
+    assert 0 < g.ops.sum() <= events.ops.ts_us.size
+    f = host_fit.fit([g])
+    assert (
+        f is not None
+        and f.samples == s.issue_s.size
+        and all(v >= 0 for v in (f.launch_s, f.module_s, f.python_s, f.op_s))
+    )
