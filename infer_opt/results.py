@@ -174,7 +174,10 @@ def _dataclass_from_dict(cls: type, data: dict[str, Any], where: str = "") -> An
             kwargs[f.name] = _from_jsonable(hints.get(f.name, Any), data[f.name], _join(where, f.name))
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             raise FieldError(_join(where, f.name), None, "missing (a required field)")
-    built = cls(**kwargs)
+    try:
+        built = cls(**kwargs)
+    except FieldError as exc:  # a field checked as the row is built (its __post_init__)
+        raise FieldError(_join(where, exc.where), exc.value, exc.expected) from None
     check = getattr(built, "loaded_problems", None)
     problems = [*(check() if check is not None else ()), *_run_problems(built)]
     for field, value, expected in problems:

@@ -14,7 +14,7 @@ from typing import Any
 
 from infer_opt.kinds.cross_rank import CrossRank
 from infer_opt.notices import Notice
-from infer_opt.results import Result, number_problems
+from infer_opt.results import FieldError, Result, number_problems
 
 #: an op's input shapes, one dimension list per tensor (a TensorList's members in order), as
 #: ``profile``'s are; ``()`` for a 0-dim tensor
@@ -28,7 +28,17 @@ def as_shapes(value: Any) -> Shapes:
         return tuple(
             tuple(int(d) for d in re.findall(r"\d+", inner)) for inner in re.findall(r"\(([^()]*)\)", value)
         )
-    return tuple(tuple(int(d) for d in shape) for shape in value)
+    try:
+        return tuple(tuple(_dimension(d) for d in shape) for shape in value)
+    except (TypeError, ValueError):
+        allowed = "must be lists of whole dimensions >= 0 (one list per input)"
+        raise FieldError("shapes", value, allowed) from None
+
+
+def _dimension(d: Any) -> int:
+    if isinstance(d, bool) or not isinstance(d, (int, float)) or d != int(d) or d < 0:
+        raise ValueError(d)
+    return int(d)
 
 
 def shapes_text(shapes: Shapes, sep: str = ", ") -> str:

@@ -80,11 +80,8 @@ def test_every_example_in_the_help_parses(name, argv, tmp_path, monkeypatch):
     # the files an example names exist (an input must; an output's folder must)
     monkeypatch.chdir(tmp_path)
     for word in argv:
-        if (
-            "." in word
-            and "/" not in word
-            and word.rsplit(".", 1)[1] in ("txt", "csv", "json", "md", "png", "prom", "gz")
-        ):
+        if "." in word and word.rsplit(".", 1)[1] in ("txt", "csv", "json", "md", "png", "prom", "gz"):
+            (tmp_path / word).parent.mkdir(parents=True, exist_ok=True)
             (tmp_path / word).touch()
     assert parse_command_line(argv).command.name in argv[:2]
 

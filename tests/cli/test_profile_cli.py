@@ -189,7 +189,7 @@ def test_user_factory_from_a_file():
         (["--hf-config", "n_layer=2"], ["--hf-config", "hf:<model_type>"]),
         (["missing/file.py:make"], ["MODEL", "does not exist"]),
         (["no_such_pkg_xyz.mod:make"], ["MODEL", "cannot import module"]),
-        ([f"{EXAMPLE}:make_model", "--mode", "decode"], ["--mode", "built-in model"]),
+        ([f"{EXAMPLE}:make_model", "--mode", "decode"], ["--mode", "built-in or an hf: model"]),
     ],
 )
 def test_bad_input_is_one_line_exit_2(args, needles):
