@@ -81,7 +81,7 @@ DtypeOpt = option(
     str,
     "--dtype",
     parse=Choice(("auto", "float32", "bfloat16", "float16")),
-    help="auto (float32 on CPU, bfloat16 on CUDA, as every command), float32, bfloat16 or float16."
+    help="auto (float32 on CPU, bfloat16 on CUDA, as every command), float32, bfloat16 or float16.",
 )
 SuiteOpt = option(
     str,

@@ -204,7 +204,7 @@ def test_every_args_key_an_analysis_reads_is_kept():
     GPU_ARG_KEYS / OP_ARG_KEYS (events.py), or it would silently see nothing."""
     read: set[str] = set()
     for source in PACKAGE.glob("*.py"):
-        if source.name in ("reader.py", "augment.py", "capture.py"):  # the reader's own columns; files re-read
+        if source.name in ("reader.py", "augment.py", "capture.py"):  # own columns; the file re-read
             continue
         text = source.read_text()
         read |= set(_READS.findall(text))
