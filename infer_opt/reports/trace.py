@@ -280,7 +280,11 @@ def _work_table(r: TraceResult, top: int) -> Table | None:
         caption="# as in the table above. FLOPs and bytes (from the recorded shapes) are totals over "
         "the calls, with the formulas "
         "`profile` uses; precision from the dtype and the kernel names; causal attention counted "
-        + ("half." if r.causal_flops == "half" else "in full."),
+        + (
+            "half (the convention of profile, predict and trace)."
+            if r.causal_flops == "half"
+            else "in full (--causal-flops full; profile and predict count it half)."
+        ),
     )
 
 
