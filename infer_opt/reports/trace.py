@@ -47,14 +47,14 @@ def _source(text: str) -> str:
 
 def _shapes(shapes: Any, width: int = SHAPES_WIDTH) -> str:
     """A terminal's shapes: ``16×5185×64, 16×64×5185`` (or the dimension lists), whole shapes
-    only up to ``width`` then ``… +N`` (never cut mid-number; a narrow table wraps between
+    only up to ``width`` then ``…+N`` (never cut mid-number; a narrow table wraps between
     shapes)."""
     pieces = shapes.split(", ") if isinstance(shapes, str) else _shapes_full(shapes).split(", ")
     shown: list[str] = []
     for i, text in enumerate(pieces):
         rest = len(pieces) - i - 1
-        if shown and len(", ".join([*shown, text])) + (len(f", … +{rest}") if rest else 0) > width:
-            return ", ".join(shown) + f", … +{len(pieces) - i}"
+        if shown and len(", ".join([*shown, text])) + (len(f", …+{rest}") if rest else 0) > width:
+            return ", ".join(shown) + f", …+{len(pieces) - i}"
         shown.append(text)
     return ", ".join(shown)
 

@@ -251,7 +251,7 @@ def test_json_shapes_are_dimension_lists_and_older_text_still_loads(tmp_path):
 @settings(max_examples=80, deadline=None)
 @given(st.lists(st.lists(st.integers(0, 10**6), max_size=4), min_size=1, max_size=8), st.integers(8, 40))
 def test_a_terminal_cell_never_cuts_a_number(shapes, width):
-    """The class: ``16×5185×518`` / ``5`` at 80 columns. Whole shapes only, then ``… +N``."""
+    """The class: ``16×5185×518`` / ``5`` at 80 columns. Whole shapes only, then ``…+N``."""
     from infer_opt.kinds.trace import shapes_text
     from infer_opt.reports.trace import _shapes, _shapes_full
 
@@ -259,9 +259,9 @@ def test_a_terminal_cell_never_cuts_a_number(shapes, width):
     cell = _shapes(dims, width)
     full = _shapes_full(dims)
     assert full == shapes_text(dims)
-    kept = cell.split(", … +")[0].split(", ")
+    kept = cell.split(", …+")[0].split(", ")
     assert kept == full.split(", ")[: len(kept)]  # a prefix of whole shapes
-    if "… +" in cell:
+    if "…+" in cell:
         assert int(cell.rsplit("+", 1)[1]) == len(dims) - len(kept)
 
 
