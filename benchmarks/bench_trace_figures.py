@@ -28,6 +28,7 @@ SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "traces"
 
 def rate_problems(result) -> tuple[int, list[str]]:
     """(rates above the margin, those without a warning naming op, resource and cause)."""
+    from infer_opt.kinds.trace import shapes_text
     from infer_opt.trace.ops import group_peaks
     from infer_opt.trace.roofline import RATE_SLACK, peak_flops
 
@@ -36,8 +37,6 @@ def rate_problems(result) -> tuple[int, list[str]]:
         for w in result.warnings
         if w.code == "rate_above_peak" and w.values.get("cause")
     }
-    from infer_opt.kinds.trace import shapes_text
-
     above, missing = 0, []
     if not (result.peaks.flops_per_s or result.peaks.bytes_per_s) or result.device_source == "unknown":
         return 0, []  # no roofline: no rate is judged
@@ -67,7 +66,9 @@ def zero_problems(result, console: str) -> list[str]:
             out.append(f"op {g['name']} peak_fraction 0 with no bound")
         if g["flops"] == 0 and g["bytes"] == 0 and (g.get("achieved_flops_per_s") == 0):
             out.append(f"op {g['name']} achieved rate 0 with no formula")
-    table = console.split("Collectives (measured)", 1)[1].split("\n\n", 1)[0] if "Collectives (" in console else ""
+    table = ""
+    if "Collectives (measured)" in console:
+        table = console.split("Collectives (measured)", 1)[1].split("\n\n", 1)[0]
     for line in table.splitlines():
         cells = [c.strip() for c in line.split("│")]
         if len(cells) > 3 and ("0 B" in cells or "0" in cells[3:4] or "0 B/s" in cells):
