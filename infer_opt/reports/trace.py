@@ -10,6 +10,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
+from infer_opt.cost_models.roofline import RATE_SLACK
 from infer_opt.kinds.trace import OpGroup, RankTrace, TraceResult, as_shapes, shapes_text
 from infer_opt.reports.profile import short_name
 from infer_opt.reports.view import Column, Table, View, rows_of
@@ -241,6 +242,12 @@ def _ops_table(r: TraceResult, top: int) -> Table | None:
             )
             if judged
             else ". No roofline: no bound."
+        )
+        + (
+            f" Above 100% within the {RATE_SLACK:g}× margin is not warned (boost clocks, the datasheet's "
+            "rounding); beyond it, a warning names the op and the likely cause."
+            if any((g.peak_fraction or 0) > 1 for g in shown)
+            else ""
         ),
     )
 
