@@ -6,8 +6,8 @@
    ``rate_above_peak`` warning with that op, that resource and a cause.
 2. **No "0" where the value is unknown**: in the JSON, a collective's size, ranks and bandwidths
    are ``null`` or positive (never 0), an op without a formula has no rate (``null``), an op
-   without a bound no peak fraction; on the console, no collective row shows ``0 B`` or ``0``
-   ranks.
+   without a bound no peak fraction, a spread over one step is ``null``; on the console, no
+   collective row shows ``0 B`` or ``0`` ranks.
 
 Each trace file is analysed alone (its device from its own table). Prints one line per trace
 and the totals; exits 1 when a check fails.
@@ -66,6 +66,9 @@ def zero_problems(result, console: str) -> list[str]:
             out.append(f"op {g['name']} peak_fraction 0 with no bound")
         if g["flops"] == 0 and g["bytes"] == 0 and (g.get("achieved_flops_per_s") == 0):
             out.append(f"op {g['name']} achieved rate 0 with no formula")
+    one_step = all(len(r["steps"]) < 2 for r in data.get("ranks", []))
+    if one_step and any(g.get("time_spread_s") == 0 for g in data.get("ops", [])):
+        out.append("a spread over one step given as 0")
     table = ""
     if "Collectives (measured)" in console:
         table = console.split("Collectives (measured)", 1)[1].split("\n\n", 1)[0]

@@ -93,7 +93,7 @@ def _summary(r: TraceResult) -> list[tuple[str, str]]:
     else:
         out.append(("Steps", "none: the whole trace as one window"))
     medians = [rank.step_time_median_s for rank in r.ranks]
-    spread = max(rank.step_time_spread_s for rank in r.ranks)
+    spread = max((rank.step_time_spread_s or 0.0 for rank in r.ranks), default=0.0)
     label = "Step time (median)" if numbered else "Window"
     out.append(
         (

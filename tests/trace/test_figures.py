@@ -403,3 +403,17 @@ def test_capture_sizes_never_pastes_flags_for_a_list_no_faster_than_the_current(
     )  # fmt: skip
     assert ("--cuda-graph-bs" in console.stdout) is not keep
     assert ("keep the current list" in console.stdout + console.stderr) is keep
+
+
+def test_a_spread_over_one_step_is_unknown_not_zero(model_result):
+    from pathlib import Path
+
+    from infer_opt.trace.analyze import analyze
+    from infer_opt.trace.compare import compare_traces
+
+    one = analyze([Path(__file__).resolve().parent / "fixtures" / "model_step.json"], steps=(1, 1)).result
+    assert all(g.time_spread_s is None for g in one.ops)
+    assert all(r.step_time_spread_s is None for r in one.ranks)
+    r = compare_traces(one, one)
+    assert r.base.step_spread_s is None and all(o.spread_s is None for o in r.ops)
+    assert all(g.time_spread_s is not None for g in model_result.ops)  # two steps: measured
