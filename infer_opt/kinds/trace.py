@@ -101,7 +101,7 @@ class RankTrace:
     overlap_fraction: float
     comm_fraction: float = 0.0
     step_time_median_s: float = 0.0
-    step_time_spread_s: float = 0.0  # max − min over steps
+    step_time_spread_s: float | None = 0.0  # max − min over steps; None with one (unknown)
     streams: tuple[StreamTimeline, ...] = ()
     launch_queue: LaunchQueue | None = None
     warnings: tuple[Notice, ...] = ()  # no steps, launch backlog, ... (for this rank)
@@ -129,7 +129,7 @@ class OpGroup:
     precision: str  # the peak the op runs against: bf16, fp16, tf32, fp32, fp8, int8, ...
     family: str = ""  # matmul, attention, norm, softmax, elementwise, reduction, ...
     kernels: int = 0
-    time_spread_s: float = 0.0  # max − min of the group's per-step time, where it has steps
+    time_spread_s: float | None = 0.0  # max − min of its per-step time; None under two steps (unknown)
     kernel_names: tuple[str, ...] = ()  # the distinct kernels (first few)
 
     def __post_init__(self) -> None:

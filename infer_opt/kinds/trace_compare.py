@@ -20,7 +20,7 @@ class TraceSide:
     ranks: int
     steps: int  # analyzed windows over all ranks
     step_median_s: float  # median over the ranks' median step
-    step_spread_s: float  # largest max − min of a rank's steps
+    step_spread_s: float | None  # largest max − min of a rank's steps; None under two (unknown)
     kernel_time_per_step_s: float
     #: the GPU's idle share of the analyzed steps (median over ranks); None when unknown
     idle_fraction: float | None = None
@@ -36,7 +36,7 @@ class OpChange:
     base_per_step_s: float | None
     new_per_step_s: float | None
     ratio: float | None  # new / base
-    spread_s: float  # the larger side's max − min over its steps (0: one step, unknown)
+    spread_s: float | None  # the larger side's max − min over its steps (None: one step, unknown)
     verdict: str  # slower, faster, same, within_spread, only_base, only_new
     base_calls: int = 0
     new_calls: int = 0

@@ -7,8 +7,10 @@ FLOPs, in this order of preference:
    ``..._efficient_attention``, ``..._cudnn_attention``, ``..._fused_attention_overrideable``,
    and ``scaled_dot_product_attention`` itself when a model runs under ``inference_mode`` and
    composite ops arrive undecomposed; likewise ``linear`` and ``matmul``: 2·K per output):
-   ``2·B·Hq·Tq·Tk·d_qk + 2·B·Hq·Tq·Tk·d_v`` (QKᵀ and PV). It is the dense count — not halved
-   for a causal mask, as torch's own formula — and handles grouped-query attention (fewer
+   ``2·B·Hq·Tq·Tk·d_qk + 2·B·Hq·Tq·Tk·d_v`` (QKᵀ and PV), **halved for a causal call**
+   (``is_causal=True``: the work a kernel that skips masked blocks does) — the one convention
+   of ``profile``, ``predict`` and ``trace`` (:data:`infer_opt.trace.op_costs.CAUSAL_CONVENTION`;
+   torch's own formula counts it dense) — and handles grouped-query attention (fewer
    key/value heads). torch 2.13 has no formula for the CPU kernel and counts it as zero.
 2. **torch's registry** ``torch.utils.flop_counter.flop_registry`` (mm, addmm, bmm, baddbmm,
    convolutions, ...), the formulas ``FlopCounterMode`` uses.
@@ -178,6 +180,17 @@ def sdpa_flops(query: Any, key: Any, value: Any) -> int:
     return 2 * batch_heads * q_len * k_len * (d_qk + d_v)
 
 
+def _is_causal(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether an SDPA call was causal (``is_causal`` by keyword, or at its kernel's position:
+    :data:`infer_opt.trace.op_costs.SDPA_OPS`, the positions the trace reader uses)."""
+    from infer_opt.trace.op_costs import SDPA_OPS
+
+    if "is_causal" in kwargs:
+        return bool(kwargs["is_causal"])
+    at = SDPA_OPS.get(name.split("::", 1)[-1], ("", "", None))[2]
+    return at is not None and at < len(args) and isinstance(args[at], bool) and args[at]
+
+
 def _registry() -> dict[Any, Any]:
     from torch.utils.flop_counter import flop_registry
 
@@ -188,7 +201,8 @@ def op_flops(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any)
     """``(flops, source)`` with source ``"infer-opt"``, ``"torch"``, ``"nominal"`` or ``"none"``."""
     name = op_name(func)
     if name in SDPA_KERNELS and len(args) >= 3:
-        return sdpa_flops(args[0], args[1], args[2]), "infer-opt"
+        dense = sdpa_flops(args[0], args[1], args[2])
+        return (dense // 2 if _is_causal(name, args, kwargs) else dense), "infer-opt"
     if name in DOT_PRODUCT_OPS and args and isinstance(args[0], torch.Tensor):
         outs = _tensors(out)
         if outs and args[0].ndim >= 1:

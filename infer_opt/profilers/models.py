@@ -88,9 +88,13 @@ class TransformerConfig:
         return self.n_layers * (attn + mlp) + d * self.vocab_size
 
     def attention_flops(self, batch: int, q_len: int, k_len: int) -> int:
-        """``4·B·H·Tq·Tk·d`` per layer (QKᵀ and PV), summed over layers. Dense count: not
-        halved for a causal mask (a kernel that skips masked blocks does about half)."""
-        return 4 * batch * self.n_heads * q_len * k_len * self.head_dim * self.n_layers
+        """``4·B·H·Tq·Tk·d`` per layer (QKᵀ and PV), summed over layers, halved where the model
+        calls SDPA with ``is_causal=True`` (``Tq == Tk``, :func:`attention`): the one causal
+        convention of ``profile``, ``predict`` and ``trace`` (the work a kernel that skips masked
+        blocks does). Over a cache (``Tq < Tk``) the explicit mask is counted dense, as a
+        masked SDPA is everywhere."""
+        dense = 4 * batch * self.n_heads * q_len * k_len * self.head_dim * self.n_layers
+        return dense // 2 if q_len == k_len and q_len > 1 else dense
 
     def forward_flops(self, batch: int, q_len: int, k_len: int | None = None) -> int:
         """Analytic forward FLOPs: ``2·P_matmul·B·Tq + 4·B·H·Tq·Tk·d·L``."""
@@ -904,9 +908,10 @@ def _config_int(config: Any, name: str) -> int | None:
 
 def hf_prefill_flops(model: nn.Module, config: Any, batch: int, seq_len: int) -> int | None:
     """Analytic prefill FLOPs of a dense transformers decoder, as for the built-ins:
-    ``2·P_matmul·B·T + 4·B·H·T²·d·L`` (:func:`matmul_weight_count`; attention dense, not halved
-    for the causal mask). ``None`` for a mixture of experts or when the config does not name
-    heads and layers."""
+    ``2·P_matmul·B·T + 4·B·H·T²·d·L / 2`` (:func:`matmul_weight_count`; causal attention halved,
+    the one convention of ``profile``, ``predict`` and ``trace``; dense for ``eager`` attention,
+    which multiplies the whole score matrix). ``None`` for a mixture of
+    experts or when the config does not name heads and layers."""
     if any((_config_int(config, key) or 0) > 1 for key in _MOE_KEYS):
         return None
     heads = _config_int(config, "num_attention_heads")
@@ -918,7 +923,10 @@ def hf_prefill_flops(model: nn.Module, config: Any, batch: int, seq_len: int) ->
     if head_dim is None:
         return None
     tokens = batch * seq_len
-    return 2 * matmul_weight_count(model) * tokens + 4 * batch * heads * seq_len * seq_len * head_dim * layers
+    attention = 4 * batch * heads * seq_len * seq_len * head_dim * layers
+    # eager attention multiplies the whole T×T score matrix: dense, the work it does
+    causal_kernel = seq_len > 1 and getattr(config, "_attn_implementation", "sdpa") != "eager"
+    return 2 * matmul_weight_count(model) * tokens + (attention // 2 if causal_kernel else attention)
 
 
 def param_count_analytic(config: TransformerConfig) -> int:

@@ -66,6 +66,9 @@ def _plan(column: Column, cells: list[str], is_key: bool) -> _Planned:
         least = max(widest, header_words)  # numbers keep their width; headers may wrap
     else:
         least = min(natural, max(TEXT_MIN_WIDTH, header_words))
+    if column.terminal is not None and not is_key:
+        # a cell fitted for the terminal (shapes) wraps between its words, never inside one
+        least = max(least, max((cell_width(w) for c in cells for w in c.split()), default=0))
     return _Planned(column, cells, natural, least, is_key)
 
 

@@ -345,8 +345,9 @@ def _notes(r: ProfileResult, top: int) -> list[str]:
             "is outside the ops. The step time itself is measured without any instrumentation."
         )
     notes.append(
-        "FLOPs: torch's formulas (matmul/conv), infer-opt's for fused attention (dense 4·B·H·Tq·Tk·d, "
-        "not halved for causal masks), 1 per element for pointwise ops; views move 0 bytes."
+        "FLOPs: torch's formulas (matmul/conv), infer-opt's for fused attention (4·B·H·Tq·Tk·d, halved "
+        "for a causal call — the convention of profile, predict and trace), 1 per element for pointwise "
+        "ops; views move 0 bytes."
     )
     if r.coverage < 1:
         gap = (

@@ -10,6 +10,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
+from infer_opt.cost_models.roofline import RATE_SLACK
 from infer_opt.kinds.trace import OpGroup, RankTrace, TraceResult, as_shapes, shapes_text
 from infer_opt.reports.profile import short_name
 from infer_opt.reports.view import Column, Table, View, rows_of
@@ -47,14 +48,14 @@ def _source(text: str) -> str:
 
 def _shapes(shapes: Any, width: int = SHAPES_WIDTH) -> str:
     """A terminal's shapes: ``16×5185×64, 16×64×5185`` (or the dimension lists), whole shapes
-    only up to ``width`` then ``… +N`` (never cut mid-number; a narrow table wraps between
+    only up to ``width`` then ``…+N`` (never cut mid-number; a narrow table wraps between
     shapes)."""
     pieces = shapes.split(", ") if isinstance(shapes, str) else _shapes_full(shapes).split(", ")
     shown: list[str] = []
     for i, text in enumerate(pieces):
         rest = len(pieces) - i - 1
-        if shown and len(", ".join([*shown, text])) + (len(f", … +{rest}") if rest else 0) > width:
-            return ", ".join(shown) + f", … +{len(pieces) - i}"
+        if shown and len(", ".join([*shown, text])) + (len(f", …+{rest}") if rest else 0) > width:
+            return ", ".join(shown) + f", …+{len(pieces) - i}"
         shown.append(text)
     return ", ".join(shown)
 
@@ -92,7 +93,7 @@ def _summary(r: TraceResult) -> list[tuple[str, str]]:
     else:
         out.append(("Steps", "none: the whole trace as one window"))
     medians = [rank.step_time_median_s for rank in r.ranks]
-    spread = max(rank.step_time_spread_s for rank in r.ranks)
+    spread = max((rank.step_time_spread_s or 0.0 for rank in r.ranks), default=0.0)
     label = "Step time (median)" if numbered else "Window"
     out.append(
         (
@@ -242,6 +243,12 @@ def _ops_table(r: TraceResult, top: int) -> Table | None:
             )
             if judged
             else ". No roofline: no bound."
+        )
+        + (
+            f" Above 100% within the {RATE_SLACK:g}× margin is not warned (boost clocks, the datasheet's "
+            "rounding); beyond it, a warning names the op and the likely cause."
+            if any((g.peak_fraction or 0) > 1 for g in shown)
+            else ""
         ),
     )
 
@@ -281,7 +288,11 @@ def _work_table(r: TraceResult, top: int) -> Table | None:
         caption="# as in the table above. FLOPs and bytes (from the recorded shapes) are totals over "
         "the calls, with the formulas "
         "`profile` uses; precision from the dtype and the kernel names; causal attention counted "
-        + ("half." if r.causal_flops == "half" else "in full."),
+        + (
+            "half (the convention of profile, predict and trace)."
+            if r.causal_flops == "half"
+            else "in full (--causal-flops full; profile and predict count it half)."
+        ),
     )
 
 

@@ -39,7 +39,7 @@ def _side(name: str, r: TraceResult) -> TraceSide:
         ranks=len(r.ranks),
         steps=_windows(r),
         step_median_s=float(statistics.median(medians)),
-        step_spread_s=max((rank.step_time_spread_s for rank in r.ranks), default=0.0),
+        step_spread_s=_largest(rank.step_time_spread_s for rank in r.ranks),
         kernel_time_per_step_s=math.fsum(g.time_s for g in r.ops) / _windows(r),
         idle_fraction=float(statistics.median(idle)) if idle else None,
     )
@@ -78,13 +78,13 @@ def compare_traces(
         gb, gn = b.get(key), n.get(key)
         tb = gb.time_s / nb if gb else None
         tn = gn.time_s / nn if gn else None
-        spread = max((gb.time_spread_s if gb else 0.0), (gn.time_spread_s if gn else 0.0))
+        spread = _largest([gb.time_spread_s if gb else None, gn.time_spread_s if gn else None])
         if gb is None:
             verdict = "only_new"
         elif gn is None:
             verdict = "only_base"
         else:
-            verdict = _verdict(tb, tn, spread, threshold)
+            verdict = _verdict(tb, tn, spread or 0.0, threshold)
         rows.append(
             OpChange(
                 name=key[0],
@@ -135,6 +135,11 @@ def compare_traces(
         matched_fraction=matched,
         compared="kernel_time" if host_bound else "step",
     )
+
+
+def _largest(values) -> float | None:
+    """The largest known value; None when none is known (fewer than two steps everywhere)."""
+    return max((v for v in values if v is not None), default=None)
 
 
 def _host_bound(side: TraceSide) -> bool:
@@ -194,7 +199,7 @@ def _categories(base: TraceResult, new: TraceResult, nb: int, nn: int) -> tuple[
 def _headline(b: TraceSide, n: TraceSide, ratio: float, threshold: float) -> str:
     if not math.isfinite(ratio) or ratio <= 0:
         return "no step time on the base side: no verdict"
-    spread = max(b.step_spread_s, n.step_spread_s)
+    spread = _largest([b.step_spread_s, n.step_spread_s]) or 0.0
     if abs(ratio - 1) < threshold or abs(n.step_median_s - b.step_median_s) <= spread:
         return (
             f"{n.name} and {b.name}: no difference in the step beyond ±{threshold:.0%} and the spread "

@@ -44,6 +44,10 @@ from typing import Any
 from infer_opt.trace.devices import DTYPE_BYTES, normalize_dtype
 
 CAUSAL_CONVENTIONS = ("half", "full")
+#: **the one causal-attention convention** of ``trace``, ``profile`` and ``predict``: a call
+#: with ``is_causal=True`` counts half the dense QKᵀ and PV FLOPs (the work a kernel that skips
+#: masked blocks does); ``trace --causal-flops full`` counts it dense, as torch's FlopCounterMode
+CAUSAL_CONVENTION = "half"
 
 #: nominal FLOPs per input element (profilers/flops.py NOMINAL_FLOPS_PER_ELEMENT)
 NOMINAL_FLOPS_PER_ELEMENT = {

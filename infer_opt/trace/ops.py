@@ -326,7 +326,9 @@ def merge_groups(per_rank: Sequence[Sequence[OpGroup]], *, peaks: Peaks) -> tupl
                 first,
                 **work,
                 kernels=sum(g.kernels for g in members),
-                time_spread_s=max(g.time_spread_s for g in members),
+                time_spread_s=max(
+                    (g.time_spread_s for g in members if g.time_spread_s is not None), default=None
+                ),
                 kernel_names=names[:KERNEL_NAMES_KEPT],
             )
         )
@@ -432,9 +434,9 @@ def _bound(
     return ("launch" if launch > max(compute, memory) else heavier), fraction
 
 
-def _spread(gpu: Any, idx: list[int], steps: list[int]) -> float:
+def _spread(gpu: Any, idx: list[int], steps: list[int]) -> float | None:
     if len(steps) < 2:
-        return 0.0
+        return None  # one step: no spread to measure (unknown, not 0)
     per_step = dict.fromkeys(steps, 0.0)
     for e in idx:
         s = int(gpu.step[e])

@@ -253,7 +253,7 @@ def _rank(
         overlap_fraction=both_s / comm if comm else 0.0,
         comm_fraction=comm / span if span else 0.0,
         step_time_median_s=float(np.median(times)),
-        step_time_spread_s=float(times.max() - times.min()),
+        step_time_spread_s=float(times.max() - times.min()) if len(times) > 1 else None,
         streams=_streams(events, mask, span / US),
         launch_queue=queue,
         warnings=tuple(notices),

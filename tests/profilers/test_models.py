@@ -359,7 +359,7 @@ def test_hf_llama_builds_from_small_overrides_with_analytic_flops():
     p_matmul = (d * d + 2 * d * kv + d * d + 3 * d * f) + d * vocab  # q, k, v, o, SwiGLU, LM head
     assert models.matmul_weight_count(loaded.model) == p_matmul
     # 2·P·T + 4·B·H·T²·d_head·L
-    assert loaded.flops_analytic == 2 * p_matmul * t + 4 * 4 * t * t * 16 * 1
+    assert loaded.flops_analytic == 2 * p_matmul * t + 4 * 4 * t * t * 16 * 1 // 2  # causal: half
 
 
 def test_hf_tied_lm_head_counts_once_and_embeddings_not_at_all():
@@ -379,7 +379,7 @@ def test_hf_analytic_flops_are_left_out_for_a_mixture_of_experts():
     config = SimpleNamespace(num_attention_heads=2, num_hidden_layers=1, hidden_size=8, num_local_experts=4)
     assert models.hf_prefill_flops(torch.nn.Linear(8, 8), config, 1, 4) is None
     dense = SimpleNamespace(num_attention_heads=2, num_hidden_layers=1, hidden_size=8)
-    assert models.hf_prefill_flops(torch.nn.Linear(8, 8), dense, 1, 4) == 2 * 64 * 4 + 4 * 2 * 16 * 4
+    assert models.hf_prefill_flops(torch.nn.Linear(8, 8), dense, 1, 4) == 2 * 64 * 4 + 4 * 2 * 16 * 4 // 2
 
 
 def test_a_factory_that_sets_its_own_threads_does_not_override_the_runs(tmp_path):

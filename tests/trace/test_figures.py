@@ -251,7 +251,7 @@ def test_json_shapes_are_dimension_lists_and_older_text_still_loads(tmp_path):
 @settings(max_examples=80, deadline=None)
 @given(st.lists(st.lists(st.integers(0, 10**6), max_size=4), min_size=1, max_size=8), st.integers(8, 40))
 def test_a_terminal_cell_never_cuts_a_number(shapes, width):
-    """The class: ``16×5185×518`` / ``5`` at 80 columns. Whole shapes only, then ``… +N``."""
+    """The class: ``16×5185×518`` / ``5`` at 80 columns. Whole shapes only, then ``…+N``."""
     from infer_opt.kinds.trace import shapes_text
     from infer_opt.reports.trace import _shapes, _shapes_full
 
@@ -259,9 +259,9 @@ def test_a_terminal_cell_never_cuts_a_number(shapes, width):
     cell = _shapes(dims, width)
     full = _shapes_full(dims)
     assert full == shapes_text(dims)
-    kept = cell.split(", … +")[0].split(", ")
+    kept = cell.split(", …+")[0].split(", ")
     assert kept == full.split(", ")[: len(kept)]  # a prefix of whole shapes
-    if "… +" in cell:
+    if "…+" in cell:
         assert int(cell.rsplit("+", 1)[1]) == len(dims) - len(kept)
 
 
@@ -403,3 +403,17 @@ def test_capture_sizes_never_pastes_flags_for_a_list_no_faster_than_the_current(
     )  # fmt: skip
     assert ("--cuda-graph-bs" in console.stdout) is not keep
     assert ("keep the current list" in console.stdout + console.stderr) is keep
+
+
+def test_a_spread_over_one_step_is_unknown_not_zero(model_result):
+    from pathlib import Path
+
+    from infer_opt.trace.analyze import analyze
+    from infer_opt.trace.compare import compare_traces
+
+    one = analyze([Path(__file__).resolve().parent / "fixtures" / "model_step.json"], steps=(1, 1)).result
+    assert all(g.time_spread_s is None for g in one.ops)
+    assert all(r.step_time_spread_s is None for r in one.ranks)
+    r = compare_traces(one, one)
+    assert r.base.step_spread_s is None and all(o.spread_s is None for o in r.ops)
+    assert all(g.time_spread_s is not None for g in model_result.ops)  # two steps: measured
