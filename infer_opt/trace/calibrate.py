@@ -55,7 +55,14 @@ from infer_opt.cost_models import op_model
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
 from infer_opt.run_key import RunKey
-from infer_opt.trace.devices import DeviceSpec, by_name, host_link_bytes_per_s, identify, precision_of
+from infer_opt.trace.devices import (
+    DTYPE_BYTES,
+    DeviceSpec,
+    by_name,
+    host_link_bytes_per_s,
+    identify,
+    precision_of,
+)
 from infer_opt.trace.events import KERNEL, MEMCPY, SYNC, TraceEvents
 
 #: the ``grid`` of a calibration built from traces
@@ -234,7 +241,7 @@ def main_dtype(instances: Sequence[OpInstance]) -> str:
     int64); ``""`` without instances."""
     by: dict[str, float] = {}
     for i in instances:
-        if i.dtype:
+        if i.dtype in DTYPE_BYTES:  # (an `Input type` no dtype names is none of the calibration's)
             by[i.dtype] = by.get(i.dtype, 0.0) + i.time_s
     return max(by, key=lambda d: (by[d], d)) if by else ""
 

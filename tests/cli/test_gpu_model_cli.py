@@ -235,3 +235,27 @@ def test_a_held_out_trace_without_shaped_ops_is_refused(calibration, tmp_path):
     path.write_text(json.dumps(doc))
     run = invoke("validate", "--against", str(path), "--calibration", str(calibration))
     assert_one_line_error(run, "--against", "nothing to validate against", "record_shapes")
+
+
+@pytest.mark.parametrize(("spelling", "refused"), [("c10::Float8_e4m3fn", True), ("c10::NoSuchType", False)])
+def test_a_trace_dtype_predict_cannot_run_is_refused_in_one_line(tmp_path, spelling, refused):
+    """Issue 42: an FP8 trace calibrated as ``float8`` made ``predict`` die on ``torch.float8``; an
+    unknown ``Input type`` became the calibration's dtype. FP8 is refused by predict, naming the
+    calibration; an unknown word is no dtype of the calibration (it stays bfloat16)."""
+    paths = []
+    for name, scale in (("a", 1.0), ("b", 1.1)):
+        path = write_trace(tmp_path / f"{name}.json", training_ops(scale))
+        path.write_text(path.read_text().replace("c10::BFloat16", spelling))
+        paths.append(path)
+    out = tmp_path / "cal.json"
+    run = invoke("calibrate", "--from-trace", str(paths[0]), "--from-trace", str(paths[1]), "--out", str(out))
+    if run.exit_code != 0:  # no dtype at all: refused in one line is fine too
+        assert_one_line_error(run)
+        return
+    dtype = json.loads(out.read_text())["result"]["dtype"]
+    assert dtype in (("float8",) if refused else ("float32", "bfloat16", "float16", ""))
+    run = invoke("predict", "tiny", "--calibration", str(out), "--json")
+    if refused:
+        assert_one_line_error(run, "--calibration", "float8")
+    else:
+        assert run.exit_code in (0, 2) and "Traceback" not in run.stderr
