@@ -197,6 +197,8 @@ def _repair(data: bytes, path: Path) -> tuple[dict, int]:
     if bracket < 0:
         raise InvalidInput(PARAM, str(path), "not valid JSON (and no traceEvents to recover)")
     ends = [m.start() for m in _EVENT_END.finditer(data, bracket, len(data))]
+    if data.rstrip().endswith(b"}"):  # cut right after an event (or inside one: then it fails)
+        ends.append(len(data.rstrip()) - 1)
     for end in reversed(ends[-200:]):
         for suffix in (b"]}", b"}"):
             try:
@@ -746,9 +748,10 @@ def _scan_spans(data: bytes, spans: list[tuple[int, int]]) -> tuple[_Columns, in
     return cols, count
 
 
-def _read_chunked(path: Path) -> tuple[dict, _Columns] | None:
-    """A large, well-formed trace parsed chunk by chunk; None (read it whole) for anything else:
-    small, compressed-and-cut, truncated or odd files go through the full path and its checks."""
+def _read_chunked(path: Path) -> tuple[dict, _Columns, list[Notice]] | None:
+    """A large trace parsed chunk by chunk (memory ~ the file plus one chunk), a cut one (a
+    profiler killed mid-write, a cut gzip) closed at its last complete event; None (read it
+    whole) for anything else: small or odd files go through the full path and its checks."""
     try:
         info = path.stat()
     except OSError:
@@ -756,10 +759,9 @@ def _read_chunked(path: Path) -> tuple[dict, _Columns] | None:
     if not stat.S_ISREG(info.st_mode) or info.st_size < CHUNKED_ABOVE // 4:
         return None
     data = _read_bytes(path)
+    cut = False
     if data[:2] == b"\x1f\x8b":
         data, cut = _gunzip(data, path)
-        if cut:
-            return None
     if len(data) < CHUNKED_ABOVE:
         return None
     data = _quote_non_finite(data)
@@ -779,22 +781,47 @@ def _read_chunked(path: Path) -> tuple[dict, _Columns] | None:
         return None
     cols, count = found
     tail = data[pos:]
-    end = tail.rfind(b"]")
-    for _ in range(64):
-        if end < 0:
-            return None
-        try:
-            events = orjson.loads(b"[" + tail[: end + 1])
-            meta = orjson.loads(data[:bracket] + b"[]" + tail[end + 1 :])
-            break
-        except orjson.JSONDecodeError:
-            end = tail.rfind(b"]", 0, end)
-    else:
+    closed = _closed_tail(data[:bracket], tail)
+    if closed is None:
         return None
+    events, meta, repaired = closed
     _scan(events, cols, count)
     _check_document(meta, path)
     meta.pop("traceEvents")
-    return meta, cols
+    notices = []
+    if cut or repaired:
+        kept = count + len(events) if repaired else -1
+        notices.append(Notice("trace_truncated", {"file": str(path), "events_kept": kept}))
+    return meta, cols, notices
+
+
+def _closed_tail(head: bytes, tail: bytes) -> tuple[list, dict, bool] | None:
+    """The events of ``tail`` (a large trace's last events and what follows them) and the
+    document's metadata (``head``: everything before the events' ``[``); a tail cut short is
+    closed at its last complete event (the third item says so). None when neither reads."""
+    whole = tail.rstrip().endswith(b"}")  # (a document closes its top object; a cut one seldom)
+    end = tail.rfind(b"]") if whole else -1
+    for _ in range(64):  # the events' closing bracket: the last "]" that parses
+        if end < 0:
+            break
+        try:
+            return orjson.loads(b"[" + tail[: end + 1]), orjson.loads(head + b"[]" + tail[end + 1 :]), False
+        except orjson.JSONDecodeError:
+            end = tail.rfind(b"]", 0, end)
+    try:  # cut short: what came after the events is lost
+        meta = orjson.loads(head + b"[]}")
+    except orjson.JSONDecodeError:
+        return None
+    ends = [m.start() for m in _EVENT_END.finditer(tail)]
+    if tail.rstrip().endswith(b"}"):
+        ends.append(len(tail.rstrip()) - 1)
+    for end in reversed(ends[-200:]):
+        try:
+            events = orjson.loads(b"[" + tail[: end + 1] + b"]")
+        except orjson.JSONDecodeError:
+            continue
+        return events, meta, True
+    return None
 
 
 # ---------------------------------------------------------------- arrays, duplicates, links
@@ -997,8 +1024,7 @@ def read_trace(path: str | os.PathLike[str]) -> TraceEvents:
     try:
         chunked = _read_chunked(p)
         if chunked is not None:
-            doc, cols = chunked
-            notices = []
+            doc, cols, notices = chunked
         elif (typed := _load_typed(p)) is not None:
             doc, events = typed
             notices = []
