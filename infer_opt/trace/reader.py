@@ -784,7 +784,7 @@ def _read_chunked(path: Path) -> tuple[dict, _Columns, list[Notice]] | None:
     closed = _closed_tail(data[:bracket], tail)
     if closed is None:
         return None
-    events, meta, repaired = closed
+    events, meta, repaired, _ = closed
     _scan(events, cols, count)
     _check_document(meta, path)
     meta.pop("traceEvents")
@@ -795,17 +795,19 @@ def _read_chunked(path: Path) -> tuple[dict, _Columns, list[Notice]] | None:
     return meta, cols, notices
 
 
-def _closed_tail(head: bytes, tail: bytes) -> tuple[list, dict, bool] | None:
-    """The events of ``tail`` (a large trace's last events and what follows them) and the
-    document's metadata (``head``: everything before the events' ``[``); a tail cut short is
-    closed at its last complete event (the third item says so). None when neither reads."""
+def _closed_tail(head: bytes, tail: bytes) -> tuple[list, dict, bool, bytes] | None:
+    """The events of ``tail`` (a large trace's last events and what follows them), the
+    document's metadata (``head``: everything before the events' ``[``), whether the tail was
+    cut short (then closed at its last complete event) and the bytes after the events' ``]``
+    (``}`` for a cut one). None when neither reads."""
     whole = tail.rstrip().endswith(b"}")  # (a document closes its top object; a cut one seldom)
     end = tail.rfind(b"]") if whole else -1
     for _ in range(64):  # the events' closing bracket: the last "]" that parses
         if end < 0:
             break
         try:
-            return orjson.loads(b"[" + tail[: end + 1]), orjson.loads(head + b"[]" + tail[end + 1 :]), False
+            events = orjson.loads(b"[" + tail[: end + 1])
+            return events, orjson.loads(head + b"[]" + tail[end + 1 :]), False, tail[end + 1 :]
         except orjson.JSONDecodeError:
             end = tail.rfind(b"]", 0, end)
     try:  # cut short: what came after the events is lost
@@ -820,7 +822,7 @@ def _closed_tail(head: bytes, tail: bytes) -> tuple[list, dict, bool] | None:
             events = orjson.loads(b"[" + tail[: end + 1] + b"]")
         except orjson.JSONDecodeError:
             continue
-        return events, meta, True
+        return events, meta, True, b"}"
     return None
 
 

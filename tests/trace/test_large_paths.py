@@ -86,3 +86,41 @@ def test_a_large_cut_trace_holds_about_the_file_and_a_chunk(tmp_path, monkeypatc
     finally:
         tracemalloc.stop()
     assert peak < 4 * path.stat().st_size, (peak, path.stat().st_size)
+
+
+def _augmented(path, out, monkeypatch, chunk: int | None) -> dict:
+    from infer_opt.trace.analyze import analyze
+    from infer_opt.trace.augment import write_augmented
+
+    with monkeypatch.context() as m:
+        if chunk is not None:
+            m.setattr(reader, "CHUNK", chunk)
+        (written,) = write_augmented(analyze([path]), out)
+    return json.loads(
+        gzip.decompress(written.read_bytes()) if out.name.endswith(".gz") else written.read_text()
+    )
+
+
+@pytest.mark.parametrize("name", ["a.json", "a.json.gz"])
+def test_augment_a_chunk_at_a_time_writes_what_the_whole_document_gives(tmp_path, monkeypatch, name):
+    """``--augment`` on a large trace rewrites it a chunk of events at a time (it parsed and held
+    the whole document: 9.4 GB for 1 GB): the same document as one chunk gives."""
+    path = tmp_path / "big.json"
+    path.write_bytes(_big(tmp_path, copies=12))
+    whole = _augmented(path, tmp_path / f"whole.{name}", monkeypatch, None)
+    chunked = _augmented(path, tmp_path / name, monkeypatch, 2048)
+    assert chunked == whole
+    assert chunked["infer_opt"]["device"]
+    assert any("flops" in e.get("args", {}) for e in chunked["traceEvents"])
+    assert len(chunked["traceEvents"]) == 12 * len(MODEL["traceEvents"])
+
+
+def test_augment_of_a_cut_trace_writes_it_closed(tmp_path, monkeypatch):
+    data = _big(tmp_path, copies=12)
+    path = tmp_path / "cut.json"
+    path.write_bytes(data[: int(len(data) * 0.7)])
+    kept = len(read_trace(path).gpu)
+    doc = _augmented(path, tmp_path / "out.json", monkeypatch, 2048)
+    assert len(read_trace(tmp_path / "out.json").gpu) == kept
+    assert not [n for n in read_trace(tmp_path / "out.json").warnings if n.code == "trace_truncated"]
+    assert any("flops" in e.get("args", {}) for e in doc["traceEvents"])
