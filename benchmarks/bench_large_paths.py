@@ -1,7 +1,8 @@
 """Time and peak memory of the paths through a large trace other than the whole analysis
-(issue 42): a trace cut short (a profiler killed mid-write), the same as a cut gzip, and a whole
-trace with one bare ``NaN`` half way (read as a cut file before). Each is the whole
-``infer-opt trace FILE --json`` in a fresh process: wall seconds and peak RSS.
+(issue 42): a trace cut short (a profiler killed mid-write), the same as a cut gzip, a whole
+trace with one bare ``NaN`` half way (read as a cut file before), ``--augment`` of the whole
+trace. Each is the whole ``infer-opt trace FILE --json`` in a fresh process: wall seconds and
+peak RSS.
 
     python benchmarks/bench_large_paths.py [--gb 0.7] [--cut 0.7]
 
@@ -60,9 +61,12 @@ def main() -> None:
             "one NaN half way": (Path(tmp) / "nan.json", lambda d: _with_nan(whole, d)),
         }
         print(f"synthetic trace {whole.stat().st_size / 2**30:.2f} GiB; cut at {args.cut:.0%}")
+        augmented = Path(tmp) / "augmented.json.gz"
+        cases["--augment (whole)"] = (whole, lambda d: None)
         for label, (path, make) in cases.items():
             make(path)
-            wall, rss, _ = timed([sys.executable, "-c", OURS, "trace", str(path), "--json"])
+            more = ["--augment", str(augmented)] if label.startswith("--augment") else []
+            wall, rss, _ = timed([sys.executable, "-c", OURS, "trace", str(path), "--json", *more])
             size = path.stat().st_size / 2**20
             print(f"{label:>18}: {wall:6.1f} s, peak RSS {rss:5.2f} GiB ({size:.0f} MB file)")
             path.unlink()
