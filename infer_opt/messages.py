@@ -429,6 +429,13 @@ MESSAGES: dict[str, Words] = {
             else ""
         )
     ),
+    "trace_repeated_steps": lambda v: (
+        f"{v['file']}: ProfilerStep#{', #'.join(map(str, v['steps']))}"
+        + (f" (and {v['count'] - len(v['steps'])} more)" if v["count"] > len(v["steps"]) else "")
+        + " recorded more than once at different times (several profiler sessions in one file?): "
+        "only the first of each number is analyzed as that step; the events of the others are in "
+        "no step"
+    ),
     "trace_bad_sizes": lambda v: (
         f"{v['file']}: {v['args']} distinct event args with an impossible size ignored (the first: "
         f"'{v['key']}' = {v['value']}; allowed: whole numbers in [0, 2^53]): those events have no size"

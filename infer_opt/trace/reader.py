@@ -35,6 +35,7 @@ except ImportError:  # pragma: no cover - orjson alone reads every trace, only s
     msgspec = None
 
 from infer_opt.errors import InvalidInput
+from infer_opt.files import same_file_key
 from infer_opt.notices import Notice
 from infer_opt.trace.events import (
     GPU_ARG_KEYS,
@@ -85,6 +86,14 @@ _ID_LIMIT = 1 << 62
 TS_MAX = float(1 << 53)
 #: a ``dur`` beyond this (µs, one day) is no event a profiler session records
 DUR_MAX = 86_400e6
+
+
+def _add_step(cols: Any, table: dict[int, list[float]], number: int, span: list[float]) -> None:
+    """Step ``number``'s span, the first seen; a later one at another time is recorded as a
+    repeated number (a file of two profiler sessions, each counting from 1), said in a notice."""
+    found = table.setdefault(number, span)
+    if found is not span and found != span:
+        cols.repeated_steps.setdefault(number, None)
 
 
 def _bad_time(cols: Any, index: int, name: Any, ts: Any, dur: Any) -> None:
@@ -298,6 +307,8 @@ class _Columns:
         self.bad_dur = 0
         #: the first event dropped for its times: (position, name, field, value or None)
         self.bad_first: tuple | None = None
+        #: step numbers seen again at another time (only the first is that step), in order
+        self.repeated_steps: dict[int, None] = {}
         #: distinct kept args with an impossible size, and the first: (key, value as JSON)
         self.bad_args = 0
         self.bad_args_first: tuple[str, str] | None = None
@@ -416,9 +427,9 @@ def _scan(events: Sequence[Any], cols: _Columns | None = None, offset: int = 0) 
         else:
             step = _STEP.match(str(name)) if name is not None and "ProfilerStep#" in str(name) else None
             if step is not None and kind != _GPU_ANNOT:
-                cols.steps.setdefault(int(step.group(1)), [ts, ts + dur])
+                _add_step(cols, cols.steps, int(step.group(1)), [ts, ts + dur])
             elif step is not None:
-                cols.gpu_steps.setdefault(int(step.group(1)), [ts, ts + dur])
+                _add_step(cols, cols.gpu_steps, int(step.group(1)), [ts, ts + dur])
             elif kind == _CPU_OP:
                 nid = names.get(name) if type(name) is str else None
                 ext = args.get("External id", args.get("external id", -1))
@@ -554,9 +565,9 @@ def _typed_op_args(f: tuple, interned: dict, cols: Any) -> tuple[dict, Any]:
 def _typed_step(cols: _Columns, kind: int, name: Any, ts: float, dur: float) -> None:
     step = _STEP.match(str(name)) if name is not None and "ProfilerStep#" in str(name) else None
     if step is not None and kind != _GPU_ANNOT:
-        cols.steps.setdefault(int(step.group(1)), [ts, ts + dur])
+        _add_step(cols, cols.steps, int(step.group(1)), [ts, ts + dur])
     elif step is not None:
-        cols.gpu_steps.setdefault(int(step.group(1)), [ts, ts + dur])
+        _add_step(cols, cols.gpu_steps, int(step.group(1)), [ts, ts + dur])
 
 
 def _scan_typed(events: list, cols: _Columns, offset: int = 0) -> _Columns:
@@ -709,9 +720,11 @@ def _merge(into: _Columns, part: _Columns, offset: int) -> None:
     into.gpu_args += part.gpu_args
     into.op_args += part.op_args
     for number, span in part.steps.items():
-        into.steps.setdefault(number, span)
+        _add_step(into, into.steps, number, span)
     for number, span in part.gpu_steps.items():
-        into.gpu_steps.setdefault(number, span)
+        _add_step(into, into.gpu_steps, number, span)
+    for number in part.repeated_steps:
+        into.repeated_steps.setdefault(number, None)
     into.bad_dur += part.bad_dur
     into.bad_args += part.bad_args
     into.bad_args_first = into.bad_args_first or part.bad_args_first
@@ -1006,6 +1019,10 @@ def _build(cols: _Columns, path: str) -> tuple[GpuEvents, Launches, CpuOps, tupl
             index, name, field, value = cols.bad_first
             values.update(index=index, name=name, field=field, value=_json_number(value))
         notices.append(Notice("trace_bad_durations", values))
+    if cols.repeated_steps:
+        numbers = sorted(cols.repeated_steps)
+        notices.append(Notice("trace_repeated_steps", {"file": path, "steps": tuple(numbers[:5]),
+                                                       "count": len(numbers)}))  # fmt: skip
     if cols.bad_args_first is not None:
         key, value = cols.bad_args_first
         values = {"file": path, "args": cols.bad_args, "key": key, "value": value}
@@ -1086,6 +1103,12 @@ def trace_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
             out += found
         else:
             out.append(p)
+    seen: dict[str, Path] = {}
+    for p in out:  # the same file twice would count each of its ranks' ops twice
+        key = same_file_key(p) if p.exists() else str(p)
+        if key in seen:
+            raise InvalidInput(PARAM, str(p), f"given twice (as {seen[key]} too): give each trace once")
+        seen[key] = p
     return out
 
 
