@@ -38,13 +38,15 @@ def _cut_gzip(src: Path, dst: Path, fraction: float) -> None:
 
 
 def _with_nan(src: Path, dst: Path) -> None:
-    """``src`` with one kernel's ``"dur": 7.75`` half way written as a bare NaN."""
+    """``src`` with one kernel's ``"dur":7.75`` half way written as a bare NaN."""
     half = src.stat().st_size // 2
     with open(src, "rb") as a, open(dst, "wb") as b:
         b.write(a.read(half))
         rest = a.read()
-        at = rest.find(b'"dur": 7.75')
-        b.write(rest[:at] + b'"dur": NaN' + rest[at + len(b'"dur": 7.75') :])
+        old = b'"dur":7.75'  # (orjson writes no spaces)
+        at = rest.find(old)
+        assert at >= 0, "no kernel duration to replace"
+        b.write(rest[:at] + b'"dur":NaN' + rest[at + len(old) :])
 
 
 def main() -> None:

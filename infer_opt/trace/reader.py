@@ -791,12 +791,12 @@ def _read_chunked(path: Path) -> tuple[dict, _Columns, list[Notice]] | None:
         pos = m.end() - 1
     found = _scan_spans(data, spans)
     if found is None:
-        return None
+        return _too_large_whole(path, data, "an event is not JSON (a corrupt file?)")
     cols, count = found
     tail = data[pos:]
     closed = _closed_tail(data[:bracket], tail)
     if closed is None:
-        return None
+        return _too_large_whole(path, data, "its end is neither a whole document nor one cut after an event")
     events, meta, repaired, _ = closed
     _scan(events, cols, count)
     _check_document(meta, path)
@@ -806,6 +806,22 @@ def _read_chunked(path: Path) -> tuple[dict, _Columns, list[Notice]] | None:
         kept = count + len(events) if repaired else -1
         notices.append(Notice("trace_truncated", {"file": str(path), "events_kept": kept}))
     return meta, cols, notices
+
+
+#: a large trace the chunked reading refuses is read whole up to this size (its objects take ~10x)
+WHOLE_MAX = 256 << 20
+
+
+def _too_large_whole(path: Path, data: bytes, why: str) -> None:
+    """None (read ``data`` whole) when it is small enough to; refused saying why otherwise."""
+    if len(data) <= WHOLE_MAX:
+        return None
+    raise InvalidInput(
+        PARAM,
+        str(path),
+        f"not readable a chunk of events at a time ({why}): a trace over {WHOLE_MAX >> 20} MB "
+        "is read only so (whole, its events would not fit in memory)",
+    )
 
 
 def _closed_tail(head: bytes, tail: bytes) -> tuple[list, dict, bool, bytes] | None:

@@ -14,6 +14,7 @@ import tracemalloc
 import pytest
 
 import infer_opt.trace.reader as reader
+from infer_opt.errors import InvalidInput
 from infer_opt.trace.reader import read_trace
 from tests.trace.test_reader_paths import MODEL, _assert_same, _columns
 
@@ -124,3 +125,20 @@ def test_augment_of_a_cut_trace_writes_it_closed(tmp_path, monkeypatch):
     assert len(read_trace(tmp_path / "out.json").gpu) == kept
     assert not [n for n in read_trace(tmp_path / "out.json").warnings if n.code == "trace_truncated"]
     assert any("flops" in e.get("args", {}) for e in doc["traceEvents"])
+
+
+@pytest.mark.parametrize("where", ["middle", "end"])
+def test_a_large_corrupt_trace_is_refused_not_parsed_whole(tmp_path, monkeypatch, where):
+    """A trace too large to parse whole (its objects take ~10x the file) that cannot be read a
+    chunk at a time is refused in one line (it was parsed whole: 6.4 GB for 700 MB)."""
+    data = bytearray(_big(tmp_path))
+    at = data.find(b'"dur":', len(data) // 2) + 5 if where == "middle" else len(data) - 3
+    data[at : at + 1] = b"@"
+    path = tmp_path / "bad.json"
+    path.write_bytes(bytes(data))
+    monkeypatch.setattr(reader, "CHUNKED_ABOVE", 4096)
+    monkeypatch.setattr(reader, "CHUNK", 4096)
+    monkeypatch.setattr(reader, "WHOLE_MAX", 8192)
+    monkeypatch.setattr(reader, "scan_workers", lambda spans: 1)
+    with pytest.raises(InvalidInput, match="a chunk of events at a time"):
+        read_trace(path)
