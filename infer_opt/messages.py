@@ -429,6 +429,10 @@ MESSAGES: dict[str, Words] = {
             else ""
         )
     ),
+    "validate_trace_in_calibration": lambda v: (
+        f"{v['trace']} is among the traces the calibration was built from: not a held-out trace; the "
+        "errors say how well the model fits it, not how well it predicts another"
+    ),
     "trace_repeated_steps": lambda v: (
         f"{v['file']}: ProfilerStep#{', #'.join(map(str, v['steps']))}"
         + (f" (and {v['count'] - len(v['steps'])} more)" if v["count"] > len(v["steps"]) else "")

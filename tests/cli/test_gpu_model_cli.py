@@ -259,3 +259,52 @@ def test_a_trace_dtype_predict_cannot_run_is_refused_in_one_line(tmp_path, spell
         assert_one_line_error(run, "--calibration", "float8")
     else:
         assert run.exit_code in (0, 2) and "Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        (["tiny"], "MODEL"),
+        (["--reps", "3"], "--reps"),
+        (["--warmup", "1"], "--warmup"),
+        (["--batch", "4"], "--batch"),
+        (["--dtype", "float32"], "--dtype"),
+    ],
+)
+def test_validate_against_refuses_what_it_would_ignore(calibration, traces, extra, named):
+    """Issue 42: ``validate --against``'s MODEL and --reps were accepted and ignored."""
+    run = invoke("validate", *extra, "--against", str(traces[2]), "--calibration", str(calibration))
+    assert_one_line_error(run, named, "not used with --against")
+
+
+def test_a_second_against_is_refused_not_dropped(calibration, traces):
+    run = invoke(
+        "validate",
+        "--against",
+        str(traces[0]),
+        "--against",
+        str(traces[2]),
+        "--calibration",
+        str(calibration),
+    )
+    assert_one_line_error(run, "--against", "one trace")
+
+
+def test_unseen_device_with_a_calibration_of_the_same_gpu_is_refused(calibration, traces):
+    run = invoke(
+        "validate", "--against", str(traces[2]), "--calibration", str(calibration), "--unseen-device"
+    )
+    assert_one_line_error(run, "--unseen-device", "H100 SXM", "nothing to scale")
+
+
+def test_validate_against_a_trace_the_calibration_was_built_from_says_so(calibration, traces):
+    """Issue 42: "Operators MAPE 0.0%" beside a note that the trace was held out."""
+    run = invoke("validate", "--against", str(traces[0]), "--calibration", str(calibration), "--json")
+    assert run.exit_code == 0, run.stderr
+    result = run.json()["result"]
+    assert result["in_calibration"] is True
+    assert "validate_trace_in_calibration" in [w["code"] for w in result["warnings"]]
+    text = invoke("validate", "--against", str(traces[0]), "--calibration", str(calibration)).stdout
+    assert "among those the calibration was built from" in text and "was not among" not in text
+    held = invoke("validate", "--against", str(traces[2]), "--calibration", str(calibration), "--json")
+    assert held.json()["result"]["in_calibration"] is False
