@@ -308,3 +308,12 @@ def test_validate_against_a_trace_the_calibration_was_built_from_says_so(calibra
     assert "among those the calibration was built from" in text and "was not among" not in text
     held = invoke("validate", "--against", str(traces[2]), "--calibration", str(calibration), "--json")
     assert held.json()["result"]["in_calibration"] is False
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"), [(["--threads", "2"], "--threads"), (["--device", "cpu"], "--device")]
+)
+def test_predict_refuses_cpu_options_with_a_gpu_calibration(calibration, extra, named):
+    """Issue 42: an H100 step "predicted" for the CPU without a word (--threads, --device cpu)."""
+    run = invoke("predict", "tiny", "--calibration", str(calibration), *extra)
+    assert_one_line_error(run, named, "H100 SXM")
