@@ -47,15 +47,19 @@ def annotations(
     """File position → the args to add, for the ops and kernels of the analyzed windows."""
     att = attribute(events, None, causal)
     gpu, ops = events.gpu, events.ops
-    kernel_us: dict[int, float] = {}
-    for e in np.flatnonzero(mask & (att.owner >= 0)).tolist():
-        op = int(att.owner[e])
-        kernel_us[op] = kernel_us.get(op, 0.0) + float(gpu.dur_us[e])
+    kernels = np.flatnonzero(mask & (att.owner >= 0))
+    # the kernels grouped by their op, once (one scan of every kernel per op was quadratic)
+    owners, inverse = np.unique(att.owner[kernels], return_inverse=True)
+    inverse = inverse.reshape(-1)
+    order = np.argsort(inverse, kind="stable")
+    bounds = np.searchsorted(inverse[order], np.arange(owners.size + 1))
+    times = np.bincount(inverse, weights=gpu.dur_us[kernels], minlength=owners.size)
     added: dict[int, dict] = {}
-    for op, time_us in kernel_us.items():
+    for i, op in enumerate(owners.tolist()):
         cost = att.costs.get(op)
         if not _works(cost):
             continue
+        time_us = float(times[i])
         key = (events.name_of(ops.name[op]), att.shapes(ops.args[op]), att.dtypes(ops.args[op]))
         group = groups.get(key)
         time_s = time_us / 1e6
@@ -68,7 +72,7 @@ def annotations(
             "bound": group.bound if group is not None else "unknown",
         }
         added[int(ops.event_index[op])] = {**figures, "infer_opt_kernel_time_us": time_us}
-        for e in np.flatnonzero(mask & (att.owner == op)).tolist():
+        for e in kernels[order[bounds[i] : bounds[i + 1]]].tolist():
             share = float(gpu.dur_us[e]) / time_us if time_us > 0 else 0.0
             added[int(gpu.event_index[e])] = {
                 **figures,
