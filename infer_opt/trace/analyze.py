@@ -95,6 +95,13 @@ def _device(
     notices = list(first[2])
     if len(names) > 1:
         seen = tuple(f"{os.path.basename(p)}: {d.name if d else 'unknown'}" for p, (d, _, _) in found.items())
+        if len(names - {None}) > 1:  # one op table judged on one GPU's peaks: refused, as calibrate does
+            raise InvalidInput(
+                "TRACE",
+                "; ".join(seen),
+                "ranks of different GPUs: analyze each GPU's traces apart (or give --device to judge all "
+                "on one GPU's peaks)",
+            )
         notices.append(Notice("trace_devices_differ", {"seen": seen}))
     return first[0], first[1], notices
 
