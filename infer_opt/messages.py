@@ -486,6 +486,10 @@ MESSAGES: dict[str, Words] = {
         "padding to a larger capture then looks free, and a capture list from observed sizes may not be "
         "optimal; check the measurement"
     ),
+    "speculative_cost_extrapolated": lambda v: (
+        f"the {v['curve']} cost is measured for {v['low']}..{v['high']} tokens and asked up to "
+        f"{v['asked']} ({v['share']:.1%} of steps): extrapolated log-log beyond (estimated)"
+    ),
     "cost_extrapolated": lambda v: (
         f"{v['count']} observed batch size(s) ({v['share']:.1%} of steps) lie outside the measured cost "
         f"range {v['low']}..{v['high']}: their cost is extrapolated log-log (estimated)"
