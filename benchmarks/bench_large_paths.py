@@ -53,6 +53,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--gb", type=float, default=0.7)
     parser.add_argument("--cut", type=float, default=0.7)
+    parser.add_argument("--only", default="", help="run the cases whose label contains this")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir="/tmp") as tmp:
         whole = Path(tmp) / "whole.json"
@@ -66,6 +67,8 @@ def main() -> None:
         augmented = Path(tmp) / "augmented.json.gz"
         cases["--augment (whole)"] = (whole, lambda d: None)
         for label, (path, make) in cases.items():
+            if args.only not in label:
+                continue
             make(path)
             more = ["--augment", str(augmented)] if label.startswith("--augment") else []
             wall, rss, _ = timed([sys.executable, "-c", OURS, "trace", str(path), "--json", *more])

@@ -55,12 +55,17 @@ def annotations(
     bounds = np.searchsorted(inverse[order], np.arange(owners.size + 1))
     times = np.bincount(inverse, weights=gpu.dur_us[kernels], minlength=owners.size)
     added: dict[int, dict] = {}
+    keys: dict[tuple[int, int], tuple[str, str, str]] = {}  # (name, args): one per distinct op
     for i, op in enumerate(owners.tolist()):
         cost = att.costs.get(op)
         if not _works(cost):
             continue
         time_us = float(times[i])
-        key = (events.name_of(ops.name[op]), att.shapes(ops.args[op]), att.dtypes(ops.args[op]))
+        args = ops.args[op]  # (interned by the reader: equal args are one dict)
+        key = keys.get((int(ops.name[op]), id(args)))
+        if key is None:
+            key = (events.name_of(ops.name[op]), att.shapes(args), att.dtypes(args))
+            keys[(int(ops.name[op]), id(args))] = key
         group = groups.get(key)
         time_s = time_us / 1e6
         figures = {
@@ -142,7 +147,7 @@ def _pieces(path: Path, added: dict[int, dict], extra: dict) -> Iterator[bytes]:
 
 
 def _gzipped(pieces: Iterable[bytes]) -> Iterator[bytes]:
-    squeeze = zlib.compressobj(6, zlib.DEFLATED, 31)
+    squeeze = zlib.compressobj(1, zlib.DEFLATED, 31)  # (level 6: 3x the time for ~15% smaller)
     for piece in pieces:
         yield squeeze.compress(piece)
     yield squeeze.flush()
