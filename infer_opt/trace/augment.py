@@ -10,6 +10,7 @@ rate is its op's), labelled ``infer_opt_share``. Everything else is left as the 
 
 from __future__ import annotations
 
+import gc
 import os
 import zlib
 from collections.abc import Iterable, Iterator
@@ -103,7 +104,13 @@ def write_augmented(found: Analysis, out: str | os.PathLike[str]) -> list[Path]:
         pieces = _pieces(Path(events.path), added, extra)
         if target.name.endswith(".gz"):
             pieces = _gzipped(pieces)
-        written.append(write_bytes(target, pieces))
+        enabled = gc.isenabled()
+        gc.disable()  # millions of fresh dicts, none cyclic: the collector's passes would dominate
+        try:
+            written.append(write_bytes(target, pieces))
+        finally:
+            if enabled:
+                gc.enable()
     return written
 
 
