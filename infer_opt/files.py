@@ -19,6 +19,7 @@ import os
 import stat
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from infer_opt.errors import InvalidInput
@@ -167,21 +168,26 @@ def write_text(path: str | os.PathLike[str], text: str) -> Path:
     return write_bytes(path, text.encode("utf-8"))
 
 
-def write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write ``data`` to ``path`` as :func:`write_text` does ('-' = stdout's byte stream)."""
+def write_bytes(path: str | os.PathLike[str], data: bytes | Iterable[bytes]) -> Path:
+    """Write ``data`` (bytes, or pieces of them written in turn: a large output never held
+    whole) to ``path`` as :func:`write_text` does ('-' = stdout's byte stream)."""
+    pieces = [data] if isinstance(data, (bytes, bytearray, memoryview)) else data
     if os.fspath(path) == STDOUT:
-        sys.stdout.buffer.write(data)
+        for piece in pieces:
+            sys.stdout.buffer.write(piece)
         sys.stdout.flush()
         return Path(STDOUT)
     target = Path(os.path.realpath(path))
     if _is_special(target):  # in place: a rename would replace the node with a plain file
         with os.fdopen(_open_special(target, FIFO_WAIT_S), "wb") as handle:
-            handle.write(data)
+            for piece in pieces:
+                handle.write(piece)
         return Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            for piece in pieces:
+                handle.write(piece)
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file normal permissions
         os.replace(tmp, target)
     except BaseException:

@@ -436,6 +436,17 @@ MESSAGES: dict[str, Words] = {
             else ""
         )
     ),
+    "validate_trace_in_calibration": lambda v: (
+        f"{v['trace']} is among the traces the calibration was built from: not a held-out trace; the "
+        "errors say how well the model fits it, not how well it predicts another"
+    ),
+    "trace_repeated_steps": lambda v: (
+        f"{v['file']}: ProfilerStep#{', #'.join(map(str, v['steps']))}"
+        + (f" (and {v['count'] - len(v['steps'])} more)" if v["count"] > len(v["steps"]) else "")
+        + " recorded more than once at different times (several profiler sessions in one file?): "
+        "only the first of each number is analyzed as that step; the events of the others are in "
+        "no step"
+    ),
     "trace_bad_sizes": lambda v: (
         f"{v['file']}: {v['args']} distinct event args with an impossible size ignored (the first: "
         f"'{v['key']}' = {v['value']}; allowed: whole numbers in [0, 2^53]): those events have no size"
@@ -511,6 +522,10 @@ MESSAGES: dict[str, Words] = {
         f"{v['before_s'] * 1e3:.4g} ms → {v['time_s'] * 1e3:.4g} ms; {v['count']} such drop(s)): "
         "padding to a larger capture then looks free, and a capture list from observed sizes may not be "
         "optimal; check the measurement"
+    ),
+    "speculative_cost_extrapolated": lambda v: (
+        f"the {v['curve']} cost is measured for {v['low']}..{v['high']} tokens and asked up to "
+        f"{v['asked']} ({v['share']:.1%} of steps): extrapolated log-log beyond (estimated)"
     ),
     "cost_extrapolated": lambda v: (
         f"{v['count']} observed batch size(s) ({v['share']:.1%} of steps) lie outside the measured cost "

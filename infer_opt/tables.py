@@ -44,6 +44,10 @@ _BLANK_OR_COMMENT = re.compile(r"^[ \t]*(#.*)?$", re.MULTILINE)
 _CELL = re.compile(r"^\s*(?P<num>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(?P<unit>[A-Za-zµ]*)\s*$")
 
 
+#: the largest magnitude a number cell may hold (in its column's base unit)
+TABLE_NUMBER_MAX = 1e15
+
+
 @dataclass(frozen=True)
 class Field:
     """A column a reader wants: its canonical ``name``, what its cells hold, whether it must be
@@ -343,6 +347,12 @@ class _Check:
                 bad = values > f.high
             if bad.any():
                 self._fail(int(bad.argmax()), f"must be at most {f.high:g}")
+        with np.errstate(invalid="ignore"):  # 1e308 steps, a batch of 2**63: no measurement
+            bad = np.abs(values) > TABLE_NUMBER_MAX
+        if bad.any():
+            self._fail(
+                int(bad.argmax()), f"must be within ±{TABLE_NUMBER_MAX:g} (no measurement is that large)"
+            )
 
     def _counts(self, values: np.ndarray) -> np.ndarray:
         import numpy as np

@@ -119,6 +119,7 @@ def predict(
         raise InvalidInput("--comm", str(comm), needs)
     found = pr.calibration_for_run(calibration, dtype, threads, device, trace_ok=True)
     _threads_used(found.calibration, calibration, threads)
+    _device_used(found.calibration, calibration, device, threads)
     sweep_comm = (
         None
         if tp == 1
@@ -145,6 +146,31 @@ def _threads_used(found: Any, given: Path | None, threads: int | None) -> None:
         f"{given} was calibrated at {found.threads} thread(s), and a prediction is for its thread count: "
         f"drop --threads, or calibrate at --threads {threads}",
     )
+
+
+def _device_used(found: Any, given: Path | None, device: str, threads: int | None) -> None:
+    """A calibration file predicts for the device it was made on: a ``--device`` of another kind
+    (cpu for a GPU calibration, cuda for a CPU one) or ``--threads`` with a GPU calibration
+    would be ignored, so they are refused."""
+    from infer_opt.cli.profile import given as typed
+
+    if given is None:
+        return
+    gpu = str(found.device).startswith("cuda")
+    if gpu and threads is not None:
+        raise InvalidInput(
+            "--threads",
+            threads,
+            f"{given} is a calibration of {found.device_name or 'a GPU'}: the prediction is for that GPU, "
+            "whose time no CPU thread count changes; drop --threads",
+        )
+    if "device" in typed(["device"]) and device != "auto" and device.startswith("cuda") != gpu:
+        where = f"{found.device_name or 'a GPU'} ({found.device})" if gpu else f"the CPU ({found.device})"
+        raise InvalidInput(
+            "--device",
+            device,
+            f"{given} is a calibration of {where}: the prediction is for it; drop --device",
+        )
 
 
 def register(app: typer.Typer) -> None:

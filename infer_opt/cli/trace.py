@@ -173,10 +173,15 @@ def _never_over_an_input(inputs: list[Path], output: Output, augment: Path | Non
     from infer_opt.files import same_file_key
     from infer_opt.trace.reader import trace_files
 
-    read = {same_file_key(p) for p in trace_files(inputs)}
+    files = trace_files(inputs)
+    read = {same_file_key(p) for p in files}
     named = [("--out", p) for p in output.out]
     named += [("--markdown", output.markdown), ("--csv", output.csv), ("--plot", output.plot)]
-    for flag, path in [*named, ("--augment", augment)]:
+    if augment is not None:  # several ranks: each written to --augment's name with .rank<i> added
+        from infer_opt.trace.augment import _targets
+
+        named += [("--augment", t) for t in {augment, *_targets(augment, len(files))}]
+    for flag, path in named:
         if path is not None and str(path) != "-" and same_file_key(path) in read:
             raise InvalidInput(flag, str(path), "is a trace being read; write to another file")
 

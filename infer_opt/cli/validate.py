@@ -91,15 +91,18 @@ def validate(
     against: AgainstOpt = None,
     unseen_device: UnseenDeviceOpt = False,
 ) -> Any:
-    if against is not None or unseen_device:
+    if against or unseen_device:
         from infer_opt.cli.validate_trace import against_trace
+        from infer_opt.errors import InvalidInput
 
-        if against is None:
-            from infer_opt.errors import InvalidInput
-
+        if not against:
             raise InvalidInput("--unseen-device", "given", "needs --against TRACE")
+        if len(against) > 1:  # (the last one alone was taken, the others dropped without a word)
+            raise InvalidInput("--against", str(against[1]), "give one trace (run once per trace)")
         used = {"--grid": bool(grid), "--passes": passes != 1, "--threads": threads is not None}
-        return against_trace(against, calibration, unseen_device, given=used, device=device)
+        typed = given(["model", "reps", "warmup", "dtype", "hf_config", "batch", *SHAPE_LENGTHS, "mode"])
+        used |= {("MODEL" if n == "model" else "--" + n.replace("_", "-")): True for n in typed}
+        return against_trace(against[0], calibration, unseen_device, given=used, device=device)
     from infer_opt.errors import InvalidInput
     from infer_opt.profilers import device as devices
     from infer_opt.profilers import models

@@ -11,7 +11,7 @@ from infer_opt.cli.common import option
 from infer_opt.cli.types import InputFile
 
 AgainstOpt = option(
-    Path | None,
+    list[Path] | None,
     "--against",
     parse=InputFile(),
     help="A GPU trace (torch.profiler, record_shapes=True) not among the calibration's: predict each "

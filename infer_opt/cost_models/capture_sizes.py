@@ -353,6 +353,8 @@ def flags(capture_sizes: Sequence[int]) -> dict[str, str]:
 # ----------------------------------------------------------------------------- Prometheus
 
 ITERATION_TOKENS = "vllm:iteration_tokens_total"
+#: the most steps a histogram's bucket may count (1e308 made the expected step 0 s)
+MAX_STEPS = 1e15
 
 
 @dataclass(frozen=True)
@@ -370,6 +372,7 @@ def histogram_from_text(text: str, *, source: str, param: str = "prometheus") ->
     by_edge: dict[float, float] = {}
     seen: set[tuple[tuple[str, str], ...]] = set()
     repeated: list[str] = []
+    models: set[str | None] = set()
     try:
         for family in text_string_to_metric_families(text):
             for s in family.samples:
@@ -380,6 +383,7 @@ def histogram_from_text(text: str, *, source: str, param: str = "prometheus") ->
                     seen.add(key)
                     edge = float(s.labels["le"])
                     by_edge[edge] = by_edge.get(edge, 0.0) + float(s.value)
+                    models.add(s.labels.get("model_name"))
     except (ValueError, TypeError, KeyError, IndexError) as exc:
         detail = " ".join(str(exc).split())[:200]
         raise InvalidInput(param, source, f"not a Prometheus text exposition ({detail})") from None
@@ -389,12 +393,19 @@ def histogram_from_text(text: str, *, source: str, param: str = "prometheus") ->
         )
     if not by_edge:
         raise InvalidInput(param, source, f"no {ITERATION_TOKENS} histogram buckets")
+    if len(models - {None}) > 1:  # (engines of one model sum; two models' steps are no one's)
+        shown = ", ".join(sorted(m for m in models if m is not None))
+        raise InvalidInput(
+            param, source, f"holds {ITERATION_TOKENS} of several models ({shown}): give one model's snapshot"
+        )
     edges = tuple(sorted(by_edge))
     cum = tuple(by_edge[e] for e in edges)
     for e, c in zip(edges, cum, strict=True):
-        if not math.isfinite(c) or c < 0:
+        if not math.isfinite(c) or c < 0 or c > MAX_STEPS:
             raise InvalidInput(
-                param, source, f'{ITERATION_TOKENS}_bucket{{le="{e:g}"}} is {c:g}: counts must be >= 0'
+                param,
+                source,
+                f'{ITERATION_TOKENS}_bucket{{le="{e:g}"}} is {c:g}: counts must be in [0, {MAX_STEPS:g}]',
             )
     for a, b, e in zip(cum, cum[1:], edges[1:], strict=False):
         if b < a:

@@ -70,6 +70,28 @@ def vllm_table(sizes: Sequence[int], ks: Sequence[int]) -> list[list[int]]:
     return out
 
 
+def _extrapolated(target: CostCurve, draft: CostCurve, dist: Distribution, k_top: int) -> list[Notice]:
+    """A notice per cost curve asked beyond its measured sizes (the target verifies up to
+    ``b·(k + 1)`` tokens; the draft runs at ``b``), with the share of steps that ask it."""
+    out = []
+    for name, curve, asked in (
+        ("target", target, dist.sizes * (k_top + 1)),
+        ("draft", draft, dist.sizes),
+    ):
+        beyond = curve.extrapolated(asked) | curve.extrapolated(dist.sizes)
+        if beyond.any():
+            values = {
+                "count": int(beyond.sum()),
+                "share": float(dist.probs[beyond].sum()),
+                "low": int(curve.sizes[0]),
+                "high": int(curve.sizes[-1]),
+                "curve": name,
+                "asked": int(max(asked.max(), dist.sizes.max())),
+            }
+            out.append(Notice("speculative_cost_extrapolated", values))
+    return out
+
+
 def tune(
     alphas: Sequence[float],
     target: CostCurve,
@@ -97,7 +119,12 @@ def tune(
         for i, (b, k) in enumerate(zip(dist.sizes, ks, strict=True))
     )
     stop = next((r.batch_size for i, r in enumerate(rows) if all(x.k == 0 for x in rows[i:])), None)
-    gain = float(np.dot(dist.probs, [r.speedup for r in rows]))
+    # the time ratio over the distribution's steps: Σ p·t(b) / Σ p·t(b)/S(b) (the plain time of
+    # the same tokens over the speculative time), never the mean of per-batch speed-ups
+    plain = dist.probs * target(dist.sizes)
+    chosen = np.array([r.speedup for r in rows])
+    gain = float(plain.sum() / (plain / chosen).sum())
+    notes += _extrapolated(target, draft, dist, k_top)
     table = vllm_table([int(x) for x in dist.sizes], [int(k) for k in ks])
     n_spec = max(1, int(max(ks)))
     config = {"num_speculative_tokens": n_spec, VLLM_KEY: table}

@@ -111,11 +111,18 @@ def read_trace_costs(
     points: Sequence[tuple[Path, int]], param: str = "cost"
 ) -> tuple[cs.CostCurve, str, tuple[Notice, ...]]:
     """One point per trace result: ``(B, median ProfilerStep span)``; two batch sizes at least."""
+    from infer_opt.files import same_file_key
+
     sizes: list[int] = []
     times: list[float] = []
+    files: dict[str, int] = {}
     for path, batch in points:
         if batch in sizes:
             expected = f"a second trace result at batch {batch}; give one per batch size"
+            raise InvalidInput(param, f"{path}@{batch}", expected)
+        earlier = files.setdefault(same_file_key(path), batch)
+        if earlier != batch:  # one measurement at two sizes: a flat curve no run measured
+            expected = f"also given at batch {earlier}: one trace result ran at one batch size"
             raise InvalidInput(param, f"{path}@{batch}", expected)
         times.append(trace_step_time(load_trace_result(path, param), path, param))
         sizes.append(batch)

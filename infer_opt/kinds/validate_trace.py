@@ -100,3 +100,6 @@ class TraceValidateResult(Result):
     predicted_gap_s: float = 0.0
     wall_s: float = 0.0
     warnings: tuple[Notice, ...] = ()
+    #: a trace of this file's name is among those the calibration was built from: the errors
+    #: say how well the model fits it, not how well it predicts a held-out trace
+    in_calibration: bool = False

@@ -341,6 +341,14 @@ def calibration_for_run(
         found, source, notices = cal.resolve_calibration(dev, "float32", calibration_file)
     else:
         found, source, notices = _cached_calibration(dev, devices.parse_dtype(dtype, dev), threads)
+    if found.dtype not in devices.DTYPE_ALIASES.values():  # (an fp8 trace's, or a word torch lacks)
+        raise InvalidInput(
+            "--calibration",
+            source,
+            f"is for {found.dtype or 'no dtype (its traces name none)'}; a model's step is predicted in "
+            f"{devices.DTYPE_CHOICES}: "
+            "calibrate from traces (or a run) in one of those",
+        )
     if found.from_traces and not trace_ok:
         raise InvalidInput(
             "--calibration",

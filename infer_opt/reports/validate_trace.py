@@ -144,8 +144,13 @@ def build_view(result: TraceValidateResult) -> View:
         tables=[step_table(result), stats_table(result), family_table(result), worst_table(result)],
         notes=[
             "Each op predicted from its recorded shapes, dtype and family alone, never from its measured "
-            "time; the trace was not among those the calibration was built from (give it one that was "
-            "and the errors say how well the model fits, not how well it predicts).",
+            + (
+                "time; this trace is among those the calibration was built from: the errors say how well "
+                "the model fits it, not how well it predicts a held-out trace."
+                if result.in_calibration
+                else "time; the trace was not among those the calibration was built from (give it one that "
+                "was and the errors say how well the model fits, not how well it predicts)."
+            ),
             "Kernel time only: the host time around the kernels and the gaps between them are not compared.",
         ],
         warnings=list(result.warnings),

@@ -10,8 +10,10 @@ rate is its op's), labelled ``infer_opt_share``. Everything else is left as the 
 
 from __future__ import annotations
 
-import gzip
+import gc
 import os
+import zlib
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +21,10 @@ import numpy as np
 import orjson
 
 from infer_opt.files import write_bytes
+from infer_opt.trace import reader
 from infer_opt.trace.analyze import Analysis
 from infer_opt.trace.events import TraceEvents
 from infer_opt.trace.ops import TRANSFER, _works, attribute, link_bytes
-from infer_opt.trace.reader import _load_document
 
 #: the keys added to an event's ``args``
 KEYS = ("flops", "bytes", "achieved_flops_per_s", "achieved_bytes_per_s", "peak_fraction", "bound")
@@ -46,17 +48,26 @@ def annotations(
     """File position → the args to add, for the ops and kernels of the analyzed windows."""
     att = attribute(events, None, causal)
     gpu, ops = events.gpu, events.ops
-    kernel_us: dict[int, float] = {}
-    for e in np.flatnonzero(mask & (att.owner >= 0)).tolist():
-        op = int(att.owner[e])
-        kernel_us[op] = kernel_us.get(op, 0.0) + float(gpu.dur_us[e])
+    kernels = np.flatnonzero(mask & (att.owner >= 0))
+    # the kernels grouped by their op, once (one scan of every kernel per op was quadratic)
+    owners, inverse = np.unique(att.owner[kernels], return_inverse=True)
+    inverse = inverse.reshape(-1)
+    order = np.argsort(inverse, kind="stable")
+    bounds = np.searchsorted(inverse[order], np.arange(owners.size + 1))
+    times = np.bincount(inverse, weights=gpu.dur_us[kernels], minlength=owners.size)
     added: dict[int, dict] = {}
-    for op, time_us in kernel_us.items():
+    keys: dict[tuple[int, int], tuple[str, str, str]] = {}  # (name, args): one per distinct op
+    for i, op in enumerate(owners.tolist()):
         cost = att.costs.get(op)
         if not _works(cost):
             continue
-        c_dtype = cost.dtype or att.dtypes(ops.args[op])  # the group's key (ops._key)
-        key = (events.name_of(ops.name[op]), att.shapes_of(ops.args[op]), c_dtype)
+        time_us = float(times[i])
+        args = ops.args[op]  # (interned by the reader: equal args are one dict)
+        key = keys.get((int(ops.name[op]), id(args)))
+        if key is None:
+            c_dtype = cost.dtype or att.dtypes(args)  # the group's key (ops._key)
+            key = (events.name_of(ops.name[op]), att.shapes_of(args), c_dtype)
+            keys[(int(ops.name[op]), id(args))] = key
         group = groups.get(key)
         time_s = time_us / 1e6
         # a host↔device copy: the tensor once over the link, as its row says (ops.link_bytes)
@@ -70,7 +81,7 @@ def annotations(
             "bound": group.bound if group is not None else "unknown",
         }
         added[int(ops.event_index[op])] = {**figures, "infer_opt_kernel_time_us": time_us}
-        for e in np.flatnonzero(mask & (att.owner == op)).tolist():
+        for e in kernels[order[bounds[i] : bounds[i + 1]]].tolist():
             share = float(gpu.dur_us[e]) / time_us if time_us > 0 else 0.0
             added[int(gpu.event_index[e])] = {
                 **figures,
@@ -83,26 +94,73 @@ def annotations(
 
 def write_augmented(found: Analysis, out: str | os.PathLike[str]) -> list[Path]:
     """Write each rank's trace with the annotations to ``out`` (several ranks: ``out`` with
-    ``.rank<i>`` before the suffix); gzip when the name ends in ``.gz``."""
+    ``.rank<i>`` before the suffix); gzip when the name ends in ``.gz``. The trace is rewritten
+    a chunk of events at a time (memory ~ the file and one chunk's events, as the reader)."""
     result = found.result
     groups = {(g.name, g.shapes, g.dtype): g for g in result.ops}
+    extra = {"device": result.device_name, "peaks": result.peaks.source}
     written = []
     for events, mask, target in zip(
         found.traces, found.masks, _targets(Path(out), len(found.traces)), strict=True
     ):
-        doc, _ = _load_document(Path(events.path))
-        trace_events = doc["traceEvents"]
-        for position, extra in annotations(events, mask, groups, result.causal_flops).items():
-            if 0 <= position < len(trace_events) and isinstance(trace_events[position], dict):
-                event = trace_events[position]
-                args = event.get("args")
-                event["args"] = {**(args if isinstance(args, dict) else {}), **extra}
-        doc.setdefault("infer_opt", {"device": result.device_name, "peaks": result.peaks.source})
-        data = orjson.dumps(doc, option=orjson.OPT_SERIALIZE_NUMPY)
+        added = annotations(events, mask, groups, result.causal_flops)
+        pieces = _pieces(Path(events.path), added, extra)
         if target.name.endswith(".gz"):
-            data = gzip.compress(data, compresslevel=6)
-        written.append(write_bytes(target, data))
+            pieces = _gzipped(pieces)
+        enabled = gc.isenabled()
+        gc.disable()  # millions of fresh dicts, none cyclic: the collector's passes would dominate
+        try:
+            written.append(write_bytes(target, pieces))
+        finally:
+            if enabled:
+                gc.enable()
     return written
+
+
+def _annotated(events: list, added: dict[int, dict], offset: int) -> bytes:
+    """``events`` (the file's from position ``offset``) with their annotations, as JSON items
+    without the list's brackets."""
+    for position in range(offset, offset + len(events)):
+        extra = added.get(position)
+        event = events[position - offset]
+        if extra is not None and isinstance(event, dict):
+            args = event.get("args")
+            event["args"] = {**(args if isinstance(args, dict) else {}), **extra}
+    return orjson.dumps(events, option=orjson.OPT_SERIALIZE_NUMPY)[1:-1]
+
+
+def _pieces(path: Path, added: dict[int, dict], extra: dict) -> Iterator[bytes]:
+    """The annotated trace's bytes, in pieces: the metadata as the file has it (``infer_opt``
+    added first), the events a chunk at a time, what follows them (a cut file closed)."""
+    data = reader._read_bytes(path)
+    if data[:2] == b"\x1f\x8b":
+        data, _ = reader._gunzip(data, path)
+    data = reader._quote_non_finite(data)
+    key = data.find(b'"traceEvents"')
+    bracket = data.find(b"[", max(key, 0))  # (a bare list of events: its own bracket)
+    head = data[: bracket + 1]
+    if key >= 0 and b'"infer_opt"' not in head:  # (a trace augmented before keeps its own)
+        brace = head.find(b"{") + 1
+        head = head[:brace] + b'"infer_opt": ' + orjson.dumps(extra) + b", " + head[brace:]
+    yield head
+    pos, count, sep = bracket + 1, 0, b""
+    while (m := reader._BOUNDARY.search(data, pos + reader.CHUNK)) is not None:
+        events = orjson.loads(b"[" + data[pos : m.start() + 1] + b"]")
+        yield sep + _annotated(events, added, count)
+        count, sep, pos = count + len(events), b",", m.end() - 1
+    closed = reader._closed_tail(data[:bracket], data[pos:])
+    if closed is None:  # (the reader read it: not reached)
+        raise ValueError(f"{path}: the trace's last events do not read")
+    events, _, _, rest = closed
+    body = _annotated(events, added, count)
+    yield (sep if body else b"") + body + b"]" + rest
+
+
+def _gzipped(pieces: Iterable[bytes]) -> Iterator[bytes]:
+    squeeze = zlib.compressobj(1, zlib.DEFLATED, 31)  # (level 6: 3x the time for ~15% smaller)
+    for piece in pieces:
+        yield squeeze.compress(piece)
+    yield squeeze.flush()
 
 
 __all__ = ["KEYS", "annotations", "write_augmented"]

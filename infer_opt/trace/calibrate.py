@@ -57,6 +57,7 @@ from infer_opt.notices import Notice
 from infer_opt.run_key import RunKey
 from infer_opt.trace import host_costs
 from infer_opt.trace.devices import (
+    DTYPE_BYTES,
     DeviceSpec,
     by_name,
     host_link_bytes_per_s,
@@ -243,7 +244,7 @@ def main_dtype(instances: Sequence[OpInstance]) -> str:
     int64); ``""`` without instances."""
     by: dict[str, float] = {}
     for i in instances:
-        if i.dtype:
+        if i.dtype in DTYPE_BYTES:  # (an `Input type` no dtype names is none of the calibration's)
             by[i.dtype] = by.get(i.dtype, 0.0) + i.time_s
     return max(by, key=lambda d: (by[d], d)) if by else ""
 

@@ -38,6 +38,7 @@ except ImportError:  # pragma: no cover - orjson alone reads every trace, only s
     msgspec = None
 
 from infer_opt.errors import InvalidInput
+from infer_opt.files import same_file_key
 from infer_opt.notices import Notice
 from infer_opt.trace.events import (
     GPU_ARG_KEYS,
@@ -88,6 +89,14 @@ _ID_LIMIT = 1 << 62
 TS_MAX = float(1 << 53)
 #: a ``dur`` beyond this (µs, one day) is no event a profiler session records
 DUR_MAX = 86_400e6
+
+
+def _add_step(cols: Any, table: dict[int, list[float]], number: int, span: list[float]) -> None:
+    """Step ``number``'s span, the first seen; a later one at another time is recorded as a
+    repeated number (a file of two profiler sessions, each counting from 1), said in a notice."""
+    found = table.setdefault(number, span)
+    if found is not span and found != span:
+        cols.repeated_steps.setdefault(number, None)
 
 
 def _bad_time(cols: Any, index: int, name: Any, ts: Any, dur: Any) -> None:
@@ -203,6 +212,8 @@ def _repair(data: bytes, path: Path) -> tuple[dict, int]:
     if bracket < 0:
         raise InvalidInput(PARAM, str(path), "not valid JSON (and no traceEvents to recover)")
     ends = [m.start() for m in _EVENT_END.finditer(data, bracket, len(data))]
+    if data.rstrip().endswith(b"}"):  # cut right after an event (or inside one: then it fails)
+        ends.append(len(data.rstrip()) - 1)
     for end in reversed(ends[-200:]):
         for suffix in (b"]}", b"}"):
             try:
@@ -323,6 +334,8 @@ class _Columns:
         self.bad_dur = 0
         #: the first event dropped for its times: (position, name, field, value or None)
         self.bad_first: tuple | None = None
+        #: step numbers seen again at another time (only the first is that step), in order
+        self.repeated_steps: dict[int, None] = {}
         #: distinct kept args with an impossible size, and the first: (key, value as JSON)
         self.bad_args = 0
         self.bad_args_first: tuple[str, str] | None = None
@@ -441,9 +454,9 @@ def _scan(events: Sequence[Any], cols: _Columns | None = None, offset: int = 0) 
         else:
             step = _STEP.match(str(name)) if name is not None and "ProfilerStep#" in str(name) else None
             if step is not None and kind != _GPU_ANNOT:
-                cols.steps.setdefault(int(step.group(1)), [ts, ts + dur])
+                _add_step(cols, cols.steps, int(step.group(1)), [ts, ts + dur])
             elif step is not None:
-                cols.gpu_steps.setdefault(int(step.group(1)), [ts, ts + dur])
+                _add_step(cols, cols.gpu_steps, int(step.group(1)), [ts, ts + dur])
             elif kind == _CPU_OP:
                 nid = names.get(name) if type(name) is str else None
                 ext = args.get("External id", args.get("external id", -1))
@@ -581,9 +594,9 @@ def _typed_op_args(f: tuple, interned: dict, cols: Any) -> tuple[dict, Any]:
 def _typed_step(cols: _Columns, kind: int, name: Any, ts: float, dur: float) -> None:
     step = _STEP.match(str(name)) if name is not None and "ProfilerStep#" in str(name) else None
     if step is not None and kind != _GPU_ANNOT:
-        cols.steps.setdefault(int(step.group(1)), [ts, ts + dur])
+        _add_step(cols, cols.steps, int(step.group(1)), [ts, ts + dur])
     elif step is not None:
-        cols.gpu_steps.setdefault(int(step.group(1)), [ts, ts + dur])
+        _add_step(cols, cols.gpu_steps, int(step.group(1)), [ts, ts + dur])
 
 
 def _scan_typed(events: list, cols: _Columns, offset: int = 0) -> _Columns:
@@ -736,9 +749,11 @@ def _merge(into: _Columns, part: _Columns, offset: int) -> None:
     into.gpu_args += part.gpu_args
     into.op_args += part.op_args
     for number, span in part.steps.items():
-        into.steps.setdefault(number, span)
+        _add_step(into, into.steps, number, span)
     for number, span in part.gpu_steps.items():
-        into.gpu_steps.setdefault(number, span)
+        _add_step(into, into.gpu_steps, number, span)
+    for number in part.repeated_steps:
+        into.repeated_steps.setdefault(number, None)
     into.bad_dur += part.bad_dur
     into.bad_args += part.bad_args
     into.bad_args_first = into.bad_args_first or part.bad_args_first
@@ -775,9 +790,10 @@ def _scan_spans(data: bytes, spans: list[tuple[int, int]]) -> tuple[_Columns, in
     return cols, count
 
 
-def _read_chunked(path: Path) -> tuple[dict, _Columns] | None:
-    """A large, well-formed trace parsed chunk by chunk; None (read it whole) for anything else:
-    small, compressed-and-cut, truncated or odd files go through the full path and its checks."""
+def _read_chunked(path: Path) -> tuple[dict, _Columns, list[Notice]] | None:
+    """A large trace parsed chunk by chunk (memory ~ the file plus one chunk), a cut one (a
+    profiler killed mid-write, a cut gzip) closed at its last complete event; None (read it
+    whole) for anything else: small or odd files go through the full path and its checks."""
     try:
         info = path.stat()
     except OSError:
@@ -785,10 +801,9 @@ def _read_chunked(path: Path) -> tuple[dict, _Columns] | None:
     if not stat.S_ISREG(info.st_mode) or info.st_size < CHUNKED_ABOVE // 4:
         return None
     data = _read_bytes(path)
+    cut = False
     if data[:2] == b"\x1f\x8b":
         data, cut = _gunzip(data, path)
-        if cut:
-            return None
     if len(data) < CHUNKED_ABOVE:
         return None
     data = _quote_non_finite(data)
@@ -805,25 +820,68 @@ def _read_chunked(path: Path) -> tuple[dict, _Columns] | None:
         pos = m.end() - 1
     found = _scan_spans(data, spans)
     if found is None:
-        return None
+        return _too_large_whole(path, data, "an event is not JSON (a corrupt file?)")
     cols, count = found
     tail = data[pos:]
-    end = tail.rfind(b"]")
-    for _ in range(64):
-        if end < 0:
-            return None
-        try:
-            events = orjson.loads(b"[" + tail[: end + 1])
-            meta = orjson.loads(data[:bracket] + b"[]" + tail[end + 1 :])
-            break
-        except orjson.JSONDecodeError:
-            end = tail.rfind(b"]", 0, end)
-    else:
-        return None
+    closed = _closed_tail(data[:bracket], tail)
+    if closed is None:
+        return _too_large_whole(path, data, "its end is neither a whole document nor one cut after an event")
+    events, meta, repaired, _ = closed
     _scan(events, cols, count)
     _check_document(meta, path)
     meta.pop("traceEvents")
-    return meta, cols
+    notices = []
+    if cut or repaired:
+        kept = count + len(events) if repaired else -1
+        notices.append(Notice("trace_truncated", {"file": str(path), "events_kept": kept}))
+    return meta, cols, notices
+
+
+#: a large trace the chunked reading refuses is read whole up to this size (its objects take ~10x)
+WHOLE_MAX = 256 << 20
+
+
+def _too_large_whole(path: Path, data: bytes, why: str) -> None:
+    """None (read ``data`` whole) when it is small enough to; refused saying why otherwise."""
+    if len(data) <= WHOLE_MAX:
+        return None
+    raise InvalidInput(
+        PARAM,
+        str(path),
+        f"not readable a chunk of events at a time ({why}): a trace over {WHOLE_MAX >> 20} MB "
+        "is read only so (whole, its events would not fit in memory)",
+    )
+
+
+def _closed_tail(head: bytes, tail: bytes) -> tuple[list, dict, bool, bytes] | None:
+    """The events of ``tail`` (a large trace's last events and what follows them), the
+    document's metadata (``head``: everything before the events' ``[``), whether the tail was
+    cut short (then closed at its last complete event) and the bytes after the events' ``]``
+    (``}`` for a cut one). None when neither reads."""
+    whole = tail.rstrip().endswith(b"}")  # (a document closes its top object; a cut one seldom)
+    end = tail.rfind(b"]") if whole else -1
+    for _ in range(64):  # the events' closing bracket: the last "]" that parses
+        if end < 0:
+            break
+        try:
+            events = orjson.loads(b"[" + tail[: end + 1])
+            return events, orjson.loads(head + b"[]" + tail[end + 1 :]), False, tail[end + 1 :]
+        except orjson.JSONDecodeError:
+            end = tail.rfind(b"]", 0, end)
+    try:  # cut short: what came after the events is lost
+        meta = orjson.loads(head + b"[]}")
+    except orjson.JSONDecodeError:
+        return None
+    ends = [m.start() for m in _EVENT_END.finditer(tail)]
+    if tail.rstrip().endswith(b"}"):
+        ends.append(len(tail.rstrip()) - 1)
+    for end in reversed(ends[-200:]):
+        try:
+            events = orjson.loads(b"[" + tail[: end + 1] + b"]")
+        except orjson.JSONDecodeError:
+            continue
+        return events, meta, True, b"}"
+    return None
 
 
 # ---------------------------------------------------------------- arrays, duplicates, links
@@ -1006,6 +1064,10 @@ def _build(cols: _Columns, path: str) -> tuple[GpuEvents, Launches, CpuOps, tupl
             index, name, field, value = cols.bad_first
             values.update(index=index, name=name, field=field, value=_json_number(value))
         notices.append(Notice("trace_bad_durations", values))
+    if cols.repeated_steps:
+        numbers = sorted(cols.repeated_steps)
+        notices.append(Notice("trace_repeated_steps", {"file": path, "steps": tuple(numbers[:5]),
+                                                       "count": len(numbers)}))  # fmt: skip
     if cols.bad_args_first is not None:
         key, value = cols.bad_args_first
         values = {"file": path, "args": cols.bad_args, "key": key, "value": value}
@@ -1026,8 +1088,7 @@ def read_trace(path: str | os.PathLike[str]) -> TraceEvents:
     try:
         chunked = _read_chunked(p)
         if chunked is not None:
-            doc, cols = chunked
-            notices = []
+            doc, cols, notices = chunked
         elif (typed := _load_typed(p)) is not None:
             doc, events = typed
             notices = []
@@ -1087,6 +1148,12 @@ def trace_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
             out += found
         else:
             out.append(p)
+    seen: dict[str, Path] = {}
+    for p in out:  # the same file twice would count each of its ranks' ops twice
+        key = same_file_key(p) if p.exists() else str(p)
+        if key in seen:
+            raise InvalidInput(PARAM, str(p), f"given twice (as {seen[key]} too): give each trace once")
+        seen[key] = p
     return out
 
 

@@ -42,6 +42,7 @@ from infer_opt.kinds.validate_trace import (
     TraceStep,
     TraceValidateResult,
 )
+from infer_opt.notices import Notice
 from infer_opt.trace import calibrate as tc
 from infer_opt.trace.devices import DeviceSpec
 from infer_opt.trace.events import SYNC, TraceEvents
@@ -82,6 +83,13 @@ def _check_calibration(
             f"{wanted} calibration",
         )
     if calibration.device_name == device.spec.name:
+        if unseen:  # (asked to scale to the GPU it is of: nothing would be scaled)
+            raise InvalidInput(
+                "--unseen-device",
+                "given",
+                f"the calibration ({source}) is of {device.spec.name}, the GPU {path} ran on: nothing to "
+                "scale; leave --unseen-device out",
+            )
         return calibration
     if not unseen:
         raise InvalidInput(
@@ -250,8 +258,17 @@ def validate_against(
         modelled_share=math.fsum(i.time_s for i in instances) / total if total > 0 else 0.0,
         predicted_gap_s=used.kernel_gap_s * max(int((gpu.kind != SYNC).sum()) - 1, 0),
         wall_s=time.perf_counter() - started,
-        warnings=(),
+        warnings=_fitted_notice(events.path, calibration),
+        in_calibration=bool(_fitted_notice(events.path, calibration)),
     )
+
+
+def _fitted_notice(path: str, calibration: op_model.CalibrationResult) -> tuple[Notice, ...]:
+    """A notice when a trace of ``path``'s name is among the calibration's own (not held out)."""
+    name = Path(path).name
+    if name not in calibration.traces:
+        return ()
+    return (Notice("validate_trace_in_calibration", {"trace": name}),)
 
 
 def source_label(calibration: op_model.CalibrationResult, path: str) -> str:

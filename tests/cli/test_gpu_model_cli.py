@@ -236,3 +236,85 @@ def test_a_held_out_trace_without_shaped_ops_is_refused(calibration, tmp_path):
     path.write_text(json.dumps(doc))
     run = invoke("validate", "--against", str(path), "--calibration", str(calibration))
     assert_one_line_error(run, "--against", "nothing to validate against", "record_shapes")
+
+
+@pytest.mark.parametrize(("spelling", "refused"), [("c10::Float8_e4m3fn", True), ("c10::NoSuchType", False)])
+def test_a_trace_dtype_predict_cannot_run_is_refused_in_one_line(tmp_path, spelling, refused):
+    """Issue 42: an FP8 trace calibrated as ``float8`` made ``predict`` die on ``torch.float8``; an
+    unknown ``Input type`` became the calibration's dtype. FP8 is refused by predict, naming the
+    calibration; an unknown word is no dtype of the calibration (it stays bfloat16)."""
+    paths = []
+    for name, scale in (("a", 1.0), ("b", 1.1)):
+        path = write_trace(tmp_path / f"{name}.json", training_ops(scale))
+        path.write_text(path.read_text().replace("c10::BFloat16", spelling))
+        paths.append(path)
+    out = tmp_path / "cal.json"
+    run = invoke("calibrate", "--from-trace", str(paths[0]), "--from-trace", str(paths[1]), "--out", str(out))
+    if run.exit_code != 0:  # no dtype at all: refused in one line is fine too
+        assert_one_line_error(run)
+        return
+    dtype = json.loads(out.read_text())["result"]["dtype"]
+    assert dtype in (("float8",) if refused else ("float32", "bfloat16", "float16", ""))
+    run = invoke("predict", "tiny", "--calibration", str(out), "--json")
+    if refused:
+        assert_one_line_error(run, "--calibration", "float8")
+    else:
+        assert run.exit_code in (0, 2) and "Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        (["tiny"], "MODEL"),
+        (["--reps", "3"], "--reps"),
+        (["--warmup", "1"], "--warmup"),
+        (["--batch", "4"], "--batch"),
+        (["--dtype", "float32"], "--dtype"),
+    ],
+)
+def test_validate_against_refuses_what_it_would_ignore(calibration, traces, extra, named):
+    """Issue 42: ``validate --against``'s MODEL and --reps were accepted and ignored."""
+    run = invoke("validate", *extra, "--against", str(traces[2]), "--calibration", str(calibration))
+    assert_one_line_error(run, named, "not used with --against")
+
+
+def test_a_second_against_is_refused_not_dropped(calibration, traces):
+    run = invoke(
+        "validate",
+        "--against",
+        str(traces[0]),
+        "--against",
+        str(traces[2]),
+        "--calibration",
+        str(calibration),
+    )
+    assert_one_line_error(run, "--against", "one trace")
+
+
+def test_unseen_device_with_a_calibration_of_the_same_gpu_is_refused(calibration, traces):
+    run = invoke(
+        "validate", "--against", str(traces[2]), "--calibration", str(calibration), "--unseen-device"
+    )
+    assert_one_line_error(run, "--unseen-device", "H100 SXM", "nothing to scale")
+
+
+def test_validate_against_a_trace_the_calibration_was_built_from_says_so(calibration, traces):
+    """Issue 42: "Operators MAPE 0.0%" beside a note that the trace was held out."""
+    run = invoke("validate", "--against", str(traces[0]), "--calibration", str(calibration), "--json")
+    assert run.exit_code == 0, run.stderr
+    result = run.json()["result"]
+    assert result["in_calibration"] is True
+    assert "validate_trace_in_calibration" in [w["code"] for w in result["warnings"]]
+    text = invoke("validate", "--against", str(traces[0]), "--calibration", str(calibration)).stdout
+    assert "among those the calibration was built from" in text and "was not among" not in text
+    held = invoke("validate", "--against", str(traces[2]), "--calibration", str(calibration), "--json")
+    assert held.json()["result"]["in_calibration"] is False
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"), [(["--threads", "2"], "--threads"), (["--device", "cpu"], "--device")]
+)
+def test_predict_refuses_cpu_options_with_a_gpu_calibration(calibration, extra, named):
+    """Issue 42: an H100 step "predicted" for the CPU without a word (--threads, --device cpu)."""
+    run = invoke("predict", "tiny", "--calibration", str(calibration), *extra)
+    assert_one_line_error(run, named, "H100 SXM")

@@ -225,3 +225,15 @@ def test_traces_are_held_to_the_readers_limit_not_the_1_gib_of_other_inputs(monk
 
 def test_steps_and_hta_compat_together_are_refused():
     assert_one_line_error(invoke("trace", MODEL, "--hta-compat", "--steps", "1-2"), "--steps", "--hta-compat")
+
+
+def test_augment_of_several_ranks_never_writes_over_an_input_rank(tmp_path):
+    """Issue 42: with two ranks, ``--augment t.json`` writes ``t.rank0.json`` and ``t.rank1.json``:
+    when those are the inputs, refused before any work (an input trace was rewritten)."""
+    ranks = [tmp_path / f"t.rank{i}.json" for i in range(2)]
+    for r in ranks:
+        r.write_text(Path(MODEL).read_text())
+    before = [r.read_bytes() for r in ranks]
+    run = invoke("trace", *map(str, ranks), "--augment", str(tmp_path / "t.json"))
+    assert_one_line_error(run, "--augment", "being read")
+    assert [r.read_bytes() for r in ranks] == before

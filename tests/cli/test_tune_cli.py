@@ -219,3 +219,35 @@ def test_eager_overhead_with_an_eager_cost_is_refused_not_ignored(files):
         "--eager-cost", str(files / "cost.csv"), "--eager-overhead", "1",
     )  # fmt: skip
     assert_one_line_error(run, "--eager-overhead", "not both")
+
+
+def test_two_models_histograms_are_refused_not_summed(files, tmp_path):
+    """Issue 42: two models' ``iteration_tokens`` histograms were summed by ``tune``."""
+    lines = ["# TYPE vllm:iteration_tokens_total histogram"]
+    for model in ("llama", "qwen"):
+        lines += [
+            f'vllm:iteration_tokens_total_bucket{{le="{e}",model_name="{model}"}} {c}'
+            for e, c in zip(("1.0", "8.0", "64.0", "+Inf"), (5, 9, 12, 12), strict=True)
+        ]
+    path = tmp_path / "two.prom"
+    path.write_text("\n".join(lines) + "\n")
+    run = invoke(
+        "tune", "capture-sizes", "--prometheus", str(path), "--cost", str(files / "cost.csv"),
+        "--eager-overhead", "1",
+    )  # fmt: skip
+    assert_one_line_error(run, "several models", "llama", "qwen")
+
+
+@pytest.mark.parametrize("count", ["1e308", "9223372036854775808"])
+def test_absurd_counts_and_sizes_are_refused(files, tmp_path, count):
+    """Issue 42: counts of 1e308 gave "Expected step 0 s"; a batch size past 2**63 wrapped."""
+    (tmp_path / "b.csv").write_text(f"batch_size,count\n1,{count}\n3,30\n")
+    run = invoke(
+        "tune", "capture-sizes", "--batches", str(tmp_path / "b.csv"), "--cost", str(files / "cost.csv"),
+        "--eager-overhead", "1",
+    )  # fmt: skip
+    assert_one_line_error(run, "count")
+    prom = _prom(tmp_path / "p.prom", (5, 9, float(count), float(count)))
+    run = invoke("tune", "capture-sizes", "--prometheus", prom, "--cost", str(files / "cost.csv"),
+                 "--eager-overhead", "1")  # fmt: skip
+    assert_one_line_error(run, "counts must be in")

@@ -106,3 +106,29 @@ def test_flag_is_vllm_list_form():
     table = config["num_speculative_tokens_per_batch_size"]
     assert table[0][0] == 1 and table[-1][1] == 2048 and table[-1][2] == 0
     assert config["num_speculative_tokens"] == max(row.k for row in r.table)
+
+
+def test_the_expected_gain_is_the_ratio_of_total_times_not_the_mean_of_speedups():
+    """Issue 42 (the chapter's exercise 33.13): 3x at batch 1 and 1x at batch 512 over equal
+    steps is the time ratio Σ p·t / Σ p·t/S (~1.08x), not the mean ~2x: batch 512 dominates."""
+    target = cs.cost_curve([1, 64, 4096], [0.010, 0.010, 0.6])  # flat, then compute-bound
+    draft = cs.cost_curve([1, 4096], [0.0005, 0.03])
+    dist = cs.distribution([1, 512], [1, 1])
+    r = spt.tune([0.9, 0.9, 0.9], target, draft, dist)
+    s = np.array([row.speedup for row in r.table])
+    t = target(np.array([1, 512]))
+    assert r.expected_gain == pytest.approx(float((0.5 * t).sum() / (0.5 * t / s).sum()))
+    assert r.table[0].speedup > 1.5 and r.table[1].speedup == pytest.approx(1.0)
+    assert r.expected_gain < 1.1 and float(s.mean()) > 1.9  # the mean would claim ~2x
+    codes = [w.code for w in r.warnings]
+    assert codes.count("speculative_cost_extrapolated") == 0  # 512·4 tokens within 4096
+
+
+def test_a_cost_asked_beyond_its_measured_sizes_is_said():
+    """Issue 42: a target cost measured up to 8 tokens was extrapolated to 2048 without a word."""
+    target = cs.cost_curve([1, 8], [0.010, 0.011])
+    draft = cs.cost_curve([1, 8], [0.001, 0.0011])
+    r = spt.tune([0.8, 0.8], target, draft, cs.distribution([1, 512], [1, 1]))
+    found = {w["curve"]: w for w in r.warnings if w.code == "speculative_cost_extrapolated"}
+    assert found["target"]["high"] == 8 and found["target"]["asked"] == 512 * 3
+    assert found["draft"]["share"] == pytest.approx(0.5)

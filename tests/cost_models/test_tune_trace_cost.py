@@ -202,3 +202,10 @@ def test_cli_eager_cost_takes_eager_traces_like_its_table(tmp_path):
     assert r["capture_sizes"] == t["capture_sizes"]
     assert r["expected_step_s"] == pytest.approx(t["expected_step_s"])
     assert_one_line_error(invoke(*base, "--eager-cost", f"{e1}@1"), "--eager-cost", "one point")
+
+
+def test_one_trace_result_at_two_batch_sizes_is_refused(tmp_path):
+    """Issue 42: one trace result given at two batch sizes became a flat cost curve."""
+    a = _save(tmp_path, "t8.json", _trace([5 * MS]))
+    with pytest.raises(InvalidInput, match="also given at batch 8"):
+        ti.read_costs([(a, 8), (a, 16)])

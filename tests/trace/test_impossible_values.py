@@ -111,3 +111,46 @@ def test_every_numeric_field_impossible_is_refused_or_named_never_a_traceback(tm
             assert math.isfinite(step.span_s) and 0 <= step.busy_s <= step.span_s * (1 + 1e-9)
     for group in result.ops:
         assert math.isfinite(group.time_s) and group.time_s >= 0
+
+
+def test_repeated_step_numbers_are_said_not_silently_dropped(tmp_path):
+    """Issue 42: three steps all named ``ProfilerStep#1`` (two sessions in one file) silently
+    dropped the later ones' ops; now a notice names the number."""
+    doc = copy.deepcopy(MODEL)
+    later = [dict(e, ts=e["ts"] + 5000) for e in doc["traceEvents"]]
+    for e in later:
+        if isinstance(e.get("name"), str) and e["name"].startswith("ProfilerStep#"):
+            e["name"] = "ProfilerStep#1"
+    doc["traceEvents"] += later
+    t = read_trace(_write(tmp_path, doc))
+    repeated = _codes(t)["trace_repeated_steps"]
+    assert repeated["steps"] == (1,) and repeated["count"] == 1
+    words = text(next(n for n in t.warnings if n.code == "trace_repeated_steps"))
+    assert "ProfilerStep#1" in words and "more than once" in words
+    assert "trace_repeated_steps" not in _codes(read_trace(FIXTURES / "model_step.json"))
+
+
+def test_the_same_file_given_twice_is_refused(tmp_path):
+    from infer_opt.trace.reader import trace_files
+
+    path = FIXTURES / "model_step.json"
+    link = tmp_path / "again.json"
+    link.symlink_to(path)
+    for pair in ([path, path], [path, link]):
+        with pytest.raises(InvalidInput, match="given twice"):
+            trace_files(pair)
+    with pytest.raises(InvalidInput, match="given twice"):
+        analyze([path, link])
+
+
+def test_ranks_of_different_gpus_are_refused_unless_device_is_given(tmp_path):
+    """Issue 42: an H100 rank and an A100 rank merged into one op table judged on H100 peaks."""
+    for name in ("rank0.json", "rank1.json"):
+        doc = json.loads((FIXTURES / "two_ranks" / name).read_text())
+        if name == "rank1.json":
+            doc["deviceProperties"][0]["name"] = "NVIDIA A100-SXM4-80GB"
+        (tmp_path / name).write_text(json.dumps(doc))
+    with pytest.raises(InvalidInput, match="ranks of different GPUs") as caught:
+        analyze([tmp_path])
+    assert "H100" in str(caught.value) and "A100" in str(caught.value)
+    assert analyze([tmp_path], device="h100").result.device_name == "H100 SXM"
