@@ -143,14 +143,15 @@ def test_the_same_file_given_twice_is_refused(tmp_path):
         analyze([path, link])
 
 
-def test_ranks_of_different_gpus_are_refused_unless_device_is_given(tmp_path):
-    """Issue 42: an H100 rank and an A100 rank merged into one op table judged on H100 peaks."""
+def test_ranks_of_different_gpus_are_refused_with_or_without_device(tmp_path):
+    """Issue 42: an H100 rank and an A100 rank merged into one op table judged on H100 peaks.
+    ``--device`` would judge the A100's ops on the H100's peaks: refused too (compare them)."""
     for name in ("rank0.json", "rank1.json"):
         doc = json.loads((FIXTURES / "two_ranks" / name).read_text())
         if name == "rank1.json":
             doc["deviceProperties"][0]["name"] = "NVIDIA A100-SXM4-80GB"
         (tmp_path / name).write_text(json.dumps(doc))
-    with pytest.raises(InvalidInput, match="ranks of different GPUs") as caught:
-        analyze([tmp_path])
-    assert "H100" in str(caught.value) and "A100" in str(caught.value)
-    assert analyze([tmp_path], device="h100").result.device_name == "H100 SXM"
+    for device in (None, "h100"):
+        with pytest.raises(InvalidInput, match="ranks of one job, on one GPU model") as caught:
+            analyze([tmp_path], device=device)
+        assert "H100" in str(caught.value) and "A100" in str(caught.value)
