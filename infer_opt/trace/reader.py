@@ -379,6 +379,11 @@ if msgspec is not None:
         types: msgspec.Raw | msgspec.UnsetType = msgspec.field(name="Input type", default=_U)
         strides: msgspec.Raw | msgspec.UnsetType = msgspec.field(name="Input Strides", default=_U)
         concrete: msgspec.Raw | msgspec.UnsetType = msgspec.field(name="Concrete Inputs", default=_U)
+        # the last two GPU_ARG_KEYS (a cuda_sync record's wait)
+        wait_stream: msgspec.Raw | msgspec.UnsetType = msgspec.field(name="wait_on_stream", default=_U)
+        wait_record: msgspec.Raw | msgspec.UnsetType = msgspec.field(
+            name="wait_on_cuda_event_record_corr_id", default=_U
+        )
 
     class _Event(msgspec.Struct, gc=False):
         ph: Any = _U
@@ -397,8 +402,8 @@ else:  # pragma: no cover - orjson alone reads every trace, only slower
     _U = object()
     _TYPED_ERRORS = ()
 
-#: a typed args' collective fields when it has none (astuple positions 5 to 10)
-_NO_COLLECTIVE = (_U,) * 6 if msgspec is not None else ()
+#: a typed args' collective and wait fields when it has none (astuple positions 5 to 10, 15, 16)
+_NO_COLLECTIVE = (_U,) * 8 if msgspec is not None else ()
 #: ints orjson keeps as ints (beyond, it parses them as floats; msgspec keeps them)
 _INT_MIN, _INT_MAX = -(1 << 63), (1 << 64) - 1
 
@@ -444,8 +449,8 @@ def _typed_gpu_args(f: tuple, pid: Any, interned: dict, streams: dict) -> tuple[
     """A GPU event's kept args, device and correlation from its typed args' fields."""
     corr = -1 if f[0] is _U else f[0]
     device = pid if f[1] is _U else f[1]
-    if f[5:11] != _NO_COLLECTIVE:
-        return _typed_kept(f[4:11], GPU_ARG_KEYS, interned), device, corr
+    if f[5:11] + f[15:17] != _NO_COLLECTIVE:
+        return _typed_kept(f[4:11] + f[15:17], GPU_ARG_KEYS, interned), device, corr
     if f[4] is _U:
         return _NO_ARGS, device, corr
     raw = bytes(f[4])  # the common case: a kernel with its stream only

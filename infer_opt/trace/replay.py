@@ -1,0 +1,149 @@
+"""Replay a rank's dependency graph (:mod:`.graph`) with (possibly edited) durations and lags.
+
+One pass over ``RankGraph.points`` (observed time order, which is a topological order of the
+graph): a node starts at the latest of its terms — its anchor, its start-referenced predecessor's
+start plus ``l1``, its end-referenced predecessor's end plus ``l2`` — and ends ``dur`` later;
+a sync ends at ``max(start + base, waited end + wake)``. Unedited, every event gets its own
+timestamps back (the graph's lags make the observed edge bind). Max-plus is monotone and
+1-Lipschitz: a kernel made faster never makes anything later, and a saving of Δ in durations
+never shortens a step by more than Δ.
+
+A step's replayed span is its measured span (the ``ProfilerStep``'s GPU window, as
+:mod:`.timeline` defines it) plus the change in the extent of its GPU events (first start to
+last end), so the unedited replay gives each step's span back and an edit moves it by what it
+moves the step's events. Pure: numpy and the standard library.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from infer_opt.trace import timeline as tt
+from infer_opt.trace.events import TraceEvents
+from infer_opt.trace.graph import RankGraph
+
+
+@dataclass(frozen=True, eq=False)
+class Replayed:
+    """Every node's replayed start and end (µs, relative to ``graph.t0_us``)."""
+
+    graph: RankGraph
+    start: np.ndarray
+    end: np.ndarray
+    dur: np.ndarray  # the durations replayed (edited or observed)
+
+    def gpu_start_us(self) -> np.ndarray:
+        """The GPU events' replayed starts in the trace's own time."""
+        return self.start[self.graph.n_host :] + self.graph.t0_us
+
+    def gpu_end_us(self) -> np.ndarray:
+        return self.end[self.graph.n_host :] + self.graph.t0_us
+
+
+@dataclass(frozen=True)
+class StepReplay:
+    """One analyzed window: its measured and replayed span (s)."""
+
+    step: int | None
+    measured_s: float
+    replayed_s: float
+    lo_us: float  # replayed window (trace time)
+    hi_us: float
+
+    @property
+    def error(self) -> float:
+        return abs(self.replayed_s - self.measured_s) / self.measured_s if self.measured_s > 0 else 0.0
+
+
+def replay(
+    graph: RankGraph,
+    *,
+    dur: np.ndarray | None = None,
+    l1: np.ndarray | None = None,
+    l2: np.ndarray | None = None,
+    base: np.ndarray | None = None,
+    waits: dict[int, tuple[tuple[int, float], ...]] | None = None,
+) -> Replayed:
+    """Start and end of every node from the graph and the given (edited) durations and lags."""
+    du = graph.dur if dur is None else dur
+    st, en = _pass(
+        graph,
+        du.tolist(),
+        (graph.l1 if l1 is None else l1).tolist(),
+        (graph.l2 if l2 is None else l2).tolist(),
+        (graph.base if base is None else base).tolist(),
+        graph.waits if waits is None else waits,
+    )
+    start, end = np.array(st), np.array(en)
+    _mirrors(graph, start, end)
+    return Replayed(graph, start, end, du)
+
+
+def _pass(
+    graph: RankGraph, du: list, l1: list, l2: list, base: list, waits: dict
+) -> tuple[list[float], list[float]]:
+    n = graph.n
+    anchor = graph.anchor.tolist()
+    a1, a2, sync = graph.a1.tolist(), graph.a2.tolist(), graph.is_sync.tolist()
+    st = [0.0] * n
+    en = [-math.inf] * n
+    for p in graph.points:
+        if p >= 0:
+            t = anchor[p]
+            a = a1[p]
+            if a >= 0:
+                v = st[a] + l1[p]
+                if v > t:
+                    t = v
+            a = a2[p]
+            if a >= 0:
+                v = en[a] + l2[p]
+                if v > t:
+                    t = v
+            st[p] = t
+            if not sync[p]:
+                en[p] = t + du[p]
+        else:
+            p = ~p
+            t = st[p] + base[p]
+            for w, lag in waits[p]:
+                v = en[w] + lag
+                if v > t:
+                    t = v
+            en[p] = t
+    return st, en
+
+
+def _mirrors(graph: RankGraph, start: np.ndarray, end: np.ndarray) -> None:
+    """Host-side sync records follow their call: the same offsets from its start and end."""
+    h_n = graph.n_host
+    m = np.flatnonzero(graph.mirror >= 0)
+    if m.size:
+        h, nodes = graph.mirror[m], m + h_n
+        s_obs, e_obs = graph.start[nodes], graph.start[nodes] + graph.dur[nodes]
+        start[nodes] = start[h] + (s_obs - graph.start[h])
+        end[nodes] = end[h] - (graph.start[h] + graph.dur[h] - e_obs)
+
+
+def step_replays(
+    events: TraceEvents, graph: RankGraph, rep: Replayed, steps: tuple[int, int] | None = None
+) -> list[StepReplay]:
+    """Each analyzed window's measured and replayed span (module docstring)."""
+    windows, _ = tt._windows(events, steps)
+    s_obs = events.gpu.ts_us
+    e_obs = s_obs + events.gpu.dur_us
+    s_rep, e_rep = rep.gpu_start_us(), rep.gpu_end_us()
+    out = []
+    for number, mask, lo, hi in windows:
+        ext_obs = float(e_obs[mask].max() - s_obs[mask].min())
+        r_lo, r_hi = float(s_rep[mask].min()), float(e_rep[mask].max())
+        span = (hi - lo) + ((r_hi - r_lo) - ext_obs)
+        w_lo = r_lo - (float(s_obs[mask].min()) - lo)
+        out.append(StepReplay(number, (hi - lo) * 1e-6, span * 1e-6, w_lo, w_lo + span))
+    return out
+
+
+__all__ = ["Replayed", "StepReplay", "replay", "step_replays"]
