@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -39,6 +39,8 @@ from infer_opt.kinds.trace import (
 )
 from infer_opt.notices import Notice
 from infer_opt.trace import collectives as tc
+from infer_opt.trace import critical as trc
+from infer_opt.trace import replay as trp
 from infer_opt.trace import devices as td
 from infer_opt.trace import ops as to
 from infer_opt.trace import roofline as tr
@@ -176,6 +178,7 @@ class _Ranks:
     syncs: list[tuple[HostSync, ...]]
     calls: list[list[tc.CollectiveCall]]
     kernel_s: list[float]
+    replays: list[Any] = field(default_factory=list)  # per rank: (graph, replay, step bounds) or None
 
 
 def _per_rank(
@@ -193,6 +196,10 @@ def _per_rank(
         timeline = tt.rank_timeline(ev, steps=steps, hta_compat=hta_compat)
         if ev.rank is None and timeline.rank != rank:
             timeline = _renumber(timeline, rank)
+        replayed = None if hta_compat or not len(ev.gpu) else trp.replay_rank(ev, steps=steps, causal=causal)
+        if replayed is not None:
+            timeline = trc.with_bounds(timeline, replayed.bounds, replayed.graph)
+        found.replays.append(replayed)
         found.timelines.append(timeline)
         found.masks.append(mask)
         found.groups.append(to.op_groups(ev, peaks=peaks, device=spec, kernel_mask=mask, causal=causal))
@@ -244,6 +251,7 @@ def analyze(
     groups = to.merge_groups(ranks.groups, peaks=peaks) if len(ranks.groups) > 1 else ranks.groups[0]
     slowest, skew = tt.rank_skew(ranks.timelines)
     found_what_if: tuple = ()
+    idle: tuple = ()
     if has_gpu:
         at = next(i for i, r in enumerate(ranks.timelines) if r.rank == slowest)
         found_what_if = what_ifs(
@@ -252,6 +260,7 @@ def analyze(
         )  # fmt: skip
         if not known:
             found_what_if = tuple(w for w in found_what_if if w.scenario not in _NEED_PEAKS)
+        idle = trc.idle_causes(ranks.replays[at].bounds) if ranks.replays[at] is not None else ()
     rows = tc.collective_rows(ranks.calls)
     fits, fit_notices = tc.alpha_beta(rows)
     warnings += fit_notices
@@ -281,6 +290,7 @@ def analyze(
             if f is not None
         ),
         cpu_ops=() if has_gpu else cpu_ops(traces),
+        idle_causes=idle,
         warnings=_unique(warnings),
     )
     return Analysis(result, traces, tuple(ranks.masks))

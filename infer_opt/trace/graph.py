@@ -285,7 +285,7 @@ def build_graph(events: TraceEvents) -> RankGraph:
     # mirrors: anchored to their host call (replayed after the pass), or to their own time
     lone = mirror_ev & (g.launch < 0)
     anchor[h_n:][lone] = start[h_n:][lone]
-    points = _points(start, end, is_sync, mirror_ev, h_n, a2)
+    points = _points(start, dur, is_sync, mirror_ev, h_n, a2)
     return RankGraph(
         h_n, t0, start, dur, a1, l1, a2, l2, anchor, is_sync, base, waits, mirror, points,
         preferred, host_gap, typical, b.unplaced, b.examples,
@@ -403,7 +403,7 @@ def _sync_node(
 
 
 def _points(
-    start: np.ndarray, end: np.ndarray, is_sync: np.ndarray, mirror_ev: np.ndarray, h_n: int, a2: np.ndarray
+    start: np.ndarray, dur: np.ndarray, is_sync: np.ndarray, mirror_ev: np.ndarray, h_n: int, a2: np.ndarray
 ) -> list[int]:
     """Processing order: every (non-mirror) node's start, and each sync's end, by observed time
     (a sync's end no later than its successors' starts: rounding may put it a hair after); at
@@ -412,7 +412,7 @@ def _points(
     live[h_n:] = ~mirror_ev
     nodes = np.flatnonzero(live)
     syncs = np.flatnonzero(is_sync)
-    end_key = end.copy()
+    end_key = start + dur
     has = a2 >= 0
     np.minimum.at(end_key, a2[has], start[has])
     times = np.concatenate([start[nodes], end_key[syncs]])
@@ -420,7 +420,7 @@ def _points(
     ids = np.concatenate([nodes, ~syncs])
     key_node = np.concatenate([nodes, syncs])
     is_gpu = key_node >= h_n
-    longer = np.where(is_gpu, 0.0, -(end - start)[key_node])  # a parent call before its children
+    longer = np.where(is_gpu, 0.0, -dur[key_node])  # a parent call before its children
     order = np.lexsort((key_node, longer, is_gpu, phase, times))
     return ids[order].tolist()
 

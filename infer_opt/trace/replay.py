@@ -146,4 +146,25 @@ def step_replays(
     return out
 
 
-__all__ = ["Replayed", "StepReplay", "replay", "step_replays"]
+@dataclass(frozen=True, eq=False)
+class RankReplay:
+    """One rank's graph, its unedited replay and each analyzed window's bound."""
+
+    graph: RankGraph
+    replayed: Replayed
+    bounds: list  # critical.StepBound per analyzed window
+
+
+def replay_rank(
+    events: TraceEvents, *, steps: tuple[int, int] | None = None, causal: str = "half"
+) -> RankReplay:
+    """Build, replay unedited, and find what bounds each window (:mod:`.critical`)."""
+    from infer_opt.trace.critical import step_bounds
+    from infer_opt.trace.graph import build_graph
+
+    graph = build_graph(events)
+    rep = replay(graph)
+    return RankReplay(graph, rep, step_bounds(events, rep, steps=steps, causal=causal))
+
+
+__all__ = ["RankReplay", "Replayed", "StepReplay", "replay", "replay_rank", "step_replays"]

@@ -231,3 +231,69 @@ def test_replay_properties(ev, data):
     (s0,) = step_replays(ev, g, rep)
     (s1,) = step_replays(ev, g, faster)
     assert s0.replayed_s - s1.replayed_s <= saved * 1e-6 + 1e-12  # never more than Δ
+
+
+# ---------------------------------------------------------------- what bounds a step
+
+
+def bounds_of(ev, rep=None):
+    from infer_opt.trace.critical import step_bounds
+
+    g = build_graph(ev)
+    return step_bounds(ev, rep or replay(g))
+
+
+def test_critical_path_of_the_host_bound_check():
+    (b,) = bounds_of(host_bound())
+    us = {k: round(v * 1e6, 9) for k, v in b.causes.items()}
+    # the last kernel (3), its launch (2), then 99 gaps of host work (8) and 98 launch calls (2)
+    assert us == {"host": 792.0, "launch": 198.0, "kernel": 3.0, "memcpy": 0.0, "sync_wait": 0.0, "comm": 0.0}
+    assert b.kernels == {"other": pytest.approx(3e-6)}
+    assert b.bound == "host" and b.bound_share == pytest.approx(990 / 993)
+    assert b.idle == {"late launch": pytest.approx(99 * 7e-6)}
+
+
+def test_critical_path_through_a_sync_names_it():
+    launches = [
+        ("cudaLaunchKernel", 0.0, 2.0, 1, -1),
+        ("cudaStreamSynchronize", 5.0, 100.0, 2, 1),
+        ("cudaLaunchKernel", 110.0, 2.0, 3, -1),
+    ]
+    gpu = [("kernel", "k0", 2.0, 100.0, 7, 1, 0, -1, -1), ("kernel", "k1", 112.0, 1.0, 7, 3, 2, -1, -1)]
+    ops = [("aten::is_nonzero", 3.0, 104.0, -1, {}), ("aten::item", 4.0, 102.0, 0, {})]
+    ev = make_events(ops=ops, launches=launches, gpu=gpu)
+    (b,) = bounds_of(ev)
+    us = {k: round(v * 1e6, 9) for k, v in b.causes.items()}
+    # k1 (1) ← launch (2) ← host work (5) ← the sync's wake after k0 (3) ← k0 (100), to k0's start
+    assert us == {"host": 5.0, "launch": 2.0, "kernel": 101.0, "memcpy": 0.0, "sync_wait": 3.0, "comm": 0.0}
+    assert b.bound == "device"
+    # the op it sat in, past the scalar-read plumbing (aten::item)
+    assert b.idle == {"host work after sync: cudaStreamSynchronize in aten::is_nonzero": pytest.approx(10e-6)}
+
+
+def test_cross_stream_wait_is_an_idle_cause():
+    launches = [
+        ("cudaLaunchKernel", 0.0, 1.0, 1, -1),
+        ("cudaEventRecord", 1.0, 1.0, 2, -1),
+        ("cudaStreamWaitEvent", 2.0, 1.0, 3, -1),
+        ("cudaLaunchKernel", 3.0, 1.0, 4, -1),
+    ]
+    gpu = [
+        ("kernel", "k0", 1.0, 50.0, 20, 1, 0, -1, -1),
+        ("sync", "Stream Wait Event", 3.0, 49.0, 24, 3, 2, -1, -1),
+        ("kernel", "k1", 60.0, 5.0, 24, 4, 3, -1, -1),
+    ]
+    wait = {"wait_on_stream": 20, "wait_on_cuda_event_record_corr_id": 2}
+    ev = build(launches, gpu, gpu_args=[{}, {"stream": 24, **wait}, {}])
+    (b,) = bounds_of(ev)
+    assert b.idle == {"cross-stream wait": pytest.approx(9e-6)}
+    assert b.causes["sync_wait"] == pytest.approx(1e-6) and b.causes["launch"] == pytest.approx(8e-6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(chains())
+def test_critical_path_sums_to_the_step(ev):
+    for b in bounds_of(ev):
+        assert sum(b.causes.values()) == pytest.approx(b.span_s, rel=1e-9, abs=1e-15)
+        assert sum(b.kernels.values()) == pytest.approx(b.causes["kernel"], rel=1e-9, abs=1e-15)
+        assert b.bound in ("host", "device") and 0.5 <= b.bound_share <= 1.0 or b.span_s == 0
