@@ -40,11 +40,12 @@ from infer_opt.kinds.trace import (
 from infer_opt.notices import Notice
 from infer_opt.trace import collectives as tc
 from infer_opt.trace import critical as trc
-from infer_opt.trace import replay as trp
 from infer_opt.trace import devices as td
 from infer_opt.trace import ops as to
+from infer_opt.trace import replay as trp
 from infer_opt.trace import roofline as tr
 from infer_opt.trace import timeline as tt
+from infer_opt.trace import whatif_replay as twr
 from infer_opt.trace.events import KERNEL, TraceEvents
 from infer_opt.trace.op_costs import CAUSAL_CONVENTIONS
 from infer_opt.trace.reader import read_traces
@@ -260,6 +261,12 @@ def analyze(
         )  # fmt: skip
         if not known:
             found_what_if = tuple(w for w in found_what_if if w.scenario not in _NEED_PEAKS)
+        if ranks.replays[at] is not None:
+            found_what_if = twr.replayed_what_ifs(
+                traces[at], ranks.replays[at], found_what_if, ranks.groups[at], peaks,
+                ranks.timelines[at].steps, ranks.masks[at], steps=steps, causal=causal,
+                matmul_peak_fraction=matmul_peak_fraction,
+            )  # fmt: skip
         idle = trc.idle_causes(ranks.replays[at].bounds) if ranks.replays[at] is not None else ()
     rows = tc.collective_rows(ranks.calls)
     fits, fit_notices = tc.alpha_beta(rows)

@@ -296,4 +296,4 @@ def test_critical_path_sums_to_the_step(ev):
     for b in bounds_of(ev):
         assert sum(b.causes.values()) == pytest.approx(b.span_s, rel=1e-9, abs=1e-15)
         assert sum(b.kernels.values()) == pytest.approx(b.causes["kernel"], rel=1e-9, abs=1e-15)
-        assert b.bound in ("host", "device") and 0.5 <= b.bound_share <= 1.0 or b.span_s == 0
+        assert (b.bound in ("host", "device") and 0.5 <= b.bound_share <= 1.0) or b.span_s == 0
