@@ -35,6 +35,8 @@ Examples:
   infer-opt trace rank0.json.gz --hta-compat --json
 
   infer-opt trace t.json.gz --device h100 --augment annotated.json.gz
+
+  infer-opt trace t.json.gz --what-if 'gemm*=0.5x' --what-if host=2x --what-if 'sync:aten::item=off'
 """
 
 StepsOpt = option(
@@ -71,6 +73,13 @@ MatmulFractionOpt = option(
     help="The matmul what-if: matmuls at this fraction of peak.",
 )
 TopOpt = option(int, "--top", parse=Count(1, 10_000), help="Rows in the op tables.")
+WhatIfOpt = option(
+    list[str] | None,
+    "--what-if",
+    help="An edit to replay (repeatable): PATTERN=Fx (GPU time × F, e.g. 'gemm*=0.5x'; a category, "
+    "family, op or kernel glob), host=Sx (host work S× faster), sync:PATTERN=off "
+    "(e.g. 'sync:aten::item=off').",
+)
 AugmentOpt = option(
     Path | None,
     "--augment",
@@ -97,11 +106,15 @@ def trace_command(
     matmul_fraction: MatmulFractionOpt = 0.7,
     top: TopOpt = 15,
     augment: AugmentOpt = None,
+    what_if: WhatIfOpt = None,
     *,
     output: Output,
 ) -> Any:
     from infer_opt.trace.analyze import analyze, parse_steps
+    from infer_opt.trace.user_edits import parse_edit
 
+    for edit in what_if or ():
+        parse_edit(edit)  # bad syntax: refused before the trace is read
     inputs = [_checked(p) for p in traces]
     output.check_distinct((("--augment", augment),))
     _never_over_an_input(inputs, output, augment)
@@ -116,6 +129,7 @@ def trace_command(
         roofline_fit=fit,
         causal=causal_flops,
         matmul_peak_fraction=matmul_fraction,
+        what_if_edits=tuple(what_if or ()),
     )
     if augment is not None:
         from infer_opt.errors import RunFailure

@@ -179,7 +179,7 @@ class _Ranks:
     syncs: list[tuple[HostSync, ...]]
     calls: list[list[tc.CollectiveCall]]
     kernel_s: list[float]
-    replays: list[Any] = field(default_factory=list)  # per rank: (graph, replay, step bounds) or None
+    replays: list[Any] = field(default_factory=list)  # per rank: replay.RankReplay, None not replayed
 
 
 def _per_rank(
@@ -233,8 +233,10 @@ def analyze(
     causal: str = "half",
     matmul_peak_fraction: float = 0.7,
     workers: int | None = None,
+    what_if_edits: Sequence[str] = (),
 ) -> Analysis:
-    """The whole analysis of ``paths`` (files, or folders of one file per rank)."""
+    """The whole analysis of ``paths`` (files, or folders of one file per rank); ``what_if_edits``:
+    the user's ``--what-if`` edits (:mod:`.user_edits`), each replayed."""
     if causal not in CAUSAL_CONVENTIONS:
         raise InvalidInput("--causal-flops", causal, f"expected one of {', '.join(CAUSAL_CONVENTIONS)}")
     if hta_compat and steps is not None:
@@ -261,13 +263,10 @@ def analyze(
         )  # fmt: skip
         if not known:
             found_what_if = tuple(w for w in found_what_if if w.scenario not in _NEED_PEAKS)
-        if ranks.replays[at] is not None:
-            found_what_if = twr.replayed_what_ifs(
-                traces[at], ranks.replays[at], found_what_if, ranks.groups[at], peaks,
-                ranks.timelines[at].steps, ranks.masks[at], steps=steps, causal=causal,
-                matmul_peak_fraction=matmul_peak_fraction,
-            )  # fmt: skip
-        idle = trc.idle_causes(ranks.replays[at].bounds) if ranks.replays[at] is not None else ()
+        found_what_if, idle = _replayed(
+            traces[at], ranks, at, found_what_if, peaks, steps, causal, matmul_peak_fraction
+        )
+        found_what_if += _user_what_ifs(traces[at], ranks, at, what_if_edits, steps, causal)
     rows = tc.collective_rows(ranks.calls)
     fits, fit_notices = tc.alpha_beta(rows)
     warnings += fit_notices
@@ -301,6 +300,41 @@ def analyze(
         warnings=_unique(warnings),
     )
     return Analysis(result, traces, tuple(ranks.masks))
+
+
+def _replayed(
+    ev: TraceEvents,
+    ranks: _Ranks,
+    at: int,
+    found: tuple,
+    peaks: Peaks,
+    steps: tuple[int, int] | None,
+    causal: str,
+    matmul_peak_fraction: float,
+) -> tuple[tuple, tuple]:
+    """The what-ifs with their replayed figures, and the idle causes, of rank ``at``."""
+    rr = ranks.replays[at]
+    if rr is None:
+        return found, ()
+    found = twr.replayed_what_ifs(
+        ev, rr, found, ranks.groups[at], peaks, ranks.timelines[at].steps, ranks.masks[at],
+        steps=steps, causal=causal, matmul_peak_fraction=matmul_peak_fraction,
+    )  # fmt: skip
+    return found, trc.idle_causes(rr.bounds)
+
+
+def _user_what_ifs(
+    ev: TraceEvents, ranks: _Ranks, at: int, edits: Sequence[str], steps: tuple[int, int] | None, causal: str
+) -> tuple:
+    if not edits:
+        return ()
+    from infer_opt.trace.user_edits import user_what_if
+
+    rr = ranks.replays[at]
+    if rr is None or not ranks.timelines[at].steps:
+        raise InvalidInput("--what-if", edits[0], "needs the replay of GPU events (not with --hta-compat)")
+    timelines, mask = ranks.timelines[at].steps, ranks.masks[at]
+    return tuple(user_what_if(ev, rr, e, timelines, mask, steps=steps, causal=causal) for e in edits)
 
 
 def _renumber(r: RankTrace, rank: int) -> RankTrace:

@@ -26,8 +26,9 @@ under typical lags) and ``min(typical, observed)`` for the others, so the unedit
 each event its own timestamps back. Typical lags are medians of this rank's own clean samples
 (a launch into an idle stream, a queued kernel's stream gap, a waiting sync's wake, a sync
 that did not wait). Events the graph cannot place are counted in ``unplaced`` by why (a launch
-before the trace window, none found, a start before its launch); they keep their measured start
-(or follow their stream) but never vanish. Host ``cuda_sync`` records of a sync call mirror it.
+before the trace window, none found, a start before its launch); they follow their stream, or
+keep their offset from the last host call before them (their measured start before any), but
+never vanish. Host ``cuda_sync`` records of a sync call mirror it.
 """
 
 from __future__ import annotations
@@ -267,6 +268,7 @@ def build_graph(events: TraceEvents) -> RankGraph:
     # GPU: launch and stream order
     sprev, chains = _stream_order(events, work)
     typical = _gpu_edges(b, start, end, h_n, sprev, work, a1, l1, a2, l2, preferred)
+    _follow_the_host(start, h_n, work, a1, l1, a2, preferred)
     first = (a1 < 0) & (a2 < 0)
     first[h_n:] &= work
     anchor[first] = start[first]
@@ -335,6 +337,29 @@ def _gpu_edges(
     l2[h_n:] = np.where(has_p, np.where(by_launch, np.minimum(typ_gap, gap_obs), gap_obs), 0.0)
     preferred[h_n:] = np.where(by_launch, 1, np.where(has_p, 2, 0))
     return {"launch": typ_lat, "stream": typ_gap}
+
+
+def _follow_the_host(
+    start: np.ndarray,
+    h_n: int,
+    work: np.ndarray,
+    a1: np.ndarray,
+    l1: np.ndarray,
+    a2: np.ndarray,
+    preferred: np.ndarray,
+) -> None:
+    """A GPU event with neither a launch nor a stream predecessor (unlinked, clock skew) keeps
+    its offset from the last host call that started before it, so it moves with the host
+    instead of staying at its absolute time; one before every host call stays anchored."""
+    lone = np.flatnonzero(work & (a1[h_n:] < 0) & (a2[h_n:] < 0)) + h_n
+    if not lone.size or not h_n:
+        return
+    order = np.argsort(start[:h_n], kind="stable")
+    pos = np.searchsorted(start[:h_n][order], start[lone], side="right") - 1
+    ok = pos >= 0
+    a1[lone[ok]] = order[pos[ok]]
+    l1[lone[ok]] = start[lone[ok]] - start[order[pos[ok]]]
+    preferred[lone[ok]] = 1
 
 
 def _device_waits(

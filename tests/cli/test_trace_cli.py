@@ -35,6 +35,24 @@ def test_json_has_the_documented_keys():
     assert r["hta_compat"] is False and r["device_source"] == "deviceProperties"
 
 
+def test_json_has_the_replay_keys_and_user_what_ifs():
+    run = invoke("trace", MODEL, "--what-if", "matmul=0.5x", "--what-if", "host=2x", "--json")
+    assert run.exit_code == 0, run.stderr
+    r = run.json()["result"]
+    step = r["ranks"][0]["steps"][0]
+    assert {"replayed_span_s", "bound", "critical_path"} <= set(step)
+    assert set(step["critical_path"]) == {"host", "launch", "kernel", "memcpy", "sync_wait", "comm"}
+    assert step["bound"] in ("host", "device")
+    assert step["replayed_span_s"] == pytest.approx(step["span_s"])
+    assert sum(step["critical_path"].values()) == pytest.approx(step["replayed_span_s"])
+    assert isinstance(r["idle_causes"], list)
+    for w in r["what_if"]:
+        assert {"scenario", "amdahl_speedup", "replayed_speedup", "replayed_step_s"} <= set(w)
+    user = [w for w in r["what_if"] if w["scenario"] == "user"]
+    assert [w["description"] for w in user] == ["matmul=0.5x", "host=2x"]
+    assert all(w["replayed_step_s"] > 0 for w in user)
+
+
 def test_console_output_names_the_device_steps_and_tables():
     run = invoke("trace", MODEL)
     assert run.exit_code == 0, run.stderr
@@ -136,6 +154,11 @@ def test_an_infer_opt_result_is_not_a_trace(tmp_path):
         (["--causal-flops", "quarter"], "--causal-flops"),
         (["--matmul-fraction", "0"], "--matmul-fraction"),
         (["--top", "0"], "--top"),
+        (["--what-if", "gemm=fast"], "PATTERN=Fx"),
+        (["--what-if", "nothing_here*=0.5x"], "the trace has"),
+        (["--what-if", "sync:aten::nonexistent=off"], "host sync"),
+        (["--what-if", "host=0x"], "S > 0"),
+        (["--what-if", "matmul=off"], "only a sync"),
     ],
 )
 def test_bad_options_are_one_line(argv, needle):
