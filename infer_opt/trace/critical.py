@@ -88,33 +88,48 @@ class _Labels:
         return "kernel", self.family[j]
 
 
-def _binding(graph: RankGraph, rep: Replayed, i: int, l1: np.ndarray, l2: np.ndarray) -> int:
-    """Which term set node ``i``'s start: 0 anchor, 1 its start-referenced predecessor, 2 its
-    end-referenced one (ties: the one the trace itself showed binding)."""
-    t = rep.start[i]
-    terms = {}
-    if np.isfinite(graph.anchor[i]):
-        terms[0] = graph.anchor[i]
-    if graph.a1[i] >= 0:
-        terms[1] = rep.start[graph.a1[i]] + l1[i]
-    if graph.a2[i] >= 0:
-        terms[2] = rep.end[graph.a2[i]] + l2[i]
-    hits = [k for k, v in terms.items() if v >= t]
-    if not hits:
-        return 0
-    pref = int(graph.preferred[i])
-    return pref if pref in hits else hits[0]
+class _Walk:
+    """A replay as plain lists, and which term set each node's start (``via``: 0 its anchor,
+    1 its start-referenced predecessor, 2 its end-referenced one; at a tie the one the trace
+    itself showed binding), for walks back along the path."""
+
+    def __init__(self, rep: Replayed, l1: np.ndarray, l2: np.ndarray) -> None:
+        g = rep.graph
+        self.graph, self.n_host = g, g.n_host
+        t = rep.start
+        with np.errstate(invalid="ignore"):
+            v1 = np.where(g.a1 >= 0, rep.start[np.maximum(g.a1, 0)] + l1, -np.inf)
+            v2 = np.where(g.a2 >= 0, rep.end[np.maximum(g.a2, 0)] + l2, -np.inf)
+        hits = np.stack([np.isfinite(g.anchor) & (g.anchor >= t), v1 >= t, v2 >= t])
+        first = np.where(hits.any(axis=0), np.argmax(hits, axis=0), 0)
+        pref_hit = hits[g.preferred.astype(np.int64), np.arange(t.size)]
+        self.via = np.where(pref_hit, g.preferred, first).tolist()
+        self.start, self.end = rep.start.tolist(), rep.end.tolist()
+        self.a1, self.a2 = g.a1.tolist(), g.a2.tolist()
+        self.is_sync = g.is_sync.tolist()
+
+    def waited(self, i: int) -> int:
+        """The waited node that set sync ``i``'s end (-1: its own cost did, or not a sync)."""
+        if not self.is_sync[i]:
+            return -1
+        end = self.end[i]
+        if self.start[i] + self.graph.base[i] >= end:
+            return -1
+        for w, lag in self.graph.waits[i]:
+            if self.end[w] + lag >= end:
+                return w
+        return -1
 
 
 def critical_path(
-    labels: _Labels, rep: Replayed, last: int, w_lo: float, w_hi: float, l1: np.ndarray, l2: np.ndarray
+    labels: _Labels, walk: _Walk, last: int, w_lo: float, w_hi: float
 ) -> tuple[dict[str, float], dict[str, float]]:
     """Seconds by cause on the path from node ``last`` back to ``w_lo`` (µs, relative), and the
     kernel seconds by category; they sum to ``w_hi − w_lo``."""
-    graph = labels.graph
     causes = dict.fromkeys(CAUSES, 0.0)
     kernels: dict[str, float] = {}
     t = w_hi
+    start, end, h_n = walk.start, walk.end, walk.n_host
 
     def add(cause: str, to: float, kind: str = "") -> bool:
         nonlocal t
@@ -126,69 +141,56 @@ def critical_path(
         t = to
         return stop
 
-    add("host", rep.end[last])  # a window that ends after its last event
+    add("host", end[last])  # a window that ends after its last event
     i, seen = last, 0
-    while seen <= graph.n:
+    while seen <= walk.graph.n:
         seen += 1
         cause, kind = labels.node(i)
-        waited = _waited(graph, rep, i)
+        waited = walk.waited(i)
         if waited >= 0:  # a sync that woke after the work it waited for
-            if add("sync_wait", rep.end[waited]):
+            if add("sync_wait", end[waited]):
                 break
             i = waited
             continue
-        if add(cause, rep.start[i], kind):
+        if add(cause, start[i], kind):
             break
-        via = _binding(graph, rep, i, l1, l2)
+        via = walk.via[i]
         if via == 0:
             add("host", w_lo)
             break
         if via == 1:
-            p = int(graph.a1[i])
-            if add("launch" if i >= graph.n_host else "host", rep.start[p]):
+            p = walk.a1[i]
+            if add("launch" if i >= h_n else "host", start[p]):
                 break
-            i = _at_start(graph, rep, p, l1, l2, add)
+            i = _at_start(walk, p, add)
             if i < 0:
                 break
             continue
-        p = int(graph.a2[i])
-        if add("host" if i < graph.n_host else "launch", rep.end[p]):
+        p = walk.a2[i]
+        if add("host" if i < h_n else "launch", end[p]):
             break
         i = p
     return {k: v * 1e-6 for k, v in causes.items()}, {k: v * 1e-6 for k, v in kernels.items()}
 
 
-def _at_start(graph: RankGraph, rep: Replayed, p: int, l1: np.ndarray, l2: np.ndarray, add) -> int:
+def _at_start(walk: _Walk, p: int, add) -> int:
     """The path reached host call ``p``'s start: follow what set it to the end of a node (the
     next node to walk through), or -1 when the walk is done."""
     while True:
-        via = _binding(graph, rep, p, l1, l2)
+        via = walk.via[p]
         if via == 0:
             add("host", -math.inf)
             return -1
         if via == 1:
-            q = int(graph.a1[p])
-            if add("host", rep.start[q]):
+            q = walk.a1[p]
+            if add("host", walk.start[q]):
                 return -1
             p = q
             continue
-        q = int(graph.a2[p])
-        if add("host", rep.end[q]):
+        q = walk.a2[p]
+        if add("host", walk.end[q]):
             return -1
         return q
-
-
-def _waited(graph: RankGraph, rep: Replayed, i: int) -> int:
-    """The waited node that set sync ``i``'s end (-1: its own cost did, or not a sync)."""
-    if not graph.is_sync[i]:
-        return -1
-    end = rep.end[i]
-    if rep.start[i] + graph.base[i] >= end:
-        return -1
-    for w, lag in graph.waits[i]:
-        if rep.end[w] + lag >= end:
-            return w
-    return -1
 
 
 def _bound(causes: dict[str, float]) -> tuple[str, float]:
@@ -196,36 +198,36 @@ def _bound(causes: dict[str, float]) -> tuple[str, float]:
     host = math.fsum(causes[k] for k in HOST_SIDE)
     if total <= 0:
         return "device", 0.0
-    return ("host", host / total) if host > total - host else ("device", (total - host) / total)
+    share = min(1.0, max(host, total - host) / total)  # rounding: never above 1
+    return ("host", share) if host > total - host else ("device", share)
 
 
-def _idle_cause(labels: _Labels, rep: Replayed, j: int, since: float, l1: np.ndarray, l2: np.ndarray) -> str:
+def _idle_cause(labels: _Labels, walk: _Walk, j: int, since: float) -> str:
     """What GPU event ``j`` (a node), starting after an idle interval from ``since``, waited for."""
     graph, ev = labels.graph, labels.events
-    via = _binding(graph, rep, j, l1, l2)
+    via = walk.via[j]
     if via == 2:
-        p = int(graph.a2[j])
+        p = walk.a2[j]
         return "cross-stream wait" if labels.node(p)[0] == "sync_wait" else "stream gap"
     if via == 0:
         launch = int(ev.gpu.launch[j - graph.n_host])
         return "launched before the trace window" if launch == -2 else "unlinked"
-    h, steps = int(graph.a1[j]), 0
+    h, steps = walk.a1[j], 0
     tol = graph.typical.get("wake", 0.0) + 1.0
-    while h >= 0 and rep.end[h] > since - tol and steps < 10_000:
+    start, end = walk.start, walk.end
+    while 0 <= h < walk.n_host and end[h] > since - tol and steps < 10_000:
         steps += 1
-        if graph.is_sync[h]:
+        if walk.is_sync[h]:
             op = _meaningful_parent(ev, int(ev.launches.op[h]))
             name = ev.name_of(ev.launches.name[h]) + (f" in {op}" if op else "")
-            inside = min(rep.end[h], rep.start[j]) - max(rep.start[h], since)
-            sat = 2 * inside > rep.start[j] - since
+            inside = min(end[h], start[j]) - max(start[h], since)
+            sat = 2 * inside > start[j] - since
             return f"host sync: {name}" if sat else f"host work after sync: {name}"
-        h = int(graph.a2[h]) if graph.a2[h] >= 0 else int(graph.a1[h])
+        h = walk.a2[h] if walk.a2[h] >= 0 else walk.a1[h]
     return "late launch"
 
 
-def _idle(
-    labels: _Labels, rep: Replayed, nodes: np.ndarray, w_lo: float, l1: np.ndarray, l2: np.ndarray
-) -> dict[str, float]:
+def _idle(labels: _Labels, walk: _Walk, rep: Replayed, nodes: np.ndarray, w_lo: float) -> dict[str, float]:
     """Idle seconds of one window by cause (the gaps before each GPU event that starts one)."""
     order = nodes[np.lexsort((nodes, rep.start[nodes]))]
     s, e = rep.start[order], rep.end[order]
@@ -233,7 +235,7 @@ def _idle(
     gap = s - reach
     out: dict[str, float] = {}
     for k in np.flatnonzero(gap > 0).tolist():
-        cause = _idle_cause(labels, rep, int(order[k]), float(reach[k]), l1, l2)
+        cause = _idle_cause(labels, walk, int(order[k]), float(reach[k]))
         out[cause] = out.get(cause, 0.0) + float(gap[k]) * 1e-6
     return out
 
@@ -253,8 +255,7 @@ def step_bounds(
 
     graph = rep.graph
     labels = labels or _Labels(events, graph, causal)
-    l1 = graph.l1 if l1 is None else l1
-    l2 = graph.l2 if l2 is None else l2
+    walk = _Walk(rep, graph.l1 if l1 is None else l1, graph.l2 if l2 is None else l2)
     work = tt.classify(events) != tt.WAIT
     out = []
     windows, _ = tt._windows(events, steps)
@@ -264,9 +265,9 @@ def step_bounds(
             continue
         w_lo, w_hi = sr.lo_us - graph.t0_us, sr.hi_us - graph.t0_us
         last = int(nodes[np.argmax(rep.end[nodes])])
-        causes, kernels = critical_path(labels, rep, last, w_lo, w_hi, l1, l2)
+        causes, kernels = critical_path(labels, walk, last, w_lo, w_hi)
         bound, share = _bound(causes)
-        idle = _idle(labels, rep, nodes, w_lo, l1, l2)
+        idle = _idle(labels, walk, rep, nodes, w_lo)
         out.append(StepBound(number, sr.replayed_s, causes, kernels, bound, share, idle))
     return out
 

@@ -77,7 +77,7 @@ class RankGraph:
     waits: dict[int, tuple[tuple[int, float], ...]]  # sync node -> (waited node, wake lag)
     mirror: np.ndarray  # GPU node -> host call it mirrors (host-side cuda_sync records), -1 none
     points: list[int]  # processing order: node for its start, ~node for a sync's end
-    preferred: np.ndarray  # int8: the binding term under observed lags: 0 anchor, 1 a1, 2 a2, 3 wait
+    preferred: np.ndarray  # int8: the term that set the start under observed lags: 0 anchor, 1 a1, 2 a2
     host_gap: np.ndarray  # bool: l2 is measured host work (thread order)
     typical: dict[str, float]  # typical lags (µs): launch, stream, wake, base
     unplaced: dict[str, int] = field(default_factory=dict)  # reason -> events
@@ -423,8 +423,6 @@ def _sync_node(
         obs = end[node] - end[w]
         lags.append((int(w), obs if (waited_now and w == last) else min(typical["wake"], obs)))
     waits[node] = tuple(lags)
-    if waited_now:
-        preferred[node] = 3
 
 
 def _points(
