@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -62,7 +63,16 @@ def fresh(rr: RankReplay) -> Edit:
 
 
 def replayed_step_s(events: TraceEvents, rr: RankReplay, edit: Edit, steps: tuple[int, int] | None) -> float:
-    """Median over the analyzed windows of the edited replay's span (s)."""
+    """Median over the analyzed windows of the edited replay's span (s); an edit that changes
+    nothing is not replayed."""
+    g = rr.graph
+    same = edit.waits is None and all(
+        np.array_equal(a, b)
+        for a, b in ((edit.dur, g.dur), (edit.l1, g.l1), (edit.l2, g.l2), (edit.base, g.base))
+    )
+    if same:
+        spans = [s.replayed_s for s in step_replays(events, g, rr.replayed, steps)]
+        return statistics.median(spans) if spans else 0.0
     rep = replay(rr.graph, dur=edit.dur, l1=edit.l1, l2=edit.l2, base=edit.base, waits=edit.waits)
     spans = [s.replayed_s for s in step_replays(events, rr.graph, rep, steps)]
     return statistics.median(spans) if spans else 0.0
@@ -72,19 +82,31 @@ def _kernels(events: TraceEvents, mask: np.ndarray) -> np.ndarray:
     return np.flatnonzero(mask & (tt.classify(events) != tt.WAIT))
 
 
+#: each trace's GPU events' op-group keys (``ops._key`` of their owner op, None without one)
+_KEYS: weakref.WeakKeyDictionary[TraceEvents, dict[str, list]] = weakref.WeakKeyDictionary()
+
+
+def _event_keys(events: TraceEvents, causal: str) -> list:
+    found = _KEYS.setdefault(events, {})
+    if causal not in found:
+        att = attribute(events, None, causal)
+        by_op: dict[int, tuple] = {}
+        keys: list = []
+        for op in att.owner.tolist():
+            if op >= 0 and op not in by_op:
+                by_op[op] = _key(events, att, op)
+            keys.append(by_op.get(op) if op >= 0 else None)
+        found[causal] = keys
+    return found[causal]
+
+
 def scale_groups(
     events: TraceEvents, rr: RankReplay, edit: Edit, mask: np.ndarray, ratio: dict[tuple, float], causal: str
 ) -> None:
     """Each GPU event of an op group in ``ratio`` (by ``ops._key``) scaled by its ratio."""
-    att = attribute(events, None, causal)
-    h_n, keys = rr.graph.n_host, {}
+    keys, h_n = _event_keys(events, causal), rr.graph.n_host
     for j in _kernels(events, mask).tolist():
-        op = int(att.owner[j])
-        if op < 0:
-            continue
-        if op not in keys:
-            keys[op] = ratio.get(_key(events, att, op))
-        r = keys[op]
+        r = ratio.get(keys[j]) if keys[j] is not None else None
         if r is not None:
             edit.dur[h_n + j] *= r
 
