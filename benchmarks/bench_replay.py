@@ -9,7 +9,9 @@
    (1% idle: replayed and Amdahl within 2%).
 3. Cost: ``analyze()`` with and without the replay (graph, critical path, every what-if) on the
    largest shared trace, medians of alternated in-process runs.
-4. ``--gb N``: a synthetic trace (bench_trace_speed.synthetic) through ``analyze()`` with and
+4. ``--kernels-from``: each model traced on the H100 and the MI300X, one trace replayed with the
+   other's kernel times, held against the other's measured step (all ten directed pairs).
+5. ``--gb N``: a synthetic trace (bench_trace_speed.synthetic) through ``analyze()`` with and
    without the replay in fresh processes: wall time and peak RSS.
 
     python benchmarks/bench_replay.py [--runs 5] [--gb 1.0]
@@ -86,6 +88,49 @@ def honesty() -> None:
     print()
 
 
+PAIRS = (
+    "Falconsai_nsfw_image_detection__1016002",
+    "facebook_timesformer-base-finetuned-k400__1016002",
+    "gaunernst_bert-small-uncased__1016001",
+    "google_owlv2-large-patch14-ensemble__1016001",
+    "Qwen_Qwen1.5-0.5B-Chat__1016005",
+)
+
+
+def kernels_from() -> None:
+    """Each model traced on both GPUs: one trace replayed with the other's kernels, held against
+    the other's measured step (median step), beside Amdahl's estimate."""
+    from infer_opt.trace.analyze import analyze
+
+    print(
+        "| model | trace | kernels of | its step | other's step | replayed (error) | Amdahl (error) | bound |"
+    )
+    print("|---|---|---|---:|---:|---:|---:|---|")
+    errors: list[tuple[float, float]] = []
+    for model in PAIRS:
+        paths = {gpu: SHARED / f"tracelens__{gpu}__{model}.json.gz" for gpu in ("h100", "mi300")}
+        if not all(p.exists() for p in paths.values()):
+            continue
+        for a, b in (("h100", "mi300"), ("mi300", "h100")):
+            result = analyze([paths[a]], kernels_from=paths[b]).result
+            w = next(x for x in result.what_if if x.scenario == "kernels_from")
+            real = analyze([paths[b]]).result.ranks[0].step_time_median_s
+            amdahl = w.step_s / w.amdahl_speedup
+            e_r, e_a = w.replayed_step_s / real - 1, amdahl / real - 1
+            errors.append((abs(e_r), abs(e_a)))
+            bound = result.ranks[0].steps[0].bound
+            print(
+                f"| {model[:28]} | {a} | {b} | {w.step_s * 1e3:.2f} ms | {real * 1e3:.2f} ms | "
+                f"{w.replayed_step_s * 1e3:.2f} ms ({e_r:+.1%}) | {amdahl * 1e3:.2f} ms ({e_a:+.1%}) | "
+                f"{bound} |"
+            )
+    if errors:
+        med_r = statistics.median(e for e, _ in errors)
+        med_a = statistics.median(e for _, e in errors)
+        worse = sum(r > a + 1e-9 for r, a in errors)
+        print(f"\nmedian |error|: replayed {med_r:.1%}, Amdahl {med_a:.1%}; replay worse on {worse} pairs\n")
+
+
 def cost(runs: int) -> None:
     from infer_opt.trace import analyze as a
 
@@ -135,6 +180,7 @@ def main() -> None:
     args = parser.parse_args()
     self_replay()
     honesty()
+    kernels_from()
     cost(args.runs)
     if args.gb > 0:
         synthetic(args.gb)

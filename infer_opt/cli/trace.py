@@ -80,6 +80,13 @@ WhatIfOpt = option(
     "family, op or kernel glob), host=Sx (host work S× faster), sync:PATTERN=off "
     "(e.g. 'sync:aten::item=off').",
 )
+KernelsFromOpt = option(
+    Path | None,
+    "--kernels-from",
+    parse=InputFile(),
+    help="Another GPU's trace of the same model: replay this one with its kernel times (ops matched in "
+    "order by name and shapes).",
+)
 AugmentOpt = option(
     Path | None,
     "--augment",
@@ -107,6 +114,7 @@ def trace_command(
     top: TopOpt = 15,
     augment: AugmentOpt = None,
     what_if: WhatIfOpt = None,
+    kernels_from: KernelsFromOpt = None,
     *,
     output: Output,
 ) -> Any:
@@ -130,6 +138,7 @@ def trace_command(
         causal=causal_flops,
         matmul_peak_fraction=matmul_fraction,
         what_if_edits=tuple(what_if or ()),
+        kernels_from=kernels_from,
     )
     if augment is not None:
         from infer_opt.errors import RunFailure

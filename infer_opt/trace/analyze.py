@@ -234,9 +234,11 @@ def analyze(
     matmul_peak_fraction: float = 0.7,
     workers: int | None = None,
     what_if_edits: Sequence[str] = (),
+    kernels_from: str | os.PathLike[str] | None = None,
 ) -> Analysis:
     """The whole analysis of ``paths`` (files, or folders of one file per rank); ``what_if_edits``:
-    the user's ``--what-if`` edits (:mod:`.user_edits`), each replayed."""
+    the user's ``--what-if`` edits (:mod:`.user_edits`), each replayed; ``kernels_from``: another
+    GPU's trace of the same model, whose kernel times are replayed here (:mod:`.kernels_from`)."""
     if causal not in CAUSAL_CONVENTIONS:
         raise InvalidInput("--causal-flops", causal, f"expected one of {', '.join(CAUSAL_CONVENTIONS)}")
     if hta_compat and steps is not None:
@@ -267,6 +269,7 @@ def analyze(
             traces[at], ranks, at, found_what_if, peaks, steps, causal, matmul_peak_fraction
         )
         found_what_if += _user_what_ifs(traces[at], ranks, at, what_if_edits, steps, causal)
+        found_what_if += _kernels_from(traces[at], ranks, at, kernels_from, steps, causal)
     rows = tc.collective_rows(ranks.calls)
     fits, fit_notices = tc.alpha_beta(rows)
     warnings += fit_notices
@@ -335,6 +338,27 @@ def _user_what_ifs(
         raise InvalidInput("--what-if", edits[0], "needs the replay of GPU events (not with --hta-compat)")
     timelines, mask = ranks.timelines[at].steps, ranks.masks[at]
     return tuple(user_what_if(ev, rr, e, timelines, mask, steps=steps, causal=causal) for e in edits)
+
+
+def _kernels_from(
+    ev: TraceEvents, ranks: _Ranks, at: int, other: Any, steps: tuple[int, int] | None, causal: str
+) -> tuple:
+    if other is None:
+        return ()
+    from infer_opt.trace.kernels_from import kernels_from_what_if
+    from infer_opt.trace.reader import read_trace
+
+    rr = ranks.replays[at]
+    if rr is None or not ranks.timelines[at].steps:
+        raise InvalidInput(
+            "--kernels-from", str(other), "needs the replay of GPU events (not with --hta-compat)"
+        )
+    theirs = read_trace(other)
+    w = kernels_from_what_if(
+        ev, rr, theirs, tt.analyzed_mask(theirs), ranks.timelines[at].steps, ranks.masks[at],
+        steps=steps, causal=causal,
+    )  # fmt: skip
+    return (w,)
 
 
 def _renumber(r: RankTrace, rank: int) -> RankTrace:

@@ -53,6 +53,14 @@ def test_json_has_the_replay_keys_and_user_what_ifs():
     assert all(w["replayed_step_s"] > 0 for w in user)
 
 
+def test_kernels_from_the_same_trace_replays_to_the_same_step():
+    run = invoke("trace", MODEL, "--kernels-from", MODEL, "--json")
+    assert run.exit_code == 0, run.stderr
+    (w,) = [w for w in run.json()["result"]["what_if"] if w["scenario"] == "kernels_from"]
+    assert w["replayed_speedup"] == pytest.approx(1.0) and w["amdahl_speedup"] == pytest.approx(1.0)
+    assert w["replayed_step_s"] == pytest.approx(w["step_s"])
+
+
 def test_console_output_names_the_device_steps_and_tables():
     run = invoke("trace", MODEL)
     assert run.exit_code == 0, run.stderr
@@ -159,6 +167,8 @@ def test_an_infer_opt_result_is_not_a_trace(tmp_path):
         (["--what-if", "sync:aten::nonexistent=off"], "host sync"),
         (["--what-if", "host=0x"], "S > 0"),
         (["--what-if", "matmul=off"], "only a sync"),
+        (["--kernels-from", str(FIXTURES / "two_streams.json")], "only 0 of 14 op instances match"),
+        (["--kernels-from", str(FIXTURES / "absent.json")], "--kernels-from"),
     ],
 )
 def test_bad_options_are_one_line(argv, needle):

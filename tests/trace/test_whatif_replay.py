@@ -116,3 +116,32 @@ def test_what_ifs_on_a_real_trace_keep_scenarios_and_gain_figures():
     assert step.bound == "host" and step.replayed_span_s == pytest.approx(step.span_s)
     assert sum(step.critical_path.values()) == pytest.approx(step.replayed_span_s)
     assert np.isclose(sum(c.time_s for c in result.idle_causes), step.idle_s)
+
+
+def test_kernels_from_another_gpu_scales_matched_ops_and_refuses_another_model():
+    from infer_opt.errors import InvalidInput
+    from infer_opt.trace.kernels_from import kernels_from_what_if
+
+    mm = {"Input Dims": [[4, 8], [8, 16]], "Input type": ["c10::BFloat16"] * 2}
+    add = {"Input Dims": [[4, 8], [4, 8]], "Input type": ["c10::BFloat16"] * 2}
+
+    def model(mm_us, add_us, op_names=("aten::mm", "aten::add")):
+        # two device-bound ops launched back to back: kernel time sets the step
+        ops = [(op_names[0], 0.0, 2.0, -1, mm), (op_names[1], 2.0, 2.0, -1, add)]
+        launches = [("cudaLaunchKernel", 0.5, 1.0, 1, 0), ("cudaLaunchKernel", 2.5, 1.0, 2, 1)]
+        gpu = [
+            ("kernel", "gemm", 3.0, mm_us, 7, 1, 0, 0, 0),
+            ("kernel", "add", 3.0 + mm_us, add_us, 7, 2, 1, 1, 0),
+        ]
+        return make_events(ops=ops, launches=launches, gpu=gpu, steps=[(1, 0.0, 200.0)])
+
+    here, there = model(100.0, 20.0), model(40.0, 10.0)
+    rr, timelines = setup(here)
+    mask = np.ones(len(here.gpu), dtype=bool)
+    w = kernels_from_what_if(here, rr, there, np.ones(2, dtype=bool), timelines, mask)
+    assert w.scenario == "kernels_from" and "2 of 2 ops matched" in w.description
+    assert w.step_s == pytest.approx(120e-6) and w.replayed_step_s == pytest.approx(50e-6)
+    assert w.amdahl_speedup == pytest.approx(120 / 50)
+    other = model(40.0, 10.0, op_names=("aten::conv2d", "aten::relu"))
+    with pytest.raises(InvalidInput, match="only 0 of 2 op instances match"):
+        kernels_from_what_if(here, rr, other, np.ones(2, dtype=bool), timelines, mask)
