@@ -268,8 +268,7 @@ def analyze(
         found_what_if, idle = _replayed(
             traces[at], ranks, at, found_what_if, peaks, steps, causal, matmul_peak_fraction
         )
-        found_what_if += _user_what_ifs(traces[at], ranks, at, what_if_edits, steps, causal)
-        found_what_if += _kernels_from(traces[at], ranks, at, kernels_from, steps, causal)
+        found_what_if += _asked(traces[at], ranks, at, what_if_edits, kernels_from, steps, causal)
     rows = tc.collective_rows(ranks.calls)
     fits, fit_notices = tc.alpha_beta(rows)
     warnings += fit_notices
@@ -324,6 +323,21 @@ def _replayed(
         steps=steps, causal=causal, matmul_peak_fraction=matmul_peak_fraction,
     )  # fmt: skip
     return found, trc.idle_causes(rr.bounds)
+
+
+def _asked(
+    ev: TraceEvents,
+    ranks: _Ranks,
+    at: int,
+    edits: Sequence[str],
+    other: Any,
+    steps: tuple[int, int] | None,
+    causal: str,
+) -> tuple:
+    """The what-ifs the user asked for: ``--what-if`` edits, then ``--kernels-from``."""
+    return _user_what_ifs(ev, ranks, at, edits, steps, causal) + _kernels_from(
+        ev, ranks, at, other, steps, causal
+    )
 
 
 def _user_what_ifs(
