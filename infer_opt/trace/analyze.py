@@ -236,9 +236,8 @@ def analyze(
     what_if_edits: Sequence[str] = (),
     kernels_from: str | os.PathLike[str] | None = None,
 ) -> Analysis:
-    """The whole analysis of ``paths`` (files, or folders of one file per rank); ``what_if_edits``:
-    the user's ``--what-if`` edits (:mod:`.user_edits`), each replayed; ``kernels_from``: another
-    GPU's trace of the same model, whose kernel times are replayed here (:mod:`.kernels_from`)."""
+    """The whole analysis of ``paths`` (files, or folders of one file per rank); ``what_if_edits``
+    (:mod:`.user_edits`) and ``kernels_from`` (:mod:`.kernels_from`): what-ifs asked for."""
     if causal not in CAUSAL_CONVENTIONS:
         raise InvalidInput("--causal-flops", causal, f"expected one of {', '.join(CAUSAL_CONVENTIONS)}")
     if hta_compat and steps is not None:
