@@ -17,6 +17,7 @@ moves the step's events. Pure: numpy and the standard library.
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -66,31 +67,70 @@ def replay(
     l2: np.ndarray | None = None,
     base: np.ndarray | None = None,
     waits: dict[int, tuple[tuple[int, float], ...]] | None = None,
+    since: Replayed | None = None,
 ) -> Replayed:
-    """Start and end of every node from the graph and the given (edited) durations and lags."""
+    """Start and end of every node from the graph and the given (edited) durations and lags;
+    ``since``: the unedited replay, whose times stand for every point before the first one an
+    edit touches (nothing before it can move)."""
     du = graph.dur if dur is None else dur
+    ins = [x if x is not None else d for x, d in ((l1, graph.l1), (l2, graph.l2), (base, graph.base))]
+    first = 0 if since is None else _first_changed(graph, du, *ins, waits)
     st, en = _pass(
         graph,
         du.tolist(),
-        (graph.l1 if l1 is None else l1).tolist(),
-        (graph.l2 if l2 is None else l2).tolist(),
-        (graph.base if base is None else base).tolist(),
+        *(x.tolist() for x in ins),
         graph.waits if waits is None else waits,
+        first,
+        since,
     )
     start, end = np.array(st), np.array(en)
     _mirrors(graph, start, end)
     return Replayed(graph, start, end, du)
 
 
+#: each graph's columns as lists and its points' positions (the pass reads them every replay)
+_LISTS: weakref.WeakKeyDictionary[RankGraph, tuple] = weakref.WeakKeyDictionary()
+
+
+def _lists(graph: RankGraph) -> tuple:
+    found = _LISTS.get(graph)
+    if found is None:
+        points = np.array(graph.points, dtype=np.int64)
+        pos = np.full(graph.n, len(graph.points), dtype=np.int64)
+        starts = np.flatnonzero(points >= 0)
+        pos[points[starts]] = starts
+        found = _LISTS[graph] = (
+            graph.anchor.tolist(),
+            graph.a1.tolist(),
+            graph.a2.tolist(),
+            graph.is_sync.tolist(),
+            pos,
+        )
+    return found
+
+
+def _first_changed(
+    graph: RankGraph, dur: np.ndarray, l1: np.ndarray, l2: np.ndarray, base: np.ndarray, waits: dict | None
+) -> int:
+    """The first point (position in ``graph.points``) whose node an edit touches."""
+    changed = (dur != graph.dur) | (l1 != graph.l1) | (l2 != graph.l2) | (base != graph.base)
+    nodes = np.flatnonzero(changed).tolist()
+    if waits is not None:
+        nodes += [k for k, v in waits.items() if graph.waits.get(k) != v]
+    pos = _lists(graph)[4]
+    return int(pos[nodes].min()) if nodes else len(graph.points)
+
+
 def _pass(
-    graph: RankGraph, du: list, l1: list, l2: list, base: list, waits: dict
+    graph: RankGraph, du: list, l1: list, l2: list, base: list, waits: dict, first: int = 0, since=None
 ) -> tuple[list[float], list[float]]:
     n = graph.n
-    anchor = graph.anchor.tolist()
-    a1, a2, sync = graph.a1.tolist(), graph.a2.tolist(), graph.is_sync.tolist()
-    st = [0.0] * n
-    en = [-math.inf] * n
-    for p in graph.points:
+    anchor, a1, a2, sync, _ = _lists(graph)
+    if since is not None and first > 0:
+        st, en = since.start.tolist(), since.end.tolist()
+    else:
+        st, en, first = [0.0] * n, [-math.inf] * n, 0
+    for p in graph.points[first:] if first else graph.points:
         if p >= 0:
             t = anchor[p]
             a = a1[p]

@@ -73,7 +73,7 @@ def replayed_step_s(events: TraceEvents, rr: RankReplay, edit: Edit, steps: tupl
     if same:
         spans = [s.replayed_s for s in step_replays(events, g, rr.replayed, steps)]
         return statistics.median(spans) if spans else 0.0
-    rep = replay(rr.graph, dur=edit.dur, l1=edit.l1, l2=edit.l2, base=edit.base, waits=edit.waits)
+    rep = replay(g, dur=edit.dur, l1=edit.l1, l2=edit.l2, base=edit.base, waits=edit.waits, since=rr.replayed)
     spans = [s.replayed_s for s in step_replays(events, rr.graph, rep, steps)]
     return statistics.median(spans) if spans else 0.0
 

@@ -227,6 +227,9 @@ def test_replay_properties(ev, data):
     dur[g.n_host + k] *= factor
     faster = replay(g, dur=dur)
     assert np.all(faster.end <= rep.end + 1e-9)  # faster never later
+    resumed = replay(g, dur=dur, since=rep)  # from the first point the edit touches: the same
+    np.testing.assert_array_equal(resumed.start, faster.start)
+    np.testing.assert_array_equal(resumed.end, faster.end)
     saved = g.dur[g.n_host + k] - dur[g.n_host + k]
     (s0,) = step_replays(ev, g, rep)
     (s1,) = step_replays(ev, g, faster)
