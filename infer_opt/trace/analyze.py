@@ -63,6 +63,7 @@ class Analysis:
     result: TraceResult
     traces: tuple[TraceEvents, ...]
     masks: tuple[np.ndarray, ...]  # per rank, the GPU events in the analyzed windows
+    replays: tuple[Any, ...] = ()  # per rank, its replay.RankReplay (None: not replayed)
 
 
 def parse_steps(text: str | None) -> tuple[int, int] | None:
@@ -300,7 +301,7 @@ def analyze(
         idle_causes=idle,
         warnings=_unique(warnings),
     )
-    return Analysis(result, traces, tuple(ranks.masks))
+    return Analysis(result, traces, tuple(ranks.masks), tuple(ranks.replays))
 
 
 def _replayed(

@@ -166,4 +166,16 @@ def user_what_if(
     return twr.with_replay(w, replayed, math.inf, amdahl_bound=e.kind == "gpu")
 
 
-__all__ = ["GRAMMAR", "UserEdit", "parse_edit", "user_what_if"]
+def edit_of(
+    events: TraceEvents, rr: RankReplay, text: str, mask: np.ndarray, causal: str = "half"
+) -> twr.Edit:
+    """The edited graph inputs of one ``--what-if`` text (for a replayed timeline)."""
+    e = parse_edit(text)
+    if e.kind == "gpu":
+        return _gpu_edit(events, rr, e, mask, causal)
+    if e.kind == "host":
+        return twr.faster_host_edit(rr, e.factor)
+    return twr.remove_sync_edit(rr, _sync_nodes(events, rr, e))
+
+
+__all__ = ["GRAMMAR", "UserEdit", "edit_of", "parse_edit", "user_what_if"]
