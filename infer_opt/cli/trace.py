@@ -80,6 +80,12 @@ WhatIfOpt = option(
     "family, op or kernel glob), host=Sx (host work S× faster), sync:PATTERN=off "
     "(e.g. 'sync:aten::item=off').",
 )
+AugmentWhatIfOpt = option(
+    str | None,
+    "--augment-what-if",
+    help="With --augment: add the replayed timeline of this --what-if edit ('none': unedited) as a "
+    "second process, to see in Perfetto which kernels moved.",
+)
 KernelsFromOpt = option(
     Path | None,
     "--kernels-from",
@@ -115,14 +121,18 @@ def trace_command(
     augment: AugmentOpt = None,
     what_if: WhatIfOpt = None,
     kernels_from: KernelsFromOpt = None,
+    augment_what_if: AugmentWhatIfOpt = None,
     *,
     output: Output,
 ) -> Any:
+    from infer_opt.errors import InvalidInput
     from infer_opt.trace.analyze import analyze, parse_steps
     from infer_opt.trace.user_edits import parse_edit
 
-    for edit in what_if or ():
+    for edit in [*(what_if or ()), *([augment_what_if] if augment_what_if not in (None, "none") else [])]:
         parse_edit(edit)  # bad syntax: refused before the trace is read
+    if augment_what_if is not None and augment is None:
+        raise InvalidInput("--augment-what-if", augment_what_if, "needs --augment FILE to write to")
     inputs = [_checked(p) for p in traces]
     output.check_distinct((("--augment", augment),))
     _never_over_an_input(inputs, output, augment)
@@ -145,7 +155,7 @@ def trace_command(
         from infer_opt.trace.augment import write_augmented
 
         try:
-            for path in write_augmented(found, augment):
+            for path in write_augmented(found, augment, augment_what_if):
                 typer.echo(f"annotated trace written to {path}", err=True)
         except OSError as exc:  # the analysis is still shown and saved
             why = exc.strerror or str(exc)

@@ -114,6 +114,22 @@ def test_out_plot_csv_markdown_and_augment(tmp_path):
     assert "GPU trace analysis" in (tmp_path / "r.md").read_text()
 
 
+def test_augment_adds_the_replayed_timeline_of_a_what_if(tmp_path):
+    out = tmp_path / "a.json"
+    run = invoke("trace", MODEL, "--augment", str(out), "--augment-what-if", "host=2x")
+    assert run.exit_code == 0, run.stderr
+    doc = json.loads(out.read_text())
+    replayed = [e for e in doc["traceEvents"] if e.get("pid") == 1_000_000 and e.get("ph") == "X"]
+    gpu = ("kernel", "gpu_memcpy", "gpu_memset")
+    measured = [e for e in doc["traceEvents"] if e.get("cat") in gpu and e.get("pid") != 1_000_000]
+    assert len(replayed) >= len(measured) > 0
+    assert any(e["ts"] < e["args"]["infer_opt_measured_ts"] for e in replayed)  # the host got faster
+    assert all(e["ts"] <= e["args"]["infer_opt_measured_ts"] + 1e-6 for e in replayed)
+    names = [e for e in doc["traceEvents"] if e.get("ph") == "M" and e.get("pid") == 1_000_000]
+    assert names[0]["args"]["name"] == "replayed: host=2x"
+    assert_one_line_error(invoke("trace", MODEL, "--augment-what-if", "none"), "needs --augment")
+
+
 def test_a_folder_of_ranks():
     run = invoke("trace", str(FIXTURES / "two_ranks"), "--json")
     assert run.exit_code == 0, run.stderr
