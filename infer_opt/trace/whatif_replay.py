@@ -17,7 +17,11 @@ side by side: ``amdahl_speedup`` (no dependencies; an upper bound) and ``replaye
   intermediate's write and read (``2 × bytes / b``);
 - ``overlap``: collective kernels take no time on the path (fully hidden);
 - ``faster_host``: host work between calls ``× 1/s`` (runtime calls unchanged);
-- ``remove_sync``: a named host sync (call and the op it sat in) no longer waits.
+- ``remove_sync``: a named host sync (call and the op it sat in) no longer waits;
+- ``fused_attention``: each eager attention on the busiest stream (a batched matmul, a softmax
+  within a few ops, a batched matmul; only elementwise ops between) becomes one flash kernel of
+  its shape at its roofline bound ``max(F/R, Q/b)``, ``F = 4·B·S·S'·D``, ``Q`` its inputs and
+  output (never longer than the pattern now).
 
 A replayed saving is never above the Amdahl saving of the same edit (max-plus is 1-Lipschitz:
 Δ of summed time saves at most Δ), and it is clamped there against rounding. Pure: numpy.
@@ -204,6 +208,97 @@ def fusion_edit(events: TraceEvents, rr: RankReplay, mask: np.ndarray, peaks: Pe
     return edit
 
 
+#: ops allowed between the two matmuls of an eager attention (scale, mask, dropout) and its span
+ATTENTION_WINDOW = 6
+
+
+def _is_bmm(c: object) -> bool:
+    return c is not None and str(getattr(c, "family", "")).split(".")[0] == "bmm"
+
+
+def _next_where(candidates: range, test) -> int:
+    return next((k for k in candidates if test(k)), -1)
+
+
+def attention_patterns(
+    events: TraceEvents, mask: np.ndarray, causal: str
+) -> list[list[tuple[int, list[int]]]]:
+    """Eager attention on the busiest stream: a batched matmul, a softmax within the next few ops
+    and a batched matmul after it (only elementwise ops between); each as its ops in order with
+    their GPU events."""
+    att = attribute(events, None, causal)
+    _, order = busiest_stream(events, mask)
+    seq: list[tuple[int, list[int]]] = []
+    for e in order.tolist():
+        op = int(att.owner[e])
+        if seq and seq[-1][0] == op:
+            seq[-1][1].append(e)
+        else:
+            seq.append((op, [e]))
+    fam = [category(getattr(att.costs.get(op), "family", "")) if op >= 0 else "" for op, _ in seq]
+    found, i = [], 0
+    while i < len(seq):
+        if not _is_bmm(att.costs.get(seq[i][0])):
+            i += 1
+            continue
+        soft = _next_where(range(i + 1, min(len(seq), i + ATTENTION_WINDOW)), lambda k: fam[k] == "softmax")
+        between = fam[i + 1 : soft] if soft > 0 else []
+        window = range(soft + 1, min(len(seq), soft + ATTENTION_WINDOW)) if soft > 0 else range(0)
+        end = _next_where(window, lambda k: _is_bmm(att.costs.get(seq[k][0])))
+        if end < 0 or any(f not in ("elementwise", "") for f in between + fam[soft + 1 : end]):
+            i += 1
+            continue
+        found.append(seq[i : end + 1])
+        i = end + 1
+    return found
+
+
+def flash_us(events: TraceEvents, first_op: int, peaks: Peaks) -> float:
+    """A flash kernel of the pattern's shape at its roofline bound (µs): F = 4·B·S·S'·D over the
+    attention peak, Q = (2·B·S·D + 2·B·S'·D)·dtype bytes over the bandwidth."""
+    from infer_opt.trace.devices import DTYPE_BYTES, normalize_dtype
+    from infer_opt.trace.ops import group_peaks
+    from infer_opt.trace.roofline import peak_flops
+
+    args = events.ops.args[first_op]
+    dims, types = args.get("Input Dims"), args.get("Input type")
+    if not (
+        isinstance(dims, list)
+        and len(dims) >= 2
+        and all(isinstance(d, list) and len(d) >= 2 for d in dims[:2])
+    ):
+        return math.nan
+    q, k = dims[0], dims[1]
+    batch, s, d, s2 = math.prod(q[:-2]), q[-2], q[-1], k[-1]
+    dtype = normalize_dtype(str(types[0])) if isinstance(types, list) and types else ""
+    size = DTYPE_BYTES.get(dtype, 2)
+    p = group_peaks("attention", peaks)
+    rate = peak_flops(p, dtype or "bf16")
+    flops, nbytes = 4.0 * batch * s * s2 * d, (2.0 * batch * s * d + 2.0 * batch * s2 * d) * size
+    t = max(flops / rate if rate > 0 else 0.0, nbytes / p.bytes_per_s if p.bytes_per_s > 0 else 0.0)
+    return t * 1e6
+
+
+def fused_attention_edit(
+    events: TraceEvents, rr: RankReplay, mask: np.ndarray, peaks: Peaks, causal: str
+) -> tuple[Edit, int, float]:
+    """Each eager attention pattern's kernels give way to one flash kernel of its shape (its time
+    on the last kernel, never longer than the pattern now); (edit, patterns, µs saved)."""
+    edit = fresh(rr)
+    h_n, saved, n = rr.graph.n_host, 0.0, 0
+    for pattern in attention_patterns(events, mask, causal):
+        kernels = [h_n + e for _, es in pattern for e in es]
+        now = float(edit.dur[kernels].sum())
+        flash = flash_us(events, pattern[0][0], peaks)
+        if not math.isfinite(flash) or flash >= now:
+            continue
+        edit.dur[kernels] = 0.0
+        edit.dur[kernels[-1]] = flash
+        saved += now - flash
+        n += 1
+    return edit, n, saved
+
+
 def overlap_edit(events: TraceEvents, rr: RankReplay, mask: np.ndarray) -> Edit:
     edit = fresh(rr)
     comm = np.flatnonzero(mask & (tt.classify(events) == tt.COMM))
@@ -343,8 +438,36 @@ def replayed_what_ifs(
             with_replay(w, replayed_step_s(events, rr, edit, steps), edit.cap_s, amdahl_bound=not graphs)
         )
     out += extra_what_ifs(events, rr, timelines, steps, host_speedup)
+    out += fused_attention(events, rr, timelines, mask, peaks, steps, causal)
     out.sort(key=lambda x: (-x.saved_s, x.scenario, x.description))
     return tuple(out)
+
+
+def fused_attention(
+    events: TraceEvents,
+    rr: RankReplay,
+    timelines: Sequence[StepTimeline],
+    mask: np.ndarray,
+    peaks: Peaks,
+    steps: tuple[int, int] | None,
+    causal: str,
+) -> list[WhatIf]:
+    """Eager attention (matmul → softmax → matmul) as one flash kernel of its shape, replayed."""
+    if peaks.bytes_per_s <= 0:
+        return []
+    edit, n, saved_us = fused_attention_edit(events, rr, mask, peaks, causal)
+    if not n:
+        return []
+    step = statistics.median(s.span_s for s in timelines)
+    w = _whatif(
+        "fused_attention",
+        f"fused attention: {n} eager matmul → softmax → matmul patterns as flash kernels",
+        saved_us * 1e-6 / max(1, len(timelines)),
+        step,
+        "each pattern's kernels become one flash kernel of its shape at max(F/R, Q/b) (F = 4·B·S·S'·D, "
+        "Q = its inputs and output), on the last kernel's stream slot; never longer than now",
+    )
+    return [with_replay(w, replayed_step_s(events, rr, edit, steps), math.inf)]
 
 
 def extra_what_ifs(

@@ -145,3 +145,30 @@ def test_kernels_from_another_gpu_scales_matched_ops_and_refuses_another_model()
     other = model(40.0, 10.0, op_names=("aten::conv2d", "aten::relu"))
     with pytest.raises(InvalidInput, match="only 0 of 2 op instances match"):
         kernels_from_what_if(here, rr, other, np.ones(2, dtype=bool), timelines, mask)
+
+
+def test_fused_attention_replaces_an_eager_pattern_with_a_flash_kernel():
+    from infer_opt.kinds.trace import Peaks
+
+    bf16 = ["c10::BFloat16"] * 2
+    q_k = {"Input Dims": [[8, 128, 64], [8, 64, 128]], "Input type": bf16}
+    p_v = {"Input Dims": [[8, 128, 128], [8, 128, 64]], "Input type": bf16}
+    soft = {"Input Dims": [[8, 128, 128], []], "Input type": ["c10::BFloat16", "Scalar"]}
+    names = [("aten::bmm", q_k), ("aten::softmax", soft), ("aten::bmm", p_v)]
+    ops = [(n, 2.0 * i, 1.0, -1, a) for i, (n, a) in enumerate(names)]
+    launches = [("cudaLaunchKernel", 2.0 * i + 0.5, 0.5, i + 1, i) for i in range(3)]
+    gpu = [("kernel", f"k{i}", 10.0 + 10 * i, 10.0, 7, i + 1, i, i, 0) for i in range(3)]
+    ev = make_events(ops=ops, launches=launches, gpu=gpu, steps=[(1, 0.0, 100.0)])
+    rr, timelines = setup(ev)
+    mask = np.ones(3, dtype=bool)
+    (pattern,) = twr.attention_patterns(ev, mask, "half")
+    assert [op for op, _ in pattern] == [0, 1, 2]
+    peaks = Peaks({"bf16": 1e15}, 1e12, "test")
+    # F = 4·8·128·128·64 = 33.6 MFLOP → 33.6 ns; Q = 4·8·128·64·2 B = 524 kB → 524 ns at 1 TB/s
+    assert twr.flash_us(ev, 0, peaks) == pytest.approx(0.524288)
+    (w,) = twr.fused_attention(ev, rr, timelines, mask, peaks, None, "half")
+    assert w.scenario == "fused_attention" and w.step_s == pytest.approx(30e-6)
+    assert w.amdahl_speedup == pytest.approx(30 / 0.524288)
+    # replayed, the flash kernel waits for its launch (4.5 + the 9.5 µs latency k0 showed): the
+    # window runs from k0's start (10) to 14 + 0.52 — the host's pace, not the kernel's
+    assert w.replayed_step_s == pytest.approx(4.524288e-6)
