@@ -160,6 +160,27 @@ class _Builder:
         self.events = events
         self.unplaced: dict[str, int] = {}
         self.examples: dict[str, str] = {}
+        self._last: dict[tuple[int, int], _LastBefore] = {}
+        self._records: tuple[np.ndarray, np.ndarray] | None = None
+
+    def last_before(self, chains: dict, key: tuple[int, int]) -> _LastBefore:
+        """The stream's :class:`_LastBefore`, built once."""
+        if key not in self._last:
+            self._last[key] = _LastBefore(self.events, chains[key])
+        return self._last[key]
+
+    def record_time(self, args: dict) -> float | None:
+        """The host time of the ``cudaEventRecord`` a sync record names (by correlation)."""
+        corr = args.get("wait_on_cuda_event_record_corr_id")
+        if not isinstance(corr, int) or corr < 0:
+            return None
+        if self._records is None:
+            la = self.events.launches
+            order = np.argsort(la.correlation, kind="stable")
+            self._records = (la.correlation[order], la.ts_us[order])
+        corrs, times = self._records
+        k = int(np.searchsorted(corrs, corr))
+        return float(times[k]) if k < corrs.size and corrs[k] == corr else None
 
     def count(self, reason: str, name: str, n: int = 1) -> None:
         if n:
@@ -180,7 +201,6 @@ def _host_waits(b: _Builder, chains: dict, mirrors: dict[int, int], work: np.nda
     la, g = ev.launches, ev.gpu
     names = [ev.name_of(n) for n in range(len(ev.names))]
     kinds = {i: _sync_kind(n) for i, n in enumerate(names)}
-    last = {key: _LastBefore(ev, chain) for key, chain in chains.items()}
     linked = np.flatnonzero(work & (g.launch >= 0))
     own: dict[int, list[int]] = {}
     for j in linked.tolist():
@@ -208,7 +228,7 @@ def _host_waits(b: _Builder, chains: dict, mirrors: dict[int, int], work: np.nda
             if streams is None:
                 b.count(UNKNOWN_STREAM, names[int(la.name[h])])
         elif kind == "event":
-            rec = _record_time(ev, args)
+            rec = b.record_time(args)
             s = args.get("wait_on_stream")
             if rec is not None and isinstance(s, int):
                 t, streams = rec, [k for k in chains if k[1] == s]
@@ -216,18 +236,9 @@ def _host_waits(b: _Builder, chains: dict, mirrors: dict[int, int], work: np.nda
                 b.count(UNKNOWN_RECORD, names[int(la.name[h])])
         if streams is None:
             streams = list(chains)
-        found = [last[k].at(t) for k in streams]
+        found = [b.last_before(chains, k).at(t) for k in streams]
         out[h] = [j for j in found if j >= 0]
     return out
-
-
-def _record_time(ev: TraceEvents, args: dict) -> float | None:
-    """The host time of the ``cudaEventRecord`` call a sync record names (by correlation)."""
-    corr = args.get("wait_on_cuda_event_record_corr_id")
-    if not isinstance(corr, int) or corr < 0:
-        return None
-    hit = np.flatnonzero(ev.launches.correlation == corr)
-    return float(ev.launches.ts_us[hit[0]]) if hit.size else None
 
 
 def build_graph(events: TraceEvents) -> RankGraph:
@@ -371,12 +382,12 @@ def _device_waits(
     out = []
     for j in np.flatnonzero(device_wait).tolist():
         args = ev.gpu.args[j]
-        rec, s = _record_time(ev, args), args.get("wait_on_stream")
+        rec, s = b.record_time(args), args.get("wait_on_stream")
         keys = [k for k in chains if k[1] == s] if isinstance(s, int) else []
         if rec is None or not keys:
             b.count(UNKNOWN_RECORD, STREAM_WAIT)
             continue
-        found = [_LastBefore(ev, chains[k]).at(rec) for k in keys]
+        found = [b.last_before(chains, k).at(rec) for k in keys]
         out.append((h_n + j, [h_n + w for w in found if w >= 0]))
     return out
 
