@@ -114,6 +114,18 @@ def test_out_plot_csv_markdown_and_augment(tmp_path):
     assert "GPU trace analysis" in (tmp_path / "r.md").read_text()
 
 
+def test_every_rank_of_a_folder_is_replayed():
+    run = invoke("trace", str(FIXTURES / "two_ranks"), "--json")
+    assert run.exit_code == 0, run.stderr
+    ranks = run.json()["result"]["ranks"]
+    assert len(ranks) == 2
+    for rank in ranks:
+        for step in rank["steps"]:
+            assert step["bound"] in ("host", "device")
+            assert step["replayed_span_s"] == pytest.approx(step["span_s"])
+            assert sum(step["critical_path"].values()) == pytest.approx(step["replayed_span_s"])
+
+
 def test_augment_adds_the_replayed_timeline_of_a_what_if(tmp_path):
     out = tmp_path / "a.json"
     run = invoke("trace", MODEL, "--augment", str(out), "--augment-what-if", "host=2x")

@@ -172,3 +172,33 @@ def test_fused_attention_replaces_an_eager_pattern_with_a_flash_kernel():
     # replayed, the flash kernel waits for its launch (4.5 + the 9.5 µs latency k0 showed): the
     # window runs from k0's start (10) to 14 + 0.52 — the host's pace, not the kernel's
     assert w.replayed_step_s == pytest.approx(4.524288e-6)
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "pattern", "factor"),
+    [
+        ("gemm*=0.5x", "gpu", "gemm*", 0.5),
+        (" matmul = 2x ", "gpu", "matmul", 2.0),
+        ("aten::mm=0x", "gpu", "aten::mm", 0.0),
+        ("host=2x", "host", "host", 2.0),
+        ("HOST=1.5x", "host", "HOST", 1.5),
+        ("sync:aten::item=off", "sync", "aten::item", 0.0),
+        ("sync:cudaStreamSynchronize=OFF", "sync", "cudaStreamSynchronize", 0.0),
+    ],
+)
+def test_what_if_grammar(text, kind, pattern, factor):
+    from infer_opt.trace.user_edits import parse_edit
+
+    e = parse_edit(text)
+    assert (e.kind, e.pattern, e.factor) == (kind, pattern, factor)
+
+
+@pytest.mark.parametrize(
+    "text", ["gemm", "gemm=half", "=0.5x", "sync:x=0.5x", "matmul=off", "host=0x", "host=-1x"]
+)
+def test_what_if_grammar_refuses(text):
+    from infer_opt.errors import InvalidInput
+    from infer_opt.trace.user_edits import parse_edit
+
+    with pytest.raises(InvalidInput, match="--what-if"):
+        parse_edit(text)
