@@ -29,11 +29,13 @@ trace links (``unlinked``).
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from infer_opt.kinds.trace import IdleCause, RankTrace
+from infer_opt.notices import Notice
 from infer_opt.trace import timeline as tt
 from infer_opt.trace.events import TraceEvents
 from infer_opt.trace.graph import RankGraph
@@ -293,7 +295,33 @@ def with_bounds(timeline: RankTrace, bounds: list[StepBound], graph: RankGraph) 
             )
         )
     return replace(
-        timeline, steps=tuple(steps), replay_placed=graph.placed_share(), replay_unplaced=dict(graph.unplaced)
+        timeline,
+        steps=tuple(steps),
+        replay_placed=graph.placed_share(),
+        replay_unplaced=dict(graph.unplaced),
+        warnings=timeline.warnings + _corrupt(timeline.path, graph),
+    )
+
+
+def _corrupt(path: str, graph: RankGraph) -> tuple[Notice, ...]:
+    """A notice when timestamps contradict the graph: a GPU event that starts before its launch."""
+    from infer_opt.trace.graph import SKEW
+
+    found = {k: graph.unplaced[k] for k in (SKEW,) if graph.unplaced.get(k)}
+    if not found:
+        return ()
+    reasons = "; ".join(f"{n} {k}" for k, n in found.items())
+    example = graph.unplaced_examples[next(iter(found))]
+    return (
+        Notice(
+            "trace_replay_unplaced",
+            {
+                "file": os.path.basename(path),
+                "events": sum(found.values()),
+                "reasons": reasons,
+                "example": example,
+            },
+        ),
     )
 
 

@@ -300,3 +300,19 @@ def test_critical_path_sums_to_the_step(ev):
         assert sum(b.causes.values()) == pytest.approx(b.span_s, rel=1e-9, abs=1e-15)
         assert sum(b.kernels.values()) == pytest.approx(b.causes["kernel"], rel=1e-9, abs=1e-15)
         assert (b.bound in ("host", "device") and 0.5 <= b.bound_share <= 1.0) or b.span_s == 0
+
+
+def test_a_kernel_before_its_launch_is_a_notice_naming_it():
+    from infer_opt.messages import text
+    from infer_opt.trace import timeline as tt
+    from infer_opt.trace.critical import with_bounds
+    from infer_opt.trace.replay import replay_rank
+
+    launches = [("cudaLaunchKernel", 50.0, 1.0, 1, -1), ("cudaLaunchKernel", 60.0, 1.0, 2, -1)]
+    gpu = [("kernel", "early", 10.0, 5.0, 7, 1, 0, -1, -1), ("kernel", "late", 62.0, 5.0, 7, 2, 1, -1, -1)]
+    ev = build(launches, gpu)
+    rr = replay_rank(ev)
+    rank = with_bounds(tt.rank_timeline(ev), rr.bounds, rr.graph)
+    (notice,) = [w for w in rank.warnings if w.code == "trace_replay_unplaced"]
+    assert "1 events" in text(notice) and "early" in text(notice)
+    assert rank.replay_unplaced == {tg.SKEW: 1}
