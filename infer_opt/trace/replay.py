@@ -171,17 +171,26 @@ def _mirrors(graph: RankGraph, start: np.ndarray, end: np.ndarray) -> None:
 def step_replays(
     events: TraceEvents, graph: RankGraph, rep: Replayed, steps: tuple[int, int] | None = None
 ) -> list[StepReplay]:
-    """Each analyzed window's measured and replayed span (module docstring)."""
-    windows, _ = tt._windows(events, steps)
+    """Each analyzed window's measured and replayed span (module docstring). A step's replayed
+    window starts no earlier than the previous step's replayed end (less their measured overlap,
+    if any): an edit that lets a step's first event run early, while the device still works on
+    the previous step, does not make that step longer."""
+    windows, _ = tt._windows(events, None)
     s_obs = events.gpu.ts_us
     e_obs = s_obs + events.gpu.dur_us
     s_rep, e_rep = rep.gpu_start_us(), rep.gpu_end_us()
     out = []
+    prev: tuple[float, float] | None = None  # the previous window's (measured, replayed) last end
     for number, mask, lo, hi in windows:
-        ext_obs = float(e_obs[mask].max() - s_obs[mask].min())
+        first, last = float(s_obs[mask].min()), float(e_obs[mask].max())
         r_lo, r_hi = float(s_rep[mask].min()), float(e_rep[mask].max())
-        span = (hi - lo) + ((r_hi - r_lo) - ext_obs)
-        w_lo = r_lo - (float(s_obs[mask].min()) - lo)
+        if prev is not None:
+            r_lo = max(r_lo, prev[1] + min(0.0, first - prev[0]))
+        prev = (last, r_hi)
+        if steps is not None and not (number is not None and steps[0] <= number <= steps[1]):
+            continue
+        span = (hi - lo) + ((r_hi - r_lo) - (last - first))
+        w_lo = r_lo - (first - lo)
         out.append(StepReplay(number, (hi - lo) * 1e-6, span * 1e-6, w_lo, w_lo + span))
     return out
 

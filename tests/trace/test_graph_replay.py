@@ -316,3 +316,28 @@ def test_a_kernel_before_its_launch_is_a_notice_naming_it():
     (notice,) = [w for w in rank.warnings if w.code == "trace_replay_unplaced"]
     assert "1 events" in text(notice) and "early" in text(notice)
     assert rank.replay_unplaced == {tg.SKEW: 1}
+
+
+def test_a_step_window_starts_no_earlier_than_the_previous_one_ends():
+    # step 1: K0 on stream 7 (50 µs); step 2: K1 on stream 9, K2 queued on 7
+    launches = [
+        ("cudaLaunchKernel", 0.0, 1.0, 1, -1),
+        ("cudaLaunchKernel", 100.0, 1.0, 2, -1),
+        ("cudaLaunchKernel", 101.0, 1.0, 3, -1),
+    ]
+    gpu = [
+        ("kernel", "k0", 2.0, 50.0, 7, 1, 0, -1, 0),
+        ("kernel", "k1", 102.0, 1.0, 9, 2, 1, -1, 1),
+        ("kernel", "k2", 103.0, 50.0, 7, 3, 2, -1, 1),
+    ]
+    ev = build(launches, gpu, steps=[(1, 0.0, 100.0), (2, 100.0, 200.0)])
+    g, _ = assert_self_replay(ev)
+    # the host between the steps 2× faster: step 2 is launched at 51 (k1 at 53, k2 at 54)
+    faster = replay(g, l2=np.where(g.host_gap, g.l2 / 2, g.l2))
+    s1, s2 = step_replays(ev, g, faster)
+    assert s2.replayed_s == pytest.approx(51e-6)  # 53 .. 104: the same 51 µs, only earlier
+    # k0 4× longer (200 µs): k1 still runs at 102, k2 waits for k0 (ends 202): step 2's window
+    # starts where step 1's ends, not at k1 (no overlap the trace did not have)
+    longer = replay(g, dur=gpu_dur(g, ev, k0=200.0))
+    s1, s2 = step_replays(ev, g, longer)
+    assert s1.replayed_s == pytest.approx(200e-6) and s2.replayed_s == pytest.approx(50e-6)
