@@ -11,7 +11,8 @@ never shortens a step by more than Δ.
 A step's replayed span is its measured span (the ``ProfilerStep``'s GPU window, as
 :mod:`.timeline` defines it) plus the change in the extent of its GPU events (first start to
 last end), so the unedited replay gives each step's span back and an edit moves it by what it
-moves the step's events. Pure: numpy and the standard library.
+moves the step's events; the window never starts before the previous step's replayed end (less
+their measured overlap). Pure: numpy and the standard library.
 """
 
 from __future__ import annotations
