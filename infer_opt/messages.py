@@ -540,6 +540,10 @@ MESSAGES: dict[str, Words] = {
         f"{v['positions']} (no rate to model a longer draft)"
     ),
     # trace: per-op rates against the roofline (infer_opt/trace/roofline.py)
+    "trace_replay_unplaced": lambda v: (
+        f"{v['file']}: the dependency graph could not place {v['events']} events ({v['reasons']}; "
+        f"e.g. {v['example']}): corrupt or skewed timestamps; the replay keeps their measured offsets"
+    ),
     "rate_above_peak": lambda v: (
         f"{v['op']} {v['shapes']} measured "
         + (f"{v['rate'] / 1e12:.3g} TFLOP/s" if v["resource"] == "flops" else f"{v['rate'] / 1e9:.4g} GB/s")

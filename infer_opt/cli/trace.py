@@ -36,6 +36,8 @@ Examples:
 
   infer-opt trace t.json.gz --device h100 --augment annotated.json.gz
 
+  infer-opt trace t.json.gz --what-if 'gemm*=0.5x' --what-if host=2x --what-if 'sync:aten::item=off'
+
   infer-opt trace graph_execution.json.gz --capture capture_traces/graph_capture_rank_0.json.gz
 
 CUDA/HIP-graph replays (vLLM, SGLang) carry no ops: give the engine's capture trace with
@@ -77,6 +79,26 @@ MatmulFractionOpt = option(
     help="The matmul what-if: matmuls at this fraction of peak.",
 )
 TopOpt = option(int, "--top", parse=Count(1, 10_000), help="Rows in the op tables.")
+WhatIfOpt = option(
+    list[str] | None,
+    "--what-if",
+    help="An edit to replay (repeatable): PATTERN=Fx (GPU time × F, e.g. 'gemm*=0.5x'; a category, "
+    "family, op or kernel glob), host=Sx (host work S× faster), sync:PATTERN=off "
+    "(e.g. 'sync:aten::item=off').",
+)
+AugmentWhatIfOpt = option(
+    str | None,
+    "--augment-what-if",
+    help="With --augment: add the replayed timeline of this --what-if edit ('none': unedited) as a "
+    "second process, to see in Perfetto which kernels moved.",
+)
+KernelsFromOpt = option(
+    Path | None,
+    "--kernels-from",
+    parse=InputFile(),
+    help="Another GPU's trace of the same model: replay this one with its kernel times (ops matched in "
+    "order by name and shapes).",
+)
 AugmentOpt = option(
     Path | None,
     "--augment",
@@ -125,12 +147,21 @@ def trace_command(
     scheduler: SchedulerOpt = None,
     workers: WorkersOpt = None,
     strict: StrictOpt = False,
+    what_if: WhatIfOpt = None,
+    kernels_from: KernelsFromOpt = None,
+    augment_what_if: AugmentWhatIfOpt = None,
     *,
     output: Output,
 ) -> Any:
+    from infer_opt.errors import InvalidInput
     from infer_opt.trace.analyze import analyze, parse_steps
     from infer_opt.trace.ranks import scheduler_address
+    from infer_opt.trace.user_edits import parse_edit
 
+    for edit in [*(what_if or ()), *([augment_what_if] if augment_what_if not in (None, "none") else [])]:
+        parse_edit(edit)  # bad syntax: refused before the trace is read
+    if augment_what_if is not None and augment is None:
+        raise InvalidInput("--augment-what-if", augment_what_if, "needs --augment FILE to write to")
     inputs = [_checked(p) for p in traces]
     output.check_distinct((("--augment", augment),))
     _never_over_an_input(inputs, output, augment)
@@ -152,13 +183,15 @@ def trace_command(
             progress=lambda done, total: bar(done, total, "ranks"),
             keep_events=augment is not None,
             capture=[capture] if capture is not None else None,
+            what_if_edits=tuple(what_if or ()),
+            kernels_from=kernels_from,
         )
     if augment is not None:
         from infer_opt.errors import RunFailure
         from infer_opt.trace.augment import write_augmented
 
         try:
-            for path in write_augmented(found, augment):
+            for path in write_augmented(found, augment, augment_what_if):
                 typer.echo(f"annotated trace written to {path}", err=True)
         except OSError as exc:  # the analysis is still shown and saved
             why = exc.strerror or str(exc)

@@ -64,6 +64,15 @@ class StepTimeline:
     overlap_fraction: float
     kernels: int = 0
     kernel_time_s: float = 0.0  # summed kernel durations (not the union)
+    # the replay of the dependency graph (trace/replay.py, trace/critical.py); 0 / '' / {} where
+    # not replayed (--hta-compat, no GPU events)
+    replayed_span_s: float = 0.0  # the unedited replay of this window (the replay error: vs span_s)
+    bound: str = ""  # host / device: the side holding most of the critical path
+    bound_share: float = 0.0  # that side's share of the critical path
+    # seconds by cause on the critical path (host, launch, kernel, memcpy, sync_wait, comm):
+    # they sum to replayed_span_s; critical_kernels splits 'kernel' by category
+    critical_path: dict[str, float] = field(default_factory=dict)
+    critical_kernels: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -105,6 +114,10 @@ class RankTrace:
     streams: tuple[StreamTimeline, ...] = ()
     launch_queue: LaunchQueue | None = None
     warnings: tuple[Notice, ...] = ()  # no steps, launch backlog, ... (for this rank)
+    # the dependency graph (trace/graph.py): the share of events it placed, and the events it
+    # could not place by why (a launch before the trace window, none found, clock skew, ...)
+    replay_placed: float = 1.0
+    replay_unplaced: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -155,6 +168,21 @@ class WhatIf:
     step_s: float  # the measured median step it is taken from
     speedup: float  # step_s / (step_s − saved_s)
     assumption: str = ""
+    # 'Amdahl (no dependencies; an upper bound)' = speedup; 'replayed (dependencies kept)': the
+    # edited dependency graph replayed (trace/whatif_replay.py); 0 where not replayed
+    amdahl_speedup: float = 0.0
+    replayed_speedup: float = 0.0
+    replayed_step_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class IdleCause:
+    """Device idle time of the analyzed windows charged to what the next GPU work waited for
+    (trace/critical.py): per step (mean over the slowest rank's steps) and share of idle."""
+
+    cause: str  # late launch, host sync: <call> in <op>, host work after sync: ..., cross-stream wait, ...
+    time_s: float
+    fraction: float
 
 
 @dataclass(frozen=True)
@@ -288,6 +316,7 @@ class TraceResult(Result):
     trace_fit: Peaks | None = None  # bandwidth and launch floor fitted on the trace's own ops
     alpha_beta: tuple[AlphaBetaRow, ...] = ()
     cpu_ops: tuple[CpuOpRow, ...] = ()  # a CPU-only trace: self time per CPU op
+    idle_causes: tuple[IdleCause, ...] = ()  # the slowest rank's idle time by cause
     warnings: tuple[Notice, ...] = field(default=())
     kernels: tuple[KernelRow, ...] = ()  # one row per kernel name, most time first
     #: GPU time by where its family came from: reasons "op", "name", "none" (fractions sum to 1)

@@ -13,6 +13,16 @@ held against the slowest rank's median step (it sets the job's step time). ``hta
 changes the timeline's conventions only (HTA 0.5 has no op analysis to agree with).
 A CPU-only trace gets the CPU-op analysis alone (self time per op), and says so.
 
+The ranks are a map (:mod:`infer_opt.trace.ranks`: a local pool of ``workers``, or the Dask
+``scheduler``) reduced here; a rank that cannot be read is left out with a warning (``strict``:
+refused). ``keep_events`` keeps every rank's events (and replay) in the :class:`Analysis`
+(``--augment``, the kernels DataFrame); without it the driver holds the summaries only. Graph
+replays are linked to ``capture`` (or to capture traces found among or beside ``paths``:
+:mod:`infer_opt.trace.capture`). Each rank's dependency graph is replayed in the map
+(:mod:`infer_opt.trace.replay`, :mod:`infer_opt.trace.critical`); the what-ifs asked for are
+``what_if_edits`` (:mod:`infer_opt.trace.user_edits`) and ``kernels_from``
+(:mod:`infer_opt.trace.kernels_from`).
+
 Pure: numpy and the standard library; nothing here imports torch or pandas.
 """
 
@@ -63,6 +73,8 @@ class Analysis:
     traces: tuple[TraceEvents, ...]
     masks: tuple[np.ndarray, ...]  # per rank, the GPU events in the analyzed windows
     steps: tuple[int, int] | None = None  # the --steps analysed (to read the events again)
+    #: per rank, its replay.RankReplay (None: not replayed), kept with the events
+    replays: tuple[Any, ...] = ()
 
 
 def parse_steps(text: str | None) -> tuple[int, int] | None:
@@ -147,18 +159,16 @@ def analyze(
     progress: Callable[[int, int], None] | None = None,
     keep_events: bool = True,
     capture: Sequence[str | os.PathLike[str]] | None = None,
+    what_if_edits: Sequence[str] = (),
+    kernels_from: str | os.PathLike[str] | None = None,
 ) -> Analysis:
-    """The whole analysis of ``paths`` (files, or folders of one file per rank): a map over the
-    ranks (:mod:`infer_opt.trace.ranks`: a local pool of ``workers``, or the Dask ``scheduler``)
-    reduced here. A rank that cannot be read is left out with a warning (``strict``: refused).
-    ``keep_events`` keeps every rank's events in ``Analysis.traces`` (``--augment``, the kernels
-    DataFrame); without it the driver holds the summaries only. Graph replays are linked to
-    ``capture`` (or to capture traces found among or beside ``paths``: :mod:`infer_opt.trace.capture`)."""
+    """The whole analysis of ``paths`` (files, or folders of ranks); the options: the module's doc."""
     _check_options(causal, hta_compat, steps)
     options = rk.RankOptions(
         steps=steps, hta_compat=hta_compat, device=device, peak_flops=peak_flops,
         peak_bandwidth=peak_bandwidth, roofline_fit=roofline_fit, causal=causal,
         matmul_peak_fraction=matmul_peak_fraction, keep_events=keep_events,
+        what_if_edits=tuple(what_if_edits), kernels_from=kernels_from and os.fspath(kernels_from),
     )  # fmt: skip
     how = {"scheduler": scheduler, "workers": workers, "progress": progress}
     summaries, links, spec, source, warnings = _gathered(list(paths), options, strict, how, capture)
@@ -171,7 +181,7 @@ def analyze(
     groups = [s.groups for s in summaries]
     merged = to.merge_groups(groups, peaks=peaks) if len(groups) > 1 else groups[0]
     slowest, skew = tt.rank_skew(timelines)
-    found_what_if = _slowest_what_if(summaries, timelines, slowest, known) if has_gpu else ()
+    found_what_if, idle = _slowest_what_if(summaries, timelines, slowest, known) if has_gpu else ((), ())
     rows = tc.collective_rows([_calls(s, r.rank) for s, r in zip(summaries, timelines, strict=True)])
     fits, fit_notices = tc.alpha_beta(rows)
     warnings += fit_notices
@@ -179,9 +189,8 @@ def analyze(
     warnings += [] if has_gpu else [Notice("trace_cpu_only", {"files": len(summaries)})]
     warnings += [w for r in timelines for w in r.warnings]
     crossed, job_notices = _cross_rank(summaries, timelines)
-    kernels, families = kernel_rows([s.kernel_totals for s in summaries])
-    coverage = _merge_coverage(s.coverage for s in summaries)
-    warnings += tcap.formula_gaps(links, merged, coverage)
+    kernels, families, coverage, gaps = _coverages(summaries, links, merged)
+    warnings += gaps
     result = TraceResult(
         files=tuple(s.path for s in summaries),
         device_name=spec.name if spec is not None else "",
@@ -203,13 +212,23 @@ def analyze(
         cpu_ops=() if has_gpu else _merged_cpu_ops(s.cpu_ops for s in summaries),
         warnings=_unique(warnings + job_notices),
         cross_rank=crossed,
+        idle_causes=idle,
         kernels=kernels,
         family_coverage=families,
         captures=links,
     )
     kept = tuple(s.events for s in summaries if s.events is not None)
     masks = tuple(s.mask for s in summaries if s.mask is not None)
-    return Analysis(result, kept if len(kept) == len(summaries) else (), masks if kept else (), steps)
+    whole = len(kept) == len(summaries)
+    replays = tuple(s.replay for s in summaries) if whole else ()
+    return Analysis(result, kept if whole else (), masks if kept else (), steps, replays)
+
+
+def _coverages(summaries: Sequence[rk.RankSummary], links: tuple, merged: tuple) -> tuple:
+    """(kernel rows, family coverage, formula coverage, the notices of linked replays' gaps)."""
+    kernels, families = kernel_rows([s.kernel_totals for s in summaries])
+    coverage = _merge_coverage(s.coverage for s in summaries)
+    return kernels, families, coverage, tcap.formula_gaps(links, merged, coverage)
 
 
 def _check_options(causal: str, hta_compat: bool, steps: tuple[int, int] | None) -> None:
@@ -263,10 +282,11 @@ def _linked(
 
 def _slowest_what_if(
     summaries: Sequence[rk.RankSummary], timelines: Sequence[RankTrace], slowest: int | None, known: bool
-) -> tuple:
-    """The what-ifs of the slowest rank (each rank's were computed in the map)."""
-    found = summaries[next(i for i, r in enumerate(timelines) if r.rank == slowest)].what_if
-    return found if known else tuple(w for w in found if w.scenario not in _NEED_PEAKS)
+) -> tuple[tuple, tuple]:
+    """The what-ifs and idle causes of the slowest rank (each rank's were computed in the map)."""
+    at = summaries[next(i for i, r in enumerate(timelines) if r.rank == slowest)]
+    found = at.what_if if known else tuple(w for w in at.what_if if w.scenario not in _NEED_PEAKS)
+    return found, at.idle_causes
 
 
 def _alpha_beta_rows(fits: dict[str, Any]) -> tuple[AlphaBetaRow, ...]:

@@ -92,19 +92,70 @@ def annotations(
     return added
 
 
-def write_augmented(found: Analysis, out: str | os.PathLike[str]) -> list[Path]:
+#: the process id of the replayed timeline added by ``--augment-what-if``
+REPLAY_PID = 1_000_000
+
+
+def replayed_events(found: Analysis, rank: int, what_if: str, trace_events: list) -> list[dict]:
+    """A second process in the trace: every GPU event of rank ``rank`` where the replay of the
+    ``--what-if`` edit ``what_if`` puts it (``"none"``: the unedited replay), its measured start
+    and duration in ``args``, so a person sees in Perfetto which kernels moved."""
+    from infer_opt.trace.replay import replay
+    from infer_opt.trace.user_edits import edit_of
+
+    rr = found.replays[rank] if found.replays else None
+    if rr is None:
+        return []
+    events = found.traces[rank]
+    rep = rr.replayed
+    if what_if != "none":
+        e = edit_of(events, rr, what_if, found.masks[rank], found.result.causal_flops)
+        rep = replay(rr.graph, dur=e.dur, l1=e.l1, l2=e.l2, base=e.base, waits=e.waits, since=rr.replayed)
+    starts, ends = rep.gpu_start_us(), rep.gpu_end_us()
+    out: list[dict] = [
+        {"ph": "M", "name": "process_name", "pid": REPLAY_PID, "args": {"name": f"replayed: {what_if}"}}
+    ]
+    g = events.gpu
+    for j, position in enumerate(g.event_index.tolist()):
+        original = trace_events[position] if 0 <= position < len(trace_events) else None
+        if not isinstance(original, dict):
+            continue
+        args = original.get("args") if isinstance(original.get("args"), dict) else {}
+        out.append(
+            {
+                **original,
+                "pid": REPLAY_PID,
+                "tid": int(g.stream[j]),
+                "ts": float(starts[j]),
+                "dur": float(ends[j] - starts[j]),
+                "args": {
+                    **args,
+                    "infer_opt_measured_ts": float(g.ts_us[j]),
+                    "infer_opt_measured_dur": float(g.dur_us[j]),
+                },
+            }
+        )
+    return out
+
+
+def write_augmented(found: Analysis, out: str | os.PathLike[str], what_if: str | None = None) -> list[Path]:
     """Write each rank's trace with the annotations to ``out`` (several ranks: ``out`` with
     ``.rank<i>`` before the suffix); gzip when the name ends in ``.gz``. The trace is rewritten
-    a chunk of events at a time (memory ~ the file and one chunk's events, as the reader)."""
+    a chunk of events at a time (memory ~ the file and one chunk's events, as the reader).
+    ``what_if``: add the replayed timeline of that ``--what-if`` edit (``"none"``: unedited) as a
+    second process (that copy is made whole: each replayed event copies its own fields)."""
     result = found.result
     groups = {(g.name, g.shapes, g.dtype): g for g in result.ops}
     extra = {"device": result.device_name, "peaks": result.peaks.source}
     written = []
-    for events, mask, target in zip(
-        found.traces, found.masks, _targets(Path(out), len(found.traces)), strict=True
+    for rank, (events, mask, target) in enumerate(
+        zip(found.traces, found.masks, _targets(Path(out), len(found.traces)), strict=True)
     ):
         added = annotations(events, mask, groups, result.causal_flops)
-        pieces = _pieces(Path(events.path), added, extra)
+        if what_if is not None:
+            pieces = iter([_with_replay(found, rank, what_if, added, extra)])
+        else:
+            pieces = _pieces(Path(events.path), added, extra)
         if target.name.endswith(".gz"):
             pieces = _gzipped(pieces)
         enabled = gc.isenabled()
@@ -163,4 +214,21 @@ def _gzipped(pieces: Iterable[bytes]) -> Iterator[bytes]:
     yield squeeze.flush()
 
 
-__all__ = ["KEYS", "annotations", "write_augmented"]
+def _with_replay(found: Analysis, rank: int, what_if: str, added: dict[int, dict], extra: dict) -> bytes:
+    """The whole annotated trace of rank ``rank`` with the replayed timeline appended."""
+    doc, _ = reader._load_document(Path(found.traces[rank].path))
+    if isinstance(doc, list):  # a bare list of events
+        doc = {"traceEvents": doc}
+    trace_events = doc["traceEvents"]
+    replayed = replayed_events(found, rank, what_if, trace_events)
+    for position, more in added.items():
+        if 0 <= position < len(trace_events) and isinstance(trace_events[position], dict):
+            event = trace_events[position]
+            args = event.get("args")
+            event["args"] = {**(args if isinstance(args, dict) else {}), **more}
+    trace_events.extend(replayed)
+    doc.setdefault("infer_opt", extra)
+    return orjson.dumps(doc, option=orjson.OPT_SERIALIZE_NUMPY)
+
+
+__all__ = ["KEYS", "REPLAY_PID", "annotations", "replayed_events", "write_augmented"]

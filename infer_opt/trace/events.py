@@ -22,7 +22,8 @@ KERNEL, MEMCPY, MEMSET, SYNC = 0, 1, 2, 3
 GPU_KIND_NAMES = ("kernel", "memcpy", "memset", "sync")
 
 #: the ``args`` keys the reader keeps (the analyses read no others; add a key here when one
-#: does): a GPU event's stream and collective fields, a cpu_op's recorded inputs and stream.
+#: does): a GPU event's stream and collective fields, a ``cuda_sync`` record's wait (the stream
+#: and the ``cudaEventRecord`` it waits on, for :mod:`.graph`), a cpu_op's recorded inputs and stream.
 #: Events with the same kept args share one dict: treat them as read-only.
 GPU_ARG_KEYS = (
     "stream",
@@ -33,6 +34,8 @@ GPU_ARG_KEYS = (
     "Group size",
     "dtype",
     "Process Group Name",  # the NCCL communicator (cross-rank matching, trace/cross_rank.py)
+    "wait_on_stream",
+    "wait_on_cuda_event_record_corr_id",
 )
 OP_ARG_KEYS = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs", "stream")
 

@@ -7,6 +7,10 @@ pandas DataFrames (whole, never cut at a display's ``--top``), as HTA users expe
     t.kernels                # one row per GPU event of the analyzed steps, with its op
     t.kernel_names           # one row per kernel name: calls, time, share, family and its source
     t.steps, t.ranks         # the timeline per step and per rank
+    t.critical_path          # seconds by cause on each step's critical path (kernel:<category> rows)
+    t.idle_causes, t.what_ifs  # idle time by cause; the what-ifs, replayed beside Amdahl
+    t.replay("gemm*=0.5x")   # every GPU event's measured and replayed start and end (a --what-if edit)
+
     t.stragglers, t.collective_skew, t.imbalance   # across ranks (two or more of one job)
 
 ``load_trace(folder, scheduler="tcp://host:8786")`` reads the ranks on a Dask cluster (the
@@ -148,6 +152,65 @@ class LoadedTrace:
 
         keys = ("name", "calls", "time_s", "fraction", "family", "family_source")
         return pd.DataFrame([asdict(k) for k in self.result.kernels], columns=list(keys))
+
+    @cached_property
+    def critical_path(self) -> Any:
+        """One row per (rank, step, cause): ``host``, ``launch``, ``kernel:<category>``, ``memcpy``,
+        ``sync_wait``, ``comm`` (seconds; a step's rows sum to its replayed span)."""
+        import pandas as pd
+
+        rows = []
+        for r in self.result.ranks:
+            for s in r.steps:
+                causes = {k: v for k, v in s.critical_path.items() if k != "kernel"}
+                causes.update({f"kernel:{k}": v for k, v in s.critical_kernels.items()})
+                rows += [{"rank": r.rank, "step": s.step, "cause": k, "time_s": v} for k, v in causes.items()]
+        return pd.DataFrame(rows, columns=["rank", "step", "cause", "time_s"])
+
+    @cached_property
+    def idle_causes(self) -> Any:
+        import pandas as pd
+
+        return pd.DataFrame(
+            [asdict(c) for c in self.result.idle_causes], columns=["cause", "time_s", "fraction"]
+        )
+
+    @cached_property
+    def what_ifs(self) -> Any:
+        import pandas as pd
+
+        return pd.DataFrame([asdict(w) for w in self.result.what_if])
+
+    def replay(self, what_if: str | None = None, *, rank: int = 0) -> Any:
+        """Every GPU event of rank ``rank`` (position) with its measured and replayed start and
+        end (µs, trace time): unedited, or with a ``--what-if`` edit (e.g. ``"host=2x"``)."""
+        import pandas as pd
+
+        from infer_opt.trace.replay import replay
+        from infer_opt.trace.user_edits import edit_of
+
+        if not 0 <= rank < len(self.analysis.traces):
+            raise InvalidInput("rank", repr(rank), f"a position 0..{len(self.analysis.traces) - 1}")
+        rr = self.analysis.replays[rank] if self.analysis.replays else None
+        if rr is None:
+            raise InvalidInput("replay", os.path.basename(self.analysis.traces[rank].path), "not replayed")
+        events = self.analysis.traces[rank]
+        rep = rr.replayed
+        if what_if is not None:
+            e = edit_of(events, rr, what_if, self.analysis.masks[rank], self.result.causal_flops)
+            rep = replay(rr.graph, dur=e.dur, l1=e.l1, l2=e.l2, base=e.base, waits=e.waits, since=rr.replayed)
+        g = events.gpu
+        return pd.DataFrame(
+            {
+                "name": [events.names[i] for i in g.name.tolist()],
+                "stream": g.stream,
+                "step": g.step,
+                "ts_us": g.ts_us,
+                "end_us": g.ts_us + g.dur_us,
+                "replayed_ts_us": rep.gpu_start_us(),
+                "replayed_end_us": rep.gpu_end_us(),
+            }
+        )
 
     def to_frame(self) -> Any:
         """The op groups (as every result's ``to_frame`` gives its main table)."""

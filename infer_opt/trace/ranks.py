@@ -37,13 +37,16 @@ from typing import Any
 import numpy as np
 
 from infer_opt.errors import InvalidInput
-from infer_opt.kinds.trace import CoverageRow, HostSync, OpGroup, Peaks, RankTrace, WhatIf
+from infer_opt.kinds.trace import CoverageRow, HostSync, IdleCause, OpGroup, Peaks, RankTrace, WhatIf
 from infer_opt.notices import Notice
 from infer_opt.trace import collectives as tc
+from infer_opt.trace import critical as trc
 from infer_opt.trace import devices as td
 from infer_opt.trace import ops as to
+from infer_opt.trace import replay as trp
 from infer_opt.trace import roofline as tr
 from infer_opt.trace import timeline as tt
+from infer_opt.trace import whatif_replay as twr
 from infer_opt.trace.events import KERNEL, TraceEvents
 
 #: the environment variable naming a Dask scheduler (``--scheduler``)
@@ -69,6 +72,8 @@ class RankOptions:
     causal: str = "half"
     matmul_peak_fraction: float = 0.7
     keep_events: bool = False  # send the events back too (--augment, the kernels DataFrame)
+    what_if_edits: tuple[str, ...] = ()  # --what-if edits (trace/user_edits.py), replayed per rank
+    kernels_from: str | None = None  # --kernels-from: another GPU's trace of the same model
 
 
 @dataclass(frozen=True)
@@ -101,7 +106,9 @@ class RankSummary:
     kernel_totals: dict[tuple[str, str, str], tuple[int, float]] = field(default_factory=dict)
     is_capture: bool = False  # a graph-capture trace (trace/capture.py), not a step's ranks
     graph_launches: int = 0  # graph replays launched in it (to be linked to their capture)
+    idle_causes: tuple[IdleCause, ...] = ()  # the device's idle time by cause (trace/critical.py)
     events: TraceEvents | None = None  # keep_events only
+    replay: Any = None  # keep_events only: its replay.RankReplay (None: not replayed)
     mask: np.ndarray | None = None  # keep_events only
 
 
@@ -191,15 +198,24 @@ def summarize_events(ev: TraceEvents, options: RankOptions) -> RankSummary:
     mask = selected(ev, options.steps)
     position_rank = ev.rank if ev.rank is not None else 0
     timeline = tt.rank_timeline(ev, steps=options.steps, hta_compat=options.hta_compat)
+    replayed = (
+        None
+        if options.hta_compat or not len(ev.gpu)
+        else trp.replay_rank(ev, steps=options.steps, causal=options.causal)
+    )
+    if replayed is not None:
+        timeline = trc.with_bounds(timeline, replayed.bounds, replayed.graph)
     groups = tuple(to.op_groups(ev, peaks=peaks, device=spec, kernel_mask=mask, causal=options.causal))
     has_gpu = bool(len(ev.gpu))
     values, counts = np.unique(ev.gpu.dur_us[mask & (ev.gpu.kind == KERNEL)] / 1e6, return_counts=True)
     whatif: tuple[WhatIf, ...] = ()
+    idle: tuple[IdleCause, ...] = ()
     if has_gpu:
         whatif = tuple(
             what_ifs(ev, groups, peaks, timeline.steps, kernel_mask=mask,
                      matmul_peak_fraction=options.matmul_peak_fraction, causal=options.causal)
         )  # fmt: skip
+        whatif, idle = _replayed_what_ifs(ev, replayed, whatif, groups, peaks, known, timeline, mask, options)
     return RankSummary(
         path=ev.path,
         rank=ev.rank,
@@ -225,9 +241,61 @@ def summarize_events(ev: TraceEvents, options: RankOptions) -> RankSummary:
         kernel_totals=kernel_totals(ev, mask, options.causal),
         is_capture=tcap.is_capture(ev),
         graph_launches=len(tcap.replays(ev)),
+        idle_causes=idle,
         events=ev if options.keep_events else None,
+        replay=replayed if options.keep_events else None,
         mask=mask if options.keep_events else None,
     )
+
+
+def _replayed_what_ifs(
+    ev: TraceEvents,
+    rr: Any,
+    found: tuple[WhatIf, ...],
+    groups: tuple[OpGroup, ...],
+    peaks: Peaks,
+    known: bool,
+    timeline: RankTrace,
+    mask: np.ndarray,
+    options: RankOptions,
+) -> tuple[tuple[WhatIf, ...], tuple[IdleCause, ...]]:
+    """The rank's what-ifs with their replayed figures (:mod:`.whatif_replay`), then the ones
+    asked for (``--what-if`` edits, ``--kernels-from``), and its idle time by cause."""
+    from infer_opt.trace.analyze import _NEED_PEAKS
+
+    edits, other = options.what_if_edits, options.kernels_from
+    if rr is None or not timeline.steps:
+        if edits or other is not None:
+            option, value = ("--what-if", edits[0]) if edits else ("--kernels-from", str(other))
+            raise InvalidInput(option, value, "needs the replay of GPU events (not with --hta-compat)")
+        return found, ()
+    found = found if known else tuple(w for w in found if w.scenario not in _NEED_PEAKS)
+    found = twr.replayed_what_ifs(
+        ev, rr, found, groups, peaks, timeline.steps, mask,
+        steps=options.steps, causal=options.causal, matmul_peak_fraction=options.matmul_peak_fraction,
+    )  # fmt: skip
+    return found + _asked(ev, rr, timeline, mask, options), trc.idle_causes(rr.bounds)
+
+
+def _asked(ev: TraceEvents, rr: Any, timeline: RankTrace, mask: np.ndarray, options: RankOptions) -> tuple:
+    """The what-ifs the user asked for: ``--what-if`` edits, then ``--kernels-from``."""
+    from infer_opt.trace.kernels_from import kernels_from_what_if
+    from infer_opt.trace.reader import read_trace
+    from infer_opt.trace.user_edits import user_what_if
+
+    steps, causal = options.steps, options.causal
+    out = tuple(
+        user_what_if(ev, rr, e, timeline.steps, mask, steps=steps, causal=causal)
+        for e in options.what_if_edits
+    )
+    if options.kernels_from is not None:
+        theirs = read_trace(options.kernels_from)
+        out += (
+            kernels_from_what_if(
+                ev, rr, theirs, tt.analyzed_mask(theirs), timeline.steps, mask, steps=steps, causal=causal
+            ),
+        )
+    return out
 
 
 def summarize(path: str, options: RankOptions) -> RankSummary | RankFailure:

@@ -504,6 +504,11 @@ if msgspec is not None:
         concrete: msgspec.Raw | msgspec.UnsetType = msgspec.field(name="Concrete Inputs", default=_U)
         # GPU_ARG_KEYS' last (appended: the positions above stay)
         group: msgspec.Raw | msgspec.UnsetType = msgspec.field(name="Process Group Name", default=_U)
+        # then a cuda_sync record's wait (GPU_ARG_KEYS' last two)
+        wait_stream: msgspec.Raw | msgspec.UnsetType = msgspec.field(name="wait_on_stream", default=_U)
+        wait_record: msgspec.Raw | msgspec.UnsetType = msgspec.field(
+            name="wait_on_cuda_event_record_corr_id", default=_U
+        )
 
     class _Event(msgspec.Struct, gc=False):
         ph: Any = _U
@@ -522,8 +527,8 @@ else:  # pragma: no cover - orjson alone reads every trace, only slower
     _U = object()
     _TYPED_ERRORS = ()
 
-#: a typed args' collective fields when it has none (astuple positions 5 to 10)
-_NO_COLLECTIVE = (_U,) * 6 if msgspec is not None else ()
+#: a typed args' collective, group and wait fields when it has none (astuple positions 5 to 10, 15 to 17)
+_NO_COLLECTIVE = (_U,) * 9 if msgspec is not None else ()
 #: ints orjson keeps as ints (beyond, it parses them as floats; msgspec keeps them)
 _INT_MIN, _INT_MAX = -(1 << 63), (1 << 64) - 1
 
@@ -572,8 +577,8 @@ def _typed_gpu_args(f: tuple, pid: Any, interned: dict, streams: dict, cols: Any
     """A GPU event's kept args, device and correlation from its typed args' fields."""
     corr = -1 if f[0] is _U else f[0]
     device = pid if f[1] is _U else f[1]
-    if f[5:11] != _NO_COLLECTIVE or f[15] is not _U:
-        return _typed_kept((*f[4:11], f[15]), GPU_ARG_KEYS, interned, cols), device, corr
+    if f[5:11] + f[15:18] != _NO_COLLECTIVE:
+        return _typed_kept(f[4:11] + f[15:18], GPU_ARG_KEYS, interned, cols), device, corr
     if f[4] is _U:
         return _NO_ARGS, device, corr
     raw = bytes(f[4])  # the common case: a kernel with its stream only

@@ -219,7 +219,9 @@ def what_ifs(
     found = category_at_bound(groups, peaks, step_s, n)
     found.append(matmul_at_fraction(groups, peaks, step_s, n, matmul_peak_fraction))
     stream, order = busiest_stream(events, keep)
-    gaps = launch_gaps_us(events, order) / 1e6 / n
+    # the gaps are idle time: never more than the median step's (the window's gaps per step can
+    # pass it where steps differ, or under --hta-compat's window)
+    gaps = min(launch_gaps_us(events, order) / 1e6 / n, statistics.median(s.idle_s for s in steps))
     found.append(
         _whatif(
             "cuda_graphs",

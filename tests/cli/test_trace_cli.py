@@ -35,6 +35,32 @@ def test_json_has_the_documented_keys():
     assert r["hta_compat"] is False and r["device_source"] == "deviceProperties"
 
 
+def test_json_has_the_replay_keys_and_user_what_ifs():
+    run = invoke("trace", MODEL, "--what-if", "matmul=0.5x", "--what-if", "host=2x", "--json")
+    assert run.exit_code == 0, run.stderr
+    r = run.json()["result"]
+    step = r["ranks"][0]["steps"][0]
+    assert {"replayed_span_s", "bound", "critical_path"} <= set(step)
+    assert set(step["critical_path"]) == {"host", "launch", "kernel", "memcpy", "sync_wait", "comm"}
+    assert step["bound"] in ("host", "device")
+    assert step["replayed_span_s"] == pytest.approx(step["span_s"])
+    assert sum(step["critical_path"].values()) == pytest.approx(step["replayed_span_s"])
+    assert isinstance(r["idle_causes"], list)
+    for w in r["what_if"]:
+        assert {"scenario", "amdahl_speedup", "replayed_speedup", "replayed_step_s"} <= set(w)
+    user = [w for w in r["what_if"] if w["scenario"] == "user"]
+    assert [w["description"] for w in user] == ["matmul=0.5x", "host=2x"]
+    assert all(w["replayed_step_s"] > 0 for w in user)
+
+
+def test_kernels_from_the_same_trace_replays_to_the_same_step():
+    run = invoke("trace", MODEL, "--kernels-from", MODEL, "--json")
+    assert run.exit_code == 0, run.stderr
+    (w,) = [w for w in run.json()["result"]["what_if"] if w["scenario"] == "kernels_from"]
+    assert w["replayed_speedup"] == pytest.approx(1.0) and w["amdahl_speedup"] == pytest.approx(1.0)
+    assert w["replayed_step_s"] == pytest.approx(w["step_s"])
+
+
 def test_console_output_names_the_device_steps_and_tables():
     run = invoke("trace", MODEL)
     assert run.exit_code == 0, run.stderr
@@ -88,6 +114,34 @@ def test_out_plot_csv_markdown_and_augment(tmp_path):
     assert "GPU trace analysis" in (tmp_path / "r.md").read_text()
 
 
+def test_every_rank_of_a_folder_is_replayed():
+    run = invoke("trace", str(FIXTURES / "two_ranks"), "--json")
+    assert run.exit_code == 0, run.stderr
+    ranks = run.json()["result"]["ranks"]
+    assert len(ranks) == 2
+    for rank in ranks:
+        for step in rank["steps"]:
+            assert step["bound"] in ("host", "device")
+            assert step["replayed_span_s"] == pytest.approx(step["span_s"])
+            assert sum(step["critical_path"].values()) == pytest.approx(step["replayed_span_s"])
+
+
+def test_augment_adds_the_replayed_timeline_of_a_what_if(tmp_path):
+    out = tmp_path / "a.json"
+    run = invoke("trace", MODEL, "--augment", str(out), "--augment-what-if", "host=2x")
+    assert run.exit_code == 0, run.stderr
+    doc = json.loads(out.read_text())
+    replayed = [e for e in doc["traceEvents"] if e.get("pid") == 1_000_000 and e.get("ph") == "X"]
+    gpu = ("kernel", "gpu_memcpy", "gpu_memset")
+    measured = [e for e in doc["traceEvents"] if e.get("cat") in gpu and e.get("pid") != 1_000_000]
+    assert len(replayed) >= len(measured) > 0
+    assert any(e["ts"] < e["args"]["infer_opt_measured_ts"] for e in replayed)  # the host got faster
+    assert all(e["ts"] <= e["args"]["infer_opt_measured_ts"] + 1e-6 for e in replayed)
+    names = [e for e in doc["traceEvents"] if e.get("ph") == "M" and e.get("pid") == 1_000_000]
+    assert names[0]["args"]["name"] == "replayed: host=2x"
+    assert_one_line_error(invoke("trace", MODEL, "--augment-what-if", "none"), "needs --augment")
+
+
 def test_a_folder_of_ranks():
     run = invoke("trace", str(FIXTURES / "two_ranks"), "--json")
     assert run.exit_code == 0, run.stderr
@@ -136,6 +190,13 @@ def test_an_infer_opt_result_is_not_a_trace(tmp_path):
         (["--causal-flops", "quarter"], "--causal-flops"),
         (["--matmul-fraction", "0"], "--matmul-fraction"),
         (["--top", "0"], "--top"),
+        (["--what-if", "gemm=fast"], "PATTERN=Fx"),
+        (["--what-if", "nothing_here*=0.5x"], "the trace has"),
+        (["--what-if", "sync:aten::nonexistent=off"], "host sync"),
+        (["--what-if", "host=0x"], "S > 0"),
+        (["--what-if", "matmul=off"], "only a sync"),
+        (["--kernels-from", str(FIXTURES / "two_streams.json")], "only 0 of 14 op instances match"),
+        (["--kernels-from", str(FIXTURES / "absent.json")], "--kernels-from"),
     ],
 )
 def test_bad_options_are_one_line(argv, needle):

@@ -99,3 +99,23 @@ def test_load_trace_imports_neither_torch_nor_pandas_until_a_frame_is_asked_for(
     )
     out = subprocess.run([sys.executable, "-c", code, str(MODEL)], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False", "True"]
+
+
+def test_critical_path_idle_causes_what_ifs_and_replay_frames():
+    t = infer_opt.load_trace(MODEL)
+    cp = t.critical_path
+    for (_, step), rows in cp.groupby(["rank", "step"]):
+        (s,) = [s for s in t.result.ranks[0].steps if s.step == step]
+        assert rows.time_s.sum() == pytest.approx(s.replayed_span_s)
+    assert {"host", "launch", "memcpy", "sync_wait", "comm"} <= set(cp.cause)
+    assert list(t.idle_causes.columns) == ["cause", "time_s", "fraction"]
+    assert {"amdahl_speedup", "replayed_speedup", "replayed_step_s"} <= set(t.what_ifs.columns)
+    same = t.replay()
+    assert (same.replayed_ts_us - same.ts_us).abs().max() < 1e-6
+    faster = t.replay("host=2x")
+    assert (faster.replayed_end_us <= faster.end_us + 1e-9).all()
+    assert faster.replayed_end_us.max() < faster.end_us.max()
+    with pytest.raises(InvalidInput, match="--what-if"):
+        t.replay("nothing*=0.5x")
+    with pytest.raises(InvalidInput, match="rank"):
+        t.replay(rank=3)

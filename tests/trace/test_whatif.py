@@ -132,3 +132,18 @@ def test_host_copies_are_held_to_the_host_link_not_the_hbm(tmp_path):
     assert "63 GB/s" in transfer.assumption and "pinned" in transfer.assumption
     # the cast is the copy family's, at the HBM bound
     assert found["copy ops at their roofline bound"].saved_s == pytest.approx(4e-6 - cast.bytes / 3.35e12)
+
+
+def test_cuda_graphs_never_save_more_than_the_idle_time():
+    # a window whose launch gaps per step (summed over the window) pass the median step's idle
+    launches = [("cudaLaunchKernel", 10.0 * i, 1.0, i + 1, -1) for i in range(4)]
+    gpu = [("kernel", "k", 10.0 * i + 5, 1.0, 7, i + 1, i, -1, 0 if i < 3 else 1) for i in range(4)]
+    ev = make_events(launches=launches, gpu=gpu, steps=[(1, 0.0, 30.0), (2, 30.0, 40.0)])
+    steps = [
+        StepTimeline(1, 0.0, 21e-6, 3e-6, 18e-6, 3e-6, 0.0, 0.0, 0.0, 0.0),
+        StepTimeline(2, 0.0, 1e-6, 1e-6, 0.0, 1e-6, 0.0, 0.0, 0.0, 0.0),
+        StepTimeline(3, 0.0, 1e-6, 1e-6, 0.0, 1e-6, 0.0, 0.0, 0.0, 0.0),
+    ]
+    found = what_ifs(ev, [], PEAKS, steps)
+    (graphs,) = [w for w in found if w.scenario == "cuda_graphs"]
+    assert graphs.saved_s == 0.0  # the median step has no idle time to give
