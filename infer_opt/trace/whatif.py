@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -169,10 +169,10 @@ def _first(value: object) -> str:
     return str(value[0]) if isinstance(value, list) and value else ""
 
 
-def fusion_bytes(events: TraceEvents, att: Attribution, order: np.ndarray) -> float:
-    """Bytes that a fused elementwise chain would not move: ``2 × intermediate`` per link of
-    adjacent elementwise ops (distinct instances) with the same first-input shape and dtype."""
-    saved = []
+def fusion_links(events: TraceEvents, att: Attribution, order: Iterable[int]) -> Iterator[tuple[int, float]]:
+    """``(op, bytes)`` for each link of a fusable chain: adjacent elementwise ops (distinct
+    instances) with the same first-input shape and dtype; the second would not move ``2 ×
+    intermediate`` bytes (written by the first, read back by it) once fused."""
     prev_op, prev_key = -1, None
     for e in order:
         op = int(att.owner[e])
@@ -183,9 +183,13 @@ def fusion_bytes(events: TraceEvents, att: Attribution, order: np.ndarray) -> fl
         is_elementwise = c is not None and category(c.family) == ELEMENTWISE
         key = (_first(args.get("Input Dims")), _first(args.get("Input type")))
         if is_elementwise and prev_key == key:
-            saved.append(2.0 * _element_bytes(args))
+            yield op, 2.0 * _element_bytes(args)
         prev_op, prev_key = op, key if is_elementwise else None
-    return math.fsum(saved)
+
+
+def fusion_bytes(events: TraceEvents, att: Attribution, order: np.ndarray) -> float:
+    """Bytes that a fused elementwise chain would not move (:func:`fusion_links`, summed)."""
+    return math.fsum(b for _, b in fusion_links(events, att, order))
 
 
 def overlap_saving(steps: Sequence[StepTimeline]) -> float:

@@ -42,7 +42,7 @@ from infer_opt.trace import timeline as tt
 from infer_opt.trace.events import TraceEvents
 from infer_opt.trace.ops import TRANSFER, _key, _meaningful_parent, attribute, category
 from infer_opt.trace.replay import RankReplay, replay, step_replays
-from infer_opt.trace.whatif import ELEMENTWISE, _bound_s, _element_bytes, _first, _whatif, busiest_stream
+from infer_opt.trace.whatif import _bound_s, _whatif, busiest_stream, fusion_links
 
 AT_BOUND_SUFFIX = " ops at their roofline bound"
 TRANSFER_DESCRIPTION = "host↔device copies at the link rate"
@@ -186,18 +186,8 @@ def fusion_edit(events: TraceEvents, rr: RankReplay, mask: np.ndarray, peaks: Pe
     att = attribute(events, None, causal)
     _, order = busiest_stream(events, mask)
     saved: dict[int, float] = {}
-    prev_op, prev_key = -1, None
-    for e in order.tolist():
-        op = int(att.owner[e])
-        if op == prev_op:
-            continue
-        c = att.costs.get(op) if op >= 0 else None
-        args = events.ops.args[op] if op >= 0 else {}
-        is_elementwise = c is not None and category(c.family) == ELEMENTWISE
-        key = (_first(args.get("Input Dims")), _first(args.get("Input type")))
-        if is_elementwise and prev_key == key:
-            saved[op] = saved.get(op, 0.0) + 2.0 * _element_bytes(args) / peaks.bytes_per_s * 1e6
-        prev_op, prev_key = op, key if is_elementwise else None
+    for op, nbytes in fusion_links(events, att, order.tolist()):
+        saved[op] = saved.get(op, 0.0) + nbytes / peaks.bytes_per_s * 1e6
     h_n = rr.graph.n_host
     for e in order.tolist():
         op = int(att.owner[e])
