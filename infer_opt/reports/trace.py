@@ -134,7 +134,8 @@ def _summary(r: TraceResult) -> list[tuple[str, str]]:
             (
                 "Largest what-if (predicted)",
                 f"{best.description}: {format_ratio(best.replayed_speedup)} replayed (dependencies kept), "
-                f"Amdahl {format_ratio(best.amdahl_speedup)} (no dependencies; an upper bound)",
+                f"Amdahl {format_ratio(best.amdahl_speedup)} (no dependencies"
+                f"{'; an upper bound' if best.amdahl_speedup >= best.replayed_speedup else ''})",
             )
         )
     else:
@@ -485,6 +486,8 @@ def _what_if_table(r: TraceResult) -> Table | None:
         rows_of(rows, columns),
         caption=(
             "Replayed: the edited dependency graph replayed (launches, streams and syncs kept); "
+            "Amdahl bounds it for work made faster, not for CUDA graphs, which also remove the host "
+            "work between launches that Amdahl over the kernel gaps does not count; "
             if replayed
             else ""
         )
