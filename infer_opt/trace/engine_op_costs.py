@@ -35,10 +35,12 @@ registered schema (checked against the engines' sources):
   counts: a padded slot of ``-1`` that the kernel skips cannot be told from the shapes. Family
   ``kv_cache``, features ``(tokens, row elements)``.
 * **Inductor pointwise kernels** ``triton_poi_*`` (``torch.compile``'s Triton kernels, recorded
-  with their buffers and ``xnumel``/``ynumel``): the trailing integers are the iteration size
-  ``n``; each buffer read or written once, at most ``n`` elements of it (a broadcast buffer at
-  its size, a gathered one at the elements picked); ``n`` FLOPs. Without the recorded sizes
-  (some kernels record none) there is no formula. Family ``triton_poi``.
+  with their buffers and ``xnumel``/``ynumel``): the iteration size ``n`` is the last integer
+  argument (``xnumel``), else the product of the last two (``ynumel·xnumel``), whichever is the
+  size of one of its buffers (the output it writes); each buffer read or written once, at most
+  ``n`` elements of it (a broadcast buffer at its size, a gathered one at the elements picked);
+  ``n`` FLOPs. Without the recorded sizes (some kernels record none) there is no formula.
+  Family ``triton_poi``.
 
 **No formula** (their work is not in the shapes): ``vllm::moe_forward`` (the expert weights
 are module state, not inputs, and which experts a batch's tokens reach — so the weight bytes —
@@ -149,18 +151,22 @@ def _kv_store(name: str, namespace: str, p: Sequence[_Arg]) -> _Got | None:
 
 
 def _triton_pointwise(name: str, namespace: str, p: Sequence[_Arg]) -> _Got | None:
-    sizes: list[int] = []
-    for a in reversed(p):  # the trailing integers: xnumel (after ynumel for a 2-D kernel)
+    ints: list[int] = []
+    for a in reversed(p):  # the trailing integers: xnumel, after it ynumel (a 2-D kernel)
         value = _literal(a.value) if a.kind == "scalar" else None
-        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0 or len(ints) == 2:
             break
-        sizes.append(value)
+        ints.append(value)
     ts = _tensors(p)
-    if not sizes or not ts:
+    sizes = {_numel(t.shape) for t in ts}
+    # the iteration size is the size of a buffer it writes: xnumel, else ynumel·xnumel (other
+    # integer arguments, a vocabulary's bounds, are not sizes)
+    n = next((c for c in (ints[:1], ints[:2]) if c and math.prod(c) in sizes), None)
+    if n is None:
         return None
-    n = math.prod(sizes)
-    nbytes = sum(min(_numel(t.shape), n) * _esize(t.dtype) for t in ts)
-    return float(n), float(nbytes), "triton_poi", (n,), None
+    total = math.prod(n)
+    nbytes = sum(min(_numel(t.shape), total) * _esize(t.dtype) for t in ts)
+    return float(total), float(nbytes), "triton_poi", (total,), None
 
 
 _Formula = Callable[[str, str, Sequence[_Arg]], "_Got | None"]

@@ -184,6 +184,17 @@ def test_triton_pointwise_gather_counts_the_picked_elements_and_needs_its_size()
     assert op_cost("triton_poi_fused_0", rec(([32], I32), ([201088, 2880], BF), ([32, 2880], BF))) is None
 
 
+def test_triton_pointwise_other_integer_arguments_are_not_sizes():
+    # B200's vocab-parallel mask kernel: (ids, out, mask, 0, 25136, 201088, 201088, 0, xnumel 888)
+    args = rec(([888], I32), ([888], I64), ([888], "bool"), *[([], "Scalar", v) for v in
+               ("0", "25136", "201088", "201088", "0", "888")])  # fmt: skip
+    c = op_cost("triton_poi_fused_add_bitwise_and_bitwise_not_0", args)
+    assert c.flops == 888 and c.bytes == 888 * (4 + 8 + 1)
+    # trailing integers none of whose products is a buffer's size: no formula
+    bad = rec(([16], F32), ([16], F32), ([], "Scalar", "100"), ([], "Scalar", "7"))
+    assert op_cost("triton_poi_fused_mul_0", bad) is None
+
+
 # --------------------------------------------------------------------------- no formula
 
 
