@@ -299,3 +299,13 @@ def test_shared_pairs_engine_ops_get_formulas_below_the_peak(pair, engine_ops, f
     ]
     assert set(missing) <= {"vllm::moe_forward", "vllm::unified_attention_with_output",
                             "sglang_profiler::attention_paged_attention_ragged_100"}  # fmt: skip
+
+
+def test_calibration_names_the_engine_families_features():
+    from infer_opt.trace.calibrate import feature_names
+
+    assert feature_names("activation.silu_and_mul", 2) == ("rows", "d")
+    assert feature_names("rotary", 3) == ("tokens", "heads", "rot_dim")
+    assert feature_names("kv_cache", 2) == ("tokens", "row")
+    assert feature_names("rms_norm.add", 2) == ("rows", "hidden")
+    assert feature_names("triton_poi", 1) == ("n",)
