@@ -566,8 +566,8 @@ MESSAGES: dict[str, Words] = {
         f"linked to its capture, {v['share']:.1%} of the replay's GPU time is still in ops with no FLOP/byte "
         "formula ("
         + ", ".join(f"{name} {share:.1%}" for name, share in v["ops"])
-        + "): an engine's own ops have no formula here, and its MoE and paged-attention ops leave the "
-        "weights or KV lengths a formula needs out of their recorded inputs"
+        + "): ops with no formula for their name here (an engine's MoE and paged-attention ops leave the "
+        "weights or KV lengths a formula needs out of their recorded inputs)"
     ),
     "trace_capture_by_order": lambda v: (
         f"{v['capture']}: its launches record no kernel names (CUDA's do not): replayed kernels were "

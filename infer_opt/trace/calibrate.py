@@ -95,6 +95,10 @@ FEATURE_NAMES = {
     "softmax": ("rows", "cols"),
     "embedding": ("rows", "dim"),
     "transfer": ("bytes",),
+    # the engines' ops (engine_op_costs)
+    "activation": ("rows", "d"),
+    "rotary": ("tokens", "heads", "rot_dim"),
+    "kv_cache": ("tokens", "row"),
 }
 
 

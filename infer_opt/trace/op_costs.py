@@ -823,9 +823,12 @@ def _op_cost(name: str, args: Mapping, causal: str, list_dtype: str | None) -> O
     assumed = ""
     if any(a.kind == "list" for a in parsed) and not dtype:
         assumed = f"TensorList dtype {list_dtype or 'fp32'} (not recorded)"
-    if short in ALIAS_OPS or short in EMPTY_OPS:
+    engine = _engine_formula(name)
+    if engine is not None:  # an engine's custom op (vLLM, SGLang, AITER): engine_op_costs
+        got = engine[2](engine[1], engine[0], parse_args(args))
+    elif short in ALIAS_OPS or short in EMPTY_OPS:
         return OpCost(0.0, 0.0, f"view.{short}", dtype, shapes)
-    if short.startswith("_foreach_"):
+    elif short.startswith("_foreach_"):
         got = _foreach(short, parsed, causal, list_dtype or dtype or "fp32")
     elif short in _COPIES or short in ("copy_", "fill_", "zero_"):
         got = _copy(short, parsed, causal, list_dtype or "fp32")
@@ -840,3 +843,9 @@ def _op_cost(name: str, args: Mapping, causal: str, list_dtype: str | None) -> O
     return OpCost(
         float(flops), float(nbytes), family, dtype or (list_dtype or ""), shapes, is_causal, features, assumed
     )
+
+
+def _engine_formula(name: str) -> Any:
+    from infer_opt.trace.engine_op_costs import engine_formula  # it imports this module's helpers
+
+    return engine_formula(name)

@@ -83,6 +83,9 @@ CATEGORIES = (
     "copy",
     TRANSFER,
 )
+#: engine ops' families (``engine_op_costs``) that are their own category, named as
+#: ``kernel_names`` names their kernels' families
+ENGINE_CATEGORIES = ("activation", "rotary", "kv_cache")
 #: their directions (``transfer.h2d``, ``transfer.d2h``) and how memcpy names spell them (CUDA
 #: ``Memcpy HtoD (Pageable -> Device)``, HIP ``Memcpy HtoD (Host -> Device)``)
 TRANSFER_WAYS = {"h2d": "HtoD", "d2h": "DtoH"}
@@ -260,6 +263,8 @@ def category(family: str) -> str:
     if "norm" in head:
         return "norm"
     if head in ("softmax", "embedding"):
+        return head
+    if head in ENGINE_CATEGORIES:
         return head
     if head in ("copy", "clone", "to_copy", "cat"):
         return "copy"
