@@ -273,7 +273,8 @@ def _linked(
     if not captures_given and (not involved or not tcap.capture_folders(paths)):
         launches = sum(s.graph_launches for s in summaries)
         return summaries, (), [Notice("trace_capture_absent", {"replays": launches})] if launches else []
-    traces = list(read_traces([summaries[i].path for i in involved], workers=workers))
+    # (none involved: a --capture with no replay to link is still read, and checked, by pair)
+    traces = list(read_traces([summaries[i].path for i in involved], workers=workers)) if involved else []
     rest, links, notices = tcap.pair(traces, paths, capture, workers=workers)
     again = {ev.path: rk.summarize_events(ev, options) for ev in rest}
     out = [s for i, s in enumerate(summaries) if i not in set(involved) or s.path in again]

@@ -298,3 +298,11 @@ def test_augment_of_several_ranks_never_writes_over_an_input_rank(tmp_path):
     run = invoke("trace", *map(str, ranks), "--augment", str(tmp_path / "t.json"))
     assert_one_line_error(run, "--augment", "being read")
     assert [r.read_bytes() for r in ranks] == before
+
+
+def test_a_capture_that_is_no_capture_is_one_line_even_without_replays_to_link():
+    """Found by hand: a --capture beside a trace with no graph replays read nothing and crashed
+    (an empty process pool); the capture is still checked, in one line."""
+    fixture = Path(__file__).resolve().parents[1] / "trace" / "fixtures" / "model_step.json"
+    run = invoke("trace", str(fixture), "--capture", str(fixture))
+    assert_one_line_error(run, "--capture", "graph-capture trace")
