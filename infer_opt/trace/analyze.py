@@ -51,11 +51,11 @@ from infer_opt.notices import Notice
 from infer_opt.trace import capture as tcap
 from infer_opt.trace import collectives as tc
 from infer_opt.trace import devices as td
-from infer_opt.trace import ops as to
 from infer_opt.trace import ranks as rk
 from infer_opt.trace import roofline as tr
 from infer_opt.trace import timeline as tt
 from infer_opt.trace.events import TraceEvents
+from infer_opt.trace.fold import RankFold
 from infer_opt.trace.kernel_table import kernel_rows
 from infer_opt.trace.op_costs import CAUSAL_CONVENTIONS
 from infer_opt.trace.reader import trace_files
@@ -171,17 +171,16 @@ def analyze(
         what_if_edits=tuple(what_if_edits), kernels_from=kernels_from and os.fspath(kernels_from),
     )  # fmt: skip
     how = {"scheduler": scheduler, "workers": workers, "progress": progress}
-    summaries, links, spec, source, warnings = _gathered(list(paths), options, strict, how, capture)
+    summaries, fold, links, spec, source, warnings = _gathered(list(paths), options, strict, how, capture)
     has_gpu = any(s.has_gpu for s in summaries)
     peaks, known, more = _peaks(
         spec, source, has_gpu, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth, roofline_fit=roofline_fit
     )
     warnings = [w for s in summaries for w in s.warnings] + warnings + more
     timelines = [_renumbered(s, position) for position, s in enumerate(summaries)]
-    groups = [s.groups for s in summaries]
-    merged = to.merge_groups(groups, peaks=peaks) if len(groups) > 1 else groups[0]
+    merged = fold.groups(spec, peaks)  # to.merge_groups of the ranks' groups, folded as they came
     slowest, skew = tt.rank_skew(timelines)
-    found_what_if, idle = _slowest_what_if(summaries, timelines, slowest, known) if has_gpu else ((), ())
+    found_what_if, idle = _slowest_what_if(fold, known) if has_gpu else ((), ())
     rows = tc.collective_rows([_calls(s, r.rank) for s, r in zip(summaries, timelines, strict=True)])
     fits, fit_notices = tc.alpha_beta(rows)
     warnings += fit_notices
@@ -189,7 +188,7 @@ def analyze(
     warnings += [] if has_gpu else [Notice("trace_cpu_only", {"files": len(summaries)})]
     warnings += [w for r in timelines for w in r.warnings]
     crossed, job_notices = _cross_rank(summaries, timelines)
-    kernels, families, coverage, gaps = _coverages(summaries, links, merged)
+    kernels, families, coverage, gaps = _coverages(summaries, fold.kernel_totals(spec), links, merged)
     warnings += gaps
     result = TraceResult(
         files=tuple(s.path for s in summaries),
@@ -207,7 +206,7 @@ def analyze(
         steps_selected="all" if steps is None else f"{steps[0]}-{steps[1]}",
         slowest_rank=slowest if len(timelines) > 1 else None,
         step_skew=skew,
-        trace_fit=tr.fit_from_trace(merged, kernel_times=_kernel_times(summaries)) if has_gpu else None,
+        trace_fit=tr.fit_from_trace(merged, kernel_times=fold.kernel_times(spec)) if has_gpu else None,
         alpha_beta=_alpha_beta_rows(fits),
         cpu_ops=() if has_gpu else _merged_cpu_ops(s.cpu_ops for s in summaries),
         warnings=_unique(warnings + job_notices),
@@ -224,9 +223,9 @@ def analyze(
     return Analysis(result, kept if whole else (), masks if kept else (), steps, replays)
 
 
-def _coverages(summaries: Sequence[rk.RankSummary], links: tuple, merged: tuple) -> tuple:
+def _coverages(summaries: Sequence[rk.RankSummary], totals: dict, links: tuple, merged: tuple) -> tuple:
     """(kernel rows, family coverage, formula coverage, the notices of linked replays' gaps)."""
-    kernels, families = kernel_rows([s.kernel_totals for s in summaries])
+    kernels, families = kernel_rows([totals])
     coverage = _merge_coverage(s.coverage for s in summaries)
     return kernels, families, coverage, tcap.formula_gaps(links, merged, coverage)
 
@@ -245,15 +244,25 @@ def _gathered(
     strict: bool,
     how: dict[str, Any],
     capture: Sequence[str | os.PathLike[str]] | None,
-) -> tuple[list[rk.RankSummary], tuple, td.DeviceSpec | None, str, list[Notice]]:
+) -> tuple[list[rk.RankSummary], RankFold, tuple, td.DeviceSpec | None, str, list[Notice]]:
     """The map's summaries (graph replays linked to their capture, every rank analysed with the
-    job's device), the capture links, the device, its source and what was said on the way."""
-    summaries, warnings = _summaries(trace_files(paths), options, strict, how)
+    job's device) and their running reduce (:mod:`.fold`: each summary's groups folded as it
+    arrives), the capture links, the device, its source and what was said on the way."""
+    files = trace_files(paths)
+    fold = RankFold(files)
+    summaries, warnings = _summaries(files, options, strict, {**how, "consume": fold.take})
     summaries, links, link_notices = _linked(summaries, paths, capture, options, how["workers"])
+    summaries = [fold.add(s) if s.is_capture or s.graph_launches else s for s in summaries]
     spec, source, notices = _job_device(summaries, options.device)
     if options.device is None:
-        summaries = rk.reanalysed(summaries, options, spec, **how)
-    return summaries, links, spec, source, warnings + link_notices + notices
+        summaries = rk.reanalysed(summaries, options, spec, **how, consume=fold.add)
+        # a rank not read again (its file gone since): left out, its first analysis is no rank of this device
+        lost = [s for s in summaries if s.has_gpu and rk._name(s.spec) != rk._name(spec)]
+        notices += rk.failed_notices(
+            [rk.RankFailure(s.path, "not read again with the job's device") for s in lost]
+        )
+        summaries = [s for s in summaries if all(s is not x for x in lost)]
+    return summaries, fold, links, spec, source, warnings + link_notices + notices
 
 
 def _linked(
@@ -281,13 +290,12 @@ def _linked(
     return [again.get(s.path, s) for s in out], links, notices
 
 
-def _slowest_what_if(
-    summaries: Sequence[rk.RankSummary], timelines: Sequence[RankTrace], slowest: int | None, known: bool
-) -> tuple[tuple, tuple]:
-    """The what-ifs and idle causes of the slowest rank (each rank's were computed in the map)."""
-    at = summaries[next(i for i, r in enumerate(timelines) if r.rank == slowest)]
-    found = at.what_if if known else tuple(w for w in at.what_if if w.scenario not in _NEED_PEAKS)
-    return found, at.idle_causes
+def _slowest_what_if(fold: RankFold, known: bool) -> tuple[tuple, tuple]:
+    """The what-ifs and idle causes of the slowest rank (each rank's were computed in the map;
+    the fold kept the running slowest's)."""
+    what_if, idle = fold.slowest()
+    found = what_if if known else tuple(w for w in what_if if w.scenario not in _NEED_PEAKS)
+    return found, idle
 
 
 def _alpha_beta_rows(fits: dict[str, Any]) -> tuple[AlphaBetaRow, ...]:
@@ -354,16 +362,6 @@ def _calls(s: rk.RankSummary, rank: int) -> list[tc.CollectiveCall]:
     from dataclasses import replace
 
     return [c if c.rank == rank else replace(c, rank=rank) for c in s.calls]
-
-
-def _kernel_times(summaries: Sequence[rk.RankSummary]) -> tuple[np.ndarray, np.ndarray]:
-    """The ranks' kernel durations as (distinct values, counts): their union without the events."""
-    values = np.concatenate([s.kernel_values for s in summaries])
-    counts = np.concatenate([s.kernel_counts for s in summaries])
-    distinct, where = np.unique(values, return_inverse=True)
-    total = np.zeros(len(distinct), dtype=np.int64)
-    np.add.at(total, where, counts)
-    return distinct, total
 
 
 def _merged_cpu_ops(

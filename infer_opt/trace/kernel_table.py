@@ -84,11 +84,15 @@ def kernel_rows(
 ) -> tuple[tuple[KernelRow, ...], tuple[CoverageRow, ...]]:
     """The kernel rows and family coverage from each rank's :func:`kernel_totals` (the map
     over ranks sends these, not the events)."""
-    totals: dict[tuple[str, str, str], tuple[int, float]] = {}
+    from infer_opt.trace.fold import Exact
+
+    summed: dict[tuple[str, str, str], tuple[int, Exact]] = {}
     for found in per_rank:
         for key, (c, t) in found.items():
-            c0, t0 = totals.get(key, (0, 0.0))
-            totals[key] = (c0 + c, t0 + t)
+            c0, t0 = summed.setdefault(key, (0, Exact()))
+            t0.add(t)  # exact: the ranks' order cannot change a bit
+            summed[key] = (c0 + c, t0)
+    totals = {key: (c, float(t)) for key, (c, t) in summed.items()}
     all_us = math.fsum(t for _, t in totals.values())
     if all_us <= 0 and not totals:
         return (), ()

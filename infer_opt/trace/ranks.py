@@ -316,12 +316,17 @@ def _done(progress: Progress | None, done: int, total: int) -> None:
 
 
 def _local(
-    files: Sequence[str], options: RankOptions, workers: int | None, progress: Progress | None, task: Any
+    files: Sequence[str],
+    options: RankOptions,
+    workers: int | None,
+    progress: Progress | None,
+    task: Any,
+    consume: Callable[[Any], Any],
 ) -> list[RankSummary | RankFailure]:
     if len(files) == 1 or workers == 1:
         out = []
         for i, f in enumerate(files):
-            out.append(task(f, options))
+            out.append(consume(task(f, options)))
             _done(progress, i + 1, len(files))
         return out
     found: list[RankSummary | RankFailure | None] = [None] * len(files)
@@ -330,7 +335,7 @@ def _local(
         for done, future in enumerate(as_completed(futures), 1):
             i = futures[future]
             try:
-                found[i] = future.result()
+                found[i] = consume(future.result())
             except BrokenProcessPool:
                 found[i] = RankFailure(files[i], "its worker process died")
             _done(progress, done, len(files))
@@ -353,7 +358,12 @@ def connect(address: str) -> Any:
 
 
 def _dask(
-    files: Sequence[str], options: RankOptions, scheduler: Any, progress: Progress | None, task: Any
+    files: Sequence[str],
+    options: RankOptions,
+    scheduler: Any,
+    progress: Progress | None,
+    task: Any,
+    consume: Callable[[Any], Any],
 ) -> list[RankSummary | RankFailure]:
     """The map on a Dask cluster. Ranks lost with a worker that died are tried again one at a
     time (a worker holds several ranks at once): the one that fails again is named, the rest kept."""
@@ -369,14 +379,14 @@ def _dask(
         lost = []
         for done, future in enumerate(arriving, 1):
             i = where[future.key]
-            found[i] = _outcome(future, files[i])
+            found[i] = consume(_outcome(future, files[i]))
             future.release()
             if isinstance(found[i], _Lost):
                 lost.append(i)
             else:
                 _done(progress, done - len(lost), len(files))
         for i in sorted(lost):
-            found[i] = _outcome(client.submit(task, files[i], options=options, pure=False), files[i])
+            found[i] = consume(_outcome(client.submit(task, files[i], options=options, pure=False), files[i]))
             _done(progress, len(files) - len(lost) + sorted(lost).index(i) + 1, len(files))
     finally:
         if isinstance(scheduler, str):
@@ -405,17 +415,20 @@ def map_ranks(
     workers: int | None = None,
     progress: Progress | None = None,
     task: Callable[[str, RankOptions], RankSummary | RankFailure] = summarize,
+    consume: Callable[[Any], Any] | None = None,
 ) -> list[RankSummary | RankFailure]:
     """Every file summarized, in the order given. ``scheduler``: a Dask address or Client;
-    ``task``: the map's body (:func:`summarize`; another only in tests)."""
+    ``task``: the map's body (:func:`summarize`; another only in tests); ``consume``: each
+    outcome as it arrives (the running reduce, :meth:`.fold.RankFold.take`), what it returns kept."""
+    consume = consume or (lambda found: found)
     paths = (
         [os.path.abspath(os.fspath(f)) for f in files]
         if scheduler is not None
         else [os.fspath(f) for f in files]
     )
     if scheduler is not None:
-        return _dask(paths, options, scheduler, progress, task)
-    return _local(paths, options, workers, progress, task)
+        return _dask(paths, options, scheduler, progress, task, consume)
+    return _local(paths, options, workers, progress, task, consume)
 
 
 def reanalysed(
