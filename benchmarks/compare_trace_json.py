@@ -26,7 +26,7 @@ def inputs(tmp: Path) -> dict[str, Path]:
     pair = tmp / "pair"
     pair.mkdir(exist_ok=True)
     for name in PAIR:
-        if not (pair / name).exists():
+        if not (pair / name).is_symlink():
             (pair / name).symlink_to(SHARED.resolve() / name)
     found["PAIR"] = pair
     job = tmp / "job6"
