@@ -504,6 +504,11 @@ MESSAGES: dict[str, Words] = {
         f"both steps are host-bound (the GPU idle {v['base']:.0%} and {v['new']:.0%} of them): the step time "
         "measures the host (Python, launches, syncs), so the headline compares the GPU kernel time per step"
     ),
+    "trace_compare_host_bound_path": lambda v: (
+        f"both steps are host-bound (host work, launches and syncs {v['base']:.0%} and {v['new']:.0%} of the "
+        "replayed critical path): the step time measures the host, so the headline compares the host's "
+        "time on the path and the GPU kernel time per step"
+    ),
     "trace_compare_one_step": lambda v: (
         "neither trace has two steps: the spread between steps is unknown, so a change is called on "
         "the threshold alone"

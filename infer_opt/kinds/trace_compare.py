@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from infer_opt.kinds.trace import Shapes, as_shapes
+from infer_opt.kinds.trace import IdleCause, Shapes, as_shapes
 from infer_opt.notices import Notice
 from infer_opt.results import Result
 
@@ -24,6 +24,19 @@ class TraceSide:
     kernel_time_per_step_s: float
     #: the GPU's idle share of the analyzed steps (median over ranks); None when unknown
     idle_fraction: float | None = None
+    # from the replay of each step (trace/critical.py), per step: the mean over every replayed
+    # step of every rank; '' / 0 / {} where the trace result has no replay (--hta-compat, older)
+    bound: str = ""  # host / device: the side holding most of the mean critical path
+    bound_share: float = 0.0  # that side's share of it
+    replayed_step_s: float = 0.0  # mean replayed span (what the causes sum to)
+    critical_path: dict[str, float] = field(default_factory=dict)  # cause -> s per step
+    critical_kernels: dict[str, float] = field(default_factory=dict)  # kernel category -> s per step
+    idle_causes: tuple[IdleCause, ...] = ()  # the trace result's (its slowest rank's) idle causes
+
+    @property
+    def host_on_path_s(self) -> float:
+        """Host-side time on the critical path per step (host work, launches, sync waits)."""
+        return sum(self.critical_path.get(k, 0.0) for k in ("host", "launch", "sync_wait"))
 
 
 @dataclass(frozen=True)
@@ -55,6 +68,18 @@ class CategoryShare:
 
 
 @dataclass(frozen=True)
+class CauseChange:
+    """One cause of the critical path on both sides, per step (``kernel: <category>`` rows split
+    the ``kernel`` cause); shares are of each side's replayed step."""
+
+    cause: str
+    base_per_step_s: float
+    new_per_step_s: float
+    base_share: float
+    new_share: float
+
+
+@dataclass(frozen=True)
 class TraceCompareResult(Result):
     KIND = "trace-compare"
 
@@ -71,3 +96,5 @@ class TraceCompareResult(Result):
     #: what the headline compares: ``step`` (the median step), ``kernel_time`` (both steps
     #: host-bound: the step measures the host, so the GPU's kernel time per step instead)
     compared: str = "step"
+    #: the critical path by cause side by side (empty where either side has no replay)
+    critical_path: tuple[CauseChange, ...] = ()

@@ -46,6 +46,11 @@ def build_view(result: TraceCompareResult, *, top: int = TOP) -> View:
     ]
     if result.matched_fraction is not None:
         summary.append(("Kernel time in ops both ran", format_percent(result.matched_fraction)))
+    for label, side in (("Base", result.base), ("New", result.new)):
+        if side.bound:
+            summary.append((f"{label} step bound (replayed)", _bound(side)))
+        if side.idle_causes:
+            summary.append((f"{label} idle causes", _idle(side)))
     op_columns = [
         Column("name", "Op", short_name, align="left", csv_header="name", is_key=True),
         Column("shapes", "Shapes", _shapes_full, "left", "shapes", importance=-1, terminal=_shapes),
@@ -93,11 +98,42 @@ def build_view(result: TraceCompareResult, *, top: int = TOP) -> View:
         cat_columns,
         rows_of(result.categories, cat_columns),
     )
+    tables = [ops, categories]
+    if result.critical_path:
+        tables.append(_critical_table(result))
     return View(
         title="Trace comparison",
         summary=summary,
-        tables=[ops, categories],
+        tables=tables,
         verdict=result.headline,
         verdict_ok=result.step_ratio <= 1 if result.step_ratio == result.step_ratio else True,
         warnings=list(result.warnings),
+    )
+
+
+def _bound(s: TraceSide) -> str:
+    return (
+        f"{s.bound}-bound ({format_percent(s.bound_share)} of the critical path), replayed step "
+        f"{format_duration(s.replayed_step_s, 4)}"
+    )
+
+
+def _idle(s: TraceSide, top: int = 3) -> str:
+    return ", ".join(f"{c.cause} {format_duration(c.time_s)}/step" for c in s.idle_causes[:top])
+
+
+def _critical_table(result: TraceCompareResult) -> Table:
+    columns = [
+        Column("cause", "Cause", align="left", csv_header="cause", is_key=True),
+        Column("base_per_step_s", "Base / step", format_duration, csv_header="base_per_step_s"),
+        Column("new_per_step_s", "New / step", format_duration, csv_header="new_per_step_s"),
+        Column("base_share", "Base share", format_percent, csv_header="base_share", importance=2),
+        Column("new_share", "New share", format_percent, csv_header="new_share", importance=2),
+    ]
+    return Table(
+        "Critical path by cause side by side (replayed, per step)",
+        columns,
+        rows_of(result.critical_path, columns),
+        caption="Each side's mean over its replayed steps; host, launch and sync_wait are the host's "
+        "side, the rest the device's; 'kernel: …' rows split the kernel time by category.",
     )

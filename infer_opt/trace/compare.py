@@ -6,6 +6,15 @@ window (summed over its steps and ranks, divided by their number). A change is c
 larger side's max − min of that group's per-step time); where neither side has two steps the
 spread is unknown and the verdict rests on the threshold alone (said in a warning). Categories
 are the ops' families, as shares of each side's kernel time.
+
+**What the step measures.** Each side carries the replay's verdict (trace/critical.py): the
+critical path by cause, per step (the mean over every replayed step of every rank), the side
+(``host``: host work, launches, sync waits; ``device``: kernels, memcpy, comm) holding most of it,
+and the trace's idle causes. A side is host-bound by that verdict where it has a replay, else
+when its GPU idles more than ``HOST_BOUND_IDLE`` of the step. Both host-bound: the step time
+measures the two hosts, so the headline says how much host time on the critical path differs,
+with the GPU kernel time per step beside it; one host-bound: the step ratio is kept and the
+headline says it mixes a host and a GPU.
 """
 
 from __future__ import annotations
@@ -16,8 +25,16 @@ from collections import defaultdict
 
 from infer_opt.errors import InvalidInput
 from infer_opt.kinds.trace import OpGroup, TraceResult
-from infer_opt.kinds.trace_compare import CategoryShare, OpChange, TraceCompareResult, TraceSide
+from infer_opt.kinds.trace_compare import (
+    CategoryShare,
+    CauseChange,
+    OpChange,
+    TraceCompareResult,
+    TraceSide,
+)
 from infer_opt.notices import Notice
+from infer_opt.trace.critical import CAUSES, HOST_SIDE
+from infer_opt.units import format_duration
 
 THRESHOLD = 0.05
 #: a step whose GPU is idle more than this share of it measures the host, not the GPU
@@ -30,10 +47,35 @@ def _windows(r: TraceResult) -> int:
     return max(sum(len(rank.steps) for rank in r.ranks), 1)
 
 
+def _path(r: TraceResult) -> dict:
+    """The mean critical path per step over every replayed step of every rank, its bound and the
+    mean replayed span ({} where nothing was replayed)."""
+    steps = [s for rank in r.ranks for s in rank.steps if s.critical_path]
+    if not steps:
+        return {}
+    n = len(steps)
+    causes = {c: math.fsum(s.critical_path.get(c, 0.0) for s in steps) / n for c in CAUSES}
+    kinds = dict.fromkeys(k for s in steps for k in s.critical_kernels)
+    kernels = {k: math.fsum(s.critical_kernels.get(k, 0.0) for s in steps) / n for k in kinds}
+    total = math.fsum(causes.values())
+    host = math.fsum(causes[c] for c in HOST_SIDE)
+    bound = "host" if host > total - host else "device"
+    share = min(1.0, max(host, total - host) / total) if total > 0 else 0.0
+    return {
+        "bound": bound,
+        "bound_share": share,
+        "replayed_step_s": math.fsum(s.replayed_span_s for s in steps) / n,
+        "critical_path": causes,
+        "critical_kernels": kernels,
+    }
+
+
 def _side(name: str, r: TraceResult) -> TraceSide:
     medians = [rank.step_time_median_s for rank in r.ranks] or [0.0]
     idle = [rank.idle_fraction for rank in r.ranks if rank.steps]
     return TraceSide(
+        **_path(r),
+        idle_causes=r.idle_causes,
         name=name,
         device_name=r.device_name,
         ranks=len(r.ranks),
@@ -118,11 +160,17 @@ def compare_traces(
         values = {"matched": matched, "ops_both": sum(1 for k in b if k in n), "ops": len({*b, *n})}
         warnings.append(Notice("trace_compare_unmatched", values))
     host_bound = _host_bound(sb) and _host_bound(sn)
-    if host_bound:
+    if host_bound and sb.bound and sn.bound:
+        shares = {"base": sb.bound_share, "new": sn.bound_share}
+        warnings.append(Notice("trace_compare_host_bound_path", shares))
+    elif host_bound and sb.idle_fraction is not None and sn.idle_fraction is not None:
         warnings.append(
             Notice("trace_compare_host_bound", {"base": sb.idle_fraction, "new": sn.idle_fraction})
         )
-    headline = _kernel_headline(sb, sn, threshold) if host_bound else _headline(sb, sn, ratio, threshold)
+    if host_bound:
+        headline = _kernel_headline(sb, sn, threshold)
+    else:
+        headline = _headline(sb, sn, ratio, threshold) + _one_host_bound(sb, sn)
     return TraceCompareResult(
         base=sb,
         new=sn,
@@ -134,6 +182,7 @@ def compare_traces(
         warnings=tuple(warnings),
         matched_fraction=matched,
         compared="kernel_time" if host_bound else "step",
+        critical_path=_causes(sb, sn),
     )
 
 
@@ -143,7 +192,61 @@ def _largest(values) -> float | None:
 
 
 def _host_bound(side: TraceSide) -> bool:
+    if side.bound:  # the replay's verdict
+        return side.bound == "host"
     return side.idle_fraction is not None and side.idle_fraction > HOST_BOUND_IDLE
+
+
+def _why_host(side: TraceSide) -> str:
+    if side.bound:
+        return f"host {side.bound_share:.0%} of its critical path"
+    return f"the GPU idle {side.idle_fraction:.0%} of it"
+
+
+def _one_host_bound(b: TraceSide, n: TraceSide) -> str:
+    """One side host-bound, the other not: the step ratio compares a host with a GPU."""
+    hb, hn = _host_bound(b), _host_bound(n)
+    if hb == hn:
+        return ""
+    host, dev = (b, n) if hb else (n, b)
+    return (
+        f"; but {host.name}'s step is host-bound ({_why_host(host)}) and {dev.name}'s device-bound: "
+        f"the step ratio measures {host.name}'s host against {dev.name}'s GPU"
+    )
+
+
+def _host_difference(b: TraceSide, n: TraceSide, threshold: float) -> str:
+    """How much host time on the critical path differs per step (both sides replayed)."""
+    hb, hn = b.host_on_path_s, n.host_on_path_s
+    if not (b.critical_path and n.critical_path) or hb <= 0 or hn <= 0:
+        return ""
+    head = f"host time on the critical path {format_duration(hb, 4)} → {format_duration(hn, 4)} per step "
+    if abs(hn / hb - 1) < threshold:
+        return head + f"(the same within ±{threshold:.0%}); "
+    more = hn > hb
+    return head + f"({n.name}'s host {hn / hb if more else hb / hn:.3g}× {'slower' if more else 'faster'}); "
+
+
+def _causes(b: TraceSide, n: TraceSide) -> tuple[CauseChange, ...]:
+    """The critical path by cause side by side, ``kernel`` split by category after it."""
+    if not (b.critical_path and n.critical_path):
+        return ()
+    tb, tn = b.replayed_step_s, n.replayed_step_s
+    rows = []
+    for cause in CAUSES:
+        rows.append((cause, b.critical_path.get(cause, 0.0), n.critical_path.get(cause, 0.0)))
+        if cause == "kernel":
+            kinds = dict.fromkeys([*b.critical_kernels, *n.critical_kernels])
+            ordered = sorted(
+                kinds, key=lambda k: -(b.critical_kernels.get(k, 0.0) + n.critical_kernels.get(k, 0.0))
+            )
+            rows += [
+                (f"kernel: {k}", b.critical_kernels.get(k, 0.0), n.critical_kernels.get(k, 0.0))
+                for k in ordered
+            ]
+    return tuple(
+        CauseChange(c, vb, vn, vb / tb if tb > 0 else 0.0, vn / tn if tn > 0 else 0.0) for c, vb, vn in rows
+    )
 
 
 def _matched_fraction(b: dict, n: dict) -> float | None:
@@ -157,10 +260,17 @@ def _matched_fraction(b: dict, n: dict) -> float | None:
 
 
 def _kernel_headline(b: TraceSide, n: TraceSide, threshold: float) -> str:
-    """Both steps host-bound: the GPU's kernel time per step is what the GPUs did."""
+    """Both steps host-bound: the step measures the hosts (by how much their time on the critical
+    path differs), and the GPU's kernel time per step is what the GPUs did."""
     kb, kn = b.kernel_time_per_step_s, n.kernel_time_per_step_s
-    idle = f"the GPU idle {b.idle_fraction:.0%} and {n.idle_fraction:.0%} of the step"
-    head = f"both steps are host-bound ({idle}): the step time measures the host, not the GPU; "
+    if b.bound and n.bound:
+        why = f"host {b.bound_share:.0%} and {n.bound_share:.0%} of the critical path"
+    elif b.idle_fraction is not None and n.idle_fraction is not None:
+        why = f"the GPU idle {b.idle_fraction:.0%} and {n.idle_fraction:.0%} of the step"
+    else:
+        why = f"{_why_host(b)}; {_why_host(n)}"
+    head = f"both steps are host-bound ({why}): the step time measures the host, not the GPU; "
+    head += _host_difference(b, n, threshold)
     if kb <= 0 or kn <= 0:
         return head + "no kernel time to compare"
     ratio = kn / kb

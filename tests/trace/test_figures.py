@@ -288,9 +288,15 @@ def model_result():
 
 
 def _idle(result, fraction):
+    """``result`` with its GPU idle ``fraction`` and no replay (the replay's bound would decide)."""
     from dataclasses import replace
 
-    return replace(result, ranks=tuple(replace(r, idle_fraction=fraction) for r in result.ranks))
+    def bare(r):
+        return tuple(replace(s, critical_path={}, critical_kernels={}, bound="") for s in r.steps)
+
+    return replace(
+        result, ranks=tuple(replace(r, idle_fraction=fraction, steps=bare(r)) for r in result.ranks)
+    )
 
 
 def test_two_host_bound_steps_compare_the_kernel_time_not_the_step(model_result):

@@ -3,6 +3,7 @@ ratio of the ops that changed most."""
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -50,6 +51,6 @@ def plot(result: TraceCompareResult, path: Path) -> Path:
         right.set_yticks(y, [f"{short_name(o.name)} {_shapes(o.shapes, 18)}" for o in ops], fontsize=8)
         right.set_xlabel("new / base (grey: within the threshold or the spread)")
     right.set_title("Ops on both sides that moved most")
-    fig.suptitle(result.headline, fontsize=11)
+    fig.suptitle(textwrap.fill(result.headline, 140), fontsize=11)  # a long headline wraps
     fig.tight_layout()
     return _style.save(fig, path)
