@@ -16,8 +16,9 @@ durations in one pass over the nodes in observed time order:
   launch), ``cudaDeviceSynchronize`` for every stream's, ``cudaEventSynchronize`` for the work
   on ``wait_on_stream`` launched before the ``cudaEventRecord`` that
   ``wait_on_cuda_event_record_corr_id`` names (every stream's when the record is not known), a
-  blocking ``cudaMemcpy``/``hipMemcpy``/``hipMemcpyWithStream`` for its own copy. A sync ends at
-  ``max(start + base, waited end + wake)``. A ``Stream Wait Event`` record
+  blocking ``cudaMemcpy``/``hipMemcpy``/``hipMemcpyWithStream`` — or a ``cudaMemcpyAsync`` whose
+  copy is to or from pageable memory (the call stages the data and returns with it) — for its own
+  copy. A sync ends at ``max(start + base, waited end + wake)``. A ``Stream Wait Event`` record
   (``cudaStreamWaitEvent``) is a device node of its stream that ends the same way, waiting on
   the other stream's work before the named record.
 
@@ -47,6 +48,10 @@ EVENT_SYNC = re.compile(r"^(cuda|hip)EventSynchronize$|^cuEventSynchronize$")
 BLOCKING_COPY = re.compile(
     r"^(cuda|hip)Memcpy$|^hipMemcpyWithStream$|^(cuda|hip)MemcpyDtoH$|^cuMemcpyDtoH(_v2)?$"
 )
+#: an async copy call that blocks the host anyway when its copy is to or from pageable memory
+#: (``Memcpy HtoD (Pageable -> Device)``): the call stages the data, so it ends with its copy
+ASYNC_COPY = re.compile(r"^(cuda|hip)MemcpyAsync$|^cuMemcpy\w*Async(_v2)?$")
+PAGEABLE = "pageable"
 #: the device-side cross-stream wait's ``cuda_sync`` record
 STREAM_WAIT = "Stream Wait Event"
 
@@ -195,6 +200,17 @@ def _sync_kind(name: str) -> str:
     return "copy" if BLOCKING_COPY.match(name) else ""
 
 
+def _pageable_copy(names: list[str], call: int, own: list[int] | None, gpu_name: np.ndarray) -> str:
+    """``copy`` for an async copy call whose copy moves pageable memory (it blocks the host)."""
+    if (
+        own
+        and ASYNC_COPY.match(names[call])
+        and any(PAGEABLE in names[int(gpu_name[j])].lower() for j in own)
+    ):
+        return "copy"
+    return ""
+
+
 def _host_waits(b: _Builder, chains: dict, mirrors: dict[int, int], work: np.ndarray) -> dict[int, list[int]]:
     """Each blocking host call (launch index) -> the GPU events (indices) whose end it waits for."""
     ev = b.events
@@ -210,7 +226,7 @@ def _host_waits(b: _Builder, chains: dict, mirrors: dict[int, int], work: np.nda
     last_stream: dict[int, int] = {}
     out: dict[int, list[int]] = {}
     for h in range(len(la)):
-        kind = kinds[int(la.name[h])]
+        kind = kinds[int(la.name[h])] or _pageable_copy(names, int(la.name[h]), own.get(h), g.name)
         tid, t = int(la.tid[h]), float(la.ts_us[h])
         if h in by_launch and kind != "copy":
             last_stream[tid] = by_launch[h]

@@ -341,3 +341,27 @@ def test_a_step_window_starts_no_earlier_than_the_previous_one_ends():
     longer = replay(g, dur=gpu_dur(g, ev, k0=200.0))
     s1, s2 = step_replays(ev, g, longer)
     assert s1.replayed_s == pytest.approx(200e-6) and s2.replayed_s == pytest.approx(50e-6)
+
+
+@pytest.mark.parametrize(
+    ("copy", "blocks"),
+    [("Memcpy HtoD (Pageable -> Device)", True), ("Memcpy HtoD (Pinned -> Device)", False)],
+)
+def test_an_async_copy_of_pageable_memory_blocks_the_host_until_its_copy_ends(copy, blocks):
+    # cudaMemcpyAsync at 0 for 3500 µs; its copy 100 → 3460 (3360 µs); the next launch 40 µs of
+    # host work after the call returned. A pageable copy: the call ends with its copy (+40 wake),
+    # so a copy 3× faster (1120 µs) brings the call back to 1260 and the kernel to 1304; a pinned
+    # copy's call is the host's own work and keeps its 3500 µs.
+    launches = [("cudaMemcpyAsync", 0.0, 3500.0, 1, -1), ("cudaLaunchKernel", 3540.0, 2.0, 2, -1)]
+    gpu = [("memcpy", copy, 100.0, 3360.0, 7, 1, 0, -1, -1), ("kernel", "k1", 3544.0, 10.0, 7, 2, 1, -1, -1)]
+    ev = build(launches, gpu)
+    g, _ = assert_self_replay(ev)
+    assert (0 in g.waits) is blocks
+    rep = replay(g, dur=gpu_dur(g, ev, k0=1120.0))
+    if blocks:
+        assert g.waits[0] == ((g.n_host + 0, 40.0),)
+        assert rep.end[0] == 1260.0  # 100 + 1120 + wake 40
+        assert gpu_times(ev, rep) == ([100.0, 1304.0], [1220.0, 1314.0])  # launch 1300, +4 latency
+    else:
+        assert rep.end[0] == 3500.0
+        assert gpu_times(ev, rep)[0] == [100.0, 3544.0]
