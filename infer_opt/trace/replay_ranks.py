@@ -1,0 +1,158 @@
+"""Two or more ranks replayed jointly: a collective's kernel cannot finish before the last peer's
+matching kernel has started (pure; numpy only).
+
+**Matching.** Each rank's collective kernels in its analyzed windows, in start order, keyed as
+:func:`.cross_rank.match` keys them: (process group, collective, position among the rank's
+calls of that group and collective). A key found on two or more ranks is one collective.
+
+**Transfer.** From the durations given (the measured ones unless edited): a member's transfer
+is its duration less its measured wait for the last peer (``last peer start − own start``,
+clipped at 0), clipped at 0 — the time it spent after every peer had arrived.
+
+**The joint replay.** Each rank's graph (:mod:`.graph`) is replayed (:mod:`.replay`) with every
+collective kernel's duration set to ``wait + transfer``, the wait starting at 0; then each
+member's wait becomes ``max(0, last peer's replayed start − its own replayed start)``, and the
+ranks are replayed again, until no wait moves by more than ``TOLERANCE_US`` (a fixed point:
+every collective ends at ``max(own start, last peer's start) + transfer``) or ``MAX_ITERATIONS``
+passes (``converged`` False: said, never hidden). Unedited, the fixed point is the trace: each
+kernel's measured end. Rank clocks are taken as comparable (as :mod:`.cross_rank` does).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from infer_opt.trace import collectives as tc
+from infer_opt.trace import timeline as tt
+from infer_opt.trace.events import TraceEvents
+from infer_opt.trace.graph import RankGraph, build_graph
+from infer_opt.trace.replay import Replayed, replay
+
+MAX_ITERATIONS = 50
+TOLERANCE_US = 1e-6
+
+
+@dataclass(frozen=True)
+class Member:
+    """One rank's kernel of a matched collective."""
+
+    rank: int
+    gpu: int  # index into that rank's ``TraceEvents.gpu``
+    transfer_us: float
+
+
+@dataclass(frozen=True)
+class Collective:
+    group: str
+    name: str
+    index: int  # position among each rank's calls of (group, name)
+    members: tuple[Member, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class JointReplay:
+    """Each rank's replay at the fixed point, and each member's wait for its last peer (µs)."""
+
+    replays: dict[int, Replayed]
+    collectives: tuple[Collective, ...]
+    waits_us: dict[tuple[int, int], float]  # (rank, gpu index) -> replayed wait
+    iterations: int
+    converged: bool
+
+    def gpu_times_us(self, rank: int) -> tuple[np.ndarray, np.ndarray]:
+        """``rank``'s GPU events' replayed starts and ends, trace time."""
+        rep = self.replays[rank]
+        return rep.gpu_start_us(), rep.gpu_end_us()
+
+
+def collective_events(
+    ev: TraceEvents, mask: np.ndarray | None = None
+) -> list[tuple[tuple[str, str, int], int]]:
+    """The rank's collective kernels in start order: ((group, collective, position), gpu index)."""
+    g = ev.gpu
+    mask = np.ones(len(g), dtype=bool) if mask is None else mask
+    comm = np.flatnonzero(mask & (tt.classify(ev) == tt.COMM))
+    seen: dict[tuple[str, str], int] = defaultdict(int)
+    out = []
+    for j in comm[np.argsort(g.ts_us[comm], kind="stable")].tolist():
+        call = tc.collective_call(ev.name_of(g.name[j]), g.args[j], 0, float(g.ts_us[j]), float(g.dur_us[j]))
+        if call is None:
+            continue
+        group = str(g.args[j].get("Process Group Name", ""))
+        key = (group, call.collective)
+        out.append(((*key, seen[key]), j))
+        seen[key] += 1
+    return out
+
+
+def match_collectives(
+    events: Mapping[int, TraceEvents],
+    durs: Mapping[int, np.ndarray],
+    graphs: Mapping[int, RankGraph],
+    masks: Mapping[int, np.ndarray] | None = None,
+) -> tuple[Collective, ...]:
+    """The collectives on two or more ranks, each member with its transfer (module docstring)."""
+    found: dict[tuple[str, str, int], list[tuple[int, int]]] = defaultdict(list)
+    for rank in sorted(events):
+        for key, j in collective_events(events[rank], None if masks is None else masks.get(rank)):
+            found[key].append((rank, j))
+    out = []
+    for (group, name, index), calls in found.items():
+        if len(calls) < 2:
+            continue
+        starts = [float(events[r].gpu.ts_us[j]) for r, j in calls]
+        last = max(starts)
+        members = []
+        for (r, j), s in zip(calls, starts, strict=True):
+            d = float(durs[r][graphs[r].n_host + j])
+            members.append(Member(r, j, max(d - (last - s), 0.0)))
+        out.append(Collective(group, name, index, tuple(members)))
+    return tuple(out)
+
+
+def replay_ranks(
+    events: Mapping[int, TraceEvents],
+    *,
+    durs: Mapping[int, np.ndarray] | None = None,
+    graphs: Mapping[int, RankGraph] | None = None,
+    masks: Mapping[int, np.ndarray] | None = None,
+    max_iterations: int = MAX_ITERATIONS,
+) -> JointReplay:
+    """The ranks replayed jointly to a fixed point of their collectives' waits (module
+    docstring); ``durs``: each rank's (edited) node durations, its graph's by default."""
+    graphs = dict(graphs) if graphs is not None else {r: build_graph(ev) for r, ev in events.items()}
+    base = {r: (durs[r] if durs is not None and r in durs else graphs[r].dur).copy() for r in events}
+    colls = match_collectives(events, base, graphs, masks)
+    waits = {(m.rank, m.gpu): 0.0 for c in colls for m in c.members}
+    replays: dict[int, Replayed] = {}
+    converged = False
+    iterations = 0
+    while iterations < max_iterations:
+        iterations += 1
+        for r, g in graphs.items():
+            dur = base[r].copy()
+            for c in colls:
+                for m in c.members:
+                    if m.rank == r:
+                        dur[g.n_host + m.gpu] = waits[(r, m.gpu)] + m.transfer_us
+            replays[r] = replay(g, dur=dur)
+        moved = 0.0
+        for c in colls:
+            starts = [float(replays[m.rank].gpu_start_us()[m.gpu]) for m in c.members]
+            last = max(starts)
+            for m, s in zip(c.members, starts, strict=True):
+                new = max(0.0, last - s)
+                moved = max(moved, abs(new - waits[(m.rank, m.gpu)]))
+                waits[(m.rank, m.gpu)] = new
+        if moved <= TOLERANCE_US:
+            converged = True
+            break
+    return JointReplay(replays, colls, waits, iterations, converged)
+
+
+__all__ = ["MAX_ITERATIONS", "Collective", "JointReplay", "Member", "collective_events", "match_collectives",
+           "replay_ranks"]  # fmt: skip
