@@ -11,7 +11,10 @@
    largest shared trace, medians of alternated in-process runs.
 4. ``--kernels-from``: each model traced on the H100 and the MI300X, one trace replayed with the
    other's kernel times, held against the other's measured step (all ten directed pairs).
-5. ``--gb N``: a synthetic trace (bench_trace_speed.synthetic) through ``analyze()`` with and
+5. Ranks replayed jointly (trace/replay_ranks.py) on the shared cross-rank pair (two ranks of a
+   128-rank A100 job): matches kept and left out, iterations, and the unedited joint replay's
+   largest |replayed − measured| GPU event end (exact: 0).
+6. ``--gb N``: a synthetic trace (bench_trace_speed.synthetic) through ``analyze()`` with and
    without the replay in fresh processes: wall time and peak RSS.
 
     python benchmarks/bench_replay.py [--runs 5] [--gb 1.0]
@@ -131,6 +134,37 @@ def kernels_from() -> None:
         print(f"\nmedian |error|: replayed {med_r:.1%}, Amdahl {med_a:.1%}; replay worse on {worse} pairs\n")
 
 
+def joint_ranks() -> None:
+    """The cross-rank pair replayed jointly, unedited: it must give every event its own end."""
+    import numpy as np
+
+    from infer_opt.trace import timeline as tt
+    from infer_opt.trace.reader import read_trace
+    from infer_opt.trace.replay_ranks import replay_ranks
+
+    paths = [
+        SHARED / "hta__timeline_analysis__sampled_rank-0.json.gz",
+        SHARED / "hta__trace_filter__sampled_rank-1.json.gz",
+    ]
+    if not all(p.exists() for p in paths):
+        return
+    ev = {r: read_trace(p) for r, p in enumerate(paths)}
+    t = time.perf_counter()
+    joint = replay_ranks(ev, masks={r: tt.analyzed_mask(e, None) for r, e in ev.items()})
+    spent = time.perf_counter() - t
+    worst = max(
+        float(np.max(np.abs(joint.gpu_times_us(r)[1] - (e.gpu.ts_us + e.gpu.dur_us)))) for r, e in ev.items()
+    )
+    waits = sorted(joint.waits_us.values())
+    largest = waits[-1] / 1e3 if waits else 0.0
+    print(
+        f"joint replay of the cross-rank pair: {len(joint.collectives)} collectives matched, "
+        f"{joint.inconsistent} left out (a member ended before the last peer started), "
+        f"{joint.iterations} iterations, converged {joint.converged}, worst |end − measured| {worst:.3g} µs, "
+        f"waits total {sum(waits) / 1e3:.2f} ms (largest {largest:.2f} ms), {spent:.2f} s\n"
+    )
+
+
 def cost(runs: int) -> None:
     from infer_opt.trace import analyze as a
 
@@ -181,6 +215,7 @@ def main() -> None:
     self_replay()
     honesty()
     kernels_from()
+    joint_ranks()
     cost(args.runs)
     if args.gb > 0:
         synthetic(args.gb)

@@ -5,6 +5,12 @@ matching kernel has started (pure; numpy only).
 :func:`.cross_rank.match` keys them: (process group, collective, position among the rank's
 calls of that group and collective). A key found on two or more ranks is one collective.
 
+**Not one collective.** A match whose measured kernel on some rank *ended* before the last
+peer's started (by more than ``TOLERANCE_US``) cannot be one collective — the kernels met other
+peers (a ``send_recv`` of a pipeline to a third rank, a rank of the job not in the folder) or the
+ranks' clocks disagree: it is left out of the joint constraint and counted in ``inconsistent``
+(each rank keeps its own measured wait in that kernel), never silently.
+
 **Transfer.** From the durations given (the measured ones unless edited): a member's transfer
 is its duration less its measured wait for the last peer (``last peer start − own start``,
 clipped at 0), clipped at 0 — the time it spent after every peer had arrived.
@@ -34,6 +40,8 @@ from infer_opt.trace.replay import Replayed, replay
 
 MAX_ITERATIONS = 50
 TOLERANCE_US = 1e-6
+#: a member may end this much before the last peer's start (clock rounding) and still match
+MATCH_SLACK_US = 1.0
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,7 @@ class JointReplay:
     waits_us: dict[tuple[int, int], float]  # (rank, gpu index) -> replayed wait
     iterations: int
     converged: bool
+    inconsistent: int = 0  # matches left out: a member ended before the last peer started
 
     def gpu_times_us(self, rank: int) -> tuple[np.ndarray, np.ndarray]:
         """``rank``'s GPU events' replayed starts and ends, trace time."""
@@ -94,24 +103,30 @@ def match_collectives(
     durs: Mapping[int, np.ndarray],
     graphs: Mapping[int, RankGraph],
     masks: Mapping[int, np.ndarray] | None = None,
-) -> tuple[Collective, ...]:
-    """The collectives on two or more ranks, each member with its transfer (module docstring)."""
+) -> tuple[tuple[Collective, ...], int]:
+    """The collectives on two or more ranks, each member with its transfer, and how many matches
+    were left out as not one collective (module docstring)."""
     found: dict[tuple[str, str, int], list[tuple[int, int]]] = defaultdict(list)
     for rank in sorted(events):
         for key, j in collective_events(events[rank], None if masks is None else masks.get(rank)):
             found[key].append((rank, j))
     out = []
+    inconsistent = 0
     for (group, name, index), calls in found.items():
         if len(calls) < 2:
             continue
         starts = [float(events[r].gpu.ts_us[j]) for r, j in calls]
         last = max(starts)
+        ends = [s + float(events[r].gpu.dur_us[j]) for (r, j), s in zip(calls, starts, strict=True)]
+        if min(ends) < last - MATCH_SLACK_US:
+            inconsistent += 1
+            continue
         members = []
         for (r, j), s in zip(calls, starts, strict=True):
             d = float(durs[r][graphs[r].n_host + j])
             members.append(Member(r, j, max(d - (last - s), 0.0)))
         out.append(Collective(group, name, index, tuple(members)))
-    return tuple(out)
+    return tuple(out), inconsistent
 
 
 def replay_ranks(
@@ -126,7 +141,7 @@ def replay_ranks(
     docstring); ``durs``: each rank's (edited) node durations, its graph's by default."""
     graphs = dict(graphs) if graphs is not None else {r: build_graph(ev) for r, ev in events.items()}
     base = {r: (durs[r] if durs is not None and r in durs else graphs[r].dur).copy() for r in events}
-    colls = match_collectives(events, base, graphs, masks)
+    colls, inconsistent = match_collectives(events, base, graphs, masks)
     waits = {(m.rank, m.gpu): 0.0 for c in colls for m in c.members}
     replays: dict[int, Replayed] = {}
     converged = False
@@ -151,7 +166,7 @@ def replay_ranks(
         if moved <= TOLERANCE_US:
             converged = True
             break
-    return JointReplay(replays, colls, waits, iterations, converged)
+    return JointReplay(replays, colls, waits, iterations, converged, inconsistent)
 
 
 __all__ = ["MAX_ITERATIONS", "Collective", "JointReplay", "Member", "collective_events", "match_collectives",

@@ -103,3 +103,14 @@ def test_unedited_is_the_trace_and_a_faster_peer_never_ends_anything_later(c0, c
         assert (faster.gpu_times_us(r)[1] <= joint.gpu_times_us(r)[1] + 1e-6).all()
         # the all-reduce ends at the last arrival + the transfer
         assert faster.gpu_times_us(r)[1][1] == pytest.approx(5.0 + max(c0, c1 * scale) + transfer, abs=1e-6)
+
+
+def test_a_match_that_ended_before_its_last_peer_started_is_not_one_collective():
+    # rank 0's all-reduce ends at 125, before rank 1's starts (155): it met other peers (or the
+    # clocks disagree): left out and counted, each rank keeps its own measured times
+    ev = {0: rank(100.0, 125.0), 1: rank(150.0, 175.0)}
+    joint = replay_ranks(ev)
+    assert joint.collectives == () and joint.inconsistent == 1
+    assert joint.gpu_times_us(0)[1].tolist() == [105.0, 125.0]
+    assert joint.gpu_times_us(1)[1].tolist() == [155.0, 175.0]
+    assert replay_ranks(two_ranks()).inconsistent == 0
