@@ -25,8 +25,9 @@ app = typer.Typer(
 CAPTURE_HELP = (
     "The CUDA-graph capture list that minimises the expected decode step time over the batch sizes a "
     "server saw: batch b runs at the smallest captured size c >= b at cost t(c); above the largest it "
-    "runs uncaptured at t(b) + --eager-overhead (or --eager-cost). Exact dynamic program over the "
-    "observed sizes, at most --max-captures sizes (or within --memory-budget); compared with the "
+    "runs uncaptured at t(b) + --eager-overhead (or --eager-cost). Exact dynamic program over every "
+    "size up to the largest observed or measured one (any cost curve), at most --max-captures sizes "
+    "(or within --memory-budget); compared with the "
     "current list (--current, or the engine's default list). A Prometheus histogram is coarse: mass "
     "inside a bucket is placed at its upper edge to choose, and the answer is given as a range.\n\n"
     "Examples:\n\n"

@@ -4,14 +4,31 @@ A batch of ``b`` sequences runs at the smallest captured size ``c >= b``, at cos
 above the largest capture it runs uncaptured at ``t(b) + D`` (``D`` the eager overhead) or at
 a measured eager cost ``t_e(b)``. Expected step = ``Σ_b p(b)·cost(b)``.
 
-The best list of at most ``K`` sizes is found exactly by dynamic programming over the sorted
-observed sizes ``v_1 < … < v_D`` (an optimal capture size is an observed size when t is
-increasing): with ``P_j = Σ_{l<=j} p_l``,
-``f_m(j) = min_{i<j} f_{m-1}(i) + (P_j - P_i)·t(v_j)`` is the cost of the batches up to
-``v_j`` with ``m`` captures the largest of which is ``v_j``; the list's total adds the
-uncaptured cost of the batches above ``v_j``. For a non-decreasing t the run cost is Monge and
-the optimal split is monotone in j: divide and conquer, O(K·D·log D) (:func:`_monotone_layer`);
-otherwise an O(K·D²) pass.
+Which capture sizes are worth considering (any cost curve, monotone or not). Drop every capture
+that serves no observed batch (the expected step is unchanged, the list shorter). A capture ``c``
+that serves observed batches serves those in ``(c_prev, c]``; let ``v_j`` be the largest of them,
+so ``v_j <= c < v_{j+1}`` (``c >= v_{j+1}`` would serve ``v_{j+1}`` too). Moving ``c`` anywhere in
+the integer interval ``I_j = [v_j, v_{j+1} - 1]`` serves the same batches, leaves every other
+capture serving the same batches and changes only the price ``t(c)`` those batches pay; so an
+optimal list holds, for each of its captures, the cheapest size of its interval:
+``c*_j = argmin_{c in I_j} t(c)`` at ``t*_j = t(c*_j)`` (ties: the smallest size). The top interval
+``I_D = [v_D, max(v_D, largest measured size)]``: a size beyond both the data and the measured
+table is priced by extrapolation alone (a falling last segment would make ever larger captures
+look ever cheaper) and is not proposed. So the proposal is never slower than a current list
+within that range and the capture limit; a current list that is cheaper only through such sizes
+(or more captures than allowed) is kept (``capture_keep_current``). The curve is log-log linear,
+hence monotone, between consecutive measured sizes (and beyond each end), so the minimum over
+``I_j`` is at an end of ``I_j`` or at a measured size inside it (:func:`_cheapest_in_intervals`).
+The problem is then the classic one over the ``D`` intervals with prices ``t*_j``: with
+``P_j = Σ_{l<=j} p_l``, ``f_m(j) = min_{i<j} f_{m-1}(i) + (P_j - P_i)·t*_j`` is the cost of the
+batches up to ``v_j`` with ``m`` captures the largest of which is ``c*_j``; the list's total adds
+the uncaptured cost of the batches above ``v_j``. For a non-decreasing ``t*`` the run cost is
+Monge and the optimal split is monotone in j: divide and conquer, O(D·log D) per layer
+(:func:`_monotone_layer`); otherwise a lower envelope of lines, O(D·log D) per layer
+(:func:`_hull_layer`). Without a binding limit on the number of captures the optimum needs no
+layers at all (:func:`unconstrained`, O(D)): each batch pays the least ``t*`` from its own
+interval up to the top capture; only the first :data:`MARGINAL_LAYERS` layers are then computed,
+for the table of what each extra capture saves.
 
 Worked check: p = {1: 0.5, 3: 0.5}, t(b) = 1 + b ms, one capture, D = 10 ms → {3}: 4 ms,
 beats {1}: 0.5·2 + 0.5·(4 + 10) = 8 ms.
@@ -144,18 +161,45 @@ class Problem:
     """Everything the expected step time of a list depends on, at the observed sizes."""
 
     dist: Distribution
-    #: t(v) at each observed size (captured cost)
+    #: t(v) at each observed size (its own size's cost)
     captured: np.ndarray
     #: the uncaptured cost at each observed size: t(v) + D, or the eager table
     uncaptured: np.ndarray
+    #: the cheapest size of each observed size's interval ``[v_j, v_{j+1} - 1]`` (module
+    #: docstring) and its cost: what the DP chooses among
+    capture_at: np.ndarray | None = None
+    capture_cost: np.ndarray | None = None
 
 
 def problem(
-    dist: Distribution, curve: CostCurve, *, eager_overhead_s: float | None, eager: CostCurve | None
+    dist: Distribution,
+    curve: CostCurve,
+    *,
+    eager_overhead_s: float | None,
+    eager: CostCurve | None,
 ) -> Problem:
     t = curve(dist.sizes)
     u = eager(dist.sizes) if eager is not None else t + (eager_overhead_s or 0.0)
-    return Problem(dist, t, u)
+    at, cost = _cheapest_in_intervals(dist.sizes, curve)
+    return Problem(dist, t, u, at, cost)
+
+
+def _cheapest_in_intervals(v: np.ndarray, curve: CostCurve) -> tuple[np.ndarray, np.ndarray]:
+    """``argmin`` and ``min`` of ``t`` over each ``[v_j, v_{j+1} - 1]`` (the last up to the
+    largest measured size, when above ``v_D``): ``t`` is monotone between measured sizes, so
+    only the interval ends and the measured sizes inside need evaluating."""
+    v = np.asarray(v, dtype=np.int64)
+    top = max(int(v[-1]), min(int(curve.sizes[-1]), MAX_BATCH))
+    highs = np.concatenate((v[1:] - 1, [top]))
+    knots = curve.sizes[(curve.sizes >= v[0]) & (curve.sizes <= top)]
+    points = np.unique(np.concatenate((v, highs, knots)))
+    prices = curve(points)
+    starts = np.searchsorted(points, v, side="left")
+    mins = np.minimum.reduceat(prices, starts)
+    seg = np.searchsorted(starts, np.arange(points.size), side="right") - 1
+    hits = np.flatnonzero(prices == mins[seg])
+    first = hits[np.unique(seg[hits], return_index=True)[1]]  # the smallest size at the minimum
+    return points[first], mins
 
 
 def expected_step(prob: Problem, capture_sizes: Sequence[int], curve: CostCurve) -> float:
@@ -174,19 +218,34 @@ def expected_step(prob: Problem, capture_sizes: Sequence[int], curve: CostCurve)
 # ----------------------------------------------------------------------------- the DP
 
 
+#: layers of the DP computed for the table of what each extra capture saves when the number of
+#: captures is not the binding limit (the optimum itself comes from :func:`unconstrained`)
+MARGINAL_LAYERS = 64
+
+
 @dataclass(frozen=True)
 class DPTable:
-    """``best[m]`` = least expected step with exactly ``m`` captures (m = 0..K), and the
-    parents to rebuild each list."""
+    """``best[m]`` = least expected step with exactly ``m`` captures (m = 0..layers), and the
+    parents to rebuild each list; ``free``/``free_s``: the optimum with no limit on the number of
+    captures (None when the limit binds, or not computed)."""
 
     best: tuple[float, ...]
     last: tuple[int, ...]
     parents: tuple[np.ndarray, ...]
     sizes: tuple[int, ...]
+    free: tuple[int, ...] | None = None
+    free_s: float = math.inf
+
+    @property
+    def layers(self) -> int:
+        return len(self.best) - 1
 
     def capture_list(self, m: int) -> tuple[int, ...]:
         if m == 0:
             return ()
+        if m > self.layers:
+            assert self.free is not None and m == len(self.free)
+            return self.free
         out, j = [], self.last[m]
         for level in range(m, 0, -1):
             out.append(self.sizes[j - 1])
@@ -194,29 +253,74 @@ class DPTable:
         return tuple(reversed(out))
 
 
+def unconstrained(prob: Problem) -> tuple[float, tuple[int, ...]]:
+    """The least expected step with any number of captures, and its (shortest) list, in O(D).
+
+    With the top capture in interval ``J``, batch ``j <= J`` pays ``min_{j<=l<=J} t*_l`` at best
+    (the next capture at or above ``v_j`` lies in one of those intervals) and exactly that when
+    the list is the strict suffix minima of ``t*_1..t*_J``; batches above ``v_J`` pay their
+    uncaptured cost. A stack of suffix minima (merged weights) gives every ``J``'s total."""
+    p, t, u = prob.dist.probs, _prices(prob), prob.uncaptured
+    tail = np.concatenate((np.cumsum((p * u)[::-1])[::-1], [0.0]))
+    best, best_j = float(tail[0]), -1
+    vals: list[float] = []
+    weights: list[float] = []
+    running = 0.0
+    for j, (tj, pj) in enumerate(zip(t.tolist(), p.tolist(), strict=True)):
+        w = pj
+        while vals and vals[-1] >= tj:  # an equal price above serves both: one capture fewer
+            running -= vals[-1] * weights[-1]
+            w += weights.pop()
+            vals.pop()
+        vals.append(tj)
+        weights.append(w)
+        running += tj * w
+        if running + tail[j + 1] < best:
+            best, best_j = running + float(tail[j + 1]), j
+    keep: list[int] = []
+    for j in range(best_j + 1):
+        while keep and t[keep[-1]] >= t[j]:
+            keep.pop()
+        keep.append(j)
+    return best, tuple(
+        int(prob.capture_at[j]) if prob.capture_at is not None else int(prob.dist.sizes[j]) for j in keep
+    )
+
+
+def _prices(prob: Problem) -> np.ndarray:
+    return prob.captured if prob.capture_cost is None else prob.capture_cost
+
+
 def optimal_lists(prob: Problem, k_max: int) -> DPTable:
-    """Exact least expected step for m = 0..k_max captures (module docstring)."""
-    p, t, u = prob.dist.probs, prob.captured, prob.uncaptured
+    """Exact least expected step for at most ``k_max`` captures (module docstring): layers
+    ``m = 0..k_max`` when the limit binds, else :func:`unconstrained` and the first
+    :data:`MARGINAL_LAYERS` layers."""
+    p, t, u = prob.dist.probs, _prices(prob), prob.uncaptured
     d = len(p)
     k_max = min(k_max, d)
+    free_s, free = unconstrained(prob)
+    layers = min(len(free), MARGINAL_LAYERS) if len(free) <= k_max else k_max
     prefix = np.concatenate(([0.0], np.cumsum(p)))
     tail = np.concatenate((np.cumsum((p * u)[::-1])[::-1], [0.0]))  # tail[j] = Σ_{l>=j} (0-based)
     tj = np.concatenate(([0.0], t))
     layer = np.full(d + 1, math.inf)
-    layer[1:] = prefix[1:] * t  # one capture at v_j covers v_1..v_j
+    layer[1:] = prefix[1:] * t  # one capture at c*_j covers v_1..v_j
     best = [float(tail[0])]
     last = [0]
-    parents: list[np.ndarray] = [np.zeros(0, np.int64), np.zeros(d + 1, np.int64)]
+    parents: list[np.ndarray] = [np.zeros(0, np.int32), np.zeros(d + 1, np.int32)]
     monotone = bool(np.all(np.diff(t) >= 0))
-    for m in range(1, k_max + 1):
+    for m in range(1, layers + 1):
         if m > 1:
-            layer, parent = (_monotone_layer if monotone else _dense_layer)(layer, m, prefix, tj, d)
-            parents.append(np.asarray(parent))
+            step = _monotone_layer if monotone else (_dense_layer if d <= 1500 else _hull_layer)
+            layer, parent = step(layer, m, prefix, tj, d)
+            parents.append(np.asarray(parent, dtype=np.int32))
         totals = layer[1:] + tail[1:]
         j = int(np.argmin(totals)) + 1
         best.append(float(totals[j - 1]))
         last.append(j)
-    return DPTable(tuple(best), tuple(last), tuple(parents), tuple(int(x) for x in prob.dist.sizes))
+    sizes = prob.capture_at if prob.capture_at is not None else prob.dist.sizes
+    table_free = free if len(free) <= k_max and len(free) > layers else None
+    return DPTable(tuple(best), tuple(last), tuple(parents), tuple(int(x) for x in sizes), table_free, free_s)
 
 
 def _monotone_layer(
@@ -272,8 +376,49 @@ def _dense_layer(
 
 def best_within(table: DPTable, k_max: int) -> int:
     """The number of captures (0..k_max) with the least expected step (ties: fewer)."""
-    ks = range(min(k_max, len(table.best) - 1) + 1)
-    return min(ks, key=lambda m: (round(table.best[m], 15), m))
+    ks = range(min(k_max, table.layers) + 1)
+    m = min(ks, key=lambda n: (round(table.best[n], 15), n))
+    if table.free is not None and round(table.free_s, 15) < round(table.best[m], 15):
+        return len(table.free)
+    return m
+
+
+def _hull_layer(
+    prev: np.ndarray, m: int, prefix: np.ndarray, tj: np.ndarray, d: int
+) -> tuple[np.ndarray, list[int]]:
+    """The same minimum for any t: ``min_i (f_{m-1}(i) - P_i·x)`` at ``x = t_j`` is the lower
+    envelope of lines whose slopes ``-P_i`` fall as ``i`` grows; lines join the envelope in that
+    order and each query is a binary search over its breakpoints, O(D·log D)."""
+    from bisect import bisect_right
+
+    cur = np.full(d + 1, math.inf)
+    parent = [0] * (d + 1)
+    slopes: list[float] = []
+    inters: list[float] = []
+    ids: list[int] = []
+    breaks: list[float] = []  # breaks[k]: where line k + 1 starts beating line k
+    pv, pp, tv = prev.tolist(), prefix.tolist(), tj.tolist()
+    for j in range(m, d + 1):
+        a, c = -pp[j - 1], pv[j - 1]
+        add = True
+        while ids:
+            if slopes[-1] == a:  # parallel: keep the lower
+                if inters[-1] <= c:
+                    add = False
+                    break
+            elif len(ids) < 2 or (c - inters[-1]) / (slopes[-1] - a) > breaks[-1]:
+                break
+            slopes.pop(), inters.pop(), ids.pop()
+            if breaks:
+                breaks.pop()
+        if add:
+            if ids:
+                breaks.append((c - inters[-1]) / (slopes[-1] - a))
+            slopes.append(a), inters.append(c), ids.append(j - 1)
+        k = bisect_right(breaks, tv[j])
+        cur[j] = pp[j] * tv[j] + inters[k] + slopes[k] * tv[j]
+        parent[j] = ids[k]
+    return cur, parent
 
 
 # ----------------------------------------------------------------------------- engines

@@ -189,7 +189,7 @@ def _buckets(name: str, sizes: Sequence[int], prob: cs.Problem, curve: cs.CostCu
 
 def _marginal(table: cs.DPTable, m: int, inp: Inputs) -> tuple[MarginalCapture, ...]:
     rows = []
-    for n in range(1, m + 1):
+    for n in range(1, min(m, table.layers) + 1):  # (an unbounded optimum: its first layers)
         e_prev, e_now = table.best[n - 1], table.best[n]
         saving = e_prev - e_now
         be = None

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -134,3 +135,82 @@ def test_the_same_buckets_of_two_engines_are_summed():
         for le, n in (("1.0", 10), ("+Inf", 20))
     )
     assert cs.histogram_from_text(text, source="m.prom").cumulative == (20.0, 40.0)
+
+
+def _brute_any_size(prob, curve, k):
+    """Every list of at most k sizes from 1 to the largest evaluable size (observed or measured)."""
+    top = max(int(prob.dist.sizes[-1]), int(curve.sizes[-1]))
+    best = cs.expected_step(prob, [], curve)
+    for m in range(1, k + 1):
+        for combo in itertools.combinations(range(1, top + 1), m):
+            best = min(best, cs.expected_step(prob, combo, curve))
+    return best
+
+
+@st.composite
+def free_cases(draw):
+    """Observed batches and measured sizes drawn apart (so unobserved sizes matter), any costs."""
+    observed = sorted(draw(st.sets(st.integers(1, 12), min_size=1, max_size=5)))
+    counts = draw(st.lists(st.integers(1, 50), min_size=len(observed), max_size=len(observed)))
+    measured = sorted(draw(st.sets(st.integers(1, 14), min_size=1, max_size=5)))
+    times = draw(st.lists(st.floats(0.5, 5.0), min_size=len(measured), max_size=len(measured)))
+    return observed, counts, measured, times, draw(st.integers(1, 3)), draw(st.floats(0.0, 10.0))
+
+
+@settings(max_examples=250, deadline=None)
+@given(free_cases())
+def test_dp_equals_brute_force_over_every_size_for_any_cost_curve(case):
+    observed, counts, measured, times, k, overhead = case
+    curve = cs.cost_curve(measured, times)
+    prob = cs.problem(cs.distribution(observed, counts), curve, eager_overhead_s=overhead, eager=None)
+    table = cs.optimal_lists(prob, k)
+    m = cs.best_within(table, k)
+    chosen = table.capture_list(m)
+    assert len(chosen) == m <= k
+    value = cs.expected_step(prob, chosen, curve)
+    assert value == pytest.approx(_brute_any_size(prob, curve, k), rel=1e-9, abs=1e-12)
+    # the unconstrained optimum is a lower bound of every list, and is reached
+    free_s, free = cs.unconstrained(prob)
+    assert cs.expected_step(prob, free, curve) == pytest.approx(free_s, rel=1e-9)
+    assert free_s <= value * (1 + 1e-12)
+
+
+def test_flat_curve_with_a_cheaper_unobserved_size_is_proposed():
+    # observed 1..13, t flat 10 ms but t(16) 5% lower: capturing 16 serves them all cheapest
+    curve = cs.cost_curve([1, 2, 4, 8, 16], [0.010, 0.010, 0.010, 0.010, 0.0095])
+    prob = cs.problem(cs.distribution(range(1, 14), [1] * 13), curve, eager_overhead_s=0.005, eager=None)
+    table = cs.optimal_lists(prob, 64)
+    chosen = table.capture_list(cs.best_within(table, 64))
+    assert chosen == (16,)
+    assert cs.expected_step(prob, chosen, curve) == pytest.approx(0.0095)
+    default = cs.engine_default("vllm", 512)[0]
+    assert cs.expected_step(prob, chosen, curve) <= cs.expected_step(prob, default, curve)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(2, 6))
+def test_hull_layer_equals_dense_layer(seed, m):
+    rng = np.random.default_rng(seed)
+    d = 60
+    p = rng.random(d) + 1e-3
+    prefix = np.concatenate(([0.0], np.cumsum(p / p.sum())))
+    tj = np.concatenate(([0.0], rng.random(d) + 0.1))
+    prev = np.full(d + 1, math.inf)
+    prev[m - 1 :] = rng.random(d + 2 - m) * 2
+    dense, _ = cs._dense_layer(prev, m, prefix, tj, d)
+    hull, parent = cs._hull_layer(prev, m, prefix, tj, d)
+    np.testing.assert_allclose(hull[m:], dense[m:], rtol=1e-12)
+    j = np.arange(m, d + 1)
+    par = np.asarray(parent)[m:]
+    np.testing.assert_allclose(prev[par] + (prefix[j] - prefix[par]) * tj[j], hull[m:], rtol=1e-12)
+
+
+def test_an_unbounded_optimum_beyond_the_marginal_layers(monkeypatch):
+    monkeypatch.setattr(cs, "MARGINAL_LAYERS", 2)
+    prob, curve = _problem([1, 2, 3, 4, 5], [1] * 5, [1.0, 2.0, 3.0, 4.0, 5.0], 10.0)
+    table = cs.optimal_lists(prob, 10)
+    assert table.layers == 2
+    m = cs.best_within(table, 10)
+    assert table.capture_list(m) == (1, 2, 3, 4, 5)  # each batch at its own cost: 3.0 on average
+    assert cs.expected_step(prob, table.capture_list(m), curve) == pytest.approx(3.0)
+    assert cs.best_within(cs.optimal_lists(prob, 3), 3) == 3  # a binding limit: every layer
