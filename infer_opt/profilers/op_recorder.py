@@ -652,12 +652,15 @@ def merge_timings(parts: Sequence[OpTimings]) -> OpTimings:
 
 
 def _export_trace(prof: Any, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".json", dir=path.parent)
-    os.close(fd)
-    try:
+    """The trace exported to a private temporary folder, then written as every output is
+    (:func:`infer_opt.files.write_bytes`): a regular file atomically, a symlink through to its
+    target (the link stays), a FIFO or device (``/dev/null``) in place, never replaced."""
+    from infer_opt.files import write_bytes
+
+    if not os.path.exists(os.path.realpath(path)):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="infer-opt-trace.") as folder:
+        tmp = os.path.join(folder, "trace.json")
         prof.export_chrome_trace(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        with open(tmp, "rb") as handle:
+            write_bytes(path, iter(lambda: handle.read(1 << 20), b""))

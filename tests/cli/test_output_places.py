@@ -103,3 +103,44 @@ def test_stdout_on_a_full_device_is_one_line_and_the_result_is_kept(tmp_path, fm
         line for line in run.stderr.splitlines() if line.startswith("Error: could not write stdout")
     ]
     assert list((tmp_path / "unsaved").iterdir())
+
+
+class _FakeProfiler:
+    def export_chrome_trace(self, path):
+        with open(path, "w") as handle:
+            handle.write('{"traceEvents": []}')
+
+
+def test_a_trace_export_writes_through_a_symlink_and_keeps_the_link(tmp_path):
+    from infer_opt.profilers.op_recorder import _export_trace
+
+    target = tmp_path / "real.json"
+    target.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    _export_trace(_FakeProfiler(), link)
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert target.read_text() == '{"traceEvents": []}'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.json", "real.json"]  # no leftovers
+
+
+def test_a_trace_export_to_dev_null_leaves_the_device(tmp_path):
+    from infer_opt.profilers.op_recorder import _export_trace
+
+    if not os.access("/dev/null", os.W_OK):
+        pytest.skip("/dev/null not writable here")
+    _export_trace(_FakeProfiler(), __import__("pathlib").Path("/dev/null"))
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+def test_profile_trace_to_a_symlink_and_to_dev_null(tmp_path):
+    target = tmp_path / "trace-target.json"
+    target.write_text("")
+    link = tmp_path / "trace.json"
+    link.symlink_to(target)
+    result = invoke("profile", "tiny", "--trace", str(link))
+    assert result.exit_code == 0, result.output
+    assert link.is_symlink() and '"traceEvents"' in target.read_text()
+    result = invoke("profile", "tiny", "--trace", "/dev/null")
+    assert result.exit_code == 0, result.output
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
