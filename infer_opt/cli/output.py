@@ -27,7 +27,7 @@ import inspect
 import os
 import sys
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -108,7 +108,8 @@ class Output:
         for path, fmt in self.targets():
             if not _is_stdout(path):
                 try:
-                    write_text(path, render(result, fmt))
+                    with interrupts_deferred():
+                        write_text(path, render(result, fmt))
                 except OSError:  # the run goes on; emit() tries again and keeps the result if it fails
                     continue
 
@@ -366,6 +367,27 @@ def _expand_groups(params: list[inspect.Parameter]) -> tuple[list[inspect.Parame
     return expanded, groups
 
 
+@contextlib.contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Ctrl-C while a finished result is being shown and written waits until it is done (then
+    the interrupt goes on, exit 130): a result is never lost, nor a file left half-written, to
+    an interrupt that came after the work. (Main thread only: elsewhere a no-op.)"""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
+
+
 def _finish(output: Output, returned: Any) -> None:
     if returned is None:
         return
@@ -373,7 +395,8 @@ def _finish(output: Output, returned: Any) -> None:
     extra = tuple(p for p in outcome.also_write if p not in output.out)
     if extra:
         output = replace(output, out=(*output.out, *extra))
-    output.emit(outcome.result, outcome.plot, outcome.view, outcome.warnings)
+    with interrupts_deferred():
+        output.emit(outcome.result, outcome.plot, outcome.view, outcome.warnings)
     if outcome.error is not None:
         raise outcome.error
     if outcome.exit_code:

@@ -537,14 +537,18 @@ def cost_step_jobs(steps: Sequence[CostJob], *, reps_per_round: int, warmup: int
     ]
 
 
-def _measured_costs(
-    steps: Sequence[TimedJob], bookkeeping: CostJob, timer: Callable[..., Any], reps: int
-) -> list[MeasuredCost]:
-    """The interleaved steps' samples, and c_m timed on its own (a host operation)."""
-    out = [MeasuredCost(job.name, job.what, Summary.from_samples(job.samples_s)) for job in steps]
+def _bookkeeping_cost(bookkeeping: CostJob, timer: Callable[..., Any], reps: int) -> MeasuredCost:
+    """c_m timed on its own (a host operation), before the rounds: an interrupt after a whole
+    round then leaves no timing still to do, and the rounds done are kept."""
     name, what, fn, options = bookkeeping
     m = timer(fn, warmup=BOOKKEEPING_WARMUP, reps=reps, **options)
-    return [*out, MeasuredCost(name, what, m.summary, m.cold_s)]
+    return MeasuredCost(name, what, m.summary, m.cold_s)
+
+
+def _measured_costs(steps: Sequence[TimedJob], bookkeeping: MeasuredCost) -> list[MeasuredCost]:
+    """The interleaved steps' samples, and c_m."""
+    out = [MeasuredCost(job.name, job.what, Summary.from_samples(job.samples_s)) for job in steps]
+    return [*out, bookkeeping]
 
 
 def _nondeterministic(jobs: Sequence[TimedJob]) -> list[str]:
@@ -590,8 +594,9 @@ def run_pair(
             steps, reps_per_round=max(1, round(cost_reps / reps)), warmup=max(warmup, 2)
         )
         jobs = [*decodes, *step_jobs]
+        c_m = _bookkeeping_cost(bookkeeping, timer, cost_reps)
         done = time_interleaved(jobs, device=device, rounds=reps, timer=timer, progress=progress)
-        costs = _measured_costs(step_jobs, bookkeeping, timer, cost_reps)
+        costs = _measured_costs(step_jobs, c_m)
     result = _result(
         pair,
         decodes,

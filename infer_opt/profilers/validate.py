@@ -475,12 +475,17 @@ class _Passes:
             prefix = f"pass {n + 1}/{passes}: " if passes > 1 else ""
             total = passes * len(self.shapes)
             progress(n * len(self.shapes) + k, total, prefix + _label(mode, batch, seq_len, context))
-        self.probes[0].append(probe := speed_probe.probe_s(self.device))
-        self.probes[1].append(dispatch := speed_probe.dispatch_probe_s(self.device))
+        probe = speed_probe.probe_s(self.device)
+        dispatch = speed_probe.dispatch_probe_s(self.device)
         measured = _measure(self.at[k], self.fit, self.device)
         predicted = self.predictions[k]
-        points.append(_point(mode, (batch, seq_len, context), measured, predicted, probe, dispatch))
-        ops.extend(compare_ops(k, mode, measured, predicted))
+        point = _point(mode, (batch, seq_len, context), measured, predicted, probe, dispatch)
+        compared = compare_ops(k, mode, measured, predicted)
+        # all at once, after the work: an interrupt leaves a point either whole or absent
+        self.probes[0].append(probe)
+        self.probes[1].append(dispatch)
+        points.append(point)
+        ops.extend(compared)
 
 
 def validate(

@@ -176,3 +176,67 @@ def test_ctrl_c_in_a_command_without_its_own_handler_says_aborted(monkeypatch, t
     run = invoke(*args)
     assert run.exit_code == 130
     assert run.stderr.strip().splitlines()[-1] == "Aborted." and "Traceback" not in run.stderr
+
+
+def _ctrl_c_while_showing(monkeypatch) -> None:
+    """A real SIGINT while the finished result goes to stdout (before its --out file)."""
+    import os
+    import signal
+
+    from infer_opt.cli import output
+
+    real = output._stdout
+
+    def stdout(text):
+        os.kill(os.getpid(), signal.SIGINT)
+        real(text)
+
+    monkeypatch.setattr(output, "_stdout", stdout)
+
+
+def test_ctrl_c_while_a_finished_result_is_written_loses_nothing(tmp_path, monkeypatch):
+    _ctrl_c_while_showing(monkeypatch)
+    out = tmp_path / "a.json"
+    run = invoke("amdahl", "-f", "0.4", "-s", "4", "--json", "--out", str(out))
+    assert run.exit_code == 130, run.stderr
+    assert json.loads(run.stdout)["result"] == json.loads(out.read_text())["result"]
+    assert run.stderr.strip().splitlines()[-1] == "Aborted."
+
+
+def test_ctrl_c_while_profile_runs_are_written_keeps_them(tmp_path, monkeypatch, fit):
+    _ctrl_c_while_showing(monkeypatch)
+    out = tmp_path / "p.json"
+    run = invoke(
+        "profile", "tiny", "--runs", "2", "--warmup", "1", "--reps", "3", "--threads", "1",
+        "--roofline", fit, "--json", "--out", str(out),
+    )  # fmt: skip
+    assert run.exit_code == 130, run.stderr
+    for result in (json.loads(run.stdout)["result"], json.loads(out.read_text())["result"]):
+        assert result["runs"] == 2
+
+
+def test_ctrl_c_in_a_validate_point_leaves_no_probe_of_it(tmp_path, monkeypatch, calibration_file):
+    _ctrl_c_at_call(monkeypatch, "infer_opt.profilers.validate._measure", 2)
+    run = invoke(
+        "validate", "tiny", "--calibration", calibration_file, "--grid", "batch=1,2,4", "--seq-len", "16",
+        "--reps", "3", "--warmup", "1", "--json",
+    )  # fmt: skip
+    assert run.exit_code == 130, run.stderr
+    result = json.loads(run.stdout)["result"]
+    assert [p["batch"] for p in result["points"]] == [1]
+
+
+def test_speculative_run_times_the_bookkeeping_before_the_rounds(monkeypatch):
+    """c_m is timed before the rounds, so a Ctrl-C after a whole round has no timing left."""
+    from infer_opt.profilers import speculative_run as sr
+
+    order = []
+    real_rounds, real_cm = sr._rounds, sr._bookkeeping_cost
+    monkeypatch.setattr(sr, "_rounds", lambda *a, **k: (order.append("rounds"), real_rounds(*a, **k))[1])
+    monkeypatch.setattr(sr, "_bookkeeping_cost", lambda *a: (order.append("c_m"), real_cm(*a))[1])
+    run = invoke(
+        "speculative", "run", "--target", "tiny", "--draft", "self:1", "--k", "1", "--reps", "2",
+        "--new-tokens", "4", "--prompt-len", "4", "--cost-reps", "2", "--threads", "1", "--json",
+    )  # fmt: skip
+    assert run.exit_code == 0, run.stderr
+    assert order == ["c_m", "rounds"]
