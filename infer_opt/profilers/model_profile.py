@@ -116,6 +116,12 @@ def guard(what: str, hint: str = "") -> Iterator[None]:
         raise RunFailure(
             f"the model raised {_describe(exc)} while {what}; rerun with --debug for the traceback"
         ) from exc
+    except GeneratorExit:
+        raise
+    except BaseException as exc:  # another BaseException subclass of user code: one line, exit 1
+        raise RunFailure(
+            f"the model raised {_describe(exc)} while {what}; rerun with --debug for the traceback"
+        ) from exc
 
 
 # ---------------------------------------------------------------------------- steps

@@ -591,7 +591,7 @@ def _import_factory(spec: str) -> Callable[..., Any]:
         except KeyboardInterrupt:  # Ctrl-C while importing: an interrupt (exit 130), not a failure
             sys.modules.pop(mod_name, None)
             raise
-        except SystemExit as exc:
+        except BaseException as exc:  # sys.exit, or another BaseException subclass
             sys.modules.pop(mod_name, None)
             raise RunFailure(f"importing {target} for the model factory {spec} {_stopped(exc)}") from None
     else:
@@ -601,7 +601,9 @@ def _import_factory(spec: str) -> Callable[..., Any]:
             raise InvalidInput("MODEL", spec, f"cannot import module {target!r}: {exc}") from exc
         except Exception as exc:
             raise InvalidInput("MODEL", spec, f"importing {target} failed: {_describe(exc)}") from exc
-        except SystemExit as exc:  # Ctrl-C (KeyboardInterrupt) goes on: an interrupt, exit 130
+        except KeyboardInterrupt:  # Ctrl-C goes on: an interrupt, exit 130
+            raise
+        except BaseException as exc:  # sys.exit, or another BaseException subclass
             raise RunFailure(f"importing {target} for the model factory {spec} {_stopped(exc)}") from None
     factory = getattr(module, attr, None)
     if factory is None:
@@ -711,7 +713,9 @@ def load_factory(
         raise
     except KeyboardInterrupt:  # Ctrl-C inside the factory: an interrupt (exit 130), not its failure
         raise
-    except (Exception, SystemExit) as exc:  # user code: never a silent exit
+    except BaseException as exc:  # user code (a BaseException subclass too): never a silent exit
+        if isinstance(exc, GeneratorExit):
+            raise
         raise RunFailure(f"the model factory {spec} {_stopped(exc)}") from exc
     if torch.get_num_threads() != threads:  # --threads (or the calibration's) wins over the factory's
         torch.set_num_threads(threads)

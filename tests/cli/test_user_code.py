@@ -91,3 +91,39 @@ def test_the_console_table_still_goes_to_stdout(factories):
     run = invoke("profile", f"{factories}:chatty", "--reps", "2", "--warmup", "1", "--threads", "1")
     assert run.exit_code == 0, run.stderr
     assert "hello" not in run.stdout and "step" in run.stdout.lower()
+
+
+BASE_EXCEPTIONS = """
+import torch
+
+
+class Stop(BaseException):
+    pass
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        raise Stop("in forward")
+
+
+def in_factory(**kwargs):
+    raise Stop("in the factory")
+
+
+def in_forward(**kwargs):
+    return Model(), torch.zeros(2)
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [("in_factory", "raised Stop: in the factory"), ("in_forward", "the model raised Stop: in forward")],
+)
+def test_a_base_exception_subclass_of_user_code_is_one_line_exit_1(tmp_path, name, said):
+    """Issue 42: a BaseException subclass (not Exception) raised by a factory or its model."""
+    path = tmp_path / "base_user.py"
+    path.write_text(BASE_EXCEPTIONS)
+    run = invoke("profile", f"{path}:{name}", "--reps", "2", "--warmup", "1")
+    assert run.exit_code == 1, run.stderr
+    errors = [line for line in run.stderr.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and said in errors[0] and "Traceback" not in run.stderr
