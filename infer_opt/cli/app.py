@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+# isort: off
+from infer_opt.cli import _starting  # first: Ctrl-C while importing is "Aborted.", exit 130
+
+# isort: on
+
 import contextlib
 import importlib
 import os
@@ -301,3 +306,6 @@ def leave_rank(code: object) -> None:
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
     os._exit(status)
+
+
+_starting.started()

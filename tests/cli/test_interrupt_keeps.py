@@ -240,3 +240,27 @@ def test_speculative_run_times_the_bookkeeping_before_the_rounds(monkeypatch):
     )  # fmt: skip
     assert run.exit_code == 0, run.stderr
     assert order == ["c_m", "rounds"]
+
+
+def test_ctrl_c_while_the_cli_is_imported_is_aborted_not_a_traceback():
+    """Issue 42: a SIGINT while infer_opt.cli.app is still being imported (torch, typer)."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import os, signal\n"
+        "from infer_opt.cli import _starting\n"
+        "assert signal.getsignal(signal.SIGINT) is _starting._abort\n"
+        "os.kill(os.getpid(), signal.SIGINT)\n"
+        "print('not reached')\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 130 and done.stderr == "Aborted.\n" and done.stdout == ""
+    after = subprocess.run(
+        [sys.executable, "-c", "import signal, infer_opt.cli.app; "
+         "assert signal.getsignal(signal.SIGINT) is signal.default_int_handler"],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert after.returncode == 0, after.stderr
