@@ -145,28 +145,9 @@ def compare_traces(
     categories = _categories(base, new, nb, nn)
     sb, sn = _side(base_name, base), _side(new_name, new)
     ratio = sn.step_median_s / sb.step_median_s if sb.step_median_s > 0 else math.nan
-    warnings = []
-    if base.device_name != new.device_name:
-        warnings.append(
-            Notice(
-                "trace_compare_devices",
-                {"base": base.device_name or "unknown", "new": new.device_name or "unknown"},
-            )
-        )
-    if sb.steps < 2 and sn.steps < 2:
-        warnings.append(Notice("trace_compare_one_step", {}))
     matched = _matched_fraction(b, n)
-    if matched is not None and matched < MATCHED_MIN:
-        values = {"matched": matched, "ops_both": sum(1 for k in b if k in n), "ops": len({*b, *n})}
-        warnings.append(Notice("trace_compare_unmatched", values))
     host_bound = _host_bound(sb) and _host_bound(sn)
-    if host_bound and sb.bound and sn.bound:
-        shares = {"base": sb.bound_share, "new": sn.bound_share}
-        warnings.append(Notice("trace_compare_host_bound_path", shares))
-    elif host_bound and sb.idle_fraction is not None and sn.idle_fraction is not None:
-        warnings.append(
-            Notice("trace_compare_host_bound", {"base": sb.idle_fraction, "new": sn.idle_fraction})
-        )
+    warnings = _warnings(base, new, sb, sn, b, n, matched, host_bound)
     if host_bound:
         headline = _kernel_headline(sb, sn, threshold)
     else:
@@ -184,6 +165,31 @@ def compare_traces(
         compared="kernel_time" if host_bound else "step",
         critical_path=_causes(sb, sn),
     )
+
+
+def _warnings(base, new, sb, sn, b, n, matched, host_bound) -> list[Notice]:
+    """What the comparison warns of: other devices, one step, few matched ops, host-bound sides."""
+    warnings = []
+    if base.device_name != new.device_name:
+        warnings.append(
+            Notice(
+                "trace_compare_devices",
+                {"base": base.device_name or "unknown", "new": new.device_name or "unknown"},
+            )
+        )
+    if sb.steps < 2 and sn.steps < 2:
+        warnings.append(Notice("trace_compare_one_step", {}))
+    if matched is not None and matched < MATCHED_MIN:
+        values = {"matched": matched, "ops_both": sum(1 for k in b if k in n), "ops": len({*b, *n})}
+        warnings.append(Notice("trace_compare_unmatched", values))
+    if host_bound and sb.bound and sn.bound:
+        shares = {"base": sb.bound_share, "new": sn.bound_share}
+        warnings.append(Notice("trace_compare_host_bound_path", shares))
+    elif host_bound and sb.idle_fraction is not None and sn.idle_fraction is not None:
+        warnings.append(
+            Notice("trace_compare_host_bound", {"base": sb.idle_fraction, "new": sn.idle_fraction})
+        )
+    return warnings
 
 
 def _largest(values) -> float | None:
