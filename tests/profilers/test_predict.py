@@ -10,10 +10,10 @@ import torch
 
 from infer_opt import steps
 from infer_opt.errors import InvalidInput
-from infer_opt.kinds.predict import PredictResult
 from infer_opt.profilers import predict as pr
 from infer_opt.profilers import validate
 from infer_opt.profilers.meta_record import StepSpec
+from infer_opt.results.predict import PredictResult
 from infer_opt.steps import StepSettings
 from tests.profilers.synthetic_calibration import (
     PER_MODULE_S,
