@@ -256,7 +256,7 @@ def kernels(
 @_api
 def fit_roofline(measurements: Any, *, bootstrap: int = 200, seed: int = 0) -> Any:
     """Fit ``t ≈ t0 + max(F/R, Q/b)`` (``infer-opt roofline``) to a kernel-suite result, a
-    saved ``.json`` or a measurement ``.csv``: a :class:`~infer_opt.cost_models.roofline.RooflineFit`."""
+    saved ``.json`` or a measurement ``.csv``: a :class:`~infer_opt.results.roofline.RooflineFit`."""
     from infer_opt.cost_models import roofline
     from infer_opt.results.kernels import KernelSuiteResult
 
@@ -382,7 +382,7 @@ EXPORTS: dict[str, str] = {
     "amortize": "infer_opt.cost_models.amortization:amortize",
     "amortize_buckets": "infer_opt.api:amortize_buckets",
     "speculative_speedup": "infer_opt.cost_models.speculative:speculative_speedup",
-    "Costs": "infer_opt.cost_models.speculative:Costs",
+    "Costs": "infer_opt.results.speculative:Costs",
     "acceptance": "infer_opt.api:acceptance",
     "compare_plans": "infer_opt.cost_models.speculative:compare_plans",
     "PlanRound": "infer_opt.cost_models.speculative:PlanRound",

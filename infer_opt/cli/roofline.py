@@ -12,8 +12,9 @@ from infer_opt.cli.kernels import DtypeOpt, FlushOpt, RepsOpt, SuiteOpt, WarmupO
 from infer_opt.cli.output import with_output
 from infer_opt.cli.types import Bandwidth, Count, FlopRate, InputFile, OutputFile
 from infer_opt.cost_models import roofline as model
+from infer_opt.cost_models.roofline import KernelPoint
 from infer_opt.errors import Interrupted, InvalidInput
-from infer_opt.results.roofline import KernelPoint, RooflineFit
+from infer_opt.results.roofline import RooflineFit
 
 HELP = """Fit the empirical roofline t ≈ t0 + max(F/R, Q/b) — compute rate R, bandwidth b,
 launch floor t0 — robustly in log space, with bootstrap intervals; label every kernel

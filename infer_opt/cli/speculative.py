@@ -26,9 +26,10 @@ from infer_opt.cli.types import (
     png_name,
 )
 from infer_opt.cost_models import speculative as model
+from infer_opt.cost_models.speculative import PlanRound
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
-from infer_opt.results.speculative import AcceptanceResult, Costs, MetricsResult, PlanRound, SpeedupResult
+from infer_opt.results.speculative import AcceptanceResult, Costs, MetricsResult, SpeedupResult
 from infer_opt.units import parse_duration
 
 app = typer.Typer(

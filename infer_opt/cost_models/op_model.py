@@ -158,8 +158,7 @@ def fit_base(points: Sequence[GridPoint]) -> tuple[float, float, float]:
     """``(t0, R, b)`` of ``t ≈ t0 + max(F/R, Q/b)`` over a family's grid, with
     :func:`infer_opt.cost_models.roofline.fit_roofline` (robust, log space). Fewer than 3
     points (or no work at all): ``t0`` = the median time, ``R = b = ∞``."""
-    from infer_opt.cost_models.roofline import fit_roofline
-    from infer_opt.results.roofline import KernelPoint
+    from infer_opt.cost_models.roofline import KernelPoint, fit_roofline
 
     usable = [p for p in points if p.flops > 0 or p.bytes > 0]
     if len(usable) < 3:

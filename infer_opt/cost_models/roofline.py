@@ -31,7 +31,7 @@ import numpy as np
 
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
-from infer_opt.results.roofline import KernelFit, KernelPoint, RooflineFit
+from infer_opt.results.roofline import KernelFit, RooflineFit
 from infer_opt.run_key import RunKey
 
 #: residual scale of the soft-L1 loss, in log units: ~10% relative error counts as an inlier
@@ -70,6 +70,17 @@ PROFILE_TIMINGS = {
 BOUND_COMPUTE = "compute"
 BOUND_BANDWIDTH = "bandwidth"
 BOUND_LAUNCH = "launch"
+
+
+@dataclass(frozen=True)
+class KernelPoint:
+    """One measured kernel: FLOPs, minimum bytes moved and the measured (median) time."""
+
+    name: str
+    family: str
+    flops: float
+    bytes: float
+    time_s: float
 
 
 def predict_time(fit: RooflineFit, flops: float, bytes: float) -> float:

@@ -26,7 +26,6 @@ from infer_opt.results.speculative import (
     AcceptanceResult,
     Costs,
     MetricsResult,
-    PlanRound,
     PlansResult,
     PlanStats,
     PositionRate,
@@ -47,6 +46,13 @@ MAX_K = 1024
 #: the largest entry a probability vector may hold (with --normalize, weights are rescaled by
 #: their sum, which must fit a float)
 MAX_WEIGHT = 1e300
+
+
+@dataclass(frozen=True)
+class PlanRound:
+    plan: str
+    time_s: float
+    tokens: int
 
 
 def _total(values: np.ndarray) -> float:

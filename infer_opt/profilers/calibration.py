@@ -64,7 +64,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from infer_opt.cost_models import op_model
-from infer_opt.cost_models.roofline import fit_roofline, key_problems
+from infer_opt.cost_models.roofline import KernelPoint, fit_roofline, key_problems
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
 from infer_opt.profilers import calibration_cases, op_recorder, speed_probe
@@ -80,7 +80,6 @@ from infer_opt.results.calibration import (
     GridPoint,
     HostCalibration,
 )
-from infer_opt.results.roofline import KernelPoint
 from infer_opt.run_key import RunKey
 
 Progress = Callable[[int, int, str], None]

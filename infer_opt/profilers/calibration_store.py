@@ -37,12 +37,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from infer_opt.cost_models.roofline import PROFILE_TIMINGS, default_fit_families, fit_problems, fit_roofline
+from infer_opt.cost_models.roofline import (
+    PROFILE_TIMINGS,
+    KernelPoint,
+    default_fit_families,
+    fit_problems,
+    fit_roofline,
+)
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
 from infer_opt.results import Result, parse_envelope, save_result
 from infer_opt.results.kernels import SuiteSettings
-from infer_opt.results.roofline import KernelPoint, RooflineFit
+from infer_opt.results.roofline import RooflineFit
 from infer_opt.run_key import RunKey
 from infer_opt.tables import Field, read_json, read_table, reject_non_finite
 

@@ -9,17 +9,6 @@ from infer_opt.results import Result
 
 
 @dataclass(frozen=True)
-class KernelPoint:
-    """One measured kernel: FLOPs, minimum bytes moved and the measured (median) time."""
-
-    name: str
-    family: str
-    flops: float
-    bytes: float
-    time_s: float
-
-
-@dataclass(frozen=True)
 class KernelFit:
     """A kernel against the fitted roofline."""
 

@@ -121,13 +121,6 @@ class SpeedupResult(Result):
 
 
 @dataclass(frozen=True)
-class PlanRound:
-    plan: str
-    time_s: float
-    tokens: int
-
-
-@dataclass(frozen=True)
 class PlanStats:
     plan: str
     rounds: int

@@ -4,7 +4,7 @@ A torch.profiler trace recorded with ``record_shapes=True`` holds, for every GPU
 aten op that launched it, that op's input shapes and dtypes, and the kernel's CUPTI / roctracer
 duration. That is what ``calibrate`` measures on a grid of shapes, only on a user's own
 workload: this module turns one device's traces into the same
-:class:`~infer_opt.cost_models.op_model.CalibrationResult` ``calibrate`` writes, so ``validate``
+:class:`~infer_opt.results.calibration.CalibrationResult` ``calibrate`` writes, so ``validate``
 (and the operator model, :class:`~infer_opt.cost_models.op_model.OpModel`) read it unchanged.
 
 * **Op instances** (:func:`op_instances`): each GPU event (kernel, memcpy, memset; not a sync
@@ -19,7 +19,7 @@ workload: this module turns one device's traces into the same
   (``attention_flash`` / ``_efficient`` / ``_cudnn`` / ``_math``: the op the kernel ran under)
   with ``.causal`` for a causal mask; an op in a dtype other than the calibration's gets the
   dtype appended (``eq.s:int64``) and borrows the plain family when its own has no points.
-* **Points**: per family, one :class:`~infer_opt.cost_models.op_model.GridPoint` per distinct
+* **Points**: per family, one :class:`~infer_opt.results.calibration.GridPoint` per distinct
   shape (features, FLOPs, bytes): the **median** instance time over every instance of that
   shape in every trace, its IQR/median as the spread. Each family is then fitted as
   ``calibrate``'s are (:func:`~infer_opt.cost_models.op_model.fit_family`: base roofline

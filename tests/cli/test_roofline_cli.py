@@ -6,12 +6,11 @@ import math
 import pytest
 import torch
 
-from infer_opt.cost_models.roofline import fit_roofline
+from infer_opt.cost_models.roofline import KernelPoint, fit_roofline
 from infer_opt.messages import text
 from infer_opt.profilers import calibration_store
 from infer_opt.profilers import kernels as K
 from infer_opt.results import save_result
-from infer_opt.results.roofline import KernelPoint
 from tests.helpers import assert_one_line_error, invoke, usable_fit
 
 R, B, T0 = 2e11, 5e10, 3e-6

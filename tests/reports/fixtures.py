@@ -85,8 +85,7 @@ def speculative_acceptance() -> Result:
 
 
 def speculative_plans() -> Result:
-    from infer_opt.cost_models.speculative import compare_plans
-    from infer_opt.results.speculative import PlanRound
+    from infer_opt.cost_models.speculative import PlanRound, compare_plans
 
     rounds = [
         PlanRound("k=2", 0.013, 2),

@@ -76,7 +76,7 @@ def _speedup_without_a_verify_cost():
 
 def _plans_ranked_otherwise_by_the_naive_mean():
     from infer_opt.cost_models import speculative as calc
-    from infer_opt.results.speculative import PlanRound
+    from infer_opt.cost_models.speculative import PlanRound
 
     rounds = [PlanRound("a", 10e-3, 1), PlanRound("a", 100e-3, 20), PlanRound("b", 24e-3, 4)]
     return calc.compare_plans(rounds)
