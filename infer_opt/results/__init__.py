@@ -6,7 +6,7 @@ plots read it, and loading or rendering a saved result imports no torch. :mod:`.
 the common :class:`Result` and the versioned JSON envelope, re-exported here.
 """
 
-from infer_opt.results.base import (
+from infer_opt.results.base import (  # noqa: F401 (the package re-exports the base)
     COMMAND_ENV,
     FieldError,
     LoadedResult,
@@ -21,19 +21,3 @@ from infer_opt.results.base import (
     save_result,
     to_jsonable,
 )
-
-__all__ = [
-    "COMMAND_ENV",
-    "FieldError",
-    "LoadedResult",
-    "Result",
-    "dumps",
-    "envelope",
-    "environment_info",
-    "load_result",
-    "number_problems",
-    "parse_envelope",
-    "result_class",
-    "save_result",
-    "to_jsonable",
-]
