@@ -169,9 +169,7 @@ def test_a_cold_matmul_family_is_used_for_a_model_larger_than_the_cache():
     matmuls = [o for o in ops if o.family.endswith(".nt")]
     assert matmuls and all(o.state == "cold" for o in matmuls)
     # far: every weight is nearer the warm state; ops without a weight are hot
-    far = CalibrationResult(
-        **{**near.__dict__, "warm_reuse_bytes": 2**29, "cold_reuse_bytes": 2**40}
-    )
+    far = CalibrationResult(**{**near.__dict__, "warm_reuse_bytes": 2**29, "cold_reuse_bytes": 2**40})
     ops = pr.predict("tiny", far, mode="decode", batch=1, context=8).ops
     assert all(o.state == "warm" for o in ops if o.family.endswith(".nt"))
     assert all(o.state == "hot" for o in ops if o.category in ("elementwise", "normalization"))
