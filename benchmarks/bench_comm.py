@@ -159,8 +159,8 @@ def _predict_cli(args: argparse.Namespace, mode: str, env: dict[str, str], comm_
 
 
 def part_predict(args: argparse.Namespace, env: dict[str, str], comm_data: dict[str, Any]) -> None:
-    from infer_opt.cost_models.comm import CommResult
     from infer_opt.results import save_result
+    from infer_opt.results.comm import CommResult
 
     comm = CommResult.from_dict(comm_data)
     comm_file = str(save_result(Path(tempfile.mkdtemp(prefix="bench-comm-")) / "comm.json", comm))

@@ -41,12 +41,12 @@ def peak_rss_gib() -> float:
 
 
 def synthetic() -> object:
-    from infer_opt.cost_models import op_model
+    from infer_opt.results.calibration import CalibrationResult, DeviceRoofline, HostCalibration
 
-    return op_model.CalibrationResult(
+    return CalibrationResult(
         device="cpu", device_name="synthetic", device_key="synthetic", dtype="float32", threads=1,
-        warm_reuse_bytes=2**22, cold_reuse_bytes=2**29, roofline=op_model.DeviceRoofline(1e11, 2e10, 2e-6),
-        host=op_model.HostCalibration(5e-7, 2e-6),
+        warm_reuse_bytes=2**22, cold_reuse_bytes=2**29, roofline=DeviceRoofline(1e11, 2e10, 2e-6),
+        host=HostCalibration(5e-7, 2e-6),
     )  # fmt: skip
 
 

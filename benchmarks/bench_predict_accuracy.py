@@ -40,10 +40,10 @@ from typing import Any
 
 import torch
 
-from infer_opt.kinds.validate import NOISE_HOST, NOISE_OPS, SMALL_OP_S
 from infer_opt.profilers import calibration as cal
 from infer_opt.profilers import validate as validate_module
 from infer_opt.profilers.device import cpu_model_name
+from infer_opt.results.validate import NOISE_HOST, NOISE_OPS, SMALL_OP_S
 from infer_opt.steps import Shape, StepSettings
 
 EXAMPLE = "examples/my_model.py:make_model"

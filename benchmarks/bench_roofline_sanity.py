@@ -25,9 +25,9 @@ import sys
 import torch
 
 from infer_opt.cost_models.roofline import default_fit_families, fit_roofline
-from infer_opt.kinds.kernels import SuiteSettings
 from infer_opt.profilers import kernels as K
 from infer_opt.profilers.device import device_name, parse_dtype, resolve_device
+from infer_opt.results.kernels import SuiteSettings
 
 
 def one_run(dev: torch.device, dtype: torch.dtype, flush: bool) -> dict[str, float]:

@@ -28,10 +28,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from infer_opt.kinds.speculative_run import SpecRunResult
 from infer_opt.profilers import speculative_run
 from infer_opt.profilers.models import random_tokens
 from infer_opt.profilers.speculative_measure import ModelPair
+from infer_opt.results.speculative_run import SpecRunResult
 
 
 class TimedModel:

@@ -28,7 +28,7 @@ SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "traces"
 
 def rate_problems(result) -> tuple[int, list[str]]:
     """(rates above the margin, those without a warning naming op, resource and cause)."""
-    from infer_opt.kinds.trace import shapes_text
+    from infer_opt.results.trace import shapes_text
     from infer_opt.trace.ops import group_peaks
     from infer_opt.trace.roofline import RATE_SLACK, peak_flops
 

@@ -24,8 +24,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from infer_opt.cost_models.amdahl import AmdahlResult, Part, combined
-from infer_opt.kinds.kernels import SuiteSettings
+from infer_opt.cost_models.amdahl import Part, combined
+from infer_opt.results.amdahl import AmdahlResult
+from infer_opt.results.kernels import SuiteSettings
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -193,7 +194,7 @@ def predict(
     ``infer-opt predict`` does: ``calibration`` a file (``infer-opt calibrate --out``), else the
     one cached for ``device``, ``dtype`` and ``threads``; ``sweep`` as the CLI's
     (``"batch=1,2,4"``). Checked as the CLI checks (:class:`InvalidInput` naming the parameter).
-    Returns a :class:`~infer_opt.kinds.predict.PredictResult`."""
+    Returns a :class:`~infer_opt.results.predict.PredictResult`."""
     from infer_opt.profilers import models
     from infer_opt.profilers import predict as pr
 
@@ -255,9 +256,9 @@ def kernels(
 @_api
 def fit_roofline(measurements: Any, *, bootstrap: int = 200, seed: int = 0) -> Any:
     """Fit ``t ≈ t0 + max(F/R, Q/b)`` (``infer-opt roofline``) to a kernel-suite result, a
-    saved ``.json`` or a measurement ``.csv``: a :class:`~infer_opt.cost_models.roofline.RooflineFit`."""
+    saved ``.json`` or a measurement ``.csv``: a :class:`~infer_opt.results.roofline.RooflineFit`."""
     from infer_opt.cost_models import roofline
-    from infer_opt.kinds.kernels import KernelSuiteResult
+    from infer_opt.results.kernels import KernelSuiteResult
 
     _typed("measurements", measurements, (*_PATH, KernelSuiteResult), "a kernels result or a file path")
     _counts(bootstrap=(bootstrap, 0))
@@ -344,7 +345,7 @@ def compare(base: Any, new: Any, **options: Any) -> Any:
     (``base_name``, ``new_name``, ``threshold``); two profiles or kernel-suite runs (or lists
     of them, the rounds of an ``ab``) with the run-level statistics of
     :func:`~infer_opt.cost_models.run_stats.compare_results`."""
-    from infer_opt.kinds.trace import TraceResult
+    from infer_opt.results.trace import TraceResult
 
     sides = [getattr(x, "result", x) if type(x).__name__ == "LoadedTrace" else x for x in (base, new)]
     traces = [isinstance(x, TraceResult) for x in sides]
@@ -381,7 +382,7 @@ EXPORTS: dict[str, str] = {
     "amortize": "infer_opt.cost_models.amortization:amortize",
     "amortize_buckets": "infer_opt.api:amortize_buckets",
     "speculative_speedup": "infer_opt.cost_models.speculative:speculative_speedup",
-    "Costs": "infer_opt.cost_models.speculative:Costs",
+    "Costs": "infer_opt.results.speculative:Costs",
     "acceptance": "infer_opt.api:acceptance",
     "compare_plans": "infer_opt.cost_models.speculative:compare_plans",
     "PlanRound": "infer_opt.cost_models.speculative:PlanRound",

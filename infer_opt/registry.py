@@ -28,123 +28,122 @@ class Kind:
     plot: str | None = None
 
 
-_CM = "infer_opt.cost_models"
-_KD = "infer_opt.kinds"
+_RS = "infer_opt.results"
 _RP = "infer_opt.reports"
 _PL = "infer_opt.reports.plots"
 
 KINDS: dict[str, Kind] = {
     k.name: k
     for k in (
-        Kind("amdahl", f"{_CM}.amdahl:AmdahlResult", f"{_RP}.amdahl:build_view", f"{_PL}.amdahl:plot"),
-        Kind("kernels", f"{_KD}.kernels:KernelSuiteResult", f"{_RP}.kernels:build_view"),
-        Kind("roofline", f"{_CM}.roofline:RooflineFit", f"{_RP}.roofline:build_view", f"{_PL}.roofline:plot"),
+        Kind("amdahl", f"{_RS}.amdahl:AmdahlResult", f"{_RP}.amdahl:build_view", f"{_PL}.amdahl:plot"),
+        Kind("kernels", f"{_RS}.kernels:KernelSuiteResult", f"{_RP}.kernels:build_view"),
+        Kind("roofline", f"{_RS}.roofline:RooflineFit", f"{_RP}.roofline:build_view", f"{_PL}.roofline:plot"),
         Kind(
             "attention-check",
-            f"{_KD}.attention_check:AttentionCheckResult",
+            f"{_RS}.attention_check:AttentionCheckResult",
             f"{_RP}.attention_check:build_view",
         ),
         Kind(
             "speculative-verify",
-            f"{_KD}.speculative_verify:SpeculativeVerifyResult",
+            f"{_RS}.speculative_verify:SpeculativeVerifyResult",
             f"{_RP}.speculative_verify:build_view",
         ),
         Kind(
             "speculative-speedup",
-            f"{_CM}.speculative:SpeedupResult",
+            f"{_RS}.speculative:SpeedupResult",
             f"{_RP}.speculative:build_speedup_view",
             f"{_PL}.speculative:plot",
         ),
         Kind(
             "speculative-acceptance",
-            f"{_CM}.speculative:AcceptanceResult",
+            f"{_RS}.speculative:AcceptanceResult",
             f"{_RP}.speculative:build_acceptance_view",
         ),
-        Kind("speculative-plans", f"{_CM}.speculative:PlansResult", f"{_RP}.speculative:build_plans_view"),
+        Kind("speculative-plans", f"{_RS}.speculative:PlansResult", f"{_RP}.speculative:build_plans_view"),
         Kind(
-            "speculative-metrics", f"{_CM}.speculative:MetricsResult", f"{_RP}.speculative:build_metrics_view"
+            "speculative-metrics", f"{_RS}.speculative:MetricsResult", f"{_RP}.speculative:build_metrics_view"
         ),
         Kind(
-            "attention-memory", f"{_CM}.attention:AttentionMemoryResult", f"{_RP}.attention:build_memory_view"
+            "attention-memory", f"{_RS}.attention:AttentionMemoryResult", f"{_RP}.attention:build_memory_view"
         ),
-        Kind("attention-window", f"{_CM}.attention:WindowBoundResult", f"{_RP}.attention:build_window_view"),
+        Kind("attention-window", f"{_RS}.attention:WindowBoundResult", f"{_RP}.attention:build_window_view"),
         Kind(
             "amortize",
-            f"{_CM}.amortization:AmortizeResult",
+            f"{_RS}.amortize:AmortizeResult",
             f"{_RP}.amortize:build_view",
             f"{_PL}.amortize:plot_one",
         ),
         Kind(
             "amortize-buckets",
-            f"{_CM}.amortization:AmortizeBucketsResult",
+            f"{_RS}.amortize:AmortizeBucketsResult",
             f"{_RP}.amortize:build_buckets_view",
             f"{_PL}.amortize:plot_buckets",
         ),
         Kind(
             "amortize-measure",
-            f"{_KD}.amortize_measure:AmortizeMeasureResult",
+            f"{_RS}.amortize_measure:AmortizeMeasureResult",
             f"{_RP}.amortize_measure:build_view",
             f"{_PL}.amortize_measure:plot",
         ),
         Kind(
             "speculative-measure",
-            f"{_KD}.speculative_measure:SpecMeasureResult",
+            f"{_RS}.speculative_measure:SpecMeasureResult",
             f"{_RP}.speculative_measure:build_view",
             f"{_PL}.speculative_measure:plot",
         ),
         Kind(
             "speculative-run",
-            f"{_KD}.speculative_run:SpecRunResult",
+            f"{_RS}.speculative_run:SpecRunResult",
             f"{_RP}.speculative_run:build_view",
             f"{_PL}.speculative_run:plot",
         ),
-        Kind("buckets", f"{_CM}.bucketing:BucketsResult", f"{_RP}.buckets:build_view", f"{_PL}.buckets:plot"),
+        Kind("buckets", f"{_RS}.buckets:BucketsResult", f"{_RP}.buckets:build_view", f"{_PL}.buckets:plot"),
         Kind(
             "profile",
-            f"{_KD}.profile:ProfileResult",
+            f"{_RS}.profile:ProfileResult",
             f"{_RP}.profile:build_view",
             f"{_PL}.profile:plot",
         ),
-        Kind("compare", f"{_CM}.run_stats:CompareResult", f"{_RP}.compare:build_view", f"{_PL}.compare:plot"),
-        Kind("ab", f"{_KD}.ab:AbResult", f"{_RP}.ab:build_view", f"{_PL}.ab:plot"),
-        Kind("noise-floor", f"{_CM}.run_stats:NoiseFloor", f"{_RP}.noise_floor:build_view"),
-        Kind("comm", f"{_CM}.comm:CommResult", f"{_RP}.comm:build_view", f"{_PL}.comm:plot"),
+        Kind("compare", f"{_RS}.compare:CompareResult", f"{_RP}.compare:build_view", f"{_PL}.compare:plot"),
+        Kind("ab", f"{_RS}.ab:AbResult", f"{_RP}.ab:build_view", f"{_PL}.ab:plot"),
+        Kind("noise-floor", f"{_RS}.noise_floor:NoiseFloor", f"{_RP}.noise_floor:build_view"),
+        Kind("comm", f"{_RS}.comm:CommResult", f"{_RP}.comm:build_view", f"{_PL}.comm:plot"),
         Kind(
             "profile-tp",
-            f"{_KD}.profile_tp:TPProfileResult",
+            f"{_RS}.profile_tp:TPProfileResult",
             f"{_RP}.profile_tp:build_view",
             f"{_PL}.profile:plot",
         ),
         # ---- calibrated performance model (calibrate, predict, validate)
-        Kind("calibration", f"{_CM}.op_model:CalibrationResult", f"{_RP}.calibration:build_view"),
-        Kind("predict", f"{_KD}.predict:PredictResult", f"{_RP}.predict:build_view", f"{_PL}.predict:plot"),
+        Kind("calibration", f"{_RS}.calibration:CalibrationResult", f"{_RP}.calibration:build_view"),
+        Kind("predict", f"{_RS}.predict:PredictResult", f"{_RP}.predict:build_view", f"{_PL}.predict:plot"),
         Kind(
-            "validate", f"{_KD}.validate:ValidateResult", f"{_RP}.validate:build_view", f"{_PL}.validate:plot"
+            "validate", f"{_RS}.validate:ValidateResult", f"{_RP}.validate:build_view", f"{_PL}.validate:plot"
         ),
         Kind(
             "validate-trace",
-            f"{_KD}.validate_trace:TraceValidateResult",
+            f"{_RS}.validate_trace:TraceValidateResult",
             f"{_RP}.validate_trace:build_view",
             f"{_PL}.validate:plot",
         ),
         # ---- real GPU traces (trace)
-        Kind("trace", f"{_KD}.trace:TraceResult", f"{_RP}.trace:build_view", f"{_PL}.trace:plot"),
+        Kind("trace", f"{_RS}.trace:TraceResult", f"{_RP}.trace:build_view", f"{_PL}.trace:plot"),
         Kind(
             "trace-compare",
-            f"{_KD}.trace_compare:TraceCompareResult",
+            f"{_RS}.trace_compare:TraceCompareResult",
             f"{_RP}.trace_compare:build_view",
             f"{_PL}.trace_compare:plot",
         ),
         # ---- engine settings (tune)
         Kind(
             "tune-capture-sizes",
-            f"{_KD}.tune_capture_sizes:TuneCaptureSizesResult",
+            f"{_RS}.tune_capture_sizes:TuneCaptureSizesResult",
             f"{_RP}.tune_capture_sizes:build_view",
             f"{_PL}.tune_capture_sizes:plot",
         ),
         Kind(
             "tune-speculative",
-            f"{_KD}.tune_speculative:TuneSpeculativeResult",
+            f"{_RS}.tune_speculative:TuneSpeculativeResult",
             f"{_RP}.tune_speculative:build_view",
             f"{_PL}.tune_speculative:plot",
         ),

@@ -98,8 +98,9 @@ def usable_fit(device: str = "cpu", dtype: str = "float32", **changes: Any) -> A
     matmul precision, the profile's timing), so it passes the cache's validation."""
     from dataclasses import replace
 
-    from infer_opt.cost_models.roofline import PROFILE_TIMINGS, RooflineFit
+    from infer_opt.cost_models.roofline import PROFILE_TIMINGS
     from infer_opt.profilers.device import run_key
+    from infer_opt.results.roofline import RooflineFit
 
     key = run_key(device, dtype, PROFILE_TIMINGS[device.split(":")[0]][0])
     fit = RooflineFit(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import re
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "ARCHITECTURE.md"
@@ -94,7 +95,7 @@ def test_docstrings_cite_no_document_outside_the_repository():
 
 
 def test_no_module_of_the_report_layer_imports_the_profilers():
-    """A result kind's schema lives in ``infer_opt/kinds/``: views and plots read it there, so
+    """A result kind's schema lives in ``infer_opt/results/``: views and plots read it there, so
     rendering a saved result never loads the modules that measure (and import torch)."""
     offenders = []
     for path in sorted((ROOT / "infer_opt" / "reports").rglob("*.py")):
@@ -107,6 +108,94 @@ def test_no_module_of_the_report_layer_imports_the_profilers():
             if any(m == "infer_opt.profilers" or m.startswith("infer_opt.profilers.") for m in modules):
                 offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert not offenders, offenders
+
+
+#: what a module of infer_opt/results/ may import from the package: the results beside it and
+#: the light shared modules (no calculator, profiler, trace analysis, view or command)
+RESULT_IMPORTS = (
+    *("results", "errors", "notices", "units", "stats", "steps", "run_key", "clocks", "files", "tables"),
+    "registry",  # names of kinds as strings, resolved when a file is loaded
+)
+#: the base's two conveniences for API users and notebooks (``Result.to_frame``, the markdown a
+#: notebook shows), each a lazy import of the report layer inside the method
+RESULT_API_IMPORTS = {"base.py:infer_opt.reports.frames", "base.py:infer_opt.reports.render"}
+
+
+def _package_imports(path: Path) -> list[str]:
+    """The ``infer_opt`` modules ``path`` imports, at top level or inside a function."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module == "infer_opt":
+            out += [f"infer_opt.{a.name}" for a in node.names if a.name != "__version__"]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            out.append(node.module)
+    return [m for m in out if m.split(".")[0] == "infer_opt"]
+
+
+def test_results_import_no_calculator_profiler_trace_analysis_view_or_command():
+    offenders = [
+        f"{path.name}:{module}"
+        for path in sorted((ROOT / "infer_opt" / "results").glob("*.py"))
+        for module in _package_imports(path)
+        if module.split(".")[1] not in RESULT_IMPORTS and f"{path.name}:{module}" not in RESULT_API_IMPORTS
+    ]
+    assert not offenders, offenders
+
+
+def test_the_results_check_sees_a_calculator_import(tmp_path):
+    (tmp_path / "m.py").write_text("def f():\n    from infer_opt.cost_models import op_model\n")
+    assert _package_imports(tmp_path / "m.py") == ["infer_opt.cost_models"]
+
+
+def test_every_result_class_lives_in_the_results_package():
+    """No class outside infer_opt/results/ derives from :class:`Result` or from a result there."""
+    classes = [
+        (path, node, {b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "") for b in node.bases})
+        for path in sorted((ROOT / "infer_opt").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ClassDef)
+    ]
+    results, grown = {"Result"}, True
+    while grown:  # every class deriving from Result, at any depth, wherever it is
+        before = len(results)
+        results |= {node.name for _, node, bases in classes if bases & results}
+        grown = len(results) > before
+    offenders = [
+        f"{path.relative_to(ROOT)}:{node.name}"
+        for path, node, bases in classes
+        if bases & results and path.parent.name != "results"
+    ]
+    assert len(results) > 30 and not offenders, offenders
+
+
+def test_every_kind_and_every_row_it_holds_is_a_class_of_the_results_package():
+    """A kind's result class and the dataclasses its fields hold (at any depth) are defined in
+    infer_opt/results/, or are one of the light shared types (a notice, a summary, a shape)."""
+    import dataclasses
+    import typing
+
+    from infer_opt.registry import KINDS, result_class
+
+    shared = {"infer_opt.notices", "infer_opt.stats", "infer_opt.steps"}
+    seen, outside = set(), []
+
+    def walk(tp: Any) -> None:
+        for arg in typing.get_args(tp):
+            walk(arg)
+        if isinstance(tp, type) and dataclasses.is_dataclass(tp) and tp not in seen:
+            seen.add(tp)
+            if not tp.__module__.startswith("infer_opt.results.") and tp.__module__ not in shared:
+                outside.append(f"{tp.__module__}.{tp.__name__}")
+            for hint in typing.get_type_hints(tp).values():
+                walk(hint)
+
+    for name in KINDS:
+        cls = result_class(name)
+        assert cls.__module__.startswith("infer_opt.results."), (name, cls.__module__)
+        walk(cls)
+    assert len(seen) > 100 and not outside, outside
 
 
 def _torch_loaded_after(code: str) -> bool:

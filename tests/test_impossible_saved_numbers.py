@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from infer_opt.errors import BadField
 from infer_opt.reports.render import render
-from infer_opt.results import _number_rule, parse_envelope
+from infer_opt.results import parse_envelope
+from infer_opt.results.base import _number_rule
 from tests.reports.fixtures import FIXTURES, fixture
 
 KINDS = sorted(FIXTURES)

@@ -60,7 +60,7 @@ def test_the_saved_command_is_quoted_as_a_shell_takes_it_back(monkeypatch):
     "commands that produced these results" did not reproduce them (issue 33, class 7)."""
     import shlex
 
-    from infer_opt import results
+    from infer_opt.results import base as results
 
     argv = ["/usr/bin/infer-opt", "ab", "--base", "infer-opt kernels --only tiny_add", "--new", "x y"]
     monkeypatch.setattr(results.sys, "argv", argv)
@@ -71,7 +71,7 @@ def test_the_saved_command_is_quoted_as_a_shell_takes_it_back(monkeypatch):
 
 def test_a_rank_saves_its_launchers_command(monkeypatch):
     """A rank of ``comm --nproc 2`` runs without --nproc; its result names the launcher's line."""
-    from infer_opt import results
+    from infer_opt.results import base as results
 
     monkeypatch.setattr(results.sys, "argv", ["infer-opt", "comm", "--max-size", "1MiB"])
     monkeypatch.setenv(results.COMMAND_ENV, "infer-opt comm --nproc 2 --max-size 1MiB")

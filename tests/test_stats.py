@@ -58,7 +58,8 @@ def test_variance_warning_names_the_fix():
 
 
 def test_round_trips_through_result_json():
-    from infer_opt.results import _dataclass_from_dict, to_jsonable
+    from infer_opt.results import to_jsonable
+    from infer_opt.results.base import _dataclass_from_dict
 
     s = Summary.from_samples([1.0, 2.0, 4.0])
     assert _dataclass_from_dict(Summary, to_jsonable(s)) == s

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from infer_opt.kinds.profile import ProfileResult
 from infer_opt.results import dumps, parse_envelope
+from infer_opt.results.profile import ProfileResult
 from infer_opt.run_key import RunKey
 from infer_opt.steps import MODES, Shape, StepSettings
 from tests.helpers import invoke

@@ -35,7 +35,7 @@ from infer_opt.checks.blocked_attention import (
     visibility_torch,
 )
 from infer_opt.errors import InvalidInput
-from infer_opt.kinds.attention_check import AttentionCase, AttentionCheckResult
+from infer_opt.results.attention_check import AttentionCase, AttentionCheckResult
 
 #: max |output - float64 reference| allowed per dtype, for unit-variance random q, k, v
 TOLERANCES: dict[str, float] = {"float64": 1e-10, "float32": 1e-4, "float16": 5e-3, "bfloat16": 3e-2}

@@ -50,7 +50,8 @@ import numpy as np
 
 from infer_opt.cost_models import speculative as calc
 from infer_opt.errors import InvalidInput
-from infer_opt.kinds.speculative_verify import (
+from infer_opt.notices import Notice
+from infer_opt.results.speculative_verify import (
     EXACT_TOLERANCE,
     SIGMA_LIMIT,
     SIGNIFICANCE,
@@ -58,7 +59,6 @@ from infer_opt.kinds.speculative_verify import (
     RuleVerdict,
     SpeculativeVerifyResult,
 )
-from infer_opt.notices import Notice
 
 Rule = Literal["exact", "resample-p"]
 RULES: tuple[str, ...] = ("exact", "resample-p")

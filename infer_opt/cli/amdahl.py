@@ -11,6 +11,7 @@ from infer_opt.cli.output import with_output
 from infer_opt.cli.types import Number, Parsed
 from infer_opt.cost_models import amdahl as model
 from infer_opt.errors import InvalidInput
+from infer_opt.results.amdahl import AmdahlResult
 from infer_opt.units import parse_float
 
 HELP = """End-to-end speedup when part of the time gets faster (Amdahl's law).
@@ -103,7 +104,7 @@ def amdahl(
     part: PartOpt = None,
     added: AddedOpt = 0.0,
     target: TargetOpt = None,
-) -> model.AmdahlResult:
+) -> AmdahlResult:
     parts = _parts(fraction, speedup, list(part or []), target)
     given = fraction is None or speedup is not None
     return model.combined(parts, added=added, target=target, speedup_given=given)

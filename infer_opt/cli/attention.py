@@ -13,6 +13,7 @@ from infer_opt.cli.common import option
 from infer_opt.cli.output import with_output
 from infer_opt.cli.types import Count, Number
 from infer_opt.cost_models import attention as model
+from infer_opt.results.attention import AttentionMemoryResult, WindowBoundResult
 
 #: a sequence, head count or batch beyond this is not a model anyone runs (and would overflow)
 MAX_DIM = 1 << 30
@@ -57,7 +58,7 @@ def memory(
     batch: BatchOpt = 1,
     dtype: DtypeOpt = "float16",
     causal: CausalOpt = False,
-) -> model.AttentionMemoryResult:
+) -> AttentionMemoryResult:
     return model.attention_memory(
         tq=tq, tk=tk, heads=heads, batch=batch, head_dim=head_dim, dtype=dtype, causal=causal
     )
@@ -94,7 +95,7 @@ ValueNormOpt = option(
 def window(
     dropped_mass: DroppedMassOpt,
     value_norm: ValueNormOpt,
-) -> model.WindowBoundResult:
+) -> WindowBoundResult:
     return model.window_bound(dropped_mass, value_norm)
 
 

@@ -12,6 +12,7 @@ from infer_opt.cli.output import Outcome, with_output
 from infer_opt.cli.types import Choice, Count, Duration, InputFile, Parsed
 from infer_opt.cost_models import bucketing as model
 from infer_opt.errors import InvalidInput
+from infer_opt.results.buckets import BucketsResult
 from infer_opt.units import parse_int_list
 
 #: a batch larger than this is not a batch a server forms
@@ -140,7 +141,7 @@ def buckets(
     return Outcome(result, plot=lambda res, path: _plot(res, sample, path), warnings=sample.notices)
 
 
-def _plot(result: model.BucketsResult, sample: model.LengthSample, path: Path) -> Path:
+def _plot(result: BucketsResult, sample: model.LengthSample, path: Path) -> Path:
     from infer_opt.reports.plots import buckets as plots
 
     return plots.plot_sample(result, sample, path)

@@ -125,7 +125,7 @@ def relaunch(
     debug = bool(getattr(ctx.find_root().command, "debug", False))
     if debug:
         os.environ["INFER_OPT_DEBUG"] = "1"  # the ranks inherit it
-    from infer_opt.results import COMMAND_ENV, _command_line
+    from infer_opt.results.base import COMMAND_ENV, _command_line
 
     before = os.environ.get(COMMAND_ENV)
     os.environ[COMMAND_ENV] = before or _command_line()  # what the ranks' results say produced them

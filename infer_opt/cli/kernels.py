@@ -20,7 +20,7 @@ from infer_opt.cli.types import Choice, Duration, InputFile, Parsed
 from infer_opt.errors import Interrupted, RunFailure, UnsupportedOnDevice
 
 if TYPE_CHECKING:
-    from infer_opt.kinds.kernels import KernelSuiteResult, SuiteSettings
+    from infer_opt.results.kernels import KernelSuiteResult, SuiteSettings
 
 HELP = """Time real kernels with known FLOPs F and minimum bytes Q: matmul sweep (compute
 bound), copy/add/scale sweep (bandwidth bound), tiny adds (launch floor), softmax, layer
@@ -129,7 +129,7 @@ def suite_settings(
     cuda_graphs: bool,
 ) -> SuiteSettings:
     """The timing options as :class:`SuiteSettings` (``reps`` None = adaptive, capped at 2 s)."""
-    from infer_opt.kinds.kernels import SuiteSettings
+    from infer_opt.results.kernels import SuiteSettings
 
     calls, seconds = warmup
     if reps is None and max_time_s is None:

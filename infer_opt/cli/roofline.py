@@ -12,7 +12,9 @@ from infer_opt.cli.kernels import DtypeOpt, FlushOpt, RepsOpt, SuiteOpt, WarmupO
 from infer_opt.cli.output import with_output
 from infer_opt.cli.types import Bandwidth, Count, FlopRate, InputFile, OutputFile
 from infer_opt.cost_models import roofline as model
+from infer_opt.cost_models.roofline import KernelPoint
 from infer_opt.errors import Interrupted, InvalidInput
+from infer_opt.results.roofline import RooflineFit
 
 HELP = """Fit the empirical roofline t ≈ t0 + max(F/R, Q/b) — compute rate R, bandwidth b,
 launch floor t0 — robustly in log space, with bootstrap intervals; label every kernel
@@ -92,7 +94,7 @@ def roofline_command(
     fit_on: FitOnOpt = "auto",
     save: SaveOpt = None,
     no_save: NoSaveOpt = False,
-) -> model.RooflineFit:
+) -> RooflineFit:
     if measurements is not None:
         from infer_opt.profilers.calibration_store import load_points
 
@@ -114,7 +116,7 @@ def roofline_command(
 
 def _measure_now(
     device: str, dtype: str, suite: str, flush: bool, warmup: Any, reps: Any, threads: int | None
-) -> tuple[list[model.KernelPoint], dict[str, Any], str]:
+) -> tuple[list[KernelPoint], dict[str, Any], str]:
     """Run the suite now: its points, the device it ran on, and a source line."""
     from infer_opt.cli.kernels import run_suite_cli, suite_settings
     from infer_opt.profilers.kernels import kernel_points
@@ -140,7 +142,7 @@ def _measure_now(
     )
 
 
-def _families(text: str, points: list[model.KernelPoint]) -> tuple[str, ...] | None:
+def _families(text: str, points: list[KernelPoint]) -> tuple[str, ...] | None:
     choice = text.strip().lower()
     if choice == "auto":
         return model.default_fit_families(points)
@@ -161,7 +163,7 @@ def _families(text: str, points: list[model.KernelPoint]) -> tuple[str, ...] | N
     return wanted
 
 
-def _save(fit: model.RooflineFit, save: Path | None, no_save: bool) -> None:
+def _save(fit: RooflineFit, save: Path | None, no_save: bool) -> None:
     from infer_opt.messages import text
     from infer_opt.profilers import calibration_store
 

@@ -26,8 +26,10 @@ from infer_opt.cli.types import (
     png_name,
 )
 from infer_opt.cost_models import speculative as model
+from infer_opt.cost_models.speculative import PlanRound
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
+from infer_opt.results.speculative import AcceptanceResult, Costs, MetricsResult, SpeedupResult
 from infer_opt.units import parse_duration
 
 app = typer.Typer(
@@ -107,7 +109,7 @@ def parse_costs(
     verify_cost: float | None,
     verify_cost_model: tuple[float, float] | None,
     overhead: float,
-) -> model.Costs:
+) -> Costs:
     """The per-round costs from the shared options; c_v = c_t (flagged as assumed) if neither
     ``--verify-cost`` nor ``--verify-cost-model`` is given."""
     if target_cost is None:
@@ -121,11 +123,11 @@ def parse_costs(
             "--verify-cost", verify_cost, "give --verify-cost or --verify-cost-model, not both"
         )
     if verify_cost is not None:
-        return model.Costs(target_cost, draft_cost, verify_cost, 0.0, overhead)
+        return Costs(target_cost, draft_cost, verify_cost, 0.0, overhead)
     if verify_cost_model is not None:
         base, per_k = verify_cost_model
-        return model.Costs(target_cost, draft_cost, base, per_k, overhead)
-    return model.Costs(target_cost, draft_cost, target_cost, 0.0, overhead, verify_assumed=True)
+        return Costs(target_cost, draft_cost, base, per_k, overhead)
+    return Costs(target_cost, draft_cost, target_cost, 0.0, overhead, verify_assumed=True)
 
 
 # ------------------------------------------------------------------------------------ speedup
@@ -210,7 +212,7 @@ def speedup(
     plot_grid: PlotGridOpt = None,
     *,
     output: Output,
-) -> model.SpeedupResult:
+) -> SpeedupResult:
     if (alpha is None) == (alphas is None):
         raise InvalidInput("--alpha", "both or neither", "give one constant --alpha or per-position --alphas")
     if k is None and alphas is None:
@@ -358,7 +360,7 @@ def acceptance(
     p_temperature: PTemperatureOpt = None,
     q_temperature: QTemperatureOpt = None,
     normalize: NormalizeOpt = False,
-) -> model.AcceptanceResult:
+) -> AcceptanceResult:
     p_vals, p_name = _vector(p, p_file, "p")
     q_vals, q_name = _vector(q, q_file, "q")
     if not logits:
@@ -390,7 +392,7 @@ Example:
 """
 
 
-def read_plan_log(path: Path) -> tuple[list[model.PlanRound], tuple[Notice, ...]]:
+def read_plan_log(path: Path) -> tuple[list[PlanRound], tuple[Notice, ...]]:
     """Rounds from a CSV/TSV with columns plan, time (``time``: bare = ms; or ``time_ms``,
     ``time_us``, ``time_s``), tokens, in any order; other columns are reported, not read."""
     from infer_opt.tables import Field, read_table
@@ -405,7 +407,7 @@ def read_plan_log(path: Path) -> tuple[list[model.PlanRound], tuple[Notice, ...]
         raise InvalidInput("FILE", str(path), "the log has no data rows")
     frame = table.frame
     rounds = [
-        model.PlanRound(plan, time_s, tokens)
+        PlanRound(plan, time_s, tokens)
         for plan, time_s, tokens in zip(
             frame["plan"].tolist(), frame["time"].tolist(), frame["tokens"].tolist(), strict=True
         )
@@ -575,7 +577,7 @@ def from_metrics(
     verify_cost: VerifyCostOpt = None,
     verify_cost_model: VerifyModelOpt = None,
     overhead: OverheadOpt = 0.0,
-) -> model.MetricsResult:
+) -> MetricsResult:
     others = {"--drafts": drafts, "--accepted-per-position": accepted_per_position}
     _prometheus_only(
         prometheus, before, model_name, **others, **{"--draft-tokens": draft_tokens, "--file": file}

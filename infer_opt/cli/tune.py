@@ -13,8 +13,8 @@ from infer_opt.cli.common import option
 from infer_opt.cli.output import with_output
 from infer_opt.cli.types import Count, CountList, Duration, InputFile, NumberList, Parsed, Size
 from infer_opt.errors import InvalidInput
-from infer_opt.kinds.tune_capture_sizes import TuneCaptureSizesResult
-from infer_opt.kinds.tune_speculative import TuneSpeculativeResult
+from infer_opt.results.tune_capture_sizes import TuneCaptureSizesResult
+from infer_opt.results.tune_speculative import TuneSpeculativeResult
 
 app = typer.Typer(
     help="Engine settings from measurements: CUDA-graph capture sizes, draft length per batch size.",

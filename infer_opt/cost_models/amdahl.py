@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
-from infer_opt.results import Result
+from infer_opt.results.amdahl import AmdahlResult, PartResult
 
 #: Σf may exceed 1 by this much (rounding of user-entered fractions).
 FRACTION_SUM_TOLERANCE = 1e-9
@@ -24,44 +24,6 @@ class Part:
     name: str
     fraction: float
     speedup: float
-
-
-@dataclass(frozen=True)
-class PartResult:
-    name: str
-    fraction: float
-    speedup: float
-    #: this part's time after the change, as a fraction of the original total time: f/s
-    time_after: float
-    #: this part's share of the new total time
-    share_after: float
-    #: speedup of this part alone (others as given) that reaches the target, if one was set
-    required_speedup: float | None = None
-    slowdown: bool = False
-
-
-@dataclass(frozen=True)
-class AmdahlResult(Result):
-    KIND = "amdahl"
-
-    parts: tuple[PartResult, ...]
-    added: float
-    #: fraction of the original time no part touches: 1 - Σf
-    untouched_fraction: float
-    #: new total time as a fraction of the original: (1 - Σf) + Σf/s + a
-    new_time: float
-    speedup: float
-    #: the parts made free (s -> ∞), overhead kept: 1 / ((1 - Σf) + a)
-    ceiling: float
-    target: float | None = None
-    #: the one speedup that, applied to every part, reaches the target (None: see reason)
-    required_speedup: float | None = None
-    #: why no required speedup is given: ``target_above_ceiling`` or ``part_takes_no_time``
-    reason: Notice | None = None
-    #: False when only a target was given: the parts were evaluated at s = 1 (unchanged)
-    speedup_given: bool = True
-    #: ``parts_slower`` (a part's s < 1), ``slower_overall`` (S < 1)
-    warnings: tuple[Notice, ...] = ()
 
 
 #: the smallest speedup taken: below it f/s and every time after it would be meaningless

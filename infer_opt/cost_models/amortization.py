@@ -28,7 +28,7 @@ import numpy as np
 from infer_opt.cost_models import bucketing
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
-from infer_opt.results import Result
+from infer_opt.results.amortize import AmortizeBucketsResult, AmortizeResult, BucketAmortization, Checkpoint
 from infer_opt.tables import Field
 from infer_opt.units import parse_float
 
@@ -71,17 +71,6 @@ def _check_duration(option: str, value: float, *, signed: bool = False) -> None:
         raise InvalidInput(option, value, "duration must be >= 0")
 
 
-@dataclass(frozen=True)
-class Checkpoint:
-    """Both totals at one call count: eager ``n·t_e``, compiled ``C + n·t_c``."""
-
-    label: str
-    calls: float
-    eager_total_s: float
-    compiled_total_s: float
-    net_gain_s: float
-
-
 def checkpoint(
     label: str, calls: float, compile_cost_s: float, eager_s: float, compiled_s: float
 ) -> Checkpoint:
@@ -89,28 +78,6 @@ def checkpoint(
     eager = n * _exact(eager_s)
     compiled = _exact(compile_cost_s) + n * _exact(compiled_s)
     return Checkpoint(label, float(calls), float(eager), float(compiled), float(eager - compiled))
-
-
-@dataclass(frozen=True)
-class AmortizeResult(Result):
-    """One shape."""
-
-    KIND = "amortize"
-
-    compile_cost_s: float
-    eager_s: float
-    compiled_s: float
-    #: t_e - t_c per call
-    saving_s: float
-    break_even_calls: float | None
-    min_gaining_calls: int | None
-    calls: int | None = None
-    #: n·(t_e - t_c) - C at ``calls``
-    net_gain_s: float | None = None
-    #: compile? (None: depends on the call count, which was not given)
-    compile: bool | None = None
-    reason: str | None = None
-    checkpoints: tuple[Checkpoint, ...] = ()
 
 
 def amortize(
@@ -291,43 +258,6 @@ class BucketTable(Sequence[BucketInput]):
 
 def _scalar(value: Any) -> Any:
     return value.item() if hasattr(value, "item") else value
-
-
-@dataclass(frozen=True)
-class BucketAmortization:
-    bucket: str
-    compile_s: float
-    saving_s: float
-    calls: float
-    break_even_calls: float | None
-    min_gaining_calls: int | None
-    #: n_i·(t_e,i - t_c,i) - C_i
-    net_gain_s: float
-    compile: bool
-    eager_s: float | None = None
-    compiled_s: float | None = None
-    bound: int | None = None
-    reason: str | None = None
-
-
-@dataclass(frozen=True)
-class AmortizeBucketsResult(Result):
-    KIND = "amortize-buckets"
-
-    source: str
-    buckets: tuple[BucketAmortization, ...]
-    #: Σ net_i over the buckets worth compiling (net_i > 0)
-    total_net_gain_s: float
-    #: Σ net_i over every bucket
-    compile_all_net_gain_s: float
-    compiled_count: int
-    total_calls: float
-    #: where the call counts came from
-    calls_source: str
-    #: compile time spent on the chosen set
-    compile_cost_chosen_s: float
-    compile_none_net_gain_s: float = 0.0
-    unbucketed_count: int = 0
 
 
 @dataclass(frozen=True)

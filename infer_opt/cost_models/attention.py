@@ -13,10 +13,9 @@ sliding-window truncation bound.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from infer_opt.errors import InvalidInput
-from infer_opt.results import Result
+from infer_opt.results.attention import AttentionMemoryResult, TrafficItem, WindowBoundResult
 
 #: element sizes in bytes of the dtypes the CLI knows by name
 DTYPE_BYTES: dict[str, float] = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "fp8": 1}
@@ -34,46 +33,6 @@ DTYPE_ALIASES: dict[str, str] = {
     "float8_e4m3fn": "fp8",
     "float8_e5m2": "fp8",
 }
-
-
-@dataclass(frozen=True)
-class TrafficItem:
-    """One tensor's trip to or from HBM."""
-
-    name: str
-    explicit_bytes: float
-    #: None: the tiled path never moves it (it stays on chip)
-    tiled_bytes: float | None
-
-
-@dataclass(frozen=True)
-class AttentionMemoryResult(Result):
-    KIND = "attention-memory"
-
-    tq: int
-    tk: int
-    heads: int
-    batch: int
-    head_dim: int
-    dtype: str
-    dtype_bytes: float
-    causal: bool
-    #: elements of one score matrix (one batch element, one head): T_q·T_k
-    score_elements: int
-    score_bytes_per_head: float
-    #: all batch elements and heads: B·H·T_q·T_k·bytes
-    score_bytes_total: float
-    traffic: tuple[TrafficItem, ...]
-    traffic_explicit_bytes: float
-    traffic_tiled_bytes: float
-    #: explicit / tiled traffic
-    traffic_ratio: float
-    #: (query, key) pairs whose score is used, per (batch, head)
-    visible_pairs: int
-    #: 4·B·H·visible_pairs·d (QKᵀ and PV; softmax not included)
-    flops: float
-    intensity_explicit: float
-    intensity_tiled: float
 
 
 def _positive_int(option: str, value: object) -> int:
@@ -177,18 +136,6 @@ def attention_memory(
         intensity_explicit=flops / explicit,
         intensity_tiled=flops / tiled,
     )
-
-
-@dataclass(frozen=True)
-class WindowBoundResult(Result):
-    KIND = "attention-window"
-
-    dropped_mass: float
-    value_norm: float
-    #: 2·δ·M
-    bound: float
-    #: 2·δ: the bound as a fraction of M
-    relative_bound: float
 
 
 def window_bound(dropped_mass: float, value_norm: float) -> WindowBoundResult:

@@ -13,7 +13,8 @@ import numpy as np
 from infer_opt.cost_models import capture_sizes as cs
 from infer_opt.cost_models.amortization import break_even
 from infer_opt.errors import InvalidInput
-from infer_opt.kinds.tune_capture_sizes import (
+from infer_opt.notices import Notice
+from infer_opt.results.tune_capture_sizes import (
     CaptureBucket,
     CostPoint,
     ListCost,
@@ -21,7 +22,6 @@ from infer_opt.kinds.tune_capture_sizes import (
     TuneCaptureSizesResult,
     Uncaptured,
 )
-from infer_opt.notices import Notice
 
 
 @dataclass(frozen=True, eq=False)

@@ -33,13 +33,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from infer_opt.errors import InvalidInput
-from infer_opt.notices import Notice
-from infer_opt.results import Result, number_problems
+from infer_opt.results.comm import BANDWIDTH_RANGE, CollectiveSweep, CommPoint, CommResult
+from infer_opt.results.predict import PredictedCollective, TPPrediction
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "send_recv")
 #: what one rank alone can measure: a device-local copy of S bytes (not a collective)
@@ -57,8 +57,6 @@ _BUS_FACTORS = {
 }
 #: residual scale of the soft-L1 loss, in log units: ~10% relative error counts as an inlier
 LOSS_SCALE = 0.1
-#: how far (×/÷) the fitted bandwidth may wander from the best measured S/t
-BANDWIDTH_RANGE = 100.0
 #: fewest message sizes a fit of two parameters takes
 MIN_FIT_POINTS = 3
 
@@ -85,30 +83,6 @@ def busbw(collective: str, n_bytes: float, time_s: float, world_size: int) -> fl
 
 
 # ---------------------------------------------------------------------------- one message size
-
-
-@dataclass(frozen=True)
-class CommPoint:
-    """One message size of one collective, over all ranks."""
-
-    bytes: int
-    #: the slowest rank's median: max over ranks of each rank's median time
-    time_s: float
-    algbw_bytes_per_s: float
-    busbw_bytes_per_s: float
-    #: each rank's median, in rank order
-    rank_median_s: tuple[float, ...]
-    #: the slowest rank's quartiles (the spread behind ``time_s``)
-    q1_s: float
-    q3_s: float
-    slowest_rank: int
-    #: samples per rank
-    reps: int
-
-    def loaded_problems(self) -> list[tuple[str, object, str]]:
-        """A saved point's size and times are finite and > 0 (a file read back)."""
-        out = number_problems(self, finite_positive=("bytes", "time_s", "rank_median_s"))
-        return out + number_problems(self, non_negative=("q1_s", "q3_s"))
 
 
 def comm_point(collective: str, n_bytes: int, rank_samples_s: Sequence[Sequence[float]]) -> CommPoint:
@@ -288,54 +262,6 @@ def fit_alpha_beta(
 # ---------------------------------------------------------------------------- the result
 
 
-@dataclass(frozen=True)
-class CollectiveSweep:
-    """One collective over its message sizes, and its α-β fit (the fit fields are ``None``
-    with fewer than :data:`MIN_FIT_POINTS` sizes)."""
-
-    collective: str
-    #: busbw / algbw at this world size
-    bus_factor: float
-    points: tuple[CommPoint, ...]
-    alpha_s: float | None = None
-    beta_bytes_per_s: float | None = None
-    #: S* = α·β: below it latency dominates
-    crossover_bytes: float | None = None
-    alpha_interval: tuple[float, float] | None = None
-    beta_interval: tuple[float, float] | None = None
-    #: median and largest |t̂ − t|/t over the sizes
-    fit_median_abs_rel_error: float | None = None
-    fit_max_abs_rel_error: float | None = None
-    #: fit parameters on the edge of their search range (the sizes do not pin them)
-    parameters_at_bound: tuple[str, ...] = ()
-
-    def loaded_problems(self) -> list[tuple[str, object, str]]:
-        """What a saved sweep may not hold: α < 0 or β <= 0, or a fit its own points contradict
-        — α above twice the smallest measured time, β beyond ×/÷:data:`BANDWIDTH_RANGE` of the
-        best measured S/t (the fit's own search range: :func:`fit_alpha_beta`)."""
-        out = number_problems(self, non_negative=("alpha_s",), finite_positive=("beta_bytes_per_s",))
-        points = [p for p in self.points if p.time_s > 0 and math.isfinite(p.time_s)]
-        if out or not points:
-            return out
-        t_min = min(p.time_s for p in points)
-        best = max(p.bytes / p.time_s for p in points)
-        slack = 1 + 1e-6
-        if self.alpha_s is not None and self.alpha_s > 2 * t_min * slack:
-            allowed = f"must be at most twice the sweep's smallest time ({t_min:.3g} s)"
-            out.append(("alpha_s", self.alpha_s, allowed))
-        beta = self.beta_bytes_per_s
-        if beta is not None and not best / BANDWIDTH_RANGE / slack <= beta <= best * BANDWIDTH_RANGE * slack:
-            allowed = f"must be within ×/÷{BANDWIDTH_RANGE:g} of the best measured S/t ({best:.3g} B/s)"
-            out.append(("beta_bytes_per_s", beta, allowed))
-        return out
-
-    def predict_s(self, n_bytes: float) -> float | None:
-        """``α + S/β`` from this sweep's fit (None without one)."""
-        if self.alpha_s is None or self.beta_bytes_per_s is None:
-            return None
-        return predict_time(self.alpha_s, self.beta_bytes_per_s, n_bytes)
-
-
 def sweep(
     collective: str, world_size: int, points: Sequence[CommPoint], *, bootstrap: int = 200
 ) -> CollectiveSweep:
@@ -357,33 +283,6 @@ def sweep(
         fit_max_abs_rel_error=fit.max_abs_rel_error,
         parameters_at_bound=fit.parameters_at_bound,
     )
-
-
-@dataclass(frozen=True)
-class CommResult(Result):
-    """Collective times over message sizes, per collective, with their α-β fits."""
-
-    KIND = "comm"
-
-    world_size: int
-    backend: str
-    device: str
-    device_name: str
-    dtype: str
-    collectives: tuple[CollectiveSweep, ...]
-    #: nodes taking part (from torchrun's environment; 1 when unknown)
-    nnodes: int = 1
-    #: the cache key of the device model and dtype (profilers.device.device_key)
-    device_key: str = ""
-    warmup: int = 0
-    reps: int = 0
-    #: False when the sweep stopped early (interrupted or a rank failed): what was measured
-    complete: bool = True
-    warnings: tuple[Notice, ...] = field(default_factory=tuple)
-
-    def collective(self, name: str) -> CollectiveSweep | None:
-        """The sweep of collective ``name``, if measured."""
-        return next((c for c in self.collectives if c.collective == name), None)
 
 
 # ---------------------------------------------------------------------------- tensor parallelism
@@ -458,36 +357,6 @@ def fits_of(result: CommResult) -> dict[str, tuple[float, float]]:
         for c in result.collectives
         if c.alpha_s is not None and c.beta_bytes_per_s is not None
     }
-
-
-@dataclass(frozen=True)
-class PredictedCollective:
-    collective: str
-    bytes: int
-    count: int
-    #: α + S/β for one call
-    time_each_s: float
-    total_s: float
-
-
-@dataclass(frozen=True)
-class TPPrediction:
-    """Predicted tensor-parallel step: ``max_r compute_r + Σ t(S) − overlap``."""
-
-    world_size: int
-    step_s: float
-    #: max over ranks of the predicted compute
-    compute_s: float
-    compute_per_rank_s: tuple[float, ...]
-    #: the rank with the most compute: the one every collective waits for
-    straggler_rank: int
-    communication_s: float
-    overlap_s: float
-    collectives: tuple[PredictedCollective, ...]
-    #: the single-device step the speedup is taken against (None: not given)
-    baseline_step_s: float | None = None
-    #: baseline / step
-    speedup: float | None = None
 
 
 def predict_tp_step(

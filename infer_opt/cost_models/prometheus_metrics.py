@@ -35,6 +35,7 @@ from infer_opt.cost_models import speculative as calc
 from infer_opt.errors import InvalidInput
 from infer_opt.files import read_text
 from infer_opt.notices import Notice
+from infer_opt.results.speculative import Costs, MetricsResult, MetricsSource
 
 DRAFTS = "vllm:spec_decode_num_drafts_total"
 DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens_total"
@@ -245,8 +246,8 @@ def metrics_from_prometheus(
     *,
     before: Path | None = None,
     model_name: str | None = None,
-    costs: calc.Costs | None = None,
-) -> calc.MetricsResult:
+    costs: Costs | None = None,
+) -> MetricsResult:
     """Per-position acceptance, E[N], the draft acceptance rate and (with costs) the implied
     speedup from a vLLM metrics file, or from the interval since the snapshot ``before``."""
     counters = read_counters(prometheus, model_name=model_name)
@@ -271,8 +272,8 @@ def metrics_from_prometheus(
 
 
 def _with_source(
-    result: calc.MetricsResult, counters: SpecCounters, prometheus: Path, before: Path | None
-) -> calc.MetricsResult:
+    result: MetricsResult, counters: SpecCounters, prometheus: Path, before: Path | None
+) -> MetricsResult:
     warnings: list[Notice] = []
     per_position = sum(counters.accepted_per_position)
     if per_position != counters.accepted:
@@ -281,7 +282,7 @@ def _with_source(
                 "prometheus_accepted_mismatch", {"accepted": counters.accepted, "per_position": per_position}
             )
         )
-    source = calc.MetricsSource(
+    source = MetricsSource(
         str(prometheus), None if before is None else str(before), counters.model_name, counters.engines
     )
     return replace(

@@ -59,13 +59,22 @@ import numpy as np
 from infer_opt import steps
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
-from infer_opt.results import Result
+from infer_opt.results.compare import (
+    ALPHA,
+    BOOTSTRAP,
+    CONFIDENCE,
+    DEFAULT_FLOOR,
+    DEFAULT_FLOOR_SHORT,
+    NOISE,
+    THRESHOLD,
+    CompareResult,
+    CompareRow,
+    Headline,
+    SideStats,
+)
+from infer_opt.results.noise_floor import NoiseFloor, NoiseGroup
 from infer_opt.run_key import RunKey
 
-ALPHA = 0.05
-THRESHOLD = 0.05
-CONFIDENCE = 0.95
-BOOTSTRAP = 2000
 #: σ ≈ IQR / 1.349 for a normal distribution
 IQR_TO_SIGMA = 1.349
 #: standard error of a sample median ≈ sqrt(π/2)·σ/√n for a normal distribution
@@ -73,10 +82,6 @@ MEDIAN_SE_FACTOR = math.sqrt(math.pi / 2)
 #: the noise floor is the change two single runs of unchanged code exceed this rarely
 FLOOR_TAIL = 0.01
 FLOOR_Z = NormalDist().inv_cdf(1 - FLOOR_TAIL / 2)
-#: the stated default floors, used without a measured one: drift between runs on a shared
-#: CPU was 10–40% and up to 2× for microsecond kernels (issue 17)
-DEFAULT_FLOOR = 0.40
-DEFAULT_FLOOR_SHORT = 1.00
 #: rows whose median is below this take DEFAULT_FLOOR_SHORT
 SHORT_ROW_S = 20e-6
 #: the runs the notices suggest for a comparison
@@ -87,16 +92,11 @@ STEP = "step"
 
 FASTER = "faster"
 SLOWER = "slower"
-NOISE = "within noise"
 BELOW_THRESHOLD = "within threshold"
 #: a change the test would call, not called: the machine's speed moved between the two sides
 WITHHELD = "withheld"
 ONLY_BASE = "only in base"
 ONLY_NEW = "only in new"
-
-#: how a row's or the headline's uncertainty was found
-RUN_LEVEL = "runs"
-SINGLE_RUN = "single run"
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -188,6 +188,11 @@ class Noise:
     notices: tuple[Notice, ...] = ()
 
     @classmethod
+    def of_record(cls, record: NoiseFloor, where: str = "") -> Noise:
+        """A saved A/A record (``noise-floor``) as the noise a comparison uses."""
+        return cls("measured", {g.key: g.between_run_cv for g in record.groups}, where=where)
+
+    @classmethod
     def given(cls, floor: float) -> Noise:
         return cls("given", overall=sigma_of_floor(floor))
 
@@ -214,107 +219,6 @@ class Noise:
 
 
 # ----------------------------------------------------------------------------- outputs
-
-
-@dataclass(frozen=True)
-class SideStats:
-    """One side's view of a row (medians over all its samples)."""
-
-    median_s: float
-    q1_s: float
-    q3_s: float
-    n: int
-
-
-@dataclass(frozen=True)
-class CompareRow:
-    key: str
-    label: str
-    detail: str
-    group: str
-    base: SideStats | None
-    new: SideStats | None
-    #: e^{mean log run median(new) − mean log run median(base)}: below 1 = NEW faster (one
-    #: run a side: median(new) / median(base))
-    ratio: float | None = None
-    ratio_low: float | None = None
-    ratio_high: float | None = None
-    #: 1/ratio
-    speedup: float | None = None
-    #: two-sided p of the run-level t test (or, single run, of the normal approximation)
-    p_value: float | None = None
-    verdict: str = NOISE
-    #: the within-run uncertainty comes from the summary (median, IQR), not from samples
-    approximate: bool = False
-    #: an operator's input shapes (profiles)
-    shapes: tuple[tuple[int, ...], ...] = ()
-    runs_base: int = 1
-    runs_new: int = 1
-    #: the row's own between-run spread: standard deviation of its log run medians, pooled
-    #: over both sides (None with one run on a side)
-    between_run_cv: float | None = None
-    #: single run: the noise floor no verdict goes below (None: run-level test)
-    floor: float | None = None
-    #: p adjusted for the rows compared alongside (Benjamini–Hochberg): the verdict's p
-    q_value: float | None = None
-
-    @property
-    def method(self) -> str:
-        return SINGLE_RUN if self.floor is not None else RUN_LEVEL
-
-
-@dataclass(frozen=True)
-class Headline:
-    """The overall comparison: ``speedup`` = base/new (above 1: NEW faster)."""
-
-    what: str
-    speedup: float
-    #: standard error of the speedup
-    speedup_std: float
-    low: float
-    high: float
-    verdict: str
-    p_value: float | None = None
-    approximate: bool = False
-    cases: int = 1
-    #: the medians compared, when the headline is one timed quantity (a profile's step)
-    base_s: float | None = None
-    new_s: float | None = None
-    runs_base: int = 1
-    runs_new: int = 1
-    between_run_cv: float | None = None
-    floor: float | None = None
-
-
-@dataclass(frozen=True)
-class CompareResult(Result):
-    KIND = "compare"
-
-    #: the kind of the two results compared ("profile" or "kernels")
-    compared: str
-    base_name: str
-    new_name: str
-    subject: str
-    headline: Headline
-    rows: tuple[CompareRow, ...]
-    categories: tuple[CompareRow, ...] = ()
-    alpha: float = ALPHA
-    threshold: float = THRESHOLD
-    confidence: float = CONFIDENCE
-    bootstrap: int = BOOTSTRAP
-    seed: int = 0
-    #: what differs between the runs when compared with --force
-    differences: tuple[str, ...] = ()
-    #: runs on each side (a kernel suite: its per-run levels; a profile: its step's runs)
-    runs_base: int = 1
-    runs_new: int = 1
-    #: one run's noise floor for the headline, and where the noise came from
-    noise_floor: float = DEFAULT_FLOOR
-    noise_source: str = "default"
-    noise_where: str = ""
-    warnings: tuple[Notice, ...] = ()
-    #: NEW's speed probe over BASE's (> 1: the machine ran slower for NEW); None: not recorded
-    machine_speed_ratio: float | None = None
 
 
 # ----------------------------------------------------------------------------- statistics
@@ -1105,51 +1009,6 @@ def compare_results(
 
 
 # ----------------------------------------------------------------------------- noise floor
-
-
-@dataclass(frozen=True)
-class NoiseGroup:
-    """One family's run-to-run noise: ``between_run_cv`` = σ, the pooled standard deviation
-    of the log run medians of its rows (≈ the coefficient of variation of one run's median),
-    and its single-run ``floor`` ``e^{z·√2·σ} − 1``."""
-
-    key: str
-    between_run_cv: float
-    floor: float
-    rows: int
-    df: int
-
-
-@dataclass(frozen=True)
-class NoiseFloor(Result):
-    """A device's run-to-run noise, measured by an A/A (the same command, alternated), per
-    family (kernel suites; ``overall`` for the suite's level) or per operator category
-    (profiles; ``category:<name>`` for category totals, ``step`` for the step). ``device``,
-    ``device_name``, ``dtype``, ``threads``, ``matmul_precision`` and ``timing`` are the
-    measured results' :class:`~infer_opt.run_key.RunKey`: a floor serves only
-    results with the same key."""
-
-    KIND = "noise-floor"
-
-    compared: str
-    device: str
-    device_name: str
-    dtype: str
-    subject: str
-    runs: int
-    groups: tuple[NoiseGroup, ...]
-    threads: int | None = None
-    matmul_precision: str = ""
-    timing: str = ""
-    command: str = ""
-
-    def noise(self, where: str = "") -> Noise:
-        """This record as the :class:`Noise` a comparison uses."""
-        return Noise("measured", {g.key: g.between_run_cv for g in self.groups}, where=where)
-
-    @property
-    def key(self) -> RunKey:
-        return RunKey.of(self)
 
 
 def noise_floor_problems(

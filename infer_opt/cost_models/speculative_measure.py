@@ -12,7 +12,9 @@ import numpy as np
 
 from infer_opt.cost_models import speculative as calc
 from infer_opt.errors import InvalidInput
-from infer_opt.kinds.speculative_measure import (
+from infer_opt.notices import Notice
+from infer_opt.results.speculative import Costs, SpeedupResult
+from infer_opt.results.speculative_measure import (
     AcceptanceSimulation,
     AlphaRow,
     BestK,
@@ -22,7 +24,6 @@ from infer_opt.kinds.speculative_measure import (
     VerifyFit,
     VerifyPoint,
 )
-from infer_opt.notices import Notice
 
 #: the α grid of the speedup table and plots
 ALPHA_GRID: tuple[float, ...] = tuple(round(0.5 + 0.05 * i, 2) for i in range(10))
@@ -56,7 +57,7 @@ def fit_verify(ks: Sequence[int], times_s: Sequence[float]) -> VerifyFit:
     return VerifyFit(a, b, float(rel.max()), float(np.median(rel)), constrained)
 
 
-def break_even_alpha(costs: calc.Costs, k: int) -> BreakEvenPoint:
+def break_even_alpha(costs: Costs, k: int) -> BreakEvenPoint:
     """The α at which ``S(α) = 1`` for draft length k: solve ``E[N](α) = round(k)/c_t`` with
     brentq on the monotone ``E[N](α) = (1 - α^{k+1})/(1 - α)``."""
     k = calc.validate_k(k)
@@ -78,7 +79,7 @@ def break_even_alpha(costs: calc.Costs, k: int) -> BreakEvenPoint:
     return BreakEvenPoint(k, alpha, round_s, need)
 
 
-def speedup_rows(costs: calc.Costs, alphas: Sequence[float], k_max: int) -> tuple[AlphaRow, ...]:
+def speedup_rows(costs: Costs, alphas: Sequence[float], k_max: int) -> tuple[AlphaRow, ...]:
     """For each constant α, the calculator's sweep over k = 1..k_max and its best k."""
     rows = []
     for a in alphas:
@@ -95,13 +96,13 @@ def speedup_rows(costs: calc.Costs, alphas: Sequence[float], k_max: int) -> tupl
 
 
 def predict(
-    costs: calc.Costs,
+    costs: Costs,
     k_max: int,
     *,
     alpha: float | None = None,
     alphas: Sequence[float] | None = None,
     k: int | None = None,
-) -> calc.SpeedupResult:
+) -> SpeedupResult:
     """The calculator's prediction for one acceptance profile: at ``k`` when given, else at
     the best k in 1..k_max (1..len(alphas) for per-position rates)."""
     if (alpha is None) == (alphas is None):
@@ -156,7 +157,7 @@ def analyze(
     k_max = max(kk for kk, _ in verify)
     fit, points = _verify_fit(verify)
     c_t, c_d, c_m = by_name["c_t"].median_s, by_name["c_d"].median_s, by_name["c_m"].median_s
-    costs = calc.validate_costs(calc.Costs(c_t, c_d, fit.base_s, fit.per_k_s, c_m))
+    costs = calc.validate_costs(Costs(c_t, c_d, fit.base_s, fit.per_k_s, c_m))
     rows = speedup_rows(costs, ALPHA_GRID, k_max)
     warnings = [n.about(m.name) for m in measurements for n in m.warnings]
     if fit.max_rel_error > FIT_WARN_REL_ERROR:
@@ -205,14 +206,14 @@ def _verify_fit(verify: Sequence[tuple[int, MeasuredCost]]) -> tuple[VerifyFit, 
 
 
 def _prediction(
-    costs: calc.Costs,
+    costs: Costs,
     k_max: int,
     alpha: float | None,
     alphas: Sequence[float] | None,
     alphas_source: str | None,
     k: int | None,
     simulation: AcceptanceSimulation | None,
-) -> tuple[calc.SpeedupResult | None, str | None]:
+) -> tuple[SpeedupResult | None, str | None]:
     """The one prediction asked for: a constant α, per-position α_i, or the simulated α_i."""
     if alpha is not None:
         return predict(costs, k_max, alpha=alpha, k=k), f"--alpha {alpha:g}"

@@ -21,8 +21,8 @@ import numpy as np
 from infer_opt.cost_models.capture_sizes import CostCurve, Distribution
 from infer_opt.cost_models.speculative import expected_tokens, validate_alphas
 from infer_opt.errors import InvalidInput
-from infer_opt.kinds.tune_speculative import KRow, TuneSpeculativeResult
 from infer_opt.notices import Notice
+from infer_opt.results.tune_speculative import KRow, TuneSpeculativeResult
 
 VLLM_KEY = "num_speculative_tokens_per_batch_size"
 VLLM_KEY_SOURCE = (

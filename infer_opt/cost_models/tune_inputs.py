@@ -168,7 +168,7 @@ def load_trace_result(path: Path, param: str = "cost") -> Any:
     try:
         if "trace" in registry.KINDS:
             return results.parse_envelope(data, source=str(path)).result
-        from infer_opt.kinds.trace import TraceResult
+        from infer_opt.results.trace import TraceResult
 
         if not isinstance(data.get("result"), dict):
             raise InvalidInput(param, str(path), "the envelope has no 'result' object")

@@ -29,11 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from infer_opt.cost_models.run_stats import Noise, NoiseFloor, compare_results, noise_floor
+from infer_opt.cost_models.run_stats import Noise, compare_results, noise_floor
 from infer_opt.errors import Interrupted, InvalidInput, RunFailure
-from infer_opt.kinds.ab import AbResult, AbRun
 from infer_opt.notices import Notice
 from infer_opt.results import load_result
+from infer_opt.results.ab import AbResult, AbRun
+from infer_opt.results.noise_floor import NoiseFloor
 
 SIDES = ("base", "new")
 #: lines of a failed command's stderr quoted in the failure

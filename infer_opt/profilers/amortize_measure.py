@@ -41,8 +41,8 @@ from typing import Any
 
 from infer_opt.cost_models import amortization
 from infer_opt.errors import InferOptError, InvalidInput, RunFailure
-from infer_opt.kinds.amortize_measure import AmortizeMeasureResult, BucketSpec, MeasuredBucket
 from infer_opt.notices import Notice, about
+from infer_opt.results.amortize_measure import AmortizeMeasureResult, BucketSpec, MeasuredBucket
 
 #: whole-model compiled output vs eager output, relative L2 error allowed per dtype
 OUTPUT_TOLERANCE = {"float32": 1e-3, "bfloat16": 5e-2, "float16": 5e-2}

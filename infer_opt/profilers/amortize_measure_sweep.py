@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from infer_opt.errors import InvalidInput
-from infer_opt.kinds.amortize_measure import AmortizeMeasureResult, BucketSpec, MeasuredBucket
 from infer_opt.profilers import amortize_measure
+from infer_opt.results.amortize_measure import AmortizeMeasureResult, BucketSpec, MeasuredBucket
 
 Progress = Callable[[int, int, str], None]
 

@@ -71,6 +71,15 @@ from infer_opt.profilers import calibration_cases, op_recorder, speed_probe
 from infer_opt.profilers.calibration_store import CalibrationStore, Lookup, Stored
 from infer_opt.profilers.op_families import FamilyRecorder, ModuleCounter, Signature
 from infer_opt.results import save_result
+from infer_opt.results.calibration import (
+    OP_TIMING,
+    STATES,
+    CalibrationResult,
+    DeviceRoofline,
+    FamilyCalibration,
+    GridPoint,
+    HostCalibration,
+)
 from infer_opt.run_key import RunKey
 
 Progress = Callable[[int, int, str], None]
@@ -427,7 +436,7 @@ def measure_group(
         skipped.extend(failed)
         for chunk in _chunks(passed):
             recorded = [_record(case, inputs) for case, inputs in chunk]
-            for state in op_model.STATES:
+            for state in STATES:
                 if not scrubs.measures(state):
                     continue
                 items = [item for item in recorded if state in item.case.states]
@@ -515,21 +524,19 @@ def reader(nbytes: int, device: Any = "cpu") -> Callable[[], object]:
 
 
 def merge_families(
-    existing: Sequence[op_model.FamilyCalibration], samples: Sequence[_Sample], *, renew: bool = False
-) -> list[op_model.FamilyCalibration]:
+    existing: Sequence[FamilyCalibration], samples: Sequence[_Sample], *, renew: bool = False
+) -> list[FamilyCalibration]:
     """Families with ``samples`` added: points with the same features are merged (median time) —
     or, ``renew``, the new ones replace the old at the same features (a group measured again) —
     and each family that got new points is refitted."""
-    by_key: dict[str, dict[tuple[int, ...], list[op_model.GridPoint]]] = {}
+    by_key: dict[str, dict[tuple[int, ...], list[GridPoint]]] = {}
     for family in existing:
         by_key[family.key] = {tuple(int(v) for v in p.features): [p] for p in family.points}
     touched: set[str] = set()
     fresh: set[tuple[str, tuple[int, ...]]] = set()
     for s in samples:
         key = f"{s.family}@{s.state}"
-        point = op_model.GridPoint(
-            tuple(float(v) for v in s.features), s.time_s, s.rel_spread, s.flops, s.work_bytes
-        )
+        point = GridPoint(tuple(float(v) for v in s.features), s.time_s, s.rel_spread, s.flops, s.work_bytes)
         grid = by_key.setdefault(key, {})
         if renew and (key, s.features) not in fresh:
             grid.pop(tuple(s.features), None)
@@ -550,7 +557,7 @@ def merge_families(
     return out
 
 
-def _median_point(points: Sequence[op_model.GridPoint]) -> op_model.GridPoint:
+def _median_point(points: Sequence[GridPoint]) -> GridPoint:
     if len(points) == 1:
         return points[0]
     ordered = sorted(points, key=lambda p: p.time_s)
@@ -562,7 +569,7 @@ def _median_point(points: Sequence[op_model.GridPoint]) -> op_model.GridPoint:
 ROOFLINE_FAMILIES = ("gemm.nt@hot", "add.t@hot", "copy.cc@hot")
 
 
-def device_roofline(families: Sequence[op_model.FamilyCalibration]) -> op_model.DeviceRoofline | None:
+def device_roofline(families: Sequence[FamilyCalibration]) -> DeviceRoofline | None:
     """``t0 + max(F/R, Q/b)`` fitted on :data:`ROOFLINE_FAMILIES`' points (None with fewer than
     3 points)."""
     points = [
@@ -575,7 +582,7 @@ def device_roofline(families: Sequence[op_model.FamilyCalibration]) -> op_model.
     if len(points) < 3:
         return None
     fit = fit_roofline(points, bootstrap=0)
-    return op_model.DeviceRoofline(
+    return DeviceRoofline(
         fit.compute_rate_flops, fit.bandwidth_bytes_per_s, fit.launch_overhead_s, fit.median_abs_rel_error
     )
 
@@ -661,9 +668,7 @@ class _Chain:
         return wall.summary.median_s, math.fsum(timings.median_per_call_s())
 
 
-def calibrate_host(
-    dtype: torch.dtype, *, device: Any = "cpu", reps: int = DEFAULT_REPS
-) -> op_model.HostCalibration:
+def calibrate_host(dtype: torch.dtype, *, device: Any = "cpu", reps: int = DEFAULT_REPS) -> HostCalibration:
     """``c_op`` and ``c_mod`` from the plain and the module chain (module docstring), in
     :data:`HOST_ROUNDS` interleaved rounds: each host time is a difference of two timings
     (wall − Σ ops) taken apart, which a machine whose speed drifts between them makes swing
@@ -679,7 +684,7 @@ def calibrate_host(
     ]
     walls = [r[0][0] for r in rounds]
     q = statistics.quantiles(walls, n=4, method="inclusive")
-    return op_model.HostCalibration(
+    return HostCalibration(
         per_op_s=statistics.median(per_op),
         per_module_call_s=max(0.0, statistics.median(extra) / mod.modules) if mod.modules else 0.0,
         chain_ops=len(raw.calls),
@@ -695,12 +700,12 @@ def calibrate_host(
 # ---------------------------------------------------------------------------- the run
 
 
-def new_result(device: Any, dtype: torch.dtype, grid: str) -> op_model.CalibrationResult:
+def new_result(device: Any, dtype: torch.dtype, grid: str) -> CalibrationResult:
     """An empty calibration for this device, dtype and thread count."""
     from infer_opt.profilers import device as devices
 
     cuda = devices.is_cuda(device)
-    return op_model.CalibrationResult(
+    return CalibrationResult(
         device=str(device),
         device_name=devices.device_name(device),
         device_key=calibration_key(device, dtype),
@@ -729,11 +734,11 @@ def calibrate(
     grid: str = "standard",
     only: Sequence[str] | None = None,
     reps: int = DEFAULT_REPS,
-    resume_from: op_model.CalibrationResult | None = None,
-    update: op_model.CalibrationResult | None = None,
-    on_group: Callable[[op_model.CalibrationResult], None] | None = None,
+    resume_from: CalibrationResult | None = None,
+    update: CalibrationResult | None = None,
+    on_group: Callable[[CalibrationResult], None] | None = None,
     progress: Progress | None = None,
-) -> op_model.CalibrationResult:
+) -> CalibrationResult:
     """Run the suite (module docstring); ``on_group`` receives the result after every group (to
     save it). ``resume_from`` skips its finished groups; ``update`` is a calibration whose
     ``only`` groups are measured again, their points replacing its own at the same shapes.
@@ -819,11 +824,11 @@ def calibration_key(device: Any, dtype: Any) -> str:
     matmul precision) with this instrument's timing."""
     from infer_opt.profilers.device import run_key
 
-    return run_key(device, dtype, op_model.OP_TIMING).slug()
+    return run_key(device, dtype, OP_TIMING).slug()
 
 
 def _check(
-    result: op_model.CalibrationResult, key: RunKey | None, timings: Sequence[str] | None
+    result: CalibrationResult, key: RunKey | None, timings: Sequence[str] | None
 ) -> tuple[Notice, ...]:
     """What stops ``result`` from being saved (times that are not finite positive numbers) or,
     with the run's ``key``, used (no families, no device roofline, another device, dtype,
@@ -844,16 +849,14 @@ def _check(
 
 
 #: the operator calibrations ``predict`` and ``validate`` use, cached beside the roofline fits
-OPERATORS: CalibrationStore[op_model.CalibrationResult] = CalibrationStore(
-    "calibration", op_model.CalibrationResult, _check
-)
+OPERATORS: CalibrationStore[CalibrationResult] = CalibrationStore("calibration", CalibrationResult, _check)
 
 
 def cache_path(device: Any, dtype: Any) -> Path:
     """Where the calibration for ``device`` and ``dtype`` (as torch is set now) is cached."""
     from infer_opt.profilers.device import run_key
 
-    return OPERATORS.path(run_key(device, dtype, op_model.OP_TIMING))
+    return OPERATORS.path(run_key(device, dtype, OP_TIMING))
 
 
 def _words(notices: Sequence[Notice]) -> str:
@@ -862,7 +865,7 @@ def _words(notices: Sequence[Notice]) -> str:
     return "; ".join(text(n) for n in notices)
 
 
-def save_calibration(result: op_model.CalibrationResult, path: str | os.PathLike[str]) -> Path:
+def save_calibration(result: CalibrationResult, path: str | os.PathLike[str]) -> Path:
     """Write ``result`` to a file of the user's (envelope JSON, atomically), after checking its
     numbers."""
     found = _check(result, None, None)
@@ -883,7 +886,7 @@ def watch_cache(device: Any, dtype: Any) -> Path:
     return path
 
 
-def cache_calibration(result: op_model.CalibrationResult) -> Stored:
+def cache_calibration(result: CalibrationResult) -> Stored:
     """Save ``result`` to the cache under its own key if its numbers are sound (a partial run is
     kept: ``--resume`` continues it). A cache that fails to take it (a full disk) does not stop
     the run: ``--out`` keeps it, and the notice says so."""
@@ -898,7 +901,7 @@ def cache_calibration(result: op_model.CalibrationResult) -> Stored:
 
 def load_calibration(
     path: str | os.PathLike[str], *, option: str = "calibration", to_use: bool = True
-) -> op_model.CalibrationResult:
+) -> CalibrationResult:
     """A calibration file, checked: a one-line error when it is missing, unreadable, of another
     kind or (``to_use``) holds nothing to predict with. Another device's calibration is
     accepted: that is what ``--calibration`` is for."""
@@ -912,12 +915,12 @@ def load_calibration(
     return result
 
 
-def load_cached(device: Any, dtype: Any) -> Lookup[op_model.CalibrationResult]:
+def load_cached(device: Any, dtype: Any) -> Lookup[CalibrationResult]:
     """The cached calibration for this device, dtype, thread count and matmul precision, with
     what was wrong with the cache (a corrupt file is moved aside, an unusable one ignored)."""
     from infer_opt.profilers.device import run_key
 
-    return OPERATORS.load(run_key(device, dtype, op_model.OP_TIMING))
+    return OPERATORS.load(run_key(device, dtype, OP_TIMING))
 
 
 def cached_thread_counts(device: Any, dtype: Any) -> list[int]:
@@ -928,7 +931,7 @@ def cached_thread_counts(device: Any, dtype: Any) -> list[int]:
 
     from infer_opt.profilers.device import run_key
 
-    key = run_key(device, dtype, op_model.OP_TIMING)
+    key = run_key(device, dtype, OP_TIMING)
     if key.threads is None:
         return []
     counts = range(1, (os.cpu_count() or 1) + 1)
@@ -937,7 +940,7 @@ def cached_thread_counts(device: Any, dtype: Any) -> list[int]:
 
 def resolve_calibration(
     device: Any, dtype: Any, path: str | os.PathLike[str] | None = None
-) -> tuple[op_model.CalibrationResult, str, tuple[Notice, ...]]:
+) -> tuple[CalibrationResult, str, tuple[Notice, ...]]:
     """``(calibration, source, notices)``: the file given, else the one cached for this device,
     dtype and thread count, else a one-line error saying how to make one."""
     if path is not None:

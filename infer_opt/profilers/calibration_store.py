@@ -40,15 +40,15 @@ from typing import Any, Generic, TypeVar
 from infer_opt.cost_models.roofline import (
     PROFILE_TIMINGS,
     KernelPoint,
-    RooflineFit,
     default_fit_families,
     fit_problems,
     fit_roofline,
 )
 from infer_opt.errors import InvalidInput
-from infer_opt.kinds.kernels import SuiteSettings
 from infer_opt.notices import Notice
 from infer_opt.results import Result, parse_envelope, save_result
+from infer_opt.results.kernels import SuiteSettings
+from infer_opt.results.roofline import RooflineFit
 from infer_opt.run_key import RunKey
 from infer_opt.tables import Field, read_json, read_table, reject_non_finite
 

@@ -38,6 +38,7 @@ from infer_opt.errors import InvalidInput, RunFailure
 from infer_opt.notices import Notice
 from infer_opt.profilers.distributed import RankContext, barrier, gather_to_reporter
 from infer_opt.results import parse_envelope, save_result
+from infer_opt.results.comm import CollectiveSweep, CommPoint, CommResult
 from infer_opt.stats import VARIANCE_THRESHOLD
 
 Progress = Callable[[int, int, str], None]
@@ -275,7 +276,7 @@ def _time_op(op: CollectiveOp, ctx: RankContext, settings: SweepSettings) -> tup
     return m.samples_s
 
 
-def _variance_notices(sweeps: Sequence[comm_module.CollectiveSweep]) -> list[Notice]:
+def _variance_notices(sweeps: Sequence[CollectiveSweep]) -> list[Notice]:
     out = []
     for s in sweeps:
         spreads = [(p.q3_s - p.q1_s) / p.time_s for p in s.points if p.time_s > 0]
@@ -293,21 +294,19 @@ def _variance_notices(sweeps: Sequence[comm_module.CollectiveSweep]) -> list[Not
 class _Collected:
     """What rank 0 has so far."""
 
-    done: list[comm_module.CollectiveSweep]
+    done: list[CollectiveSweep]
     current: str | None = None
-    points: list[comm_module.CommPoint] | None = None
+    points: list[CommPoint] | None = None
 
 
-def _result(
-    ctx: RankContext, settings: SweepSettings, got: _Collected, complete: bool
-) -> comm_module.CommResult:
+def _result(ctx: RankContext, settings: SweepSettings, got: _Collected, complete: bool) -> CommResult:
     from infer_opt.profilers.device import device_key, device_name, dtype_name
 
     sweeps = list(got.done)
     if got.current is not None and got.points:
         # the collective under way has no fit yet: its sizes so far would not pin one
         factor = comm_module.bus_factor(got.current, ctx.world_size)
-        sweeps.append(comm_module.CollectiveSweep(got.current, factor, tuple(got.points)))
+        sweeps.append(CollectiveSweep(got.current, factor, tuple(got.points)))
     notices = _variance_notices(sweeps)
     if ctx.world_size == 1:
         notices.insert(0, Notice("comm_single_rank", {"device": str(ctx.device)}))
@@ -315,7 +314,7 @@ def _result(
         measured = sum(len(s.points) for s in sweeps)
         total = len(settings.collectives) * len(settings.sizes)
         notices.insert(0, Notice("comm_partial", {"measured": measured, "planned": total}))
-    return comm_module.CommResult(
+    return CommResult(
         world_size=ctx.world_size,
         backend=ctx.backend,
         device=str(ctx.device),
@@ -346,7 +345,7 @@ def _sweep_all(
     settings: SweepSettings,
     got: _Collected,
     progress: Progress | None,
-    on_update: Callable[[comm_module.CommResult], None] | None,
+    on_update: Callable[[CommResult], None] | None,
 ) -> None:
     total = len(settings.collectives) * len(settings.sizes)
     for i, collective in enumerate(settings.collectives):
@@ -371,8 +370,8 @@ def run_sweep(
     settings: SweepSettings,
     *,
     progress: Progress | None = None,
-    on_update: Callable[[comm_module.CommResult], None] | None = None,
-) -> comm_module.CommResult | None:
+    on_update: Callable[[CommResult], None] | None = None,
+) -> CommResult | None:
     """Run the sweep on this rank (module docstring). Rank 0 returns the result and gets the
     partial result after every size through ``on_update``; the other ranks return ``None``.
     An interrupt ends the sweep: rank 0 returns what it has (``complete=False``). Any other
@@ -408,20 +407,20 @@ def comm_path(backend: str, world_size: int, device_key: str) -> Path:
     return cache_dir() / "comm" / f"{backend}-{world_size}ranks-{device_key}.json"
 
 
-def save_comm(result: comm_module.CommResult, path: Path | None = None) -> Path:
+def save_comm(result: CommResult, path: Path | None = None) -> Path:
     """Save a sweep (envelope JSON, atomic) for ``predict --tp``; returns the path."""
     target = path or comm_path(result.backend, result.world_size, result.device_key)
     return save_result(target, result)
 
 
-def load_comm(backend: str, world_size: int, device_key: str) -> comm_module.CommResult | None:
+def load_comm(backend: str, world_size: int, device_key: str) -> CommResult | None:
     """The saved sweep for this backend, world size and device, or ``None``."""
     target = comm_path(backend, world_size, device_key)
     try:
         loaded = parse_envelope(json.loads(target.read_text(encoding="utf-8")), source=str(target))
     except (FileNotFoundError, json.JSONDecodeError, InvalidInput, TypeError, ValueError, KeyError):
         return None
-    return loaded.result if isinstance(loaded.result, comm_module.CommResult) else None
+    return loaded.result if isinstance(loaded.result, CommResult) else None
 
 
 def read_input(path: Path, param: str) -> str:
@@ -430,7 +429,7 @@ def read_input(path: Path, param: str) -> str:
     return read_text(path, param)
 
 
-def comm_for(world_size: int, device_kind: str, path: Path | None = None) -> comm_module.CommResult:
+def comm_for(world_size: int, device_kind: str, path: Path | None = None) -> CommResult:
     """The comm sweep a ``--tp`` prediction prices its collectives with: ``path`` (a saved
     ``infer-opt comm --out FILE.json``), else the one cached for this world size on this kind of
     device (gloo on the CPU, NCCL on CUDA): the newest when several devices have one."""
@@ -443,7 +442,7 @@ def comm_for(world_size: int, device_kind: str, path: Path | None = None) -> com
             raise InvalidInput(
                 "comm", str(path), f"not a readable comm result ({type(exc).__name__})"
             ) from None
-        if not isinstance(loaded.result, comm_module.CommResult):
+        if not isinstance(loaded.result, CommResult):
             raise InvalidInput("comm", str(path), f"holds a {loaded.kind!r} result, not a comm sweep")
         result = loaded.result
     else:

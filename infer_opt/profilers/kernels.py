@@ -59,10 +59,10 @@ import torch.nn.functional as F
 
 from infer_opt.cost_models.roofline import KernelPoint
 from infer_opt.errors import InvalidInput, UnsupportedOnDevice
-from infer_opt.kinds.kernels import KernelRow, KernelSuiteResult, SuiteSettings
 from infer_opt.notices import Notice
 from infer_opt.profilers import device as devices
 from infer_opt.profilers.timing import CaptureFailed, Measurement, measure
+from infer_opt.results.kernels import KernelRow, KernelSuiteResult, SuiteSettings
 from infer_opt.stats import Summary
 
 SUITES = ("quick", "full")

@@ -29,11 +29,11 @@ from typing import Any
 import torch
 
 from infer_opt.errors import InferOptError, InvalidInput, RunFailure
-from infer_opt.kinds.profile import ModelStep
 from infer_opt.notices import Notice
 from infer_opt.profilers import models, op_recorder
 from infer_opt.profilers.model_profile import build_step
 from infer_opt.profilers.op_families import FamilyRecorder, ModuleCounter, Signature
+from infer_opt.results.profile import ModelStep
 
 HOW_FAKE = "fake tensors"
 HOW_REAL = "real run"

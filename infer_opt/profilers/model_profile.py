@@ -40,9 +40,13 @@ from typing import Any
 import torch
 
 from infer_opt.cost_models import profile_amdahl
-from infer_opt.cost_models.roofline import RooflineFit, classify
+from infer_opt.cost_models.roofline import classify
 from infer_opt.errors import InferOptError, InvalidInput, RunFailure, out_of_memory
-from infer_opt.kinds.profile import (
+from infer_opt.notices import Notice
+from infer_opt.profilers import models, op_recorder
+from infer_opt.profilers.calibration_store import ResolvedFit
+from infer_opt.profilers.models import DecoderLM, LoadedModel, random_tokens
+from infer_opt.results.profile import (
     CategoryStat,
     GenerationStats,
     ModuleStat,
@@ -51,10 +55,7 @@ from infer_opt.kinds.profile import (
     RooflineRef,
     StepTiming,
 )
-from infer_opt.notices import Notice
-from infer_opt.profilers import models, op_recorder
-from infer_opt.profilers.calibration_store import ResolvedFit
-from infer_opt.profilers.models import DecoderLM, LoadedModel, random_tokens
+from infer_opt.results.roofline import RooflineFit
 from infer_opt.run_key import RunKey
 from infer_opt.stats import Summary, variance_notice
 from infer_opt.steps import MODES, StepSettings

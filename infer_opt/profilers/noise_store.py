@@ -15,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from infer_opt.cost_models.run_stats import Noise, NoiseFloor, noise_floor_problems
+from infer_opt.cost_models.run_stats import Noise, noise_floor_problems
 from infer_opt.notices import Notice
 from infer_opt.profilers.calibration_store import CalibrationStore, Stored
+from infer_opt.results.noise_floor import NoiseFloor
 from infer_opt.run_key import RunKey
 
 

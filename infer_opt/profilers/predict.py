@@ -30,11 +30,19 @@ import torch
 
 from infer_opt import steps
 from infer_opt.cost_models import op_model, profile_amdahl
-from infer_opt.cost_models.comm import CommResult, TPPrediction
 from infer_opt.errors import InvalidInput
-from infer_opt.kinds.predict import CalibrationRef, PredictedCategory, PredictedOp, PredictResult, SweepPoint
 from infer_opt.notices import Notice
 from infer_opt.profilers import meta_record, models
+from infer_opt.results.calibration import CalibrationResult, DeviceRoofline
+from infer_opt.results.comm import CommResult
+from infer_opt.results.predict import (
+    CalibrationRef,
+    PredictedCategory,
+    PredictedOp,
+    PredictResult,
+    SweepPoint,
+    TPPrediction,
+)
 
 Progress = Callable[[int, int, str], None]
 SWEEP_PARAMS = ("batch", "seq_len", "context")
@@ -43,7 +51,7 @@ EXTRAPOLATED_WARNING = 0.25
 MATMUL_FAMILIES = ("gemm.", "bmm.")
 
 
-def model_for(calibration: op_model.CalibrationResult) -> op_model.OpModel:
+def model_for(calibration: CalibrationResult) -> op_model.OpModel:
     """The CPU's operator model, or for a calibration built from GPU traces the GPU one
     (:func:`infer_opt.trace.gpu_predict.model_for`)."""
     from infer_opt.trace.gpu_predict import model_for as gpu_model_for
@@ -123,7 +131,7 @@ def _group_ops(
 def _categories(
     recorded: meta_record.RecordedStep,
     estimates: Sequence[op_model.OpEstimate],
-    roofline: op_model.DeviceRoofline | None,
+    roofline: DeviceRoofline | None,
     step_s: float,
 ) -> list[PredictedCategory]:
     by: dict[str, list[int]] = defaultdict(list)
@@ -239,7 +247,7 @@ def matmul_ridge(prediction: StepPrediction, model: op_model.OpModel) -> float |
     return family.rate_flops / family.bandwidth_bytes_per_s
 
 
-def recording_device(calibration: op_model.CalibrationResult) -> tuple[str, list[Notice]]:
+def recording_device(calibration: CalibrationResult) -> tuple[str, list[Notice]]:
     """The device the fake tensors claim: the calibration's kind where this torch can pick that
     device's kernels, else the CPU (with a notice: e.g. a GPU's fused attention differs)."""
     if calibration.device.startswith("cuda"):
@@ -252,7 +260,7 @@ def recording_device(calibration: op_model.CalibrationResult) -> tuple[str, list
 # ---------------------------------------------------------------------------- the result
 
 
-def calibration_ref(calibration: op_model.CalibrationResult, source: str) -> CalibrationRef:
+def calibration_ref(calibration: CalibrationResult, source: str) -> CalibrationRef:
     return CalibrationRef(
         source=source,
         device_name=calibration.device_name,
@@ -264,9 +272,7 @@ def calibration_ref(calibration: op_model.CalibrationResult, source: str) -> Cal
     )
 
 
-def _notices(
-    prediction: StepPrediction, calibration: op_model.CalibrationResult, share: float
-) -> list[Notice]:
+def _notices(prediction: StepPrediction, calibration: CalibrationResult, share: float) -> list[Notice]:
     out = list(prediction.recorded.notices)
     if share > EXTRAPOLATED_WARNING:
         out.append(Notice("prediction_extrapolated", {"share": share}))
@@ -277,7 +283,7 @@ def _notices(
 SMOKE_GRID = "tiny"
 
 
-def calibration_notices(calibration: op_model.CalibrationResult) -> list[Notice]:
+def calibration_notices(calibration: CalibrationResult) -> list[Notice]:
     """What a prediction (or a validation) should say of the calibration it used: incomplete,
     without the host term, of the smoke-test grid, noisy."""
     out = []
@@ -295,7 +301,7 @@ class RunCalibration:
     """The calibration a prediction (or a validation) uses, where it came from, what the cache
     lookup found wrong on the way, and the dtype to record the model in."""
 
-    calibration: op_model.CalibrationResult
+    calibration: CalibrationResult
     source: str
     notices: tuple[Notice, ...]
     dtype: torch.dtype
@@ -458,7 +464,7 @@ def check_param_modes(param: str, values: Sequence[int], modes: Sequence[str], o
 
 def predict(
     spec: str,
-    calibration: op_model.CalibrationResult,
+    calibration: CalibrationResult,
     *,
     calibration_source: str = "",
     mode: str = "prefill",

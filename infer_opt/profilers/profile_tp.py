@@ -32,11 +32,11 @@ import torch
 
 from infer_opt.cost_models import comm
 from infer_opt.errors import InvalidInput
-from infer_opt.kinds.profile import OpStat, ProfileResult
-from infer_opt.kinds.profile_tp import CollectiveSeen, RankStep, TPProfileResult
 from infer_opt.profilers import model_profile as mp
 from infer_opt.profilers.distributed import RankContext, barrier, gather_to_reporter
 from infer_opt.profilers.tensor_parallel import check_shardable, shard
+from infer_opt.results.profile import OpStat, ProfileResult
+from infer_opt.results.profile_tp import CollectiveSeen, RankStep, TPProfileResult
 from infer_opt.steps import StepSettings
 
 Progress = Callable[[int, int, str], None]

@@ -44,7 +44,7 @@ import numpy as np
 from infer_opt.cost_models import speculative as calc
 from infer_opt.cost_models.speculative_measure import analyze
 from infer_opt.errors import InvalidInput
-from infer_opt.kinds.speculative_measure import (
+from infer_opt.results.speculative_measure import (
     AcceptanceSimulation,
     MeasuredCost,
     SpecMeasureResult,

@@ -57,11 +57,12 @@ from torch import nn
 from infer_opt.checks import speculative_sampler
 from infer_opt.cost_models import speculative as calc
 from infer_opt.errors import InvalidInput
-from infer_opt.kinds.speculative_measure import MeasuredCost
-from infer_opt.kinds.speculative_run import RunPoint, SpecRunResult
 from infer_opt.notices import Notice
 from infer_opt.profilers.models import DecoderLM, KVCache, random_tokens
 from infer_opt.profilers.speculative_measure import CostJob, ModelPair, cost_jobs, load_decoder, load_pair
+from infer_opt.results.speculative import Costs
+from infer_opt.results.speculative_measure import MeasuredCost
+from infer_opt.results.speculative_run import RunPoint, SpecRunResult
 from infer_opt.stats import VARIANCE_THRESHOLD, Summary
 
 Progress = Callable[[int, int, str], None]
@@ -321,7 +322,7 @@ def make_point(
     k = trace.k
     rates = calc.rates_from_counts(trace.full_rounds, trace.accepted_per_position)
     alphas = tuple(p.conditional for p in rates.positions)
-    model_costs = calc.Costs(costs["c_t"], costs["c_d"], costs[f"c_v({k})"], 0.0, costs["c_m"])
+    model_costs = Costs(costs["c_t"], costs["c_d"], costs[f"c_v({k})"], 0.0, costs["c_m"])
     predicted = calc.speculative_speedup(k, model_costs, alphas=[a or 0.0 for a in alphas])
     measured = plain_time.median_s / time.median_s
     identical = difference = None

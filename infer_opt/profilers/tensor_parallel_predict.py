@@ -22,12 +22,15 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from infer_opt.cost_models import comm as comm_module
-from infer_opt.cost_models.roofline import RooflineFit, predict_time
+from infer_opt.cost_models.roofline import predict_time
 from infer_opt.errors import InvalidInput
 from infer_opt.profilers import model_profile as mp
 from infer_opt.profilers import op_recorder
 from infer_opt.profilers.models import LoadedModel, load_model
 from infer_opt.profilers.tensor_parallel import shard
+from infer_opt.results.comm import CommResult
+from infer_opt.results.predict import TPPrediction
+from infer_opt.results.roofline import RooflineFit
 
 ComputePredictor = Callable[[Sequence[op_recorder.OpCall]], float]
 
@@ -87,9 +90,9 @@ def predict_tp(
     new_tokens: int,
     dtype_bytes: int,
     compute_per_rank_s: Sequence[float],
-    comm: comm_module.CommResult,
+    comm: CommResult,
     baseline_step_s: float | None = None,
-) -> comm_module.TPPrediction:
+) -> TPPrediction:
     """``max_r compute_r + Σ t(S)`` with the collectives of ``config``'s Megatron split and
     ``comm``'s fits, which must have been measured over ``tp`` ranks."""
     if comm.world_size != tp:

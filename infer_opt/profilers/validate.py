@@ -39,10 +39,15 @@ from typing import Any
 import torch
 
 from infer_opt.cost_models import op_model
-from infer_opt.cost_models.roofline import RooflineFit
 from infer_opt.errors import InvalidInput
-from infer_opt.kinds.profile import ProfileResult
-from infer_opt.kinds.validate import (
+from infer_opt.notices import Notice
+from infer_opt.profilers import meta_record, model_profile, models, speed_probe
+from infer_opt.profilers import predict as pr
+from infer_opt.profilers.calibration_store import ResolvedFit
+from infer_opt.results.calibration import CalibrationResult
+from infer_opt.results.profile import ProfileResult
+from infer_opt.results.roofline import RooflineFit
+from infer_opt.results.validate import (
     NOISE_HOST,
     NOISE_OPS,
     NOISE_SMALL_OPS,
@@ -52,10 +57,6 @@ from infer_opt.kinds.validate import (
     ValidatePoint,
     ValidateResult,
 )
-from infer_opt.notices import Notice
-from infer_opt.profilers import meta_record, model_profile, models, speed_probe
-from infer_opt.profilers import predict as pr
-from infer_opt.profilers.calibration_store import ResolvedFit
 from infer_opt.steps import StepSettings
 
 Progress = Callable[[int, int, str], None]
@@ -98,7 +99,7 @@ def grid_points(
     return out
 
 
-def roofline_of(calibration: op_model.CalibrationResult) -> RooflineFit:
+def roofline_of(calibration: CalibrationResult) -> RooflineFit:
     """The calibration's device roofline as the fit ``profile`` places ops against."""
     roof = calibration.roofline
     if roof is None:
@@ -228,7 +229,7 @@ def _by_mode(
             t_hat, t = get_e(e), get_m(m)
             if t and t_hat is not None:
                 values.setdefault(key, []).append((t_hat, t))
-    return {mode: ErrorSummary.of([a for a, _ in v], [b for _, b in v]) for mode, v in values.items()}
+    return {mode: op_model.error_stats([a for a, _ in v], [b for _, b in v]) for mode, v in values.items()}
 
 
 def summarize(points: Sequence[ValidatePoint], ops: Sequence[OpComparison]) -> dict[str, Any]:
@@ -248,7 +249,7 @@ def summarize(points: Sequence[ValidatePoint], ops: Sequence[OpComparison]) -> d
         "op_count": big.n,
         "small_op_mape": tiny.mape,
         "small_op_count": tiny.n,
-        "host": ErrorSummary.of([a for a, _ in hosts], [b for _, b in hosts]),
+        "host": op_model.error_stats([a for a, _ in hosts], [b for _, b in hosts]),
         "worst_ops": tuple(sorted(large, key=lambda o: -abs(o.rel_error))[:WORST_OPS]),
     }
 
@@ -257,7 +258,7 @@ def _notices(
     shapes: Sequence[tuple[str, int, int, int]],
     predictions: Sequence[pr.StepPrediction],
     points: Sequence[ValidatePoint],
-    calibration: op_model.CalibrationResult,
+    calibration: CalibrationResult,
 ) -> list[Notice]:
     """What recording each point said, the points mostly on measured grid shapes, then what to
     say of the calibration (:func:`~infer_opt.profilers.predict.calibration_notices`)."""
@@ -282,7 +283,7 @@ def _notices(
 
 
 def _checked(
-    calibration: op_model.CalibrationResult,
+    calibration: CalibrationResult,
     device: Any,
     modes: Sequence[str],
     grid: Mapping[str, Sequence[int]],
@@ -310,7 +311,7 @@ def _grid_reaches_the_model(spec: str, grid: Mapping[str, Sequence[int]]) -> Non
         )
 
 
-def _device_notices(calibration: op_model.CalibrationResult, device: Any) -> list[Notice]:
+def _device_notices(calibration: CalibrationResult, device: Any) -> list[Notice]:
     """A calibration of another kind of device (a GPU's, with the steps measured here on a CPU)
     is refused: nothing would be validated. Another model of the same kind is compared, and
     said (``validation_other_device``): its errors include the difference between the two."""
@@ -331,7 +332,7 @@ def _device_notices(calibration: op_model.CalibrationResult, device: Any) -> lis
     return []
 
 
-def _threads_notices(calibration: op_model.CalibrationResult, device: Any) -> list[Notice]:
+def _threads_notices(calibration: CalibrationResult, device: Any) -> list[Notice]:
     """A CPU run measured at another thread count than its CPU calibration was made at."""
     from infer_opt.profilers.device import is_cuda
 
@@ -341,7 +342,7 @@ def _threads_notices(calibration: op_model.CalibrationResult, device: Any) -> li
     return [Notice("validation_threads_differ", {"threads": threads, "calibrated": calibration.threads})]
 
 
-def measure_as_calibrated(calibration: op_model.CalibrationResult, threads: int | None, device: Any) -> None:
+def measure_as_calibrated(calibration: CalibrationResult, threads: int | None, device: Any) -> None:
     """Measure at a CPU calibration's own thread count unless ``threads`` were given (``validate``:
     a prediction is for the thread count its calibration was made at)."""
     from infer_opt.profilers import device as devices
@@ -384,7 +385,7 @@ def pass_noise(
         return {}
     out = _by_mode(steps, _MEASURED)
     for key, pairs in (*ops.items(), (NOISE_HOST, hosts)):
-        out[key] = ErrorSummary.of([b for b, _ in pairs], [a for _, a in pairs])
+        out[key] = op_model.error_stats([b for b, _ in pairs], [a for _, a in pairs])
     return out
 
 
@@ -490,7 +491,7 @@ class _Passes:
 
 def validate(
     settings: StepSettings,
-    calibration: op_model.CalibrationResult,
+    calibration: CalibrationResult,
     *,
     calibration_source: str = "",
     modes: Sequence[str] = ("prefill",),

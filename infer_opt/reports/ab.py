@@ -3,10 +3,10 @@ comparison (:mod:`infer_opt.reports.compare`) and, after an A/A, the noise it me
 
 from __future__ import annotations
 
-from infer_opt.kinds.ab import AbResult
 from infer_opt.reports import compare as compare_view
 from infer_opt.reports import noise_floor as noise_view
 from infer_opt.reports.view import Column, Table, View
+from infer_opt.results.ab import AbResult
 from infer_opt.units import format_duration
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from infer_opt.cost_models.amdahl import AmdahlResult
 from infer_opt.messages import text
 from infer_opt.reports.view import Column, Table, View
+from infer_opt.results.amdahl import AmdahlResult
 from infer_opt.units import format_number, format_percent, format_ratio
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from operator import attrgetter
 
-from infer_opt.cost_models.amortization import AmortizeBucketsResult, AmortizeResult
 from infer_opt.reports.view import Column, Table, View, rows_of
+from infer_opt.results.amortize import AmortizeBucketsResult, AmortizeResult
 from infer_opt.units import format_duration, format_number
 
 PREDICTION_NOTE = (

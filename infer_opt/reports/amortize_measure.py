@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from infer_opt.kinds.amortize_measure import AmortizeMeasureResult
 from infer_opt.notices import Notice
 from infer_opt.reports.view import Column, Table, View
+from infer_opt.results.amortize_measure import AmortizeMeasureResult
 from infer_opt.units import (
     format_bytes,
     format_duration,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from infer_opt.cost_models.attention import AttentionMemoryResult, WindowBoundResult
 from infer_opt.reports.view import Column, Table, View
+from infer_opt.results.attention import AttentionMemoryResult, WindowBoundResult
 from infer_opt.units import format_bytes, format_flops, format_number, format_ratio
 
 

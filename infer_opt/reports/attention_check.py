@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 
-from infer_opt.kinds.attention_check import AttentionCase, AttentionCheckResult
 from infer_opt.reports.view import Column, Table, View, rows_of
+from infer_opt.results.attention_check import AttentionCase, AttentionCheckResult
 
 
 def error_text(value: float | None) -> str:

@@ -3,8 +3,8 @@ per-bucket table, and (with ``--optimize``) the ladders compared and the choice 
 
 from __future__ import annotations
 
-from infer_opt.cost_models.bucketing import BatchPadding, BucketsResult, Optimization
 from infer_opt.reports.view import Column, Table, View, rows_of
+from infer_opt.results.buckets import BatchPadding, BucketsResult, Optimization
 from infer_opt.units import format_duration, format_number, format_percent, format_ratio, plural
 
 BATCH_NOTE = (

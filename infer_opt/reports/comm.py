@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from infer_opt.cost_models.comm import LOCAL_COPY, CollectiveSweep, CommResult
+from infer_opt.cost_models.comm import LOCAL_COPY
 from infer_opt.reports.view import Column, Table, View
+from infer_opt.results.comm import CollectiveSweep, CommResult
 from infer_opt.units import format_bandwidth, format_bytes, format_duration, format_percent
 
 

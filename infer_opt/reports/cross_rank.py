@@ -3,8 +3,8 @@ imbalance and the most skewed collectives. Every cell is a field of the result."
 
 from __future__ import annotations
 
-from infer_opt.kinds.trace import TraceResult
 from infer_opt.reports.view import Column, Table, rows_of
+from infer_opt.results.trace import TraceResult
 from infer_opt.units import format_bandwidth, format_duration
 
 SKEWED_SHOWN = 10

@@ -187,7 +187,7 @@ def _compare(r: Any, view: View) -> list[Highlight]:
 
 
 def _calibration(r: Any, view: View) -> list[Highlight]:
-    from infer_opt.cost_models.op_model import ORDER_TOLERANCE, noise_notices
+    from infer_opt.cost_models.op_model import ORDER_TOLERANCE, noise_notices, out_of_order_share
 
     topic = f"Calibration of {r.device_name}"
     shapes = sum(len(f.points) for f in r.families)
@@ -203,10 +203,11 @@ def _calibration(r: Any, view: View) -> list[Highlight]:
     parts = []
     if r.point_spread is not None:
         parts.append(f"repetitions spread by {format_percent(r.point_spread, 0)}")
-    if r.out_of_order_share is not None:
+    share = out_of_order_share(r)
+    if share is not None:
         parts.append(
             f"a colder cache state more than {format_percent(ORDER_TOLERANCE, 0)} faster at "
-            f"{format_percent(r.out_of_order_share, 0)} of the shapes measured in two"
+            f"{format_percent(share, 0)} of the shapes measured in two"
         )
     if parts:
         out.append(Highlight(topic, "; ".join(parts), "bad" if noise_notices(r) else "info"))

@@ -6,10 +6,10 @@ from typing import Any
 
 from infer_opt.clocks import CUDA_MIN_WARMUP_S
 from infer_opt.cost_models.roofline import precision_label
-from infer_opt.kinds.kernels import KernelRow, KernelSuiteResult
 from infer_opt.messages import text
 from infer_opt.notices import Notice, has
 from infer_opt.reports.view import Column, Table, View
+from infer_opt.results.kernels import KernelRow, KernelSuiteResult
 from infer_opt.units import (
     format_bandwidth,
     format_bytes,

@@ -4,9 +4,9 @@ comparison."""
 
 from __future__ import annotations
 
-from infer_opt.cost_models.run_stats import NoiseFloor
 from infer_opt.reports.compare import _pct
 from infer_opt.reports.view import Column, Table, View
+from infer_opt.results.noise_floor import NoiseFloor
 
 
 def noise_table(record: NoiseFloor) -> Table:

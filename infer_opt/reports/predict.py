@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from operator import attrgetter
 
-from infer_opt.cost_models.comm import TPPrediction
-from infer_opt.kinds.predict import PredictResult
 from infer_opt.reports.profile import category_label, format_shapes, short_name, step_shape
 from infer_opt.reports.view import Column, Table, View, rows_of
+from infer_opt.results.predict import PredictResult, TPPrediction
 from infer_opt.units import (
     format_bytes,
     format_duration,

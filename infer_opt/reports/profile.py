@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from operator import attrgetter
 from typing import Any
 
-from infer_opt.kinds.profile import CategoryStat, OpStat, ProfileResult
 from infer_opt.reports.view import Column, Table, View, rows_of
+from infer_opt.results.profile import CategoryStat, OpStat, ProfileResult
 from infer_opt.units import (
     format_bandwidth,
     format_bytes,

@@ -4,9 +4,9 @@ it (operators, categories with communication, Amdahl)."""
 
 from __future__ import annotations
 
-from infer_opt.kinds.profile_tp import RankStep, TPProfileResult
 from infer_opt.reports import profile as single
 from infer_opt.reports.view import Column, Table, View
+from infer_opt.results.profile_tp import RankStep, TPProfileResult
 from infer_opt.units import format_bytes, format_duration, format_number, format_percent
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from infer_opt.cost_models.roofline import RooflineFit, precision_label
+from infer_opt.cost_models.roofline import precision_label
 from infer_opt.reports.view import Column, Table, View
+from infer_opt.results.roofline import RooflineFit
 from infer_opt.units import (
     format_bandwidth,
     format_bytes,

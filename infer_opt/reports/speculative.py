@@ -2,14 +2,8 @@
 
 from __future__ import annotations
 
-from infer_opt.cost_models.speculative import (
-    AcceptanceResult,
-    Costs,
-    MetricsResult,
-    PlansResult,
-    SpeedupResult,
-)
 from infer_opt.reports.view import Column, Table, View, rows_of
+from infer_opt.results.speculative import AcceptanceResult, Costs, MetricsResult, PlansResult, SpeedupResult
 from infer_opt.units import format_duration, format_number, format_percent, format_ratio
 
 PREDICTION_NOTE = "Speedup and costs per token are model predictions from the costs given, not measurements."

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from infer_opt.kinds.speculative_measure import SpecMeasureResult
 from infer_opt.reports.view import Column, Table, View, rows_of
+from infer_opt.results.speculative_measure import SpecMeasureResult
 from infer_opt.units import (
     format_duration,
     format_percent,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from infer_opt.kinds.speculative_run import RunPoint, SpecRunResult, measured_speedup_range
 from infer_opt.reports.speculative_measure import cost_columns
 from infer_opt.reports.view import Column, Table, View, rows_of
+from infer_opt.results.speculative_run import RunPoint, SpecRunResult, measured_speedup_range
 from infer_opt.units import format_duration, format_number, format_ratio
 
 MEASURED_NOTE = (

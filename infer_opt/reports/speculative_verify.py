@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import math
 
-from infer_opt.kinds.speculative_verify import RuleVerdict, SpeculativeVerifyResult
 from infer_opt.reports.attention_check import error_text
 from infer_opt.reports.view import Column, Table, View, rows_of
+from infer_opt.results.speculative_verify import RuleVerdict, SpeculativeVerifyResult
 from infer_opt.units import format_number
 
 

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from infer_opt.cost_models.roofline import RATE_SLACK
-from infer_opt.kinds.trace import OpGroup, RankTrace, TraceResult, as_shapes, shapes_text
 from infer_opt.reports.profile import short_name
 from infer_opt.reports.view import Column, Table, View, rows_of
+from infer_opt.results.trace import OpGroup, RankTrace, TraceResult, as_shapes, shapes_text
 from infer_opt.units import (
     format_bandwidth,
     format_bytes,

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import os
 
-from infer_opt.kinds.trace import shapes_text
-from infer_opt.kinds.trace_compare import TraceCompareResult, TraceSide
 from infer_opt.reports.profile import short_name
 from infer_opt.reports.trace import _shapes, _shapes_full
 from infer_opt.reports.view import Column, Table, View, rows_of
+from infer_opt.results.trace import shapes_text
+from infer_opt.results.trace_compare import TraceCompareResult, TraceSide
 from infer_opt.units import format_duration, format_percent, format_ratio
 
 TOP = 20

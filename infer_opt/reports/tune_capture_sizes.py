@@ -3,8 +3,8 @@ audit, per-bucket waste and the break-even of each extra capture."""
 
 from __future__ import annotations
 
-from infer_opt.kinds.tune_capture_sizes import ListCost, TuneCaptureSizesResult
 from infer_opt.reports.view import Column, Table, View, rows_of
+from infer_opt.results.tune_capture_sizes import ListCost, TuneCaptureSizesResult
 from infer_opt.units import format_bytes, format_duration, format_number, format_percent, format_ratio
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from infer_opt.kinds.tune_speculative import TuneSpeculativeResult
 from infer_opt.reports.view import Column, Table, View, rows_of
+from infer_opt.results.tune_speculative import TuneSpeculativeResult
 from infer_opt.units import format_number, format_percent, format_ratio
 
 

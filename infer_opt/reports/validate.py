@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from operator import attrgetter
 
-from infer_opt.kinds.validate import (
+from infer_opt.reports.profile import format_shapes, short_name
+from infer_opt.reports.view import Column, Table, View, rows_of
+from infer_opt.results.validate import (
     NOISE_HOST,
     NOISE_OPS,
     NOISE_SMALL_OPS,
@@ -14,8 +16,6 @@ from infer_opt.kinds.validate import (
     ValidatePoint,
     ValidateResult,
 )
-from infer_opt.reports.profile import format_shapes, short_name
-from infer_opt.reports.view import Column, Table, View, rows_of
 from infer_opt.units import format_duration, format_percent
 
 #: a probe ratio within this of 1 is reported as the calibration's speed

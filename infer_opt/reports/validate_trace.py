@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import PurePath
 
-from infer_opt.kinds.validate import SMALL_OP_S
-from infer_opt.kinds.validate_trace import TIER_UNSEEN, TraceValidateResult
 from infer_opt.reports.profile import short_name
 from infer_opt.reports.view import Column, Table, View, rows_of
+from infer_opt.results.validate import SMALL_OP_S
+from infer_opt.results.validate_trace import TIER_UNSEEN, TraceValidateResult
 from infer_opt.units import format_duration, format_percent
 
 #: shapes are cut to this many characters in the worst-ops table

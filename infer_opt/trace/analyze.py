@@ -1,4 +1,4 @@
-"""The facade: trace files in, one :class:`~infer_opt.kinds.trace.TraceResult` out.
+"""The facade: trace files in, one :class:`~infer_opt.results.trace.TraceResult` out.
 
 ``analyze(paths, ...)`` is the whole ``infer-opt trace`` pipeline, one call per stage:
 
@@ -37,8 +37,9 @@ from typing import Any
 import numpy as np
 
 from infer_opt.errors import InvalidInput, RunFailure
-from infer_opt.kinds.cross_rank import CrossRank
-from infer_opt.kinds.trace import (
+from infer_opt.notices import Notice
+from infer_opt.results.cross_rank import CrossRank
+from infer_opt.results.trace import (
     AlphaBetaRow,
     CoverageRow,
     CpuOpRow,
@@ -47,7 +48,6 @@ from infer_opt.kinds.trace import (
     RankTrace,
     TraceResult,
 )
-from infer_opt.notices import Notice
 from infer_opt.trace import capture as tcap
 from infer_opt.trace import collectives as tc
 from infer_opt.trace import devices as td

@@ -4,7 +4,7 @@ A torch.profiler trace recorded with ``record_shapes=True`` holds, for every GPU
 aten op that launched it, that op's input shapes and dtypes, and the kernel's CUPTI / roctracer
 duration. That is what ``calibrate`` measures on a grid of shapes, only on a user's own
 workload: this module turns one device's traces into the same
-:class:`~infer_opt.cost_models.op_model.CalibrationResult` ``calibrate`` writes, so ``validate``
+:class:`~infer_opt.results.calibration.CalibrationResult` ``calibrate`` writes, so ``validate``
 (and the operator model, :class:`~infer_opt.cost_models.op_model.OpModel`) read it unchanged.
 
 * **Op instances** (:func:`op_instances`): each GPU event (kernel, memcpy, memset; not a sync
@@ -19,7 +19,7 @@ workload: this module turns one device's traces into the same
   (``attention_flash`` / ``_efficient`` / ``_cudnn`` / ``_math``: the op the kernel ran under)
   with ``.causal`` for a causal mask; an op in a dtype other than the calibration's gets the
   dtype appended (``eq.s:int64``) and borrows the plain family when its own has no points.
-* **Points**: per family, one :class:`~infer_opt.cost_models.op_model.GridPoint` per distinct
+* **Points**: per family, one :class:`~infer_opt.results.calibration.GridPoint` per distinct
   shape (features, FLOPs, bytes): the **median** instance time over every instance of that
   shape in every trace, its IQR/median as the spread. Each family is then fitted as
   ``calibrate``'s are (:func:`~infer_opt.cost_models.op_model.fit_family`: base roofline
@@ -54,6 +54,13 @@ import numpy as np
 from infer_opt.cost_models import op_model
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
+from infer_opt.results.calibration import (
+    TRACE_GRID,
+    CalibrationResult,
+    DeviceRoofline,
+    FamilyCalibration,
+    GridPoint,
+)
 from infer_opt.run_key import RunKey
 from infer_opt.trace import host_costs
 from infer_opt.trace.devices import (
@@ -68,7 +75,7 @@ from infer_opt.trace.devices import (
 from infer_opt.trace.events import KERNEL, MEMCPY, SYNC, TraceEvents
 
 #: the ``grid`` of a calibration built from traces
-TRACE_GRID = op_model.TRACE_GRID
+TRACE_GRID = TRACE_GRID
 #: the option bad input names
 OPTION = "--from-trace"
 #: a family with fewer distinct shapes than this is flagged (its residual rests on few points)
@@ -345,17 +352,17 @@ def check_same(devices: Sequence[TraceDevice], option: str = OPTION) -> None:
             )
 
 
-def _points(instances: Sequence[OpInstance], dtype: str) -> dict[str, list[op_model.GridPoint]]:
+def _points(instances: Sequence[OpInstance], dtype: str) -> dict[str, list[GridPoint]]:
     """Per family key, one point per distinct (features, FLOPs, bytes): the median time."""
     times: dict[tuple[str, tuple[float, ...], float, float], list[float]] = {}
     for i in instances:
         key = (family_key(i.family, i.causal, i.dtype, dtype), i.features, i.flops, i.bytes)
         times.setdefault(key, []).append(i.time_s)
-    out: dict[str, list[op_model.GridPoint]] = {}
+    out: dict[str, list[GridPoint]] = {}
     for (family, features, flops, nbytes), ts in sorted(times.items(), key=lambda kv: kv[0]):
         median = float(np.median(ts))
         q1, q3 = np.percentile(ts, [25, 75]) if len(ts) > 1 else (median, median)
-        point = op_model.GridPoint(features, median, float((q3 - q1) / median), flops, nbytes)
+        point = GridPoint(features, median, float((q3 - q1) / median), flops, nbytes)
         out.setdefault(family, []).append(point)
     return out
 
@@ -369,8 +376,8 @@ RATE_PERCENTILE = 90.0
 
 
 def device_roofline(
-    families: Sequence[op_model.FamilyCalibration], launch_s: float, spec: DeviceSpec, precision: str
-) -> op_model.DeviceRoofline:
+    families: Sequence[FamilyCalibration], launch_s: float, spec: DeviceSpec, precision: str
+) -> DeviceRoofline:
     """The device roofline ``t0 + max(F/R, Q/b)`` of the traces: ``R`` the
     :data:`RATE_PERCENTILE` th percentile of the FLOP/s the matmul, attention and conv points
     of at least :data:`RATE_MIN_S` reached, ``b`` that of the bytes/s the other points of at
@@ -389,7 +396,7 @@ def device_roofline(
                     memory.append(p.bytes / p.time_s)
     rate = float(np.percentile(compute, RATE_PERCENTILE)) if compute else spec.peak(precision)
     bandwidth = float(np.percentile(memory, RATE_PERCENTILE)) if memory else spec.bytes_per_s
-    draft = op_model.DeviceRoofline(rate, bandwidth, launch_s)
+    draft = DeviceRoofline(rate, bandwidth, launch_s)
     errors = [
         abs(draft.time(p.flops, p.bytes) - p.time_s) / p.time_s
         for f in families
@@ -400,8 +407,8 @@ def device_roofline(
 
 
 def fit_families(
-    points: dict[str, list[op_model.GridPoint]], floor_s: float, spec: DeviceSpec, precision: str
-) -> tuple[list[op_model.FamilyCalibration], op_model.DeviceRoofline]:
+    points: dict[str, list[GridPoint]], floor_s: float, spec: DeviceSpec, precision: str
+) -> tuple[list[FamilyCalibration], DeviceRoofline]:
     """Each family fitted on its points (:func:`~infer_opt.cost_models.op_model.fit_family`),
     and the device roofline over all of them; a family of fewer than :data:`MIN_FIT_SHAPES` shapes
     takes the device roofline as its base (``t0`` the launch floor), so its residual says how far
@@ -469,7 +476,7 @@ class TraceOpModel(op_model.OpModel):
     host↔device copy of a direction the traces never ran is the launch floor plus its bytes over
     the datasheet's host link, not the HBM roofline."""
 
-    def _interpolator(self, family: op_model.FamilyCalibration) -> op_model.FamilyInterpolator:
+    def _interpolator(self, family: FamilyCalibration) -> op_model.FamilyInterpolator:
         if family.key not in self._interpolators:
             self._interpolators[family.key] = TraceInterpolator(family)
         return self._interpolators[family.key]
@@ -487,7 +494,7 @@ class TraceOpModel(op_model.OpModel):
         return replace(estimate, time_s=floor + query.work_bytes / link, bound="bandwidth")
 
 
-def cross_validated_error(family: op_model.FamilyCalibration, *, seed: int = 0) -> float | None:
+def cross_validated_error(family: FamilyCalibration, *, seed: int = 0) -> float | None:
     """:func:`~infer_opt.cost_models.op_model.cross_validated_error` with the
     :class:`TraceInterpolator`: the median ``|t̂ − t|/t`` of up to a quarter of the points, each
     predicted from the others (None with fewer than 4 points)."""
@@ -506,7 +513,7 @@ def cross_validated_error(family: op_model.FamilyCalibration, *, seed: int = 0) 
     return float(np.median(errors))
 
 
-def device_key(result: op_model.CalibrationResult) -> str:
+def device_key(result: CalibrationResult) -> str:
     """``cuda-h100-sxm-bfloat16-op-profiler``: the run key's slug (no CPU thread count)."""
     return replace(RunKey.of(result), threads=None).slug()
 
@@ -533,7 +540,7 @@ def calibrate_from_traces(
     causal: str = "half",
     option: str = OPTION,
     device: DeviceSpec | None = None,
-) -> op_model.CalibrationResult:
+) -> CalibrationResult:
     """The operator calibration of one device and dtype from its traces (module docstring);
     ``device`` names the GPU of traces that do not (:func:`trace_device`)."""
     started = time.perf_counter()
@@ -558,7 +565,7 @@ def calibrate_from_traces(
     if share < MIN_MODELLED_SHARE:
         warnings += (Notice("trace_calibration_coverage", {"share": share}),)
     torch_dtype = TORCH_DTYPES.get(dtype, dtype)
-    draft = op_model.CalibrationResult(
+    draft = CalibrationResult(
         device="cuda",
         device_name=spec.name,
         device_key="",
@@ -589,7 +596,7 @@ def read_and_calibrate(
     causal: str = "half",
     option: str = OPTION,
     device: DeviceSpec | None = None,
-) -> op_model.CalibrationResult:
+) -> CalibrationResult:
     """:func:`calibrate_from_traces` over trace files (read one after the other: a bad one is
     named as ``option``)."""
     from infer_opt.trace.reader import read_trace
@@ -615,9 +622,7 @@ def _ratio(new: float, old: float) -> float:
     return new / old if old > 0 and new > 0 else 1.0
 
 
-def scale_to_device(
-    calibration: op_model.CalibrationResult, target: DeviceSpec | str
-) -> op_model.CalibrationResult:
+def scale_to_device(calibration: CalibrationResult, target: DeviceSpec | str) -> CalibrationResult:
     """The calibration moved to another GPU by the datasheets' ratios: every family's compute
     rate by the two devices' peaks for the family's precision, its bandwidth by their HBM
     bandwidths (a host↔device copy's by their host links), its points' times so that each
@@ -658,7 +663,7 @@ def scale_to_device(
     return replace(draft, device_key=device_key(draft))
 
 
-def load(path: str | os.PathLike[str], *, option: str = "--calibration") -> op_model.CalibrationResult:
+def load(path: str | os.PathLike[str], *, option: str = "--calibration") -> CalibrationResult:
     """A calibration file without torch: missing, unreadable or another kind is bad input
     naming ``option``."""
     from infer_opt.results import load_result
@@ -671,10 +676,10 @@ def load(path: str | os.PathLike[str], *, option: str = "--calibration") -> op_m
         raise InvalidInput(option, str(path), exc.expected) from None
     except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError) as exc:
         raise InvalidInput(option, str(path), f"not a readable calibration ({type(exc).__name__})") from None
-    if loaded.kind != op_model.CalibrationResult.KIND:
+    if loaded.kind != CalibrationResult.KIND:
         raise InvalidInput(option, str(path), f"is a {loaded.kind} result, not a calibration")
     result = loaded.result
-    assert isinstance(result, op_model.CalibrationResult)
+    assert isinstance(result, CalibrationResult)
     if not result.families:
         raise InvalidInput(option, str(path), "the calibration has no families")
     return result

@@ -47,8 +47,8 @@ from pathlib import Path
 import numpy as np
 
 from infer_opt.errors import InvalidInput
-from infer_opt.kinds.trace import CaptureLink
 from infer_opt.notices import Notice
+from infer_opt.results.trace import CaptureLink
 from infer_opt.trace.events import KERNEL, MEMCPY, MEMSET, SYNC, CpuOps, TraceEvents
 from infer_opt.trace.ops import GRAPH_LAUNCH
 

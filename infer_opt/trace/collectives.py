@@ -27,8 +27,8 @@ import numpy as np
 
 from infer_opt.cost_models import comm
 from infer_opt.errors import InvalidInput
-from infer_opt.kinds.trace import CollectiveRow
 from infer_opt.notices import Notice
+from infer_opt.results.trace import CollectiveRow
 from infer_opt.trace.devices import DTYPE_BYTES, normalize_dtype
 
 #: ``Collective name`` spellings → comm's collective names

@@ -24,15 +24,15 @@ import statistics
 from collections import defaultdict
 
 from infer_opt.errors import InvalidInput
-from infer_opt.kinds.trace import OpGroup, TraceResult
-from infer_opt.kinds.trace_compare import (
+from infer_opt.notices import Notice
+from infer_opt.results.trace import OpGroup, TraceResult
+from infer_opt.results.trace_compare import (
     CategoryShare,
     CauseChange,
     OpChange,
     TraceCompareResult,
     TraceSide,
 )
-from infer_opt.notices import Notice
 from infer_opt.trace.critical import CAUSES, HOST_SIDE
 from infer_opt.units import format_duration
 

@@ -34,8 +34,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from infer_opt.kinds.trace import IdleCause, RankTrace
 from infer_opt.notices import Notice
+from infer_opt.results.trace import IdleCause, RankTrace
 from infer_opt.trace import timeline as tt
 from infer_opt.trace.events import TraceEvents
 from infer_opt.trace.graph import RankGraph

@@ -37,8 +37,8 @@ import numpy as np
 
 from infer_opt.cost_models import comm
 from infer_opt.errors import InvalidInput
-from infer_opt.kinds.cross_rank import CrossRank, MatchedCollective, RankImbalance, Spread, Straggler
-from infer_opt.kinds.trace import RankTrace, StepTimeline
+from infer_opt.results.cross_rank import CrossRank, MatchedCollective, RankImbalance, Spread, Straggler
+from infer_opt.results.trace import RankTrace, StepTimeline
 from infer_opt.trace import collectives as tc
 from infer_opt.trace import timeline as tt
 from infer_opt.trace.events import TraceEvents

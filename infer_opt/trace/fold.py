@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from infer_opt.kinds.trace import OpGroup, Peaks
+from infer_opt.results.trace import OpGroup, Peaks
 from infer_opt.trace import ops as to
 
 #: a rank without a rank id sorts after every rank with one (the reduce's order)

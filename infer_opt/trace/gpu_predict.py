@@ -40,6 +40,7 @@ from dataclasses import replace
 
 from infer_opt.cost_models import op_model
 from infer_opt.notices import Notice
+from infer_opt.results.calibration import CalibrationResult
 from infer_opt.trace import calibrate as tc
 from infer_opt.trace.devices import normalize_dtype
 
@@ -59,7 +60,7 @@ ATTENTION_OPS = {
 }
 
 
-def model_for(calibration: op_model.CalibrationResult) -> op_model.OpModel:
+def model_for(calibration: CalibrationResult) -> op_model.OpModel:
     """The operator model ``predict`` uses for ``calibration``: :class:`GpuStepModel` for one
     built from traces, else the CPU's :class:`~infer_opt.cost_models.op_model.OpModel`."""
     return GpuStepModel(calibration) if calibration.from_traces else op_model.OpModel(calibration)
@@ -83,7 +84,7 @@ def _attention(family: str, features: Sequence[float]) -> tuple[bool, tuple[floa
 class GpuStepModel(tc.TraceOpModel):
     """A trace calibration's model over ``predict``'s recorded calls (module docstring)."""
 
-    def __init__(self, calibration: op_model.CalibrationResult) -> None:
+    def __init__(self, calibration: CalibrationResult) -> None:
         super().__init__(calibration)
         self.short_dtype = tc.SHORT_DTYPES.get(calibration.dtype, calibration.dtype)
         self.names = {key.rpartition("@")[0] for key in self.families}

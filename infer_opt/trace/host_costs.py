@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from infer_opt.cost_models import op_model
+from infer_opt.results.calibration import HostIssue
 from infer_opt.trace.events import KERNEL, SYNC, TraceEvents
 
 
@@ -109,7 +109,7 @@ def queued_gaps(events: TraceEvents) -> np.ndarray:
 
 def summarize(
     samples: Sequence[HostIssueSamples],
-) -> tuple[tuple[op_model.HostIssue, ...], float, float]:
+) -> tuple[tuple[HostIssue, ...], float, float]:
     """``(per family, median issue cost over all ops, median queued gap)`` over the traces'
     samples pooled: per family the median issue cost and the mean GPU events per op (0.0 each
     where the traces have none)."""
@@ -122,7 +122,7 @@ def summarize(
     for family in sorted(set(families)):
         mine = names == family
         rows.append(
-            op_model.HostIssue(
+            HostIssue(
                 family=family,
                 issue_s=float(np.median(issue[mine])),
                 kernels=float(kernels[mine].mean()),

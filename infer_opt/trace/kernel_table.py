@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from infer_opt.kinds.trace import CoverageRow, KernelRow
+from infer_opt.results.trace import CoverageRow, KernelRow
 from infer_opt.trace import ops as to
 from infer_opt.trace.events import SYNC, TraceEvents
 from infer_opt.trace.kernel_names import kernel_family

@@ -29,7 +29,7 @@ from functools import cached_property
 from typing import Any
 
 from infer_opt.errors import BadField, InvalidInput
-from infer_opt.kinds.trace import TraceResult
+from infer_opt.results.trace import TraceResult
 from infer_opt.trace.analyze import Analysis, analyze, parse_steps
 from infer_opt.trace.events import GPU_KIND_NAMES
 from infer_opt.trace.op_costs import CAUSAL_CONVENTIONS

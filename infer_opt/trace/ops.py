@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from infer_opt.kinds.trace import CoverageRow, HostSync, OpGroup, Peaks
+from infer_opt.results.trace import CoverageRow, HostSync, OpGroup, Peaks
 from infer_opt.trace.events import KERNEL, MEMCPY, MEMSET, SYNC, TraceEvents
 from infer_opt.trace.roofline import DEFAULT_LAUNCH_S, peak_flops
 

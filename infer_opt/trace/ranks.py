@@ -37,8 +37,8 @@ from typing import Any
 import numpy as np
 
 from infer_opt.errors import InvalidInput
-from infer_opt.kinds.trace import CoverageRow, HostSync, IdleCause, OpGroup, Peaks, RankTrace, WhatIf
 from infer_opt.notices import Notice
+from infer_opt.results.trace import CoverageRow, HostSync, IdleCause, OpGroup, Peaks, RankTrace, WhatIf
 from infer_opt.trace import collectives as tc
 from infer_opt.trace import critical as trc
 from infer_opt.trace import devices as td

@@ -25,8 +25,8 @@ import numpy as np
 # a measured rate more than RATE_SLACK × its peak is warned about: the one rule of every command
 from infer_opt.cost_models.roofline import RATE_SLACK as RATE_SLACK
 from infer_opt.cost_models.roofline import above_peak
-from infer_opt.kinds.trace import OpGroup, Peaks, shapes_text
 from infer_opt.notices import Notice
+from infer_opt.results.trace import OpGroup, Peaks, shapes_text
 from infer_opt.trace.devices import DEFAULT_PCIE_GEN, PCIE_X16_BYTES_PER_S, host_link_bytes_per_s
 
 #: the launch floor assumed when nothing measured it (a CUPTI-timed empty kernel on a recent GPU)

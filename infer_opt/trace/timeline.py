@@ -22,8 +22,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from infer_opt.kinds.trace import LaunchQueue, RankTrace, StepTimeline, StreamTimeline
 from infer_opt.notices import Notice
+from infer_opt.results.trace import LaunchQueue, RankTrace, StepTimeline, StreamTimeline
 from infer_opt.trace.events import KERNEL, MEMCPY, MEMSET, SYNC, TraceEvents
 
 #: ``classify`` values

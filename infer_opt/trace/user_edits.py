@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from infer_opt.errors import InvalidInput
-from infer_opt.kinds.trace import StepTimeline, WhatIf
+from infer_opt.results.trace import StepTimeline, WhatIf
 from infer_opt.trace import timeline as tt
 from infer_opt.trace import whatif_replay as twr
 from infer_opt.trace.events import TraceEvents

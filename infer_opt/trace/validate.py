@@ -8,7 +8,7 @@ its family, features, FLOPs and bytes — by the calibration's
 (``eq.s:int64``) falls back to its plain family when the calibration has no points of its own.
 Ops are compared per (name, shapes, dtype), per call: the median measured time over the
 instances against the prediction. As ``validate`` reports it: the MAPE and p90 of
-``|t̂ − t| / t`` over the ops of at least :data:`~infer_opt.kinds.validate.SMALL_OP_S`, the
+``|t̂ − t| / t`` over the ops of at least :data:`~infer_opt.results.validate.SMALL_OP_S`, the
 shorter ones as their own bucket, per family, the worst ops; and per ``ProfilerStep`` (the whole
 trace when it has none) the summed GPU time of every kernel, memcpy and memset in it, measured
 against predicted — the modelled instances' predictions plus, for the events no formula covers,
@@ -32,9 +32,11 @@ import numpy as np
 
 from infer_opt.cost_models import op_model
 from infer_opt.errors import InvalidInput
-from infer_opt.kinds.predict import CalibrationRef
-from infer_opt.kinds.validate import SMALL_OP_S, ErrorSummary
-from infer_opt.kinds.validate_trace import (
+from infer_opt.notices import Notice
+from infer_opt.results.calibration import CalibrationResult
+from infer_opt.results.predict import CalibrationRef
+from infer_opt.results.validate import SMALL_OP_S
+from infer_opt.results.validate_trace import (
     TIER_TARGET,
     TIER_UNSEEN,
     FamilyError,
@@ -42,7 +44,6 @@ from infer_opt.kinds.validate_trace import (
     TraceStep,
     TraceValidateResult,
 )
-from infer_opt.notices import Notice
 from infer_opt.trace import calibrate as tc
 from infer_opt.trace.devices import DeviceSpec
 from infer_opt.trace.events import SYNC, TraceEvents
@@ -62,8 +63,8 @@ def short_name(path: str) -> str:
 
 
 def _check_calibration(
-    calibration: op_model.CalibrationResult, device: tc.TraceDevice, source: str, unseen: bool
-) -> op_model.CalibrationResult:
+    calibration: CalibrationResult, device: tc.TraceDevice, source: str, unseen: bool
+) -> CalibrationResult:
     """The calibration to predict with: refused when it is a CPU one, of another dtype, or of
     another device (unless ``unseen``: then scaled to the trace's device)."""
     path = Path(device.path).name
@@ -196,7 +197,7 @@ def _families(ops: Sequence[TraceOp]) -> list[FamilyError]:
 
 def validate_against(
     events: TraceEvents,
-    calibration: op_model.CalibrationResult,
+    calibration: CalibrationResult,
     *,
     calibration_source: str,
     unseen_device: bool = False,
@@ -216,8 +217,8 @@ def validate_against(
     ops = _ops(instances, predicted)
     large = [o for o in ops if o.measured_s >= SMALL_OP_S]
     small = [o for o in ops if o.measured_s < SMALL_OP_S]
-    summary = ErrorSummary.of([o.predicted_s for o in large], [o.measured_s for o in large])
-    small_summary = ErrorSummary.of([o.predicted_s for o in small], [o.measured_s for o in small])
+    summary = op_model.error_stats([o.predicted_s for o in large], [o.measured_s for o in large])
+    small_summary = op_model.error_stats([o.predicted_s for o in small], [o.measured_s for o in small])
     floor = used.launch_floor_s or (used.roofline.launch_overhead_s if used.roofline else 0.0)
     steps = _steps(events, instances, predicted, floor)
     gpu = events.gpu
@@ -263,7 +264,7 @@ def validate_against(
     )
 
 
-def _fitted_notice(path: str, calibration: op_model.CalibrationResult) -> tuple[Notice, ...]:
+def _fitted_notice(path: str, calibration: CalibrationResult) -> tuple[Notice, ...]:
     """A notice when a trace of ``path``'s name is among the calibration's own (not held out)."""
     name = Path(path).name
     if name not in calibration.traces:
@@ -271,6 +272,6 @@ def _fitted_notice(path: str, calibration: op_model.CalibrationResult) -> tuple[
     return (Notice("validate_trace_in_calibration", {"trace": name}),)
 
 
-def source_label(calibration: op_model.CalibrationResult, path: str) -> str:
+def source_label(calibration: CalibrationResult, path: str) -> str:
     """What ``calibration.source`` says of a calibration file: its own source and the file."""
     return f"{path} ({calibration.source})" if calibration.source else path

@@ -1,6 +1,6 @@
 """What an optimization would buy, per (median) step: Amdahl over the trace's timeline.
 
-Every figure is a prediction (a :class:`~infer_opt.kinds.trace.WhatIf` with its assumption).
+Every figure is a prediction (a :class:`~infer_opt.results.trace.WhatIf` with its assumption).
 Savings found over the analyzed window are divided by its number of steps and held against the
 median step ``T`` (``StepTimeline.span_s``); a part of time ``t`` per step sped up ``s`` times
 saves ``T·(1 − 1/S)`` with ``S`` :func:`infer_opt.cost_models.amdahl.amdahl_speedup` of
@@ -33,7 +33,7 @@ import numpy as np
 
 from infer_opt.cost_models.amdahl import amdahl_speedup
 from infer_opt.cost_models.profile_amdahl import capped_bound
-from infer_opt.kinds.trace import OpGroup, Peaks, StepTimeline, WhatIf
+from infer_opt.results.trace import OpGroup, Peaks, StepTimeline, WhatIf
 from infer_opt.trace.events import SYNC, TraceEvents
 from infer_opt.trace.ops import SYNC_CALLS, TRANSFER, Attribution, attribute, category, group_peaks
 from infer_opt.trace.roofline import peak_flops

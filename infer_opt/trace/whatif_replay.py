@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from infer_opt.kinds.trace import OpGroup, Peaks, StepTimeline, WhatIf
+from infer_opt.results.trace import OpGroup, Peaks, StepTimeline, WhatIf
 from infer_opt.trace import timeline as tt
 from infer_opt.trace.events import TraceEvents
 from infer_opt.trace.ops import TRANSFER, _key, _meaningful_parent, attribute, category

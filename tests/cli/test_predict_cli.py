@@ -228,13 +228,14 @@ def test_calibrate_only_measures_groups_again_in_the_cached_calibration_of_the_s
     from dataclasses import replace
 
     from infer_opt.cost_models import op_model
+    from infer_opt.results.calibration import GridPoint
 
     path = cal.cache_path("cpu", torch.float32)
     path.parent.mkdir(parents=True)
     base = replace(
         local_calibration(), grid="tiny", groups_done=(*cal.calibration_cases.GROUPS, "host"), complete=True
     )
-    view = op_model.fit_family("view.view", "hot", (), [op_model.GridPoint((), 1.0, 0.0, 0.0, 0.0)])
+    view = op_model.fit_family("view.view", "hot", (), [GridPoint((), 1.0, 0.0, 0.0, 0.0)])
     cal.save_calibration(replace(base, families=(*base.families, view)), path)
     run = invoke("calibrate", "--threads", "1", "--grid", "tiny", "--only", "views", "--reps", "3", "--json")
     assert run.exit_code == 0, run.stderr

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from infer_opt.cost_models.roofline import RooflineFit
 from infer_opt.results import load_result, save_result
+from infer_opt.results.roofline import RooflineFit
 from tests.helpers import Run, assert_one_line_error, invoke, usable_fit
 
 FIT = RooflineFit(

@@ -83,8 +83,8 @@ def test_options_steps_device_peaks_and_hta_compat():
 
 
 def test_roofline_fit_file_sets_the_peaks(tmp_path):
-    from infer_opt.cost_models.roofline import RooflineFit
     from infer_opt.results import save_result
+    from infer_opt.results.roofline import RooflineFit
     from tests.reports.fixtures import fixture
 
     fit = fixture("roofline")

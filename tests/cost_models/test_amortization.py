@@ -9,8 +9,6 @@ from hypothesis import strategies as st
 
 from infer_opt.cost_models import bucketing
 from infer_opt.cost_models.amortization import (
-    AmortizeBucketsResult,
-    AmortizeResult,
     BucketInput,
     amortize,
     amortize_buckets,
@@ -21,6 +19,7 @@ from infer_opt.cost_models.amortization import (
     time_curve,
 )
 from infer_opt.errors import InvalidInput
+from infer_opt.results.amortize import AmortizeBucketsResult, AmortizeResult
 
 # ------------------------------------------------------------------ one shape
 

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from infer_opt.cost_models import bucketing as bk
 from infer_opt.errors import InvalidInput
+from infer_opt.results.buckets import BucketsResult
 
 # ------------------------------------------------------------------ reference implementations
 
@@ -407,7 +408,7 @@ def test_optimize_rejects_bad_input(kwargs, option, needle):
 def test_result_round_trips_through_json():
     sample = bk.sample_from_lengths([1, 5, 9, 12, 30], [2, 1, 1, 3, 1])
     result = bk.optimize(sample, 3, compile_cost_s=1.0, token_cost_s=1e-3, batch_size=4)
-    again = bk.BucketsResult.from_dict(result.to_dict())
+    again = BucketsResult.from_dict(result.to_dict())
     assert again == result
 
 

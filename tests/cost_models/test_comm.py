@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from infer_opt.cost_models.comm import (
     COLLECTIVES,
     CollectiveCall,
-    CommResult,
     algbw,
     bus_factor,
     busbw,
@@ -28,6 +27,7 @@ from infer_opt.cost_models.comm import (
 )
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
+from infer_opt.results.comm import CommResult
 
 ALPHA, BETA = 40e-6, 5e9
 SIZES = [4 * 4**k for k in range(12)]  # 4 B .. 16 MiB

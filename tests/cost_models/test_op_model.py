@@ -13,6 +13,13 @@ from hypothesis import strategies as st
 from infer_opt.cost_models import op_model
 from infer_opt.errors import InvalidInput
 from infer_opt.messages import text
+from infer_opt.results.calibration import (
+    CalibrationResult,
+    DeviceRoofline,
+    FamilyCalibration,
+    GridPoint,
+    HostCalibration,
+)
 
 T0, R, B = 2e-6, 1e10, 5e9
 
@@ -25,14 +32,12 @@ def family(name: str, points: list[tuple[tuple[float, ...], float, float, float]
     """A family with the known base roofline (T0, R, B) and the given (features, flops, bytes,
     time) points."""
     names = tuple(f"x{i}" for i in range(len(points[0][0])))
-    grid = tuple(op_model.GridPoint(f, t, 0.01, fl, q) for f, fl, q, t in points)
-    return op_model.FamilyCalibration(name, state, names, grid, T0, R, B, kw.get("cv", 0.05))
+    grid = tuple(GridPoint(f, t, 0.01, fl, q) for f, fl, q, t in points)
+    return FamilyCalibration(name, state, names, grid, T0, R, B, kw.get("cv", 0.05))
 
 
-def calibration(
-    *families: op_model.FamilyCalibration, host: op_model.HostCalibration | None = None
-) -> op_model.CalibrationResult:
-    return op_model.CalibrationResult(
+def calibration(*families: FamilyCalibration, host: HostCalibration | None = None) -> CalibrationResult:
+    return CalibrationResult(
         device="cpu",
         device_name="test cpu",
         device_key="cpu-test-1t-float32",
@@ -42,12 +47,12 @@ def calibration(
         cold_reuse_bytes=1_000_000,
         families=families,
         host=host,
-        roofline=op_model.DeviceRoofline(R, B, T0),
+        roofline=DeviceRoofline(R, B, T0),
         complete=True,
     )
 
 
-def line_family(ratios: dict[float, float]) -> op_model.FamilyCalibration:
+def line_family(ratios: dict[float, float]) -> FamilyCalibration:
     """1-D family over elements n (bytes = 8n): time = base × ratio at each grid n."""
     return family("add.t", [((n,), 0.0, 8.0 * n, base(0.0, 8.0 * n) * r) for n, r in ratios.items()])
 
@@ -122,8 +127,8 @@ def test_interpolated_residual_stays_within_the_grid_residuals(ratios, where):
 
 
 def test_a_family_without_features_predicts_its_median():
-    fam = op_model.FamilyCalibration(
-        "view.view", "warm", (), (op_model.GridPoint((), 1e-6, 0.0, 0.0, 0.0),), 1e-6, math.inf, math.inf
+    fam = FamilyCalibration(
+        "view.view", "warm", (), (GridPoint((), 1e-6, 0.0, 0.0, 0.0),), 1e-6, math.inf, math.inf
     )
     t, extrapolated = op_model.FamilyInterpolator(fam).time((), 0.0, 0.0)
     assert t == pytest.approx(1e-6)
@@ -159,7 +164,7 @@ def test_a_family_keyed_by_more_features_than_the_call_is_not_its_shapes():
     assert estimate.time_s == pytest.approx(base(1e9, 1e7))
 
 
-def three_states() -> list[op_model.FamilyCalibration]:
+def three_states() -> list[FamilyCalibration]:
     """mm.nt at M = 1, 4 in three states: 1, 2, 8 µs (hot, warm, cold) at M = 1; the cold grid
     stops at M = 4, the others reach M = 64."""
 
@@ -250,7 +255,7 @@ def test_grouped_query_decode_borrows_plain_decode_on_its_first_three_features()
 
 
 def test_step_is_the_sum_of_its_ops_plus_the_host_term():
-    host = op_model.HostCalibration(per_op_s=1e-6, per_module_call_s=3e-6)
+    host = HostCalibration(per_op_s=1e-6, per_module_call_s=3e-6)
     model = op_model.OpModel(calibration(line_family({64: 1.0, 4096: 1.0}), host=host))
     queries = [op_model.OpQuery("aten::add", "add.t", (n,), 0.0, 8.0 * n) for n in (64.0, 256.0, 1024.0)]
     step = op_model.predict_step(model, queries, n_module_calls=5)
@@ -264,7 +269,7 @@ def test_step_is_the_sum_of_its_ops_plus_the_host_term():
 def test_the_host_term_slows_down_with_each_calls_context_as_the_small_ops_do():
     """h = c_op·Σφ_i + c_mod·n_mod·mean φ, φ_i = Φ^{w_i}: Φ = 4 (context over hot), w the
     context weight (0 in the L2, 1 at the context read and beyond)."""
-    host = op_model.HostCalibration(per_op_s=1e-6, per_module_call_s=3e-6)
+    host = HostCalibration(per_op_s=1e-6, per_module_call_s=3e-6)
     model = _context_model(host)
     assert model.dispatch_slowdown() == pytest.approx(4.0)
     assert model.context_weight(None) == model.context_weight(2.0**20) == 0.0
@@ -302,7 +307,7 @@ def test_an_op_with_a_main_operand_adds_its_code_context_to_where_its_data_is():
 
 def test_fit_family_recovers_a_known_base_roofline_and_rejects_bad_points():
     points = [
-        op_model.GridPoint((float(n),), base(2.0 * n, 8.0 * n), 0.0, 2.0 * n, 8.0 * n)
+        GridPoint((float(n),), base(2.0 * n, 8.0 * n), 0.0, 2.0 * n, 8.0 * n)
         for n in (2**k for k in range(4, 20))
     ]
     fam = op_model.fit_family("add.t", "warm", ("elements",), points)
@@ -310,14 +315,14 @@ def test_fit_family_recovers_a_known_base_roofline_and_rejects_bad_points():
     assert fam.bandwidth_bytes_per_s == pytest.approx(B, rel=0.05)
     assert fam.cv_rel_error is not None and fam.cv_rel_error < 0.05
     with pytest.raises(InvalidInput, match="finite and > 0"):
-        op_model.fit_family("add.t", "warm", ("elements",), [op_model.GridPoint((1.0,), 0.0, 0.0, 1.0, 1.0)])
+        op_model.fit_family("add.t", "warm", ("elements",), [GridPoint((1.0,), 0.0, 0.0, 1.0, 1.0)])
     with pytest.raises(InvalidInput, match="state"):
         op_model.fit_family("add.t", "lukewarm", ("elements",), points)
 
 
 def test_calibration_result_round_trips_through_json():
-    result = calibration(line_family({64: 1.0, 256: 2.0}), host=op_model.HostCalibration(1e-6, 2e-6))
-    assert op_model.CalibrationResult.from_dict(result.to_dict()) == result
+    result = calibration(line_family({64: 1.0, 256: 2.0}), host=HostCalibration(1e-6, 2e-6))
+    assert CalibrationResult.from_dict(result.to_dict()) == result
 
 
 # ---------------------------------------------------------------------------- cache states
@@ -351,7 +356,7 @@ def test_context_distances_count_each_storage_once_since_the_same_op():
     assert context[1] == 400 + 100  # since the last add (a step ago): the mm's weight and output
 
 
-def _context_model(host: op_model.HostCalibration | None = None) -> op_model.OpModel:
+def _context_model(host: HostCalibration | None = None) -> op_model.OpModel:
     """add.t measured hot and (4× slower) in context; anchors at 2 MiB (hot) and 16 MiB."""
     hot = replace(line_family({64: 1.0, 4096: 1.0}), state="hot")
     slow = replace(hot, state="context", points=tuple(replace(p, time_s=4 * p.time_s) for p in hot.points))
@@ -381,7 +386,7 @@ def test_an_ops_own_code_is_cold_from_the_l1_on_shared_code_from_the_l2():
     down from there on; a view (metadata only) and the host's share of a call (the dispatcher, the
     Python around it: code every op runs) keep the L2 as their hot anchor — as every op did in a
     calibration without the field."""
-    base_model = _context_model(host=op_model.HostCalibration(1e-6, 0.0))
+    base_model = _context_model(host=HostCalibration(1e-6, 0.0))
     model = op_model.OpModel(replace(base_model.calibration, context_near_bytes=2**16))
     add = op_model.OpQuery("aten::add", "add.t", (256.0,), 0.0, 2048.0)
     view = op_model.OpQuery("aten::view", "view.view", (), 0.0, 0.0)
@@ -543,16 +548,14 @@ def test_ridge_crossing_of_a_linear_intensity_is_exact(slope, ridge):
 # ---------------------------------------------------------------------------- the calibration's own noise
 
 
-def states(
-    name: str, times: dict[str, list[float]], spread: float = 0.01
-) -> list[op_model.FamilyCalibration]:
+def states(name: str, times: dict[str, list[float]], spread: float = 0.01) -> list[FamilyCalibration]:
     """``name`` in each state of ``times``, at M = 1, 2, 4, … (one time per shape)."""
     return [
-        op_model.FamilyCalibration(
+        FamilyCalibration(
             name,
             state,
             ("M",),
-            tuple(op_model.GridPoint((2.0**i,), t, spread, 1.0, 1.0) for i, t in enumerate(ts)),
+            tuple(GridPoint((2.0**i,), t, spread, 1.0, 1.0) for i, t in enumerate(ts)),
             T0,
             R,
             B,
@@ -582,10 +585,10 @@ def test_state_order_counts_the_shapes_where_a_colder_state_came_out_faster():
         ("mm", "warm", "cold"): (1, 2),
     }
     result = calibration(*states("mm", {"hot": [1.0, 1.0, 1.0], "warm": [0.8, 0.95, 2.0]}))
-    assert result.out_of_order_share == pytest.approx(1 / 3)
+    assert op_model.out_of_order_share(result) == pytest.approx(1 / 3)
     # hot only (a GPU's matmuls), or nothing: no pair to compare
-    assert calibration(*states("mm", {"hot": [1.0]})).out_of_order_share is None
-    assert calibration().out_of_order_share is None and calibration().point_spread is None
+    assert op_model.out_of_order_share(calibration(*states("mm", {"hot": [1.0]}))) is None
+    assert op_model.out_of_order_share(calibration()) is None and calibration().point_spread is None
 
 
 def test_state_order_leaves_out_times_that_are_not_finite_and_positive():

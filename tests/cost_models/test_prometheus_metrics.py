@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from infer_opt.cost_models import prometheus_metrics as pm
-from infer_opt.cost_models import speculative as calc
 from infer_opt.errors import InvalidInput
+from infer_opt.results.speculative import Costs, MetricsSource
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ONE_MODEL = FIXTURES / "vllm_one_model.prom"
@@ -74,7 +74,7 @@ def test_one_model_gives_rates_as_from_metrics_does():
     assert [p.unconditional for p in result.positions] == pytest.approx(
         [2200 / 2700, 1630 / 2700, 1110 / 2700]
     )
-    assert result.source == calc.MetricsSource(str(ONE_MODEL), None, LLAMA, ("0", "1"))
+    assert result.source == MetricsSource(str(ONE_MODEL), None, LLAMA, ("0", "1"))
     assert result.warnings == ()
 
 
@@ -170,7 +170,7 @@ def test_an_accepted_total_that_disagrees_is_reported(tmp_path):
 
 
 def test_costs_give_the_implied_speedup():
-    costs = calc.Costs(10e-3, 1e-3, 12e-3, 0.0, 1e-3)
+    costs = Costs(10e-3, 1e-3, 12e-3, 0.0, 1e-3)
     result = pm.metrics_from_prometheus(ONE_MODEL, costs=costs)
     assert result.speedup == pytest.approx(10e-3 * (1 + 4940 / 2700) / 16e-3)
 

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from infer_opt.cost_models.roofline import (
     PROFILE_TIMINGS,
     KernelPoint,
-    RooflineFit,
     classify,
     fit_problems,
     fit_quality,
@@ -27,6 +26,7 @@ from infer_opt.cost_models.roofline import (
     with_datasheet,
 )
 from infer_opt.errors import InvalidInput
+from infer_opt.results.roofline import RooflineFit
 from infer_opt.run_key import RunKey
 
 R, B, T0 = 2e11, 5e10, 3e-6

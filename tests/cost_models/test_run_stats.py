@@ -15,6 +15,14 @@ from scipy import stats
 
 from infer_opt.cost_models import run_stats
 from infer_opt.errors import InvalidInput
+from infer_opt.results.compare import (
+    ALPHA,
+    DEFAULT_FLOOR,
+    DEFAULT_FLOOR_SHORT,
+    NOISE,
+    RUN_LEVEL,
+    CompareResult,
+)
 from infer_opt.run_key import RunKey
 
 FAST = dict(bootstrap=300)
@@ -57,10 +65,8 @@ def test_floor_and_sigma_are_inverse_with_the_stated_numbers():
 
 def test_default_noise_is_wider_for_microsecond_rows():
     noise = run_stats.Noise()
-    assert run_stats.floor_of_sigma(noise.sigma("matmul", 1e-3)) == pytest.approx(run_stats.DEFAULT_FLOOR)
-    assert run_stats.floor_of_sigma(noise.sigma("launch", 2e-6)) == pytest.approx(
-        run_stats.DEFAULT_FLOOR_SHORT
-    )
+    assert run_stats.floor_of_sigma(noise.sigma("matmul", 1e-3)) == pytest.approx(DEFAULT_FLOOR)
+    assert run_stats.floor_of_sigma(noise.sigma("launch", 2e-6)) == pytest.approx(DEFAULT_FLOOR_SHORT)
     assert noise.variance_floor("matmul") == 0.0  # a guess for single runs, not a spread
     given = run_stats.Noise.given(0.2)
     assert run_stats.floor_of_sigma(given.sigma("x", 1e-9)) == pytest.approx(0.2)
@@ -76,7 +82,7 @@ def test_identical_samples_give_ratio_one_within_noise(samples):
     row, _ = run_stats.compare_pair(_m("op", samples), _m("op", samples), run_stats.Settings(**FAST))
     assert row.ratio == pytest.approx(1.0)
     assert row.ratio_low <= 1.0 <= row.ratio_high
-    assert row.verdict == run_stats.NOISE
+    assert row.verdict == NOISE
     assert row.p_value == pytest.approx(1.0)
     assert row.floor is not None and row.runs_base == row.runs_new == 1
 
@@ -87,7 +93,7 @@ def test_a_two_fold_shift_clears_the_default_floor(seed, n):
     base = _noisy(1e-3, n, seed)
     new = _noisy(0.5e-3, n, seed + 1)
     row, _ = run_stats.compare_pair(_m("op", base), _m("op", new), run_stats.Settings(**FAST))
-    assert row.verdict == run_stats.FASTER and row.floor == pytest.approx(run_stats.DEFAULT_FLOOR)
+    assert row.verdict == run_stats.FASTER and row.floor == pytest.approx(DEFAULT_FLOOR)
     assert row.ratio == pytest.approx(0.5, rel=0.1)
     assert row.ratio_high < 1 and row.p_value < 1e-3
     slower, _ = run_stats.compare_pair(_m("op", new), _m("op", base), run_stats.Settings(**FAST))
@@ -99,7 +105,7 @@ def test_no_single_run_verdict_below_the_floor_however_tight_the_samples():
     base = _noisy(1e-3, 40, 1, rel=0.001)
     new = [v * 1.16 for v in _noisy(1e-3, 40, 2, rel=0.001)]
     row, _ = run_stats.compare_pair(_m("op", base), _m("op", new), run_stats.Settings(**FAST))
-    assert row.verdict == run_stats.NOISE and row.ratio == pytest.approx(1.16, rel=0.01)
+    assert row.verdict == NOISE and row.ratio == pytest.approx(1.16, rel=0.01)
     # the interval includes one run's noise on each side, not just the samples' spread
     assert row.ratio_low < 1.0 < row.ratio_high
     measured = run_stats.Noise("measured", {"g": run_stats.sigma_of_floor(0.10)})
@@ -147,7 +153,7 @@ def test_rows_only_on_one_side_are_flagged_in_order():
     rows, within = run_stats.compare_rows(base, new, run_stats.Settings(**FAST))
     assert [(r.key, r.verdict) for r in rows] == [
         ("a", run_stats.ONLY_BASE),
-        ("b", run_stats.NOISE),
+        ("b", NOISE),
         ("c", run_stats.ONLY_NEW),
     ]
     assert set(within) == {"b"}
@@ -166,13 +172,13 @@ def test_without_samples_the_summary_gives_an_approximate_interval():
     )
     assert sd == pytest.approx(expected, rel=1e-3) and within == pytest.approx(sd**2)
     # the interval is that spread plus one run's default noise on each side
-    total = math.sqrt(sd**2 + 2 * run_stats.sigma_of_floor(run_stats.DEFAULT_FLOOR) ** 2)
+    total = math.sqrt(sd**2 + 2 * run_stats.sigma_of_floor(DEFAULT_FLOOR) ** 2)
     assert math.log(row.ratio_high / row.ratio_low) == pytest.approx(2 * 1.959964 * total, rel=1e-4)
 
 
 def test_one_sample_per_side_is_never_significant():
     row, _ = run_stats.compare_pair(_m("op", [1e-3]), _m("op", [0.2e-3]), run_stats.Settings(**FAST))
-    assert row.ratio == pytest.approx(0.2) and row.p_value is None and row.verdict == run_stats.NOISE
+    assert row.ratio == pytest.approx(0.2) and row.p_value is None and row.verdict == NOISE
 
 
 def test_within_run_bootstrap_is_seeded_and_side_symmetric():
@@ -227,7 +233,7 @@ def test_run_level_rows_report_runs_and_spread_and_no_floor():
     row, _ = run_stats.compare_pair(
         _runs("k", [1.0, 1.02, 0.98]), _runs("k", [0.5, 0.51, 0.49]), run_stats.Settings(**FAST)
     )
-    assert row.method == run_stats.RUN_LEVEL and row.floor is None
+    assert row.method == RUN_LEVEL and row.floor is None
     assert (row.runs_base, row.runs_new) == (3, 3) and row.between_run_cv == pytest.approx(0.02, rel=0.01)
     assert row.verdict == run_stats.FASTER and row.ratio == pytest.approx(0.5, rel=0.01)
 
@@ -242,17 +248,14 @@ def test_a_row_is_held_to_its_familys_spread():
     rows, _ = run_stats.compare_rows(
         [lucky[0], *(b for b, _ in noisy)], [lucky[1], *(n for _, n in noisy)], run_stats.Settings(**FAST)
     )
-    assert rows[0].verdict == run_stats.NOISE and rows[0].between_run_cv == pytest.approx(0.0, abs=1e-12)
+    assert rows[0].verdict == NOISE and rows[0].between_run_cv == pytest.approx(0.0, abs=1e-12)
 
 
 def test_a_measured_device_floor_bounds_the_run_level_spread():
     base, new = _runs("k", [1.0, 1.0, 1.0], "matmul"), _runs("k", [1.08, 1.08, 1.08], "matmul")
     assert run_stats.compare_pair(base, new, run_stats.Settings(**FAST))[0].verdict == run_stats.SLOWER
     measured = run_stats.Noise("measured", {"matmul": 0.10})
-    assert (
-        run_stats.compare_pair(base, new, run_stats.Settings(noise=measured, **FAST))[0].verdict
-        == run_stats.NOISE
-    )
+    assert run_stats.compare_pair(base, new, run_stats.Settings(noise=measured, **FAST))[0].verdict == NOISE
 
 
 @settings(max_examples=40, deadline=None)
@@ -276,15 +279,13 @@ def test_one_drifted_run_never_makes_a_verdict(drift, which, side, seed):
         base.append(_runs(f"c{i}", runs_b, f"f{i % 3}"))
         new.append(_runs(f"c{i}", runs_n, f"f{i % 3}"))
     rows, within = run_stats.compare_rows(base, new, run_stats.Settings(**FAST))
-    assert all(r.verdict in (run_stats.NOISE, run_stats.BELOW_THRESHOLD) for r in rows), [
-        r.verdict for r in rows
-    ]
+    assert all(r.verdict in (NOISE, run_stats.BELOW_THRESHOLD) for r in rows), [r.verdict for r in rows]
     levels = (
         run_stats.suite_levels([base], {m.key for m in base}),
         run_stats.suite_levels([new], {m.key for m in new}),
     )
     headline = run_stats.geometric_mean_headline(rows, within, levels=levels)
-    assert headline.verdict in (run_stats.NOISE, run_stats.BELOW_THRESHOLD)
+    assert headline.verdict in (NOISE, run_stats.BELOW_THRESHOLD)
 
 
 @settings(max_examples=40, deadline=None)
@@ -342,7 +343,7 @@ def test_aa_false_alarms_stay_under_the_nominal_alpha():
     large drift gets through, it flags many rows at once), and the headline (tested on run
     levels) at about the nominal rate."""
     rate, any_flag, headlines = _aa_flags(150, 33, seed=17)
-    assert rate <= run_stats.ALPHA
+    assert rate <= ALPHA
     assert any_flag <= 0.05 * 150 + 6  # binomial(150, 0.05): mean 7.5, sd 2.7
     assert headlines <= 0.05 * 150 + 6
 
@@ -362,7 +363,7 @@ def test_headline_reports_speedup_with_its_uncertainty():
     base, new = _noisy(1e-3, 30, 5), _noisy(1e-3 / 1.5, 30, 6)
     h = run_stats.pair_headline("step", _m("step", base), _m("step", new), run_stats.Settings(**FAST))
     assert h.speedup == pytest.approx(1.5, rel=0.05)
-    assert h.low < h.speedup < h.high and h.floor == pytest.approx(run_stats.DEFAULT_FLOOR)
+    assert h.low < h.speedup < h.high and h.floor == pytest.approx(DEFAULT_FLOOR)
     assert h.verdict == run_stats.FASTER and h.base_s == pytest.approx(np.median(base))
     # the standard error of the speedup: speedup × sd of the log ratio (delta method)
     assert h.speedup_std == pytest.approx(h.speedup * math.log(h.high / h.low) / (2 * 1.959964), rel=1e-4)
@@ -414,7 +415,7 @@ def test_kernel_suites_in_runs_compare_by_case_and_size():
     # the ratio of geometric means of the run medians: 1.5 × the two sides' mean drifts
     drift = np.exp(np.mean(np.log([1.0, 1.04, 0.97])) - np.mean(np.log([1.02, 0.99, 1.05])))
     assert by_key["matmul [n=64]"].speedup == pytest.approx(1.5 * drift)
-    assert by_key["copy [N=2^16]"].verdict == run_stats.NOISE
+    assert by_key["copy [N=2^16]"].verdict == NOISE
     assert [r.verdict for r in result.rows].count(run_stats.ONLY_BASE) == 1
     assert result.headline.cases == 5 and (result.runs_base, result.runs_new) == (3, 3)
     assert result.headline.floor is None and not [w for w in result.warnings if w.code == "single_run"]
@@ -428,16 +429,11 @@ def test_single_run_suites_say_so_and_suggest_the_command():
     )
     by_key = {r.key: r for r in result.rows}
     # 1.5× on a 7 µs kernel is under the 100% default floor of microsecond rows; not on 180 µs
-    assert (
-        by_key["matmul [n=64]"].verdict == run_stats.NOISE
-        and by_key["matmul [n=256]"].verdict == run_stats.FASTER
-    )
+    assert by_key["matmul [n=64]"].verdict == NOISE and by_key["matmul [n=256]"].verdict == run_stats.FASTER
     codes = {w.code: w for w in result.warnings}
     assert codes["single_run"]["base_command"] == "infer-opt kernels --out base.json --runs 3"
     assert "noise_floor_default" in codes and result.noise_source == "default"
-    assert result.headline.verdict == run_stats.NOISE and result.noise_floor == pytest.approx(
-        run_stats.DEFAULT_FLOOR
-    )
+    assert result.headline.verdict == NOISE and result.noise_floor == pytest.approx(DEFAULT_FLOOR)
 
 
 def test_ab_rounds_pool_their_runs_per_side():
@@ -461,7 +457,7 @@ def test_profiles_compare_step_ops_and_categories():
     result = run_stats.compare_results(base, new, **FAST)
     assert result.headline.speedup == pytest.approx(2.0) and result.headline.verdict == run_stats.FASTER
     assert len(result.rows) == len(base.ops) and len(result.categories) == len(base.categories)
-    assert all(r.verdict == run_stats.NOISE for r in result.rows)
+    assert all(r.verdict == NOISE for r in result.rows)
 
 
 def test_refuses_different_experiments_and_says_what_differs():
@@ -515,7 +511,7 @@ def test_result_round_trips_through_json():
     from tests.reports.fixtures import fixture
 
     result = fixture("compare")
-    assert run_stats.CompareResult.from_dict(result.to_dict()) == result
+    assert CompareResult.from_dict(result.to_dict()) == result
 
 
 # ----------------------------------------------------------------------------- A/A noise floor
@@ -535,7 +531,7 @@ def test_noise_floor_pools_the_spread_of_every_run_per_family():
     assert groups["matmul"].floor == pytest.approx(run_stats.floor_of_sigma(sigma))
     assert record.runs == 6 and record.compared == "kernels"
     assert record.key == RunKey.of(kernels_runs()) and record.key.device_name
-    noise = record.noise("here.json")
+    noise = run_stats.Noise.of_record(record, "here.json")
     assert noise.source == "measured" and noise.sigma("matmul", 1e-6) == pytest.approx(sigma)
 
 

@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 
 from infer_opt.cost_models.speculative import (
     DISTRIBUTION_TOLERANCE,
-    Costs,
     PlanRound,
     acceptance,
     acceptance_report,
@@ -29,6 +28,7 @@ from infer_opt.cost_models.speculative import (
     validate_pair,
 )
 from infer_opt.errors import InvalidInput
+from infer_opt.results.speculative import Costs
 
 MS = 1e-3
 SPEC_COSTS = Costs(target_s=10 * MS, draft_s=1 * MS, verify_base_s=12 * MS, overhead_s=1 * MS)

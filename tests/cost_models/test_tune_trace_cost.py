@@ -14,8 +14,8 @@ from infer_opt import registry
 from infer_opt.cost_models import capture_sizes as cs
 from infer_opt.cost_models import tune_inputs as ti
 from infer_opt.errors import InvalidInput
-from infer_opt.kinds.trace import Peaks, RankTrace, StepTimeline, TraceResult
 from infer_opt.results import save_result
+from infer_opt.results.trace import Peaks, RankTrace, StepTimeline, TraceResult
 from tests.helpers import assert_one_line_error, invoke
 
 MS = 1e-3
@@ -115,7 +115,7 @@ def test_read_through_the_registry_once_it_lists_trace(tmp_path, monkeypatch):
     direct = ti.read_costs([(a, 8), (b, 32)])[0]
     if "trace" not in registry.KINDS:
         view = "infer_opt.reports.trace:build_view"
-        entry = registry.Kind("trace", "infer_opt.kinds.trace:TraceResult", view)
+        entry = registry.Kind("trace", "infer_opt.results.trace:TraceResult", view)
         monkeypatch.setitem(registry.KINDS, "trace", entry)
     via_registry = ti.read_costs([(a, 8), (b, 32)])[0]
     assert via_registry.sizes.tolist() == direct.sizes.tolist()

@@ -14,9 +14,10 @@ import pytest
 
 from infer_opt.cost_models import run_stats
 from infer_opt.errors import Interrupted, InvalidInput, RunFailure
-from infer_opt.kinds.ab import AbResult
 from infer_opt.profilers import ab, noise_store
 from infer_opt.results import load_result
+from infer_opt.results.ab import AbResult
+from infer_opt.results.compare import NOISE
 
 KERNELS = Path(__file__).parents[1] / "reports" / "fixtures" / "kernels.json"
 
@@ -92,7 +93,7 @@ def test_rounds_are_pooled_and_a_real_change_is_found(tmp_path):
     assert rows["matmul [n=64]"].verdict == run_stats.FASTER and rows[
         "matmul [n=64]"
     ].speedup == pytest.approx(2.0)
-    assert rows["copy [N=2^16]"].verdict == run_stats.NOISE and rows["copy [N=2^16]"].runs_base == 3
+    assert rows["copy [N=2^16]"].verdict == NOISE and rows["copy [N=2^16]"].runs_base == 3
     assert result.noise_floor is None and result.noise_saved_to is None
     assert AbResult.from_dict(result.to_dict()) == result
 
@@ -101,7 +102,7 @@ def test_an_aa_measures_and_saves_the_noise_floor(tmp_path, monkeypatch):
     monkeypatch.setenv("INFER_OPT_CACHE", str(tmp_path / "cache"))
     same = "infer-opt kernels --suite quick --threads 1"
     result, _ = _run(tmp_path, base=same, new=same)
-    assert result.is_aa and result.comparison.headline.verdict == run_stats.NOISE
+    assert result.is_aa and result.comparison.headline.verdict == NOISE
     record = result.noise_floor
     assert record.runs == 6 and {g.key for g in record.groups} >= {"matmul", run_stats.OVERALL}
     # the fake's drift per round (1, 1.03, 0.98) hits both sides alike: that is the run-to-run noise

@@ -8,10 +8,10 @@ import torch
 
 from infer_opt.cost_models import bucketing
 from infer_opt.errors import InvalidInput, RunFailure
-from infer_opt.kinds.amortize_measure import AmortizeMeasureResult, BucketSpec
 from infer_opt.messages import text
 from infer_opt.profilers import amortize_measure
 from infer_opt.results import load_result, save_result
+from infer_opt.results.amortize_measure import AmortizeMeasureResult, BucketSpec
 
 MS = 1_000_000  # ns
 

@@ -12,13 +12,14 @@ from infer_opt.cost_models import op_model
 from infer_opt.errors import InvalidInput
 from infer_opt.profilers import calibration as cal
 from infer_opt.profilers import calibration_cases, op_families, op_recorder
+from infer_opt.results.calibration import STATES, CalibrationResult, HostCalibration
 from tests.profilers.synthetic_calibration import local_calibration, synthetic_calibration
 
 
 @pytest.fixture(scope="module")
-def small_run() -> op_model.CalibrationResult:
+def small_run() -> CalibrationResult:
     """The tiny grid's views and norms groups and the host term."""
-    saved: list[op_model.CalibrationResult] = []
+    saved: list[CalibrationResult] = []
     result = cal.calibrate(
         "cpu", torch.float32, grid="tiny", only=["views", "norms", "host"], reps=3, on_group=saved.append
     )
@@ -156,9 +157,9 @@ def test_a_warm_case_runs_a_small_case_of_its_kind_between_the_scrub_and_its_tim
     for part in cal._case_parts(items[2].part, "far", scrubs, toucher):
         part.run()
     assert log == ["linear 4096", "far", "touch", "linear 4096"]
-    assert [scrubs.measures(s) for s in op_model.STATES] == [True] * 5
+    assert [scrubs.measures(s) for s in STATES] == [True] * 5
     gpu = cal._Scrubs(None, scrubs.llc)
-    assert [gpu.measures(s) for s in op_model.STATES] == [True, False, True, False, False]
+    assert [gpu.measures(s) for s in STATES] == [True, False, True, False, False]
     # the warmer shares the most leading words of the label (a BLAS picks its kernel by M)
     same_m, tinier = _fake_case("linear M=4 N=64", 2**14, log), _fake_case("linear M=1 N=64", 2**10, log)
     timed = _fake_case("linear M=4 N=512", 2**20, log)
@@ -249,7 +250,7 @@ def test_resume_skips_finished_groups(monkeypatch, small_run):
     assert measured == ["memory"]
 
 
-def _spread(result: op_model.CalibrationResult, spread: float) -> op_model.CalibrationResult:
+def _spread(result: CalibrationResult, spread: float) -> CalibrationResult:
     families = [
         replace(f, points=tuple(replace(p, rel_spread=spread) for p in f.points)) for f in result.families
     ]
@@ -292,7 +293,7 @@ def test_unusable_files_are_one_line_errors(tmp_path):
     bad.write_text("{not json")
     with pytest.raises(InvalidInput, match="not a readable infer-opt calibration result"):
         cal.load_calibration(bad)
-    empty = op_model.CalibrationResult(
+    empty = CalibrationResult(
         device="cpu",
         device_name="x",
         device_key="k",
@@ -364,7 +365,7 @@ def test_a_repetitions_calls_composed_from_its_recorded_parts_are_the_calls_it_m
         cases = calibration_cases.groups("tiny", "cpu", [name])[0].cases[:12]
         passed, _ = cal.checked_inputs(cases, torch.float32)
         items = [cal._record(case, inputs) for case, inputs in passed]
-        for state in op_model.STATES:
+        for state in STATES:
             chosen = [item for item in items if state in item.case.states]
             if not chosen:
                 continue
@@ -430,7 +431,7 @@ def test_the_host_term_is_the_median_of_interleaved_rounds(monkeypatch):
     """Each round's host time is its own wall minus its own op sum: one round of each chain timed
     in a slow spell (wall 3× the others) changes neither figure."""
 
-    def host(slow: bool) -> op_model.HostCalibration:
+    def host(slow: bool) -> HostCalibration:
         walls = iter(([3.0e-3, 3.0e-3] if slow else []) + [1.0e-3] * (2 * cal.HOST_ROUNDS))
         # the module chain's ops take less than the plain chain's: it has host time of its own
         ops = {True: 0.5e-3, False: 0.2e-3}

@@ -10,6 +10,7 @@ from infer_opt.cost_models import comm as comm_module
 from infer_opt.errors import InvalidInput, RunFailure
 from infer_opt.notices import has
 from infer_opt.profilers import comm, distributed
+from infer_opt.results.comm import CommResult
 from tests.profilers.distributed_helpers import json_lines, torchrun
 
 
@@ -86,6 +87,6 @@ def test_one_gpu_measures_the_local_copy_with_cuda_events(monkeypatch):
 def test_every_collective_over_two_gpus_with_nccl():
     run = torchrun("-m", "tests.profilers.dist_workers", "sweep", DEVICE="cuda")
     assert run.returncode == 0, run.stderr[-2000:]
-    result = comm_module.CommResult.from_dict(json_lines(run.stdout)[0])
+    result = CommResult.from_dict(json_lines(run.stdout)[0])
     assert (result.backend, result.world_size) == ("nccl", 2)
     assert [c.collective for c in result.collectives] == list(comm_module.COLLECTIVES)

@@ -6,13 +6,13 @@ from dataclasses import replace
 import pytest
 import torch
 
-from infer_opt.cost_models.roofline import RooflineFit
 from infer_opt.errors import InvalidInput, RunFailure
-from infer_opt.kinds.profile import ProfileResult
 from infer_opt.profilers import model_profile as mp
 from infer_opt.profilers import models, op_recorder
 from infer_opt.profilers.calibration_store import ResolvedFit
 from infer_opt.results import save_result
+from infer_opt.results.profile import ProfileResult
+from infer_opt.results.roofline import RooflineFit
 from infer_opt.steps import Shape, StepSettings
 from tests.helpers import usable_fit
 

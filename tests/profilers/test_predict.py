@@ -10,10 +10,11 @@ import torch
 
 from infer_opt import steps
 from infer_opt.errors import InvalidInput
-from infer_opt.kinds.predict import PredictResult
 from infer_opt.profilers import predict as pr
 from infer_opt.profilers import validate
 from infer_opt.profilers.meta_record import StepSpec
+from infer_opt.results.calibration import CalibrationResult
+from infer_opt.results.predict import PredictResult
 from infer_opt.steps import StepSettings
 from tests.profilers.synthetic_calibration import (
     PER_MODULE_S,
@@ -156,7 +157,7 @@ def test_a_cold_matmul_family_is_used_for_a_model_larger_than_the_cache():
     cold = matmul_family("cold", bandwidth=1e9)
     calibration = synthetic_calibration()
     # the cold state sits 1 KiB of reads after the last use: every weight is beyond it
-    near = pr.op_model.CalibrationResult(
+    near = CalibrationResult(
         **{
             **calibration.__dict__,
             "families": (*warm, *cold),
@@ -168,15 +169,13 @@ def test_a_cold_matmul_family_is_used_for_a_model_larger_than_the_cache():
     matmuls = [o for o in ops if o.family.endswith(".nt")]
     assert matmuls and all(o.state == "cold" for o in matmuls)
     # far: every weight is nearer the warm state; ops without a weight are hot
-    far = pr.op_model.CalibrationResult(
-        **{**near.__dict__, "warm_reuse_bytes": 2**29, "cold_reuse_bytes": 2**40}
-    )
+    far = CalibrationResult(**{**near.__dict__, "warm_reuse_bytes": 2**29, "cold_reuse_bytes": 2**40})
     ops = pr.predict("tiny", far, mode="decode", batch=1, context=8).ops
     assert all(o.state == "warm" for o in ops if o.family.endswith(".nt"))
     assert all(o.state == "hot" for o in ops if o.category in ("elementwise", "normalization"))
 
 
-def noisy(calibration: pr.op_model.CalibrationResult) -> pr.op_model.CalibrationResult:
+def noisy(calibration: CalibrationResult) -> CalibrationResult:
     """``calibration`` with a matmul family whose repetitions spread by 30%."""
     family = matmul_family()[0]
     points = tuple(replace(p, rel_spread=0.3) for p in family.points)

@@ -19,19 +19,20 @@ from infer_opt.cost_models.speculative_measure import (
     speedup_rows,
 )
 from infer_opt.errors import InvalidInput
-from infer_opt.kinds.speculative_measure import MeasuredCost, SpecMeasureResult
 from infer_opt.profilers import models, speculative_measure
 from infer_opt.results import Result
+from infer_opt.results.speculative import Costs
+from infer_opt.results.speculative_measure import MeasuredCost, SpecMeasureResult
 from infer_opt.stats import Summary
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-def _costs(c_t=10e-3, c_d=1e-3, base=9e-3, per_k=1e-3, c_m=0.2e-3) -> calc.Costs:
-    return calc.Costs(c_t, c_d, base, per_k, c_m)
+def _costs(c_t=10e-3, c_d=1e-3, base=9e-3, per_k=1e-3, c_m=0.2e-3) -> Costs:
+    return Costs(c_t, c_d, base, per_k, c_m)
 
 
-def _speedup(costs: calc.Costs, alpha: float, k: int) -> float:
+def _speedup(costs: Costs, alpha: float, k: int) -> float:
     """S written out independently of the calculator: c_t·(1-α^{k+1})/(1-α) / round time."""
     e_n = k + 1.0 if alpha == 1.0 else (1.0 - alpha ** (k + 1)) / (1.0 - alpha)
     return (
@@ -92,7 +93,7 @@ def test_fit_rejects_bad_times():
 # ----------------------------------------------------------------------------- break-even α
 
 
-def _scan(costs: calc.Costs, k: int, step: float = 1e-4) -> float | None:
+def _scan(costs: Costs, k: int, step: float = 1e-4) -> float | None:
     """The smallest α on a fine grid where the calculator's speedup reaches 1."""
     for alpha in np.arange(0.0, 1.0 + step / 2, step):
         if calc.speculative_speedup(k, costs, alpha=float(min(alpha, 1.0))).speedup >= 1.0:
@@ -136,7 +137,7 @@ def test_break_even_edges_never_wins_and_never_loses():
 )
 def test_break_even_separates_slowdowns_from_gains(c_t, ratios, k):
     d, base, per_k, m = ratios
-    costs = calc.Costs(c_t, d * c_t, base * c_t, per_k * c_t, m * c_t)
+    costs = Costs(c_t, d * c_t, base * c_t, per_k * c_t, m * c_t)
     point = break_even_alpha(costs, k)
     if point.alpha is None:
         assert _speedup(costs, 1.0, k) <= 1 + 1e-12

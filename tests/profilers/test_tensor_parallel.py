@@ -8,10 +8,10 @@ import torch
 
 from infer_opt.cost_models.comm import tp_collectives
 from infer_opt.errors import InvalidInput
-from infer_opt.kinds.profile import OpStat
 from infer_opt.profilers import distributed, models, op_recorder
 from infer_opt.profilers.profile_tp import collective_name, collectives_seen
 from infer_opt.profilers.tensor_parallel import ShardedConfig, check_shardable, shard
+from infer_opt.results.profile import OpStat
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from infer_opt.errors import InvalidInput
-from infer_opt.kinds.validate import (
+from infer_opt.profilers import validate as validate_module
+from infer_opt.reports import validate as view
+from infer_opt.results.validate import (
     NOISE_HOST,
     NOISE_OPS,
     NOISE_SMALL_OPS,
@@ -20,8 +22,6 @@ from infer_opt.kinds.validate import (
     ValidatePoint,
     ValidateResult,
 )
-from infer_opt.profilers import validate as validate_module
-from infer_opt.reports import validate as view
 from infer_opt.steps import StepSettings
 from tests.profilers.synthetic_calibration import local_calibration, synthetic_calibration
 

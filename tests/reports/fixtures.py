@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from infer_opt.kinds.amortize_measure import BucketSpec, MeasuredBucket
-from infer_opt.kinds.speculative_run import SpecRunResult
 from infer_opt.results import Result, result_class
+from infer_opt.results.amortize_measure import BucketSpec, MeasuredBucket
+from infer_opt.results.speculative_run import SpecRunResult
 
 DATA = Path(__file__).parent / "fixtures"
 
@@ -67,7 +67,7 @@ def buckets() -> Result:
 
 
 def _costs():
-    from infer_opt.cost_models.speculative import Costs
+    from infer_opt.results.speculative import Costs
 
     return Costs(target_s=10e-3, draft_s=1e-3, verify_base_s=12e-3, overhead_s=1e-3)
 
@@ -192,9 +192,9 @@ def speculative_measure() -> Result:
 def speculative_run() -> Result:
     """Hand-made timings and round counts through ``speculative_run.make_point``: gpt2-small-like costs
     (c_t = 38 ms, c_d = 20 ms, c_v(k) = 40 ms + 10 ms·k), greedy, 16 tokens, k = 1..3."""
-    from infer_opt.kinds.speculative_measure import MeasuredCost
     from infer_opt.notices import Notice
     from infer_opt.profilers import speculative_run as speculative_run_module
+    from infer_opt.results.speculative_measure import MeasuredCost
 
     what = "over 40 cached"
     costs = [
@@ -350,7 +350,7 @@ def noise_floor() -> Result:
 def ab() -> Result:
     """An A/A of :data:`AA_COMMAND` (two rounds of three runs a side), as ``infer-opt ab`` saves it."""
     from infer_opt.cost_models.run_stats import compare_results
-    from infer_opt.kinds.ab import AbResult, AbRun
+    from infer_opt.results.ab import AbResult, AbRun
 
     comparison = compare_results(kernels_runs(), kernels_runs_again(), base_name="base", new_name="new")
     runs = tuple(

@@ -68,22 +68,25 @@ def _buckets_with_lengths_above_the_bound():
 
 def _speedup_without_a_verify_cost():
     from infer_opt.cost_models import speculative as calc
+    from infer_opt.results.speculative import Costs
 
-    costs = calc.Costs(10e-3, 1e-3, 10e-3, 0.0, 0.0, verify_assumed=True)
+    costs = Costs(10e-3, 1e-3, 10e-3, 0.0, 0.0, verify_assumed=True)
     return calc.speculative_speedup(3, costs, alpha=0.8)
 
 
 def _plans_ranked_otherwise_by_the_naive_mean():
     from infer_opt.cost_models import speculative as calc
+    from infer_opt.cost_models.speculative import PlanRound
 
-    rounds = [calc.PlanRound("a", 10e-3, 1), calc.PlanRound("a", 100e-3, 20), calc.PlanRound("b", 24e-3, 4)]
+    rounds = [PlanRound("a", 10e-3, 1), PlanRound("a", 100e-3, 20), PlanRound("b", 24e-3, 4)]
     return calc.compare_plans(rounds)
 
 
 def _metrics_with_short_drafts():
     from infer_opt.cost_models import speculative as calc
+    from infer_opt.results.speculative import Costs
 
-    costs = calc.Costs(10e-3, 1e-3, 10e-3, 0.0, 0.0, verify_assumed=True)
+    costs = Costs(10e-3, 1e-3, 10e-3, 0.0, 0.0, verify_assumed=True)
     return calc.rates_from_counts(100, [80, 60], draft_tokens=150, costs=costs)
 
 

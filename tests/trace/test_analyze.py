@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from infer_opt.errors import InvalidInput
-from infer_opt.kinds.trace import OpGroup, Peaks, TraceResult
+from infer_opt.results.trace import OpGroup, Peaks, TraceResult
 from infer_opt.trace.analyze import analyze, parse_steps
 from infer_opt.trace.augment import write_augmented
 from infer_opt.trace.ops import merge_groups

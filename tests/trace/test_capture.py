@@ -229,7 +229,7 @@ def test_load_trace_gives_the_kernel_table_as_a_frame_and_takes_the_capture(pair
 
 def test_a_saved_result_with_a_made_up_family_source_is_refused(pair):
     from infer_opt.errors import BadField
-    from infer_opt.kinds.trace import TraceResult
+    from infer_opt.results.trace import TraceResult
 
     replay, capture = pair
     saved = invoke("trace", str(replay), "--capture", str(capture), "--json").json()["result"]

@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from infer_opt.errors import InvalidInput
-from infer_opt.kinds.trace import RankTrace, StepTimeline
 from infer_opt.results import load_result, save_result, to_jsonable
+from infer_opt.results.trace import RankTrace, StepTimeline
 from infer_opt.trace import cross_rank as xr
 from infer_opt.trace.analyze import analyze
 from tests.trace.rank_files import allreduce, gemm, three_ranks, write_rank

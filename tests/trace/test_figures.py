@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infer_opt.kinds.trace import OpGroup, Peaks
+from infer_opt.results.trace import OpGroup, Peaks
 from infer_opt.trace import roofline as tr
 from infer_opt.trace.devices import by_name
 from infer_opt.trace.op_costs import op_cost
@@ -211,8 +211,8 @@ def test_an_unsized_collective_is_unknown_not_zero_and_takes_the_world_size():
 def test_unknown_values_are_null_in_json_and_a_dash_on_the_console():
     import json
 
-    from infer_opt.kinds.trace import CollectiveRow
     from infer_opt.results import to_jsonable
+    from infer_opt.results.trace import CollectiveRow
     from infer_opt.units import format_bandwidth, format_bytes
 
     row = CollectiveRow("all_reduce", None, "fp32", None, 3, 1e-5, None, None)
@@ -236,8 +236,8 @@ def test_an_op_without_a_formula_has_no_rate_and_no_fraction(tmp_path):
 def test_json_shapes_are_dimension_lists_and_older_text_still_loads(tmp_path):
     import json
 
-    from infer_opt.kinds.trace import OpGroup
     from infer_opt.results import to_jsonable
+    from infer_opt.results.trace import OpGroup
 
     ev = read_trace(write_trace(tmp_path / "t.json", [to(1 << 10, 3.0)]))
     (g,) = op_groups(ev, peaks=peaks_for(by_name("h100")))
@@ -252,8 +252,8 @@ def test_json_shapes_are_dimension_lists_and_older_text_still_loads(tmp_path):
 @given(st.lists(st.lists(st.integers(0, 10**6), max_size=4), min_size=1, max_size=8), st.integers(8, 40))
 def test_a_terminal_cell_never_cuts_a_number(shapes, width):
     """The class: ``16×5185×518`` / ``5`` at 80 columns. Whole shapes only, then ``…+N``."""
-    from infer_opt.kinds.trace import shapes_text
     from infer_opt.reports.trace import _shapes, _shapes_full
+    from infer_opt.results.trace import shapes_text
 
     dims = tuple(tuple(s) for s in shapes)
     cell = _shapes(dims, width)
@@ -371,7 +371,7 @@ def test_what_matters_for_a_trace_has_the_step_the_ops_and_the_what_if(model_res
     assert any(line.startswith("largest what-if") for line in lines)
     idle = _idle(model_result, 0.95)
     assert "host-bound" in highlights(idle, build_view(idle))[0].text
-    from infer_opt.kinds.trace import CoverageRow
+    from infer_opt.results.trace import CoverageRow
 
     uncovered = replace(
         model_result, coverage=(CoverageRow("no_shapes", 1.0, 0.97), CoverageRow("modelled", 0.1, 0.03))

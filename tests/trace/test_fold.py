@@ -12,7 +12,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infer_opt.kinds.trace import OpGroup, Peaks
+from infer_opt.results.trace import OpGroup, Peaks
 from infer_opt.trace.fold import Exact, RankFold
 from infer_opt.trace.kernel_table import kernel_rows
 from infer_opt.trace.ops import merge_groups

@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 from infer_opt.cost_models import op_model
+from infer_opt.results.calibration import HostIssue
 from infer_opt.trace import calibrate as tc
 from infer_opt.trace import gpu_predict as gp
 from tests.trace.gpu_traces import BF16, add, conv2d, training_ops, write_trace
@@ -118,7 +119,7 @@ def test_a_recorded_conv_takes_the_traced_conv_nearest_by_its_gemm(tmp_path):
 
 
 def _replay_calibration(calibration):
-    issue = (op_model.HostIssue("gemm.nn", 10e-6, kernels=2.0, samples=5),)
+    issue = (HostIssue("gemm.nn", 10e-6, kernels=2.0, samples=5),)
     return replace(calibration, host_issue=issue, host_issue_s=4e-6, queued_gap_s=1e-6)
 
 

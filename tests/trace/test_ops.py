@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infer_opt.kinds.trace import Peaks
+from infer_opt.results.trace import Peaks
 from infer_opt.trace.ops import coverage, host_syncs, op_groups
 from tests.trace.builders import make_events
 

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from infer_opt.cost_models import op_model
 from infer_opt.errors import InvalidInput
+from infer_opt.results.calibration import CalibrationResult, FamilyCalibration, GridPoint
 from infer_opt.trace import calibrate as tc
 from infer_opt.trace import validate as tv
 from infer_opt.trace.devices import by_name
@@ -200,14 +201,12 @@ def test_families_of_few_shapes_take_the_device_roofline_as_base(tmp_path):
 
 def test_device_roofline_takes_the_90th_percentile_of_achieved_rates():
     def point(flops, nbytes, t):
-        return op_model.GridPoint((1.0,), t, 0.0, flops, nbytes)
+        return GridPoint((1.0,), t, 0.0, flops, nbytes)
 
-    gemm = op_model.FamilyCalibration(
+    gemm = FamilyCalibration(
         "gemm.nt", "hot", ("n",), tuple(point(1e9 * k, 1e6, 1e-4) for k in (1, 2, 3)), 0, 1, 1
     )
-    adds = op_model.FamilyCalibration(
-        "add.t", "hot", ("n",), (point(1e3, 1e8, 1e-4), point(1e3, 5e6, 1e-6)), 0, 1, 1
-    )
+    adds = FamilyCalibration("add.t", "hot", ("n",), (point(1e3, 1e8, 1e-4), point(1e3, 5e6, 1e-6)), 0, 1, 1)
     roof = tc.device_roofline([gemm, adds], 2e-6, by_name("h100"), "bf16")
     # FLOP/s 1e13, 2e13, 3e13 -> 90th percentile 2.8e13; bytes/s of the one point >= 10 µs: 1e12
     assert roof.compute_rate_flops == pytest.approx(2.8e13)
@@ -257,8 +256,8 @@ def test_an_unknown_gpu_is_refused(tmp_path):
 
 
 def _family(features, residuals, *, rate=1e12, bandwidth=1e11):
-    points = tuple(op_model.GridPoint((f,), 1e-6, 0.0, 0.0, f * 1e5) for f in features)
-    fam = op_model.FamilyCalibration("add.t", "hot", ("n",), points, 0.0, rate, bandwidth)
+    points = tuple(GridPoint((f,), 1e-6, 0.0, 0.0, f * 1e5) for f in features)
+    fam = FamilyCalibration("add.t", "hot", ("n",), points, 0.0, rate, bandwidth)
     # times so that each point's residual over the base is exactly its r
     points = tuple(
         replace(p, time_s=fam.base_time(p.flops, p.bytes) * math.exp(r))
@@ -293,8 +292,8 @@ def _slow_bmm_family(t0=2e-6):
     pts = []
     for batch in (4096.0, 8192.0):
         flops, nbytes = batch * 2 * 8 * 8 * 64, batch * 2 * (8 * 64 * 2 + 64)
-        pts.append(op_model.GridPoint((batch, 8.0, 8.0, 64.0), 0.0, 0.0, flops, nbytes))
-    fam = op_model.FamilyCalibration("bmm.nn", "hot", ("B", "M", "N", "K"), tuple(pts), t0, 1e15, 1e12)
+        pts.append(GridPoint((batch, 8.0, 8.0, 64.0), 0.0, 0.0, flops, nbytes))
+    fam = FamilyCalibration("bmm.nn", "hot", ("B", "M", "N", "K"), tuple(pts), t0, 1e15, 1e12)
     return replace(
         fam, points=tuple(replace(p, time_s=t0 + 100 * (fam.base_time(p.flops, p.bytes) - t0)) for p in pts)
     )
@@ -389,9 +388,9 @@ def test_transfers_are_left_out_of_the_device_bandwidth(tmp_path):
 def test_scaling_moves_a_transfer_by_the_host_links():
     assert tc.host_link_bytes_per_s(by_name("a100")) == 31.5e9
     assert tc.host_link_bytes_per_s(by_name("v100-sxm2-16gb")) == 15.75e9
-    points = (op_model.GridPoint((1e6,), 30e-6, 0.0, 0.0, 1e6),)
-    fam = op_model.FamilyCalibration("transfer.h2d", "hot", ("bytes",), points, 2e-6, 1e15, 63e9)
-    cal = op_model.CalibrationResult(
+    points = (GridPoint((1e6,), 30e-6, 0.0, 0.0, 1e6),)
+    fam = FamilyCalibration("transfer.h2d", "hot", ("bytes",), points, 2e-6, 1e15, 63e9)
+    cal = CalibrationResult(
         device="cuda", device_name="H100 SXM", device_key="", dtype="bfloat16", threads=1,
         warm_reuse_bytes=0, cold_reuse_bytes=0, families=(fam,), roofline=None, complete=True,
         grid=tc.TRACE_GRID,

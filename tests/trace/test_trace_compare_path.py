@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infer_opt.kinds.trace import IdleCause
-from infer_opt.kinds.trace_compare import TraceCompareResult
 from infer_opt.reports.trace_compare import build_view
+from infer_opt.results.trace import IdleCause
+from infer_opt.results.trace_compare import TraceCompareResult
 from infer_opt.trace.analyze import analyze
 from infer_opt.trace.compare import compare_traces
 from infer_opt.trace.critical import CAUSES

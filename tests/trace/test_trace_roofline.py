@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from infer_opt.cost_models.roofline import RooflineFit
-from infer_opt.kinds.trace import OpGroup, Peaks
+from infer_opt.results.roofline import RooflineFit
+from infer_opt.results.trace import OpGroup, Peaks
 from infer_opt.trace.devices import by_name
 from infer_opt.trace.roofline import ANY_PRECISION, fit_from_trace, peak_flops, peaks_for, rate_checks
 

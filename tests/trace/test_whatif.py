@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infer_opt.kinds.trace import OpGroup, StepTimeline
+from infer_opt.results.trace import OpGroup, StepTimeline
 from infer_opt.trace.ops import op_groups
 from infer_opt.trace.whatif import category_at_bound, matmul_at_fraction, what_ifs
 from tests.trace.builders import make_events

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from infer_opt.cost_models.amdahl import amdahl_speedup
-from infer_opt.kinds.trace import WhatIf
+from infer_opt.results.trace import WhatIf
 from infer_opt.trace import timeline as tt
 from infer_opt.trace import whatif_replay as twr
 from infer_opt.trace.replay import replay_rank
@@ -148,7 +148,7 @@ def test_kernels_from_another_gpu_scales_matched_ops_and_refuses_another_model()
 
 
 def test_fused_attention_replaces_an_eager_pattern_with_a_flash_kernel():
-    from infer_opt.kinds.trace import Peaks
+    from infer_opt.results.trace import Peaks
 
     bf16 = ["c10::BFloat16"] * 2
     q_k = {"Input Dims": [[8, 128, 64], [8, 64, 128]], "Input type": bf16}

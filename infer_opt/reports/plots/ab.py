@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from infer_opt.kinds.ab import AbResult
 from infer_opt.reports.plots.compare import plot as plot_compare
+from infer_opt.results.ab import AbResult
 
 
 def plot(result: AbResult, path: Path) -> Path:

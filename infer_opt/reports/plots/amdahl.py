@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from infer_opt.cost_models.amdahl import AmdahlResult, Curve, part_curves
+from infer_opt.cost_models.amdahl import Curve, part_curves
 from infer_opt.reports.plots._style import PALETTE, figure, plain_log_ticks, save
+from infer_opt.results.amdahl import AmdahlResult
 
 
 def plot(result: AmdahlResult, path: Path) -> Path:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from infer_opt.cost_models.amortization import AmortizeBucketsResult, AmortizeResult, TimeCurve, time_curve
+from infer_opt.cost_models.amortization import TimeCurve, time_curve
 from infer_opt.reports.plots._style import PALETTE, figure, save, time_unit
+from infer_opt.results.amortize import AmortizeBucketsResult, AmortizeResult
 from infer_opt.units import format_duration, format_number
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from infer_opt.kinds.amortize_measure import AmortizeMeasureResult
 from infer_opt.reports.plots._style import PALETTE, figure, plain_log_ticks, save, time_unit
+from infer_opt.results.amortize_measure import AmortizeMeasureResult
 from infer_opt.units import format_duration
 
 

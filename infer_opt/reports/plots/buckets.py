@@ -6,8 +6,9 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-from infer_opt.cost_models.bucketing import BucketPlotData, BucketsResult, LengthSample, plot_data
+from infer_opt.cost_models.bucketing import BucketPlotData, LengthSample, plot_data
 from infer_opt.reports.plots._style import PALETTE, figure, save
+from infer_opt.results.buckets import BucketsResult
 from infer_opt.units import format_number, format_percent
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from infer_opt.cost_models.comm import CommResult, fit_curve
+from infer_opt.cost_models.comm import fit_curve
 from infer_opt.reports.plots._style import PALETTE, figure, save
+from infer_opt.results.comm import CommResult
 from infer_opt.units import format_bytes, format_duration
 
 _MARKERS = ["o", "s", "^", "D", "v", "P", "X"]

@@ -9,9 +9,10 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import NullFormatter
 
-from infer_opt.cost_models.run_stats import BELOW_THRESHOLD, FASTER, NOISE, SLOWER, CompareResult
+from infer_opt.cost_models.run_stats import BELOW_THRESHOLD, FASTER, SLOWER
 from infer_opt.reports.compare import headline_text
 from infer_opt.reports.plots._style import PALETTE, figure, plain_log_ticks, save
+from infer_opt.results.compare import NOISE, CompareResult
 
 #: rows shown (the largest base times first); the table lists them all
 MAX_ROWS = 30

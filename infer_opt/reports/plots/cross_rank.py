@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from infer_opt.kinds.trace import TraceResult
 from infer_opt.reports.plots import _style
+from infer_opt.results.trace import TraceResult
 
 
 def heatmap(ax, result: TraceResult) -> None:

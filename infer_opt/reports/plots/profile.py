@@ -11,9 +11,9 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from infer_opt.cost_models.profile_amdahl import RooflineLine, roofline_line
-from infer_opt.kinds.profile import OpStat, ProfileResult
 from infer_opt.reports.plots._style import PALETTE, figure, plain_log_ticks, save
 from infer_opt.reports.profile import CATEGORY_LABELS, category_label, format_shapes, short_name
+from infer_opt.results.profile import OpStat, ProfileResult
 from infer_opt.units import format_duration, format_flop_rate, format_percent
 
 CATEGORY_COLORS = {

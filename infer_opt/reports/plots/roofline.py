@@ -9,8 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from infer_opt.cost_models.roofline import KernelFit, RooflineCurve, RooflineFit, roofline_curve
+from infer_opt.cost_models.roofline import RooflineCurve, roofline_curve
 from infer_opt.reports.plots._style import PALETTE, figure, save
+from infer_opt.results.roofline import KernelFit, RooflineFit
 from infer_opt.units import format_bandwidth, format_duration, format_flop_rate
 
 _MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]

@@ -6,14 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
-from infer_opt.cost_models.speculative import (
-    SpeedupCurve,
-    SpeedupGrid,
-    SpeedupResult,
-    speedup_curves,
-    speedup_grid,
-)
+from infer_opt.cost_models.speculative import SpeedupCurve, SpeedupGrid, speedup_curves, speedup_grid
 from infer_opt.reports.plots._style import PALETTE, figure, save
+from infer_opt.results.speculative import SpeedupResult
 
 
 def _cost_text(result: SpeedupResult) -> str:

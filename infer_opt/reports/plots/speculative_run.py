@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from infer_opt.kinds.speculative_run import SpecRunResult, measured_speedup_range
 from infer_opt.reports.plots._style import PALETTE, figure, save
+from infer_opt.results.speculative_run import SpecRunResult, measured_speedup_range
 
 
 def plot(result: SpecRunResult, path: Path) -> Path:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import numpy as np
 
-from infer_opt.kinds.trace import TraceResult
 from infer_opt.reports.plots import _style
 from infer_opt.reports.profile import short_name
 from infer_opt.reports.trace import _shapes
+from infer_opt.results.trace import TraceResult
 
 _BOUND_COLORS = {"compute": _style.PALETTE[1], "bandwidth": _style.PALETTE[0], "launch": _style.PALETTE[3]}
 _UNKNOWN = "#9a9a9a"

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import numpy as np
 
-from infer_opt.kinds.trace_compare import TraceCompareResult
 from infer_opt.reports.plots import _style
 from infer_opt.reports.profile import short_name
 from infer_opt.reports.trace import _shapes
+from infer_opt.results.trace_compare import TraceCompareResult
 
 TOP = 12
 

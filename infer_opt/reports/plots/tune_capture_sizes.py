@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from infer_opt.kinds.tune_capture_sizes import TuneCaptureSizesResult
 from infer_opt.reports.plots import _style
+from infer_opt.results.tune_capture_sizes import TuneCaptureSizesResult
 
 
 def plot(result: TuneCaptureSizesResult, path: Path) -> Path:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from infer_opt.kinds.tune_speculative import TuneSpeculativeResult
 from infer_opt.reports.plots import _style
+from infer_opt.results.tune_speculative import TuneSpeculativeResult
 
 
 def plot(result: TuneSpeculativeResult, path: Path) -> Path:

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from infer_opt.kinds.validate import SMALL_OP_S
 from infer_opt.reports.plots._style import PALETTE, figure, save
+from infer_opt.results.validate import SMALL_OP_S
 
 BAND = 0.10
 

@@ -1,7 +1,7 @@
 """Result dataclasses' common base and the versioned JSON envelope.
 
 Every command's result is a frozen dataclass deriving from :class:`Result` that declares its
-``KIND``; it lives in the kind's torch-free schema module, ``infer_opt/kinds/<kind>.py``, which
+``KIND``; it lives in the kind's torch-free schema module, ``infer_opt/results/<kind>.py``, which
 the core function that computes it imports. Saved files look like::
 
     {"schema": "infer-opt/<kind>", "version": 1, "created": "...Z",

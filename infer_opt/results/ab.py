@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from infer_opt.cost_models.run_stats import CompareResult, NoiseFloor
 from infer_opt.notices import Notice
 from infer_opt.results import Result
+from infer_opt.results.compare import CompareResult
+from infer_opt.results.noise_floor import NoiseFloor
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,39 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from infer_opt.cost_models.comm import TPPrediction
-from infer_opt.kinds.profile import CategoryShare, ModelStep, OpGroup
 from infer_opt.notices import Notice
 from infer_opt.results import Result
+from infer_opt.results.profile import CategoryShare, ModelStep, OpGroup
+
+
+@dataclass(frozen=True)
+class PredictedCollective:
+    collective: str
+    bytes: int
+    count: int
+    #: α + S/β for one call
+    time_each_s: float
+    total_s: float
+
+
+@dataclass(frozen=True)
+class TPPrediction:
+    """Predicted tensor-parallel step: ``max_r compute_r + Σ t(S) − overlap``."""
+
+    world_size: int
+    step_s: float
+    #: max over ranks of the predicted compute
+    compute_s: float
+    compute_per_rank_s: tuple[float, ...]
+    #: the rank with the most compute: the one every collective waits for
+    straggler_rank: int
+    communication_s: float
+    overlap_s: float
+    collectives: tuple[PredictedCollective, ...]
+    #: the single-device step the speedup is taken against (None: not given)
+    baseline_step_s: float | None = None
+    #: baseline / step
+    speedup: float | None = None
 
 
 @dataclass(frozen=True)
@@ -50,7 +79,7 @@ class CalibrationRef:
     @property
     def from_traces(self) -> bool:
         """Built from GPU traces (``calibrate --from-trace``): no thread count applies."""
-        from infer_opt.cost_models.op_model import TRACE_GRID
+        from infer_opt.results.calibration import TRACE_GRID
 
         return self.grid == TRACE_GRID
 

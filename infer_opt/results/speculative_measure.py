@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from infer_opt.cost_models import speculative as calc
 from infer_opt.notices import Notice
 from infer_opt.results import Result
+from infer_opt.results.speculative import Costs, SpeedupResult
 from infer_opt.stats import Summary
 
 SIMULATION_NOTE = (
@@ -135,12 +135,12 @@ class SpecMeasureResult(Result):
     #: every measurement with its spread: c_t, c_d, c_v(1..k_max), c_m
     measurements: tuple[MeasuredCost, ...]
     #: what the calculators were given (c_v from the fit)
-    costs: calc.Costs
+    costs: Costs
     speedup_by_alpha: tuple[AlphaRow, ...]
     best_k_by_alpha: tuple[BestK, ...]
     break_even_alpha_by_k: tuple[BreakEvenPoint, ...]
     #: the single prediction asked for (--alpha, --alphas, --metrics or the simulation)
-    prediction: calc.SpeedupResult | None = None
+    prediction: SpeedupResult | None = None
     prediction_source: str | None = None
     simulation: AcceptanceSimulation | None = None
     draft_note: str | None = None

@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from infer_opt.kinds.cross_rank import CrossRank
 from infer_opt.notices import Notice
 from infer_opt.results import FieldError, Result, number_problems
+from infer_opt.results.cross_rank import CrossRank
 
 #: an op's input shapes, one dimension list per tensor (a TensorList's members in order), as
 #: ``profile``'s are; ``()`` for a 0-dim tensor

@@ -35,7 +35,7 @@ class ModelStep:
 @dataclass(frozen=True)
 class OpGroup:
     """One operator with one set of input shapes, summed over its calls in a step: what a measured
-    op (:class:`OpStat`) and a predicted one (:class:`~infer_opt.kinds.predict.PredictedOp`)
+    op (:class:`OpStat`) and a predicted one (:class:`~infer_opt.results.predict.PredictedOp`)
     have in common."""
 
     name: str
@@ -81,7 +81,7 @@ class OpStat(OpGroup):
 @dataclass(frozen=True)
 class CategoryShare:
     """One op category's time in a step and its Amdahl place: what a measured category
-    (:class:`CategoryStat`) and a predicted one (:class:`~infer_opt.kinds.predict.PredictedCategory`)
+    (:class:`CategoryStat`) and a predicted one (:class:`~infer_opt.results.predict.PredictedCategory`)
     have in common."""
 
     category: str

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from infer_opt.kinds.trace import IdleCause, Shapes, as_shapes
 from infer_opt.notices import Notice
 from infer_opt.results import Result
+from infer_opt.results.trace import IdleCause, Shapes, as_shapes
 
 
 @dataclass(frozen=True)

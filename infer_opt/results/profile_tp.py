@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from infer_opt.kinds.profile import ProfileResult
+from infer_opt.results.profile import ProfileResult
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from infer_opt.kinds.predict import CalibrationRef
-from infer_opt.kinds.validate import ErrorSummary
 from infer_opt.notices import Notice
 from infer_opt.results import Result
+from infer_opt.results.predict import CalibrationRef
+from infer_opt.results.validate import ErrorSummary
 
 #: calibration and trace of the same GPU model
 TIER_TARGET = "target-calibrated"

@@ -3,13 +3,11 @@ shapes (built by :mod:`infer_opt.profilers.validate`, read by :mod:`infer_opt.re
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from infer_opt.cost_models import op_model
-from infer_opt.kinds.predict import CalibrationRef
 from infer_opt.notices import Notice
 from infer_opt.results import Result
+from infer_opt.results.predict import CalibrationRef
 from infer_opt.steps import StepSettings
 
 #: operators shorter than this per call (measured) form their own bucket
@@ -67,18 +65,14 @@ class OpComparison:
 
 @dataclass(frozen=True)
 class ErrorSummary:
-    """MAPE, p90, max and mean signed error of ``|t̂ − t|/t`` over ``n`` comparisons."""
+    """MAPE, p90, max and mean signed error of ``|t̂ − t|/t`` over ``n`` comparisons (the mean
+    signed error is the bias: signed errors may cancel, so it is not the accuracy)."""
 
     n: int
     mape: float | None
     p90_abs_rel_error: float | None
     max_abs_rel_error: float | None
     mean_signed_rel_error: float | None
-
-    @classmethod
-    def of(cls, predicted: Sequence[float], measured: Sequence[float]) -> ErrorSummary:
-        s = op_model.error_stats(predicted, measured)
-        return cls(s.n, s.mape, s.p90_abs_rel_error, s.max_abs_rel_error, s.mean_signed_rel_error)
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from infer_opt.kinds.speculative_measure import MeasuredCost
 from infer_opt.notices import Notice
 from infer_opt.results import Result
+from infer_opt.results.speculative_measure import MeasuredCost
 from infer_opt.stats import Summary
 
 
