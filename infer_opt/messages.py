@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from infer_opt.notices import Notice
-from infer_opt.units import format_duration
+from infer_opt.units import format_bytes, format_duration
 
 Words = Callable[[Mapping[str, Any]], str]
 
@@ -265,6 +265,15 @@ MESSAGES: dict[str, Words] = {
     "comm_high_variance": lambda v: (
         f"{v['sizes']} message size(s) vary by more than 10% (IQR/median up to {_pct(v['worst_rel_iqr'])}): "
         "raise --reps, quiet the machine, or give each rank its own cores"
+    ),
+    "comm_fit_one_side": lambda v: (
+        f"every size is below the crossover S* = {format_bytes(v['crossover'])} "
+        f"(largest {format_bytes(v['largest'])}): the bandwidth β is extrapolated, not measured: "
+        "raise --max-size past S*"
+        if v["parameter"] == "beta"
+        else f"every size is above the crossover S* = {format_bytes(v['crossover'])} "
+        f"(smallest {format_bytes(v['smallest'])}): the latency α is extrapolated, not measured: "
+        "lower --min-size below S*"
     ),
     "comm_fit_unpinned": lambda v: (
         f"the sizes do not pin the fit's {' and '.join(v['parameters'])} (it ended at the edge of "

@@ -213,8 +213,8 @@ def parse_int(text: str | int, *, option: str, low: int | None = None, high: int
     value = (
         parse_float(text, option=option, what="whole number") if not isinstance(text, int) else float(text)
     )
-    lo = "-inf" if low is None else str(low)
-    hi = "+inf" if high is None else str(high)
+    lo = "-2^53" if low is None else str(low)  # the largest whole number a float holds exactly
+    hi = "2^53" if high is None else str(high)
     if value != math.floor(value):
         raise InvalidInput(option, text, "expected a whole number")
     if abs(value) > 2**53 or (low is not None and value < low) or (high is not None and value > high):

@@ -132,3 +132,11 @@ def test_examples_offer_inf_only_where_it_is_allowed():
 def test_plural_counts_one_apart_from_every_other_count():
     said = [units.plural(n, "new token") for n in (0, 1, 2)]
     assert said == ["0 new tokens", "1 new token", "2 new tokens"]
+
+
+def test_a_whole_number_past_what_a_float_holds_is_refused_with_the_real_bound():
+    # "[0, +inf]" for 1e30 contradicted itself: the bound that refused it is 2^53
+    with pytest.raises(InvalidInput) as exc:
+        units.parse_int("1e30", option="--seed", low=0)
+    assert "[0, 2^53]" in str(exc.value) and "inf" not in str(exc.value)
+    assert units.parse_int(str(2**53), option="--seed", low=0) == 2**53

@@ -125,10 +125,12 @@ def _settings(ctx: Any, collective: Any, min_size: float, max_size: float | None
         from infer_opt.profilers.distributed import check_machine
 
         check_machine(ctx.local_world_size, "nproc", BUFFERS_PER_SIZE * largest, "max_size", max_size)
+    torch_dtype = parse_dtype(dtype, ctx.device)
+    element = sweep.torch.empty((), dtype=torch_dtype).element_size()
     return sweep.SweepSettings(
         collectives=sweep.parse_collectives(collective or ["all"], ctx.world_size),
-        sizes=tuple(sweep.message_sizes(int(min_size), largest, factor)),
-        dtype=parse_dtype(dtype, ctx.device),
+        sizes=tuple(sweep.message_sizes(int(min_size), largest, factor, element)),
+        dtype=torch_dtype,
         warmup=warmup,
         reps=reps,
     )

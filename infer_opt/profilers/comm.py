@@ -49,15 +49,24 @@ DEFAULT_MAX_BYTES_CUDA = 64 * 2**20
 DEFAULT_FACTOR = 2
 
 
-def message_sizes(min_bytes: int, max_bytes: int, factor: int = DEFAULT_FACTOR) -> list[int]:
-    """``min_bytes, min_bytes·factor, …`` up to ``max_bytes`` (included when on the grid)."""
+def message_sizes(
+    min_bytes: int, max_bytes: int, factor: int = DEFAULT_FACTOR, element: int = 1
+) -> list[int]:
+    """``min_bytes, min_bytes·factor, …`` up to ``max_bytes`` (included when on the grid), in
+    whole elements of ``element`` bytes: the smallest size rounded up to one, the largest down,
+    so no two sizes of the sweep build the same buffer."""
     if not isinstance(min_bytes, int) or min_bytes < 1:
         raise InvalidInput("min_size", min_bytes, "must be a whole number of bytes >= 1")
     if not isinstance(max_bytes, int) or max_bytes < min_bytes:
         raise InvalidInput("max_size", max_bytes, f"must be at least the smallest size ({min_bytes} B)")
     if not isinstance(factor, int) or factor < 2:
         raise InvalidInput("factor", factor, "must be an integer >= 2")
-    sizes = [min_bytes]
+    low = -(-min_bytes // element) * element
+    if low > max_bytes:
+        raise InvalidInput(
+            "max_size", max_bytes, f"must hold at least one element from the smallest size ({low} B)"
+        )
+    sizes = [low]
     while sizes[-1] * factor <= max_bytes:
         sizes.append(sizes[-1] * factor)
     return sizes
@@ -287,7 +296,24 @@ def _variance_notices(sweeps: Sequence[CollectiveSweep]) -> list[Notice]:
             )
         if s.parameters_at_bound:
             out.append(Notice("comm_fit_unpinned", {"parameters": list(s.parameters_at_bound)}, s.collective))
+        out.extend(_side_notices(s))
     return out
+
+
+def _side_notices(sweep: comm_module.CollectiveSweep) -> list[Notice]:
+    """A fit whose sizes all lie on one side of its crossover S* measured only one of its terms:
+    the other is extrapolated (β from latency-bound sizes only, or α from bandwidth-bound ones)."""
+    sizes = [p.bytes for p in sweep.points]
+    star = sweep.crossover_bytes
+    if not sizes or star is None or not math.isfinite(star):
+        return []
+    if max(sizes) < star:
+        values = {"parameter": "beta", "largest": max(sizes), "crossover": star}
+    elif min(sizes) > star:
+        values = {"parameter": "alpha", "smallest": min(sizes), "crossover": star}
+    else:
+        return []
+    return [Notice("comm_fit_one_side", values, sweep.collective)]
 
 
 @dataclass

@@ -482,10 +482,10 @@ def _check_positions(pair: ModelPair, prompt_len: int, new_tokens: int, k_max: i
     """The cache length a run needs: the prompt, the N tokens and one round's drafts."""
     need = prompt_len + new_tokens + k_max + 1
     for model, name in ((pair.target, pair.target_name), (pair.draft, pair.draft_name)):
-        if need > model.config.max_seq_len:
+        if need > model.config.max_seq_len:  # blamed on the larger of the two lengths given
+            blamed = ("prompt_len", prompt_len) if prompt_len >= new_tokens else ("new_tokens", new_tokens)
             raise InvalidInput(
-                "new_tokens",
-                new_tokens,
+                *blamed,
                 f"prompt_len + new_tokens + k + 1 = {need} exceeds the {model.config.max_seq_len} "
                 f"positions of {name}",
             )

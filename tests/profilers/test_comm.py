@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
 from infer_opt.cost_models import comm as comm_module
 from infer_opt.errors import InvalidInput, RunFailure
@@ -22,6 +24,25 @@ def test_sizes_are_a_geometric_grid_from_four_bytes():
         comm.message_sizes(64, 4)
     with pytest.raises(InvalidInput, match="factor"):
         comm.message_sizes(4, 64, 1)
+
+
+def test_sizes_are_whole_elements_so_no_two_sizes_build_the_same_buffer():
+    # 3 B of float32 used to become 4 B twice (3 and 6 B both one element) and never reach 64 B
+    assert comm.message_sizes(3, 64, 2, element=4) == [4, 8, 16, 32, 64]
+    assert comm.message_sizes(4, 64, 2, element=8) == [8, 16, 32, 64]
+    with pytest.raises(InvalidInput, match="max_size"):
+        comm.message_sizes(3, 3, 2, element=4)
+
+
+@given(st.integers(1, 10_000), st.integers(1, 10**7), st.integers(2, 8), st.sampled_from([1, 2, 4, 8]))
+def test_every_size_is_whole_elements_distinct_and_in_range(low, high, factor, element):
+    try:
+        sizes = comm.message_sizes(low, high, factor, element)
+    except InvalidInput:
+        assert high < low or -(-low // element) * element > high
+        return
+    assert all(s % element == 0 and low <= s <= high for s in sizes)
+    assert len(set(sizes)) == len(sizes) and sizes == sorted(sizes)
 
 
 def test_collectives_are_named_in_canonical_order():
@@ -90,3 +111,32 @@ def test_every_collective_over_two_gpus_with_nccl():
     result = CommResult.from_dict(json_lines(run.stdout)[0])
     assert (result.backend, result.world_size) == ("nccl", 2)
     assert [c.collective for c in result.collectives] == list(comm_module.COLLECTIVES)
+
+
+def _sweep(sizes, crossover):
+    points = tuple(
+        comm_module.CommPoint(
+            bytes=s,
+            time_s=1e-6,
+            algbw_bytes_per_s=s / 1e-6,
+            busbw_bytes_per_s=s / 1e-6,
+            rank_median_s=(1e-6,),
+            q1_s=1e-6,
+            q3_s=1e-6,
+            slowest_rank=0,
+            reps=20,
+        )
+        for s in sizes
+    )
+    return comm_module.CollectiveSweep("local_copy", 1.0, points, crossover_bytes=crossover)
+
+
+@pytest.mark.parametrize(
+    ("sizes", "crossover", "parameter"),
+    [((4, 64), 6000.0, "beta"), ((8192, 65536), 6000.0, "alpha"), ((4, 65536), 6000.0, None)],
+)
+def test_a_fit_from_sizes_on_one_side_of_its_crossover_says_which_term_is_extrapolated(
+    sizes, crossover, parameter
+):
+    notices = comm._side_notices(_sweep(sizes, crossover))
+    assert [n.values["parameter"] for n in notices] == ([parameter] if parameter else [])

@@ -415,3 +415,22 @@ def test_bad_run_options_are_refused_naming_the_parameter(options, param):
     with pytest.raises(InvalidInput) as err:
         speculative_run.run_pair(pair, timer=fake_timer({}), **options)
     assert err.value.option == param
+
+
+@pytest.mark.parametrize(
+    ("prompt_len", "new_tokens", "blamed"), [(100_000, 64, "prompt_len"), (16, 5_000, "new_tokens")]
+)
+def test_a_run_longer_than_the_models_positions_blames_the_length_that_pushed_it_over(
+    prompt_len, new_tokens, blamed
+):
+    class Config:
+        max_seq_len = 1024
+
+    class Model:
+        config = Config()
+
+    pair = ModelPair(Model(), Model(), "target", "draft", 10, None)
+    with pytest.raises(InvalidInput) as exc:
+        speculative_run._check_positions(pair, prompt_len, new_tokens, 4)
+    assert exc.value.option == blamed and "1024 positions of target" in str(exc.value)
+    assert speculative_run._check_positions(pair, 16, 64, 4) == 16 + 64 + 4 + 1
