@@ -274,15 +274,14 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+VersionOpt = option(bool, "--version", callback=_version, is_eager=True, help="Show the version and exit.")
+DebugOpt = option(
+    bool, "--debug", help="Show tracebacks instead of one-line errors (may follow any command)."
+)
+
+
 @app.callback()
-def _root(
-    version: option(
-        bool, "--version", callback=_version, is_eager=True, help="Show the version and exit."
-    ) = False,
-    debug: option(
-        bool, "--debug", help="Show tracebacks instead of one-line errors (may follow any command)."
-    ) = False,
-) -> None:
+def _root(version: VersionOpt = False, debug: DebugOpt = False) -> None:
     """Measure where inference time goes, fit the device roofline, and turn measurements
     into decisions."""
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
-from infer_opt.cli.common import AutoDtypeOpt, ThreadsOpt, option, progress_bar
+from infer_opt.cli.common import AutoDtypeOpt, ThreadsOpt, argument, option, progress_bar
 from infer_opt.cli.output import Outcome, Output, with_output
 from infer_opt.cli.types import Choice, Count, InputFile
 from infer_opt.cli.validate_trace import FromTraceOpt
@@ -110,37 +110,43 @@ def _to_update(device: Any, dtype: Any, grid: str) -> tuple[Any, str | None]:
     return None, None
 
 
+DeviceOpt = option(
+    str,
+    "--device",
+    help="auto (CUDA if available), cpu, cuda or cuda:N; with --from-trace, the traces' GPU "
+    "(h100, mi250 …) when their deviceProperties do not name it.",
+)
+OnlyOpt = option(
+    list[str] | None, "--only", help=f"Measure only these groups (repeatable): {', '.join(GROUP_NAMES)}."
+)
+GridOpt = option(
+    str,
+    "--grid",
+    parse=Choice(("standard", "tiny")),
+    help="standard, or tiny (a few shapes per group: a smoke test, not one to predict with).",
+)
+RepsOpt = option(int, "--reps", parse=Count(3, 1000), help="Profiled repetitions per shape.")
+ResumeOpt = option(bool, "--resume", help="Continue the saved run: skip the groups it finished.")
+TraceArg = argument(
+    list[Path] | None,
+    metavar="TRACE",
+    parse=InputFile(),
+    help="More traces for --from-trace (--from-trace traces/h100_*.json.gz: a shell glob).",
+    show_default=False,
+)
+
+
 @with_output()
 def calibrate(
-    device: option(
-        str,
-        "--device",
-        help="auto (CUDA if available), cpu, cuda or cuda:N; with --from-trace, the traces' GPU "
-        "(h100, mi250 …) when their deviceProperties do not name it.",
-    ) = "auto",
+    device: DeviceOpt = "auto",
     dtype: AutoDtypeOpt = "auto",
     threads: ThreadsOpt = None,
-    only: option(
-        list[str] | None, "--only", help=f"Measure only these groups (repeatable): {', '.join(GROUP_NAMES)}."
-    ) = None,
-    grid: option(
-        str,
-        "--grid",
-        parse=Choice(("standard", "tiny")),
-        help="standard, or tiny (a few shapes per group: a smoke test, not one to predict with).",
-    ) = "standard",
-    reps: option(int, "--reps", parse=Count(3, 1000), help="Profiled repetitions per shape.") = 5,
-    resume: option(bool, "--resume", help="Continue the saved run: skip the groups it finished.") = False,
+    only: OnlyOpt = None,
+    grid: GridOpt = "standard",
+    reps: RepsOpt = 5,
+    resume: ResumeOpt = False,
     from_trace: FromTraceOpt = None,
-    trace: Annotated[
-        list[Path] | None,
-        typer.Argument(
-            metavar="TRACE",
-            click_type=InputFile(),
-            help="More traces for --from-trace (--from-trace traces/h100_*.json.gz: a shell glob).",
-            show_default=False,
-        ),
-    ] = None,
+    trace: TraceArg = None,
     *,
     output: Output,
 ) -> Any:

@@ -25,16 +25,19 @@ def option(kind: Any, *flags: str, parse: ParamType | None = None, help: str, **
     return Annotated[kind, typer.Option(*flags, click_type=parse, help=help, **extra)]
 
 
+def argument(kind: Any, *, parse: ParamType | None = None, help: str, **extra: Any) -> Any:
+    """A positional argument declared in one line, as :func:`option` declares an option:
+    ``Annotated[kind, typer.Argument(click_type=parse, help=help, **extra)]``."""
+    return Annotated[kind, typer.Argument(click_type=parse, help=help, **extra)]
+
+
 DeviceOpt = option(str, "--device", help="auto (CUDA if available), cpu, cuda or cuda:N.")
 AutoDtypeOpt = option(
     str, "--dtype", help="auto (float32 on CPU, bfloat16 on CUDA), float32, bfloat16, float16."
 )
-ModelArg = Annotated[
-    str,
-    typer.Argument(
-        help="Built-in name, package.module:factory, path/to/file.py:factory, or hf:<model_type>."
-    ),
-]
+ModelArg = argument(
+    str, help="Built-in name, package.module:factory, path/to/file.py:factory, or hf:<model_type>."
+)
 HfConfigOpt = option(
     list[str] | None, "--hf-config", help="Config override for hf: models, KEY=VALUE (repeatable)."
 )

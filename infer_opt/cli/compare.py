@@ -4,11 +4,11 @@ and which changes exceed the noise."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
-from infer_opt.cli.common import option, seed_option
+from infer_opt.cli.common import argument, option, seed_option
 from infer_opt.cli.output import with_output
 from infer_opt.cli.types import Fraction, InputFile, Number
 from infer_opt.cost_models import run_stats as model
@@ -54,27 +54,27 @@ ForceOpt = option(bool, "--force", help="Compare even if model, shapes, dtype or
 SeedOpt = seed_option("the bootstrap")
 
 
+BaseArg = argument(Path, metavar="BASE", parse=InputFile(), help="The baseline result (.json).")
+NewArg = argument(Path, metavar="NEW", parse=InputFile(), help="The result to compare with it (.json).")
+NoiseFloorOpt = option(
+    float | None,
+    "--noise-floor",
+    parse=Fraction(0, 10),
+    help="One run's noise floor, e.g. 15%: no single-run verdict below it, and the least "
+    "between-run spread a run-level test assumes. Default: the floor measured here by an A/A "
+    "(infer-opt ab), else 40% (100% under 20 µs).",
+)
+
+
 @with_output(plot=True)
 def compare(
-    base: Annotated[
-        Path, typer.Argument(metavar="BASE", click_type=InputFile(), help="The baseline result (.json).")
-    ],
-    new: Annotated[
-        Path,
-        typer.Argument(metavar="NEW", click_type=InputFile(), help="The result to compare with it (.json)."),
-    ],
+    base: BaseArg,
+    new: NewArg,
     threshold: ThresholdOpt = "5%",
     alpha: AlphaOpt = 0.05,
     force: ForceOpt = False,
     seed: SeedOpt = 0,
-    noise_floor: option(
-        float | None,
-        "--noise-floor",
-        parse=Fraction(0, 10),
-        help="One run's noise floor, e.g. 15%: no single-run verdict below it, and the least "
-        "between-run spread a run-level test assumes. Default: the floor measured here by an A/A "
-        "(infer-opt ab), else 40% (100% under 20 µs).",
-    ) = None,
+    noise_floor: NoiseFloorOpt = None,
 ) -> Any:
     distinct = base.name != new.name
     names = (base.name if distinct else str(base), new.name if distinct else str(new))

@@ -89,6 +89,15 @@ PredictDeviceOpt = option(
 )
 
 
+SweepOpt = option(
+    Any,
+    "--sweep",
+    parse=SweepType(),
+    help="Predict over batch=…, seq-len=… or context=… (comma-separated, increasing; one "
+    "parameter: validate --grid takes several).",
+)
+
+
 @with_output(plot=True)
 def predict(
     model: ModelArg = "tiny",
@@ -96,13 +105,7 @@ def predict(
     dtype: AutoDtypeOpt = "auto",
     shape: StepShape = StepShape(),
     calibration: CalibrationOpt = None,
-    sweep: option(
-        Any,
-        "--sweep",
-        parse=SweepType(),
-        help="Predict over batch=…, seq-len=… or context=… (comma-separated, increasing; one "
-        "parameter: validate --grid takes several).",
-    ) = None,
+    sweep: SweepOpt = None,
     top: TopOpt = 15,
     threads: ThreadsOpt = None,
     hf_config: HfConfigOpt = None,

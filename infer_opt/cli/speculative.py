@@ -8,11 +8,11 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
-from infer_opt.cli.common import option, read_text
+from infer_opt.cli.common import argument, option, read_text
 from infer_opt.cli.output import Outcome, Output, with_output
 from infer_opt.cli.types import (
     Count,
@@ -413,14 +413,14 @@ def read_plan_log(path: Path) -> tuple[list[model.PlanRound], tuple[Notice, ...]
     return rounds, table.notices()
 
 
+FileArg = argument(
+    Path, parse=InputFile(), help="CSV of logged rounds: plan, time, tokens.", show_default=False
+)
+
+
 @with_output()
 def plans(
-    file: Annotated[
-        Path,
-        typer.Argument(
-            click_type=InputFile(), help="CSV of logged rounds: plan, time, tokens.", show_default=False
-        ),
-    ],
+    file: FileArg,
 ) -> Outcome:
     rounds, notices = read_plan_log(file)
     return Outcome(model.compare_plans(rounds), warnings=notices)
