@@ -22,7 +22,7 @@ HELP = (
     "(each a new process writing its result), then compare all BASE runs with all NEW runs: drift "
     "falls on both sides alike, and the verdicts test each change against the spread between runs.\n\n"
     "Per case/operator: t test on the log run medians (between-run variance pooled over both sides, "
-    "at least its family's); faster/slower iff p < --alpha and max(r, 1/r) - 1 >= --threshold.\n\n"
+    "at least its family's); faster/slower iff p < --significance and max(r, 1/r) - 1 >= --threshold.\n\n"
     "Each command is split like a shell would (no shell runs it) and gets --out FILE appended; a "
     "leading 'infer-opt' runs this infer-opt, anything else (another environment's infer-opt) runs "
     "as given. --base-env/--new-env KEY=VALUE set environment variables per side.\n\n"

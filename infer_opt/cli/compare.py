@@ -23,7 +23,7 @@ HELP = (
     "When each side was measured with --runs 3 or more (infer-opt profile --runs 3, kernels --runs 3): "
     "r = e^(mean log run median new - base), Student's t test on "
     "the log run medians (between-run variance pooled over both sides, at least its family's); "
-    "faster/slower iff p < --alpha and max(r, 1/r) - 1 >= --threshold. With one run on a side the "
+    "faster/slower iff p < --significance and max(r, 1/r) - 1 >= --threshold. With one run on a side the "
     "spread between runs is unknown: no verdict under this machine's noise floor (measured by an "
     "A/A with infer-opt ab, else a stated default of 40%, 100% under 20 µs).\n\n"
     "Headline as in hyperfine: NEW ran 1.52 ± 0.04 times faster than BASE (the step time for "
@@ -46,7 +46,7 @@ ThresholdOpt = option(
 )
 AlphaOpt = option(
     float,
-    "--alpha",
+    "--significance",
     parse=Number(0, 1, low_open=True, high_open=True),
     help="Significance level of the tests (p adjusted over each table), in (0, 1).",
 )
