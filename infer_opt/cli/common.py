@@ -65,6 +65,8 @@ RENAMED: dict[str, dict[str, str]] = {
     "compare": {"--alpha": "--significance"},
     "ab": {"--alpha": "--significance"},
     "comm": {"--backend": "--dist-backend"},
+    "amdahl": {"--target": "--target-speedup"},
+    "amortize measure": {"--calls": "--calls-per-bucket"},
     "speculative speedup": {"--sweep-k": "--k-max"},
     "tune capture-sizes": {"--cost": "--cost-file", "--eager-cost": "--eager-cost-file"},
     "tune speculative": {"--target-cost": "--target-cost-file", "--draft-cost": "--draft-cost-file"},

@@ -544,7 +544,7 @@ CORE_CASES = [
     (["validate", "{f_fixed}:make", "--calibration", "{c_ok}", "--grid", "batch=1,2"], "takes no batch_size"),
     (["predict", "{f_fixed}:make", "--calibration", "{c_ok}", "--sweep", "seq-len=8,16"], "takes no seq_len"),
     # ab: a side whose result cannot be compared is refused before either runs
-    (["ab", "--base", "infer-opt calibrate --grid tiny", "--new", "infer-opt calibrate"], "--base: ab"),
+    (["ab", "--base", "infer-opt calibrate --shapes tiny", "--new", "infer-opt calibrate"], "--base: ab"),
     (["ab", "--base", "infer-opt kernels", "--new", "infer-opt roofline"], "--new: ab compares"),
     (["ab", "--base", "infer-opt profile --tp 2", "--new", "infer-opt profile"], "profile --tp 2 gives none"),
 ]
@@ -566,7 +566,7 @@ def test_debug_adds_the_traceback_and_keeps_exit_code_2():
 def test_a_fast_command_never_hangs_on_huge_sizes():
     for argv in (
         ["speculative", "speedup", "--k", "1024", "--alpha", "1", "--target-cost", "1", "--draft-cost", "1",
-         "--sweep-k", "1024"],
+         "--k-max", "1024"],
         ["speculative", "verify", "--vocab", "4", "--k", "3", "--trials", "1000"],
     ):  # fmt: skip
         run = run_with_timeout(argv, seconds=60)
