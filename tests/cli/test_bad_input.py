@@ -56,9 +56,12 @@ BASES: dict[tuple[str, ...], list[str]] = {
     ("predict",): [],
     ("validate",): [],
     ("trace",): ["{trace}"],
-    ("tune", "capture-sizes"): ["--batches", "{t_batches}", "--cost", "{t_cost}", "--eager-overhead", "1ms"],
+    ("tune", "capture-sizes"): [
+        *("--batches", "{t_batches}", "--cost-file", "{t_cost}", "--eager-overhead", "1ms"),
+    ],
     ("tune", "speculative"): [
-        *("--alphas", "0.8", "--target-cost", "{t_cost}", "--draft-cost", "{t_cost}", "--batch-sizes", "1,8"),
+        *("--alphas", "0.8", "--target-cost-file", "{t_cost}", "--draft-cost-file", "{t_cost}"),
+        *("--batch-sizes", "1,8"),
     ],
 }
 #: options whose parsing needs no type (free text handled in the body) or that run work
