@@ -254,7 +254,7 @@ LISTED = _listed_options()
 
 def test_the_list_options_are_found():
     flags = {flag for _, flag in LISTED}
-    assert {"--bounds", "--alphas", "--batch-sizes", "--calls"} <= flags and len(LISTED) >= 8
+    assert {"--bounds", "--alphas", "--batch-sizes", "--calls-per-bucket"} <= flags and len(LISTED) >= 8
 
 
 @pytest.mark.parametrize(("path", "flag"), LISTED, ids=[f"{' '.join(p)} {f}" for p, f in LISTED])
@@ -402,11 +402,20 @@ CORE_CASES = [
     (["speculative", "acceptance", "--p-file", "{v_big}", "--q", "0.5,0.5", "--normalize"], "--p-file"),
     (["compare", "{res_nan}", "{res_nan}"], "NaN"),
     (
-        ["tune", "capture-sizes", "--batches", "{tb_ok}", "--cost", "{tc_nan}", "--eager-overhead", "1"],
+        ["tune", "capture-sizes", "--batches", "{tb_ok}", "--cost-file", "{tc_nan}", "--eager-overhead", "1"],
         "line 2",
     ),
     (
-        ["tune", "capture-sizes", "--batches", "{tb_zero}", "--cost", "{tc_big}", "--eager-overhead", "1"],
+        [
+            "tune",
+            "capture-sizes",
+            "--batches",
+            "{tb_zero}",
+            "--cost-file",
+            "{tc_big}",
+            "--eager-overhead",
+            "1",
+        ],
         "no decode",
     ),
     (["amortize", "--compile-cost", "1e308", "--eager", "2", "--compiled", "1"], "--compile-cost"),
