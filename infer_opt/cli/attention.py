@@ -46,8 +46,6 @@ CausalOpt = option(
     help="Causal mask: FLOPs count only visible pairs (a kernel that skips masked blocks); "
     "the explicit path still materialises the full matrix.",
 )
-
-
 TqOpt = _size("--tq", "Query length T_q.")
 TkOpt = _size("--tk", "Key length T_k.")
 HeadsOpt = _size("--heads", "Attention heads H.")

@@ -53,8 +53,6 @@ BUFFERS_PER_SIZE = 3
 DEFAULT_MAX_BYTES = 64 << 20
 WarmupOpt = warmup_option("Untimed calls per size and rank.", MAX_REPS)
 RepsOpt = reps_option("Timed calls per size and rank.", MAX_REPS)
-
-
 CollectiveOpt = option(
     list[str] | None,
     "--collective",

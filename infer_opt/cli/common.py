@@ -48,8 +48,6 @@ ThreadsOpt = option(
     help=f"CPU threads for torch (its intra-op threads), 1 to {os.cpu_count() or 1} here; "
     "default: torch's choice.",
 )
-
-
 BeforeOpt = option(
     Path | None,
     "--before",

@@ -52,8 +52,6 @@ AlphaOpt = option(
 )
 ForceOpt = option(bool, "--force", help="Compare even if model, shapes, dtype or device differ.")
 SeedOpt = seed_option("the bootstrap")
-
-
 BaseArg = argument(Path, metavar="BASE", parse=InputFile(), help="The baseline result (.json).")
 NewArg = argument(Path, metavar="NEW", parse=InputFile(), help="The result to compare with it (.json).")
 NoiseFloorOpt = option(

@@ -87,8 +87,6 @@ PredictDeviceOpt = option(
     help="Whose cached calibration to use: auto (CUDA if available), cpu, cuda or cuda:N (or give "
     "--calibration FILE).",
 )
-
-
 SweepOpt = option(
     Any,
     "--sweep",

@@ -66,8 +66,6 @@ SaveOpt = option(
 NoSaveOpt = option(bool, "--no-save", help="Do not write the fit to the cache directory.")
 
 SeedOpt = seed_option("the bootstrap")
-
-
 MeasurementsArg = argument(
     Path | None,
     parse=InputFile(),

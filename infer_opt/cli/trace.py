@@ -123,8 +123,6 @@ WorkersOpt = option(
 StrictOpt = option(
     bool, "--strict", help="Refuse the job when a rank cannot be read (default: report the rest, say which)."
 )
-
-
 TracesArg = argument(
     list[Path], help="Trace files (.json, .json.gz) or folders of one file per rank.", show_default=False
 )

@@ -63,8 +63,6 @@ PassesOpt = option(
     help="Measure the whole grid this many times, pass after pass; with 2 or more the passes are "
     "compared (the noise floor) and each point is compared at their median.",
 )
-
-
 DeviceOpt = option(
     str,
     "--device",
