@@ -9,7 +9,7 @@ import pytest
 
 from infer_opt.cli.app import COMMANDS, _load_command
 from infer_opt.cli.common import RENAMED, renamed_spellings
-from tests.helpers import invoke
+from tests.helpers import invoke, parse_command_line
 
 #: what a value given to an option is, by its parameter type: a name's options must agree. A
 #: type that reads a bare whole number as a count (``auto`` or ``200ms`` besides) is a count.
@@ -151,3 +151,32 @@ def test_an_old_spelling_still_works_for_one_release():
     assert old.json()["result"] == new.json()["result"]
     assert "is now" not in new.stderr
     assert "`speculative speedup --sweep-k` is now `--k-max`" in old.stderr
+
+
+#: a value for each renamed option (``{file}``: a file that exists)
+OLD_VALUES = {
+    "--resume": [], "--grid": ["tiny"], "--alpha": ["0.1"], "--backend": ["gloo"], "--sweep-k": ["4"],
+    "--target": ["2"], "--calls": ["1,2"], "--cost": ["{file}"], "--eager-cost": ["{file}"],
+    "--target-cost": ["{file}"], "--draft-cost": ["{file}"],
+}  # fmt: skip
+#: what the command needs besides
+REQUIRED = {
+    "ab": ["--base", "true", "--new", "true"],
+    "compare": ["{file}", "{file}"],
+    "tune speculative": ["--target-cost-file", "{file}", "--draft-cost-file", "{file}"],
+}
+
+
+@pytest.mark.parametrize(
+    ("command", "old"), [(c, old) for c, renamed in sorted(RENAMED.items()) for old in renamed]
+)
+def test_every_old_spelling_parses_as_its_new_one(tmp_path, capsys, command, old):
+    path = tmp_path / "x.csv"
+    path.write_text("batch_size,time_ms\n1,1\n")
+    value, base = ([v.format(file=path) for v in vs] for vs in (OLD_VALUES[old], REQUIRED.get(command, [])))
+    new = RENAMED[command][old]
+    as_new = parse_command_line([*command.split(), *base, new, *value]).params
+    assert "is now" not in capsys.readouterr().err
+    as_old = parse_command_line([*command.split(), *base, old, *value]).params
+    assert as_old == as_new
+    assert f"`{command} {old}` is now `{new}`" in capsys.readouterr().err
