@@ -90,7 +90,7 @@ def old_window(args: list[str], command: str) -> list[str]:
     at = [i for i, t in enumerate(args[:end]) if t == "--prometheus" or t.startswith("--prometheus=")]
     if len(at) < 2:
         return args
-    given = " ".join(args[i] if "=" in args[i] else f"{args[i]} {args[i + 1]}" for i in at)
+    given = " ".join(" ".join(args[i : i + 1 + ("=" not in args[i])]) for i in at)
     if len(at) > 2 or any(t == "--before" or t.startswith("--before=") for t in args[:end]):
         raise InvalidInput("--prometheus", given, "give one snapshot, and --before SNAPSHOT for a window")
     deprecated(command, "--prometheus BEFORE AFTER", "--prometheus AFTER --before BEFORE")
