@@ -45,7 +45,7 @@ def write_inputs(folder: Path, d: int, bumpy: bool) -> tuple[Path, Path]:
 
 def run(batches: Path, cost: Path) -> tuple[float, float, int]:
     cmd = [sys.executable, "-m", "infer_opt", "tune", "capture-sizes", "--batches", str(batches)]
-    cmd += ["--cost", str(cost), "--eager-overhead", "1ms", "--json"]
+    cmd += ["--cost-file", str(cost), "--eager-overhead", "1ms", "--json"]
     start = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True, env=os.environ.copy())
     wall = time.perf_counter() - start

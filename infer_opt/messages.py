@@ -357,17 +357,17 @@ MESSAGES: dict[str, Words] = {
         "most operators are extrapolated far from it (calibrate with the standard grid to predict)"
     ),
     "calibration_nothing_to_resume": lambda v: (
-        f"--resume: no saved run to continue (neither an --out JSON file nor {v['cache']}): "
+        f"--continue: no saved run to continue (neither an --out JSON file nor {v['cache']}): "
         "this is a new calibration"
     ),
     "calibration_incomplete": lambda v: (
         "the calibration is incomplete (measured: "
         + (", ".join(v["groups"]) or "nothing")
-        + "): ops of the other groups come from the device roofline; run infer-opt calibrate --resume"
+        + "): ops of the other groups come from the device roofline; run infer-opt calibrate --continue"
     ),
     "calibration_no_host_term": lambda v: (
         "the calibration has no host term: time outside the operators is not predicted; run "
-        "infer-opt calibrate --resume"
+        "infer-opt calibrate --continue"
     ),
     "prediction_extrapolated": lambda v: (
         f"{_pct(v['share'])} of the predicted operator time is extrapolated (shapes outside the calibrated "

@@ -172,7 +172,7 @@ step profile-decode 50 "${IO[@]}" profile gpt2-small --device cuda --dtype bfloa
 # 5. compile amortization per bucket: cold inductor compiles and a CUDA-graph capture (the only
 #    torch.compile + CUDA graph step)
 step amortize-measure 120 "${IO[@]}" amortize measure --device cuda --dtype bfloat16 --bounds 64,256 \
-  --calls 20000,5000 --out "$W/amortize-measure-cuda-bf16.json"
+  --calls-per-bucket 20000,5000 --out "$W/amortize-measure-cuda-bf16.json"
 
 # 6. speculative decoding: measured costs (gpt2-small target, tiny draft), then a real run
 step spec-measure 50 "${IO[@]}" speculative measure --target gpt2-small --draft tiny --device cuda \

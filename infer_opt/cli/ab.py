@@ -22,7 +22,7 @@ HELP = (
     "(each a new process writing its result), then compare all BASE runs with all NEW runs: drift "
     "falls on both sides alike, and the verdicts test each change against the spread between runs.\n\n"
     "Per case/operator: t test on the log run medians (between-run variance pooled over both sides, "
-    "at least its family's); faster/slower iff p < --alpha and max(r, 1/r) - 1 >= --threshold.\n\n"
+    "at least its family's); faster/slower iff p < --significance and max(r, 1/r) - 1 >= --threshold.\n\n"
     "Each command is split like a shell would (no shell runs it) and gets --out FILE appended; a "
     "leading 'infer-opt' runs this infer-opt, anything else (another environment's infer-opt) runs "
     "as given. --base-env/--new-env KEY=VALUE set environment variables per side.\n\n"
@@ -56,34 +56,39 @@ def _folder(folder: Path | None) -> Path:
     return folder
 
 
+BaseOpt = option(str, "--base", help="The baseline command line (quoted).")
+NewOpt = option(str, "--new", help="The command line to compare with it (quoted).")
+RoundsOpt = option(
+    int,
+    "--rounds",
+    parse=Count(1, MAX_ROUNDS),
+    help="Rounds of A then B: 2 or more give a run-level t test (3 or more to trust it); one "
+    "leans on the within-run spread and the noise floor.",
+)
+BaseEnvOpt = option(list[str] | None, "--base-env", help="Environment for BASE, KEY=VALUE (repeatable).")
+NewEnvOpt = option(list[str] | None, "--new-env", help="Environment for NEW, KEY=VALUE (repeatable).")
+FolderOpt = option(
+    Path | None,
+    "--dir",
+    help="Folder for the rounds' result files (kept). Default: a new folder in the cache.",
+)
+SaveFloorOpt = option(
+    bool, "--save-floor/--no-save-floor", help="After an A/A, save the measured noise floor."
+)
+
+
 @with_output(plot=True)
 def ab(
-    base: option(str, "--base", help="The baseline command line (quoted)."),
-    new: option(str, "--new", help="The command line to compare with it (quoted)."),
-    rounds: option(
-        int,
-        "--rounds",
-        parse=Count(1, MAX_ROUNDS),
-        help="Rounds of A then B: 2 or more give a run-level t test (3 or more to trust it); one "
-        "leans on the within-run spread and the noise floor.",
-    ) = 3,
-    base_env: option(
-        list[str] | None, "--base-env", help="Environment for BASE, KEY=VALUE (repeatable)."
-    ) = None,
-    new_env: option(
-        list[str] | None, "--new-env", help="Environment for NEW, KEY=VALUE (repeatable)."
-    ) = None,
-    folder: option(
-        Path | None,
-        "--dir",
-        help="Folder for the rounds' result files (kept). Default: a new folder in the cache.",
-    ) = None,
+    base: BaseOpt,
+    new: NewOpt,
+    rounds: RoundsOpt = 3,
+    base_env: BaseEnvOpt = None,
+    new_env: NewEnvOpt = None,
+    folder: FolderOpt = None,
     threshold: ThresholdOpt = "5%",
     alpha: AlphaOpt = 0.05,
     force: ForceOpt = False,
-    save_floor: option(
-        bool, "--save-floor/--no-save-floor", help="After an A/A, save the measured noise floor."
-    ) = True,
+    save_floor: SaveFloorOpt = True,
     seed: SeedOpt = 0,
 ) -> Any:
     from infer_opt.profilers import ab as core

@@ -24,7 +24,7 @@ Examples:
 
   infer-opt amdahl --part attention=0.35:3 --part mlp=0.4:1.2 --added 0.02
 
-  infer-opt amdahl -f 0.6 --target 2
+  infer-opt amdahl -f 0.6 --target-speedup 2
 """
 
 
@@ -48,7 +48,7 @@ def _parts(
     fraction: float | None, speedup: float | None, parts: list[Any], target: float | None
 ) -> list[Any]:
     """The parts to evaluate: ``--part`` items, or one part from ``--fraction``/``--speedup``
-    (s = 1 when only ``--target`` is given: the parts are solved for, not evaluated)."""
+    (s = 1 when only ``--target-speedup`` is given: the parts are solved for, not evaluated)."""
     if fraction is None:
         if speedup is not None:
             raise InvalidInput("--speedup", speedup, "needs --fraction (or use --part NAME=F:S)")
@@ -60,7 +60,7 @@ def _parts(
     if parts:
         raise InvalidInput("--fraction", fraction, "use either --fraction/--speedup or --part, not both")
     if speedup is None and target is None:
-        raise InvalidInput("--speedup", "missing", "give --speedup (or --target to solve for it)")
+        raise InvalidInput("--speedup", "missing", "give --speedup (or --target-speedup to solve for it)")
     return [model.Part("part", fraction, 1.0 if speedup is None else speedup)]
 
 
@@ -90,7 +90,7 @@ AddedOpt = option(
 )
 TargetOpt = option(
     float | None,
-    "--target",
+    "--target-speedup",
     "-t",
     parse=Number(0, low_open=True),
     help="Solve for the speedup the part(s) need to reach this.",

@@ -41,15 +41,16 @@ HELP = (
     "(about 10 s on a 2-core CPU) is measured apart, then each bucket takes a few seconds to "
     "compile. Results are saved after every bucket (--out FILE.json); --resume FILE skips the "
     "buckets it already holds.\n\n"
-    "Call counts: --calls (one per bucket, in the order listed) or --lengths FILE (one length per "
+    "Call counts: --calls-per-bucket (one per bucket, in the order listed) or --lengths FILE (one length per "
     "line, or CSV with length[,count]) mapped to the smallest bound >= T, scaled to --requests N; "
     "each call serves one batch.\n\n"
     "MODEL: a built-in (tiny, the default), package.module:factory or path/to/file.py:factory "
     "taking batch_size and seq_len, or hf:<model_type>.\n\n"
     "Examples:\n\n"
     "  infer-opt amortize measure\n\n"
-    "  infer-opt amortize measure tiny --bounds 32,64,128 --calls 1000,500,200 --out sweep.json\n\n"
-    "  infer-opt amortize measure --resume sweep.json --bounds 32,64,128 --calls 1000,500,200\n\n"
+    "  infer-opt amortize measure tiny --bounds 32,64,128 --calls-per-bucket 1000,500,200 "
+    "--out sweep.json\n\n"
+    "  infer-opt amortize measure --resume sweep.json --bounds 32,64,128 --calls-per-bucket 1000,500,200\n\n"
     "  infer-opt amortize measure gpt2-small --device cuda --bounds 128,256 --lengths lengths.txt "
     "--requests 1e6\n"
 )
@@ -63,15 +64,19 @@ def _calls(
     bounds: tuple[int, ...],
 ) -> tuple[dict[str, float] | None, str | None]:
     if calls is not None and lengths is not None:
-        raise InvalidInput("--calls", ",".join(map(str, calls)), "give --calls or --lengths, not both")
+        raise InvalidInput(
+            "--calls-per-bucket", ",".join(map(str, calls)), "give --calls-per-bucket or --lengths, not both"
+        )
     if requests is not None and lengths is None:
         raise InvalidInput("--requests", requests, "only used with --lengths FILE")
     if calls is not None:
         if len(calls) != len(specs):
             names = ", ".join(s.name for s in specs)
             shown = ",".join(map(str, calls))
-            raise InvalidInput("--calls", shown, f"give one call count per bucket ({len(specs)}: {names})")
-        return {s.name: float(n) for s, n in zip(specs, calls, strict=True)}, "--calls"
+            raise InvalidInput(
+                "--calls-per-bucket", shown, f"give one call count per bucket ({len(specs)}: {names})"
+            )
+        return {s.name: float(n) for s, n in zip(specs, calls, strict=True)}, "--calls-per-bucket"
     if lengths is None:
         return None, None
     if len({s.batch for s in specs}) > 1:
@@ -104,7 +109,10 @@ BatchSizesOpt = option(
     Any, "--batch-sizes", parse=CountList(1, MAX_BATCH), help="Batch sizes, e.g. 1,4 (buckets = all pairs)."
 )
 CallsOpt = option(
-    Any, "--calls", parse=CountList(0), help="Calls per bucket, in bucket order (batch-major), e.g. 1000,500."
+    Any,
+    "--calls-per-bucket",
+    parse=CountList(0),
+    help="Calls per bucket, in bucket order (batch-major), e.g. 1000,500.",
 )
 WarmupOpt = warmup_option("Untimed calls before each timing.")
 RepsOpt = reps_option("Timed repetitions (eager and compiled).")

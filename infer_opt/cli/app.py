@@ -21,7 +21,7 @@ from typer.core import TyperGroup
 
 from infer_opt import __version__
 from infer_opt.cli._click import click
-from infer_opt.cli.common import option
+from infer_opt.cli.common import RENAMED, option, renamed_spellings
 from infer_opt.errors import InferOptError, InvalidInput, out_of_memory
 
 
@@ -141,6 +141,7 @@ def _load_command(name: str) -> Any:
         _reflow_help(command)
         _name_flags_in_errors(command)
         _refuse_repeated_lists(command)
+        _take_old_spellings(command, name)
         _LOADED[name] = command
     return _LOADED[name]
 
@@ -203,6 +204,16 @@ def _refuse_repeated_lists(command: Any) -> None:
         return parse_args(ctx, args)
 
     command.parse_args = parse_args_once
+
+
+def _take_old_spellings(command: Any, path: str) -> None:
+    """A renamed option's old spelling (``common.RENAMED``) still works for one release: each
+    command's arguments are rewritten before parsing, with a line on stderr."""
+    for name, sub in getattr(command, "commands", {}).items():
+        _take_old_spellings(sub, f"{path} {name}")
+    if path in RENAMED:
+        parse_args = command.parse_args
+        command.parse_args = lambda ctx, args: parse_args(ctx, renamed_spellings(path, list(args)))
 
 
 def _occurrences(flags: list[str], tokens: list[str]) -> list[str]:
@@ -274,15 +285,14 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+VersionOpt = option(bool, "--version", callback=_version, is_eager=True, help="Show the version and exit.")
+DebugOpt = option(
+    bool, "--debug", help="Show tracebacks instead of one-line errors (may follow any command)."
+)
+
+
 @app.callback()
-def _root(
-    version: option(
-        bool, "--version", callback=_version, is_eager=True, help="Show the version and exit."
-    ) = False,
-    debug: option(
-        bool, "--debug", help="Show tracebacks instead of one-line errors (may follow any command)."
-    ) = False,
-) -> None:
+def _root(version: VersionOpt = False, debug: DebugOpt = False) -> None:
     """Measure where inference time goes, fit the device roofline, and turn measurements
     into decisions."""
 

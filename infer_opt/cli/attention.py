@@ -47,14 +47,18 @@ CausalOpt = option(
     help="Causal mask: FLOPs count only visible pairs (a kernel that skips masked blocks); "
     "the explicit path still materialises the full matrix.",
 )
+TqOpt = _size("--tq", "Query length T_q.")
+TkOpt = _size("--tk", "Key length T_k.")
+HeadsOpt = _size("--heads", "Attention heads H.")
+HeadDimOpt = _size("--head-dim", "Head dimension d.")
 
 
 @with_output()
 def memory(
-    tq: _size("--tq", "Query length T_q."),
-    tk: _size("--tk", "Key length T_k."),
-    heads: _size("--heads", "Attention heads H."),
-    head_dim: _size("--head-dim", "Head dimension d."),
+    tq: TqOpt,
+    tk: TkOpt,
+    heads: HeadsOpt,
+    head_dim: HeadDimOpt,
     batch: BatchOpt = 1,
     dtype: DtypeOpt = "float16",
     causal: CausalOpt = False,

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
-from infer_opt.cli.common import option, read_text
+from infer_opt.cli.common import argument, option, read_text
 from infer_opt.cli.output import Outcome, with_output
 from infer_opt.cli.types import Choice, Count, Duration, InputFile, Parsed
 from infer_opt.cost_models import bucketing as model
@@ -49,14 +49,12 @@ class Bounds(Parsed):
         return model.validate_bounds(parse_int_list(text, option=option, low=1), option)
 
 
-FileArg = Annotated[
+FileArg = argument(
     Path,
-    typer.Argument(
-        metavar="FILE",
-        click_type=InputFile(allow_stdin=True),
-        help="Length sample: one integer per line, or CSV with 'length' (optional 'count'); '-' = stdin.",
-    ),
-]
+    metavar="FILE",
+    parse=InputFile(allow_stdin=True),
+    help="Length sample: one integer per line, or CSV with 'length' (optional 'count'); '-' = stdin.",
+)
 BoundsOpt = option(
     Any, "--bounds", "-b", parse=Bounds(), help="Bucket upper bounds, strictly increasing: 128,256,512."
 )

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
-from infer_opt.cli.common import AutoDtypeOpt, ThreadsOpt, option, progress_bar
+from infer_opt.cli.common import AutoDtypeOpt, ThreadsOpt, argument, option, progress_bar
 from infer_opt.cli.output import Outcome, Output, with_output
 from infer_opt.cli.types import Choice, Count, InputFile
 from infer_opt.cli.validate_trace import FromTraceOpt
@@ -26,8 +26,8 @@ small ops also after a read of eight L2s and the smallest after a flush of the
 last-level cache (their dispatch context in a step). The grid
 is generic (the shapes used are in the file). Saved to the cache for this
 device, dtype and thread count after every group (and to --out FILE.json, which
-predict --calibration reads on another machine); --resume continues an
-interrupted run of the same --grid (with none saved it says so and starts anew);
+predict --calibration reads on another machine); --continue continues an
+interrupted run of the same --shapes (with none saved it says so and starts anew);
 --only GROUP measures those groups again in the cached
 calibration of the same grid (their points replace its own). About 3 minutes
 at --threads 1 on a quiet 2-core Xeon, 5-6 on a 2-core EPYC of half its speed.
@@ -38,9 +38,9 @@ Examples:
 
   infer-opt calibrate --threads 1 --out cpu-1t.json
 
-  infer-opt calibrate --resume
+  infer-opt calibrate --continue
 
-  infer-opt calibrate --only linear --only host --grid tiny
+  infer-opt calibrate --only linear --only host --shapes tiny
 
   infer-opt calibrate --from-trace a.json.gz --from-trace b.json.gz --out h100.json
 
@@ -82,14 +82,14 @@ def _resume_from(output: Output, device: Any, dtype: Any, grid: str) -> tuple[An
         raise InvalidInput(
             "resume",
             str(path),
-            f"the saved run is of the {previous.grid} grid and this one --grid {grid}: give --grid "
-            f"{previous.grid} to continue it, or drop --resume to start over",
+            f"the saved run is of the {previous.grid} grid and this one --shapes {grid}: give --shapes "
+            f"{previous.grid} to continue it, or drop --continue to start over",
         )
     return previous, ()
 
 
 def _to_update(device: Any, dtype: Any, grid: str) -> tuple[Any, str | None]:
-    """For ``--only`` without ``--resume``: ``(the cached calibration of the same grid, whose
+    """For ``--only`` without ``--continue``: ``(the cached calibration of the same grid, whose
     groups are measured again and replaced, or None; why the run must not be cached, or None)``.
     A run of another grid is not cached over a complete calibration (the cache keeps one per
     device, dtype and thread count)."""
@@ -106,41 +106,47 @@ def _to_update(device: Any, dtype: Any, grid: str) -> tuple[Any, str | None]:
     if cached.grid == grid:
         return cached, None
     if cached.complete:
-        return None, f"{path} keeps its complete {cached.grid} calibration (this run is --grid {grid})"
+        return None, f"{path} keeps its complete {cached.grid} calibration (this run is --shapes {grid})"
     return None, None
+
+
+DeviceOpt = option(
+    str,
+    "--device",
+    help="auto (CUDA if available), cpu, cuda or cuda:N; with --from-trace, the traces' GPU "
+    "(h100, mi250 …) when their deviceProperties do not name it.",
+)
+OnlyOpt = option(
+    list[str] | None, "--only", help=f"Measure only these groups (repeatable): {', '.join(GROUP_NAMES)}."
+)
+GridOpt = option(
+    str,
+    "--shapes",
+    parse=Choice(("standard", "tiny")),
+    help="standard, or tiny (a few shapes per group: a smoke test, not one to predict with).",
+)
+RepsOpt = option(int, "--reps", parse=Count(3, 1000), help="Profiled repetitions per shape.")
+ResumeOpt = option(bool, "--continue", help="Continue the saved run: skip the groups it finished.")
+TraceArg = argument(
+    list[Path] | None,
+    metavar="TRACE",
+    parse=InputFile(),
+    help="More traces for --from-trace (--from-trace traces/h100_*.json.gz: a shell glob).",
+    show_default=False,
+)
 
 
 @with_output()
 def calibrate(
-    device: option(
-        str,
-        "--device",
-        help="auto (CUDA if available), cpu, cuda or cuda:N; with --from-trace, the traces' GPU "
-        "(h100, mi250 …) when their deviceProperties do not name it.",
-    ) = "auto",
+    device: DeviceOpt = "auto",
     dtype: AutoDtypeOpt = "auto",
     threads: ThreadsOpt = None,
-    only: option(
-        list[str] | None, "--only", help=f"Measure only these groups (repeatable): {', '.join(GROUP_NAMES)}."
-    ) = None,
-    grid: option(
-        str,
-        "--grid",
-        parse=Choice(("standard", "tiny")),
-        help="standard, or tiny (a few shapes per group: a smoke test, not one to predict with).",
-    ) = "standard",
-    reps: option(int, "--reps", parse=Count(3, 1000), help="Profiled repetitions per shape.") = 5,
-    resume: option(bool, "--resume", help="Continue the saved run: skip the groups it finished.") = False,
+    only: OnlyOpt = None,
+    grid: GridOpt = "standard",
+    reps: RepsOpt = 5,
+    resume: ResumeOpt = False,
     from_trace: FromTraceOpt = None,
-    trace: Annotated[
-        list[Path] | None,
-        typer.Argument(
-            metavar="TRACE",
-            click_type=InputFile(),
-            help="More traces for --from-trace (--from-trace traces/h100_*.json.gz: a shell glob).",
-            show_default=False,
-        ),
-    ] = None,
+    trace: TraceArg = None,
     *,
     output: Output,
 ) -> Any:
@@ -154,7 +160,7 @@ def calibrate(
         from_trace = [*from_trace, *(trace or [])]
 
         used = {"--dtype": dtype != "auto", "--threads": threads is not None}
-        used |= {"--only": bool(only), "--grid": grid != "standard", "--resume": resume}
+        used |= {"--only": bool(only), "--shapes": grid != "standard", "--continue": resume}
         return from_traces(from_trace, given=used, device=device)
     from infer_opt.profilers import calibration
     from infer_opt.profilers import device as devices

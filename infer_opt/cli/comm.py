@@ -53,38 +53,38 @@ BUFFERS_PER_SIZE = 3
 DEFAULT_MAX_BYTES = 64 << 20
 WarmupOpt = warmup_option("Untimed calls per size and rank.", MAX_REPS)
 RepsOpt = reps_option("Timed calls per size and rank.", MAX_REPS)
+CollectiveOpt = option(
+    list[str] | None,
+    "--collective",
+    parse=Choice(COLLECTIVE_NAMES),
+    help="A collective to time (repeatable); default: all.",
+)
+MinSizeOpt = option(float, "--min-size", parse=Size(), help="Smallest message S (bytes or 4KiB, …).")
+MaxSizeOpt = option(
+    float | None,
+    "--max-size",
+    parse=Size(),
+    help="Largest message S; default 64MiB on a GPU, 16MiB on the CPU.",
+)
+FactorOpt = option(int, "--factor", parse=Count(2, 1024), help="Each size is the previous one times this.")
+DtypeOpt = option(str, "--dtype", parse=Choice(("float32", "bfloat16", "float16")), help="Element type.")
+NoSaveOpt = option(bool, "--no-save", help="Do not save the fit to the cache directory (for predict --tp).")
 
 
 @with_output(plot=True)
 def comm(
-    collective: option(
-        list[str] | None,
-        "--collective",
-        parse=Choice(COLLECTIVE_NAMES),
-        help="A collective to time (repeatable); default: all.",
-    ) = None,
-    min_size: option(float, "--min-size", parse=Size(), help="Smallest message S (bytes or 4KiB, …).") = "4B",
-    max_size: option(
-        float | None,
-        "--max-size",
-        parse=Size(),
-        help="Largest message S; default 64MiB on a GPU, 16MiB on the CPU.",
-    ) = None,
-    factor: option(
-        int, "--factor", parse=Count(2, 1024), help="Each size is the previous one times this."
-    ) = 2,
+    collective: CollectiveOpt = None,
+    min_size: MinSizeOpt = "4B",
+    max_size: MaxSizeOpt = None,
+    factor: FactorOpt = 2,
     warmup: WarmupOpt = 5,
     reps: RepsOpt = 20,
     device: DeviceOpt = "auto",
-    dtype: option(
-        str, "--dtype", parse=Choice(("float32", "bfloat16", "float16")), help="Element type."
-    ) = "float32",
+    dtype: DtypeOpt = "float32",
     backend: BackendOpt = "auto",
     timeout: TimeoutOpt = "60s",
     nproc: NprocOpt = None,
-    no_save: option(
-        bool, "--no-save", help="Do not save the fit to the cache directory (for predict --tp)."
-    ) = False,
+    no_save: NoSaveOpt = False,
     *,
     output: Output,
 ) -> Any:

@@ -15,7 +15,7 @@ import typer
 
 from infer_opt import files
 from infer_opt.cli._click import ParamType
-from infer_opt.cli.types import Count
+from infer_opt.cli.types import Count, InputFile
 from infer_opt.errors import InvalidInput
 
 
@@ -25,16 +25,19 @@ def option(kind: Any, *flags: str, parse: ParamType | None = None, help: str, **
     return Annotated[kind, typer.Option(*flags, click_type=parse, help=help, **extra)]
 
 
+def argument(kind: Any, *, parse: ParamType | None = None, help: str, **extra: Any) -> Any:
+    """A positional argument declared in one line, as :func:`option` declares an option:
+    ``Annotated[kind, typer.Argument(click_type=parse, help=help, **extra)]``."""
+    return Annotated[kind, typer.Argument(click_type=parse, help=help, **extra)]
+
+
 DeviceOpt = option(str, "--device", help="auto (CUDA if available), cpu, cuda or cuda:N.")
 AutoDtypeOpt = option(
     str, "--dtype", help="auto (float32 on CPU, bfloat16 on CUDA), float32, bfloat16, float16."
 )
-ModelArg = Annotated[
-    str,
-    typer.Argument(
-        help="Built-in name, package.module:factory, path/to/file.py:factory, or hf:<model_type>."
-    ),
-]
+ModelArg = argument(
+    str, help="Built-in name, package.module:factory, path/to/file.py:factory, or hf:<model_type>."
+)
 HfConfigOpt = option(
     list[str] | None, "--hf-config", help="Config override for hf: models, KEY=VALUE (repeatable)."
 )
@@ -45,6 +48,53 @@ ThreadsOpt = option(
     help=f"CPU threads for torch (its intra-op threads), 1 to {os.cpu_count() or 1} here; "
     "default: torch's choice.",
 )
+BeforeOpt = option(
+    Path | None,
+    "--before",
+    parse=InputFile(),
+    help="An earlier /metrics snapshot: use the interval between the two (with --prometheus).",
+)
+
+#: option spellings renamed so that one name means one thing in every command (issue 43 §5):
+#: command -> {old flag: new flag}. The old spelling still works for one release, saying so on
+#: stderr (:func:`renamed_spellings`); it is gone from ``--help``.
+RENAMED: dict[str, dict[str, str]] = {
+    "calibrate": {"--resume": "--continue", "--grid": "--shapes"},
+    "compare": {"--alpha": "--significance"},
+    "ab": {"--alpha": "--significance"},
+    "comm": {"--backend": "--dist-backend"},
+    "amdahl": {"--target": "--target-speedup"},
+    "amortize measure": {"--calls": "--calls-per-bucket"},
+    "speculative speedup": {"--sweep-k": "--k-max"},
+    "tune capture-sizes": {"--cost": "--cost-file", "--eager-cost": "--eager-cost-file"},
+    "tune speculative": {"--target-cost": "--target-cost-file", "--draft-cost": "--draft-cost-file"},
+}
+
+
+def deprecated(command: str, old: str, new: str) -> None:
+    """The one line on stderr when an old spelling is used: what to write instead."""
+    typer.secho(
+        f"warning: `{command} {old}` is now `{new}`; the old spelling goes in the next release.",
+        fg="yellow",
+        err=True,
+    )
+
+
+def renamed_spellings(command: str, args: list[str]) -> list[str]:
+    """``args`` with the old spellings of ``command``'s renamed options (:data:`RENAMED`) written
+    the new way (``--cost x``, ``--cost=x``), each said once by :func:`deprecated`; ``--`` ends the
+    options."""
+    renamed = RENAMED.get(command, {})
+    out, said = list(args), set()
+    end = args.index("--") if "--" in args else len(args)
+    for i, token in enumerate(args[:end]):
+        old, eq, value = token.partition("=")
+        if old in renamed:
+            out[i] = renamed[old] + eq + value
+            if old not in said:
+                said.add(old)
+                deprecated(command, old, renamed[old])
+    return out
 
 
 @contextmanager

@@ -4,11 +4,11 @@ and which changes exceed the noise."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
-from infer_opt.cli.common import option, seed_option
+from infer_opt.cli.common import argument, option, seed_option
 from infer_opt.cli.output import with_output
 from infer_opt.cli.types import Fraction, InputFile, Number
 from infer_opt.cost_models import run_stats as model
@@ -23,7 +23,7 @@ HELP = (
     "When each side was measured with --runs 3 or more (infer-opt profile --runs 3, kernels --runs 3): "
     "r = e^(mean log run median new - base), Student's t test on "
     "the log run medians (between-run variance pooled over both sides, at least its family's); "
-    "faster/slower iff p < --alpha and max(r, 1/r) - 1 >= --threshold. With one run on a side the "
+    "faster/slower iff p < --significance and max(r, 1/r) - 1 >= --threshold. With one run on a side the "
     "spread between runs is unknown: no verdict under this machine's noise floor (measured by an "
     "A/A with infer-opt ab, else a stated default of 40%, 100% under 20 µs).\n\n"
     "Headline as in hyperfine: NEW ran 1.52 ± 0.04 times faster than BASE (the step time for "
@@ -46,35 +46,33 @@ ThresholdOpt = option(
 )
 AlphaOpt = option(
     float,
-    "--alpha",
+    "--significance",
     parse=Number(0, 1, low_open=True, high_open=True),
     help="Significance level of the tests (p adjusted over each table), in (0, 1).",
 )
 ForceOpt = option(bool, "--force", help="Compare even if model, shapes, dtype or device differ.")
 SeedOpt = seed_option("the bootstrap")
+BaseArg = argument(Path, metavar="BASE", parse=InputFile(), help="The baseline result (.json).")
+NewArg = argument(Path, metavar="NEW", parse=InputFile(), help="The result to compare with it (.json).")
+NoiseFloorOpt = option(
+    float | None,
+    "--noise-floor",
+    parse=Fraction(0, 10),
+    help="One run's noise floor, e.g. 15%: no single-run verdict below it, and the least "
+    "between-run spread a run-level test assumes. Default: the floor measured here by an A/A "
+    "(infer-opt ab), else 40% (100% under 20 µs).",
+)
 
 
 @with_output(plot=True)
 def compare(
-    base: Annotated[
-        Path, typer.Argument(metavar="BASE", click_type=InputFile(), help="The baseline result (.json).")
-    ],
-    new: Annotated[
-        Path,
-        typer.Argument(metavar="NEW", click_type=InputFile(), help="The result to compare with it (.json)."),
-    ],
+    base: BaseArg,
+    new: NewArg,
     threshold: ThresholdOpt = "5%",
     alpha: AlphaOpt = 0.05,
     force: ForceOpt = False,
     seed: SeedOpt = 0,
-    noise_floor: option(
-        float | None,
-        "--noise-floor",
-        parse=Fraction(0, 10),
-        help="One run's noise floor, e.g. 15%: no single-run verdict below it, and the least "
-        "between-run spread a run-level test assumes. Default: the floor measured here by an A/A "
-        "(infer-opt ab), else 40% (100% under 20 µs).",
-    ) = None,
+    noise_floor: NoiseFloorOpt = None,
 ) -> Any:
     distinct = base.name != new.name
     names = (base.name if distinct else str(base), new.name if distinct else str(new))

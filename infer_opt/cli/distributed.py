@@ -43,7 +43,7 @@ TimeoutOpt = option(
 )
 BackendOpt = option(
     str,
-    "--backend",
+    "--dist-backend",
     parse=Choice(BACKENDS),
     help="torch.distributed backend: auto (NCCL on CUDA, gloo on the CPU), gloo or nccl.",
 )

@@ -219,36 +219,41 @@ def _incomplete(result: KernelSuiteResult, output: Output) -> Interrupted | RunF
     return RunFailure(text) if stopped else Interrupted(text)
 
 
+OnlyOpt = option(
+    list[str] | None,
+    "--only",
+    help="Run only these kernels or families (repeatable, or comma-separated).",
+)
+CudaGraphsOpt = option(
+    bool,
+    "--cuda-graphs",
+    help="Also time each kernel as CUDA-graph replays (10 calls per graph; one with "
+    "--l2-flush, so every call is flushed): the gap to eager timing is launch overhead. "
+    "CUDA only.",
+)
+ResumeOpt = option(
+    Path | None,
+    "--resume",
+    parse=InputFile(),
+    help="Skip the cases (and runs) this saved kernels result (JSON) holds; saves back to it. "
+    "Same device, threads, dtype, suite and timing options, or it is refused.",
+)
+
+
 @with_output()
 def kernels_command(
     device: DeviceOpt = "auto",
     dtype: DtypeOpt = "auto",
     suite: SuiteOpt = "quick",
-    only: option(
-        list[str] | None,
-        "--only",
-        help="Run only these kernels or families (repeatable, or comma-separated).",
-    ) = None,
+    only: OnlyOpt = None,
     l2_flush: FlushOpt = False,
-    cuda_graphs: option(
-        bool,
-        "--cuda-graphs",
-        help="Also time each kernel as CUDA-graph replays (10 calls per graph; one with "
-        "--l2-flush, so every call is flushed): the gap to eager timing is launch overhead. "
-        "CUDA only.",
-    ) = False,
+    cuda_graphs: CudaGraphsOpt = False,
     warmup: WarmupOpt = "5",
     reps: RepsOpt = "20",
     max_time: MaxTimeOpt = None,
     threads: ThreadsOpt = None,
     runs: RunsOpt = 1,
-    resume: option(
-        Path | None,
-        "--resume",
-        parse=InputFile(),
-        help="Skip the cases (and runs) this saved kernels result (JSON) holds; saves back to it. "
-        "Same device, threads, dtype, suite and timing options, or it is refused.",
-    ) = None,
+    resume: ResumeOpt = None,
     *,
     output: Output,
 ) -> Outcome:

@@ -87,6 +87,13 @@ PredictDeviceOpt = option(
     help="Whose cached calibration to use: auto (CUDA if available), cpu, cuda or cuda:N (or give "
     "--calibration FILE).",
 )
+SweepOpt = option(
+    Any,
+    "--sweep",
+    parse=SweepType(),
+    help="Predict over batch=…, seq-len=… or context=… (comma-separated, increasing; one "
+    "parameter: validate --grid takes several).",
+)
 
 
 @with_output(plot=True)
@@ -96,13 +103,7 @@ def predict(
     dtype: AutoDtypeOpt = "auto",
     shape: StepShape = StepShape(),
     calibration: CalibrationOpt = None,
-    sweep: option(
-        Any,
-        "--sweep",
-        parse=SweepType(),
-        help="Predict over batch=…, seq-len=… or context=… (comma-separated, increasing; one "
-        "parameter: validate --grid takes several).",
-    ) = None,
+    sweep: SweepOpt = None,
     top: TopOpt = 15,
     threads: ThreadsOpt = None,
     hf_config: HfConfigOpt = None,

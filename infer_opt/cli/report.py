@@ -7,12 +7,12 @@ import datetime as _dt
 import sys
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
 import typer
 
 from infer_opt import __version__
-from infer_opt.cli.common import option
+from infer_opt.cli.common import argument, option
 from infer_opt.cli.types import InputFile, OutputFile
 from infer_opt.errors import InvalidInput, RunFailure
 from infer_opt.files import check_writable, keep_unsaved, write_text
@@ -79,23 +79,27 @@ def _figures(
     return out
 
 
+ResultsArg = argument(
+    list[Path], metavar="RESULT.json...", parse=InputFile(), help="Saved results (any --out FILE.json)."
+)
+OutOpt = option(
+    Path,
+    "--out",
+    "-o",
+    parse=OutputFile(allow_stdout=True, check=_report_name),
+    help="The report: FILE.md (plots in FILE_assets/), FILE.html, or '-' for stdout.",
+)
+HtmlOpt = option(bool, "--html", help="Also write FILE.html: the same report, self-contained.")
+TitleOpt = option(str, "--title", help="The report's title.")
+NoPlotsOpt = option(bool, "--no-plots", help="Leave the plots out.")
+
+
 def report(
-    results: Annotated[
-        list[Path],
-        typer.Argument(
-            metavar="RESULT.json...", click_type=InputFile(), help="Saved results (any --out FILE.json)."
-        ),
-    ],
-    out: option(
-        Path,
-        "--out",
-        "-o",
-        parse=OutputFile(allow_stdout=True, check=_report_name),
-        help="The report: FILE.md (plots in FILE_assets/), FILE.html, or '-' for stdout.",
-    ) = "report.md",
-    html: option(bool, "--html", help="Also write FILE.html: the same report, self-contained.") = False,
-    title: option(str, "--title", help="The report's title.") = "infer-opt report",
-    no_plots: option(bool, "--no-plots", help="Leave the plots out.") = False,
+    results: ResultsArg,
+    out: OutOpt = "report.md",
+    html: HtmlOpt = False,
+    title: TitleOpt = "infer-opt report",
+    no_plots: NoPlotsOpt = False,
 ) -> None:
     from infer_opt.reports.console import ConsoleRenderer
     from infer_opt.reports.render import Document, get_renderer

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
-from infer_opt.cli.common import DeviceOpt, ThreadsOpt, option, seed_option
+from infer_opt.cli.common import DeviceOpt, ThreadsOpt, argument, option, seed_option
 from infer_opt.cli.kernels import DtypeOpt, FlushOpt, RepsOpt, SuiteOpt, WarmupOpt
 from infer_opt.cli.output import with_output
 from infer_opt.cli.types import Bandwidth, Count, FlopRate, InputFile, OutputFile
@@ -68,18 +68,17 @@ SaveOpt = option(
 NoSaveOpt = option(bool, "--no-save", help="Do not write the fit to the cache directory.")
 
 SeedOpt = seed_option("the bootstrap")
+MeasurementsArg = argument(
+    Path | None,
+    parse=InputFile(),
+    help="Kernel measurements (.json from `infer-opt kernels`, or .csv); omit to measure now.",
+    show_default=False,
+)
 
 
 @with_output(plot=True)
 def roofline_command(
-    measurements: Annotated[
-        Path | None,
-        typer.Argument(
-            click_type=InputFile(),
-            help="Kernel measurements (.json from `infer-opt kernels`, or .csv); omit to measure now.",
-            show_default=False,
-        ),
-    ] = None,
+    measurements: MeasurementsArg = None,
     device: DeviceOpt = "auto",
     dtype: DtypeOpt = "auto",
     suite: SuiteOpt = "quick",

@@ -8,11 +8,11 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
-from infer_opt.cli.common import option, read_text
+from infer_opt.cli.common import BeforeOpt, argument, option, read_text
 from infer_opt.cli.output import Outcome, Output, with_output
 from infer_opt.cli.types import (
     Count,
@@ -141,7 +141,7 @@ SPEEDUP_HELP = (
     "--verify-cost 12 --overhead 1\n\n"
     "  infer-opt speculative speedup --alphas 0.9,0.7,0.5 --target-cost 10 --draft-cost 1 "
     '--verify-cost-model "9ms+1ms*k"\n\n'
-    "  infer-opt speculative speedup --alpha 0.8 --k 3 --target-cost 10 --draft-cost 1 --sweep-k 12 "
+    "  infer-opt speculative speedup --alpha 0.8 --k 3 --target-cost 10 --draft-cost 1 --k-max 12 "
     "--plot s.png --plot-grid g.png\n"
 )
 
@@ -159,7 +159,7 @@ AlphasOpt = option(
     Any,
     "--alphas",
     parse=NumberList(low=0, high=1),
-    help="Per-position conditional rates α_1,…,α_k in [0, 1] (longer lists for --sweep-k/--plot).",
+    help="Per-position conditional rates α_1,…,α_k in [0, 1] (longer lists for --k-max/--plot).",
 )
 BudgetOpt = option(
     int | None,
@@ -170,8 +170,8 @@ BudgetOpt = option(
 
 
 class KMax(Count):
-    """``--sweep-k KMAX``: the sweep always starts at k = 1, so a range (``speculative run``'s
-    ``A..B`` form) is refused with what to give instead."""
+    """``--k-max KMAX``: the sweep always starts at k = 1, so a range (``speculative run``'s
+    ``--sweep-k A..B``) is refused with what to give instead."""
 
     name = "KMAX"
 
@@ -185,7 +185,7 @@ class KMax(Count):
 
 SweepKOpt = option(
     int | None,
-    "--sweep-k",
+    "--k-max",
     parse=KMax(1, model.MAX_K),
     help="Sweep k = 1..KMAX and report the best draft length.",
 )
@@ -227,7 +227,7 @@ def speedup(
     ):
         raise InvalidInput(
             "--alphas", ",".join(f"{a:g}" for a in alphas),
-            f"give exactly k = {k_val} rates (longer lists only with --sweep-k or --plot)",
+            f"give exactly k = {k_val} rates (longer lists only with --k-max or --plot)",
         )  # fmt: skip
     costs = parse_costs(target_cost, draft_cost, verify_cost, verify_cost_model, overhead)
     rates = None if alphas is None else list(alphas)
@@ -415,14 +415,14 @@ def read_plan_log(path: Path) -> tuple[list[PlanRound], tuple[Notice, ...]]:
     return rounds, table.notices()
 
 
+FileArg = argument(
+    Path, parse=InputFile(), help="CSV of logged rounds: plan, time, tokens.", show_default=False
+)
+
+
 @with_output()
 def plans(
-    file: Annotated[
-        Path,
-        typer.Argument(
-            click_type=InputFile(), help="CSV of logged rounds: plan, time, tokens.", show_default=False
-        ),
-    ],
+    file: FileArg,
 ) -> Outcome:
     rounds, notices = read_plan_log(file)
     return Outcome(model.compare_plans(rounds), warnings=notices)
@@ -519,12 +519,6 @@ PrometheusOpt = option(
     "--prometheus",
     parse=InputFile(),
     help="vLLM's /metrics text (Prometheus exposition): the spec_decode counters, summed over engines.",
-)
-BeforeOpt = option(
-    Path | None,
-    "--before",
-    parse=InputFile(),
-    help="An earlier /metrics snapshot: use the interval between the two (with --prometheus).",
 )
 ModelNameOpt = option(
     str | None, "--model-name", help="The model_name label to read when the file has several models."

@@ -62,34 +62,43 @@ def _temperature(greedy: bool, temperature: float | None) -> float | None:
     return temperature
 
 
+TargetOpt = option(str, "--target", help="Target model: built-in name or a factory returning DecoderLM.")
+DraftOpt = option(
+    str, "--draft", help="self:N (the target's first N layers) or a model sharing its vocabulary."
+)
+KOpt = option(int | None, "--k", parse=Count(1, 64), help="Draft length (default 4).")
+SweepKOpt = option(
+    Any, "--sweep-k", parse=CountRange(1, 64), help="Run every k in A..B (or a list 1,2,4); plot S vs k."
+)
+NewTokensOpt = option(int, "--new-tokens", parse=Count(1, 100_000), help="Tokens N to decode.")
+GreedyOpt = option(bool, "--greedy", help="Greedy decoding (the default).")
+TemperatureOpt = option(
+    float | None, "--temperature", parse=Number(0, low_open=True), help="Sample at temperature T instead."
+)
+PromptLenOpt = option(int, "--prompt-len", parse=Count(1, 1 << 20), help="Random prompt tokens P.")
+CostRepsOpt = option(
+    int, "--cost-reps", parse=Count(1, MAX_REPS), help="Timed calls of each cost c_t, c_d, c_v(k), c_m."
+)
+
+
 @app.command("run", help=HELP)
 @with_output(plot=True)
 def run(
-    target: option(
-        str, "--target", help="Target model: built-in name or a factory returning DecoderLM."
-    ) = "gpt2-small",
-    draft: option(
-        str, "--draft", help="self:N (the target's first N layers) or a model sharing its vocabulary."
-    ) = "self:4",
-    k: option(int | None, "--k", parse=Count(1, 64), help="Draft length (default 4).") = None,
-    sweep_k: option(
-        Any, "--sweep-k", parse=CountRange(1, 64), help="Run every k in A..B (or a list 1,2,4); plot S vs k."
-    ) = None,
-    new_tokens: option(int, "--new-tokens", parse=Count(1, 100_000), help="Tokens N to decode.") = 64,
-    greedy: option(bool, "--greedy", help="Greedy decoding (the default).") = False,
-    temperature: option(
-        float | None, "--temperature", parse=Number(0, low_open=True), help="Sample at temperature T instead."
-    ) = None,
-    prompt_len: option(int, "--prompt-len", parse=Count(1, 1 << 20), help="Random prompt tokens P.") = 32,
+    target: TargetOpt = "gpt2-small",
+    draft: DraftOpt = "self:4",
+    k: KOpt = None,
+    sweep_k: SweepKOpt = None,
+    new_tokens: NewTokensOpt = 64,
+    greedy: GreedyOpt = False,
+    temperature: TemperatureOpt = None,
+    prompt_len: PromptLenOpt = 32,
     seed: SeedOpt = 0,
     threads: ThreadsOpt = None,
     device: DeviceOpt = "auto",
     dtype: AutoDtypeOpt = "auto",
     warmup: WarmupOpt = 1,
     reps: RepsOpt = 5,
-    cost_reps: option(
-        int, "--cost-reps", parse=Count(1, MAX_REPS), help="Timed calls of each cost c_t, c_d, c_v(k), c_m."
-    ) = 20,
+    cost_reps: CostRepsOpt = 20,
 ) -> Any:
     ks, sweep = _draft_lengths(k, sweep_k)
     temp = _temperature(greedy, temperature)

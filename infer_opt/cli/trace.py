@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
-from infer_opt.cli.common import option, progress_bar
+from infer_opt.cli.common import argument, option, progress_bar
 from infer_opt.cli.output import Outcome, Output, with_output
 from infer_opt.cli.types import Bandwidth, Choice, Count, FlopRate, Fraction, InputFile, OutputFile
 
@@ -123,16 +123,14 @@ WorkersOpt = option(
 StrictOpt = option(
     bool, "--strict", help="Refuse the job when a rank cannot be read (default: report the rest, say which)."
 )
+TracesArg = argument(
+    list[Path], help="Trace files (.json, .json.gz) or folders of one file per rank.", show_default=False
+)
 
 
 @with_output(plot=True)
 def trace_command(
-    traces: Annotated[
-        list[Path],
-        typer.Argument(
-            help="Trace files (.json, .json.gz) or folders of one file per rank.", show_default=False
-        ),
-    ],
+    traces: TracesArg,
     steps: StepsOpt = None,
     hta_compat: HtaOpt = False,
     device: DeviceOpt = None,

@@ -9,7 +9,7 @@ from typing import Any
 import typer
 from typer.core import TyperCommand
 
-from infer_opt.cli.common import option
+from infer_opt.cli.common import BeforeOpt, deprecated, option
 from infer_opt.cli.output import with_output
 from infer_opt.cli.types import Count, CountList, Duration, InputFile, NumberList, Parsed, Size
 from infer_opt.errors import InvalidInput
@@ -25,14 +25,15 @@ app = typer.Typer(
 CAPTURE_HELP = (
     "The CUDA-graph capture list that minimises the expected decode step time over the batch sizes a "
     "server saw: batch b runs at the smallest captured size c >= b at cost t(c); above the largest it "
-    "runs uncaptured at t(b) + --eager-overhead (or --eager-cost). Exact dynamic program over every "
+    "runs uncaptured at t(b) + --eager-overhead (or --eager-cost-file). Exact dynamic program over every "
     "size up to the largest observed or measured one (any cost curve), at most --max-captures sizes "
     "(or within --memory-budget); compared with the "
     "current list (--current, or the engine's default list). A Prometheus histogram is coarse: mass "
     "inside a bucket is placed at its upper edge to choose, and the answer is given as a range.\n\n"
     "Examples:\n\n"
-    "  infer-opt tune capture-sizes --batches b.csv --cost cost.csv --max-captures 8 --eager-overhead 2ms\n\n"
-    "  infer-opt tune capture-sizes --prometheus a.prom b.prom --cost p.json "
+    "  infer-opt tune capture-sizes --batches b.csv --cost-file cost.csv --max-captures 8 "
+    "--eager-overhead 2ms\n\n"
+    "  infer-opt tune capture-sizes --prometheus b.prom --before a.prom --cost-file p.json "
     "--eager-overhead 1ms\n"
 )
 SPEC_HELP = (
@@ -40,31 +41,20 @@ SPEC_HELP = (
     "E[N](k) from the per-position acceptance rates; k = 0 (S = 1) where speculation does not pay; "
     "the batch size from which it stops paying, and the expected gain over the distribution.\n\n"
     "Examples:\n\n"
-    "  infer-opt tune speculative --alphas 0.8,0.7 --target-cost t.csv --draft-cost d.csv "
+    "  infer-opt tune speculative --alphas 0.8,0.7 --target-cost-file t.csv --draft-cost-file d.csv "
     "--batch-sizes 1,8,64\n\n"
-    "  infer-opt tune speculative --prometheus a.prom b.prom --target-cost t.csv "
-    "--draft-cost d.csv --batches b.csv\n"
+    "  infer-opt tune speculative --prometheus b.prom --before a.prom --target-cost-file t.csv "
+    "--draft-cost-file d.csv --batches b.csv\n"
 )
 
 BatchesOpt = option(
     Path | None, "--batches", parse=InputFile(), help="Batch-size distribution: CSV/TSV batch_size,count."
 )
 PrometheusOpt = option(
-    list[Path] | None,
+    Path | None,
     "--prometheus",
     parse=InputFile(),
-    metavar="SNAPSHOT [SNAPSHOT]",
-    help=(
-        "vLLM /metrics snapshot, or two (BEFORE AFTER: their difference is the window); "
-        "also taken as the flag given twice. Three or more are refused."
-    ),
-)
-PrometheusPairOpt = option(
-    list[Path] | None,
-    "--prometheus",
-    parse=InputFile(),
-    metavar="BEFORE AFTER",
-    help="Two vLLM /metrics snapshots (the counters between them); also taken as the flag given twice.",
+    help="vLLM /metrics snapshot (with --before, the window between the two).",
 )
 
 
@@ -92,11 +82,27 @@ def spread_values(args: list[str], flag: str = "--prometheus") -> list[str]:
     return out
 
 
+def old_window(args: list[str], command: str) -> list[str]:
+    """The window's old spelling, ``--prometheus BEFORE AFTER`` (or the flag twice), as
+    ``--prometheus AFTER --before BEFORE``, said on stderr; kept for one release."""
+    args = spread_values(args)
+    end = args.index("--") if "--" in args else len(args)
+    at = [i for i, t in enumerate(args[:end]) if t == "--prometheus" or t.startswith("--prometheus=")]
+    if len(at) < 2:
+        return args
+    given = " ".join(" ".join(args[i : i + 1 + ("=" not in args[i])]) for i in at)
+    if len(at) > 2 or any(t == "--before" or t.startswith("--before=") for t in args[:end]):
+        raise InvalidInput("--prometheus", given, "give one snapshot, and --before SNAPSHOT for a window")
+    deprecated(command, "--prometheus BEFORE AFTER", "--prometheus AFTER --before BEFORE")
+    args[at[0]] = args[at[0]].replace("--prometheus", "--before", 1)
+    return args
+
+
 class SnapshotsCommand(TyperCommand):
-    """A command whose ``--prometheus`` takes one or two values after one flag."""
+    """A command that still takes the window's old spelling (:func:`old_window`)."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        return super().parse_args(ctx, spread_values(list(args)))
+        return super().parse_args(ctx, old_window(list(args), f"tune {self.name}"))
 
 
 class CostSource(Parsed):
@@ -118,11 +124,11 @@ class CostSource(Parsed):
 
 CostOpt = option(
     list[Any] | None,
-    "--cost",
+    "--cost-file",
     parse=CostSource(),
     help=(
         "Step cost: CSV batch_size,time_ms (or tokens,time_ms), a predict --sweep batch result, or "
-        "saved trace results, each as FILE@B with the batch size B it ran at (repeat --cost: two "
+        "saved trace results, each as FILE@B with the batch size B it ran at (repeat --cost-file: two "
         "batch sizes at least; one trace is one point, not a curve)."
     ),
 )
@@ -149,7 +155,7 @@ MaxSizeOpt = option(
 )
 EagerCostOpt = option(
     list[Any] | None,
-    "--eager-cost",
+    "--eager-cost-file",
     parse=CostSource(),
     help="Measured uncaptured cost: CSV batch_size,time_ms, or eager traces as FILE@B (two at least).",
 )
@@ -164,6 +170,13 @@ CaptureTimeOpt = option(
 )
 
 
+def _window(after: Path | None, before: Path | None) -> list[Path] | None:
+    """The snapshots ``--prometheus AFTER --before BEFORE`` name, the earlier first."""
+    if after is None and before is not None:
+        raise InvalidInput("--before", str(before), "applies to --prometheus files only")
+    return None if after is None else [p for p in (before, after) if p is not None]
+
+
 def _distribution(batches: Path | None, prometheus: list[Path] | None) -> dict[str, Any]:
     from infer_opt.cost_models import capture_sizes as cs
     from infer_opt.cost_models.tune_inputs import read_distribution
@@ -172,17 +185,11 @@ def _distribution(batches: Path | None, prometheus: list[Path] | None) -> dict[s
         raise InvalidInput(
             "--batches",
             "missing" if batches is None else str(batches),
-            "give --batches FILE or --prometheus SNAPSHOT [SNAPSHOT], one of them",
+            "give --batches FILE or --prometheus SNAPSHOT, one of them",
         )
     if batches is not None:
         dist, notices = read_distribution(batches)
         return {"dist": dist, "notices": notices, "label": f"{batches.name} (as given)"}
-    if len(prometheus) > 2:
-        raise InvalidInput(
-            "--prometheus",
-            " ".join(p.name for p in prometheus),
-            f"{len(prometheus)} snapshots; give one, or two (BEFORE AFTER: the window between them)",
-        )
     from infer_opt.files import read_text
 
     hists = [cs.histogram_from_text(read_text(p, "--prometheus"), source=p.name) for p in prometheus]
@@ -211,6 +218,7 @@ def capture_sizes(
     cost: CostOpt = None,
     batches: BatchesOpt = None,
     prometheus: PrometheusOpt = None,
+    before: BeforeOpt = None,
     max_captures: MaxCapturesOpt = None,
     memory_per_capture: MemPerCaptureOpt = None,
     memory: MemoryOpt = None,
@@ -231,11 +239,11 @@ def capture_sizes(
         raise InvalidInput(
             "--eager-overhead",
             f"{eager_overhead:g} s",
-            "give --eager-cost FILE or --eager-overhead D, not both",
+            "give --eager-cost-file FILE or --eager-overhead D, not both",
         )
-    got = _distribution(batches, prometheus)
-    curve, cost_label, cost_notices = read_costs(cost or [], "--cost")
-    eager = read_costs(eager_cost, "--eager-cost")[0] if eager_cost else None
+    got = _distribution(batches, _window(prometheus, before))
+    curve, cost_label, cost_notices = read_costs(cost or [], "--cost-file")
+    eager = read_costs(eager_cost, "--eager-cost-file")[0] if eager_cost else None
     mem = None
     if memory_per_capture is not None:
         mem = ct.Memory(per_capture=memory_per_capture)
@@ -284,7 +292,7 @@ AlphasOpt = option(
 )
 TargetCostOpt = option(
     list[Any],
-    "--target-cost",
+    "--target-cost-file",
     parse=CostSource(),
     help=(
         "Target step cost: CSV tokens,time_ms (verification of k drafts at batch b = b·(k+1) tokens), "
@@ -293,7 +301,7 @@ TargetCostOpt = option(
 )
 DraftCostOpt = option(
     list[Any],
-    "--draft-cost",
+    "--draft-cost-file",
     parse=CostSource(),
     help="Draft step cost: CSV batch_size,time_ms, or trace results as FILE@B (repeat: two at least).",
 )
@@ -316,24 +324,15 @@ def _alphas(alphas: tuple[float, ...] | None, prometheus: list[Path] | None) -> 
         raise InvalidInput(
             "--alphas",
             "missing" if alphas is None else "both",
-            "give --alphas LIST or --prometheus BEFORE AFTER, one of them",
+            "give --alphas LIST or --prometheus AFTER --before BEFORE, one of them",
         )
     if alphas is not None:
         return tuple(alphas), "--alphas (as given)"
     if len(prometheus) != 2:
-        raise InvalidInput(
-            "--prometheus",
-            " ".join(p.name for p in prometheus),
-            f"{len(prometheus)} snapshot(s); give two: --prometheus BEFORE AFTER",
-        )
+        raise InvalidInput("--before", "missing", "give two snapshots: --prometheus AFTER --before BEFORE")
     from infer_opt.cost_models.prometheus_metrics import metrics_from_prometheus
 
-    try:
-        metrics = metrics_from_prometheus(prometheus[1], before=prometheus[0])
-    except InvalidInput as exc:
-        if exc.option in ("before", "prometheus"):
-            raise InvalidInput("--prometheus", exc.value, exc.expected) from None
-        raise
+    metrics = metrics_from_prometheus(prometheus[1], before=prometheus[0])
     rates = []
     for pos in metrics.positions:
         if pos.conditional is None:
@@ -352,7 +351,8 @@ def speculative(
     target_cost: TargetCostOpt,
     draft_cost: DraftCostOpt,
     alphas: AlphasOpt = None,
-    prometheus: PrometheusPairOpt = None,
+    prometheus: PrometheusOpt = None,
+    before: BeforeOpt = None,
     overhead: OverheadOpt = 0.0,
     batches: BatchesOpt = None,
     batch_sizes: BatchSizesOpt = None,
@@ -362,7 +362,7 @@ def speculative(
     from infer_opt.cost_models import speculative_tuning as st
     from infer_opt.cost_models.tune_inputs import read_costs, read_distribution
 
-    rates, rates_label = _alphas(alphas, prometheus)
+    rates, rates_label = _alphas(alphas, _window(prometheus, before))
     if (batches is None) == (batch_sizes is None):
         raise InvalidInput(
             "--batches",
@@ -373,8 +373,8 @@ def speculative(
         dist, _ = read_distribution(batches)
     else:
         dist = cs.distribution(batch_sizes, [1.0] * len(batch_sizes), source="--batch-sizes")
-    target, target_label, _ = read_costs(target_cost, "--target-cost")
-    draft, draft_label, _ = read_costs(draft_cost, "--draft-cost")
+    target, target_label, _ = read_costs(target_cost, "--target-cost-file")
+    draft, draft_label, _ = read_costs(draft_cost, "--draft-cost-file")
     inputs = {
         "alphas": rates_label,
         "target_cost": target_label,

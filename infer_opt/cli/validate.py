@@ -63,25 +63,27 @@ PassesOpt = option(
     help="Measure the whole grid this many times, pass after pass; with 2 or more the passes are "
     "compared (the noise floor) and each point is compared at their median.",
 )
+DeviceOpt = option(
+    str,
+    "--device",
+    help="auto (CUDA if available), cpu, cuda or cuda:N; with --against, the trace's GPU (h100, "
+    "mi250 …) when its deviceProperties do not name it.",
+)
+GridOpt = option(
+    list[Any] | None,
+    "--grid",
+    parse=SweepType(),
+    help="Values of batch=…, seq-len=… or context=… (repeatable); the points are their product.",
+)
 
 
 @with_output(plot=True)
 def validate(
     model: ModelArg = "tiny",
-    device: option(
-        str,
-        "--device",
-        help="auto (CUDA if available), cpu, cuda or cuda:N; with --against, the trace's GPU (h100, "
-        "mi250 …) when its deviceProperties do not name it.",
-    ) = "auto",
+    device: DeviceOpt = "auto",
     dtype: AutoDtypeOpt = "auto",
     shape: StepShapes = StepShapes(),
-    grid: option(
-        list[Any] | None,
-        "--grid",
-        parse=SweepType(),
-        help="Values of batch=…, seq-len=… or context=… (repeatable); the points are their product.",
-    ) = None,
+    grid: GridOpt = None,
     calibration: CalibrationOpt = None,
     warmup: WarmupOpt = 3,
     reps: RepsOpt = 10,

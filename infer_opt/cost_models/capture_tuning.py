@@ -88,7 +88,7 @@ def tune(inp: Inputs) -> TuneCaptureSizesResult:
     """The list minimising the expected step (pessimistic placement for a histogram), with the
     current list, the range under the other placement, waste, audit and break-even."""
     if inp.eager is None and inp.eager_overhead_s is None:
-        raise InvalidInput("eager_overhead", "missing", "give --eager-overhead D or --eager-cost FILE")
+        raise InvalidInput("eager_overhead", "missing", "give --eager-overhead D or --eager-cost-file FILE")
     prob = cs.problem(inp.dist, inp.curve, eager_overhead_s=inp.eager_overhead_s, eager=inp.eager)
     low = (
         None

@@ -84,17 +84,19 @@ TRACE_SCHEMA = "infer-opt/trace"
 _ONE_POINT = (
     "a trace result is one point of the cost curve (its step time at one batch size, which the "
     "trace does not record): give trace results at two or more batch sizes as "
-    "--cost FILE@B --cost FILE@B, or a cost table"
+    "--cost-file FILE@B --cost-file FILE@B, or a cost table"
 )
 
 
 def read_costs(
     sources: Sequence[tuple[Path, int | None]], param: str = "cost"
 ) -> tuple[cs.CostCurve, str, tuple[Notice, ...]]:
-    """The cost curve from ``--cost`` as given: one table or ``predict`` result (``B`` None), or
+    """The cost curve from ``--cost-file`` as given: one table or ``predict`` result (``B`` None), or
     trace results each with the batch size ``B`` it ran at."""
     if not sources:
-        raise InvalidInput(param, "missing", "give --cost FILE (a table, a predict result, or trace results)")
+        raise InvalidInput(
+            param, "missing", "give --cost-file FILE (a table, a predict result, or trace results)"
+        )
     if len(sources) == 1 and sources[0][1] is None:
         return read_cost(sources[0][0], param)
     bare = [str(p) for p, b in sources if b is None]
@@ -102,7 +104,7 @@ def read_costs(
         raise InvalidInput(
             param,
             bare[0],
-            "with several --cost files each must be a trace result with its batch size, FILE@B",
+            "with several --cost-file files each must be a trace result with its batch size, FILE@B",
         )
     return read_trace_costs([(p, int(b)) for p, b in sources if b is not None], param)
 

@@ -44,7 +44,7 @@ a dispatch-bound small one) are timed and kept, so ``validate`` can tell how far
 speed has moved since.
 
 The result is saved after every group (to the cache and to ``--out``), so an interrupted run
-keeps what it measured and ``--resume`` skips the finished groups.
+keeps what it measured and ``--continue`` skips the finished groups.
 """
 
 from __future__ import annotations
@@ -888,7 +888,7 @@ def watch_cache(device: Any, dtype: Any) -> Path:
 
 def cache_calibration(result: CalibrationResult) -> Stored:
     """Save ``result`` to the cache under its own key if its numbers are sound (a partial run is
-    kept: ``--resume`` continues it). A cache that fails to take it (a full disk) does not stop
+    kept: ``--continue`` continues it). A cache that fails to take it (a full disk) does not stop
     the run: ``--out`` keeps it, and the notice says so."""
     try:
         return OPERATORS.save(result)

@@ -191,7 +191,7 @@ class CalibrationResult(Result):
     far_reuse_bytes: int = 0
     host: HostCalibration | None = None
     roofline: DeviceRoofline | None = None
-    #: families (by calibration group name) finished, in order: what --resume skips
+    #: families (by calibration group name) finished, in order: what calibrate --continue skips
     groups_done: tuple[str, ...] = ()
     complete: bool = False
     wall_s: float = 0.0

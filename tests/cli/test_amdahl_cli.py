@@ -22,14 +22,14 @@ def test_table_output_mentions_speedup_and_ceiling():
 
 
 def test_impossible_target_has_null_and_reason():
-    data = invoke("amdahl", "-f", "0.6", "--target", "2.5", "--json").json()["result"]
+    data = invoke("amdahl", "-f", "0.6", "--target-speedup", "2.5", "--json").json()["result"]
     assert data["required_speedup"] is None
     assert data["reason"]["code"] == "target_above_ceiling"
     assert data["reason"]["values"] == {"target": 2.5, "ceiling": 2.5}
 
 
 def test_reachable_target():
-    data = invoke("amdahl", "-f", "0.6", "--target", "2", "--json").json()["result"]
+    data = invoke("amdahl", "-f", "0.6", "--target-speedup", "2", "--json").json()["result"]
     assert data["required_speedup"] == pytest.approx(6.0)
 
 
@@ -54,7 +54,7 @@ def test_parts_and_infinite_speedup():
         (["--part", "a=0.7:2", "--part", "b=0.6:2"], ["--part", "sum to <= 1"]),
         (["--part", "a0.7:2"], ["--part", "NAME=FRACTION:SPEEDUP"]),
         (["-f", "0.5", "-s", "2", "--added", "-1"], ["--added"]),
-        (["-f", "0.5", "-s", "2", "--target", "0"], ["--target"]),
+        (["-f", "0.5", "-s", "2", "--target-speedup", "0"], ["--target-speedup"]),
         (["-f", "0.5", "-s", "2", "--plot", "x.svg"], ["--plot", ".png"]),
         (["--bogus"], ["--bogus"]),
         ([], ["--fraction"]),
@@ -96,7 +96,10 @@ def test_out_picks_format_from_extension(tmp_path):
 
 
 def test_target_alone_does_not_print_a_speedup_as_if_given():
-    run = invoke("amdahl", "-f", "0.6", "--target", "2")
+    run = invoke("amdahl", "-f", "0.6", "--target-speedup", "2")
     assert run.exit_code == 0
     assert "no --speedup given" in run.stdout
-    assert invoke("amdahl", "-f", "0.6", "--target", "2", "--json").json()["result"]["speedup_given"] is False
+    assert (
+        invoke("amdahl", "-f", "0.6", "--target-speedup", "2", "--json").json()["result"]["speedup_given"]
+        is False
+    )

@@ -43,7 +43,7 @@ def _measure(*args: str):
 
 
 def test_subcommand_dispatches_and_json_has_the_documented_keys(compiler):
-    run = _measure("--bounds", "8,16", "--calls", "1000,10", "--json")
+    run = _measure("--bounds", "8,16", "--calls-per-bucket", "1000,10", "--json")
     assert run.exit_code == 0, run.stderr
     data = run.json()
     assert data["schema"] == "infer-opt/amortize-measure"
@@ -84,7 +84,7 @@ def test_table_output_without_calls_gives_break_even_only(compiler):
 def test_a_failing_bucket_is_reported_and_the_sweep_continues(monkeypatch):
     fake = IdentityCompiler(fail_for={16})
     monkeypatch.setattr(amortize_measure, "compile_fn", lambda: fake)
-    run = _measure("--bounds", "8,16,32", "--calls", "1e6,1e6,1e6", "--json")
+    run = _measure("--bounds", "8,16,32", "--calls-per-bucket", "1e6,1e6,1e6", "--json")
     assert run.exit_code == 0, run.stderr
     rows = {b["bucket"]: b for b in run.json()["result"]["buckets"]}
     assert rows["1x16"]["compile"] is False and "RuntimeError: no kernel for T=16" in rows["1x16"]["error"]
@@ -100,7 +100,7 @@ def test_results_are_saved_and_resume_skips_measured_buckets(compiler, tmp_path)
     before = load_result(path).result
     assert [b.bucket for b in before.buckets] == ["1x8"]
 
-    second = _measure("--bounds", "8,16", "--resume", str(path), "--calls", "5,5")
+    second = _measure("--bounds", "8,16", "--resume", str(path), "--calls-per-bucket", "5,5")
     assert second.exit_code == 0, second.stderr
     assert "1 of 2 bucket(s) already measured" in second.stderr
     after = load_result(path).result
@@ -140,7 +140,7 @@ def test_lengths_give_the_calls(compiler, tmp_path):
 @pytest.mark.parametrize(
     ("args", "needles"),
     [
-        (("--calls", "1,2,3"), ("--calls", "one call count per bucket")),
+        (("--calls-per-bucket", "1,2,3"), ("--calls-per-bucket", "one call count per bucket")),
         (("--bounds", "64,32"), ("--bounds", "strictly increasing")),
         (("--batch-sizes", "0"), ("--batch-sizes",)),
         (("--backend", "tvm"), ("--backend", "inductor")),

@@ -56,9 +56,12 @@ BASES: dict[tuple[str, ...], list[str]] = {
     ("predict",): [],
     ("validate",): [],
     ("trace",): ["{trace}"],
-    ("tune", "capture-sizes"): ["--batches", "{t_batches}", "--cost", "{t_cost}", "--eager-overhead", "1ms"],
+    ("tune", "capture-sizes"): [
+        *("--batches", "{t_batches}", "--cost-file", "{t_cost}", "--eager-overhead", "1ms"),
+    ],
     ("tune", "speculative"): [
-        *("--alphas", "0.8", "--target-cost", "{t_cost}", "--draft-cost", "{t_cost}", "--batch-sizes", "1,8"),
+        *("--alphas", "0.8", "--target-cost-file", "{t_cost}", "--draft-cost-file", "{t_cost}"),
+        *("--batch-sizes", "1,8"),
     ],
 }
 #: options whose parsing needs no type (free text handled in the body) or that run work
@@ -251,7 +254,7 @@ LISTED = _listed_options()
 
 def test_the_list_options_are_found():
     flags = {flag for _, flag in LISTED}
-    assert {"--bounds", "--alphas", "--batch-sizes", "--calls"} <= flags and len(LISTED) >= 8
+    assert {"--bounds", "--alphas", "--batch-sizes", "--calls-per-bucket"} <= flags and len(LISTED) >= 8
 
 
 @pytest.mark.parametrize(("path", "flag"), LISTED, ids=[f"{' '.join(p)} {f}" for p, f in LISTED])
@@ -399,11 +402,20 @@ CORE_CASES = [
     (["speculative", "acceptance", "--p-file", "{v_big}", "--q", "0.5,0.5", "--normalize"], "--p-file"),
     (["compare", "{res_nan}", "{res_nan}"], "NaN"),
     (
-        ["tune", "capture-sizes", "--batches", "{tb_ok}", "--cost", "{tc_nan}", "--eager-overhead", "1"],
+        ["tune", "capture-sizes", "--batches", "{tb_ok}", "--cost-file", "{tc_nan}", "--eager-overhead", "1"],
         "line 2",
     ),
     (
-        ["tune", "capture-sizes", "--batches", "{tb_zero}", "--cost", "{tc_big}", "--eager-overhead", "1"],
+        [
+            "tune",
+            "capture-sizes",
+            "--batches",
+            "{tb_zero}",
+            "--cost-file",
+            "{tc_big}",
+            "--eager-overhead",
+            "1",
+        ],
         "no decode",
     ),
     (["amortize", "--compile-cost", "1e308", "--eager", "2", "--compiled", "1"], "--compile-cost"),
@@ -544,7 +556,7 @@ CORE_CASES = [
     (["validate", "{f_fixed}:make", "--calibration", "{c_ok}", "--grid", "batch=1,2"], "takes no batch_size"),
     (["predict", "{f_fixed}:make", "--calibration", "{c_ok}", "--sweep", "seq-len=8,16"], "takes no seq_len"),
     # ab: a side whose result cannot be compared is refused before either runs
-    (["ab", "--base", "infer-opt calibrate --grid tiny", "--new", "infer-opt calibrate"], "--base: ab"),
+    (["ab", "--base", "infer-opt calibrate --shapes tiny", "--new", "infer-opt calibrate"], "--base: ab"),
     (["ab", "--base", "infer-opt kernels", "--new", "infer-opt roofline"], "--new: ab compares"),
     (["ab", "--base", "infer-opt profile --tp 2", "--new", "infer-opt profile"], "profile --tp 2 gives none"),
 ]
@@ -566,7 +578,7 @@ def test_debug_adds_the_traceback_and_keeps_exit_code_2():
 def test_a_fast_command_never_hangs_on_huge_sizes():
     for argv in (
         ["speculative", "speedup", "--k", "1024", "--alpha", "1", "--target-cost", "1", "--draft-cost", "1",
-         "--sweep-k", "1024"],
+         "--k-max", "1024"],
         ["speculative", "verify", "--vocab", "4", "--k", "3", "--trials", "1000"],
     ):  # fmt: skip
         run = run_with_timeout(argv, seconds=60)

@@ -127,7 +127,7 @@ def test_refuses_different_kinds(tmp_path, kernel_files):
     ("args", "needle"),
     [
         (["--threshold", "-5%"], "--threshold"),
-        (["--alpha", "1.5"], "--alpha"),
+        (["--significance", "1.5"], "--significance"),
         (["--threshold", "abc"], "--threshold"),
     ],
 )

@@ -199,23 +199,25 @@ def test_validate_refuses_a_grid_parameter_twice(calibration_file):
 def test_calibrate_smoke_run_saves_to_the_cache_and_out(tmp_path):
     out = tmp_path / "c.json"
     run = invoke(
-        "calibrate", "--threads", "1", "--grid", "tiny", "--only", "views", "--reps", "3", "--out", str(out)
+        "calibrate", "--threads", "1", "--shapes", "tiny", "--only", "views", "--reps", "3", "--out", str(out)
     )
     assert run.exit_code == 0, run.stderr
     assert out.exists() and cal.cache_path("cpu", torch.float32).exists()
     assert "Operator families" in run.stdout
-    resumed = invoke("calibrate", "--threads", "1", "--grid", "tiny", "--only", "views", "--resume", "--json")
+    resumed = invoke(
+        "calibrate", "--threads", "1", "--shapes", "tiny", "--only", "views", "--continue", "--json"
+    )
     assert resumed.exit_code == 0, resumed.stderr
     assert resumed.json()["result"]["groups_done"] == ["views"]
     assert "calibration_nothing_to_resume" not in [w["code"] for w in resumed.json()["warnings"]]
     # continuing the saved tiny run as a standard one would mix two grids in one file
-    mixed = invoke("calibrate", "--threads", "1", "--only", "views", "--resume")
-    assert_one_line_error(mixed, "--resume", "tiny grid", "--grid tiny")
+    mixed = invoke("calibrate", "--threads", "1", "--only", "views", "--continue")
+    assert_one_line_error(mixed, "--continue", "tiny grid", "--shapes tiny")
 
 
 def test_calibrate_resume_with_nothing_saved_says_it_starts_anew(tmp_path):
     out = tmp_path / "new.json"
-    args = ("calibrate", "--threads", "1", "--grid", "tiny", "--only", "views", "--reps", "3", "--resume")
+    args = ("calibrate", "--threads", "1", "--shapes", "tiny", "--only", "views", "--reps", "3", "--continue")
     run = invoke(*args, "--out", str(out), "--json")
     assert run.exit_code == 0, run.stderr
     (said,) = [w for w in run.json()["warnings"] if w["code"] == "calibration_nothing_to_resume"]
@@ -223,7 +225,7 @@ def test_calibrate_resume_with_nothing_saved_says_it_starts_anew(tmp_path):
 
 
 def test_calibrate_only_measures_groups_again_in_the_cached_calibration_of_the_same_grid(tmp_path):
-    """--only without --resume must not replace a complete cached calibration by a partial one:
+    """--only without --continue must not replace a complete cached calibration by a partial one:
     the named groups are measured again inside it, and a run of another grid is not cached."""
     from dataclasses import replace
 
@@ -237,14 +239,16 @@ def test_calibrate_only_measures_groups_again_in_the_cached_calibration_of_the_s
     )
     view = op_model.fit_family("view.view", "hot", (), [GridPoint((), 1.0, 0.0, 0.0, 0.0)])
     cal.save_calibration(replace(base, families=(*base.families, view)), path)
-    run = invoke("calibrate", "--threads", "1", "--grid", "tiny", "--only", "views", "--reps", "3", "--json")
+    run = invoke(
+        "calibrate", "--threads", "1", "--shapes", "tiny", "--only", "views", "--reps", "3", "--json"
+    )
     assert run.exit_code == 0, run.stderr
     cached = cal.load_calibration(path)
     assert cached.complete and set(cached.groups_done) == {*cal.calibration_cases.GROUPS, "host"}
     families = cached.family_map()
     assert {f.key for f in base.families} <= set(families)  # the other groups' families are kept
     assert families["view.view@hot"].points[0].time_s < 1e-3  # measured again: replaced, not merged
-    other = invoke("calibrate", "--threads", "1", "--grid", "standard", "--only", "views", "--reps", "3")
+    other = invoke("calibrate", "--threads", "1", "--shapes", "standard", "--only", "views", "--reps", "3")
     assert other.exit_code == 0, other.stderr
     assert "not cached" in other.stderr and cal.load_calibration(path).grid == "tiny"
 

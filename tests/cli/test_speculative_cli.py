@@ -89,7 +89,7 @@ def test_budget_reports_truncated_tokens():
 
 
 def test_sweep_json_curve_and_best_k():
-    r = _result("speedup", *SPEC, "--verify-cost", "12ms", "--sweep-k", "12")
+    r = _result("speedup", *SPEC, "--verify-cost", "12ms", "--k-max", "12")
     assert r["best_k"] == 7
     assert [p["k"] for p in r["curve"]] == list(range(1, 13))
     assert set(r["curve"][0]) >= {"k", "expected_tokens", "speedup"}
@@ -97,14 +97,14 @@ def test_sweep_json_curve_and_best_k():
 
 
 def test_sweep_with_long_per_position_list():
-    r = _result("speedup", "--k", "2", "--alphas", "0.9,0.7,0.5,0.3", *COSTS, "--sweep-k", "4")
+    r = _result("speedup", "--k", "2", "--alphas", "0.9,0.7,0.5,0.3", *COSTS, "--k-max", "4")
     assert r["k"] == 2 and len(r["curve"]) == 4
 
 
 def test_plots_and_file_outputs(tmp_path):
     png, grid, csv, out = tmp_path / "s.png", tmp_path / "g.png", tmp_path / "s.csv", tmp_path / "s.json"
     files = ["--plot", str(png), "--plot-grid", str(grid), "--csv", str(csv), "--out", str(out)]
-    run = invoke("speculative", "speedup", *SPEC, "--verify-cost", "12ms", "--sweep-k", "8", *files)
+    run = invoke("speculative", "speedup", *SPEC, "--verify-cost", "12ms", "--k-max", "8", *files)
     assert run.exit_code == 0, run.stderr
     for path in (png, grid):
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -128,10 +128,10 @@ def test_plots_and_file_outputs(tmp_path):
         (["--k", "3", "--alphas", "0.9,1.2,0.5"], ["--alphas", "[0, 1]"]),
         (["--k", "3", "--alphas", "0.9,0.5"], ["--alphas", "k = 3"]),
         (["--k", "2", "--alphas", "0.9,0.5,0.3"], ["--alphas", "exactly k = 2"]),
-        (["--k", "2", "--alphas", "0.9,0.5,0.3", "--sweep-k", "5"], ["--sweep-k", ">= 5"]),
-        (["--k", "3", "--alpha", "0.5", "--sweep-k", "0"], ["--sweep-k"]),
+        (["--k", "2", "--alphas", "0.9,0.5,0.3", "--k-max", "5"], ["--k-max", ">= 5"]),
+        (["--k", "3", "--alpha", "0.5", "--k-max", "0"], ["--k-max"]),
         # speculative run's range form: here the sweep always starts at k = 1
-        (["--k", "3", "--alpha", "0.5", "--sweep-k", "2..6"], ["--sweep-k", "k = 1..KMAX", "e.g. 6"]),
+        (["--k", "3", "--alpha", "0.5", "--k-max", "2..6"], ["--k-max", "k = 1..KMAX", "e.g. 6"]),
         (["--k", "3", "--alpha", "0.5", "--budget", "0"], ["--budget"]),
     ],
 )
@@ -359,7 +359,7 @@ def test_speculative_commands_do_not_import_heavy_modules(tmp_path):
     log = tmp_path / "rounds.csv"
     log.write_text(RANK_FLIP_LOG)
     argvs = [
-        ["speculative", "speedup", *SPEC, "--sweep-k", "8"],
+        ["speculative", "speedup", *SPEC, "--k-max", "8"],
         ["speculative", "speedup", *SPEC, "--json"],
         ["speculative", "acceptance", "--p", "0.5,0.3,0.2", "--q", "0.2,0.5,0.3"],
         ["speculative", "from-metrics", "--drafts", "1000", "--accepted-per-position", "820,610,400"],

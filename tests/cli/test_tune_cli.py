@@ -29,7 +29,7 @@ def _prom(path, counts, edges=("1.0", "8.0", "64.0", "+Inf")):
 def test_worked_check_json_keys(files):
     run = invoke(
         "tune", "capture-sizes", "--batches", str(files / "worked.csv"),
-        "--cost", str(files / "worked_cost.csv"),
+        "--cost-file", str(files / "worked_cost.csv"),
         "--max-captures", "1", "--eager-overhead", "10ms", "--current", "1", "--json",
     )  # fmt: skip
     assert run.exit_code == 0, run.stderr
@@ -46,7 +46,8 @@ def test_worked_check_json_keys(files):
 
 def test_engine_default_and_memory(files):
     run = invoke(
-        "tune", "capture-sizes", "--batches", str(files / "batches.csv"), "--cost", str(files / "cost.csv"),
+        "tune", "capture-sizes", "--batches", str(files / "batches.csv"),
+        "--cost-file", str(files / "cost.csv"),
         "--memory-per-capture", "10MiB", "--memory-budget", "35MiB", "--eager-overhead", "2ms", "--json",
     )  # fmt: skip
     assert run.exit_code == 0, run.stderr
@@ -59,7 +60,7 @@ def test_prometheus_range(files):
     a = _prom(files / "a.prom", (10, 40, 60, 60))
     b = _prom(files / "b.prom", (20, 90, 130, 130))
     run = invoke(
-        "tune", "capture-sizes", "--prometheus", a, "--prometheus", b, "--cost", str(files / "cost.csv"),
+        "tune", "capture-sizes", "--prometheus", b, "--before", a, "--cost-file", str(files / "cost.csv"),
         "--max-captures", "2", "--eager-overhead", "1ms", "--json",
     )  # fmt: skip
     assert run.exit_code == 0, run.stderr
@@ -69,12 +70,12 @@ def test_prometheus_range(files):
 
 
 def test_bad_inputs(files):
-    base = ["tune", "capture-sizes", "--cost", str(files / "cost.csv"), "--eager-overhead", "1ms"]
+    base = ["tune", "capture-sizes", "--cost-file", str(files / "cost.csv"), "--eager-overhead", "1ms"]
     empty = _prom(files / "e.prom", (0, 0, 0, 0))
     assert_one_line_error(invoke(*base, "--prometheus", empty), "no decode steps")
     a = _prom(files / "a.prom", (10, 40, 60, 60))
     b = _prom(files / "b.prom", (5, 40, 60, 60))
-    assert_one_line_error(invoke(*base, "--prometheus", a, "--prometheus", b), "went down")
+    assert_one_line_error(invoke(*base, "--prometheus", b, "--before", a), "went down")
     batches = ["--batches", str(files / "batches.csv")]
     assert_one_line_error(invoke(*base, *batches, "--current", "1,2,2"), "twice")
     assert_one_line_error(invoke(*base, *batches, "--current", "0,8"), "0 is not")
@@ -85,7 +86,8 @@ def test_bad_inputs(files):
 def test_decreasing_cost_warns(files):
     (files / "down.csv").write_text("batch_size,time_ms\n1,3\n8,2\n64,5\n")
     run = invoke(
-        "tune", "capture-sizes", "--batches", str(files / "batches.csv"), "--cost", str(files / "down.csv"),
+        "tune", "capture-sizes", "--batches", str(files / "batches.csv"),
+        "--cost-file", str(files / "down.csv"),
         "--eager-overhead", "1ms", "--json",
     )  # fmt: skip
     assert run.exit_code == 0, run.stderr
@@ -95,8 +97,8 @@ def test_decreasing_cost_warns(files):
 
 def test_speculative_keys(files):
     run = invoke(
-        "tune", "speculative", "--alphas", "0.8,0.7,0.6", "--target-cost", str(files / "target.csv"),
-        "--draft-cost", str(files / "draft.csv"), "--batch-sizes", "1,8,64,512,2048",
+        "tune", "speculative", "--alphas", "0.8,0.7,0.6", "--target-cost-file", str(files / "target.csv"),
+        "--draft-cost-file", str(files / "draft.csv"), "--batch-sizes", "1,8,64,512,2048",
         "--overhead", "0.5ms", "--json",
     )  # fmt: skip
     assert run.exit_code == 0, run.stderr
@@ -109,8 +111,8 @@ def test_speculative_keys(files):
 
 def test_speculative_needs_one_rate_source(files):
     run = invoke(
-        "tune", "speculative", "--target-cost", str(files / "target.csv"),
-        "--draft-cost", str(files / "draft.csv"), "--batch-sizes", "1,8",
+        "tune", "speculative", "--target-cost-file", str(files / "target.csv"),
+        "--draft-cost-file", str(files / "draft.csv"), "--batch-sizes", "1,8",
     )  # fmt: skip
     assert_one_line_error(run, "--alphas")
 
@@ -138,37 +140,37 @@ def test_speculative_from_prometheus_interval(files):
     base = [
         "tune",
         "speculative",
-        "--target-cost",
+        "--target-cost-file",
         str(files / "target.csv"),
-        "--draft-cost",
+        "--draft-cost-file",
         str(files / "draft.csv"),
     ]
-    run = invoke(*base, "--prometheus", a, "--prometheus", b, "--batch-sizes", "1,16", "--json")
+    run = invoke(*base, "--prometheus", b, "--before", a, "--batch-sizes", "1,16", "--json")
     assert run.exit_code == 0, run.stderr
     assert run.json()["result"]["alphas"] == pytest.approx([0.8, 110 / 160])
-    backwards = invoke(*base, "--prometheus", b, "--prometheus", a, "--batch-sizes", "1,16")
-    assert_one_line_error(backwards, "--prometheus", "went down")
+    backwards = invoke(*base, "--prometheus", a, "--before", b, "--batch-sizes", "1,16")
+    assert_one_line_error(backwards, "--before", "went down")
 
 
 def test_spread_values():
     from infer_opt.cli.tune import spread_values
 
-    assert spread_values(["--prometheus", "a", "b", "--cost", "c"]) == [
-        "--prometheus", "a", "--prometheus", "b", "--cost", "c",
+    assert spread_values(["--prometheus", "a", "b", "--cost-file", "c"]) == [
+        "--prometheus", "a", "--prometheus", "b", "--cost-file", "c",
     ]  # fmt: skip
     assert spread_values(["--prometheus=a", "b"]) == ["--prometheus=a", "--prometheus", "b"]
     assert spread_values(["--prometheus", "a", "--prometheus", "b"]) == [
         "--prometheus", "a", "--prometheus", "b",
     ]  # fmt: skip
     # after "--" nothing is rewritten; other options' values are left alone
-    assert spread_values(["--cost", "c", "--", "--prometheus", "a", "b"]) == [
-        "--cost", "c", "--", "--prometheus", "a", "b",
+    assert spread_values(["--cost-file", "c", "--", "--prometheus", "a", "b"]) == [
+        "--cost-file", "c", "--", "--prometheus", "a", "b",
     ]  # fmt: skip
 
 
 def _capture_json(files, *prometheus):
     run = invoke(
-        "tune", "capture-sizes", *prometheus, "--cost", str(files / "cost.csv"),
+        "tune", "capture-sizes", *prometheus, "--cost-file", str(files / "cost.csv"),
         "--max-captures", "2", "--eager-overhead", "1ms", "--json",
     )  # fmt: skip
     return run
@@ -179,34 +181,46 @@ def test_prometheus_snapshot_forms(files):
     b = _prom(files / "b.prom", (20, 90, 130, 130))
     one = _capture_json(files, "--prometheus", a)
     assert one.exit_code == 0, one.stderr
-    spaced = _capture_json(files, "--prometheus", a, b)  # the documented SNAPSHOT [SNAPSHOT] form
-    repeated = _capture_json(files, "--prometheus", a, "--prometheus", b)  # kept: the flag twice
-    assert spaced.exit_code == 0 and repeated.exit_code == 0, spaced.stderr + repeated.stderr
-    assert spaced.json()["result"] == repeated.json()["result"]
+    window = _capture_json(files, "--prometheus", b, "--before", a)  # as speculative from-metrics
+    assert window.exit_code == 0 and "is now" not in window.stderr, window.stderr
     # the window (b − a: 10, 50, 70 steps) is not the last snapshot alone (20, 90, 130)
-    assert spaced.json()["result"]["expected_step_s"] != one.json()["result"]["expected_step_s"]
+    assert window.json()["result"]["expected_step_s"] != one.json()["result"]["expected_step_s"]
+    # the old spellings (BEFORE AFTER after one flag, or the flag twice) still work, saying so
+    spaced = _capture_json(files, "--prometheus", a, b)
+    repeated = _capture_json(files, "--prometheus", a, "--prometheus", b)
+    for old in (spaced, repeated):
+        assert old.exit_code == 0, old.stderr
+        assert old.json()["result"] == window.json()["result"]
+        assert (
+            "`tune capture-sizes --prometheus BEFORE AFTER` is now `--prometheus AFTER --before BEFORE`"
+            in (old.stderr)
+        )
     three = _capture_json(files, "--prometheus", a, b, a)
-    assert_one_line_error(three, "--prometheus", "3 snapshots")
-    mixed = _capture_json(files, "--prometheus", a, b, "--prometheus", a)
-    assert_one_line_error(mixed, "--prometheus", "3 snapshots")
+    assert_one_line_error(three, "--prometheus", "give one snapshot")
+    mixed = _capture_json(files, "--prometheus", a, b, "--before", a)
+    assert_one_line_error(mixed, "--prometheus", "give one snapshot")
+    alone = _capture_json(files, "--before", a, "--batches", str(files / "batches.csv"))
+    assert_one_line_error(alone, "--before", "--prometheus files only")
 
 
 def test_speculative_prometheus_pair_forms(files):
     a = _spec_prom(files / "sa.prom", 100, 80, 50)
     b = _spec_prom(files / "sb.prom", 300, 240, 160)
-    base = ["tune", "speculative", "--target-cost", str(files / "target.csv")]
-    base += ["--draft-cost", str(files / "draft.csv"), "--batch-sizes", "1,16"]
-    run = invoke(*base, "--prometheus", a, b, "--json")
+    base = ["tune", "speculative", "--target-cost-file", str(files / "target.csv")]
+    base += ["--draft-cost-file", str(files / "draft.csv"), "--batch-sizes", "1,16"]
+    run = invoke(*base, "--prometheus", a, b, "--json")  # the old spelling, said on stderr
     assert run.exit_code == 0, run.stderr
     assert run.json()["result"]["alphas"] == pytest.approx([0.8, 110 / 160])
-    assert_one_line_error(invoke(*base, "--prometheus", a), "--prometheus", "give two")
-    assert_one_line_error(invoke(*base, "--prometheus", a, b, a), "--prometheus", "give two")
+    assert "is now `--prometheus AFTER --before BEFORE`" in run.stderr
+    assert_one_line_error(invoke(*base, "--prometheus", a), "--before", "give two")
+    assert_one_line_error(invoke(*base, "--prometheus", a, b, a), "--prometheus", "give one snapshot")
 
 
 def test_an_absurd_capture_time_is_refused_not_a_traceback(files):
     """Issue 42: --capture-time 1e308 overflowed the break-even's exact arithmetic."""
     run = invoke(
-        "tune", "capture-sizes", "--batches", str(files / "batches.csv"), "--cost", str(files / "cost.csv"),
+        "tune", "capture-sizes", "--batches", str(files / "batches.csv"),
+        "--cost-file", str(files / "cost.csv"),
         "--eager-overhead", "1", "--capture-time", "1e308",
     )  # fmt: skip
     assert_one_line_error(run, "--capture-time", "1e308")
@@ -215,8 +229,9 @@ def test_an_absurd_capture_time_is_refused_not_a_traceback(files):
 def test_eager_overhead_with_an_eager_cost_is_refused_not_ignored(files):
     """Issue 42: --eager-overhead was silently ignored when --eager-cost was given."""
     run = invoke(
-        "tune", "capture-sizes", "--batches", str(files / "batches.csv"), "--cost", str(files / "cost.csv"),
-        "--eager-cost", str(files / "cost.csv"), "--eager-overhead", "1",
+        "tune", "capture-sizes", "--batches", str(files / "batches.csv"),
+        "--cost-file", str(files / "cost.csv"),
+        "--eager-cost-file", str(files / "cost.csv"), "--eager-overhead", "1",
     )  # fmt: skip
     assert_one_line_error(run, "--eager-overhead", "not both")
 
@@ -232,7 +247,7 @@ def test_two_models_histograms_are_refused_not_summed(files, tmp_path):
     path = tmp_path / "two.prom"
     path.write_text("\n".join(lines) + "\n")
     run = invoke(
-        "tune", "capture-sizes", "--prometheus", str(path), "--cost", str(files / "cost.csv"),
+        "tune", "capture-sizes", "--prometheus", str(path), "--cost-file", str(files / "cost.csv"),
         "--eager-overhead", "1",
     )  # fmt: skip
     assert_one_line_error(run, "several models", "llama", "qwen")
@@ -243,11 +258,11 @@ def test_absurd_counts_and_sizes_are_refused(files, tmp_path, count):
     """Issue 42: counts of 1e308 gave "Expected step 0 s"; a batch size past 2**63 wrapped."""
     (tmp_path / "b.csv").write_text(f"batch_size,count\n1,{count}\n3,30\n")
     run = invoke(
-        "tune", "capture-sizes", "--batches", str(tmp_path / "b.csv"), "--cost", str(files / "cost.csv"),
+        "tune", "capture-sizes", "--batches", str(tmp_path / "b.csv"), "--cost-file", str(files / "cost.csv"),
         "--eager-overhead", "1",
     )  # fmt: skip
     assert_one_line_error(run, "count")
     prom = _prom(tmp_path / "p.prom", (5, 9, float(count), float(count)))
-    run = invoke("tune", "capture-sizes", "--prometheus", prom, "--cost", str(files / "cost.csv"),
+    run = invoke("tune", "capture-sizes", "--prometheus", prom, "--cost-file", str(files / "cost.csv"),
                  "--eager-overhead", "1")  # fmt: skip
     assert_one_line_error(run, "counts must be in")

@@ -150,17 +150,17 @@ def test_cli_trace_costs_match_the_same_table(tmp_path):
     table.write_text("batch_size,time_ms\n1,2\n16,2.8\n64,4.5\n")
     base = ["tune", "capture-sizes", "--batches", str(batches), "--max-captures", "2"]
     base += ["--eager-overhead", "1ms", "--current", "1,2,4,8", "--json"]
-    traced = invoke(*base, "--cost", f"{a}@1", "--cost", f"{b}@16", "--cost", f"{c}@64")
-    tabled = invoke(*base, "--cost", str(table))
+    traced = invoke(*base, "--cost-file", f"{a}@1", "--cost-file", f"{b}@16", "--cost-file", f"{c}@64")
+    tabled = invoke(*base, "--cost-file", str(table))
     assert traced.exit_code == 0 and tabled.exit_code == 0, traced.stderr + tabled.stderr
     r, t = traced.json()["result"], tabled.json()["result"]
     assert r["capture_sizes"] == t["capture_sizes"]
     assert r["expected_step_s"] == pytest.approx(t["expected_step_s"])
     assert r["inputs"]["cost"].startswith("measured: 3 trace results")
-    one = invoke(*base, "--cost", f"{a}@1")
-    assert_one_line_error(one, "--cost", "one point of the cost curve")
-    bad = invoke(*base, "--cost", f"{a}@0", "--cost", f"{b}@16")
-    assert_one_line_error(bad, "--cost", "batch size the trace ran at")
+    one = invoke(*base, "--cost-file", f"{a}@1")
+    assert_one_line_error(one, "--cost-file", "one point of the cost curve")
+    bad = invoke(*base, "--cost-file", f"{a}@0", "--cost-file", f"{b}@16")
+    assert_one_line_error(bad, "--cost-file", "batch size the trace ran at")
 
 
 def test_cli_speculative_takes_trace_costs(tmp_path):
@@ -170,18 +170,20 @@ def test_cli_speculative_takes_trace_costs(tmp_path):
     (tmp_path / "d.csv").write_text("batch_size,time_ms\n1,1\n512,20\n")
     base = ["tune", "speculative", "--alphas", "0.8,0.7", "--batch-sizes", "1,8,64", "--json"]
     traced = invoke(
-        *base, "--target-cost", f"{target[0]}@1", "--target-cost", f"{target[1]}@64",
-        "--target-cost", f"{target[2]}@512",
-        "--draft-cost", f"{draft[0]}@1", "--draft-cost", f"{draft[1]}@512",
+        *base, "--target-cost-file", f"{target[0]}@1", "--target-cost-file", f"{target[1]}@64",
+        "--target-cost-file", f"{target[2]}@512",
+        "--draft-cost-file", f"{draft[0]}@1", "--draft-cost-file", f"{draft[1]}@512",
     )  # fmt: skip
-    tabled = invoke(*base, "--target-cost", str(tmp_path / "t.csv"), "--draft-cost", str(tmp_path / "d.csv"))
+    tabled = invoke(
+        *base, "--target-cost-file", str(tmp_path / "t.csv"), "--draft-cost-file", str(tmp_path / "d.csv")
+    )
     assert traced.exit_code == 0 and tabled.exit_code == 0, traced.stderr + tabled.stderr
     r, t = traced.json()["result"], tabled.json()["result"]
     assert [row["k"] for row in r["table"]] == [row["k"] for row in t["table"]]
     assert [row["speedup"] for row in r["table"]] == pytest.approx([row["speedup"] for row in t["table"]])
     assert r["inputs"]["target_cost"].startswith("measured: 3 trace results")
-    one = invoke(*base, "--target-cost", str(tmp_path / "t.csv"), "--draft-cost", f"{draft[0]}@1")
-    assert_one_line_error(one, "--draft-cost", "one point of the cost curve")
+    one = invoke(*base, "--target-cost-file", str(tmp_path / "t.csv"), "--draft-cost-file", f"{draft[0]}@1")
+    assert_one_line_error(one, "--draft-cost-file", "one point of the cost curve")
 
 
 def test_cli_eager_cost_takes_eager_traces_like_its_table(tmp_path):
@@ -193,15 +195,24 @@ def test_cli_eager_cost_takes_eager_traces_like_its_table(tmp_path):
     eager.write_text("batch_size,time_ms\n1,5\n128,9\n")
     e1 = _save(tmp_path, "e1.json", _trace([5 * MS]))
     e128 = _save(tmp_path, "e128.json", _trace([9 * MS]))
-    base = ["tune", "capture-sizes", "--batches", str(batches), "--cost", str(cost), "--max-captures", "2"]
+    base = [
+        "tune",
+        "capture-sizes",
+        "--batches",
+        str(batches),
+        "--cost-file",
+        str(cost),
+        "--max-captures",
+        "2",
+    ]
     base += ["--current", "1,2,4,8", "--json"]
-    traced = invoke(*base, "--eager-cost", f"{e1}@1", "--eager-cost", f"{e128}@128")
-    tabled = invoke(*base, "--eager-cost", str(eager))
+    traced = invoke(*base, "--eager-cost-file", f"{e1}@1", "--eager-cost-file", f"{e128}@128")
+    tabled = invoke(*base, "--eager-cost-file", str(eager))
     assert traced.exit_code == 0 and tabled.exit_code == 0, traced.stderr + tabled.stderr
     r, t = traced.json()["result"], tabled.json()["result"]
     assert r["capture_sizes"] == t["capture_sizes"]
     assert r["expected_step_s"] == pytest.approx(t["expected_step_s"])
-    assert_one_line_error(invoke(*base, "--eager-cost", f"{e1}@1"), "--eager-cost", "one point")
+    assert_one_line_error(invoke(*base, "--eager-cost-file", f"{e1}@1"), "--eager-cost-file", "one point")
 
 
 def test_one_trace_result_at_two_batch_sizes_is_refused(tmp_path):

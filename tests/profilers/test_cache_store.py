@@ -51,7 +51,7 @@ def test_an_unwritable_cache_is_an_error_naming_it(unwritable):
     ("argv", "measure"),
     [
         (["roofline", "--threads", "1"], "infer_opt.cli.roofline._measure_now"),
-        (["calibrate", "--grid", "tiny", "--threads", "1"], "infer_opt.profilers.calibration.calibrate"),
+        (["calibrate", "--shapes", "tiny", "--threads", "1"], "infer_opt.profilers.calibration.calibrate"),
     ],
 )
 def test_calibrate_and_roofline_refuse_an_unwritable_cache_before_measuring(

@@ -394,7 +394,7 @@ def test_capture_sizes_never_pastes_flags_for_a_list_no_faster_than_the_current(
     (tmp_path / "b.csv").write_text("batch_size,count\n1,1\n3,1\n")
     (tmp_path / "c.csv").write_text("batch_size,time_ms\n1,2\n3,4\n")
     run = invoke(
-        "tune", "capture-sizes", "--batches", str(tmp_path / "b.csv"), "--cost", str(tmp_path / "c.csv"),
+        "tune", "capture-sizes", "--batches", str(tmp_path / "b.csv"), "--cost-file", str(tmp_path / "c.csv"),
         "--max-captures", "1", "--eager-overhead", "10ms", "--current", current, "--json",
     )  # fmt: skip
     assert run.exit_code == 0, run.stderr
@@ -404,7 +404,7 @@ def test_capture_sizes_never_pastes_flags_for_a_list_no_faster_than_the_current(
     codes = {w["code"] for w in r["warnings"]}
     assert ("capture_keep_current" in codes) is keep
     console = invoke(
-        "tune", "capture-sizes", "--batches", str(tmp_path / "b.csv"), "--cost", str(tmp_path / "c.csv"),
+        "tune", "capture-sizes", "--batches", str(tmp_path / "b.csv"), "--cost-file", str(tmp_path / "c.csv"),
         "--max-captures", "1", "--eager-overhead", "10ms", "--current", current,
     )  # fmt: skip
     assert ("--cuda-graph-bs" in console.stdout) is not keep
