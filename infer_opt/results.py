@@ -427,7 +427,7 @@ def parse_envelope(data: Any, *, source: str = "result file") -> LoadedResult:
 def load_result(path: str | os.PathLike[str]) -> LoadedResult:
     """Read a saved result file."""
     from infer_opt.files import read_text
-    from infer_opt.tables import read_json
+    from infer_opt.inputs.tables import read_json
 
     p = Path(path)
     return parse_envelope(read_json(read_text(p, "result file"), source=str(p)), source=str(p))

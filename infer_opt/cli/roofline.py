@@ -94,13 +94,13 @@ def roofline_command(
     no_save: NoSaveOpt = False,
 ) -> model.RooflineFit:
     if measurements is not None:
-        from infer_opt.profilers.calibration_store import load_points
+        from infer_opt.store import load_points
 
         points, meta = load_points(measurements)
         source = str(measurements)
     else:
         if not no_save:  # before measuring: a cache that cannot take the fit is said now
-            from infer_opt.profilers.calibration_store import check_writable
+            from infer_opt.store import check_writable
 
             check_writable("roofline", instead="give --no-save (with --save FILE or --out FILE.json)")
         points, meta, source = _measure_now(device, dtype, suite, l2_flush, warmup, reps, threads)
@@ -131,7 +131,7 @@ def _measure_now(
     )
     if not result.complete:
         raise Interrupted(f"interrupted after {len(result.rows)} kernel(s); nothing was fitted")
-    from infer_opt.profilers.calibration_store import measurement_meta
+    from infer_opt.store import measurement_meta
 
     return (
         kernel_points(result),
@@ -163,7 +163,7 @@ def _families(text: str, points: list[model.KernelPoint]) -> tuple[str, ...] | N
 
 def _save(fit: model.RooflineFit, save: Path | None, no_save: bool) -> None:
     from infer_opt.messages import text
-    from infer_opt.profilers import calibration_store
+    from infer_opt import store as calibration_store
 
     if save is not None:
         typer.echo(f"saved fit to {calibration_store.save_fit(fit, save)}", err=True)

@@ -393,7 +393,7 @@ Example:
 def read_plan_log(path: Path) -> tuple[list[model.PlanRound], tuple[Notice, ...]]:
     """Rounds from a CSV/TSV with columns plan, time (``time``: bare = ms; or ``time_ms``,
     ``time_us``, ``time_s``), tokens, in any order; other columns are reported, not read."""
-    from infer_opt.tables import Field, read_table
+    from infer_opt.inputs.tables import Field, read_table
 
     fields = (
         Field("plan", "text"),
@@ -472,7 +472,7 @@ def _whole(option: str, value: Any) -> int:
 def read_metrics(path: Path) -> dict[str, Any]:
     """``{"drafts": ..., "accepted_per_position": [...], "draft_tokens": ...}`` from a JSON file
     (vLLM's names, with or without the ``vllm:spec_decode_num_`` prefix, are accepted)."""
-    from infer_opt.tables import read_json
+    from infer_opt.inputs.tables import read_json
 
     data = read_json(read_text(path, "--file")[0], source=str(path))
     if not isinstance(data, dict):
@@ -588,7 +588,7 @@ def from_metrics(
             "--target-cost", "missing", "costs need c_t too (the cost of one plain target step)"
         )
     if prometheus is not None:
-        from infer_opt.cost_models.prometheus_metrics import metrics_from_prometheus
+        from infer_opt.inputs.prometheus import metrics_from_prometheus
 
         return metrics_from_prometheus(prometheus, before=before, model_name=model_name, costs=costs)
     return model.rates_from_counts(

@@ -166,7 +166,7 @@ CaptureTimeOpt = option(
 
 def _distribution(batches: Path | None, prometheus: list[Path] | None) -> dict[str, Any]:
     from infer_opt.cost_models import capture_sizes as cs
-    from infer_opt.cost_models.tune_inputs import read_distribution
+    from infer_opt.inputs.tune import read_distribution
 
     if (batches is None) == (not prometheus):
         raise InvalidInput(
@@ -223,7 +223,7 @@ def capture_sizes(
     capture_time: CaptureTimeOpt = None,
 ) -> TuneCaptureSizesResult:
     from infer_opt.cost_models import capture_tuning as ct
-    from infer_opt.cost_models.tune_inputs import read_costs, read_memory
+    from infer_opt.inputs.tune import read_costs, read_memory
 
     if memory_per_capture is not None and memory is not None:
         raise InvalidInput("--memory", str(memory), "give --memory-per-capture or --memory, not both")
@@ -326,7 +326,7 @@ def _alphas(alphas: tuple[float, ...] | None, prometheus: list[Path] | None) -> 
             " ".join(p.name for p in prometheus),
             f"{len(prometheus)} snapshot(s); give two: --prometheus BEFORE AFTER",
         )
-    from infer_opt.cost_models.prometheus_metrics import metrics_from_prometheus
+    from infer_opt.inputs.prometheus import metrics_from_prometheus
 
     try:
         metrics = metrics_from_prometheus(prometheus[1], before=prometheus[0])
@@ -360,7 +360,7 @@ def speculative(
 ) -> TuneSpeculativeResult:
     from infer_opt.cost_models import capture_sizes as cs
     from infer_opt.cost_models import speculative_tuning as st
-    from infer_opt.cost_models.tune_inputs import read_costs, read_distribution
+    from infer_opt.inputs.tune import read_costs, read_distribution
 
     rates, rates_label = _alphas(alphas, prometheus)
     if (batches is None) == (batch_sizes is None):

@@ -403,7 +403,7 @@ def default_max_bytes(device: torch.device) -> int:
 def comm_path(backend: str, world_size: int, device_key: str) -> Path:
     """Where the sweep for a backend, world size and device is cached:
     ``cache_dir()/comm/<backend>-<N>ranks-<device key>.json``."""
-    from infer_opt.profilers.calibration_store import cache_dir
+    from infer_opt.store import cache_dir
 
     return cache_dir() / "comm" / f"{backend}-{world_size}ranks-{device_key}.json"
 
@@ -448,7 +448,7 @@ def comm_for(world_size: int, device_kind: str, path: Path | None = None) -> com
         result = loaded.result
     else:
         backend = "nccl" if device_kind == "cuda" else "gloo"
-        from infer_opt.profilers.calibration_store import cache_dir
+        from infer_opt.store import cache_dir
 
         saved = sorted(
             (cache_dir() / "comm").glob(f"{backend}-{world_size}ranks-*.json"),

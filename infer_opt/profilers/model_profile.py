@@ -53,7 +53,7 @@ from infer_opt.kinds.profile import (
 )
 from infer_opt.notices import Notice
 from infer_opt.profilers import models, op_recorder
-from infer_opt.profilers.calibration_store import ResolvedFit
+from infer_opt.store import ResolvedFit
 from infer_opt.profilers.models import DecoderLM, LoadedModel, random_tokens
 from infer_opt.run_key import RunKey
 from infer_opt.stats import Summary, variance_notice
@@ -553,10 +553,10 @@ def resolve_fit(
     """The roofline fit to use: the file given (``roofline``, refused unless it is valid and
     made for this device, dtype, threads, matmul precision and operator timing), else the one
     cached for this run's key, else a quick calibration now, cached if it passes validation
-    (:func:`infer_opt.profilers.calibration_store.fit_for_run`: one retry, then no fit and a
+    (:func:`infer_opt.store.fit_for_run`: one retry, then no fit and a
     warning saying why). ``ResolvedFit.fit`` is None when no usable fit could be had: the
     profile then goes on without roofline columns."""
-    from infer_opt.profilers import calibration_store
+    from infer_opt import store as calibration_store
 
     op_recorder.quiet_kineto()
     if path is not None:

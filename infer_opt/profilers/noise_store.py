@@ -1,5 +1,5 @@
 """Run-to-run noise floors cached like the roofline fits: one
-:class:`~infer_opt.profilers.calibration_store.CalibrationStore` per compared kind
+:class:`~infer_opt.store.CalibrationStore` per compared kind
 (``noise-kernels``, ``noise-profile``), one file per
 :class:`~infer_opt.run_key.RunKey` (device model, CPU threads, dtype, float32
 matmul precision, timing) at ``cache_dir()/noise-<kind>/<key>.json``, validated
@@ -17,7 +17,7 @@ from typing import Any
 
 from infer_opt.cost_models.run_stats import Noise, NoiseFloor, noise_floor_problems
 from infer_opt.notices import Notice
-from infer_opt.profilers.calibration_store import CalibrationStore, Stored
+from infer_opt.store import CalibrationStore, Stored
 from infer_opt.run_key import RunKey
 
 

@@ -27,7 +27,7 @@ def _private_cache(tmp_path, monkeypatch, one_thread):
     """A private roofline cache holding a hand-made fit for this (one-thread) run, so no test
     calibrates."""
     monkeypatch.setenv("INFER_OPT_CACHE", str(tmp_path / "cache"))
-    from infer_opt.profilers import calibration_store
+    from infer_opt import store as calibration_store
 
     assert calibration_store.cache_fit(usable_fit()).saved
 
@@ -137,7 +137,7 @@ def test_no_usable_fit_profiles_without_roofline_columns(tmp_path, monkeypatch):
     from dataclasses import replace
 
     from infer_opt.notices import Notice
-    from infer_opt.profilers import calibration_store
+    from infer_opt import store as calibration_store
 
     cached = calibration_store.fit_path("cpu", "float32")
     cached.write_text(

@@ -8,7 +8,7 @@ import torch
 
 from infer_opt.cost_models.roofline import KernelPoint, fit_roofline
 from infer_opt.messages import text
-from infer_opt.profilers import calibration_store
+from infer_opt import store as calibration_store
 from infer_opt.profilers import kernels as K
 from infer_opt.results import save_result
 from tests.helpers import assert_one_line_error, invoke, usable_fit

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from infer_opt import registry
 from infer_opt.cost_models import capture_sizes as cs
-from infer_opt.cost_models import tune_inputs as ti
+from infer_opt.inputs import tune as ti
 from infer_opt.errors import InvalidInput
 from infer_opt.kinds.trace import Peaks, RankTrace, StepTimeline, TraceResult
 from infer_opt.results import save_result

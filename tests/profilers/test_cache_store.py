@@ -13,7 +13,7 @@ import pytest
 
 from infer_opt.errors import InvalidInput
 from infer_opt.profilers import calibration as cal
-from infer_opt.profilers import calibration_store as rs
+from infer_opt import store as rs
 from infer_opt.results import load_result
 from tests.helpers import assert_one_line_error, invoke
 from tests.profilers.synthetic_calibration import synthetic_calibration

@@ -12,7 +12,7 @@ import torch
 from infer_opt.kinds.kernels import KernelSuiteResult
 from infer_opt.messages import text
 from infer_opt.notices import Notice
-from infer_opt.profilers import calibration_store
+from infer_opt import store as calibration_store
 from tests.helpers import usable_fit
 
 TICKS = Notice("fit_tick_quantized", {"tick_s": 8e-3, "kernels": 6})

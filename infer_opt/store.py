@@ -50,7 +50,7 @@ from infer_opt.kinds.kernels import SuiteSettings
 from infer_opt.notices import Notice
 from infer_opt.results import Result, parse_envelope, save_result
 from infer_opt.run_key import RunKey
-from infer_opt.tables import Field, read_json, read_table, reject_non_finite
+from infer_opt.inputs.tables import Field, read_json, read_table, reject_non_finite
 
 CACHE_ENV = "INFER_OPT_CACHE"
 REQUIRED_COLUMNS = ("name", "flops", "bytes", "time_s")
@@ -303,7 +303,7 @@ POINT_FIELDS = (
 
 def points_from_csv(text: str, source: str = "measurements") -> list[KernelPoint]:
     """Rows of a CSV/TSV with columns ``name, flops, bytes, time_s`` (``family`` optional), read
-    by :func:`infer_opt.tables.read_table` (errors name the file, line, column and value).
+    by :func:`infer_opt.inputs.tables.read_table` (errors name the file, line, column and value).
 
     The CSV that ``infer-opt kernels --out FILE.csv`` writes holds one section per family,
     each after a ``# <family>`` line with its own header; sections are read in turn and the

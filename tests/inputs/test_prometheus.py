@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infer_opt.cost_models import prometheus_metrics as pm
+from infer_opt.inputs import prometheus as pm
 from infer_opt.cost_models import speculative as calc
 from infer_opt.errors import InvalidInput
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "cost_models" / "fixtures"
 ONE_MODEL = FIXTURES / "vllm_one_model.prom"
 BEFORE = FIXTURES / "vllm_two_models_before.prom"
 AFTER = FIXTURES / "vllm_two_models_after.prom"
@@ -225,7 +225,7 @@ def test_what_prometheus_client_writes_is_read_back_summed(tmp_path_factory, eng
 def test_the_parser_is_imported_only_when_a_file_is_read():
     code = (
         "import sys\n"
-        "import infer_opt.cost_models.prometheus_metrics\n"
+        "import infer_opt.inputs.prometheus\n"
         "assert 'prometheus_client' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

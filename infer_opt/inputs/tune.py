@@ -1,7 +1,7 @@
 """Reading what ``tune`` takes: a batch-size distribution (CSV/TSV ``batch_size,count``), a cost
 curve (CSV/TSV ``batch_size,time_ms`` or ``tokens,time_ms``, a saved ``predict --sweep
 batch=...`` result, or saved ``trace`` results at two or more batch sizes), a graph-memory table
-(``batch_size,bytes``). Tables go through :func:`infer_opt.tables.read_table`.
+(``batch_size,bytes``). Tables go through :func:`infer_opt.inputs.tables.read_table`.
 
 A trace result is one point of the curve: the median ProfilerStep span it measured, at the batch
 size the user says it ran at (``FILE@B``; a trace does not record it). One point cannot say how
@@ -20,7 +20,7 @@ from infer_opt.cost_models import capture_sizes as cs
 from infer_opt.errors import InvalidInput
 from infer_opt.files import read_text
 from infer_opt.notices import Notice
-from infer_opt.tables import Field, read_json, read_table
+from infer_opt.inputs.tables import Field, read_json, read_table
 
 _SIZE_ALIASES = ("tokens", "batch", "bs", "num_tokens")
 
