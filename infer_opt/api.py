@@ -151,7 +151,7 @@ def profile(
     False for no roofline columns. Returns a
     :class:`~infer_opt.profilers.model_profile.ProfileResult`."""
     from infer_opt.profilers import model_profile
-    from infer_opt.store import ResolvedFit
+    from infer_opt.profilers.roofline_calibration import ResolvedFit
     from infer_opt.steps import Shape, StepSettings
 
     _counts(batch=(batch, 1), seq_len=(seq_len, 1), context=(context, 1), new_tokens=(new_tokens, 1))
@@ -263,7 +263,7 @@ def fit_roofline(measurements: Any, *, bootstrap: int = 200, seed: int = 0) -> A
     _counts(bootstrap=(bootstrap, 0))
     _typed("seed", seed, (int,), "an integer")
     if isinstance(measurements, (str, os.PathLike)):
-        from infer_opt.store import load_points
+        from infer_opt.inputs.measurements import load_points
 
         points, meta = load_points(measurements)
         source = str(measurements)

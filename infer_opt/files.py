@@ -30,8 +30,8 @@ STDOUT = "-"
 
 def cache_dir() -> Path:
     """``$INFER_OPT_CACHE`` or ``~/.cache/infer-opt`` (created on use)."""
-    root = os.environ.get(CACHE_ENV) or os.path.join(os.path.expanduser("~"), ".cache", "infer-opt")
-    return Path(root)
+    root = os.environ.get(CACHE_ENV) or os.path.join("~", ".cache", "infer-opt")
+    return Path(root).expanduser()
 
 
 def _reason(exc: OSError) -> str:

@@ -1,69 +1,53 @@
-"""Device calibrations cached per run key — the roofline fit, and any other kind of
-calibration that follows the same rules — plus the measurement files ``infer-opt roofline``
-reads and the quick calibration sweep ``profile`` runs when nothing usable is cached.
+"""The cache: every kind infer-opt keeps between runs, through one :class:`Store` per kind —
+the roofline fits (:data:`ROOFLINE`), the operator calibrations
+(``infer_opt.profilers.calibration.OPERATORS``), the run-to-run noise floors (:data:`NOISE`) and
+the collective sweeps (:data:`COMM`). Torch-free: ``compare`` reads it without measuring.
 
-The cache rules (:class:`CalibrationStore`, one instance per kind; :data:`ROOFLINE` here):
+The rules, the same for every kind:
 
-* One file per kind and :class:`~infer_opt.run_key.RunKey` — device model, dtype,
-  CPU threads, float32 matmul precision and timing mode — at
-  ``cache_dir()/<kind>/<key slug>.json`` (``$INFER_OPT_CACHE`` overrides the directory,
-  default ``~/.cache/infer-opt``), as an ordinary result envelope, written atomically
-  (temporary file and rename).
+* One file per kind and key — a :class:`~infer_opt.run_key.RunKey` (device model, dtype,
+  CPU threads, float32 matmul precision and timing mode), or for a comm sweep its backend, rank
+  count and device — at ``cache_dir()/<kind>/<key slug>.json`` (``$INFER_OPT_CACHE`` overrides
+  the directory, default ``~/.cache/infer-opt``), as an ordinary result envelope, written
+  atomically (temporary file and rename), read through the one checked reader
+  (:func:`infer_opt.files.read_text`).
 * Validated before it is saved and again before it is used, by the kind's check (for the
   roofline :func:`~infer_opt.cost_models.roofline.fit_problems`: finite positive parameters
   the data pin down, a median fit error within 35%, enough kernels, no tick-quantized
-  timings, and the run's key). A calibration that fails is not saved; a cached one that fails
+  timings, and the run's key). A result that fails is not saved; a cached one that fails
   is not used (and is replaced by the next good one).
 * A cache file that cannot be read as a result of its kind is reported as corrupt and moved
   aside (``<name>.json.corrupt``), never silently overwritten.
 * Written under a lock (``fcntl.flock`` on ``<name>.json.lock``): two runs saving the same key
-  take turns. A run that :meth:`~CalibrationStore.watch` es its file before measuring and finds
+  take turns. A run that :meth:`~Store.watch` es its file before measuring and finds
   it written by another run meanwhile moves that run's file aside (``<name>.other.json``) and
   says so, so two parallel calibrations never silently lose one.
 * :func:`check_writable` is run before any measurement: a cache that cannot be written is an
   error before the work, never a traceback after it.
-
-torch is imported only by the functions that measure.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
-import math
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from infer_opt.cost_models.roofline import (
-    PROFILE_TIMINGS,
-    KernelPoint,
-    RooflineFit,
-    default_fit_families,
-    fit_problems,
-    fit_roofline,
-)
+from infer_opt.cost_models.comm import CommResult
+from infer_opt.cost_models.roofline import RooflineFit, fit_problems
+from infer_opt.cost_models.run_stats import Noise, NoiseFloor, noise_floor_problems
 from infer_opt.errors import InvalidInput
-from infer_opt.kinds.kernels import SuiteSettings
+from infer_opt.files import CACHE_ENV, cache_dir, read_text
+from infer_opt.inputs.tables import read_json
 from infer_opt.notices import Notice
 from infer_opt.results import Result, parse_envelope, save_result
 from infer_opt.run_key import RunKey
-from infer_opt.inputs.tables import Field, read_json, read_table, reject_non_finite
-
-CACHE_ENV = "INFER_OPT_CACHE"
-REQUIRED_COLUMNS = ("name", "flops", "bytes", "time_s")
 
 R = TypeVar("R", bound=Result)
 #: check(result, the run's key or None, the timings the run accepts or None) -> problems
 Check = Callable[[Any, RunKey | None, Sequence[str] | None], tuple[Notice, ...]]
-
-
-def cache_dir() -> Path:
-    """``$INFER_OPT_CACHE`` or ``~/.cache/infer-opt``."""
-    env = os.environ.get(CACHE_ENV)
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "infer-opt"
 
 
 @dataclass(frozen=True)
@@ -86,8 +70,8 @@ class Stored:
     notices: tuple[Notice, ...] = ()
 
 
-class CalibrationStore(Generic[R]):
-    """The cache of one calibration kind (module docstring): ``kind`` names the directory and
+class Store(Generic[R]):
+    """The cache of one kind (module docstring): ``kind`` names the directory and
     the result kind; ``check`` validates a result, on its own (before saving) or for a run's
     key (before use); ``key_of`` gives a result's key (``RunKey.of`` reads the ``device``,
     ``device_name``, ``dtype``, ``threads``, ``matmul_precision`` and ``timing`` attributes)."""
@@ -113,8 +97,8 @@ class CalibrationStore(Generic[R]):
         changed knows another run wrote it meanwhile."""
         self._seen[path] = _state(path)
 
-    def path(self, key: RunKey) -> Path:
-        """Where the calibration for ``key`` is cached."""
+    def path(self, key: RunKey | CommKey) -> Path:
+        """Where the result for ``key`` is cached."""
         return cache_dir() / self.kind / f"{key.slug()}.json"
 
     def read_file(self, path: str | os.PathLike[str]) -> R:
@@ -184,9 +168,23 @@ class CalibrationStore(Generic[R]):
         values = {"kind": self.kind, "path": str(path), "kept": str(kept)}
         return (Notice("calibration_cache_concurrent", values),)
 
+    def newest(self, prefix: str) -> R | None:
+        """The newest cached result whose file name starts with ``prefix`` and that reads and
+        passes its check, or None (an unusable file is skipped)."""
+        found = None
+        saved = (cache_dir() / self.kind).glob(f"{prefix}*.json")
+        for path in sorted(saved, key=lambda p: p.stat().st_mtime):
+            try:
+                result = self._read(path)
+            except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError):
+                continue
+            found = result if not self.check(result, None, None) else found
+        return found
+
     def _read(self, path: Path) -> R:
-        data = json.loads(path.read_text(encoding="utf-8"), parse_constant=reject_non_finite)
-        loaded = parse_envelope(data, source=str(path))
+        if not os.path.lexists(path):  # not cached (any other failure is a corrupt file)
+            raise FileNotFoundError(path)
+        loaded = parse_envelope(read_json(read_text(path, self.kind), source=str(path)), source=str(path))
         if not isinstance(loaded.result, self.result_type):
             raise ValueError(f"holds a {loaded.kind!r} result, not {self.kind}")
         return loaded.result  # type: ignore[return-value]
@@ -199,6 +197,8 @@ class CalibrationStore(Generic[R]):
         except OSError:
             moved = ""
         reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".strip(": ")
+        if isinstance(exc, InvalidInput):  # what the reader found (not JSON, a FIFO, too large)
+            reason = exc.expected
         return Notice(
             "calibration_cache_corrupt",
             {"kind": self.kind, "path": str(path), "moved_to": moved, "reason": reason},
@@ -258,301 +258,65 @@ def _check_fit(fit: RooflineFit, key: RunKey | None, timings: Sequence[str] | No
 
 
 #: the roofline fits ``profile`` places operators against
-ROOFLINE: CalibrationStore[RooflineFit] = CalibrationStore("roofline", RooflineFit, _check_fit)
+ROOFLINE: Store[RooflineFit] = Store("roofline", RooflineFit, _check_fit)
 
 
-def fit_path(device: Any, dtype: Any, timing: str | None = None) -> Path:
-    """Where the fit for this device model and dtype (as torch is set now) is cached;
-    ``timing`` defaults to the one a calibration uses on that device (:data:`CALIBRATION_TIMING`)."""
-    from infer_opt.profilers.device import is_cuda, run_key
-
-    kind = "cuda" if is_cuda(device) else "cpu"
-    return ROOFLINE.path(run_key(device, dtype, timing or CALIBRATION_TIMING[kind]))
+def _check_floor(record: NoiseFloor, key: RunKey | None, timings: Sequence[str] | None) -> tuple[Notice, ...]:
+    return noise_floor_problems(record, key, timings)
 
 
-def save_fit(fit: RooflineFit, path: str | os.PathLike[str]) -> Path:
-    """Save ``fit`` to a file of the user's (envelope JSON, atomic, not validated)."""
-    return save_result(Path(path), fit)
+#: run-to-run noise floors per compared kind (``noise-kernels``, ``noise-profile``): ``ab`` saves
+#: one after an A/A (the same command on both sides); ``compare`` and ``ab`` read it as the noise
+NOISE: dict[str, Store[NoiseFloor]] = {
+    kind: Store(f"noise-{kind}", NoiseFloor, _check_floor) for kind in ("kernels", "profile")
+}
 
 
-def cache_fit(fit: RooflineFit) -> Stored:
-    """Save ``fit`` to the cache if it is fit to be used (:meth:`CalibrationStore.save`)."""
-    return ROOFLINE.save(fit)
+def save_floor(record: NoiseFloor) -> Stored:
+    """Cache ``record`` under its key if it passes its check (:meth:`Store.save`)."""
+    return NOISE[record.compared].save(record)
 
 
-def load_fit(path: str | os.PathLike[str]) -> RooflineFit:
-    """The fit in a file; a missing or unreadable file is an :class:`InvalidInput`."""
-    return ROOFLINE.read_file(path)
-
-
-# ---------------------------------------------------------------------------- measurement files
-
-
-#: a measurement CSV's columns: name, flops, bytes, time (``time_s``; ``time_us`` etc. change the
-#: unit); ``family``, ``size``/``label`` optional; an empty time is a case that was skipped
-POINT_FIELDS = (
-    Field("name", "text"),
-    Field("flops", "number", high=1e30),
-    Field("bytes", "number", high=1e30),
-    # below a femtosecond a time is a unit mistake, not a kernel (and its log overflows the fit)
-    Field("time", "duration", unit="s", low=1e-15, high=1e9, blank_ok=True),
-    Field("family", "text", required=False, blank_ok=True),
-    Field("size", "text", required=False, blank_ok=True, aliases=("label",)),
-)
-
-
-def points_from_csv(text: str, source: str = "measurements") -> list[KernelPoint]:
-    """Rows of a CSV/TSV with columns ``name, flops, bytes, time_s`` (``family`` optional), read
-    by :func:`infer_opt.inputs.tables.read_table` (errors name the file, line, column and value).
-
-    The CSV that ``infer-opt kernels --out FILE.csv`` writes holds one section per family,
-    each after a ``# <family>`` line with its own header; sections are read in turn and the
-    family is taken from the section title when there is no ``family`` column."""
-    sections: list[tuple[str, int, list[str]]] = []
-    title, start, lines = "", 0, []
-    for number, line in enumerate(text.splitlines()):
-        if line.startswith("#"):
-            if any(s.strip() for s in lines):
-                sections.append((title, start, lines))
-            title, start, lines = line.lstrip("#").strip(), number + 1, []
-        else:
-            lines.append(line)
-    if any(s.strip() for s in lines):
-        sections.append((title, start, lines))
-    if not sections:
-        raise InvalidInput(source, "empty", f"expected CSV columns {', '.join(REQUIRED_COLUMNS)}")
-    points: list[KernelPoint] = []
-    for title, start, body in sections:
-        # blank lines keep the section's line numbers equal to the file's
-        table = read_table("\n" * start + "\n".join(body), POINT_FIELDS, source=source, comments=False)
-        points.extend(_points(table.frame, title))
-    return points
-
-
-def _points(frame: Any, title: str) -> list[KernelPoint]:
-    out = []
-    for row in frame.to_dict("records"):
-        if row["time"] != row["time"]:  # NaN: a skipped case in a kernels CSV
+def noise_for(results: Iterable[Any]) -> Noise:
+    """The noise to compare ``results`` with: the cached floors of their run keys (the larger
+    σ per family when the keys differ, e.g. two thread counts), else the default; anything the
+    lookups found wrong (a corrupt or unusable file) travels in :attr:`Noise.notices`."""
+    sigmas: dict[str, float] = {}
+    where: list[str] = []
+    notices: list[Notice] = []
+    seen: set[tuple[str, RunKey]] = set()
+    for result in results:
+        lookup_key = (result.KIND, RunKey.of(result))
+        if lookup_key in seen or result.KIND not in NOISE:
             continue
-        label = row.get("size") or ""
-        name = f"{row['name']}[{label}]" if label else row["name"]
-        out.append(KernelPoint(name, row.get("family") or title, row["flops"], row["bytes"], row["time"]))
-    return out
-
-
-def load_points(path: str | os.PathLike[str]) -> tuple[list[KernelPoint], dict[str, str]]:
-    """Kernel points from a measurements file: a ``kernels`` or ``roofline`` result (JSON)
-    or a CSV. Also returns what the file says about the device and timing (:func:`measurement_meta`;
-    empty for CSV)."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InvalidInput("MEASUREMENTS", str(p), "file does not exist") from None
-    except (IsADirectoryError, UnicodeDecodeError) as exc:
-        raise InvalidInput("MEASUREMENTS", str(p), f"cannot read it ({type(exc).__name__})") from None
-    if p.suffix.lower() != ".json":
-        return points_from_csv(text, str(p)), {}
-    data = read_json(text, source=str(p))
-    loaded = parse_envelope(data, source=str(p))
-    result = loaded.result
-    if loaded.kind == "kernels":
-        from infer_opt.profilers.kernels import kernel_points
-
-        return kernel_points(result), measurement_meta(result)
-    if loaded.kind == "roofline":
-        points = [KernelPoint(k.name, k.family, k.flops, k.bytes, k.time_s) for k in result.kernels]
-        return points, measurement_meta(result)
-    raise InvalidInput(
-        "MEASUREMENTS", str(p), f"holds a {loaded.kind!r} result; expected kernels or roofline"
-    )
-
-
-def measurement_meta(result: Any) -> dict[str, Any]:
-    """What a kernels or roofline result says about where and how it was measured: the
-    arguments :func:`fit_roofline` records (device, dtype, names, and the run key's threads,
-    matmul precision and timing)."""
-    key = RunKey.of(result)
-    return {
-        "device": result.device,
-        "dtype": result.dtype,
-        "device_name": result.device_name,
-        "device_key": result.device_key,
-        "threads": key.threads,
-        "matmul_precision": key.matmul_precision,
-        "timing": key.timing,
-    }
-
-
-# ---------------------------------------------------------------------------- calibration
-
-#: the calibration sweep: enough of each regime to pin R, b and t0
-CALIBRATION_CASES = ("matmul", "copy", "add", "tiny_add")
-CALIBRATION_REPS = 10
-#: how a calibration times kernels, per device kind: on CUDA as ``profile`` times operators
-#: (device time: a flush before each sample, one-call graph replays for the launch floor)
-CALIBRATION_TIMING = {"cpu": "cpu-clock", "cuda": "cuda-graph-flushed"}
-
-Calibrate = Callable[..., RooflineFit]
-
-
-def calibrate(device: Any, dtype: Any, *, progress: Any = None) -> RooflineFit:
-    """A quick kernel sweep (matmul, copy, add, tiny add from the quick suite; about 10 s
-    on a 2-core CPU) and its fit, recording its :class:`RunKey` (threads, matmul precision,
-    timing). On CUDA every sample is flushed and replayed from a one-call graph
-    (:data:`CALIBRATION_TIMING`). ``device``/``dtype`` are specs or torch objects."""
-    from infer_opt.profilers import device as devices
-    from infer_opt.profilers import kernels
-
-    dev = devices.resolve_device(device)
-    torch_dtype = devices.parse_dtype(dtype, dev)
-    on_cuda = devices.is_cuda(dev)
-    cases = [
-        c for c in kernels.all_cases("cuda" if on_cuda else "cpu", "quick") if c.name in CALIBRATION_CASES
-    ]
-    settings = SuiteSettings(warmup=3, reps=CALIBRATION_REPS, flush_cache=on_cuda, cuda_graphs=on_cuda)
-    result = kernels.run_suite(cases, dev, torch_dtype, settings, suite="calibration", progress=progress)
-    points = kernels.kernel_points(result)
-    key = RunKey.of(result)
-    return fit_roofline(
-        points,
-        device=result.device,
-        dtype=result.dtype,
-        device_name=result.device_name,
-        device_key=result.device_key,
-        source="calibration sweep",
-        fit_families=default_fit_families(points),
-        threads=key.threads,
-        matmul_precision=key.matmul_precision,
-        timing=key.timing,
-    )
+        seen.add(lookup_key)
+        found = NOISE[result.KIND].load(lookup_key[1])
+        notices.extend(found.notices)
+        if found.result is not None:
+            where.append(str(found.path))
+            for group in found.result.groups:
+                sigmas[group.key] = max(sigmas.get(group.key, 0.0), group.between_run_cv)
+    if not where:
+        return Noise(notices=tuple(notices))
+    return Noise("measured", sigmas, where=", ".join(where), notices=tuple(notices))
 
 
 @dataclass(frozen=True)
-class ResolvedFit:
-    """The fit a profile uses (None: the profile goes on without roofline columns), where it
-    came from, and what happened on the way (a corrupt cache, a rejected calibration)."""
+class CommKey:
+    """What a collective sweep is cached by: its backend, rank count and device."""
 
-    fit: RooflineFit | None
-    source: str
-    warnings: tuple[Notice, ...] = ()
+    backend: str
+    world_size: int
+    device_key: str
 
-
-def read_fit_for_run(path: str | os.PathLike[str], device: Any, dtype: Any) -> RooflineFit:
-    """The fit in ``path``, refused (:class:`InvalidInput` naming ``roofline``) unless it is
-    usable for a run on ``device`` in ``dtype``: valid, same device model, dtype, threads and
-    matmul precision, and timed as the run's operators are (:data:`PROFILE_TIMINGS`)."""
-    from infer_opt.messages import text
-    from infer_opt.profilers.device import is_cuda, run_key
-
-    timings = PROFILE_TIMINGS["cuda" if is_cuda(device) else "cpu"]
-    fit = ROOFLINE.read_file(path)
-    problems = fit_problems(fit, run_key(device, dtype, timings[0]), timings=timings)
-    if problems:
-        raise InvalidInput(
-            "roofline", str(path), "not usable for this run: " + "; ".join(text(n) for n in problems)
-        )
-    return fit
+    def slug(self) -> str:
+        return f"{self.backend}-{self.world_size}ranks-{self.device_key}"
 
 
-def fit_for_run(
-    device: Any,
-    dtype: Any,
-    *,
-    progress: Any = None,
-    calibrate_fn: Calibrate | None = None,
-    load: Callable[[], float | None] | None = None,
-) -> ResolvedFit:
-    """The cached fit usable for a run on ``device`` in ``dtype`` (any timing of
-    :data:`PROFILE_TIMINGS`, the calibration's first), else a calibration now, saved if it
-    passes :func:`fit_problems`.
-
-    A calibration that fails is measured once more — with one intra-op thread when the
-    machine is loaded (:func:`machine_loaded`; a loaded machine stalls multi-threaded kernels
-    at the scheduler's quantum). A second failure is not cached and the run goes on without a
-    fit (``fit=None``). A good one-thread fit is cached for runs at one thread, but this run's
-    threads differ, so it too goes on without a fit, and the notice says how to use it."""
-    from infer_opt.profilers.device import is_cuda, run_key
-
-    calibrate_fn = calibrate_fn or calibrate
-    timings = PROFILE_TIMINGS["cuda" if is_cuda(device) else "cpu"]
-    notices: list[Notice] = []
-    for timing in timings:
-        found = ROOFLINE.load(run_key(device, dtype, timing), timings=timings)
-        notices.extend(found.notices)
-        if found.result is not None:
-            return ResolvedFit(found.result, f"saved fit ({found.path})", tuple(notices))
-    expected = run_key(device, dtype, timings[0])
-    loaded = not is_cuda(device) and machine_loaded(expected.threads or 1, load)
-    fit = calibrate_fn(device, dtype, progress=progress)
-    problems = fit_problems(fit, expected, timings=timings)
-    if not problems:
-        return _cached(fit, "calibrated now", notices)
-    notices += _rejected(1, expected.threads, problems)
-    retry_threads = 1 if loaded and (expected.threads or 1) > 1 else expected.threads
-    with _threads(retry_threads):
-        fit = calibrate_fn(device, dtype, progress=progress)
-        problems = fit_problems(fit, run_key(device, dtype, timings[0]), timings=timings)
-    if not problems and retry_threads == expected.threads:
-        return _cached(fit, "calibrated now (second try)", notices)
-    if problems:
-        notices += _rejected(2, retry_threads, problems)
-    else:
-        try:
-            stored = cache_fit(fit)
-        except OSError as exc:  # a full or read-only cache: the measurement stands, unsaved
-            notices.append(Notice("roofline_not_saved", {"reason": f"{type(exc).__name__}: {exc}"}))
-        else:
-            saved = {"path": str(stored.path), "threads": retry_threads}
-            notices += [*stored.notices, Notice("roofline_saved_for_other_threads", saved)]
-    unavailable = {"threads": expected.threads, "loaded": loaded, "device": expected.device_kind}
-    return ResolvedFit(
-        None, "none: the calibration was unusable", (*notices, Notice("roofline_unavailable", unavailable))
-    )
+def _comm_key(result: CommResult) -> CommKey:
+    return CommKey(result.backend, result.world_size, result.device_key)
 
 
-def _cached(fit: RooflineFit, how: str, notices: list[Notice]) -> ResolvedFit:
-    try:
-        stored = cache_fit(fit)
-    except OSError as exc:
-        reason = {"reason": f"{type(exc).__name__}: {exc}"}
-        return ResolvedFit(fit, f"{how} (not saved)", (*notices, Notice("roofline_not_saved", reason)))
-    return ResolvedFit(fit, f"{how}, saved to {stored.path}", (*notices, *stored.notices))
-
-
-def _rejected(attempt: int, threads: int | None, problems: Sequence[Notice]) -> list[Notice]:
-    head = Notice("roofline_calibration_rejected", {"attempt": attempt, "threads": threads})
-    return [head, *(n.about(f"calibration {attempt}") for n in problems)]
-
-
-def machine_loaded(threads: int, load: Callable[[], float | None] | None = None) -> bool:
-    """Whether other work competes for the cores ``threads`` intra-op threads need: the
-    1-minute load average plus ``threads`` exceeds the CPUs available by more than half a
-    core. ``load`` returns the load average (default ``os.getloadavg``; None: unknown)."""
-    from infer_opt.profilers.device import available_cpus
-
-    value = (load or _load_average)()
-    return value is not None and math.isfinite(value) and value + threads > available_cpus() + 0.5
-
-
-def _load_average() -> float | None:
-    try:
-        return os.getloadavg()[0]
-    except (AttributeError, OSError):
-        return None
-
-
-@contextlib.contextmanager
-def _threads(threads: int | None) -> Iterator[None]:
-    """Run with ``threads`` intra-op threads (None: unchanged), restored after."""
-    if threads is None:
-        yield
-        return
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
+#: the collective sweeps ``predict --tp`` prices collectives with
+#: (``cache_dir()/comm/<backend>-<N>ranks-<device key>.json``)
+COMM: Store[CommResult] = Store("comm", CommResult, lambda result, key, timings: (), _comm_key)  # type: ignore[arg-type]

@@ -87,7 +87,7 @@ def compare(
     if noise_floor is not None:
         noise = model.Noise.given(noise_floor)
     else:
-        from infer_opt.profilers.noise_store import noise_for
+        from infer_opt.store import noise_for
 
         noise = noise_for([loaded_base.result, loaded_new.result])
     return model.compare_results(

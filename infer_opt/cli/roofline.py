@@ -94,7 +94,7 @@ def roofline_command(
     no_save: NoSaveOpt = False,
 ) -> model.RooflineFit:
     if measurements is not None:
-        from infer_opt.store import load_points
+        from infer_opt.inputs.measurements import load_points
 
         points, meta = load_points(measurements)
         source = str(measurements)
@@ -131,7 +131,7 @@ def _measure_now(
     )
     if not result.complete:
         raise Interrupted(f"interrupted after {len(result.rows)} kernel(s); nothing was fitted")
-    from infer_opt.store import measurement_meta
+    from infer_opt.inputs.measurements import measurement_meta
 
     return (
         kernel_points(result),
@@ -163,10 +163,10 @@ def _families(text: str, points: list[model.KernelPoint]) -> tuple[str, ...] | N
 
 def _save(fit: model.RooflineFit, save: Path | None, no_save: bool) -> None:
     from infer_opt.messages import text
-    from infer_opt import store as calibration_store
+    from infer_opt.profilers import roofline_calibration
 
     if save is not None:
-        typer.echo(f"saved fit to {calibration_store.save_fit(fit, save)}", err=True)
+        typer.echo(f"saved fit to {roofline_calibration.save_fit(fit, save)}", err=True)
     if no_save:
         return
     if not fit.device:
@@ -174,7 +174,7 @@ def _save(fit: model.RooflineFit, save: Path | None, no_save: bool) -> None:
             typer.echo("not cached: the measurements do not name their device (use --save FILE)", err=True)
         return
     try:
-        stored = calibration_store.cache_fit(fit)
+        stored = roofline_calibration.cache_fit(fit)
     except OSError as exc:  # the fit is still shown and written to --out
         why = exc.strerror or type(exc).__name__
         typer.echo(f"not cached: {why} writing the cache; --out keeps it", err=True)

@@ -27,9 +27,9 @@ import numpy as np
 
 from infer_opt.cost_models import bucketing
 from infer_opt.errors import InvalidInput
+from infer_opt.inputs.tables import Field
 from infer_opt.notices import Notice
 from infer_opt.results import Result
-from infer_opt.inputs.tables import Field
 from infer_opt.units import parse_float
 
 NEVER_PAYS = "compiled time is not below eager time: compiling never pays"

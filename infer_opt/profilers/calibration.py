@@ -68,10 +68,10 @@ from infer_opt.cost_models.roofline import KernelPoint, fit_roofline, key_proble
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
 from infer_opt.profilers import calibration_cases, op_recorder, speed_probe
-from infer_opt.store import CalibrationStore, Lookup, Stored
 from infer_opt.profilers.op_families import FamilyRecorder, ModuleCounter, Signature
 from infer_opt.results import save_result
 from infer_opt.run_key import RunKey
+from infer_opt.store import Lookup, Store, Stored
 
 Progress = Callable[[int, int, str], None]
 
@@ -844,7 +844,7 @@ def _check(
 
 
 #: the operator calibrations ``predict`` and ``validate`` use, cached beside the roofline fits
-OPERATORS: CalibrationStore[op_model.CalibrationResult] = CalibrationStore(
+OPERATORS: Store[op_model.CalibrationResult] = Store(
     "calibration", op_model.CalibrationResult, _check
 )
 

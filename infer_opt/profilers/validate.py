@@ -55,7 +55,7 @@ from infer_opt.kinds.validate import (
 from infer_opt.notices import Notice
 from infer_opt.profilers import meta_record, model_profile, models, speed_probe
 from infer_opt.profilers import predict as pr
-from infer_opt.store import ResolvedFit
+from infer_opt.profilers.roofline_calibration import ResolvedFit
 from infer_opt.steps import StepSettings
 
 Progress = Callable[[int, int, str], None]

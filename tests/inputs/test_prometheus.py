@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infer_opt.inputs import prometheus as pm
 from infer_opt.cost_models import speculative as calc
 from infer_opt.errors import InvalidInput
+from infer_opt.inputs import prometheus as pm
 
 FIXTURES = Path(__file__).parents[1] / "cost_models" / "fixtures"
 ONE_MODEL = FIXTURES / "vllm_one_model.prom"

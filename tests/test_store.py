@@ -11,9 +11,9 @@ from dataclasses import replace
 
 import pytest
 
+from infer_opt import store as rs
 from infer_opt.errors import InvalidInput
 from infer_opt.profilers import calibration as cal
-from infer_opt import store as rs
 from infer_opt.results import load_result
 from tests.helpers import assert_one_line_error, invoke
 from tests.profilers.synthetic_calibration import synthetic_calibration
@@ -32,8 +32,8 @@ def unwritable(tmp_path, monkeypatch):
     monkeypatch.setenv(rs.CACHE_ENV, str(tmp_path / "a-file" / "cache"))
 
 
-def _store() -> rs.CalibrationStore:
-    return rs.CalibrationStore("calibration", type(synthetic_calibration()), lambda *_: ())
+def _store() -> rs.Store:
+    return rs.Store("calibration", type(synthetic_calibration()), lambda *_: ())
 
 
 def test_a_writable_cache_passes_and_is_made(cache):
