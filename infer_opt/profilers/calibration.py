@@ -844,9 +844,7 @@ def _check(
 
 
 #: the operator calibrations ``predict`` and ``validate`` use, cached beside the roofline fits
-OPERATORS: Store[op_model.CalibrationResult] = Store(
-    "calibration", op_model.CalibrationResult, _check
-)
+OPERATORS: Store[op_model.CalibrationResult] = Store("calibration", op_model.CalibrationResult, _check)
 
 
 def cache_path(device: Any, dtype: Any) -> Path:

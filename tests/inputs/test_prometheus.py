@@ -223,11 +223,7 @@ def test_what_prometheus_client_writes_is_read_back_summed(tmp_path_factory, eng
 
 
 def test_the_parser_is_imported_only_when_a_file_is_read():
-    code = (
-        "import sys\n"
-        "import infer_opt.inputs.prometheus\n"
-        "assert 'prometheus_client' not in sys.modules\n"
-    )
+    code = "import sys\nimport infer_opt.inputs.prometheus\nassert 'prometheus_client' not in sys.modules\n"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
