@@ -165,8 +165,7 @@ CaptureTimeOpt = option(
 
 
 def _distribution(batches: Path | None, prometheus: list[Path] | None) -> dict[str, Any]:
-    from infer_opt.cost_models import capture_sizes as cs
-    from infer_opt.inputs.tune import read_distribution
+    from infer_opt.inputs.tune import read_distribution, read_histogram
 
     if (batches is None) == (not prometheus):
         raise InvalidInput(
@@ -183,16 +182,7 @@ def _distribution(batches: Path | None, prometheus: list[Path] | None) -> dict[s
             " ".join(p.name for p in prometheus),
             f"{len(prometheus)} snapshots; give one, or two (BEFORE AFTER: the window between them)",
         )
-    from infer_opt.files import read_text
-
-    hists = [cs.histogram_from_text(read_text(p, "--prometheus"), source=p.name) for p in prometheus]
-    hist = (
-        hists[0] if len(hists) == 1 else cs.histogram_interval(hists[0], hists[1], source=prometheus[0].name)
-    )
-    hi, lo, overflow = cs.histogram_distributions(hist, source=prometheus[-1].name)
-    names = ", ".join(p.name for p in prometheus)
-    label = f"{cs.ITERATION_TOKENS} histogram of {names} (coarse: estimated placement)"
-    return {"dist": hi, "dist_low": lo, "overflow_share": overflow, "notices": (), "label": label}
+    return read_histogram(prometheus)
 
 
 def _current(
@@ -326,24 +316,9 @@ def _alphas(alphas: tuple[float, ...] | None, prometheus: list[Path] | None) -> 
             " ".join(p.name for p in prometheus),
             f"{len(prometheus)} snapshot(s); give two: --prometheus BEFORE AFTER",
         )
-    from infer_opt.inputs.prometheus import metrics_from_prometheus
+    from infer_opt.inputs.tune import alphas_from_prometheus
 
-    try:
-        metrics = metrics_from_prometheus(prometheus[1], before=prometheus[0])
-    except InvalidInput as exc:
-        if exc.option in ("before", "prometheus"):
-            raise InvalidInput("--prometheus", exc.value, exc.expected) from None
-        raise
-    rates = []
-    for pos in metrics.positions:
-        if pos.conditional is None:
-            break
-        rates.append(pos.conditional)
-    if not rates:
-        raise InvalidInput(
-            "--prometheus", str(prometheus[1]), "no draft position was ever accepted: no rates to tune with"
-        )
-    return tuple(rates), f"measured: vLLM counters between {prometheus[0].name} and {prometheus[1].name}"
+    return alphas_from_prometheus(prometheus[0], prometheus[1])
 
 
 @app.command("speculative", help=SPEC_HELP, cls=SnapshotsCommand)

@@ -177,3 +177,43 @@ def read_memory(path: Path, param: str = "memory") -> tuple[np.ndarray, np.ndarr
     if len(frame) == 0:
         raise InvalidInput(param, str(path), "the memory table is empty")
     return frame["batch_size"].to_numpy(dtype=float), frame["bytes"].to_numpy(dtype=float)
+
+
+# ----------------------------------------------------------------------------- Prometheus snapshots
+
+
+def read_histogram(paths: Sequence[Path], param: str = "--prometheus") -> dict[str, Any]:
+    """The batch sizes of one ``/metrics`` snapshot's ``vllm:iteration_tokens_total`` histogram, or
+    of the window between two (BEFORE AFTER), placed at each bucket's upper and lower edge
+    (:func:`capture_sizes.histogram_distributions`)."""
+    from infer_opt.inputs import prometheus as prom
+
+    hists = [prom.histogram_from_text(read_text(p, param), source=p.name) for p in paths]
+    hist = hists[0] if len(hists) == 1 else prom.histogram_interval(hists[0], hists[1], source=paths[0].name)
+    hi, lo, overflow = cs.histogram_distributions(hist, source=paths[-1].name)
+    names = ", ".join(p.name for p in paths)
+    label = f"{prom.ITERATION_TOKENS} histogram of {names} (coarse: estimated placement)"
+    return {"dist": hi, "dist_low": lo, "overflow_share": overflow, "notices": (), "label": label}
+
+
+def alphas_from_prometheus(
+    before: Path, after: Path, param: str = "--prometheus"
+) -> tuple[tuple[float, ...], str]:
+    """The conditional acceptance rates α_i vLLM's counters measured between two snapshots, up to
+    the first position never accepted, and where they came from."""
+    from infer_opt.inputs.prometheus import metrics_from_prometheus
+
+    try:
+        metrics = metrics_from_prometheus(after, before=before)
+    except InvalidInput as exc:
+        if exc.option in ("before", "prometheus"):
+            raise InvalidInput(param, exc.value, exc.expected) from None
+        raise
+    rates = []
+    for pos in metrics.positions:
+        if pos.conditional is None:
+            break
+        rates.append(pos.conditional)
+    if not rates:
+        raise InvalidInput(param, str(after), "no draft position was ever accepted: no rates to tune with")
+    return tuple(rates), f"measured: vLLM counters between {before.name} and {after.name}"
