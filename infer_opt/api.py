@@ -304,7 +304,9 @@ def buckets(
     _typed("cost", cost, (str,), "a string")
     _counts(batch_size=(batch_size, 1))
     if isinstance(lengths, (str, os.PathLike)):
-        sample = bucketing.parse_lengths_text(_read(lengths, "lengths"), source=str(lengths))
+        from infer_opt.files import read_text
+
+        sample = bucketing.parse_lengths_text(read_text(lengths, "lengths"), source=str(lengths))
     else:
         sample = bucketing.sample_from_lengths(list(lengths))
     if optimize is None:
@@ -321,8 +323,10 @@ def amortize_buckets(path: str | Path) -> Any:
     """Compile amortization per bucket from a bucket CSV (``infer-opt amortize --buckets``)."""
     from infer_opt.cost_models import amortization
 
+    from infer_opt.files import read_text
+
     _typed("path", path, _PATH, "a file path")
-    rows = amortization.read_bucket_csv(_read(path, "path"), source=str(path))
+    rows = amortization.read_bucket_csv(read_text(path, "path"), source=str(path))
     return amortization.amortize_buckets(rows, source=str(path))
 
 
@@ -394,13 +398,6 @@ EXPORTS: dict[str, str] = {
     "InvalidInput": "infer_opt.errors:InvalidInput",
     "RunFailure": "infer_opt.errors:RunFailure",
 }
-
-
-def _read(path: str | Path, param: str) -> str:
-    """The text of an input file, checked as the CLI checks it (a regular file of sane size)."""
-    from infer_opt.files import read_text
-
-    return read_text(path, param)
 
 
 #: the largest count the API takes for a shape or repetition parameter (as the CLI's Count bounds)
