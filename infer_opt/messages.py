@@ -110,7 +110,7 @@ MESSAGES: dict[str, Words] = {
         f"to {v['per_position']} (a scrape taken between two updates?); the rates use the per-position counts"
     ),
     # ---- GPU paths and calibrations (profilers/timing.py, kernels.py, amortize_measure.py,
-    #      calibration_store.py; cost_models/roofline.py's fit checks)
+    #      store.py, profilers/roofline_calibration.py; cost_models/roofline.py's fit checks)
     "graph_capture_failed": lambda v: f"{v['reason']}; t_c is without a graph",
     "high_variance_cases": lambda v: (
         f"high variance (IQR/median > 10%) in {len(v['cases'])} case(s): "
