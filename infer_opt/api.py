@@ -268,7 +268,7 @@ def fit_roofline(measurements: Any, *, bootstrap: int = 200, seed: int = 0) -> A
         points, meta = load_points(measurements)
         source = str(measurements)
     else:
-        from infer_opt.profilers.kernels import kernel_points
+        from infer_opt.inputs.measurements import kernel_points
 
         points = kernel_points(measurements)
         meta = {k: getattr(measurements, k) for k in ("device", "dtype", "device_name", "device_key")}
@@ -322,7 +322,6 @@ def buckets(
 def amortize_buckets(path: str | Path) -> Any:
     """Compile amortization per bucket from a bucket CSV (``infer-opt amortize --buckets``)."""
     from infer_opt.cost_models import amortization
-
     from infer_opt.files import read_text
 
     _typed("path", path, _PATH, "a file path")

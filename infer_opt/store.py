@@ -81,7 +81,7 @@ class Store(Generic[R]):
         kind: str,
         result_type: type[R],
         check: Check,
-        key_of: Callable[[R], RunKey] = RunKey.of,
+        key_of: Callable[[R], RunKey | str] = RunKey.of,
     ) -> None:
         self.kind = kind
         self.result_type = result_type
@@ -97,9 +97,9 @@ class Store(Generic[R]):
         changed knows another run wrote it meanwhile."""
         self._seen[path] = _state(path)
 
-    def path(self, key: RunKey | CommKey) -> Path:
-        """Where the result for ``key`` is cached."""
-        return cache_dir() / self.kind / f"{key.slug()}.json"
+    def path(self, key: RunKey | str) -> Path:
+        """Where the result for ``key`` (a run key, or a file name's stem) is cached."""
+        return cache_dir() / self.kind / f"{key if isinstance(key, str) else key.slug()}.json"
 
     def read_file(self, path: str | os.PathLike[str]) -> R:
         """A result of this kind from a file; a missing or unreadable file or another kind
@@ -301,22 +301,8 @@ def noise_for(results: Iterable[Any]) -> Noise:
     return Noise("measured", sigmas, where=", ".join(where), notices=tuple(notices))
 
 
-@dataclass(frozen=True)
-class CommKey:
-    """What a collective sweep is cached by: its backend, rank count and device."""
-
-    backend: str
-    world_size: int
-    device_key: str
-
-    def slug(self) -> str:
-        return f"{self.backend}-{self.world_size}ranks-{self.device_key}"
-
-
-def _comm_key(result: CommResult) -> CommKey:
-    return CommKey(result.backend, result.world_size, result.device_key)
-
-
-#: the collective sweeps ``predict --tp`` prices collectives with
+#: the collective sweeps ``predict --tp`` prices collectives with, keyed by backend, ranks and device
 #: (``cache_dir()/comm/<backend>-<N>ranks-<device key>.json``)
-COMM: Store[CommResult] = Store("comm", CommResult, lambda result, key, timings: (), _comm_key)  # type: ignore[arg-type]
+COMM: Store[CommResult] = Store(
+    "comm", CommResult, lambda *_: (), lambda r: f"{r.backend}-{r.world_size}ranks-{r.device_key}"
+)  # type: ignore[arg-type]

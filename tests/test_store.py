@@ -160,4 +160,4 @@ def test_every_cached_kind_lives_in_one_store_module():
     assert isinstance(rs.ROOFLINE, rs.Store) and isinstance(rs.COMM, rs.Store)
     assert all(isinstance(s, rs.Store) for s in rs.NOISE.values())
     assert isinstance(cal.OPERATORS, rs.Store)
-    assert rs.COMM.path(rs.CommKey("gloo", 2, "cpu-x")).name == "gloo-2ranks-cpu-x.json"
+    assert rs.COMM.path("gloo-2ranks-cpu-x").name == "gloo-2ranks-cpu-x.json"

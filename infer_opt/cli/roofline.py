@@ -117,7 +117,7 @@ def _measure_now(
 ) -> tuple[list[model.KernelPoint], dict[str, Any], str]:
     """Run the suite now: its points, the device it ran on, and a source line."""
     from infer_opt.cli.kernels import run_suite_cli, suite_settings
-    from infer_opt.profilers.kernels import kernel_points
+    from infer_opt.inputs.measurements import kernel_points
 
     settings = suite_settings(warmup, reps, None, flush=flush, cuda_graphs=False)
     result = run_suite_cli(

@@ -67,6 +67,15 @@ def _points(frame: Any, title: str) -> list[KernelPoint]:
     return out
 
 
+def kernel_points(result: Any) -> list[KernelPoint]:
+    """A kernel suite's timed rows as roofline points, named ``case[size]``."""
+    return [
+        KernelPoint(f"{row.name}[{row.label}]", row.family, row.flops, row.bytes, row.time_s)
+        for row in result.rows
+        if row.time_s is not None and row.time_s > 0 and (row.flops > 0 or row.bytes > 0)
+    ]
+
+
 def load_points(path: str | os.PathLike[str]) -> tuple[list[KernelPoint], dict[str, str]]:
     """Kernel points from a measurements file: a ``kernels`` or ``roofline`` result (JSON)
     or a CSV. Also returns what the file says about the device and timing (:func:`measurement_meta`;
@@ -80,8 +89,6 @@ def load_points(path: str | os.PathLike[str]) -> tuple[list[KernelPoint], dict[s
         return points_from_csv(read_text(path, "MEASUREMENTS"), str(path)), {}
     result = loaded.result
     if loaded.kind == "kernels":
-        from infer_opt.profilers.kernels import kernel_points
-
         return kernel_points(result), measurement_meta(result)
     points = [KernelPoint(k.name, k.family, k.flops, k.bytes, k.time_s) for k in result.kernels]
     return points, measurement_meta(result)

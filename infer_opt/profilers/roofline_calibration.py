@@ -23,6 +23,7 @@ from infer_opt.cost_models.roofline import (
     fit_roofline,
 )
 from infer_opt.errors import InvalidInput
+from infer_opt.inputs.measurements import kernel_points
 from infer_opt.kinds.kernels import SuiteSettings
 from infer_opt.notices import Notice
 from infer_opt.results import save_result
@@ -55,7 +56,7 @@ def calibrate(device: Any, dtype: Any, *, progress: Any = None) -> RooflineFit:
     ]
     settings = SuiteSettings(warmup=3, reps=CALIBRATION_REPS, flush_cache=on_cuda, cuda_graphs=on_cuda)
     result = kernels.run_suite(cases, dev, torch_dtype, settings, suite="calibration", progress=progress)
-    points = kernels.kernel_points(result)
+    points = kernel_points(result)
     key = RunKey.of(result)
     return fit_roofline(
         points,

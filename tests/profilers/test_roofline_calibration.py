@@ -150,7 +150,7 @@ def test_a_cuda_calibration_is_timed_as_profile_times_operators(monkeypatch):
     monkeypatch.setattr(devices, "resolve_device", lambda spec: torch.device("cuda", 0))
     monkeypatch.setattr(devices, "parse_dtype", lambda name, dev: torch.bfloat16)
     monkeypatch.setattr(kernels, "run_suite", run_suite)
-    monkeypatch.setattr(kernels, "kernel_points", lambda result: synthetic_points())
+    monkeypatch.setattr(roofline_calibration, "kernel_points", lambda result: synthetic_points())
     fit = roofline_calibration.calibrate("cuda", "bfloat16")
     assert seen["settings"].flush_cache and seen["settings"].cuda_graphs
     assert fit.timing == roofline_calibration.CALIBRATION_TIMING["cuda"] == "cuda-graph-flushed"
