@@ -152,7 +152,7 @@ def profile(
     False for no roofline columns. Returns a
     :class:`~infer_opt.profilers.model_profile.ProfileResult`."""
     from infer_opt.profilers import model_profile
-    from infer_opt.profilers.calibration_store import ResolvedFit
+    from infer_opt.profilers.roofline_calibration import ResolvedFit
     from infer_opt.steps import Shape, StepSettings
 
     _counts(batch=(batch, 1), seq_len=(seq_len, 1), context=(context, 1), new_tokens=(new_tokens, 1))
@@ -264,12 +264,12 @@ def fit_roofline(measurements: Any, *, bootstrap: int = 200, seed: int = 0) -> A
     _counts(bootstrap=(bootstrap, 0))
     _typed("seed", seed, (int,), "an integer")
     if isinstance(measurements, (str, os.PathLike)):
-        from infer_opt.profilers.calibration_store import load_points
+        from infer_opt.inputs.measurements import load_points
 
         points, meta = load_points(measurements)
         source = str(measurements)
     else:
-        from infer_opt.profilers.kernels import kernel_points
+        from infer_opt.inputs.measurements import kernel_points
 
         points = kernel_points(measurements)
         meta = {k: getattr(measurements, k) for k in ("device", "dtype", "device_name", "device_key")}
@@ -305,7 +305,9 @@ def buckets(
     _typed("cost", cost, (str,), "a string")
     _counts(batch_size=(batch_size, 1))
     if isinstance(lengths, (str, os.PathLike)):
-        sample = bucketing.parse_lengths_text(_read(lengths, "lengths"), source=str(lengths))
+        from infer_opt.files import read_text
+
+        sample = bucketing.parse_lengths_text(read_text(lengths, "lengths"), source=str(lengths))
     else:
         sample = bucketing.sample_from_lengths(list(lengths))
     if optimize is None:
@@ -321,9 +323,10 @@ def buckets(
 def amortize_buckets(path: str | Path) -> Any:
     """Compile amortization per bucket from a bucket CSV (``infer-opt amortize --buckets``)."""
     from infer_opt.cost_models import amortization
+    from infer_opt.files import read_text
 
     _typed("path", path, _PATH, "a file path")
-    rows = amortization.read_bucket_csv(_read(path, "path"), source=str(path))
+    rows = amortization.read_bucket_csv(read_text(path, "path"), source=str(path))
     return amortization.amortize_buckets(rows, source=str(path))
 
 
@@ -395,13 +398,6 @@ EXPORTS: dict[str, str] = {
     "InvalidInput": "infer_opt.errors:InvalidInput",
     "RunFailure": "infer_opt.errors:RunFailure",
 }
-
-
-def _read(path: str | Path, param: str) -> str:
-    """The text of an input file, checked as the CLI checks it (a regular file of sane size)."""
-    from infer_opt.files import read_text
-
-    return read_text(path, param)
 
 
 #: the largest count the API takes for a shape or repetition parameter (as the CLI's Count bounds)

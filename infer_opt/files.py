@@ -30,8 +30,8 @@ STDOUT = "-"
 
 def cache_dir() -> Path:
     """``$INFER_OPT_CACHE`` or ``~/.cache/infer-opt`` (created on use)."""
-    root = os.environ.get(CACHE_ENV) or os.path.join(os.path.expanduser("~"), ".cache", "infer-opt")
-    return Path(root)
+    root = os.environ.get(CACHE_ENV) or os.path.join("~", ".cache", "infer-opt")
+    return Path(root).expanduser()
 
 
 def _reason(exc: OSError) -> str:
@@ -127,8 +127,13 @@ MAX_INPUT_BYTES = 1 << 30
 def check_readable_file(path: str | os.PathLike[str], param: str) -> None:
     """:class:`InvalidInput` naming ``param`` unless ``path`` is a regular file (through
     symlinks) of at most :data:`MAX_INPUT_BYTES`: a device (``/dev/zero``), a FIFO or a
-    socket would be read until memory runs out, or never end."""
-    info = os.stat(path)
+    socket would be read until memory runs out, or never end; a missing or unreachable one too."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise InvalidInput(param, os.fspath(path), "file does not exist") from None
+    except OSError as exc:
+        raise InvalidInput(param, os.fspath(path), f"cannot read it ({_reason(exc)})") from None
     if not stat.S_ISREG(info.st_mode):
         raise InvalidInput(
             param, os.fspath(path), "not a regular file (a device, FIFO or socket); give a file"
@@ -142,16 +147,14 @@ def check_readable_file(path: str | os.PathLike[str], param: str) -> None:
 
 
 def read_text(path: str | os.PathLike[str], param: str) -> str:
-    """The UTF-8 text of the file at ``path``; a missing, unreadable, non-text, non-regular
-    (a device, a FIFO) or too large (over :data:`MAX_INPUT_BYTES`) file is an
-    :class:`InvalidInput` naming ``param`` and saying which."""
+    """The UTF-8 text of the file at ``path``: the one reader of what a user hands in. A missing,
+    unreadable, non-text, non-regular (a directory, a device, a FIFO) or too large (over
+    :data:`MAX_INPUT_BYTES`) file is an :class:`InvalidInput` naming ``param`` and saying which."""
+    check_readable_file(path, param)
     try:
-        check_readable_file(path, param)
         return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
+    except FileNotFoundError:  # removed since the check
         raise InvalidInput(param, str(path), "file does not exist") from None
-    except IsADirectoryError:
-        raise InvalidInput(param, str(path), "is a directory, expected a file") from None
     except UnicodeDecodeError:
         raise InvalidInput(param, str(path), "not a UTF-8 text file") from None
     except OSError as exc:

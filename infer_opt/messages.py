@@ -95,7 +95,7 @@ MESSAGES: dict[str, Words] = {
         f"c_v(k) is not close to a + b·k here (fit error up to {_pct(v['max_rel_error'])}): "
         "the predictions use the fit; compare with the measured c_v(k)"
     ),
-    # ---- speculative run (profilers/speculative_run.py), vLLM's metrics (cost_models/prometheus_metrics.py)
+    # ---- speculative run (profilers/speculative_run.py), vLLM's metrics (inputs/prometheus.py)
     "spec_run_tokens_differ": lambda v: (
         f"greedy speculative decoding with k = {v['k']} differs from plain greedy decoding from token "
         f"{v['index']} on: the verification pass and the decode step disagree on an argmax (rounding of "
@@ -110,7 +110,7 @@ MESSAGES: dict[str, Words] = {
         f"to {v['per_position']} (a scrape taken between two updates?); the rates use the per-position counts"
     ),
     # ---- GPU paths and calibrations (profilers/timing.py, kernels.py, amortize_measure.py,
-    #      calibration_store.py; cost_models/roofline.py's fit checks)
+    #      store.py, profilers/roofline_calibration.py; cost_models/roofline.py's fit checks)
     "graph_capture_failed": lambda v: f"{v['reason']}; t_c is without a graph",
     "high_variance_cases": lambda v: (
         f"high variance (IQR/median > 10%) in {len(v['cases'])} case(s): "
@@ -404,7 +404,7 @@ MESSAGES: dict[str, Words] = {
     "calibration_no_roofline": lambda v: (
         "it has no device roofline (the linear and elementwise groups were not measured)"
     ),
-    # ---- input files (infer_opt/tables.py; robustness helper)
+    # ---- input files (infer_opt/inputs/tables.py; robustness helper)
     "extra_columns": lambda v: (
         f"{v['file']}: column{'s' if len(v['columns']) > 1 else ''} {', '.join(v['columns'])} not used "
         "(check the spelling if one was meant to be read)"

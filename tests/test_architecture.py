@@ -318,3 +318,62 @@ def test_the_inline_declaration_check_sees_every_form():
     }
     for source, caught in forms.items():
         assert bool(_inline_declarations(source, "mycmd.py")) == caught, source
+
+
+#: the modules that may open a file other than through :func:`infer_opt.files.read_text`, and why
+OWN_READS = {
+    "infer_opt/files.py": "the one reader, after its size and regular-file checks",
+    "infer_opt/trace/reader.py": "a trace (up to 8 GiB): its own regular-file and size checks first",
+    "infer_opt/cli/compare.py": "a trace's first bytes, after checking it is a regular file",
+    "infer_opt/cli/output.py": "os.devnull, written",
+    "infer_opt/store.py": "a lock file, appended to",
+    "infer_opt/profilers/device.py": "/proc and /sys: the machine's own files",
+    "infer_opt/profilers/distributed.py": "/proc/meminfo",
+    "infer_opt/profilers/op_recorder.py": "the trace it exported itself to a private folder",
+    "infer_opt/reports/html.py": "the plot it wrote itself",
+}
+
+
+def test_every_file_a_user_hands_in_is_read_through_the_one_checked_reader():
+    """``open``, ``read_text`` and ``read_bytes`` only where :data:`OWN_READS` says why: anything
+    else reads through :func:`infer_opt.files.read_text` (a FIFO, a device or a 100 GB file is
+    one line naming the option, never a hang)."""
+    offenders = []
+    for path in sorted((ROOT / "infer_opt").rglob("*.py")):
+        name = str(path.relative_to(ROOT))
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Call) or name in OWN_READS:
+                continue
+            func = node.func
+            if (isinstance(func, ast.Name) and func.id == "open") or (
+                isinstance(func, ast.Attribute)
+                and func.attr in ("read_text", "read_bytes")
+                and ast.unparse(func) != "files.read_text"
+            ):
+                offenders.append(f"{name}:{node.lineno}")
+    assert not offenders, offenders
+
+
+#: the commands that measure (or build a model with torch): the only ones that import the profilers
+MEASURING_COMMANDS = {
+    "ab", "amortize_measure", "calibrate", "comm", "distributed", "kernels", "predict", "profile",
+    "profile_tp", "roofline", "speculative_measure", "speculative_run", "validate",
+}  # fmt: skip
+
+
+def test_only_the_commands_that_measure_import_the_profilers():
+    """Calculators, the store, saved results and user inputs are torch-free: a command that only
+    reads them (``compare``, ``report``, ``tune``, ``trace``) never reaches into the profilers."""
+    offenders = []
+    for path in sorted((ROOT / "infer_opt" / "cli").glob("*.py")):
+        if path.stem in MEASURING_COMMANDS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            modules = []
+            if isinstance(node, ast.Import):
+                modules = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                modules = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            if any(m == "infer_opt.profilers" or m.startswith("infer_opt.profilers.") for m in modules):
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not offenders, offenders

@@ -147,3 +147,34 @@ def test_keep_unsaved_puts_the_text_in_the_cache(tmp_path, monkeypatch):
     kept = files.keep_unsaved("amdahl.json", "{}")
     assert kept.parent == tmp_path / "unsaved" and kept.read_text() == "{}"
     assert kept.name.endswith("-amdahl.json")
+
+
+# ---------------------------------------------------------------------------- the one reader
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "too large", "missing", "not text"])
+def test_the_reader_refuses_what_is_no_input_file_naming_the_option(tmp_path, monkeypatch, kind):
+    """A FIFO (a read that never ends), a device (one that never ends, or fills memory), a file
+    over the size limit, a missing or non-UTF-8 one: one line naming the option, nothing read."""
+    path = tmp_path / "input.csv"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "device":
+        path = Path("/dev/zero")
+    elif kind == "too large":
+        path.write_text("a,b\n1,2\n")
+        monkeypatch.setattr(files, "MAX_INPUT_BYTES", 4)
+    elif kind == "not text":
+        path.write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(InvalidInput) as err:
+        files.read_text(path, "--lengths")
+    assert err.value.option == "--lengths" and err.value.value == str(path)
+    assert "\n" not in str(err.value)
+    expected = {
+        "fifo": "not a regular file",
+        "device": "not a regular file",
+        "too large": "bytes; input files",
+    }
+    assert expected.get(kind, {"missing": "does not exist", "not text": "not a UTF-8"}.get(kind)) in str(
+        err.value
+    )

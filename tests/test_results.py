@@ -76,3 +76,28 @@ def test_a_rank_saves_its_launchers_command(monkeypatch):
     monkeypatch.setattr(results.sys, "argv", ["infer-opt", "comm", "--max-size", "1MiB"])
     monkeypatch.setenv(results.COMMAND_ENV, "infer-opt comm --nproc 2 --max-size 1MiB")
     assert results._command_line() == "infer-opt comm --nproc 2 --max-size 1MiB"
+
+
+def test_load_result_refuses_another_kind_naming_the_option(tmp_path):
+    path = save_result(tmp_path / "r.json", combined([Part("p", 0.5, 2.0)]))
+    assert load_result(path, expect=("amdahl",), option="--base").kind == "amdahl"
+    with pytest.raises(InvalidInput) as err:
+        load_result(path, expect=("roofline", "kernels"), option="--roofline")
+    assert err.value.option == "--roofline" and err.value.value == str(path)
+    assert "holds a 'amdahl' result; expected roofline or kernels" in str(err.value)
+    with pytest.raises(InvalidInput, match="expected a roofline fit"):
+        load_result(path, expect=("roofline",), option="--roofline", what="a roofline fit")
+
+
+def test_load_result_says_every_file_problem_under_the_option(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    for path, needle in ((bad, "not valid JSON"), (tmp_path / "none.json", "does not exist")):
+        with pytest.raises(InvalidInput, match=needle) as err:
+            load_result(path, option="--resume")
+        assert err.value.option == "--resume" and err.value.value == str(path)
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"schema": "infer-opt/amdahl", "version": 1, "result": {"speedup": "fast"}}')
+    with pytest.raises(InvalidInput) as err:
+        load_result(broken, option="--resume")
+    assert err.value.option == "--resume" and "broken.json field" in str(err.value)

@@ -150,10 +150,10 @@ def _interrupted(result: Any, output: Output) -> str:
 
 
 def _save(result: Any) -> None:
-    from infer_opt.profilers import comm as sweep
+    from infer_opt.store import COMM
 
     try:
-        typer.echo(f"saved the fit to {sweep.save_comm(result)}", err=True)
+        typer.echo(f"saved the fit to {COMM.save(result).path}", err=True)
     except OSError as exc:
         typer.echo(f"could not save the fit to the cache ({exc.strerror}); use --out FILE.json", err=True)
 

@@ -165,10 +165,4 @@ def read_resume(path: Path | None, kind: str, what: str) -> Any:
 
     if path.suffix.lower() != ".json":
         raise InvalidInput("--resume", str(path), "expected the .json file a run wrote with --out FILE.json")
-    try:
-        loaded = load_result(path)
-    except InvalidInput as exc:
-        raise exc.under("--resume", str(path)) from None
-    if loaded.kind != kind:
-        raise InvalidInput("--resume", str(path), f"not {what} (kind {loaded.kind})")
-    return loaded.result
+    return load_result(path, expect=(kind,), option="--resume", what=what).result

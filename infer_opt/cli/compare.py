@@ -85,7 +85,7 @@ def compare(
     if noise_floor is not None:
         noise = model.Noise.given(noise_floor)
     else:
-        from infer_opt.profilers.noise_store import noise_for
+        from infer_opt.store import noise_for
 
         noise = noise_for([loaded_base.result, loaded_new.result])
     return model.compare_results(
@@ -103,7 +103,10 @@ def compare(
 
 
 def _is_trace_file(path: Path) -> bool:
-    """A torch.profiler trace (gzip, or JSON that is not an infer-opt result), by its first bytes."""
+    """A torch.profiler trace (gzip, or JSON that is not an infer-opt result), by its first bytes;
+    only a regular file is opened (a FIFO would never end: the reader it goes to refuses it)."""
+    if not path.is_file():
+        return False
     with open(path, "rb") as handle:
         head = handle.read(4096)
         if head[:2] == b"\x1f\x8b":

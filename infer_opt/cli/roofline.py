@@ -95,13 +95,13 @@ def roofline_command(
     no_save: NoSaveOpt = False,
 ) -> RooflineFit:
     if measurements is not None:
-        from infer_opt.profilers.calibration_store import load_points
+        from infer_opt.inputs.measurements import load_points
 
         points, meta = load_points(measurements)
         source = str(measurements)
     else:
         if not no_save:  # before measuring: a cache that cannot take the fit is said now
-            from infer_opt.profilers.calibration_store import check_writable
+            from infer_opt.store import check_writable
 
             check_writable("roofline", instead="give --no-save (with --save FILE or --out FILE.json)")
         points, meta, source = _measure_now(device, dtype, suite, l2_flush, warmup, reps, threads)
@@ -118,7 +118,7 @@ def _measure_now(
 ) -> tuple[list[KernelPoint], dict[str, Any], str]:
     """Run the suite now: its points, the device it ran on, and a source line."""
     from infer_opt.cli.kernels import run_suite_cli, suite_settings
-    from infer_opt.profilers.kernels import kernel_points
+    from infer_opt.inputs.measurements import kernel_points
 
     settings = suite_settings(warmup, reps, None, flush=flush, cuda_graphs=False)
     result = run_suite_cli(
@@ -132,7 +132,7 @@ def _measure_now(
     )
     if not result.complete:
         raise Interrupted(f"interrupted after {len(result.rows)} kernel(s); nothing was fitted")
-    from infer_opt.profilers.calibration_store import measurement_meta
+    from infer_opt.inputs.measurements import measurement_meta
 
     return (
         kernel_points(result),
@@ -164,10 +164,10 @@ def _families(text: str, points: list[KernelPoint]) -> tuple[str, ...] | None:
 
 def _save(fit: RooflineFit, save: Path | None, no_save: bool) -> None:
     from infer_opt.messages import text
-    from infer_opt.profilers import calibration_store
+    from infer_opt.profilers import roofline_calibration
 
     if save is not None:
-        typer.echo(f"saved fit to {calibration_store.save_fit(fit, save)}", err=True)
+        typer.echo(f"saved fit to {roofline_calibration.save_fit(fit, save)}", err=True)
     if no_save:
         return
     if not fit.device:
@@ -175,7 +175,7 @@ def _save(fit: RooflineFit, save: Path | None, no_save: bool) -> None:
             typer.echo("not cached: the measurements do not name their device (use --save FILE)", err=True)
         return
     try:
-        stored = calibration_store.cache_fit(fit)
+        stored = roofline_calibration.cache_fit(fit)
     except OSError as exc:  # the fit is still shown and written to --out
         why = exc.strerror or type(exc).__name__
         typer.echo(f"not cached: {why} writing the cache; --out keeps it", err=True)

@@ -12,7 +12,7 @@ from typing import Any
 
 import typer
 
-from infer_opt.cli.common import BeforeOpt, argument, option, read_text
+from infer_opt.cli.common import BeforeOpt, argument, option
 from infer_opt.cli.output import Outcome, Output, with_output
 from infer_opt.cli.types import (
     Count,
@@ -26,9 +26,8 @@ from infer_opt.cli.types import (
     png_name,
 )
 from infer_opt.cost_models import speculative as model
-from infer_opt.cost_models.speculative import PlanRound
 from infer_opt.errors import InvalidInput
-from infer_opt.notices import Notice
+from infer_opt.inputs.speculative import read_metrics, read_plan_log, read_vector
 from infer_opt.results.speculative import AcceptanceResult, Costs, MetricsResult, SpeedupResult
 from infer_opt.units import parse_duration
 
@@ -255,53 +254,6 @@ Example:
   infer-opt speculative acceptance --p 0.5,0.3,0.2 --q 0.2,0.5,0.3
 """
 
-_SEPARATORS = re.compile(r"[,;\s]+")
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
-def read_vector(path: Path, option: str) -> list[float]:
-    """Numbers from a ``.npy`` file, or from text/CSV separated by commas, spaces or newlines
-    (one leading header line is skipped)."""
-    if not path.exists():
-        raise InvalidInput(option, str(path), "file does not exist")
-    if path.suffix.lower() == ".npy":
-        import numpy as np
-
-        try:
-            arr = np.load(path, allow_pickle=False)
-        except (ValueError, OSError) as exc:
-            raise InvalidInput(option, str(path), f"not a readable .npy file ({exc})") from None
-        if arr.ndim != 1 and arr.squeeze().ndim != 1:
-            raise InvalidInput(option, f"{path} shape {arr.shape}", "expected a 1-D array")
-        try:
-            return [float(v) for v in arr.squeeze().tolist()]
-        except (TypeError, ValueError):
-            raise InvalidInput(option, str(path), "expected a numeric array") from None
-    lines = read_text(path, option)[0].splitlines()
-    if len(lines) > 1 and not all(_is_number(t) for t in _SEPARATORS.split(lines[0]) if t):
-        lines = lines[1:]  # a header line
-    items = [t for t in _SEPARATORS.split("\n".join(lines)) if t]
-    if not items:
-        raise InvalidInput(option, str(path), "the file holds no numbers")
-    values = []
-    for i, item in enumerate(items):
-        try:
-            values.append(float(item))
-        except ValueError:
-            raise InvalidInput(
-                option,
-                f"{path}: entry {i + 1} {item!r}",
-                "expected numbers separated by commas, spaces or newlines",
-            ) from None
-    return values
-
 
 def _vector(inline: tuple[float, ...] | None, file: Path | None, name: str) -> tuple[list[float], str]:
     if (inline is None) == (file is None):
@@ -392,29 +344,6 @@ Example:
 """
 
 
-def read_plan_log(path: Path) -> tuple[list[PlanRound], tuple[Notice, ...]]:
-    """Rounds from a CSV/TSV with columns plan, time (``time``: bare = ms; or ``time_ms``,
-    ``time_us``, ``time_s``), tokens, in any order; other columns are reported, not read."""
-    from infer_opt.tables import Field, read_table
-
-    fields = (
-        Field("plan", "text"),
-        Field("time", "duration", unit="ms", low=0.0, low_open=True),
-        Field("tokens", "count", low=1),
-    )
-    table = read_table(read_text(path, "FILE")[0], fields, source=str(path))
-    if len(table) == 0:
-        raise InvalidInput("FILE", str(path), "the log has no data rows")
-    frame = table.frame
-    rounds = [
-        PlanRound(plan, time_s, tokens)
-        for plan, time_s, tokens in zip(
-            frame["plan"].tolist(), frame["time"].tolist(), frame["tokens"].tolist(), strict=True
-        )
-    ]
-    return rounds, table.notices()
-
-
 FileArg = argument(
     Path, parse=InputFile(), help="CSV of logged rounds: plan, time, tokens.", show_default=False
 )
@@ -446,57 +375,6 @@ Examples:
 
   infer-opt speculative from-metrics --prometheus after.prom --before before.prom --model-name my-model
 """
-
-_METRIC_ALIASES = {
-    "accepted_tokens_per_pos": "accepted_per_position",
-    "accepted_per_pos": "accepted_per_position",
-}
-
-
-def _metric_key(key: str) -> str:
-    k = (
-        key.strip()
-        .lower()
-        .replace("-", "_")
-        .removeprefix("vllm:")
-        .removeprefix("spec_decode_")
-        .removeprefix("num_")
-    )
-    return _METRIC_ALIASES.get(k, k)
-
-
-def _whole(option: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value < 0:
-        raise InvalidInput(option, value, "counts must be non-negative whole numbers")
-    return int(value)
-
-
-def read_metrics(path: Path) -> dict[str, Any]:
-    """``{"drafts": ..., "accepted_per_position": [...], "draft_tokens": ...}`` from a JSON file
-    (vLLM's names, with or without the ``vllm:spec_decode_num_`` prefix, are accepted)."""
-    from infer_opt.tables import read_json
-
-    data = read_json(read_text(path, "--file")[0], source=str(path))
-    if not isinstance(data, dict):
-        raise InvalidInput(
-            "--file", str(path), "expected a JSON object with drafts and accepted_per_position"
-        )
-    found = {_metric_key(k): v for k, v in data.items()}
-    out: dict[str, Any] = {}
-    for key in ("drafts", "accepted_per_position"):
-        if key not in found:
-            raise InvalidInput(
-                "--file", str(path), f"missing key {key!r} (keys: drafts, accepted_per_position)"
-            )
-    out["drafts"] = _whole(f"{path}: drafts", found["drafts"])
-    acc = found["accepted_per_position"]
-    if not isinstance(acc, list) or not acc:
-        raise InvalidInput(f"{path}: accepted_per_position", acc, "expected a non-empty list of counts")
-    out["accepted_per_position"] = [_whole(f"{path}: accepted_per_position", a) for a in acc]
-    if found.get("draft_tokens") is not None:
-        out["draft_tokens"] = _whole(f"{path}: draft_tokens", found["draft_tokens"])
-    return out
-
 
 DraftsOpt = option(int | None, "--drafts", parse=Count(1), help="Number of draft rounds.")
 AcceptedPerPositionOpt = option(
@@ -584,7 +462,7 @@ def from_metrics(
             "--target-cost", "missing", "costs need c_t too (the cost of one plain target step)"
         )
     if prometheus is not None:
-        from infer_opt.cost_models.prometheus_metrics import metrics_from_prometheus
+        from infer_opt.inputs.prometheus import metrics_from_prometheus
 
         return metrics_from_prometheus(prometheus, before=before, model_name=model_name, costs=costs)
     return model.rates_from_counts(

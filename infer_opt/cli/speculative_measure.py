@@ -15,9 +15,10 @@ from infer_opt.cli.common import (
     warmup_option,
 )
 from infer_opt.cli.output import with_output
-from infer_opt.cli.speculative import app, read_metrics
+from infer_opt.cli.speculative import app
 from infer_opt.cli.types import Count, InputFile, Number, NumberList
 from infer_opt.errors import InvalidInput
+from infer_opt.inputs.speculative import read_metrics
 
 #: --k-max, --context and repetitions above these would run for a very long time
 MAX_K = 64

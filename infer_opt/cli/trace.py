@@ -232,13 +232,9 @@ def _checked(path: Path) -> Path:
 
 
 def _roofline(path: Path) -> Any:
-    from infer_opt.errors import InvalidInput
     from infer_opt.results import load_result
 
-    loaded = load_result(path)
-    if loaded.kind != "roofline":
-        raise InvalidInput("--roofline", str(path), f"a {loaded.kind} result; expected a roofline fit")
-    return loaded.result
+    return load_result(path, expect=("roofline",), option="--roofline", what="a roofline fit").result
 
 
 def register(app: typer.Typer) -> None:

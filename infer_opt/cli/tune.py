@@ -178,8 +178,7 @@ def _window(after: Path | None, before: Path | None) -> list[Path] | None:
 
 
 def _distribution(batches: Path | None, prometheus: list[Path] | None) -> dict[str, Any]:
-    from infer_opt.cost_models import capture_sizes as cs
-    from infer_opt.cost_models.tune_inputs import read_distribution
+    from infer_opt.inputs.tune import read_distribution, read_histogram
 
     if (batches is None) == (not prometheus):
         raise InvalidInput(
@@ -190,16 +189,7 @@ def _distribution(batches: Path | None, prometheus: list[Path] | None) -> dict[s
     if batches is not None:
         dist, notices = read_distribution(batches)
         return {"dist": dist, "notices": notices, "label": f"{batches.name} (as given)"}
-    from infer_opt.files import read_text
-
-    hists = [cs.histogram_from_text(read_text(p, "--prometheus"), source=p.name) for p in prometheus]
-    hist = (
-        hists[0] if len(hists) == 1 else cs.histogram_interval(hists[0], hists[1], source=prometheus[0].name)
-    )
-    hi, lo, overflow = cs.histogram_distributions(hist, source=prometheus[-1].name)
-    names = ", ".join(p.name for p in prometheus)
-    label = f"{cs.ITERATION_TOKENS} histogram of {names} (coarse: estimated placement)"
-    return {"dist": hi, "dist_low": lo, "overflow_share": overflow, "notices": (), "label": label}
+    return read_histogram(prometheus)
 
 
 def _current(
@@ -231,7 +221,7 @@ def capture_sizes(
     capture_time: CaptureTimeOpt = None,
 ) -> TuneCaptureSizesResult:
     from infer_opt.cost_models import capture_tuning as ct
-    from infer_opt.cost_models.tune_inputs import read_costs, read_memory
+    from infer_opt.inputs.tune import read_costs, read_memory
 
     if memory_per_capture is not None and memory is not None:
         raise InvalidInput("--memory", str(memory), "give --memory-per-capture or --memory, not both")
@@ -330,19 +320,9 @@ def _alphas(alphas: tuple[float, ...] | None, prometheus: list[Path] | None) -> 
         return tuple(alphas), "--alphas (as given)"
     if len(prometheus) != 2:
         raise InvalidInput("--before", "missing", "give two snapshots: --prometheus AFTER --before BEFORE")
-    from infer_opt.cost_models.prometheus_metrics import metrics_from_prometheus
+    from infer_opt.inputs.tune import alphas_from_prometheus
 
-    metrics = metrics_from_prometheus(prometheus[1], before=prometheus[0])
-    rates = []
-    for pos in metrics.positions:
-        if pos.conditional is None:
-            break
-        rates.append(pos.conditional)
-    if not rates:
-        raise InvalidInput(
-            "--prometheus", str(prometheus[1]), "no draft position was ever accepted: no rates to tune with"
-        )
-    return tuple(rates), f"measured: vLLM counters between {prometheus[0].name} and {prometheus[1].name}"
+    return alphas_from_prometheus(prometheus[0], prometheus[1])
 
 
 @app.command("speculative", help=SPEC_HELP, cls=SnapshotsCommand)
@@ -360,7 +340,7 @@ def speculative(
 ) -> TuneSpeculativeResult:
     from infer_opt.cost_models import capture_sizes as cs
     from infer_opt.cost_models import speculative_tuning as st
-    from infer_opt.cost_models.tune_inputs import read_costs, read_distribution
+    from infer_opt.inputs.tune import read_costs, read_distribution
 
     rates, rates_label = _alphas(alphas, _window(prometheus, before))
     if (batches is None) == (batch_sizes is None):

@@ -27,9 +27,9 @@ import numpy as np
 
 from infer_opt.cost_models import bucketing
 from infer_opt.errors import InvalidInput
+from infer_opt.inputs.tables import Field
 from infer_opt.notices import Notice
 from infer_opt.results.amortize import AmortizeBucketsResult, AmortizeResult, BucketAmortization, Checkpoint
-from infer_opt.tables import Field
 from infer_opt.units import parse_float
 
 NEVER_PAYS = "compiled time is not below eager time: compiling never pays"
@@ -400,13 +400,13 @@ BUCKET_FIELDS = (
 
 def read_bucket_csv(text: str, *, source: str, calls_required: bool = True) -> BucketTable:
     """Parse ``bucket, compile_s, calls`` plus ``eager_ms, compiled_ms`` or ``saving_ms`` (CSV
-    or TSV, read by :func:`infer_opt.tables.read_table`).
+    or TSV, read by :func:`infer_opt.inputs.tables.read_table`).
 
     Times are bare numbers in the column's unit (``compile_s``: seconds; ``eager_ms``: ms;
     another suffix such as ``eager_us`` changes it) or carry their own (``3s``, ``800us``).
     ``saving_ms`` may be negative (compiled slower). Every error names the file, the line,
     the column and the value."""
-    from infer_opt.tables import read_table
+    from infer_opt.inputs.tables import read_table
 
     if not text.strip():
         raise InvalidInput(source, "no rows", "the bucket file has no buckets")

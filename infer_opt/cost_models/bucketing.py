@@ -39,7 +39,7 @@ from infer_opt.results.buckets import (
 )
 
 if TYPE_CHECKING:
-    from infer_opt.tables import Table
+    from infer_opt.inputs.tables import Table
 
 Cost = Literal["linear", "quadratic"]
 #: Largest accepted length (and count): keeps every sum exact in int64 / float64 ranges.
@@ -128,13 +128,13 @@ def _looks_like_header(line: str) -> bool:
 def parse_lengths_text(text: str, *, source: str = "sample") -> LengthSample:
     """Read a length sample: one positive integer per line, or a CSV/TSV with a ``length``
     column and an optional ``count`` column (other columns are reported and ignored), through
-    :func:`infer_opt.tables.read_table`. Errors name the source, the line and the value."""
+    :func:`infer_opt.inputs.tables.read_table`. Errors name the source, the line and the value."""
     return sample_from_table(read_lengths_table(text, source=source), source=source)
 
 
 def read_lengths_table(text: str, *, source: str = "sample") -> Table:
     """The length sample as a table with ``length`` (and ``count``) columns."""
-    from infer_opt.tables import Field, read_table
+    from infer_opt.inputs.tables import Field, read_table
 
     fields = (
         Field("length", "count", low=0, low_open=True, high=MAX_LENGTH, aliases=("lengths", "len_tokens")),

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from infer_opt.errors import InvalidInput
+from infer_opt.inputs.prometheus import ITERATION_TOKENS, Histogram
 from infer_opt.notices import Notice
 
 #: the largest batch size (tokens per step) a list may hold
@@ -496,84 +497,6 @@ def flags(capture_sizes: Sequence[int]) -> dict[str, str]:
 
 
 # ----------------------------------------------------------------------------- Prometheus
-
-ITERATION_TOKENS = "vllm:iteration_tokens_total"
-#: the most steps a histogram's bucket may count (1e308 made the expected step 0 s)
-MAX_STEPS = 1e15
-
-
-@dataclass(frozen=True)
-class Histogram:
-    """Cumulative bucket counts of ``vllm:iteration_tokens_total`` (``le`` edges, +Inf last)."""
-
-    edges: tuple[float, ...]
-    cumulative: tuple[float, ...]
-
-
-def histogram_from_text(text: str, *, source: str, param: str = "prometheus") -> Histogram:
-    """The ``_bucket`` samples of :data:`ITERATION_TOKENS`, summed over labels other than ``le``."""
-    from prometheus_client.parser import text_string_to_metric_families
-
-    by_edge: dict[float, float] = {}
-    seen: set[tuple[tuple[str, str], ...]] = set()
-    repeated: list[str] = []
-    models: set[str | None] = set()
-    try:
-        for family in text_string_to_metric_families(text):
-            for s in family.samples:
-                if s.name == ITERATION_TOKENS + "_bucket" and "le" in s.labels:
-                    key = tuple(sorted(s.labels.items()))
-                    if key in seen:  # two scrapes in one file: summed, every step counts twice
-                        repeated.append(s.name + "{" + ",".join(f'{k}="{v}"' for k, v in key) + "}")
-                    seen.add(key)
-                    edge = float(s.labels["le"])
-                    by_edge[edge] = by_edge.get(edge, 0.0) + float(s.value)
-                    models.add(s.labels.get("model_name"))
-    except (ValueError, TypeError, KeyError, IndexError) as exc:
-        detail = " ".join(str(exc).split())[:200]
-        raise InvalidInput(param, source, f"not a Prometheus text exposition ({detail})") from None
-    if repeated:
-        raise InvalidInput(
-            param, repeated[0], f"{source}: this series appears more than once; give one snapshot per file"
-        )
-    if not by_edge:
-        raise InvalidInput(param, source, f"no {ITERATION_TOKENS} histogram buckets")
-    if len(models - {None}) > 1:  # (engines of one model sum; two models' steps are no one's)
-        shown = ", ".join(sorted(m for m in models if m is not None))
-        raise InvalidInput(
-            param, source, f"holds {ITERATION_TOKENS} of several models ({shown}): give one model's snapshot"
-        )
-    edges = tuple(sorted(by_edge))
-    cum = tuple(by_edge[e] for e in edges)
-    for e, c in zip(edges, cum, strict=True):
-        if not math.isfinite(c) or c < 0 or c > MAX_STEPS:
-            raise InvalidInput(
-                param,
-                source,
-                f'{ITERATION_TOKENS}_bucket{{le="{e:g}"}} is {c:g}: counts must be in [0, {MAX_STEPS:g}]',
-            )
-    for a, b, e in zip(cum, cum[1:], edges[1:], strict=False):
-        if b < a:
-            raise InvalidInput(
-                param, source, f'bucket le="{e:g}" holds fewer steps than the one below: not cumulative'
-            )
-    return Histogram(edges, cum)
-
-
-def histogram_interval(before: Histogram, after: Histogram, *, source: str) -> Histogram:
-    """``after - before``; a bucket that went down means the server restarted."""
-    if before.edges != after.edges:
-        raise InvalidInput("prometheus", source, "the two snapshots have different bucket edges")
-    diff = []
-    for e, b, a in zip(after.edges, before.cumulative, after.cumulative, strict=True):
-        if a < b:
-            raise InvalidInput(
-                "prometheus",
-                source,
-                f'bucket le="{e:g}" went down from {b:g} to {a:g}: the server restarted in between',
-            )
-        diff.append(a - b)
-    return Histogram(after.edges, tuple(diff))
 
 
 def histogram_distributions(hist: Histogram, *, source: str) -> tuple[Distribution, Distribution, float]:

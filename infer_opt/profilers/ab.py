@@ -12,7 +12,7 @@ environment variables (``KEY=VALUE``).
 
 The same command on both sides (an A/A) measures the device's run-to-run noise
 (:func:`infer_opt.cost_models.run_stats.noise_floor`), saved per device key by
-:mod:`infer_opt.profilers.noise_store` as the default floor of later comparisons.
+:mod:`infer_opt.store` as the default floor of later comparisons.
 
 Nothing here imports torch: the commands do the measuring.
 """
@@ -186,10 +186,10 @@ def _load(runs: Sequence[AbRun], name: str) -> list[Any]:
 
 def _save(record: NoiseFloor) -> tuple[str | None, list[Notice]]:
     """Cache the A/A's floor: its path, or None with the reasons (refused, or not writable)."""
-    from infer_opt.profilers import noise_store
+    from infer_opt import store
 
     try:
-        stored = noise_store.save_floor(record)
+        stored = store.save_floor(record)
     except OSError as exc:
         return None, [Notice("noise_floor_not_saved", {"reason": exc.strerror or str(exc)})]
     if not stored.saved:
@@ -211,14 +211,14 @@ def run_ab(
     """Alternate the two sides (:func:`alternate`), compare all base rounds with all new
     rounds (runs pooled per side), and after an A/A measure and save the noise floor.
     ``compare_options``: ``alpha``, ``threshold``, ``force``, ``seed`` for the comparison."""
-    from infer_opt.profilers import noise_store
+    from infer_opt import store
 
     if rounds < 1:
         raise InvalidInput("rounds", rounds, "must be at least 1")
     runs = alternate(base, new, rounds, folder, runner=runner, progress=progress)
     bases, news = _load(runs, "base"), _load(runs, "new")
     aa = base.argv == new.argv and base.env == new.env
-    noise = Noise() if aa else noise_store.noise_for([*bases, *news])
+    noise = Noise() if aa else store.noise_for([*bases, *news])
     comparison = compare_results(
         bases, news, base_name="base", new_name="new", noise=noise, commands=(base.command, new.command),
         **compare_options,

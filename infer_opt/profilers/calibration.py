@@ -68,7 +68,6 @@ from infer_opt.cost_models.roofline import KernelPoint, fit_roofline, key_proble
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
 from infer_opt.profilers import calibration_cases, op_recorder, speed_probe
-from infer_opt.profilers.calibration_store import CalibrationStore, Lookup, Stored
 from infer_opt.profilers.op_families import FamilyRecorder, ModuleCounter, Signature
 from infer_opt.results import save_result
 from infer_opt.results.calibration import (
@@ -81,6 +80,7 @@ from infer_opt.results.calibration import (
     HostCalibration,
 )
 from infer_opt.run_key import RunKey
+from infer_opt.store import Lookup, Store, Stored
 
 Progress = Callable[[int, int, str], None]
 
@@ -849,7 +849,7 @@ def _check(
 
 
 #: the operator calibrations ``predict`` and ``validate`` use, cached beside the roofline fits
-OPERATORS: CalibrationStore[CalibrationResult] = CalibrationStore("calibration", CalibrationResult, _check)
+OPERATORS: Store[CalibrationResult] = Store("calibration", CalibrationResult, _check)
 
 
 def cache_path(device: Any, dtype: Any) -> Path:
@@ -878,7 +878,7 @@ def watch_cache(device: Any, dtype: Any) -> Path:
     """Before a calibration measures: its cache folder must be writable (else an
     :class:`InvalidInput` before the work), and its file is watched, so a save that finds it
     written by another run meanwhile keeps that run's file aside and says so."""
-    from infer_opt.profilers.calibration_store import check_writable
+    from infer_opt.store import check_writable
 
     check_writable(OPERATORS.kind)
     path = cache_path(device, dtype)

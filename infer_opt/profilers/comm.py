@@ -23,7 +23,6 @@ so far after every size (rank 0), so an interrupted sweep keeps what it measured
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -37,7 +36,6 @@ from infer_opt.cost_models import comm as comm_module
 from infer_opt.errors import InvalidInput, RunFailure
 from infer_opt.notices import Notice
 from infer_opt.profilers.distributed import RankContext, barrier, gather_to_reporter
-from infer_opt.results import parse_envelope, save_result
 from infer_opt.results.comm import CollectiveSweep, CommPoint, CommResult
 from infer_opt.stats import VARIANCE_THRESHOLD
 
@@ -425,67 +423,21 @@ def default_max_bytes(device: torch.device) -> int:
 # ---------------------------------------------------------------------------- saved fits
 
 
-def comm_path(backend: str, world_size: int, device_key: str) -> Path:
-    """Where the sweep for a backend, world size and device is cached:
-    ``cache_dir()/comm/<backend>-<N>ranks-<device key>.json``."""
-    from infer_opt.profilers.calibration_store import cache_dir
-
-    return cache_dir() / "comm" / f"{backend}-{world_size}ranks-{device_key}.json"
-
-
-def save_comm(result: CommResult, path: Path | None = None) -> Path:
-    """Save a sweep (envelope JSON, atomic) for ``predict --tp``; returns the path."""
-    target = path or comm_path(result.backend, result.world_size, result.device_key)
-    return save_result(target, result)
-
-
-def load_comm(backend: str, world_size: int, device_key: str) -> CommResult | None:
-    """The saved sweep for this backend, world size and device, or ``None``."""
-    target = comm_path(backend, world_size, device_key)
-    try:
-        loaded = parse_envelope(json.loads(target.read_text(encoding="utf-8")), source=str(target))
-    except (FileNotFoundError, json.JSONDecodeError, InvalidInput, TypeError, ValueError, KeyError):
-        return None
-    return loaded.result if isinstance(loaded.result, CommResult) else None
-
-
-def read_input(path: Path, param: str) -> str:
-    from infer_opt.files import read_text
-
-    return read_text(path, param)
-
-
 def comm_for(world_size: int, device_kind: str, path: Path | None = None) -> CommResult:
     """The comm sweep a ``--tp`` prediction prices its collectives with: ``path`` (a saved
     ``infer-opt comm --out FILE.json``), else the one cached for this world size on this kind of
     device (gloo on the CPU, NCCL on CUDA): the newest when several devices have one."""
+    from infer_opt.results import load_result
+    from infer_opt.store import COMM
+
     if path is not None:
-        try:
-            loaded = parse_envelope(json.loads(read_input(path, "comm")), source=str(path))
-        except InvalidInput as exc:  # a field that is not what a comm sweep may hold
-            raise exc.under("comm", str(path)) from None
-        except (OSError, json.JSONDecodeError, ValueError) as exc:
-            raise InvalidInput(
-                "comm", str(path), f"not a readable comm result ({type(exc).__name__})"
-            ) from None
-        if not isinstance(loaded.result, CommResult):
-            raise InvalidInput("comm", str(path), f"holds a {loaded.kind!r} result, not a comm sweep")
-        result = loaded.result
+        result = load_result(path, expect=("comm",), option="comm", what="a comm sweep").result
     else:
         backend = "nccl" if device_kind == "cuda" else "gloo"
-        from infer_opt.profilers.calibration_store import cache_dir
-
-        saved = sorted(
-            (cache_dir() / "comm").glob(f"{backend}-{world_size}ranks-*.json"),
-            key=lambda p: p.stat().st_mtime,
-        )
-        found = [
-            r for r in (load_comm(backend, world_size, p.name.split("ranks-", 1)[1][:-5]) for p in saved) if r
-        ]
-        if not found:
+        result = COMM.newest(f"{backend}-{world_size}ranks-")
+        if result is None:
             why = f"no comm sweep over {world_size} ranks is saved: run infer-opt comm --nproc {world_size}"
             raise InvalidInput("tp", world_size, f"{why} first (or give --comm FILE)")
-        result = found[-1]
     measured_on = "cuda" if result.device.startswith("cuda") else "cpu"
     if measured_on != device_kind:
         raise InvalidInput(

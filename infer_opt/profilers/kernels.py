@@ -57,7 +57,6 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from infer_opt.cost_models.roofline import KernelPoint
 from infer_opt.errors import InvalidInput, UnsupportedOnDevice
 from infer_opt.notices import Notice
 from infer_opt.profilers import device as devices
@@ -499,18 +498,6 @@ def _fusion(kind: str, suite: str) -> Iterable[KernelCase]:
             reference="bias_gelu_eager",
             compiles=True,
         )
-
-
-# ---------------------------------------------------------------------------- results
-
-
-def kernel_points(result: KernelSuiteResult) -> list[KernelPoint]:
-    """The timed rows as roofline points, named ``case[size]``."""
-    return [
-        KernelPoint(f"{row.name}[{row.label}]", row.family, row.flops, row.bytes, row.time_s)
-        for row in result.rows
-        if row.time_s is not None and row.time_s > 0 and (row.flops > 0 or row.bytes > 0)
-    ]
 
 
 # ---------------------------------------------------------------------------- running

@@ -408,8 +408,11 @@ def result_class(kind: str) -> type[Result]:
     return registry.result_class(kind)
 
 
-def parse_envelope(data: Any, *, source: str = "result file") -> LoadedResult:
-    """Validate an envelope and rebuild its result. Refuses unknown major versions."""
+def parse_envelope(
+    data: Any, *, source: str = "result file", expect: Sequence[str] = (), what: str = ""
+) -> LoadedResult:
+    """Validate an envelope and rebuild its result. Refuses unknown major versions and, with
+    ``expect``, any other kind (before its fields are read; ``what`` says what was expected)."""
     if not isinstance(data, dict) or not str(data.get("schema", "")).startswith(SCHEMA_PREFIX):
         raise InvalidInput(source, "…", "not an infer-opt result (no 'infer-opt/<kind>' schema)")
     kind = data["schema"][len(SCHEMA_PREFIX) :]
@@ -418,16 +421,30 @@ def parse_envelope(data: Any, *, source: str = "result file") -> LoadedResult:
         raise InvalidInput(
             source, version, f"unsupported schema version; this infer-opt reads 1..{SCHEMA_VERSION}"
         )
+    if expect and kind not in expect:
+        raise InvalidInput(source, kind, f"holds a {kind!r} result; expected {what or ' or '.join(expect)}")
     if not isinstance(data.get("result"), dict):
         raise InvalidInput(source, kind, "the envelope has no 'result' object")
     cls = result_class(kind)
     return LoadedResult(kind, version, cls.from_dict(data["result"], source=source), data)
 
 
-def load_result(path: str | os.PathLike[str]) -> LoadedResult:
-    """Read a saved result file."""
+def load_result(
+    path: str | os.PathLike[str], *, expect: Sequence[str] = (), option: str | None = None, what: str = ""
+) -> LoadedResult:
+    """A saved result file, read through the one checked reader (:func:`infer_opt.files.read_text`).
+    With ``option`` (the flag that named the file) every refusal names it: a missing, unreadable
+    or non-regular file, one that is not an infer-opt result, a field its kind does not allow
+    (a :class:`BadField` naming the file and field), and with ``expect`` a result of any other
+    kind (``what`` says what was expected; default the kinds' names)."""
     from infer_opt.files import read_text
-    from infer_opt.tables import read_json
+    from infer_opt.inputs.tables import read_json
 
     p = Path(path)
-    return parse_envelope(read_json(read_text(p, "result file"), source=str(p)), source=str(p))
+    try:
+        data = read_json(read_text(p, option or "result file"), source=str(p))
+        return parse_envelope(data, source=str(p), expect=expect, what=what)
+    except InvalidInput as exc:
+        if option is None:
+            raise
+        raise exc.under(option, str(p)) from None

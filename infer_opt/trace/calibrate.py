@@ -668,17 +668,8 @@ def load(path: str | os.PathLike[str], *, option: str = "--calibration") -> Cali
     naming ``option``."""
     from infer_opt.results import load_result
 
-    try:
-        loaded = load_result(path)
-    except FileNotFoundError:
-        raise InvalidInput(option, str(path), "file does not exist") from None
-    except InvalidInput as exc:
-        raise InvalidInput(option, str(path), exc.expected) from None
-    except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError) as exc:
-        raise InvalidInput(option, str(path), f"not a readable calibration ({type(exc).__name__})") from None
-    if loaded.kind != CalibrationResult.KIND:
-        raise InvalidInput(option, str(path), f"is a {loaded.kind} result, not a calibration")
-    result = loaded.result
+    kind = CalibrationResult.KIND
+    result = load_result(path, expect=(kind,), option=option, what="a calibration").result
     assert isinstance(result, CalibrationResult)
     if not result.families:
         raise InvalidInput(option, str(path), "the calibration has no families")

@@ -124,7 +124,7 @@ def test_resume_file_of_another_kind_is_refused(tmp_path):
         ).exit_code
         == 0
     )
-    assert_one_line_error(_measure("--resume", str(path)), "--resume", "not an amortize measure result")
+    assert_one_line_error(_measure("--resume", str(path)), "--resume", "expected an amortize measure result")
 
 
 def test_lengths_give_the_calls(compiler, tmp_path):

@@ -155,7 +155,7 @@ def test_missing_file_argument_is_one_line_exit_2():
     [["--bounds", "2,4"], ["--bounds", "2,4", "--json"], ["--optimize", "2"]],
 )
 def test_reading_a_sample_imports_pandas_and_nothing_heavier(lengths, args):
-    # tabular input goes through the one pandas reader (infer_opt.tables); never torch & co
+    # tabular input goes through the one pandas reader (infer_opt.inputs.tables); never torch & co
     argv = ["buckets", str(lengths), *args]
     assert heavy_modules_imported(argv) == ["pandas"]
 

@@ -63,7 +63,7 @@ def test_noise_floor_option_and_a_measured_floor(kernel_files, tmp_path, monkeyp
     assert given["noise_source"] == "given" and given["noise_floor"] == pytest.approx(0.10)
     assert {r["key"]: r["verdict"] for r in given["rows"]}["matmul [n=64]"] == "faster"
     monkeypatch.setenv("INFER_OPT_CACHE", str(tmp_path / "cache"))
-    from infer_opt.profilers.noise_store import save_floor
+    from infer_opt.store import save_floor
 
     saved = save_floor(fixture("noise-floor")).path
     run = invoke("compare", str(base), str(new))

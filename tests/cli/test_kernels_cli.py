@@ -208,5 +208,5 @@ def test_resume_refuses_another_setup_or_kind(tmp_path):
 
     other = save_result(tmp_path / "p.json", fixture("profile"))
     assert_one_line_error(
-        invoke("kernels", *FAST, "--resume", str(other)), "--resume", "not a kernels result"
+        invoke("kernels", *FAST, "--resume", str(other)), "--resume", "expected a kernels result"
     )

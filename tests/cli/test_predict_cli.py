@@ -297,4 +297,4 @@ def test_predict_tp_refuses_a_missing_or_mismatched_comm_sweep(calibration_file,
     assert_one_line_error(invoke(*base, "--tp", "2"), "--tp", "infer-opt comm --nproc 2")
     assert_one_line_error(invoke(*base, "--tp", "3", "--comm", comm_file), "--comm", "over 2 ranks")
     wrong_kind = invoke(*base, "--tp", "2", "--comm", calibration_file)
-    assert_one_line_error(wrong_kind, "--comm", "not a comm sweep")
+    assert_one_line_error(wrong_kind, "--comm", "expected a comm sweep")

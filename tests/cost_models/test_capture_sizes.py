@@ -99,44 +99,6 @@ def test_dp_equals_brute_force(case):
     assert table.best[m] == pytest.approx(_brute(prob, curve, k), rel=1e-9, abs=1e-12)
 
 
-def test_histogram_range_and_interval():
-    before = cs.histogram_from_text(
-        "# TYPE vllm:iteration_tokens_total histogram\n"
-        'vllm:iteration_tokens_total_bucket{le="1.0"} 10\n'
-        'vllm:iteration_tokens_total_bucket{le="8.0"} 20\n'
-        'vllm:iteration_tokens_total_bucket{le="+Inf"} 20\n'
-        "vllm:iteration_tokens_total_count 20\nvllm:iteration_tokens_total_sum 60\n",
-        source="b",
-    )
-    hi, lo, overflow = cs.histogram_distributions(before, source="b")
-    assert hi.sizes.tolist() == [1, 8] and lo.sizes.tolist() == [1, 2] and overflow == 0
-    with pytest.raises(InvalidInput, match="went down"):
-        cs.histogram_interval(before, cs.Histogram(before.edges, (5.0, 20.0, 20.0)), source="b")
-    with pytest.raises(InvalidInput, match="no decode steps"):
-        cs.histogram_distributions(cs.histogram_interval(before, before, source="b"), source="b")
-
-
-@pytest.mark.parametrize("labels", ["", 'engine="0",'])
-def test_a_histogram_series_given_twice_is_refused(labels):
-    """Two scrapes concatenated in one file would count every step twice."""
-    one = (
-        f'vllm:iteration_tokens_total_bucket{{{labels}le="1.0"}} 10\n'
-        f'vllm:iteration_tokens_total_bucket{{{labels}le="+Inf"}} 20\n'
-    )
-    with pytest.raises(InvalidInput, match="appears more than once") as err:
-        cs.histogram_from_text(one + one, source="m.prom")
-    assert err.value.option == "prometheus" and "m.prom" in str(err.value)
-
-
-def test_the_same_buckets_of_two_engines_are_summed():
-    text = "".join(
-        f'vllm:iteration_tokens_total_bucket{{engine="{e}",le="{le}"}} {n}\n'
-        for e in "01"
-        for le, n in (("1.0", 10), ("+Inf", 20))
-    )
-    assert cs.histogram_from_text(text, source="m.prom").cumulative == (20.0, 40.0)
-
-
 def _brute_any_size(prob, curve, k):
     """Every list of at most k sizes from 1 to the largest evaluable size (observed or measured)."""
     top = max(int(prob.dist.sizes[-1]), int(curve.sizes[-1]))

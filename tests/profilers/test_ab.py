@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from infer_opt import store
 from infer_opt.cost_models import run_stats
 from infer_opt.errors import Interrupted, InvalidInput, RunFailure
-from infer_opt.profilers import ab, noise_store
+from infer_opt.profilers import ab
 from infer_opt.results import load_result
 from infer_opt.results.ab import AbResult
 from infer_opt.results.compare import NOISE
@@ -111,9 +112,9 @@ def test_an_aa_measures_and_saves_the_noise_floor(tmp_path, monkeypatch):
     sigma = math.sqrt(sum((x - mean) ** 2 for x in logs) / 5)
     matmul = next(g for g in record.groups if g.key == "matmul")
     assert matmul.between_run_cv == pytest.approx(sigma) and matmul.df == 10
-    found = noise_store.STORES["kernels"].load(record.key)
+    found = store.NOISE["kernels"].load(record.key)
     assert found.result == record and str(found.path) == result.noise_saved_to
-    noise = noise_store.noise_for([load_result(result.runs[0].file).result])
+    noise = store.noise_for([load_result(result.runs[0].file).result])
     assert noise.source == "measured" and noise.sigma("matmul", 1e-3) == pytest.approx(matmul.between_run_cv)
     assert noise.where == result.noise_saved_to
 
@@ -123,7 +124,7 @@ def test_aa_without_saving(tmp_path, monkeypatch):
     same = "infer-opt kernels"
     result, _ = _run(tmp_path, base=same, new=same, save_floor=False)
     assert result.noise_floor is not None and result.noise_saved_to is None
-    assert noise_store.STORES["kernels"].load(result.noise_floor.key).result is None
+    assert store.NOISE["kernels"].load(result.noise_floor.key).result is None
 
 
 def test_a_failing_side_names_the_side_and_round_and_keeps_what_finished(tmp_path):

@@ -291,7 +291,7 @@ def test_unusable_files_are_one_line_errors(tmp_path):
         cal.load_calibration(missing)
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
-    with pytest.raises(InvalidInput, match="not a readable infer-opt calibration result"):
+    with pytest.raises(InvalidInput, match="calibration: not valid JSON"):
         cal.load_calibration(bad)
     empty = CalibrationResult(
         device="cpu",

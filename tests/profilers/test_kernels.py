@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from infer_opt.errors import InvalidInput, UnsupportedOnDevice
+from infer_opt.inputs.measurements import kernel_points
 from infer_opt.profilers import kernels as K
 from infer_opt.results.kernels import KernelRow, KernelSuiteResult, SuiteSettings
 
@@ -237,7 +238,7 @@ def test_cuda_graphs_on_cpu_are_refused():
 def test_points_and_json_round_trip():
     bad = _case("toy_add_wrong", lambda x: lambda: x["x"] - x["y"], reference="toy_add")
     result = run([ADD, bad])
-    points = K.kernel_points(result)
+    points = kernel_points(result)
     assert [p.name for p in points] == ["toy_add[n=8]"]
     again = KernelSuiteResult.from_dict(result.to_dict())
     assert again.rows[0].summary == result.rows[0].summary

@@ -4,7 +4,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from infer_opt import messages
-from infer_opt.cost_models import prometheus_metrics as pm
+from infer_opt.inputs import prometheus as pm
 from infer_opt.reports.speculative import build_metrics_view
 from infer_opt.reports.speculative_run import build_view
 from tests.reports.fixtures import fixture

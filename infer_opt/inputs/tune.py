@@ -1,7 +1,7 @@
 """Reading what ``tune`` takes: a batch-size distribution (CSV/TSV ``batch_size,count``), a cost
 curve (CSV/TSV ``batch_size,time_ms`` or ``tokens,time_ms``, a saved ``predict --sweep
 batch=...`` result, or saved ``trace`` results at two or more batch sizes), a graph-memory table
-(``batch_size,bytes``). Tables go through :func:`infer_opt.tables.read_table`.
+(``batch_size,bytes``). Tables go through :func:`infer_opt.inputs.tables.read_table`.
 
 A trace result is one point of the curve: the median ProfilerStep span it measured, at the batch
 size the user says it ran at (``FILE@B``; a trace does not record it). One point cannot say how
@@ -19,8 +19,8 @@ import numpy as np
 from infer_opt.cost_models import capture_sizes as cs
 from infer_opt.errors import InvalidInput
 from infer_opt.files import read_text
+from infer_opt.inputs.tables import Field, read_table
 from infer_opt.notices import Notice
-from infer_opt.tables import Field, read_json, read_table
 
 _SIZE_ALIASES = ("tokens", "batch", "bs", "num_tokens")
 
@@ -41,46 +41,38 @@ def read_distribution(path: Path, param: str = "batches") -> tuple[cs.Distributi
 
 def read_cost(path: Path, param: str = "cost") -> tuple[cs.CostCurve, str, tuple[Notice, ...]]:
     """A cost curve and how it was obtained ("measured table" / "predicted (predict --sweep)")."""
-    text = read_text(path, param)
     if path.suffix.lower() == ".json":
-        return _cost_from_result(text, path, param)
+        return _cost_from_result(path, param)
     fields = (
         Field("batch_size", "number", low=1, aliases=_SIZE_ALIASES),
         Field("time", "duration", unit="ms", low=0, low_open=True, aliases=("step",)),
     )
-    table = read_table(text, fields, source=path.name)
+    table = read_table(read_text(path, param), fields, source=path.name)
     frame = table.frame
     curve = cs.cost_curve(frame["batch_size"].to_numpy(), frame["time"].to_numpy(), source=path.name)
     return curve, f"table {path.name} (as given)", table.notices()
 
 
-def _cost_from_result(text: str, path: Path, param: str) -> tuple[cs.CostCurve, str, tuple[Notice, ...]]:
-    data = read_json(text, source=path.name)
-    schema = str(data.get("schema", "")) if isinstance(data, dict) else ""
-    if schema == TRACE_SCHEMA:
+def _cost_from_result(path: Path, param: str) -> tuple[cs.CostCurve, str, tuple[Notice, ...]]:
+    from infer_opt.results import load_result
+
+    expected = "a CSV/TSV cost table, a predict --sweep batch result or trace results as FILE@B"
+    loaded = load_result(path, expect=("predict", "trace"), option=param, what=expected)
+    if loaded.kind == "trace":
         raise InvalidInput(param, str(path), _ONE_POINT)
-    result = data.get("result", {}) if isinstance(data, dict) else {}
-    if schema == "infer-opt/predict":
-        points = result.get("points") or []
-        if result.get("sweep") != "batch" or not points:
-            raise InvalidInput(
-                param, str(path), "a predict result must be a sweep over batch (predict --sweep batch=...)"
-            )
-        sizes = [p["batch"] for p in points]
-        times = [p["step_time_s"] for p in points]
-        curve = cs.cost_curve(sizes, times, source=path.name)
-        return curve, f"predicted by infer-opt predict ({path.name}; estimated, not measured)", ()
-    raise InvalidInput(
-        param,
-        str(path),
-        f"expected a CSV/TSV cost table, a predict --sweep batch result or trace results as FILE@B "
-        f"(got {schema or 'unknown JSON'})",
-    )
+    result = loaded.result
+    if result.sweep != "batch" or not result.points:
+        raise InvalidInput(
+            param, str(path), "a predict result must be a sweep over batch (predict --sweep batch=...)"
+        )
+    sizes = [p.batch for p in result.points]
+    times = [p.step_time_s for p in result.points]
+    curve = cs.cost_curve(sizes, times, source=path.name)
+    return curve, f"predicted by infer-opt predict ({path.name}; estimated, not measured)", ()
 
 
 # ----------------------------------------------------------------------------- trace results
 
-TRACE_SCHEMA = "infer-opt/trace"
 _ONE_POINT = (
     "a trace result is one point of the cost curve (its step time at one batch size, which the "
     "trace does not record): give trace results at two or more batch sizes as "
@@ -147,9 +139,8 @@ def read_trace_costs(
 
 
 def load_trace_result(path: Path, param: str = "cost") -> Any:
-    """A saved ``trace`` result, through the registry of result kinds (the kind's own schema
-    module where the registry does not list it yet)."""
-    from infer_opt import results
+    """A saved ``trace`` result (``FILE@B``)."""
+    from infer_opt.results import load_result
 
     if path.suffix.lower() != ".json":
         raise InvalidInput(
@@ -157,27 +148,7 @@ def load_trace_result(path: Path, param: str = "cost") -> Any:
             str(path),
             "FILE@B takes a saved trace result (.json); a table gives its batch sizes in a column",
         )
-    data = read_json(read_text(path, param), source=path.name)
-    schema = str(data.get("schema", "")) if isinstance(data, dict) else ""
-    if schema != TRACE_SCHEMA:
-        raise InvalidInput(
-            param, str(path), f"FILE@B takes a saved trace result (got {schema or 'not an infer-opt result'})"
-        )
-    from infer_opt import registry
-
-    # a field that does not fit its annotation (InvalidInput is a ValueError)
-    unreadable = (getattr(results, "FieldError", ValueError), ValueError, TypeError, KeyError)
-    try:
-        if "trace" in registry.KINDS:
-            return results.parse_envelope(data, source=str(path)).result
-        from infer_opt.results.trace import TraceResult
-
-        if not isinstance(data.get("result"), dict):
-            raise InvalidInput(param, str(path), "the envelope has no 'result' object")
-        return TraceResult.from_dict(data["result"])
-    except unreadable as exc:
-        why = exc.expected if isinstance(exc, InvalidInput) else str(exc)
-        raise InvalidInput(param, str(path), f"not a readable trace result: {why}") from None
+    return load_result(path, expect=("trace",), option=param, what="a saved trace result (FILE@B)").result
 
 
 def trace_step_time(result: Any, path: Path, param: str = "cost") -> float:
@@ -208,3 +179,44 @@ def read_memory(path: Path, param: str = "memory") -> tuple[np.ndarray, np.ndarr
     if len(frame) == 0:
         raise InvalidInput(param, str(path), "the memory table is empty")
     return frame["batch_size"].to_numpy(dtype=float), frame["bytes"].to_numpy(dtype=float)
+
+
+# ----------------------------------------------------------------------------- Prometheus snapshots
+
+
+def read_histogram(paths: Sequence[Path], param: str = "--prometheus") -> dict[str, Any]:
+    """The batch sizes of one ``/metrics`` snapshot's ``vllm:iteration_tokens_total`` histogram, or
+    of the window between two (BEFORE AFTER), placed at each bucket's upper and lower edge
+    (:func:`capture_sizes.histogram_distributions`)."""
+    from infer_opt.inputs import prometheus as prom
+
+    hists = [prom.histogram_from_text(read_text(p, param), source=p.name) for p in paths]
+    hist = hists[0] if len(hists) == 1 else prom.histogram_interval(hists[0], hists[1], source=paths[0].name)
+    hi, lo, overflow = cs.histogram_distributions(hist, source=paths[-1].name)
+    names = ", ".join(p.name for p in paths)
+    label = f"{prom.ITERATION_TOKENS} histogram of {names} (coarse: estimated placement)"
+    return {"dist": hi, "dist_low": lo, "overflow_share": overflow, "notices": (), "label": label}
+
+
+def alphas_from_prometheus(
+    before: Path, after: Path, param: str = "--prometheus"
+) -> tuple[tuple[float, ...], str]:
+    """The conditional acceptance rates α_i vLLM's counters measured between two snapshots, up to
+    the first position never accepted, and where they came from."""
+    from infer_opt.inputs.prometheus import metrics_from_prometheus
+
+    try:
+        metrics = metrics_from_prometheus(after, before=before)
+    except InvalidInput as exc:
+        if exc.option in ("before", "prometheus"):  # the earlier snapshot is --before's file
+            option = "--before" if exc.option == "before" else param
+            raise InvalidInput(option, exc.value, exc.expected) from None
+        raise
+    rates = []
+    for pos in metrics.positions:
+        if pos.conditional is None:
+            break
+        rates.append(pos.conditional)
+    if not rates:
+        raise InvalidInput(param, str(after), "no draft position was ever accepted: no rates to tune with")
+    return tuple(rates), f"measured: vLLM counters between {before.name} and {after.name}"

@@ -10,10 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infer_opt import registry
 from infer_opt.cost_models import capture_sizes as cs
-from infer_opt.cost_models import tune_inputs as ti
 from infer_opt.errors import InvalidInput
+from infer_opt.inputs import tune as ti
 from infer_opt.results import save_result
 from infer_opt.results.trace import Peaks, RankTrace, StepTimeline, TraceResult
 from tests.helpers import assert_one_line_error, invoke
@@ -101,25 +100,12 @@ def test_bad_trace_sources(tmp_path):
         ti.read_costs([(a, 8), (table, None)])
     other = tmp_path / "other.json"
     other.write_text('{"schema": "infer-opt/amdahl", "version": 1, "result": {}}')
-    with pytest.raises(InvalidInput, match="got infer-opt/amdahl"):
+    with pytest.raises(InvalidInput, match="holds a 'amdahl' result; expected a saved trace result"):
         ti.read_costs([(a, 8), (other, 16)])
     broken = tmp_path / "broken.json"
     broken.write_text('{"schema": "infer-opt/trace", "version": 1, "result": {"files": 3}}')
-    with pytest.raises(InvalidInput, match="not a readable trace result"):
+    with pytest.raises(InvalidInput, match=r"broken\.json field files"):
         ti.read_costs([(a, 8), (broken, 16)])
-
-
-def test_read_through_the_registry_once_it_lists_trace(tmp_path, monkeypatch):
-    a = _save(tmp_path, "t8.json", _trace([5 * MS]))
-    b = _save(tmp_path, "t32.json", _trace([8 * MS]))
-    direct = ti.read_costs([(a, 8), (b, 32)])[0]
-    if "trace" not in registry.KINDS:
-        view = "infer_opt.reports.trace:build_view"
-        entry = registry.Kind("trace", "infer_opt.results.trace:TraceResult", view)
-        monkeypatch.setitem(registry.KINDS, "trace", entry)
-    via_registry = ti.read_costs([(a, 8), (b, 32)])[0]
-    assert via_registry.sizes.tolist() == direct.sizes.tolist()
-    assert via_registry.times.tolist() == direct.times.tolist()
 
 
 @settings(max_examples=30, deadline=None)

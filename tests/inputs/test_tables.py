@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from infer_opt.errors import InvalidInput
-from infer_opt.tables import Field, read_json, read_table
+from infer_opt.inputs.tables import Field, read_json, read_table
 
 FIELDS = (
     Field("name", "text"),

@@ -11,9 +11,9 @@ from dataclasses import replace
 
 import pytest
 
+from infer_opt import store as rs
 from infer_opt.errors import InvalidInput
 from infer_opt.profilers import calibration as cal
-from infer_opt.profilers import calibration_store as rs
 from infer_opt.results import load_result
 from tests.helpers import assert_one_line_error, invoke
 from tests.profilers.synthetic_calibration import synthetic_calibration
@@ -32,8 +32,8 @@ def unwritable(tmp_path, monkeypatch):
     monkeypatch.setenv(rs.CACHE_ENV, str(tmp_path / "a-file" / "cache"))
 
 
-def _store() -> rs.CalibrationStore:
-    return rs.CalibrationStore("calibration", type(synthetic_calibration()), lambda *_: ())
+def _store() -> rs.Store:
+    return rs.Store("calibration", type(synthetic_calibration()), lambda *_: ())
 
 
 def test_a_writable_cache_passes_and_is_made(cache):
@@ -137,3 +137,27 @@ def test_saves_from_two_threads_take_turns_and_leave_a_whole_file(cache):
     both = (path, path.with_name(path.stem + ".other.json"))
     walls = {json.loads(p.read_text())["result"]["wall_s"] for p in both}
     assert walls == {1.0, 2.0}  # both runs' calibrations are kept
+
+
+def test_a_fifo_or_device_in_the_cache_is_never_read_but_moved_aside(cache):
+    """The store reads through the one checked reader: a FIFO where a cached file should be is
+    not opened (a read would block for ever); it is reported as corrupt and moved aside."""
+    import os
+
+    from infer_opt.run_key import RunKey
+
+    store, record = _store(), synthetic_calibration(families=True)
+    path = store.path(RunKey.of(record))
+    path.parent.mkdir(parents=True)
+    os.mkfifo(path)
+    found = store.load(RunKey.of(record))
+    assert found.result is None and found.notices[0].code == "calibration_cache_corrupt"
+    assert "not a regular file" in found.notices[0]["reason"] and not path.exists()
+
+
+def test_every_cached_kind_lives_in_one_store_module():
+    """Roofline fits, noise floors, comm sweeps and operator calibrations: one Store each."""
+    assert isinstance(rs.ROOFLINE, rs.Store) and isinstance(rs.COMM, rs.Store)
+    assert all(isinstance(s, rs.Store) for s in rs.NOISE.values())
+    assert isinstance(cal.OPERATORS, rs.Store)
+    assert rs.COMM.path("gloo-2ranks-cpu-x").name == "gloo-2ranks-cpu-x.json"

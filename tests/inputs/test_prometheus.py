@@ -8,11 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infer_opt.cost_models import prometheus_metrics as pm
+from infer_opt.cost_models import capture_sizes as cs
 from infer_opt.errors import InvalidInput
+from infer_opt.inputs import prometheus as pm
 from infer_opt.results.speculative import Costs, MetricsSource
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "cost_models" / "fixtures"
 ONE_MODEL = FIXTURES / "vllm_one_model.prom"
 BEFORE = FIXTURES / "vllm_two_models_before.prom"
 AFTER = FIXTURES / "vllm_two_models_after.prom"
@@ -223,11 +224,7 @@ def test_what_prometheus_client_writes_is_read_back_summed(tmp_path_factory, eng
 
 
 def test_the_parser_is_imported_only_when_a_file_is_read():
-    code = (
-        "import sys\n"
-        "import infer_opt.cost_models.prometheus_metrics\n"
-        "assert 'prometheus_client' not in sys.modules\n"
-    )
+    code = "import sys\nimport infer_opt.inputs.prometheus\nassert 'prometheus_client' not in sys.modules\n"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -290,3 +287,63 @@ def test_engines_that_only_grow_give_the_summed_differences(tmp_path_factory, st
     counters = pm.interval(pm.read_counters(b), pm.read_counters(a), source=str(b))
     assert counters.drafts == sum(growth[: len(start)])
     assert counters.draft_tokens == 3 * counters.drafts
+
+
+# ----------------------------------------------------------------------------- histogram view
+
+
+def _histogram(at_one: int, total: int, engine: str = "") -> pm.Histogram:
+    labels = f'engine="{engine}",' if engine else ""
+    return pm.histogram_from_text(
+        f'vllm:iteration_tokens_total_bucket{{{labels}le="1.0"}} {at_one}\n'
+        f'vllm:iteration_tokens_total_bucket{{{labels}le="8.0"}} {total}\n'
+        f'vllm:iteration_tokens_total_bucket{{{labels}le="+Inf"}} {total}\n',
+        source="m.prom",
+    )
+
+
+def test_histogram_range_and_interval():
+    before = pm.histogram_from_text(
+        "# TYPE vllm:iteration_tokens_total histogram\n"
+        'vllm:iteration_tokens_total_bucket{le="1.0"} 10\n'
+        'vllm:iteration_tokens_total_bucket{le="8.0"} 20\n'
+        'vllm:iteration_tokens_total_bucket{le="+Inf"} 20\n'
+        "vllm:iteration_tokens_total_count 20\nvllm:iteration_tokens_total_sum 60\n",
+        source="b",
+    )
+    hi, lo, overflow = cs.histogram_distributions(before, source="b")
+    assert hi.sizes.tolist() == [1, 8] and lo.sizes.tolist() == [1, 2] and overflow == 0
+    with pytest.raises(InvalidInput, match="went down"):
+        pm.histogram_interval(before, _histogram(5, 20), source="b")
+    with pytest.raises(InvalidInput, match="no decode steps"):
+        cs.histogram_distributions(pm.histogram_interval(before, before, source="b"), source="b")
+
+
+@pytest.mark.parametrize("labels", ["", 'engine="0",'])
+def test_a_histogram_series_given_twice_is_refused(labels):
+    """Two scrapes concatenated in one file would count every step twice."""
+    one = (
+        f'vllm:iteration_tokens_total_bucket{{{labels}le="1.0"}} 10\n'
+        f'vllm:iteration_tokens_total_bucket{{{labels}le="+Inf"}} 20\n'
+    )
+    with pytest.raises(InvalidInput, match="appears more than once") as err:
+        pm.histogram_from_text(one + one, source="m.prom")
+    assert err.value.option == "prometheus" and "m.prom" in str(err.value)
+
+
+def test_the_same_buckets_of_two_engines_are_summed():
+    text = "".join(
+        f'vllm:iteration_tokens_total_bucket{{engine="{e}",le="{le}"}} {n}\n'
+        for e in "01"
+        for le, n in (("1.0", 10), ("+Inf", 20))
+    )
+    assert pm.histogram_from_text(text, source="m.prom").cumulative == (20.0, 40.0)
+
+
+def test_a_histogram_engine_gone_in_the_later_snapshot_is_a_restart():
+    """Engine 1's buckets missing later: the server restarted, even where the sums grew."""
+    before = _histogram(5, 10, engine="1")
+    after = _histogram(50, 100, engine="0")
+    with pytest.raises(InvalidInput, match=r'engine="1".*is gone'):
+        pm.histogram_interval(before, after, source="b.prom")
+    assert pm.histogram_interval(_histogram(5, 10), _histogram(7, 30), source="b").cumulative == (2, 20, 20)
