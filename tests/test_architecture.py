@@ -113,7 +113,7 @@ def test_no_module_of_the_report_layer_imports_the_profilers():
 #: what a module of infer_opt/results/ may import from the package: the results beside it and
 #: the light shared modules (no calculator, profiler, trace analysis, view or command)
 RESULT_IMPORTS = (
-    *("results", "errors", "notices", "units", "stats", "steps", "run_key", "clocks", "files", "tables"),
+    *("results", "errors", "notices", "units", "stats", "steps", "run_key", "clocks", "files", "inputs"),
     "registry",  # names of kinds as strings, resolved when a file is loaded
 )
 #: the base's two conveniences for API users and notebooks (``Result.to_frame``, the markdown a
