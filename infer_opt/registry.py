@@ -1,5 +1,7 @@
 """The one registry of result kinds: for each kind, its result class, the function that
-builds its :class:`~infer_opt.reports.view.View`, and the function that draws its plot(s).
+builds its :class:`~infer_opt.reports.view.View`, the function that draws its plot(s), its
+report highlights and whether its view cuts a table at ``top``; and the one table of output
+formats (:data:`RENDERERS`).
 
 Everything that needs to know the kinds reads this table: loading a saved file
 (:func:`infer_opt.results.load_result`), rendering (:func:`infer_opt.reports.view.build_view`),
@@ -20,25 +22,52 @@ from infer_opt.errors import InvalidInput
 @dataclass(frozen=True)
 class Kind:
     """A result kind: ``result`` is the dataclass, ``view`` builds its View, ``plot`` (or
-    None) writes its PNG(s) as ``plot(result, path) -> Path | list[Path]``."""
+    None) writes its PNG(s) as ``plot(result, path) -> Path | list[Path]``, ``highlights`` (or
+    None: the view's verdict) picks a report's "what matters" lines as
+    ``highlights(result, view) -> list[Highlight]``; ``top``: the view builder takes ``top=``, a
+    display cut that a DataFrame lifts; ``frame``: the title of the view's table that
+    ``to_frame()`` gives (None: the first table)."""
 
     name: str
     result: str
     view: str
     plot: str | None = None
+    highlights: str | None = None
+    top: bool = False
+    frame: str | None = None
 
 
 _CM = "infer_opt.cost_models"
 _KD = "infer_opt.kinds"
 _RP = "infer_opt.reports"
 _PL = "infer_opt.reports.plots"
+_HL = "infer_opt.reports.highlights"
+#: the trace view's op table (its main table: one row per op group)
+TRACE_OPS = "Top ops by GPU kernel time (measured)"
 
 KINDS: dict[str, Kind] = {
     k.name: k
     for k in (
-        Kind("amdahl", f"{_CM}.amdahl:AmdahlResult", f"{_RP}.amdahl:build_view", f"{_PL}.amdahl:plot"),
-        Kind("kernels", f"{_KD}.kernels:KernelSuiteResult", f"{_RP}.kernels:build_view"),
-        Kind("roofline", f"{_CM}.roofline:RooflineFit", f"{_RP}.roofline:build_view", f"{_PL}.roofline:plot"),
+        Kind(
+            "amdahl",
+            f"{_CM}.amdahl:AmdahlResult",
+            f"{_RP}.amdahl:build_view",
+            f"{_PL}.amdahl:plot",
+            highlights=f"{_HL}:amdahl",
+        ),
+        Kind(
+            "kernels",
+            f"{_KD}.kernels:KernelSuiteResult",
+            f"{_RP}.kernels:build_view",
+            highlights=f"{_HL}:kernels",
+        ),
+        Kind(
+            "roofline",
+            f"{_CM}.roofline:RooflineFit",
+            f"{_RP}.roofline:build_view",
+            f"{_PL}.roofline:plot",
+            highlights=f"{_HL}:roofline",
+        ),
         Kind(
             "attention-check",
             f"{_KD}.attention_check:AttentionCheckResult",
@@ -54,11 +83,13 @@ KINDS: dict[str, Kind] = {
             f"{_CM}.speculative:SpeedupResult",
             f"{_RP}.speculative:build_speedup_view",
             f"{_PL}.speculative:plot",
+            highlights=f"{_HL}:speculative_speedup",
         ),
         Kind(
             "speculative-acceptance",
             f"{_CM}.speculative:AcceptanceResult",
             f"{_RP}.speculative:build_acceptance_view",
+            top=True,
         ),
         Kind("speculative-plans", f"{_CM}.speculative:PlansResult", f"{_RP}.speculative:build_plans_view"),
         Kind(
@@ -73,12 +104,14 @@ KINDS: dict[str, Kind] = {
             f"{_CM}.amortization:AmortizeResult",
             f"{_RP}.amortize:build_view",
             f"{_PL}.amortize:plot_one",
+            highlights=f"{_HL}:amortize",
         ),
         Kind(
             "amortize-buckets",
             f"{_CM}.amortization:AmortizeBucketsResult",
             f"{_RP}.amortize:build_buckets_view",
             f"{_PL}.amortize:plot_buckets",
+            highlights=f"{_HL}:amortize_buckets",
         ),
         Kind(
             "amortize-measure",
@@ -98,14 +131,28 @@ KINDS: dict[str, Kind] = {
             f"{_RP}.speculative_run:build_view",
             f"{_PL}.speculative_run:plot",
         ),
-        Kind("buckets", f"{_CM}.bucketing:BucketsResult", f"{_RP}.buckets:build_view", f"{_PL}.buckets:plot"),
+        Kind(
+            "buckets",
+            f"{_CM}.bucketing:BucketsResult",
+            f"{_RP}.buckets:build_view",
+            f"{_PL}.buckets:plot",
+            highlights=f"{_HL}:buckets",
+        ),
         Kind(
             "profile",
             f"{_KD}.profile:ProfileResult",
             f"{_RP}.profile:build_view",
             f"{_PL}.profile:plot",
+            highlights=f"{_HL}:profile",
+            top=True,
         ),
-        Kind("compare", f"{_CM}.run_stats:CompareResult", f"{_RP}.compare:build_view", f"{_PL}.compare:plot"),
+        Kind(
+            "compare",
+            f"{_CM}.run_stats:CompareResult",
+            f"{_RP}.compare:build_view",
+            f"{_PL}.compare:plot",
+            highlights=f"{_HL}:compare",
+        ),
         Kind("ab", f"{_KD}.ab:AbResult", f"{_RP}.ab:build_view", f"{_PL}.ab:plot"),
         Kind("noise-floor", f"{_CM}.run_stats:NoiseFloor", f"{_RP}.noise_floor:build_view"),
         Kind("comm", f"{_CM}.comm:CommResult", f"{_RP}.comm:build_view", f"{_PL}.comm:plot"),
@@ -114,12 +161,29 @@ KINDS: dict[str, Kind] = {
             f"{_KD}.profile_tp:TPProfileResult",
             f"{_RP}.profile_tp:build_view",
             f"{_PL}.profile:plot",
+            top=True,
         ),
         # ---- calibrated performance model (calibrate, predict, validate)
-        Kind("calibration", f"{_CM}.op_model:CalibrationResult", f"{_RP}.calibration:build_view"),
-        Kind("predict", f"{_KD}.predict:PredictResult", f"{_RP}.predict:build_view", f"{_PL}.predict:plot"),
         Kind(
-            "validate", f"{_KD}.validate:ValidateResult", f"{_RP}.validate:build_view", f"{_PL}.validate:plot"
+            "calibration",
+            f"{_CM}.op_model:CalibrationResult",
+            f"{_RP}.calibration:build_view",
+            highlights=f"{_HL}:calibration",
+        ),
+        Kind(
+            "predict",
+            f"{_KD}.predict:PredictResult",
+            f"{_RP}.predict:build_view",
+            f"{_PL}.predict:plot",
+            highlights=f"{_HL}:predict",
+            top=True,
+        ),
+        Kind(
+            "validate",
+            f"{_KD}.validate:ValidateResult",
+            f"{_RP}.validate:build_view",
+            f"{_PL}.validate:plot",
+            highlights=f"{_HL}:validate",
         ),
         Kind(
             "validate-trace",
@@ -128,12 +192,22 @@ KINDS: dict[str, Kind] = {
             f"{_PL}.validate:plot",
         ),
         # ---- real GPU traces (trace)
-        Kind("trace", f"{_KD}.trace:TraceResult", f"{_RP}.trace:build_view", f"{_PL}.trace:plot"),
+        Kind(
+            "trace",
+            f"{_KD}.trace:TraceResult",
+            f"{_RP}.trace:build_view",
+            f"{_PL}.trace:plot",
+            highlights=f"{_HL}:trace",
+            top=True,
+            frame=TRACE_OPS,
+        ),
         Kind(
             "trace-compare",
             f"{_KD}.trace_compare:TraceCompareResult",
             f"{_RP}.trace_compare:build_view",
             f"{_PL}.trace_compare:plot",
+            highlights=f"{_HL}:trace_compare",
+            top=True,
         ),
         # ---- engine settings (tune)
         Kind(
@@ -149,6 +223,17 @@ KINDS: dict[str, Kind] = {
             f"{_PL}.tune_speculative:plot",
         ),
     )
+}
+
+
+#: output format name -> "module:Class" of its renderer (lazy: printing JSON never imports rich);
+#: ``--format`` takes these names, a file's extension picks one through the class's ``extensions``
+RENDERERS: dict[str, str] = {
+    "console": "infer_opt.reports.console:ConsoleRenderer",
+    "markdown": "infer_opt.reports.markdown:MarkdownRenderer",
+    "csv": "infer_opt.reports.serialize:CsvRenderer",
+    "json": "infer_opt.reports.serialize:JsonRenderer",
+    "html": "infer_opt.reports.html:HtmlRenderer",
 }
 
 
@@ -179,3 +264,9 @@ def plotter(name: str) -> Any | None:
     """The function writing ``name``'s plot(s), or None when the kind has no plot."""
     entry = KINDS.get(name)
     return None if entry is None or entry.plot is None else resolve(entry.plot)
+
+
+def highlighter(name: str) -> Any | None:
+    """The function picking ``name``'s report highlights, or None (the view's verdict)."""
+    entry = KINDS.get(name)
+    return None if entry is None or entry.highlights is None else resolve(entry.highlights)

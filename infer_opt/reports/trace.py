@@ -12,6 +12,7 @@ from typing import Any
 
 from infer_opt.cost_models.roofline import RATE_SLACK
 from infer_opt.kinds.trace import OpGroup, RankTrace, TraceResult, as_shapes, shapes_text
+from infer_opt.registry import TRACE_OPS
 from infer_opt.reports.profile import short_name
 from infer_opt.reports.view import Column, Table, View, rows_of
 from infer_opt.units import (
@@ -273,7 +274,7 @@ def _ops_table(r: TraceResult, top: int) -> Table | None:
         shapes=lambda g: shapes_text(g.shapes),  # CSV and frames: the text, as the console shows
     )
     return Table(
-        "Top ops by GPU kernel time (measured)",
+        TRACE_OPS,
         columns,
         rows,
         caption=f"Top {len(shown)} of {len(r.ops)} (op, shapes, dtype) groups, summed over the analyzed steps"

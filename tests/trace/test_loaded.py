@@ -27,7 +27,8 @@ def test_frames_are_the_whole_tables(loaded):
     assert list(loaded.ops["name"]) == [g.name for g in loaded.result.ops]
     assert len(loaded.steps) == 2 and set(loaded.steps["step"]) == {1, 2}
     assert list(loaded.ranks["rank"]) == [0]
-    assert loaded.to_frame() is loaded.ops
+    frame = loaded.to_frame()  # the main table, as the result gives it (every row)
+    assert frame.equals(loaded.result.to_frame()) and len(frame) == len(loaded.result.ops)
 
 
 def test_kernels_frame_has_every_gpu_event_of_the_steps_and_sums_to_the_ops(loaded):
