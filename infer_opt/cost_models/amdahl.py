@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
@@ -62,6 +62,17 @@ class AmdahlResult(Result):
     speedup_given: bool = True
     #: ``parts_slower`` (a part's s < 1), ``slower_overall`` (S < 1)
     warnings: tuple[Notice, ...] = ()
+    #: the untouched rest's and the added overhead's shares of the new total time, derived when
+    #: the result is built (so ``--json`` carries them; an older file gets them on load)
+    untouched_share_after: float = field(default=0.0, init=False)
+    added_share_after: float = field(default=0.0, init=False)
+
+    def __post_init__(self) -> None:
+        for name, part in (
+            ("untouched_share_after", self.untouched_fraction),
+            ("added_share_after", self.added),
+        ):
+            object.__setattr__(self, name, part / self.new_time if self.new_time else 0.0)
 
 
 #: the smallest speedup taken: below it f/s and every time after it would be meaningless

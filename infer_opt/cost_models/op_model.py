@@ -39,7 +39,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -282,6 +282,35 @@ class CalibrationResult(Result):
     host_issue: tuple[HostIssue, ...] = ()
     host_issue_s: float = 0.0
     queued_gap_s: float = 0.0
+    #: derived from the fields above when the result is built (so ``--json`` carries what the view
+    #: shows; a file saved before they were carried gets them on load): the probes' medians over
+    #: the groups (None: not measured); its families' cache states checked against each other
+    #: (:func:`state_order`) and the share of their shapes where the colder state came out faster
+    #: (None: no family measured in two states); how well its shapes repeat, the median of their
+    #: repetitions' IQR/median (None: no shape with a usable spread)
+    probe_median_s: float | None = field(default=None, init=False)
+    dispatch_probe_median_s: float | None = field(default=None, init=False)
+    state_order: tuple[StateOrder, ...] = field(default=(), init=False)
+    shapes_in_two_states: int = field(default=0, init=False)
+    out_of_order_share: float | None = field(default=None, init=False)
+    shape_count: int = field(default=0, init=False)  # shapes over its families
+    point_spread: float | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        orders = state_order(self.families)
+        in_two = sum(o.shapes for o in orders)
+        spreads = [p.rel_spread for f in self.families for p in f.points if math.isfinite(p.rel_spread)]
+        derived = {
+            "probe_median_s": _median(_usable(self.probe_s)),
+            "dispatch_probe_median_s": _median(_usable(self.dispatch_probe_s)),
+            "state_order": orders,
+            "shapes_in_two_states": in_two,
+            "out_of_order_share": sum(o.faster for o in orders) / in_two if in_two else None,
+            "shape_count": sum(len(f.points) for f in self.families),
+            "point_spread": _median(spreads),
+        }
+        for name, value in derived.items():
+            object.__setattr__(self, name, value)
 
     def family_map(self) -> dict[str, FamilyCalibration]:
         return {f.key: f for f in self.families}
@@ -299,42 +328,13 @@ class CalibrationResult(Result):
         return _usable(self.probe_s)
 
     @property
-    def probe_median_s(self) -> float | None:
-        """The matmul probe's median over the groups (None: not measured)."""
-        usable = self.usable_probe_s
-        return float(np.median(usable)) if usable else None
-
-    @property
     def usable_dispatch_probe_s(self) -> tuple[float, ...]:
         """The dispatch probe's times that are finite and positive."""
         return _usable(self.dispatch_probe_s)
 
-    @property
-    def dispatch_probe_median_s(self) -> float | None:
-        """The dispatch probe's median over the groups (None: not measured)."""
-        usable = self.usable_dispatch_probe_s
-        return float(np.median(usable)) if usable else None
 
-    @property
-    def state_order(self) -> tuple[StateOrder, ...]:
-        """Its families' cache states checked against each other (:func:`state_order`)."""
-        return state_order(self.families)
-
-    @property
-    def point_spread(self) -> float | None:
-        """How well its shapes repeat: the median over them of their repetitions' IQR/median
-        (None: no shape with a usable spread)."""
-        spreads = [p.rel_spread for f in self.families for p in f.points if math.isfinite(p.rel_spread)]
-        return float(np.median(spreads)) if spreads else None
-
-    @property
-    def out_of_order_share(self) -> float | None:
-        """The share of the shapes measured in two neighbouring cache states where the colder
-        state came out faster (None: no family was measured in two states — a GPU's hot-only
-        families, a calibration of views alone)."""
-        orders = self.state_order
-        shapes = sum(o.shapes for o in orders)
-        return sum(o.faster for o in orders) / shapes if shapes else None
+def _median(values: Sequence[float]) -> float | None:
+    return float(np.median(values)) if values else None
 
 
 def _usable(times: Sequence[float]) -> tuple[float, ...]:

@@ -77,7 +77,7 @@ def _summary(r: CalibrationResult) -> list[tuple[str, str]]:
     out = [
         ("Device", f"{r.device} — {r.device_name}, {r.dtype}{threads}"),
         ("Key", r.device_key),
-        ("Grid", f"{r.grid}: {sum(len(f.points) for f in r.families)} shapes in {len(r.families)} families"),
+        ("Grid", f"{r.grid}: {r.shape_count} shapes in {len(r.families)} families"),
     ]
     if r.source:  # built from traces: its traces, no groups, one cache state (what the ops saw)
         out.append(
@@ -153,11 +153,11 @@ def _repeatability(r: CalibrationResult) -> list[tuple[str, str]]:
         parts.append(f"a shape's repetitions spread by {spread} (median IQR/median)")
     orders = [o for o in r.state_order if o.faster]
     if r.out_of_order_share is not None:
-        shapes = sum(o.shapes for o in r.state_order)
         worst = sorted(orders, key=lambda o: (-o.faster, o.family))[:2]
         parts.append(
             f"a colder cache state more than {format_percent(ORDER_TOLERANCE, 0)} faster than a hotter one "
-            f"at {format_percent(r.out_of_order_share, 0)} of {shapes:,} shapes measured in both"
+            f"at {format_percent(r.out_of_order_share, 0)} of {r.shapes_in_two_states:,} shapes measured "
+            "in both"
             + "".join(
                 f"{'; most' if i == 0 else ','} {o.family} {o.colder} vs {o.hotter} {o.faster}/{o.shapes}"
                 for i, o in enumerate(worst)

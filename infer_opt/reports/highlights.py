@@ -184,14 +184,13 @@ def compare(r: Any, view: View) -> list[Highlight]:
 
 
 def calibration(r: Any, view: View) -> list[Highlight]:
-    from infer_opt.cost_models.op_model import ORDER_TOLERANCE, noise_notices
+    from infer_opt.cost_models.op_model import ORDER_TOLERANCE
 
     topic = f"Calibration of {r.device_name}"
-    shapes = sum(len(f.points) for f in r.families)
     out = [
         Highlight(
             topic,
-            f"{shapes:,} shapes in {len(r.families)} operator families, {r.dtype}, "
+            f"{r.shape_count:,} shapes in {len(r.families)} operator families, {r.dtype}, "
             f"{'' if r.from_traces else f'{r.threads} thread(s), '}"
             f"grid {r.grid}" + ("" if r.complete else " (incomplete: resume it)"),
             "info" if r.complete else "bad",
@@ -206,7 +205,13 @@ def calibration(r: Any, view: View) -> list[Highlight]:
             f"{format_percent(r.out_of_order_share, 0)} of the shapes measured in two"
         )
     if parts:
-        out.append(Highlight(topic, "; ".join(parts), "bad" if noise_notices(r) else "info"))
+        out.append(
+            Highlight(
+                topic,
+                "; ".join(parts),
+                "bad" if any(w.code == "calibration_noisy" for w in r.warnings) else "info",
+            )
+        )
     return out
 
 
@@ -264,9 +269,8 @@ def trace(r: Any, view: View) -> list[Highlight]:
             text += ": host-bound, the step time measures the host (launches, Python, syncs)"
         out.append(Highlight(topic, text, "bad" if idle > _HOST_BOUND_IDLE else "info"))
     if r.ops:
-        total = sum(g.time_s for g in r.ops) or 1.0
         top = "; ".join(
-            f"{short_name(g.name)} {format_percent(g.time_s / total, 0)}"
+            f"{short_name(g.name)} {format_percent(g.share, 0)}"
             + (f", {g.bound}-bound" if g.bound != "unknown" else "")
             + (f" at {format_percent(g.peak_fraction, 0)} of peak" if g.peak_fraction is not None else "")
             for g in r.ops[:3]
@@ -279,12 +283,12 @@ def trace(r: Any, view: View) -> list[Highlight]:
                 topic, f"largest what-if: {best.description} → step {format_ratio(best.speedup)} (predicted)"
             )
         )
-    modelled = next((c.fraction for c in r.coverage if c.reason == "modelled"), 0.0 if r.coverage else None)
-    if modelled is not None and modelled < 0.9:
+    if r.coverage and r.modelled_fraction < 0.9:
         out.append(
             Highlight(
                 topic,
-                f"only {format_percent(modelled)} of the GPU time has a FLOP/byte formula (see Coverage)",
+                f"only {format_percent(r.modelled_fraction)} of the GPU time has a FLOP/byte formula "
+                "(see Coverage)",
                 "bad",
             )
         )
