@@ -348,21 +348,17 @@ class TraceResult(Result):
 
     def __post_init__(self) -> None:
         kernel_s = sum(g.time_s for g in self.ops)
-        ops = tuple(
-            g if g.share == g.time_s / (kernel_s or 1.0) else replace(g, share=g.time_s / (kernel_s or 1.0))
-            for g in self.ops
-        )
-        rank = (
-            next((x for x in self.ranks if x.rank == self.slowest_rank), self.ranks[0])
-            if self.ranks
-            else None
+        shares = [g.time_s / (kernel_s or 1.0) for g in self.ops]
+        rank = next(
+            (x for x in self.ranks if x.rank == self.slowest_rank), self.ranks[0] if self.ranks else None
         )
         bounded = [s for s in rank.steps if s.bound] if rank is not None else []
+        medians = [r.step_time_median_s for r in self.ranks]
         derived = {
-            "ops": ops,
-            "step_time_median_s": statistics.median(r.step_time_median_s for r in self.ranks)
-            if self.ranks
-            else 0.0,
+            "ops": tuple(
+                g if g.share == x else replace(g, share=x) for g, x in zip(self.ops, shares, strict=True)
+            ),
+            "step_time_median_s": statistics.median(medians) if medians else 0.0,
             "step_time_spread_s": max((r.step_time_spread_s or 0.0 for r in self.ranks), default=0.0),
             "kernel_time_s": kernel_s,
             "gpu_time_s": sum(c.time_s for c in self.coverage),
