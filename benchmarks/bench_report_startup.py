@@ -1,5 +1,5 @@
 """Wall time of ``infer-opt report p.json -o r.md`` on a saved profile, this tree against another
-checkout of infer-opt (by default the commit before result kinds moved to ``infer_opt/kinds/``,
+checkout of infer-opt (by default the commit before result kinds moved to ``infer_opt/results/``,
 when rendering a profile still imported torch).
 
 The other checkout is a ``git worktree`` run with ``PYTHONPATH`` pointing at it; the two are run

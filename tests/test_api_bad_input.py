@@ -149,16 +149,10 @@ def test_predict_gives_what_the_cli_gives(tmp_path):
 
 def _top_builders() -> list[str]:
     """The kinds whose view cuts a table of their ``ops`` at a display ``top``."""
-    import inspect
-
-    from infer_opt.registry import KINDS, resolve
+    from infer_opt.registry import KINDS
     from tests.reports.fixtures import FIXTURES, fixture
 
-    return [
-        k
-        for k in sorted(FIXTURES)
-        if "top" in inspect.signature(resolve(KINDS[k].view)).parameters and hasattr(fixture(k), "ops")
-    ]
+    return [k for k in sorted(FIXTURES) if KINDS[k].top and hasattr(fixture(k), "ops")]
 
 
 @pytest.mark.parametrize("kind", _top_builders())
@@ -180,7 +174,7 @@ def test_to_frame_is_the_whole_table_not_the_displays_top(kind):
     for i in cut:
         assert len(whole[i].rows) > 15
         assert len(result.to_frame(table=i)) == len(whole[i].rows)
-    if kind == "profile":  # its main table: one row per operator group
+    if kind in ("profile", "trace"):  # their main table: one row per operator group
         assert len(result.to_frame()) == len(many)
 
 

@@ -377,3 +377,47 @@ def test_only_the_commands_that_measure_import_the_profilers():
             if any(m == "infer_opt.profilers" or m.startswith("infer_opt.profilers.") for m in modules):
                 offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert not offenders, offenders
+
+
+#: the cost-model functions a plot may call: each evaluates the result's own model at the result's
+#: own parameters over a range (docs/ARCHITECTURE.md, "What a view and a plot may compute"),
+#: and precision_label, which names a precision
+PLOT_CURVES = {
+    "infer_opt.cost_models.amdahl:part_curves",
+    "infer_opt.cost_models.amortization:time_curve",
+    "infer_opt.cost_models.bucketing:plot_data",
+    "infer_opt.cost_models.comm:fit_curve",
+    "infer_opt.cost_models.profile_amdahl:roofline_line",
+    "infer_opt.cost_models.roofline:roofline_curve",
+    "infer_opt.cost_models.roofline:precision_label",
+    "infer_opt.cost_models.speculative:speedup_curves",
+    "infer_opt.cost_models.speculative:speedup_grid",
+    "infer_opt.cost_models.speculative_measure:plot_data",
+}
+
+
+def test_the_report_layer_calls_no_cost_model_but_the_curves_and_no_trace_analysis():
+    """Views compute nothing that ``--json`` lacks: from ``infer_opt.cost_models`` a view or plot
+    imports classes, constants and the curve functions the architecture allows; from
+    ``infer_opt.trace``, nothing."""
+    import importlib
+    import inspect
+
+    offenders = []
+    for path in sorted((ROOT / "infer_opt" / "reports").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            where = f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', 0)}"
+            if isinstance(node, ast.Import):
+                modules = [a.name for a in node.names]
+                if any(m.startswith(("infer_opt.cost_models", "infer_opt.trace")) for m in modules):
+                    offenders.append(where)
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                if node.module == "infer_opt.trace" or node.module.startswith("infer_opt.trace."):
+                    offenders.append(f"{where} {node.module}")
+                elif node.module.startswith("infer_opt.cost_models"):
+                    module = importlib.import_module(node.module)
+                    for a in node.names:
+                        obj = getattr(module, a.name)
+                        if inspect.isroutine(obj) and f"{node.module}:{a.name}" not in PLOT_CURVES:
+                            offenders.append(f"{where} {node.module}:{a.name}")
+    assert not offenders, offenders

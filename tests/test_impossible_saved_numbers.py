@@ -56,7 +56,8 @@ def _in_dataclass(kind: str, path: tuple) -> bool:
     last = max(i for i, p in enumerate(path) if isinstance(p, str))
     for p in path[:last]:
         node = node[p] if isinstance(p, int) or isinstance(node, dict) else getattr(node, p)
-    fields = {f.name for f in dataclasses.fields(node)} if dataclasses.is_dataclass(node) else set()
+    # a field the result derives when built (init=False) is written, never read back
+    fields = {f.name for f in dataclasses.fields(node) if f.init} if dataclasses.is_dataclass(node) else set()
     return path[last] in fields  # (not a key to_dict adds for scripts, read back from no field)
 
 

@@ -38,10 +38,11 @@ from infer_opt.cli.common import option
 from infer_opt.cli.types import Choice, OutputFile, png_name, result_format_name
 from infer_opt.errors import InferOptError, InvalidInput, RunFailure
 from infer_opt.notices import Notice
+from infer_opt.registry import RENDERERS
 from infer_opt.results import Result
 
-#: ``--format`` values (the renderer registry's names, listed here so parsing imports nothing)
-FORMATS = ("console", "markdown", "csv", "json", "html")
+#: ``--format`` values: the renderer registry's names
+FORMATS = tuple(RENDERERS)
 
 PlotFn = Callable[[Any, Path], Any]
 

@@ -47,24 +47,22 @@ import numpy as np
 from infer_opt.cost_models.step_replay import StepReplay, replay
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
-from infer_opt.results.calibration import (
+from infer_opt.results.calibration import (  # noqa: F401 (the state order is the op model's too)
+    ORDER_TOLERANCE,
+    STATE_CHAINS,
     STATES,
     CalibrationResult,
     DeviceRoofline,
     FamilyCalibration,
     GridPoint,
     HostCalibration,
+    StateOrder,
     _div,
+    state_order,
 )
 from infer_opt.results.validate import ErrorSummary
 from infer_opt.stats import VARIANCE_THRESHOLD
 
-#: the states in the order an op cools: where its main operand is (hot → warm → cold), how far
-#: its code and the dispatcher's data are (hot → context → far); a colder state is never faster
-#: on a machine whose speed holds still (:func:`state_order`)
-STATE_CHAINS = (("hot", "warm", "cold"), ("hot", "context", "far"))
-#: a colder state "came out faster" when its time is below the hotter one's by more than this
-ORDER_TOLERANCE = 0.10
 #: a calibration whose colder states came out faster at more than this share of the shapes
 #: measured in two neighbouring states is flagged (``calibration_noisy``)
 ORDER_WARNING = 0.10
@@ -91,7 +89,7 @@ def noise_notices(calibration: CalibrationResult) -> list[Notice]:
     faster at more than :data:`ORDER_WARNING` of the shapes measured in two of them: the
     machine's speed moved while it was measured, and whatever is predicted from it carries that.
     Its values hold the figures over their thresholds (None for one within it)."""
-    spread, order = calibration.point_spread, out_of_order_share(calibration)
+    spread, order = calibration.point_spread, calibration.out_of_order_share
     values = {
         "spread": spread if spread is not None and spread > VARIANCE_THRESHOLD else None,
         "out_of_order": order if order is not None and order > ORDER_WARNING else None,
@@ -100,55 +98,6 @@ def noise_notices(calibration: CalibrationResult) -> list[Notice]:
     if values["spread"] is None and values["out_of_order"] is None:
         return []
     return [Notice("calibration_noisy", values)]
-
-
-@dataclass(frozen=True)
-class StateOrder:
-    """One family's two neighbouring cache states (:data:`STATE_CHAINS`) at the shapes measured
-    in both: how many there are and at how many the colder state came out faster than the
-    hotter one by more than :data:`ORDER_TOLERANCE`."""
-
-    family: str
-    hotter: str
-    colder: str
-    shapes: int
-    faster: int
-
-
-def state_order(
-    families: Sequence[FamilyCalibration], tolerance: float = ORDER_TOLERANCE
-) -> tuple[StateOrder, ...]:
-    """Per family and pair of neighbouring states it was measured in (a state it lacks is
-    skipped: hot → cold where warm is missing), the shapes where the colder state came out
-    faster (:class:`StateOrder`). A colder operand or colder code never makes an op faster,
-    so these count how much the machine's speed moved between the states' measurements (a
-    few seconds apart, per chunk of shapes) — the calibration's own noise, which its
-    predictions inherit. Times that are not finite and positive are left out."""
-    by_name: dict[str, dict[str, dict[tuple[float, ...], float]]] = {}
-    for family in families:
-        times = {p.features: p.time_s for p in family.points if math.isfinite(p.time_s) and p.time_s > 0}
-        by_name.setdefault(family.family, {})[family.state] = times
-    out = []
-    for name, states in sorted(by_name.items()):
-        pairs = {}
-        for chain in STATE_CHAINS:
-            present = [s for s in chain if s in states]
-            pairs.update(dict.fromkeys(itertools.pairwise(present)))
-        for hotter, colder in pairs:
-            shared = [f for f in states[colder] if f in states[hotter]]
-            if shared:
-                faster = sum(states[colder][f] < states[hotter][f] * (1 - tolerance) for f in shared)
-                out.append(StateOrder(name, hotter, colder, len(shared), faster))
-    return tuple(out)
-
-
-def out_of_order_share(calibration: CalibrationResult) -> float | None:
-    """The share of the shapes measured in two neighbouring cache states where the colder
-    state came out faster (None: no family was measured in two states — a GPU's hot-only
-    families, a calibration of views alone)."""
-    orders = state_order(calibration.families)
-    shapes = sum(o.shapes for o in orders)
-    return sum(o.faster for o in orders) / shapes if shapes else None
 
 
 # ---------------------------------------------------------------------------- fitting a family

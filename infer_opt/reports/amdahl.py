@@ -28,10 +28,6 @@ def _columns(has_target: bool) -> list[Column]:
     return columns
 
 
-def _share(time_after: float, r: AmdahlResult) -> float:
-    return time_after / r.new_time if r.new_time else 0.0
-
-
 def _rows(r: AmdahlResult) -> list[dict[str, Any]]:
     """One row per part, then the untouched rest, the added overhead and the total."""
     keys = ("name", "fraction", "speedup", "time_after", "share_after", "required")
@@ -46,11 +42,9 @@ def _rows(r: AmdahlResult) -> list[dict[str, Any]]:
         )
         for p in r.parts
     ]
-    rows.append(
-        ("untouched", r.untouched_fraction, 1.0, r.untouched_fraction, _share(r.untouched_fraction, r), None)
-    )
+    rows.append(("untouched", r.untouched_fraction, 1.0, r.untouched_fraction, r.untouched_share_after, None))
     if r.added:
-        rows.append(("added overhead", 0.0, None, r.added, _share(r.added, r), None))
+        rows.append(("added overhead", 0.0, None, r.added, r.added_share_after, None))
     rows.append(("total", 1.0, r.speedup, r.new_time, 1.0, None))
     return [dict(zip(keys, row, strict=True)) for row in rows]
 

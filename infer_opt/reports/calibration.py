@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from infer_opt.cost_models.op_model import ORDER_TOLERANCE, out_of_order_share, state_order
+from infer_opt.cost_models.op_model import ORDER_TOLERANCE
 from infer_opt.reports.view import Column, Table, View
 from infer_opt.results.calibration import CalibrationResult
 from infer_opt.units import format_bandwidth, format_bytes, format_duration, format_flop_rate, format_percent
@@ -78,7 +78,7 @@ def _summary(r: CalibrationResult) -> list[tuple[str, str]]:
     out = [
         ("Device", f"{r.device} — {r.device_name}, {r.dtype}{threads}"),
         ("Key", r.device_key),
-        ("Grid", f"{r.grid}: {sum(len(f.points) for f in r.families)} shapes in {len(r.families)} families"),
+        ("Grid", f"{r.grid}: {r.shape_count} shapes in {len(r.families)} families"),
     ]
     if r.source:  # built from traces: its traces, no groups, one cache state (what the ops saw)
         out.append(
@@ -152,14 +152,13 @@ def _repeatability(r: CalibrationResult) -> list[tuple[str, str]]:
     if r.point_spread is not None:
         spread = format_percent(r.point_spread, 0)
         parts.append(f"a shape's repetitions spread by {spread} (median IQR/median)")
-    every, share = state_order(r.families), out_of_order_share(r)
-    orders = [o for o in every if o.faster]
-    if share is not None:
-        shapes = sum(o.shapes for o in every)
+    orders = [o for o in r.state_order if o.faster]
+    if r.out_of_order_share is not None:
         worst = sorted(orders, key=lambda o: (-o.faster, o.family))[:2]
         parts.append(
             f"a colder cache state more than {format_percent(ORDER_TOLERANCE, 0)} faster than a hotter one "
-            f"at {format_percent(share, 0)} of {shapes:,} shapes measured in both"
+            f"at {format_percent(r.out_of_order_share, 0)} of {r.shapes_in_two_states:,} shapes measured "
+            "in both"
             + "".join(
                 f"{'; most' if i == 0 else ','} {o.family} {o.colder} vs {o.hotter} {o.faster}/{o.shapes}"
                 for i, o in enumerate(worst)

@@ -87,13 +87,13 @@ def points_table(result: CommResult) -> Table:
 
 def _summary(result: CommResult) -> list[tuple[str, str]]:
     nodes = f" on {result.nnodes} nodes" if result.nnodes > 1 else ""
-    measured = sum(len(s.points) for s in result.collectives)
     return [
         ("Ranks", f"{result.world_size}{nodes}, {result.backend}"),
         ("Device", f"{result.device_name or result.device} ({result.device}), {result.dtype}"),
         (
             "Timing",
-            f"{result.warmup} warm-up calls, {result.reps} timed per size and rank; {measured} points",
+            f"{result.warmup} warm-up calls, {result.reps} timed per size and rank; "
+            f"{result.point_count} points",
         ),
     ]
 

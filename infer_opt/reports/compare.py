@@ -74,19 +74,6 @@ def _runs(h: Headline) -> str:
     return f"{h.runs_base} + {h.runs_new} runs"
 
 
-def within(h: Headline) -> float:
-    """The largest change the headline's interval allows (``max(high, 1/low) − 1``), at
-    least the single-run floor: "no significant difference (within ±X%)"."""
-    x = max(h.high, 1.0 / h.low) - 1.0 if h.low > 0 else math.inf
-    return max(x, h.floor or 0.0)
-
-
-def resolution(h: Headline) -> float:
-    """Half the width of the headline's interval, as a factor: ``√(high/low) − 1`` — the
-    change these runs can just tell apart (95% intervals: at about even odds)."""
-    return math.sqrt(h.high / h.low) - 1.0 if h.low > 0 else math.inf
-
-
 def headline_text(result: CompareResult) -> str:
     """hyperfine's sentence, ``NEW ran 1.52 ± 0.04 times faster than BASE``, when the test finds
     a difference; ``no significant difference between NEW and BASE (within ±3%)`` when not."""
@@ -94,7 +81,7 @@ def headline_text(result: CompareResult) -> str:
     new, base = result.new_name, result.base_name
     what = f"{h.what}, {_runs(h)}" + (", approximate" if h.approximate else "")
     if h.verdict == NOISE:
-        return f"no significant difference between {new} and {base} (within ±{_pct(within(h))}; {what})"
+        return f"no significant difference between {new} and {base} (within ±{_pct(h.within)}; {what})"
     if h.verdict == WITHHELD:
         moved = result.machine_speed_ratio or 1.0
         how = "slower" if moved > 1 else "faster"
@@ -141,7 +128,7 @@ def _noise_line(result: CompareResult) -> str:
             f"changes under {_pct(h.floor)} are not distinguishable on this machine from one run per side "
             f"(noise floor: {source})"
         )
-    text = f"between-run spread {_pct(h.between_run_cv)}; changes under ±{_pct(resolution(h))} "
+    text = f"between-run spread {_pct(h.between_run_cv)}; changes under ±{_pct(h.resolution)} "
     text += f"not distinguishable with {_runs(h)}"
     if result.noise_source != "default":
         text += f"; one run's noise floor {_pct(result.noise_floor)} ({source})"

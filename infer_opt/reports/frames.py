@@ -24,19 +24,20 @@ def _raw(value: Any) -> Any:
 def whole_view(result: Any) -> Any:
     """The result's view with every row: a builder's display cut (``top``, the console's
     ``--top``) lifted, so a frame holds the whole table, never the first 15 operator groups."""
-    import inspect
+    from infer_opt.registry import kind
 
-    from infer_opt.registry import KINDS, resolve
-
-    builder = resolve(KINDS[result.KIND].view)
-    takes_top = "top" in inspect.signature(builder).parameters
-    return build_view(result, top=sys.maxsize) if takes_top else build_view(result)
+    return build_view(result, top=sys.maxsize) if kind(result.KIND).top else build_view(result)
 
 
 def main_tables(result: Any) -> list[Table]:
-    """The view's first table, and every later one with the same columns (the kernel suite's
-    per-family tables); a result without tables gives its scalar fields."""
+    """The view's main table (the kind's ``frame``, else its first), and every later one with
+    the same columns (the kernel suite's per-family tables); a result without tables gives its
+    scalar fields."""
+    from infer_opt.registry import kind
+
     tables = whole_view(result).tables
+    title = kind(result.KIND).frame
+    tables = tables[next((i for i, t in enumerate(tables) if t.title == title), 0) :]
     if not tables:
         return [fields_table(result)]
     keys = [c.key for c in tables[0].columns]

@@ -5,7 +5,6 @@ and format values the result already holds; nothing is computed here."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from infer_opt.reports.render import Highlight
@@ -19,8 +18,6 @@ from infer_opt.units import (
     format_ratio,
 )
 
-HighlightFn = Callable[[Any, View], list[Highlight]]
-
 
 def _verdict(view: View) -> list[Highlight]:
     if not view.verdict:
@@ -28,7 +25,7 @@ def _verdict(view: View) -> list[Highlight]:
     return [Highlight(view.title, view.verdict, "good" if view.verdict_ok else "bad")]
 
 
-def _profile(r: Any, view: View) -> list[Highlight]:
+def profile(r: Any, view: View) -> list[Highlight]:
     from infer_opt.reports.profile import category_label, short_name
 
     topic = f"Profile of {r.model} ({r.mode})"
@@ -73,7 +70,7 @@ def _profile(r: Any, view: View) -> list[Highlight]:
     return out
 
 
-def _roofline(fit: Any, view: View) -> list[Highlight]:
+def roofline(fit: Any, view: View) -> list[Highlight]:
     where = ", ".join(x for x in (fit.device_name or fit.device, fit.dtype) if x)
     return [
         Highlight(
@@ -86,7 +83,7 @@ def _roofline(fit: Any, view: View) -> list[Highlight]:
     ]
 
 
-def _kernels(r: Any, view: View) -> list[Highlight]:
+def kernels(r: Any, view: View) -> list[Highlight]:
     topic = f"Kernel suite {r.suite} ({r.device_name}, {r.dtype})"
     timed = [row for row in r.rows if row.time_s is not None]
     out = []
@@ -117,7 +114,7 @@ def _kernels(r: Any, view: View) -> list[Highlight]:
     return out
 
 
-def _amdahl(r: Any, view: View) -> list[Highlight]:
+def amdahl(r: Any, view: View) -> list[Highlight]:
     parts = [
         f"{p.name} ({format_percent(p.fraction)} of the time) {format_ratio(p.speedup)}" for p in r.parts
     ]
@@ -131,7 +128,7 @@ def _amdahl(r: Any, view: View) -> list[Highlight]:
     ]
 
 
-def _speedup(r: Any, view: View) -> list[Highlight]:
+def speculative_speedup(r: Any, view: View) -> list[Highlight]:
     text = (
         f"k = {r.k}: predicted speedup {format_ratio(r.speedup)}, E[N] = {r.expected_tokens:.3g} tokens/round"
     )
@@ -140,7 +137,7 @@ def _speedup(r: Any, view: View) -> list[Highlight]:
     return [Highlight("Speculative decoding", text, "bad" if r.slowdown else "info")]
 
 
-def _buckets(r: Any, view: View) -> list[Highlight]:
+def buckets(r: Any, view: View) -> list[Highlight]:
     bounds = ", ".join(str(b) for b in r.bounds[:8]) + (", …" if len(r.bounds) > 8 else "")
     return [
         Highlight(
@@ -151,7 +148,7 @@ def _buckets(r: Any, view: View) -> list[Highlight]:
     ]
 
 
-def _amortize(r: Any, view: View) -> list[Highlight]:
+def amortize(r: Any, view: View) -> list[Highlight]:
     if r.break_even_calls is None:
         text = (
             f"compiling never pays (compiled {format_duration(r.compiled_s)} "
@@ -164,7 +161,7 @@ def _amortize(r: Any, view: View) -> list[Highlight]:
     return [Highlight("Compile amortization", text)]
 
 
-def _amortize_buckets(r: Any, view: View) -> list[Highlight]:
+def amortize_buckets(r: Any, view: View) -> list[Highlight]:
     return [
         Highlight(
             "Compile amortization per bucket",
@@ -175,7 +172,7 @@ def _amortize_buckets(r: Any, view: View) -> list[Highlight]:
     ]
 
 
-def _compare(r: Any, view: View) -> list[Highlight]:
+def compare(r: Any, view: View) -> list[Highlight]:
     from infer_opt.reports.compare import headline_text
 
     slower = [row.label for row in r.rows if row.verdict == "slower"]
@@ -186,15 +183,14 @@ def _compare(r: Any, view: View) -> list[Highlight]:
     return out
 
 
-def _calibration(r: Any, view: View) -> list[Highlight]:
-    from infer_opt.cost_models.op_model import ORDER_TOLERANCE, noise_notices, out_of_order_share
+def calibration(r: Any, view: View) -> list[Highlight]:
+    from infer_opt.cost_models.op_model import ORDER_TOLERANCE
 
     topic = f"Calibration of {r.device_name}"
-    shapes = sum(len(f.points) for f in r.families)
     out = [
         Highlight(
             topic,
-            f"{shapes:,} shapes in {len(r.families)} operator families, {r.dtype}, "
+            f"{r.shape_count:,} shapes in {len(r.families)} operator families, {r.dtype}, "
             f"{'' if r.from_traces else f'{r.threads} thread(s), '}"
             f"grid {r.grid}" + ("" if r.complete else " (incomplete: resume it)"),
             "info" if r.complete else "bad",
@@ -203,18 +199,24 @@ def _calibration(r: Any, view: View) -> list[Highlight]:
     parts = []
     if r.point_spread is not None:
         parts.append(f"repetitions spread by {format_percent(r.point_spread, 0)}")
-    share = out_of_order_share(r)
+    share = r.out_of_order_share
     if share is not None:
         parts.append(
             f"a colder cache state more than {format_percent(ORDER_TOLERANCE, 0)} faster at "
             f"{format_percent(share, 0)} of the shapes measured in two"
         )
     if parts:
-        out.append(Highlight(topic, "; ".join(parts), "bad" if noise_notices(r) else "info"))
+        out.append(
+            Highlight(
+                topic,
+                "; ".join(parts),
+                "bad" if any(w.code == "calibration_noisy" for w in r.warnings) else "info",
+            )
+        )
     return out
 
 
-def _predict(r: Any, view: View) -> list[Highlight]:
+def predict(r: Any, view: View) -> list[Highlight]:
     topic = f"Prediction for {r.model} ({r.mode})"
     text = (
         f"step {format_duration(r.step_time_s)} predicted (band {format_duration(r.step_low_s)}–"
@@ -225,7 +227,7 @@ def _predict(r: Any, view: View) -> list[Highlight]:
     return [Highlight(topic, text)]
 
 
-def _validate(r: Any, view: View) -> list[Highlight]:
+def validate(r: Any, view: View) -> list[Highlight]:
     from infer_opt.reports.validate import SMALL_OP_S
 
     topic = f"Validation of the predictor on {r.model}"
@@ -243,12 +245,11 @@ def _validate(r: Any, view: View) -> list[Highlight]:
     return out
 
 
-#: result kind -> its highlights; kinds not listed contribute their view's verdict
 #: a step whose GPU is idle more than this share measures the host (trace/compare.py's rule)
 _HOST_BOUND_IDLE = 0.8
 
 
-def _trace(r: Any, view: View) -> list[Highlight]:
+def trace(r: Any, view: View) -> list[Highlight]:
     """A trace: where the step goes (idle or not), the top ops with their bound, the largest
     what-if, and how much of the GPU time has a formula, as the result holds them."""
     from infer_opt.reports.profile import short_name
@@ -269,9 +270,8 @@ def _trace(r: Any, view: View) -> list[Highlight]:
             text += ": host-bound, the step time measures the host (launches, Python, syncs)"
         out.append(Highlight(topic, text, "bad" if idle > _HOST_BOUND_IDLE else "info"))
     if r.ops:
-        total = sum(g.time_s for g in r.ops) or 1.0
         top = "; ".join(
-            f"{short_name(g.name)} {format_percent(g.time_s / total, 0)}"
+            f"{short_name(g.name)} {format_percent(g.share, 0)}"
             + (f", {g.bound}-bound" if g.bound != "unknown" else "")
             + (f" at {format_percent(g.peak_fraction, 0)} of peak" if g.peak_fraction is not None else "")
             for g in r.ops[:3]
@@ -284,12 +284,12 @@ def _trace(r: Any, view: View) -> list[Highlight]:
                 topic, f"largest what-if: {best.description} → step {format_ratio(best.speedup)} (predicted)"
             )
         )
-    modelled = next((c.fraction for c in r.coverage if c.reason == "modelled"), 0.0 if r.coverage else None)
-    if modelled is not None and modelled < 0.9:
+    if r.coverage and r.modelled_fraction < 0.9:
         out.append(
             Highlight(
                 topic,
-                f"only {format_percent(modelled)} of the GPU time has a FLOP/byte formula (see Coverage)",
+                f"only {format_percent(r.modelled_fraction)} of the GPU time has a FLOP/byte formula "
+                "(see Coverage)",
                 "bad",
             )
         )
@@ -300,7 +300,7 @@ def _trace(r: Any, view: View) -> list[Highlight]:
     return out or _verdict(view)
 
 
-def _trace_compare(r: Any, view: View) -> list[Highlight]:
+def trace_compare(r: Any, view: View) -> list[Highlight]:
     out = [Highlight("Trace comparison", r.headline)]
     if r.matched_fraction is not None:
         out.append(
@@ -311,28 +311,12 @@ def _trace_compare(r: Any, view: View) -> list[Highlight]:
     return out
 
 
-HIGHLIGHTS: dict[str, HighlightFn] = {
-    "trace": _trace,
-    "trace-compare": _trace_compare,
-    "profile": _profile,
-    "roofline": _roofline,
-    "kernels": _kernels,
-    "amdahl": _amdahl,
-    "speculative-speedup": _speedup,
-    "buckets": _buckets,
-    "amortize": _amortize,
-    "amortize-buckets": _amortize_buckets,
-    "compare": _compare,
-    "calibration": _calibration,
-    "predict": _predict,
-    "validate": _validate,
-}
-
-
 def highlights(result: Any, view: View) -> list[Highlight]:
-    """The highlights of one result: its kind's function, else its view's verdict, else
-    the first line of its summary."""
-    fn = HIGHLIGHTS.get(result.KIND)
+    """The highlights of one result: its kind's function (the registry's ``highlights``), else
+    its view's verdict, else the first line of its summary."""
+    from infer_opt.registry import highlighter
+
+    fn = highlighter(result.KIND)
     if fn is not None:
         return fn(result, view)
     out = _verdict(view)

@@ -355,7 +355,7 @@ def _notes(r: ProfileResult, top: int) -> list[str]:
             if r.device.startswith("cuda")
             else "Python, module calls, dispatch"
         )
-        notes.append(f"Not in any operator: {format_percent(1 - r.coverage)} of the step ({gap}).")
+        notes.append(f"Not in any operator: {format_percent(r.unattributed_fraction)} of the step ({gap}).")
     if r.trace_path:
         notes.append(f"Raw torch.profiler trace: {r.trace_path} (open in Perfetto or chrome://tracing).")
     return notes

@@ -6,15 +6,8 @@ from __future__ import annotations
 
 from infer_opt.reports import profile as single
 from infer_opt.reports.view import Column, Table, View
-from infer_opt.results.profile_tp import RankStep, TPProfileResult
+from infer_opt.results.profile_tp import TPProfileResult
 from infer_opt.units import format_bytes, format_duration, format_number, format_percent
-
-
-def _share(s: RankStep) -> float | None:
-    """Time in collectives over the step, as the profile's fractions are taken: over the larger
-    of the step and the operators' total (so it never passes 100%)."""
-    whole = max(s.step_time_s, s.communication_s + s.compute_s)
-    return s.communication_s / whole if whole > 0 else None
 
 
 def ranks_table(result: TPProfileResult) -> Table:
@@ -24,7 +17,7 @@ def ranks_table(result: TPProfileResult) -> Table:
             "step_time_s": s.step_time_s,
             "communication_s": s.communication_s,
             "compute_s": s.compute_s,
-            "share": _share(s),
+            "share": s.communication_share,
         }
         for s in result.ranks
     ]

@@ -1,12 +1,13 @@
 """The renderer layer: one :class:`Renderer` per output format, all rendering one
 :class:`Document`, picked by name (``--format``) or by a file's extension through the one
-registry :data:`RENDERERS` (the pyinstrument pattern: a session, one ``render()`` per format).
+table :data:`~infer_opt.registry.RENDERERS` (the pyinstrument pattern: a session, one
+``render()`` per format).
 
 A document is one result (what every command prints or writes) or several (``infer-opt
 report``): each :class:`Section` holds the result's :class:`~infer_opt.reports.view.View`
 (its rows built once by the kind's view builder), the saved envelope when the result came
 from a file, and the figures written for it. Adding a format is one new renderer class and
-one line in :data:`RENDERERS`.
+one line in :data:`~infer_opt.registry.RENDERERS`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from infer_opt.errors import InvalidInput
+from infer_opt.registry import RENDERERS
 from infer_opt.reports.view import Table, View, build_view
 from infer_opt.results import Result
 
@@ -171,16 +173,6 @@ def report_blocks(doc: Document, title: str, markup: Markup) -> list[str]:
             blocks.append(line)
         blocks += markup.view(section.view, section.figures)
     return blocks
-
-
-#: format name -> "module:Class" (lazy: printing JSON never imports rich)
-RENDERERS: dict[str, str] = {
-    "console": "infer_opt.reports.console:ConsoleRenderer",
-    "markdown": "infer_opt.reports.markdown:MarkdownRenderer",
-    "csv": "infer_opt.reports.serialize:CsvRenderer",
-    "json": "infer_opt.reports.serialize:JsonRenderer",
-    "html": "infer_opt.reports.html:HtmlRenderer",
-}
 
 
 def renderer_class(name: str, option: str = "--format") -> type[Renderer]:

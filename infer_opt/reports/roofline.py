@@ -65,7 +65,7 @@ def _summary(fit: RooflineFit) -> list[tuple[str, str]]:
             (
                 "Peak FLOP/s, datasheet (not measured)",
                 f"{format_flop_rate(fit.datasheet_flops)}; fitted R is "
-                f"{format_percent(fit.compute_rate_flops / fit.datasheet_flops)} of it",
+                f"{format_percent(fit.compute_of_datasheet)} of it",
             )
         )
     if fit.datasheet_bytes_per_s is not None:
@@ -73,7 +73,7 @@ def _summary(fit: RooflineFit) -> list[tuple[str, str]]:
             (
                 "Bandwidth, datasheet (not measured)",
                 f"{format_bandwidth(fit.datasheet_bytes_per_s)}; fitted b is "
-                f"{format_percent(fit.bandwidth_bytes_per_s / fit.datasheet_bytes_per_s)} of it",
+                f"{format_percent(fit.bandwidth_of_datasheet)} of it",
             )
         )
     dtype = precision_label(fit.dtype, fit.matmul_precision)

@@ -54,7 +54,7 @@ def _summary(result: SpecRunResult) -> list[tuple[str, str]]:
         (
             "Plain decoding (measured)",
             f"{format_number(result.plain_tokens_per_s)} tokens/s "
-            f"({format_duration(plain.median_s / result.new_tokens)} per token, IQR/median "
+            f"({format_duration(result.plain_per_token_s)} per token, IQR/median "
             f"{plain.rel_iqr:.0%})",
         ),
         ("Draft length k", f"{h.k}" + (" (the best measured of the sweep)" if result.sweep else "")),
@@ -94,7 +94,7 @@ def _point_rows(result: SpecRunResult) -> list[dict[str, Any]]:
             "predicted": p.predicted_speedup,
             "error": p.relative_error,
             "round_predicted_s": p.round_time_predicted_s,
-            "round_measured_s": p.time.median_s / p.rounds,
+            "round_measured_s": p.round_time_measured_s,
             "identical": p.tokens_identical,
         }
         for p in result.points

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import os
 import re
-import statistics
 from collections.abc import Sequence
 from typing import Any
 
 from infer_opt.cost_models.roofline import RATE_SLACK
+from infer_opt.registry import TRACE_OPS
 from infer_opt.reports.profile import short_name
 from infer_opt.reports.view import Column, Table, View, rows_of
-from infer_opt.results.trace import OpGroup, RankTrace, TraceResult, as_shapes, shapes_text
+from infer_opt.results.trace import OpGroup, TraceResult, as_shapes, shapes_text
 from infer_opt.units import (
     format_bandwidth,
     format_bytes,
@@ -69,10 +69,6 @@ def _step_label(step: int | None) -> str:
     return "whole trace" if step is None else f"#{step}"
 
 
-def _window_s(r: RankTrace) -> float:
-    return sum(s.span_s for s in r.steps)
-
-
 def _summary(r: TraceResult) -> list[tuple[str, str]]:
     files = ", ".join(os.path.basename(f) for f in r.files[:3]) + (
         f" (+{len(r.files) - 3} more)" if len(r.files) > 3 else ""
@@ -92,14 +88,12 @@ def _summary(r: TraceResult) -> list[tuple[str, str]]:
         out.append(("Steps", f"{len(numbered)}: #{numbered[0]}–#{numbered[-1]}{chosen}"))
     else:
         out.append(("Steps", "none: the whole trace as one window"))
-    medians = [rank.step_time_median_s for rank in r.ranks]
-    spread = max((rank.step_time_spread_s or 0.0 for rank in r.ranks), default=0.0)
     label = "Step time (median)" if numbered else "Window"
     out.append(
         (
             label,
-            format_duration(statistics.median(medians), 4)
-            + (f" (spread {format_duration(spread)})" if len(steps) > 1 else ""),
+            format_duration(r.step_time_median_s, 4)
+            + (f" (spread {format_duration(r.step_time_spread_s)})" if len(steps) > 1 else ""),
         )
     )
     rank = r.ranks[0] if len(r.ranks) == 1 else None
@@ -117,14 +111,13 @@ def _summary(r: TraceResult) -> list[tuple[str, str]]:
         out.append(
             ("Ranks", f"{len(r.ranks)}; slowest rank {r.slowest_rank}, skew {format_ratio(r.step_skew)}")
         )
-    kernel_s = sum(g.time_s for g in r.ops)
-    gpu_s = sum(c.time_s for c in r.coverage)
-    modelled = sum(c.fraction for c in r.coverage if c.reason == "modelled")
-    in_groups = f"{format_duration(kernel_s, 4)} in {len(r.ops)} (op, shapes, dtype) groups"
-    if gpu_s > kernel_s * 1.001:
-        in_groups = f"{format_duration(gpu_s, 4)} summed; {in_groups} (the rest has no op: see Coverage)"
+    in_groups = f"{format_duration(r.kernel_time_s, 4)} in {len(r.ops)} (op, shapes, dtype) groups"
+    if r.gpu_time_s > r.kernel_time_s * 1.001:
+        in_groups = (
+            f"{format_duration(r.gpu_time_s, 4)} summed; {in_groups} (the rest has no op: see Coverage)"
+        )
     out.append(("GPU kernel time", in_groups))
-    out.append(("Covered by a formula", format_percent(modelled)))
+    out.append(("Covered by a formula", format_percent(r.modelled_fraction)))
     out += _family_lines(r)
     out += _bound_lines(r)
     replayed = [w for w in r.what_if if w.replayed_speedup > 0 and w.scenario != "user"]
@@ -149,21 +142,17 @@ def _summary(r: TraceResult) -> list[tuple[str, str]]:
 
 def _bound_lines(r: TraceResult) -> list[tuple[str, str]]:
     """What bounds the steps (the critical path of the replay) and the top causes of idle time."""
-    rank = next((x for x in r.ranks if x.rank == r.slowest_rank), r.ranks[0]) if r.ranks else None
-    steps = [s for s in rank.steps if s.bound] if rank is not None else []
     out = []
-    if len(steps) == 1:
-        (s,) = steps
+    if len(r.bounds) == 1 and r.bounds[0].of_steps == 1:
+        (b,) = r.bounds
         out.append(
-            ("Bound (replayed)", f"{s.bound}-bound: {format_percent(s.bound_share)} of the critical path")
+            ("Bound (replayed)", f"{b.bound}-bound: {format_percent(b.median_share)} of the critical path")
         )
-    elif steps:
-        by = {b: [s for s in steps if s.bound == b] for b in ("host", "device")}
+    elif r.bounds:
         parts = [
-            f"{b} in {len(v)} of {len(steps)} steps "
-            f"(median {format_percent(statistics.median(s.bound_share for s in v))} of the path)"
-            for b, v in by.items()
-            if v
+            f"{b.bound} in {b.steps} of {b.of_steps} steps "
+            f"(median {format_percent(b.median_share)} of the path)"
+            for b in r.bounds
         ]
         out.append(("Bound (replayed)", "; ".join(parts)))
     if r.idle_causes:
@@ -243,7 +232,6 @@ def _ranks_table(r: TraceResult) -> Table | None:
 def _ops_table(r: TraceResult, top: int) -> Table | None:
     if not r.ops:
         return None
-    total = sum(g.time_s for g in r.ops) or 1.0
     shown: Sequence[OpGroup] = r.ops[:top]
     judged = bool(r.peaks.flops_per_s or r.peaks.bytes_per_s)
     columns = [
@@ -267,13 +255,12 @@ def _ops_table(r: TraceResult, top: int) -> Table | None:
     rows = rows_of(
         shown,
         columns,
-        share=lambda g: g.time_s / total,
         index=_counter(),
         peak_fraction=lambda g: None if g.bound == "unknown" else g.peak_fraction,
         shapes=lambda g: shapes_text(g.shapes),  # CSV and frames: the text, as the console shows
     )
     return Table(
-        "Top ops by GPU kernel time (measured)",
+        TRACE_OPS,
         columns,
         rows,
         caption=f"Top {len(shown)} of {len(r.ops)} (op, shapes, dtype) groups, summed over the analyzed steps"
@@ -366,12 +353,11 @@ def _family_lines(r: TraceResult) -> list[tuple[str, str]]:
     """The family coverage and the capture links, as summary lines."""
     out = []
     if r.family_coverage:
-        known = sum(c.fraction for c in r.family_coverage if c.reason != "none")
         by = {c.reason: c.fraction for c in r.family_coverage}
         out.append(
             (
                 "With a family",
-                f"{format_percent(known)} (ops {format_percent(by.get('op', 0.0))}, "
+                f"{format_percent(r.family_fraction)} (ops {format_percent(by.get('op', 0.0))}, "
                 f"kernel names {format_percent(by.get('name', 0.0))})",
             )
         )

@@ -13,7 +13,6 @@ from infer_opt.results.validate import (
     NOISE_SMALL_OPS,
     SMALL_OP_S,
     ErrorSummary,
-    ValidatePoint,
     ValidateResult,
 )
 from infer_opt.units import format_duration, format_percent
@@ -28,12 +27,6 @@ def _signed(value: float | None) -> str:
 
 def _pct(value: float | None) -> str:
     return format_percent(value, 1)
-
-
-def _pass_spread(p: ValidatePoint) -> float | None:
-    """(slowest − fastest) / median of the point's passes."""
-    t = p.pass_measured_s
-    return (max(t) - min(t)) / p.measured_s if len(t) > 1 else None
 
 
 def point_table(r: ValidateResult) -> Table:
@@ -58,7 +51,7 @@ def point_table(r: ValidateResult) -> Table:
         host_measured=attrgetter("measured_host_s"),
         host_predicted=attrgetter("predicted_host_s"),
         on_grid=attrgetter("on_grid_share"),
-        spread=_pass_spread,
+        spread=attrgetter("pass_spread"),
     )
     measured = (
         f"Measured: the median of the point's {r.passes} passes; pass spread = (slowest − fastest) / "

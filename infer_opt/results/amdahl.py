@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from infer_opt.notices import Notice
 from infer_opt.results import Result
@@ -44,3 +44,14 @@ class AmdahlResult(Result):
     speedup_given: bool = True
     #: ``parts_slower`` (a part's s < 1), ``slower_overall`` (S < 1)
     warnings: tuple[Notice, ...] = ()
+    #: the untouched rest's and the added overhead's shares of the new total time, derived when
+    #: the result is built (so ``--json`` carries them; an older file gets them on load)
+    untouched_share_after: float = field(default=0.0, init=False)
+    added_share_after: float = field(default=0.0, init=False)
+
+    def __post_init__(self) -> None:
+        for name, part in (
+            ("untouched_share_after", self.untouched_fraction),
+            ("added_share_after", self.added),
+        ):
+            object.__setattr__(self, name, part / self.new_time if self.new_time else 0.0)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -25,6 +26,12 @@ OP_TIMING = "op-profiler"
 STATES = ("hot", "warm", "cold", "context", "far")
 #: the ``grid`` of a calibration built from GPU traces (:mod:`infer_opt.trace.calibrate`)
 TRACE_GRID = "trace"
+#: the states in the order an op cools: where its main operand is (hot → warm → cold), how far
+#: its code and the dispatcher's data are (hot → context → far); a colder state is never faster
+#: on a machine whose speed holds still (:func:`state_order`)
+STATE_CHAINS = (("hot", "warm", "cold"), ("hot", "context", "far"))
+#: a colder state "came out faster" when its time is below the hotter one's by more than this
+ORDER_TOLERANCE = 0.10
 
 
 def _div(work: float, rate: float) -> float:
@@ -224,6 +231,35 @@ class CalibrationResult(Result):
     host_issue: tuple[HostIssue, ...] = ()
     host_issue_s: float = 0.0
     queued_gap_s: float = 0.0
+    #: derived from the fields above when the result is built (so ``--json`` carries what the view
+    #: shows; a file saved before they were carried gets them on load): the probes' medians over
+    #: the groups (None: not measured); its families' cache states checked against each other
+    #: (:func:`state_order`) and the share of their shapes where the colder state came out faster
+    #: (None: no family measured in two states); how well its shapes repeat, the median of their
+    #: repetitions' IQR/median (None: no shape with a usable spread)
+    probe_median_s: float | None = field(default=None, init=False)
+    dispatch_probe_median_s: float | None = field(default=None, init=False)
+    state_order: tuple[StateOrder, ...] = field(default=(), init=False)
+    shapes_in_two_states: int = field(default=0, init=False)
+    out_of_order_share: float | None = field(default=None, init=False)
+    shape_count: int = field(default=0, init=False)  # shapes over its families
+    point_spread: float | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        orders = state_order(self.families)
+        in_two = sum(o.shapes for o in orders)
+        spreads = [p.rel_spread for f in self.families for p in f.points if math.isfinite(p.rel_spread)]
+        derived = {
+            "probe_median_s": _median(_usable(self.probe_s)),
+            "dispatch_probe_median_s": _median(_usable(self.dispatch_probe_s)),
+            "state_order": orders,
+            "shapes_in_two_states": in_two,
+            "out_of_order_share": sum(o.faster for o in orders) / in_two if in_two else None,
+            "shape_count": sum(len(f.points) for f in self.families),
+            "point_spread": _median(spreads),
+        }
+        for name, value in derived.items():
+            object.__setattr__(self, name, value)
 
     def family_map(self) -> dict[str, FamilyCalibration]:
         return {f.key: f for f in self.families}
@@ -241,28 +277,53 @@ class CalibrationResult(Result):
         return _usable(self.probe_s)
 
     @property
-    def probe_median_s(self) -> float | None:
-        """The matmul probe's median over the groups (None: not measured)."""
-        usable = self.usable_probe_s
-        return float(np.median(usable)) if usable else None
-
-    @property
     def usable_dispatch_probe_s(self) -> tuple[float, ...]:
         """The dispatch probe's times that are finite and positive."""
         return _usable(self.dispatch_probe_s)
 
-    @property
-    def dispatch_probe_median_s(self) -> float | None:
-        """The dispatch probe's median over the groups (None: not measured)."""
-        usable = self.usable_dispatch_probe_s
-        return float(np.median(usable)) if usable else None
 
-    @property
-    def point_spread(self) -> float | None:
-        """How well its shapes repeat: the median over them of their repetitions' IQR/median
-        (None: no shape with a usable spread)."""
-        spreads = [p.rel_spread for f in self.families for p in f.points if math.isfinite(p.rel_spread)]
-        return float(np.median(spreads)) if spreads else None
+def _median(values: Sequence[float]) -> float | None:
+    return float(np.median(values)) if values else None
+
+
+@dataclass(frozen=True)
+class StateOrder:
+    """One family's two neighbouring cache states (:data:`STATE_CHAINS`) at the shapes measured
+    in both: how many there are and at how many the colder state came out faster than the
+    hotter one by more than :data:`ORDER_TOLERANCE`."""
+
+    family: str
+    hotter: str
+    colder: str
+    shapes: int
+    faster: int
+
+
+def state_order(
+    families: Sequence[FamilyCalibration], tolerance: float = ORDER_TOLERANCE
+) -> tuple[StateOrder, ...]:
+    """Per family and pair of neighbouring states it was measured in (a state it lacks is
+    skipped: hot → cold where warm is missing), the shapes where the colder state came out
+    faster (:class:`StateOrder`). A colder operand or colder code never makes an op faster,
+    so these count how much the machine's speed moved between the states' measurements (a
+    few seconds apart, per chunk of shapes) — the calibration's own noise, which its
+    predictions inherit. Times that are not finite and positive are left out."""
+    by_name: dict[str, dict[str, dict[tuple[float, ...], float]]] = {}
+    for family in families:
+        times = {p.features: p.time_s for p in family.points if math.isfinite(p.time_s) and p.time_s > 0}
+        by_name.setdefault(family.family, {})[family.state] = times
+    out = []
+    for name, states in sorted(by_name.items()):
+        pairs = {}
+        for chain in STATE_CHAINS:
+            present = [s for s in chain if s in states]
+            pairs.update(dict.fromkeys(itertools.pairwise(present)))
+        for hotter, colder in pairs:
+            shared = [f for f in states[colder] if f in states[hotter]]
+            if shared:
+                faster = sum(states[colder][f] < states[hotter][f] * (1 - tolerance) for f in shared)
+                out.append(StateOrder(name, hotter, colder, len(shared), faster))
+    return tuple(out)
 
 
 def _usable(times: Sequence[float]) -> tuple[float, ...]:

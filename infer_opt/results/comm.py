@@ -105,6 +105,11 @@ class CommResult(Result):
     #: False when the sweep stopped early (interrupted or a rank failed): what was measured
     complete: bool = True
     warnings: tuple[Notice, ...] = field(default_factory=tuple)
+    #: the points measured over every collective, derived when built
+    point_count: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "point_count", sum(len(s.points) for s in self.collectives))
 
     def collective(self, name: str) -> CollectiveSweep | None:
         """The sweep of collective ``name``, if measured."""

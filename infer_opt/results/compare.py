@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 
 from infer_opt.notices import Notice
 from infer_opt.results import Result
@@ -89,6 +90,17 @@ class Headline:
     runs_new: int = 1
     between_run_cv: float | None = None
     floor: float | None = None
+    #: the largest change the interval allows (``max(high, 1/low) − 1``, at least the single-run
+    #: floor): "no significant difference (within ±X%)"; and half the interval's width as a factor
+    #: (``√(high/low) − 1``): the change these runs can just tell apart. Derived when built.
+    within: float = field(default=0.0, init=False)
+    resolution: float = field(default=0.0, init=False)
+
+    def __post_init__(self) -> None:
+        x = max(self.high, 1.0 / self.low) - 1.0 if self.low > 0 else math.inf
+        object.__setattr__(self, "within", max(x, self.floor or 0.0))
+        resolution = math.sqrt(self.high / self.low) - 1.0 if self.low > 0 else math.inf
+        object.__setattr__(self, "resolution", resolution)
 
 
 @dataclass(frozen=True)

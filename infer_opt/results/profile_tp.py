@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from infer_opt.results.profile import ProfileResult
 
@@ -21,6 +21,13 @@ class RankStep:
     compute_s: float
     #: the step under the profiler (the trace's own step time), median
     profiled_step_s: float
+    #: time in collectives over the larger of the step and the operators' total (as the profile's
+    #: fractions are taken: never past 100%; None for an empty step), derived when built
+    communication_share: float | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        whole = max(self.step_time_s, self.communication_s + self.compute_s)
+        object.__setattr__(self, "communication_share", self.communication_s / whole if whole > 0 else None)
 
 
 @dataclass(frozen=True)

@@ -81,3 +81,13 @@ class RooflineFit(Result):
     #: :func:`fit_quality`'s findings when fitted (any makes the fit unusable: neither cached nor
     #: used), and a ceiling above its datasheet figure (:func:`with_datasheet`)
     warnings: tuple[Notice, ...] = ()
+    #: fitted R and b over their datasheet figures (None: no datasheet figure), derived when built
+    compute_of_datasheet: float | None = field(default=None, init=False)
+    bandwidth_of_datasheet: float | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        for name, fitted, sheet in (
+            ("compute_of_datasheet", self.compute_rate_flops, self.datasheet_flops),
+            ("bandwidth_of_datasheet", self.bandwidth_bytes_per_s, self.datasheet_bytes_per_s),
+        ):
+            object.__setattr__(self, name, None if sheet is None else fitted / sheet)

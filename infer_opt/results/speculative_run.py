@@ -3,7 +3,7 @@ k (built by :mod:`infer_opt.profilers.speculative_run`, read by :mod:`infer_opt.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from infer_opt.notices import Notice
@@ -44,6 +44,13 @@ class RunPoint:
     tokens_identical: bool | None = None
     #: greedy: the first position where they differ
     first_difference: int | None = None
+    #: the measured time per round (time / rounds), derived when built
+    round_time_measured_s: float = field(default=0.0, init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "round_time_measured_s", self.time.median_s / self.rounds if self.rounds else 0.0
+        )
 
 
 @dataclass(frozen=True)
@@ -81,6 +88,12 @@ class SpecRunResult(Result):
     headline_k: int
     draft_note: str | None = None
     warnings: tuple[Notice, ...] = ()
+    #: plain decoding's measured time per new token, derived when built
+    plain_per_token_s: float = field(default=0.0, init=False)
+
+    def __post_init__(self) -> None:
+        per_token = self.plain_time.median_s / self.new_tokens if self.new_tokens else 0.0
+        object.__setattr__(self, "plain_per_token_s", per_token)
 
     @property
     def greedy(self) -> bool:

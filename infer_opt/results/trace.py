@@ -9,7 +9,8 @@ analyses in :mod:`infer_opt.trace` build these rows; :mod:`infer_opt.reports.tra
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+import statistics
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from infer_opt.notices import Notice
@@ -144,6 +145,7 @@ class OpGroup:
     kernels: int = 0
     time_spread_s: float | None = 0.0  # max − min of its per-step time; None under two steps (unknown)
     kernel_names: tuple[str, ...] = ()  # the distinct kernels (first few)
+    share: float = 0.0  # of the result's summed op kernel time (set by TraceResult)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "shapes", as_shapes(self.shapes))
@@ -293,6 +295,17 @@ class CaptureLink:
 
 
 @dataclass(frozen=True)
+class BoundSteps:
+    """The slowest rank's analyzed steps that one side bounds (the critical path of their
+    replay): how many of the steps with a bound, and the median of that side's share."""
+
+    bound: str  # host / device
+    steps: int
+    of_steps: int
+    median_share: float
+
+
+@dataclass(frozen=True)
 class TraceResult(Result):
     """The analysis of one or more trace files (one per rank)."""
 
@@ -323,3 +336,39 @@ class TraceResult(Result):
     family_coverage: tuple[CoverageRow, ...] = ()
     captures: tuple[CaptureLink, ...] = ()  # per replay trace linked to a capture
     cross_rank: CrossRank | None = None  # two or more ranks of one job (trace/cross_rank.py)
+    #: the totals over the rows above, derived when the result is built (so ``--json`` carries
+    #: what the view shows, and a file saved before they were carried gets them on load):
+    step_time_median_s: float = field(default=0.0, init=False)  # median over ranks of their median
+    step_time_spread_s: float = field(default=0.0, init=False)  # the largest rank's max − min
+    kernel_time_s: float = field(default=0.0, init=False)  # summed over the op groups
+    gpu_time_s: float = field(default=0.0, init=False)  # kernel, memcpy and memset, summed (coverage)
+    modelled_fraction: float = field(default=0.0, init=False)  # of the GPU time with a formula
+    family_fraction: float = field(default=0.0, init=False)  # of the GPU time with a family
+    bounds: tuple[BoundSteps, ...] = field(default=(), init=False)
+
+    def __post_init__(self) -> None:
+        kernel_s = sum(g.time_s for g in self.ops)
+        shares = [g.time_s / (kernel_s or 1.0) for g in self.ops]
+        rank = next(
+            (x for x in self.ranks if x.rank == self.slowest_rank), self.ranks[0] if self.ranks else None
+        )
+        bounded = [s for s in rank.steps if s.bound] if rank is not None else []
+        medians = [r.step_time_median_s for r in self.ranks]
+        derived = {
+            "ops": tuple(
+                g if g.share == x else replace(g, share=x) for g, x in zip(self.ops, shares, strict=True)
+            ),
+            "step_time_median_s": statistics.median(medians) if medians else 0.0,
+            "step_time_spread_s": max((r.step_time_spread_s or 0.0 for r in self.ranks), default=0.0),
+            "kernel_time_s": kernel_s,
+            "gpu_time_s": sum(c.time_s for c in self.coverage),
+            "modelled_fraction": sum(c.fraction for c in self.coverage if c.reason == "modelled"),
+            "family_fraction": sum(c.fraction for c in self.family_coverage if c.reason != "none"),
+            "bounds": tuple(
+                BoundSteps(b, len(v), len(bounded), statistics.median(s.bound_share for s in v))
+                for b in ("host", "device")
+                if (v := [s for s in bounded if s.bound == b])
+            ),
+        }
+        for name, value in derived.items():
+            object.__setattr__(self, name, value)

@@ -45,6 +45,12 @@ class ValidatePoint:
     #: with several passes: the step's median in each pass, in pass order (``measured_s`` is
     #: their median)
     pass_measured_s: tuple[float, ...] = ()
+    #: (slowest − fastest) / median of the passes (None: one pass), derived when built
+    pass_spread: float | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        t = self.pass_measured_s
+        object.__setattr__(self, "pass_spread", (max(t) - min(t)) / self.measured_s if len(t) > 1 else None)
 
 
 @dataclass(frozen=True)

@@ -213,8 +213,9 @@ class LoadedTrace:
         )
 
     def to_frame(self) -> Any:
-        """The op groups (as every result's ``to_frame`` gives its main table)."""
-        return self.ops
+        """The result's main table, as :meth:`TraceResult.to_frame` gives it (the op groups
+        as ``--csv`` writes them, every row); :attr:`ops` holds every field of each group."""
+        return self.result.to_frame()
 
 
 def load_trace(

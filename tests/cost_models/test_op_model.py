@@ -585,10 +585,10 @@ def test_state_order_counts_the_shapes_where_a_colder_state_came_out_faster():
         ("mm", "warm", "cold"): (1, 2),
     }
     result = calibration(*states("mm", {"hot": [1.0, 1.0, 1.0], "warm": [0.8, 0.95, 2.0]}))
-    assert op_model.out_of_order_share(result) == pytest.approx(1 / 3)
+    assert result.out_of_order_share == pytest.approx(1 / 3)
     # hot only (a GPU's matmuls), or nothing: no pair to compare
-    assert op_model.out_of_order_share(calibration(*states("mm", {"hot": [1.0]}))) is None
-    assert op_model.out_of_order_share(calibration()) is None and calibration().point_spread is None
+    assert calibration(*states("mm", {"hot": [1.0]})).out_of_order_share is None
+    assert calibration().out_of_order_share is None and calibration().point_spread is None
 
 
 def test_state_order_leaves_out_times_that_are_not_finite_and_positive():

@@ -309,9 +309,7 @@ def test_unusable_files_are_one_line_errors(tmp_path):
     broken = synthetic_calibration(families=True)
     family = broken.families[0]
     point = family.points[0].__class__(**{**family.points[0].__dict__, "time_s": float("nan")})
-    nan = broken.__class__(
-        **{**broken.__dict__, "families": (family.__class__(**{**family.__dict__, "points": (point,)}),)}
-    )
+    nan = replace(broken, families=(family.__class__(**{**family.__dict__, "points": (point,)}),))
     with pytest.raises(InvalidInput, match=r"not saved: family gemm\.nt@warm has a time"):
         cal.save_calibration(nan, tmp_path / "nan.json")
 

@@ -157,19 +157,12 @@ def test_a_cold_matmul_family_is_used_for_a_model_larger_than_the_cache():
     cold = matmul_family("cold", bandwidth=1e9)
     calibration = synthetic_calibration()
     # the cold state sits 1 KiB of reads after the last use: every weight is beyond it
-    near = CalibrationResult(
-        **{
-            **calibration.__dict__,
-            "families": (*warm, *cold),
-            "warm_reuse_bytes": 512,
-            "cold_reuse_bytes": 1024,
-        }
-    )
+    near = replace(calibration, families=(*warm, *cold), warm_reuse_bytes=512, cold_reuse_bytes=1024)
     ops = pr.predict("tiny", near, mode="decode", batch=1, context=8).ops
     matmuls = [o for o in ops if o.family.endswith(".nt")]
     assert matmuls and all(o.state == "cold" for o in matmuls)
     # far: every weight is nearer the warm state; ops without a weight are hot
-    far = CalibrationResult(**{**near.__dict__, "warm_reuse_bytes": 2**29, "cold_reuse_bytes": 2**40})
+    far = replace(near, warm_reuse_bytes=2**29, cold_reuse_bytes=2**40)
     ops = pr.predict("tiny", far, mode="decode", batch=1, context=8).ops
     assert all(o.state == "warm" for o in ops if o.family.endswith(".nt"))
     assert all(o.state == "hot" for o in ops if o.category in ("elementwise", "normalization"))

@@ -117,7 +117,7 @@ def test_a_point_is_compared_at_the_median_of_its_passes(times):
     assert merged_op.measured_s == pytest.approx(median * 1e-3)
     assert merged_op.rel_error == pytest.approx((20e-6 - median * 1e-3) / (median * 1e-3))
     # the spread shown per point: slowest − fastest over the median
-    assert view._pass_spread(merged) == pytest.approx((max(times) - min(times)) / median)
+    assert merged.pass_spread == pytest.approx((max(times) - min(times)) / median)
 
 
 def test_validate_measures_the_grid_pass_after_pass_and_predicts_each_point_once(monkeypatch):

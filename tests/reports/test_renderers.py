@@ -49,6 +49,20 @@ def test_every_result_kind_has_a_fixture_a_result_class_and_a_view_builder():
         assert callable(resolve(entry.view))
 
 
+def test_a_kind_declares_its_highlights_and_the_top_its_view_builder_takes():
+    import inspect
+
+    for kind, entry in REGISTRY.items():
+        assert entry.top == ("top" in inspect.signature(resolve(entry.view)).parameters), kind
+        assert entry.highlights is None or callable(resolve(entry.highlights)), kind
+
+
+def test_the_format_option_takes_the_renderer_registry_names():
+    from infer_opt.cli.output import FORMATS
+
+    assert tuple(RENDERERS) == FORMATS
+
+
 def test_every_fixture_is_of_its_kind():
     for kind in KINDS:
         assert kind == fixture(kind).KIND

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import pytest
 
+from infer_opt.cost_models.op_model import noise_notices
 from infer_opt.registry import KINDS
 from infer_opt.reports.highlights import highlights
 from infer_opt.reports.report import build_report
@@ -66,5 +67,7 @@ def test_the_predictor_kinds_lead_with_their_own_figures():
     families = tuple(
         replace(f, points=tuple(replace(p, rel_spread=0.3) for p in f.points)) for f in calibration.families
     )
-    _, noisy = highlights(replace(calibration, families=families), build_view(calibration))
+    noisy_calibration = replace(calibration, families=families)  # as calibrate builds it: with its notice
+    noisy_calibration = replace(noisy_calibration, warnings=tuple(noise_notices(noisy_calibration)))
+    _, noisy = highlights(noisy_calibration, build_view(calibration))
     assert noisy.level == "bad" and noisy.text == "repetitions spread by 30%"

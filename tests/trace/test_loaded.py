@@ -27,7 +27,8 @@ def test_frames_are_the_whole_tables(loaded):
     assert list(loaded.ops["name"]) == [g.name for g in loaded.result.ops]
     assert len(loaded.steps) == 2 and set(loaded.steps["step"]) == {1, 2}
     assert list(loaded.ranks["rank"]) == [0]
-    assert loaded.to_frame() is loaded.ops
+    frame = loaded.to_frame()  # the main table, as the result gives it (every row)
+    assert frame.equals(loaded.result.to_frame()) and len(frame) == len(loaded.result.ops)
 
 
 def test_kernels_frame_has_every_gpu_event_of_the_steps_and_sums_to_the_ops(loaded):
@@ -119,3 +120,36 @@ def test_critical_path_idle_causes_what_ifs_and_replay_frames():
         t.replay("nothing*=0.5x")
     with pytest.raises(InvalidInput, match="rank"):
         t.replay(rank=3)
+
+
+_TOTALS = ("step_time_median_s", "step_time_spread_s", "kernel_time_s", "gpu_time_s", "modelled_fraction",
+           "family_fraction", "bounds")  # fmt: skip
+
+
+def test_json_carries_the_totals_the_view_shows_and_an_older_file_gets_them_on_load(loaded):
+    from infer_opt.results.trace import TraceResult
+
+    r = loaded.result
+    data = r.to_dict()
+    assert data["kernel_time_s"] == pytest.approx(math.fsum(g.time_s for g in r.ops))
+    assert data["gpu_time_s"] == pytest.approx(math.fsum(c.time_s for c in r.coverage))
+    assert [g["share"] for g in data["ops"]] == pytest.approx([g.time_s / r.kernel_time_s for g in r.ops])
+    assert data["bounds"] and data["bounds"][0]["of_steps"] == 2
+    older = {k: v for k, v in data.items() if k not in _TOTALS}
+    older["ops"] = [{k: v for k, v in g.items() if k != "share"} for g in data["ops"]]
+    assert TraceResult.from_dict(older) == r
+
+
+def test_the_step_time_of_several_ranks_is_the_median_of_theirs(loaded):
+    from dataclasses import replace
+
+    from infer_opt.reports.trace import build_view
+
+    rank = loaded.result.ranks[0]
+    ranks = tuple(
+        replace(rank, rank=i, step_time_median_s=t, step_time_spread_s=s)
+        for i, (t, s) in enumerate([(1e-3, 1e-5), (2e-3, 3e-5), (10e-3, None)])
+    )
+    r = replace(loaded.result, ranks=ranks, slowest_rank=2)
+    assert (r.step_time_median_s, r.step_time_spread_s) == (2e-3, 3e-5)
+    assert dict(build_view(r).summary)["Step time (median)"] == "2 ms (spread 30 µs)"
