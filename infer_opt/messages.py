@@ -8,6 +8,7 @@ that emits them.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -439,6 +440,11 @@ MESSAGES: dict[str, Words] = {
     "validate_trace_in_calibration": lambda v: (
         f"{v['trace']} is among the traces the calibration was built from: not a held-out trace; the "
         "errors say how well the model fits it, not how well it predicts another"
+    ),
+    "trace_clock_skew": lambda v: (
+        f"{os.path.basename(v['file'])}: {v['events']} GPU events start before their launch call (up to "
+        f"{format_duration(v['lead_s'])} before it: the host's and the device's clocks disagree); each "
+        "step keeps the GPU events it launched, its window widened to hold them"
     ),
     "trace_repeated_steps": lambda v: (
         f"{v['file']}: ProfilerStep#{', #'.join(map(str, v['steps']))}"
