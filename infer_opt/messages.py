@@ -450,8 +450,11 @@ MESSAGES: dict[str, Words] = {
         f"{v['file']}: ProfilerStep#{', #'.join(map(str, v['steps']))}"
         + (f" (and {v['count'] - len(v['steps'])} more)" if v["count"] > len(v["steps"]) else "")
         + " recorded more than once at different times (several profiler sessions in one file?): "
-        "only the first of each number is analyzed as that step; the events of the others are in "
-        "no step"
+        + (
+            f"each kept as its own step, the steps numbered in time order #{v['first']}–#{v['last']}"
+            if "first" in v
+            else "only the first of each number is analyzed as that step"
+        )
     ),
     "trace_bad_sizes": lambda v: (
         f"{v['file']}: {v['args']} distinct event args with an impossible size ignored (the first: "

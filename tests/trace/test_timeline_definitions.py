@@ -134,3 +134,26 @@ def test_kernels_before_their_launch_stay_in_their_step(tmp_path, gpu_annotation
 def test_no_skew_no_warning(tmp_path):
     result, _ = _rank(tmp_path, tt.overlapped())
     assert not [w for w in result.warnings if w.code == "trace_clock_skew"]
+
+
+def test_steps_sharing_a_name_are_kept_apart_by_time(tmp_path):
+    result, rank = _rank(tmp_path, tt.same_named_steps(3))
+    assert [s.step for s in rank.steps] == [1, 2, 3]  # numbered in time order
+    assert [s.start_s for s in rank.steps] == sorted(s.start_s for s in rank.steps)
+    assert sum(g.calls for g in result.ops) == 3  # no op dropped, none counted twice
+    assert sum(g.time_s for g in result.ops) == pytest.approx(900e-6)
+    (notice,) = [w for w in result.warnings if w.code == "trace_repeated_steps"]
+    assert notice.values["steps"] == (1,) and (notice.values["first"], notice.values["last"]) == (1, 3)
+
+
+def test_a_copy_of_a_trace_given_beside_it_is_refused(tmp_path):
+    from infer_opt.errors import InvalidInput
+    from infer_opt.trace.reader import trace_files
+
+    a = tt.write(tmp_path / "a.json", tt.two_gpus())
+    b = tmp_path / "b.json"
+    b.write_bytes(a.read_bytes())
+    with pytest.raises(InvalidInput, match=r"given twice .*the same bytes"):
+        trace_files([a, b])
+    c = tt.write(tmp_path / "c.json", tt.overlapped())
+    assert trace_files([a, c]) == [a, c]
