@@ -65,7 +65,7 @@ from infer_opt.trace.devices import (
     precision_of,
     ran_on,
 )
-from infer_opt.trace.events import KERNEL, MEMCPY, SYNC, TraceEvents
+from infer_opt.trace.events import KERNEL, MEMCPY, SYNC, TraceEvents, fingerprint
 
 #: the ``grid`` of a calibration built from traces
 TRACE_GRID = op_model.TRACE_GRID
@@ -574,6 +574,7 @@ def calibrate_from_traces(
         warnings=warnings,
         source=label(len(traces), spec.name),
         traces=tuple(Path(t.path).name for t in traces),
+        trace_ids=tuple(fingerprint(t) for t in traces),
         launch_floor_s=floor,
         kernel_gap_s=gap,
         host_issue=issue,
