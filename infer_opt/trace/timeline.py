@@ -12,6 +12,22 @@ the host's time before the first kernel is not counted as idle GPU. A step is co
 has GPU events. A trace without steps is one window, first GPU event to last. Exact by default
 (float µs as the file has them); ``hta_compat`` follows HolisticTraceAnalysis 0.5's
 ``get_temporal_breakdown`` and ``get_comm_comp_overlap`` instead (see :func:`hta_figures`).
+
+Rules that keep each figure inside its definition (issue 42):
+
+- **Per GPU.** A file with events on two or more GPUs (one process driving several) has each
+  GPU's figures on the union of that GPU's own streams (``StepTimeline.devices``); the step's
+  busy, idle, compute, comm, memcpy and sync are their **mean** over the GPUs, so busy ≤ span and
+  idle is the share of the GPUs' time idle (GPU 0 then GPU 1, each busy half the step: idle 50%,
+  not the 0% of one union over both).
+- **Each instant once.** The shares of a step (``StepTimeline.exclusive``, the rank's
+  ``compute_fraction``/``comm_fraction``/``idle_fraction``) count overlapping time once, by
+  priority compute > comm > memcpy (HTA's temporal breakdown): they sum to the span; comm under
+  compute is its own figure (``comm_overlapped_fraction``), never added again.
+- **Skewed clocks.** A GPU event that starts more than :data:`SKEW_TOLERANCE_US` before its
+  launch call (the host's and the device's clocks disagree) is counted per rank and said
+  (``trace_clock_skew``: how many, the largest lead); steps keep the GPU events they launched
+  and each step's window is widened to hold them, so no step is idle beside its own kernels.
 """
 
 from __future__ import annotations
