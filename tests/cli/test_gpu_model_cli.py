@@ -339,3 +339,16 @@ def test_validate_knows_the_calibrations_own_traces_by_identity(calibration, tra
         result = run.json()["result"]
         assert result["in_calibration"] is among, path
         assert any(w["code"] == "validate_trace_in_calibration" for w in result["warnings"]) is among
+
+
+def test_one_trace_given_twice_to_calibrate_is_refused(traces, tmp_path):
+    import gzip
+
+    a, _, _ = traces
+    again = tmp_path / "again.json.gz"
+    again.write_bytes(gzip.compress(a.read_bytes()))
+    run = invoke(
+        "calibrate", "--from-trace", str(a), "--from-trace", str(again), "--out", str(tmp_path / "c.json")
+    )
+    assert_one_line_error(run, "--from-trace", "the same trace as")
+    assert not (tmp_path / "c.json").exists()
