@@ -157,3 +157,12 @@ def test_a_copy_of_a_trace_given_beside_it_is_refused(tmp_path):
         trace_files([a, b])
     c = tt.write(tmp_path / "c.json", tt.overlapped())
     assert trace_files([a, c]) == [a, c]
+
+
+def test_hta_conventions_count_comm_under_compute_once_too(tmp_path):
+    from infer_opt.trace.reader import read_trace
+
+    rank = tl.hta_rank_timeline(read_trace(tt.write(tmp_path / "t.json", tt.overlapped())))
+    assert rank.comm_fraction == pytest.approx(0.0)
+    assert rank.comm_overlapped_fraction == pytest.approx(400 / 500)
+    assert rank.idle_fraction + rank.compute_fraction + rank.non_compute_fraction == pytest.approx(1.0)
