@@ -115,7 +115,7 @@ def _is_trace_file(path: Path) -> bool:
     the read doubling so each value is parsed a bounded number of times)."""
     import json
 
-    decoder, text, pos = json.JSONDecoder(), "", 0
+    decoder = json.JSONDecoder()
     with open(path, "rb") as handle:
         raw = handle.read(1 << 16)
         if raw[:2] == b"\x1f\x8b":
