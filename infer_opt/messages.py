@@ -8,6 +8,7 @@ that emits them.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -449,12 +450,20 @@ MESSAGES: dict[str, Words] = {
         f"{v['trace']} is among the traces the calibration was built from: not a held-out trace; the "
         "errors say how well the model fits it, not how well it predicts another"
     ),
+    "trace_clock_skew": lambda v: (
+        f"{os.path.basename(v['file'])}: {v['events']} GPU events start before their launch call (up to "
+        f"{format_duration(v['lead_s'])} before it: the host's and the device's clocks disagree); each "
+        "step keeps the GPU events it launched, its window widened to hold them"
+    ),
     "trace_repeated_steps": lambda v: (
         f"{v['file']}: ProfilerStep#{', #'.join(map(str, v['steps']))}"
         + (f" (and {v['count'] - len(v['steps'])} more)" if v["count"] > len(v["steps"]) else "")
         + " recorded more than once at different times (several profiler sessions in one file?): "
-        "only the first of each number is analyzed as that step; the events of the others are in "
-        "no step"
+        + (
+            f"each kept as its own step, the steps numbered in time order #{v['first']}–#{v['last']}"
+            if "first" in v
+            else "only the first of each number is analyzed as that step"
+        )
     ),
     "trace_bad_sizes": lambda v: (
         f"{v['file']}: {v['args']} distinct event args with an impossible size ignored (the first: "

@@ -102,26 +102,62 @@ def compare(
     )
 
 
+#: how far :func:`_is_trace_file` reads for a top-level key that decides
+SNIFF_BYTES = 64 << 20
+
+
 def _is_trace_file(path: Path) -> bool:
-    """A torch.profiler trace (gzip, or JSON that is not an infer-opt result), by its first bytes;
-    only a regular file is opened (a FIFO would never end: the reader it goes to refuses it)."""
+    """A torch.profiler trace (gzip, a bare array of events, or an object with ``traceEvents``),
+    not a saved result (an object whose ``schema`` is ``infer-opt/<kind>``): the top-level keys
+    are read in order, their values skipped, until one decides (at most :data:`SNIFF_BYTES`,
+    the read doubling so each value is parsed a bounded number of times). Only a regular file
+    is opened (a FIFO would never end: the reader it goes to refuses it)."""
+    import json
+
     if not path.is_file():
         return False
+    decoder = json.JSONDecoder()
     with open(path, "rb") as handle:
-        head = handle.read(4096)
-        if head[:2] == b"\x1f\x8b":
+        raw = handle.read(1 << 16)
+        if raw[:2] == b"\x1f\x8b":
             return True
-        if b'"infer-opt/' in head:  # a saved result: its schema comes first
-            return False
-        # a trace's metadata (deviceProperties, distributedInfo) may run past the first 4 KB:
-        # look on, a MiB at a time (the overlap keeps a key cut between two reads)
-        block = head
-        while block:
-            if b'"traceEvents"' in block:
+        while True:
+            text = raw.decode("utf-8", "replace")
+            pos = len(text) - len(text.lstrip(" \t\r\n\ufeff"))
+            if text[pos : pos + 1] == "[":
                 return True
-            more = handle.read(1 << 20)
-            block = block[-16:] + more if more else b""
-    return False
+            decided = _top_level_decides(decoder, text, pos + 1) if text[pos : pos + 1] == "{" else False
+            if decided is not None or len(raw) >= SNIFF_BYTES:
+                return bool(decided)
+            more = handle.read(len(raw))
+            if not more:
+                return False
+            raw += more
+
+
+def _top_level_decides(decoder: Any, text: str, pos: int) -> bool | None:
+    """True at a ``traceEvents`` key, False at an ``infer-opt/`` schema or the object's end,
+    None when ``text`` ends first (read more)."""
+    while True:
+        while pos < len(text) and text[pos] in " \t\r\n,":
+            pos += 1
+        if pos >= len(text):
+            return None
+        if text[pos] == "}":
+            return False
+        try:
+            key, pos = decoder.raw_decode(text, pos)
+            while pos < len(text) and text[pos] in " \t\r\n:":
+                pos += 1
+            if key == "traceEvents":
+                return True
+            value, pos = decoder.raw_decode(text, pos)
+        except ValueError:
+            return None
+        if pos >= len(text):  # a number may go on in the next read
+            return None
+        if key == "schema" and isinstance(value, str) and value.startswith("infer-opt/"):
+            return False
 
 
 def _traces(base: Path, new: Path) -> tuple | None:

@@ -13,7 +13,7 @@ from infer_opt.cost_models.roofline import RATE_SLACK
 from infer_opt.registry import TRACE_OPS
 from infer_opt.reports.profile import short_name
 from infer_opt.reports.view import Column, Table, View, rows_of
-from infer_opt.results.trace import OpGroup, TraceResult, as_shapes, shapes_text
+from infer_opt.results.trace import OpGroup, RankTrace, TraceResult, as_shapes, shapes_text
 from infer_opt.units import (
     format_bandwidth,
     format_bytes,
@@ -98,15 +98,7 @@ def _summary(r: TraceResult) -> list[tuple[str, str]]:
     )
     rank = r.ranks[0] if len(r.ranks) == 1 else None
     if rank is not None:
-        out.append(
-            (
-                "GPU time (measured)",
-                f"idle {format_percent(rank.idle_fraction)}, "
-                f"compute {format_percent(rank.compute_fraction)}, "
-                f"non-compute {format_percent(rank.non_compute_fraction)}, "
-                f"comm {format_percent(rank.comm_fraction)}",
-            )
-        )
+        out.append(("GPU time (measured)", _gpu_time(rank)))
     else:
         out.append(
             ("Ranks", f"{len(r.ranks)}; slowest rank {r.slowest_rank}, skew {format_ratio(r.step_skew)}")
@@ -176,6 +168,22 @@ def _peak_text(r: TraceResult) -> str:
     )
 
 
+def _gpu_time(rank: RankTrace) -> str:
+    """The rank's shares of its steps' time, each instant counted once (they sum to 100%)."""
+    devices = rank.steps[0].devices if rank.steps else ()
+    return (
+        f"idle {format_percent(rank.idle_fraction)}, compute {format_percent(rank.compute_fraction)}, "
+        f"non-compute {format_percent(rank.non_compute_fraction)} "
+        f"(comm {format_percent(rank.comm_fraction)} of it)"
+        + (
+            f"; comm under compute {format_percent(rank.comm_overlapped_fraction)} (counted once, as compute)"
+            if rank.comm_overlapped_fraction
+            else ""
+        )
+        + (f"; the mean of {len(devices)} GPUs, each on its own streams" if devices else "")
+    )
+
+
 def _timeline_table(r: TraceResult) -> Table | None:
     several = len(r.ranks) > 1
     columns = [
@@ -203,7 +211,12 @@ def _timeline_table(r: TraceResult) -> Table | None:
         columns,
         [{c.key: row.get(c.key) for c in columns} for row in rows],
         caption="On the union of all streams: busy = time any stream ran; idle = span − busy; overlap = "
-        "compute ∩ comm / comm.",
+        "compute ∩ comm / comm (compute, comm, memcpy and sync each on their own, so they may overlap)."
+        + (
+            " Two or more GPUs in a file: each figure is the mean over its GPUs, each on its own streams."
+            if any(s.devices for rank in r.ranks for s in rank.steps)
+            else ""
+        ),
     )
 
 

@@ -220,6 +220,9 @@ class CalibrationResult(Result):
     source: str = ""
     #: the trace files it was built from (names only)
     traces: tuple[str, ...] = ()
+    #: each of those traces' identity (:func:`infer_opt.trace.events.fingerprint`: its events'
+    #: times, whatever its name or compression); empty in a calibration made before it existed
+    trace_ids: tuple[str, ...] = ()
     #: the traces' launch floor (a low percentile of kernel durations) and median gap between
     #: consecutive kernels on a stream inside a step (0: not measured — a calibrate run)
     launch_floor_s: float = 0.0

@@ -51,7 +51,11 @@ def shapes_text(shapes: Shapes, sep: str = ", ") -> str:
 class StepTimeline:
     """One window (a ProfilerStep, or the whole trace) on the union of GPU intervals:
     busy = |U ∩ W|, idle = |W| − busy; compute/comm/memcpy/sync are unions of their own
-    events; ``overlap_fraction`` = |compute ∩ comm| / |comm| (0 without comm)."""
+    events (they overlap: their sum may pass the span); ``overlap_fraction`` = |compute ∩ comm| /
+    |comm| (0 without comm). ``exclusive`` splits the span with each instant counted once, by
+    priority compute > comm > memcpy, the rest idle: it sums to ``span_s``. With two or more GPUs
+    in the rank's file every figure is the mean over its devices (each on the union of its own
+    streams), listed one by one in ``devices``."""
 
     step: int | None  # ProfilerStep number, None for a trace analyzed as one window
     start_s: float  # window start, trace time
@@ -74,6 +78,20 @@ class StepTimeline:
     # they sum to replayed_span_s; critical_kernels splits 'kernel' by category
     critical_path: dict[str, float] = field(default_factory=dict)
     critical_kernels: dict[str, float] = field(default_factory=dict)
+    exclusive: dict[str, float] = field(default_factory=dict)  # compute, comm, memcpy, idle (s)
+    devices: tuple[DeviceTimeline, ...] = ()  # per GPU, where the file has two or more
+
+
+@dataclass(frozen=True)
+class DeviceTimeline:
+    """One GPU of a rank's file in one window, on the union of its own streams."""
+
+    device: int
+    busy_s: float
+    idle_s: float
+    compute_s: float
+    comm_s: float
+    kernels: int = 0
 
 
 @dataclass(frozen=True)
@@ -109,7 +127,7 @@ class RankTrace:
     compute_fraction: float
     non_compute_fraction: float
     overlap_fraction: float
-    comm_fraction: float = 0.0
+    comm_fraction: float = 0.0  # comm not under compute (compute > comm > memcpy), of the span
     step_time_median_s: float = 0.0
     step_time_spread_s: float | None = 0.0  # max − min over steps; None with one (unknown)
     streams: tuple[StreamTimeline, ...] = ()
@@ -119,6 +137,7 @@ class RankTrace:
     # could not place by why (a launch before the trace window, none found, clock skew, ...)
     replay_placed: float = 1.0
     replay_unplaced: dict[str, int] = field(default_factory=dict)
+    comm_overlapped_fraction: float = 0.0  # |compute ∩ comm| of the span: comm hidden under compute
 
 
 @dataclass(frozen=True)

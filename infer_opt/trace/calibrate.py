@@ -72,7 +72,7 @@ from infer_opt.trace.devices import (
     precision_of,
     ran_on,
 )
-from infer_opt.trace.events import KERNEL, MEMCPY, SYNC, TraceEvents
+from infer_opt.trace.events import KERNEL, MEMCPY, SYNC, TraceEvents, fingerprint
 
 #: the ``grid`` of a calibration built from traces
 TRACE_GRID = TRACE_GRID
@@ -581,6 +581,7 @@ def calibrate_from_traces(
         warnings=warnings,
         source=label(len(traces), spec.name),
         traces=tuple(Path(t.path).name for t in traces),
+        trace_ids=_trace_ids(traces, option),
         launch_floor_s=floor,
         kernel_gap_s=gap,
         host_issue=issue,
@@ -588,6 +589,20 @@ def calibrate_from_traces(
         queued_gap_s=queued_gap,
     )
     return replace(draft, device_key=device_key(draft), wall_s=time.perf_counter() - started)
+
+
+def _trace_ids(traces: Sequence[TraceEvents], option: str) -> tuple[str, ...]:
+    """Each trace's fingerprint; one given twice (by any name or compression) is refused, its
+    points would count twice."""
+    seen: dict[str, str] = {}
+    for t in traces:
+        key = fingerprint(t)
+        if key in seen:
+            raise InvalidInput(
+                option, t.path, f"the same trace as {seen[key]} (the same events): give each once"
+            )
+        seen[key] = t.path
+    return tuple(seen)
 
 
 def read_and_calibrate(

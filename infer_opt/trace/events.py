@@ -129,3 +129,22 @@ class TraceEvents:
 
     def name_of(self, index: int) -> str:
         return self.names[int(index)]
+
+
+def fingerprint(events: TraceEvents) -> str:
+    """A trace's identity from its own events (their kinds, times and durations, in time order),
+    the same whatever the file's name, folder or compression: how a calibration knows the
+    traces it was built from (``validate --against``)."""
+    import hashlib
+
+    digest = hashlib.blake2b(digest_size=16)
+    for column in (
+        events.gpu.ts_us,
+        events.gpu.dur_us,
+        events.launches.ts_us,
+        events.ops.ts_us,
+        events.ops.dur_us,
+    ):
+        digest.update(np.sort(np.asarray(column, dtype=np.float64)).tobytes())
+    digest.update(np.sort(events.gpu.kind.astype(np.int8)).tobytes())
+    return digest.hexdigest()

@@ -67,7 +67,8 @@ class LoadedTrace:
         import pandas as pd
 
         keys = ("rank", "path", "idle_fraction", "compute_fraction", "non_compute_fraction",
-                "overlap_fraction", "comm_fraction", "step_time_median_s", "step_time_spread_s")  # fmt: skip
+                "overlap_fraction", "comm_fraction", "comm_overlapped_fraction", "step_time_median_s",
+                "step_time_spread_s")  # fmt: skip
         return pd.DataFrame([{k: getattr(r, k) for k in keys} for r in self.result.ranks])
 
     @cached_property

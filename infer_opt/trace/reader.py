@@ -91,12 +91,14 @@ TS_MAX = float(1 << 53)
 DUR_MAX = 86_400e6
 
 
-def _add_step(cols: Any, table: dict[int, list[float]], number: int, span: list[float]) -> None:
-    """Step ``number``'s span, the first seen; a later one at another time is recorded as a
-    repeated number (a file of two profiler sessions, each counting from 1), said in a notice."""
-    found = table.setdefault(number, span)
-    if found is not span and found != span:
-        cols.repeated_steps.setdefault(number, None)
+def _add_step(cols: Any, table: dict[int, list[list[float]]], number: int, span: list[float]) -> None:
+    """Step ``number``'s span; another at another time is kept too and recorded as a repeated
+    number (a file of two profiler sessions, each counting from 1): :func:`_steps`."""
+    found = table.setdefault(number, [])
+    if span not in found:
+        found.append(span)
+        if len(found) > 1:
+            cols.repeated_steps.setdefault(number, None)
 
 
 def _bad_time(cols: Any, index: int, name: Any, ts: Any, dur: Any) -> None:
@@ -329,8 +331,8 @@ class _Columns:
         # cpu_ops: ts, dur, name, pid, tid, external id, file position
         self.ops = tuple(array(t) for t in "ddiqqqq")
         self.op_args: list[dict] = []
-        self.steps: dict[int, list[float]] = {}
-        self.gpu_steps: dict[int, list[float]] = {}
+        self.steps: dict[int, list[list[float]]] = {}
+        self.gpu_steps: dict[int, list[list[float]]] = {}
         self.bad_dur = 0
         #: the first event dropped for its times: (position, name, field, value or None)
         self.bad_first: tuple | None = None
@@ -753,10 +755,10 @@ def _merge(into: _Columns, part: _Columns, offset: int) -> None:
                 a.extend(b)
     into.gpu_args += part.gpu_args
     into.op_args += part.op_args
-    for number, span in part.steps.items():
-        _add_step(into, into.steps, number, span)
-    for number, span in part.gpu_steps.items():
-        _add_step(into, into.gpu_steps, number, span)
+    for table, theirs in ((into.steps, part.steps), (into.gpu_steps, part.gpu_steps)):
+        for number, spans in theirs.items():
+            for span in spans:
+                _add_step(into, table, number, span)
     for number in part.repeated_steps:
         into.repeated_steps.setdefault(number, None)
     into.bad_dur += part.bad_dur
@@ -993,15 +995,23 @@ def _link_gpu(gpu_corr: np.ndarray, launch_corr: np.ndarray, launch_ts: np.ndarr
 
 
 def _steps(cols: _Columns) -> tuple[Step, ...]:
-    numbers = sorted(set(cols.steps) | set(cols.gpu_steps))
-    out = []
-    for n in numbers:
-        cpu = cols.steps.get(n)
-        gpu = cols.gpu_steps.get(n)
-        if cpu is None:  # a GPU-side annotation only: its span stands for both
-            cpu = gpu
-        out.append(Step(n, cpu[0], cpu[1], gpu[0] if gpu else None, gpu[1] if gpu else None))
-    return tuple(out)
+    """Each ``ProfilerStep#N`` (CPU span and GPU-side span). A number recorded at several times
+    (several profiler sessions in one file) keeps each apart: the steps are then numbered in
+    time order from the least number, said in a notice (``trace_repeated_steps``)."""
+    found = []
+    for n in sorted(set(cols.steps) | set(cols.gpu_steps)):
+        cpus, gpus = sorted(cols.steps.get(n, [])), sorted(cols.gpu_steps.get(n, []))
+        if len(gpus) != len(cpus) and cpus:  # which GPU span goes with which CPU one is unknown
+            gpus = []
+        for k, cpu in enumerate(cpus or gpus):  # a GPU-side annotation only: its span stands for both
+            gpu = gpus[k] if gpus else None
+            found.append((n, cpu, gpu))
+    if cols.repeated_steps:
+        first = found[0][0]
+        found = [(first + i, cpu, gpu) for i, (_, cpu, gpu) in enumerate(sorted(found, key=lambda f: f[1]))]
+    return tuple(
+        Step(n, cpu[0], cpu[1], gpu[0] if gpu else None, gpu[1] if gpu else None) for n, cpu, gpu in found
+    )
 
 
 def _step_of(steps: tuple[Step, ...], t: np.ndarray, gpu: bool = False) -> np.ndarray:
@@ -1072,7 +1082,8 @@ def _build(cols: _Columns, path: str) -> tuple[GpuEvents, Launches, CpuOps, tupl
     if cols.repeated_steps:
         numbers = sorted(cols.repeated_steps)
         notices.append(Notice("trace_repeated_steps", {"file": path, "steps": tuple(numbers[:5]),
-                                                       "count": len(numbers)}))  # fmt: skip
+                                                       "count": len(numbers), "first": steps[0].number,
+                                                       "last": steps[-1].number}))  # fmt: skip
     if cols.bad_args_first is not None:
         key, value = cols.bad_args_first
         values = {"file": path, "args": cols.bad_args, "key": key, "value": value}
@@ -1154,12 +1165,32 @@ def trace_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
         else:
             out.append(p)
     seen: dict[str, Path] = {}
-    for p in out:  # the same file twice would count each of its ranks' ops twice
-        key = same_file_key(p) if p.exists() else str(p)
-        if key in seen:
-            raise InvalidInput(PARAM, str(p), f"given twice (as {seen[key]} too): give each trace once")
-        seen[key] = p
+    for p in out:  # the same file twice (or a copy) would count each of its ranks' ops twice
+        keys = (same_file_key(p), file_identity(p)) if p.is_file() else (str(p),)
+        twin = next((seen[k] for k in keys if k in seen), None)
+        if twin is not None:
+            same = "" if same_file_key(twin) == keys[0] else ", the same bytes"
+            raise InvalidInput(PARAM, str(p), f"given twice (as {twin} too{same}): give each trace once")
+        seen.update(dict.fromkeys(keys, p))
     return out
+
+
+#: bytes read from each end of a file for :func:`file_identity`
+IDENTITY_BYTES = 1 << 16
+
+
+def file_identity(path: str | os.PathLike[str]) -> str:
+    """A file's content identity, cheap on any size: its size and a hash of its first and last
+    :data:`IDENTITY_BYTES` (a copy of a trace has the same; two ranks' files differ in both)."""
+    import hashlib
+
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        digest = hashlib.blake2b(handle.read(IDENTITY_BYTES), digest_size=16)
+        if size > IDENTITY_BYTES:
+            handle.seek(max(size - IDENTITY_BYTES, IDENTITY_BYTES))
+            digest.update(handle.read(IDENTITY_BYTES))
+    return f"{size}:{digest.hexdigest()}"
 
 
 def read_traces(
@@ -1179,4 +1210,4 @@ def read_traces(
     return tuple(traces[i] for i in order)
 
 
-__all__ = ["MAX_BYTES", "read_trace", "read_traces", "trace_files"]
+__all__ = ["MAX_BYTES", "file_identity", "read_trace", "read_traces", "trace_files"]

@@ -12,6 +12,22 @@ the host's time before the first kernel is not counted as idle GPU. A step is co
 has GPU events. A trace without steps is one window, first GPU event to last. Exact by default
 (float µs as the file has them); ``hta_compat`` follows HolisticTraceAnalysis 0.5's
 ``get_temporal_breakdown`` and ``get_comm_comp_overlap`` instead (see :func:`hta_figures`).
+
+Rules that keep each figure inside its definition (issue 42):
+
+- **Per GPU.** A file with events on two or more GPUs (one process driving several) has each
+  GPU's figures on the union of that GPU's own streams (``StepTimeline.devices``); the step's
+  busy, idle, compute, comm, memcpy and sync are their **mean** over the GPUs, so busy ≤ span and
+  idle is the share of the GPUs' time idle (GPU 0 then GPU 1, each busy half the step: idle 50%,
+  not the 0% of one union over both).
+- **Each instant once.** The shares of a step (``StepTimeline.exclusive``, the rank's
+  ``compute_fraction``/``comm_fraction``/``idle_fraction``) count overlapping time once, by
+  priority compute > comm > memcpy (HTA's temporal breakdown): they sum to the span; comm under
+  compute is its own figure (``comm_overlapped_fraction``), never added again.
+- **Skewed clocks.** A GPU event that starts more than :data:`SKEW_TOLERANCE_US` before its
+  launch call (the host's and the device's clocks disagree) is counted per rank and said
+  (``trace_clock_skew``: how many, the largest lead); steps keep the GPU events they launched
+  and each step's window is widened to hold them, so no step is idle beside its own kernels.
 """
 
 from __future__ import annotations
@@ -23,7 +39,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from infer_opt.notices import Notice
-from infer_opt.results.trace import LaunchQueue, RankTrace, StepTimeline, StreamTimeline
+from infer_opt.results.trace import DeviceTimeline, LaunchQueue, RankTrace, StepTimeline, StreamTimeline
 from infer_opt.trace.events import KERNEL, MEMCPY, MEMSET, SYNC, TraceEvents
 
 #: ``classify`` values
@@ -33,6 +49,8 @@ _COMM_ARGS = ("Collective name", "collective_name")
 US = 1e-6
 #: a launch queue this deep (kernels launched and not started) makes 'launch delay' queueing
 BACKLOG_DEPTH = 32
+#: a GPU event starting more than this (µs) before its launch call is clock skew, not rounding
+SKEW_TOLERANCE_US = 1.0
 
 
 #: each trace's categories, computed once (the timeline, the op groups and the collectives all
@@ -99,25 +117,62 @@ def intersection_length(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, n
     return float(np.sum(np.diff(points)[in_a & in_b]))
 
 
+def exclusive_breakdown(
+    ts: np.ndarray, end: np.ndarray, cat: np.ndarray, lo: float, hi: float
+) -> dict[str, float]:
+    """The window [lo, hi) split with each instant counted once, by priority compute > comm >
+    memcpy (HTA's temporal breakdown), the rest idle (sync waits included): four lengths ≥ 0
+    summing to hi − lo, in the units given."""
+    ts, end = np.clip(ts, lo, hi), np.clip(end, lo, hi)
+    out, above = {}, (np.zeros(0), np.zeros(0))
+    for key, kind in (("compute", COMPUTE), ("comm", COMM), ("memcpy", MEMORY)):
+        sel = cat == kind
+        mine = merge(ts[sel], end[sel])
+        out[key] = float(np.sum(mine[1] - mine[0])) - intersection_length(mine, above)
+        above = merge(np.concatenate([above[0], mine[0]]), np.concatenate([above[1], mine[1]]))
+    out["idle"] = max((hi - lo) - float(np.sum(above[1] - above[0])), 0.0)
+    return out
+
+
+def _device_figures(ts: np.ndarray, end: np.ndarray, cat: np.ndarray, lo: float, hi: float) -> dict:
+    """One device's figures in one window, µs: busy (sync waits not busy), the unions by
+    category, |compute ∩ comm| and the exclusive breakdown."""
+    ts, end = np.clip(ts, lo, hi), np.clip(end, lo, hi)
+    work = cat != WAIT
+    busy = merge(ts[work], end[work])
+    comp = merge(ts[cat == COMPUTE], end[cat == COMPUTE])
+    comm = merge(ts[cat == COMM], end[cat == COMM])
+    return {
+        "busy": float(np.sum(busy[1] - busy[0])),
+        "compute": float(np.sum(comp[1] - comp[0])),
+        "comm": float(np.sum(comm[1] - comm[0])),
+        "memcpy": union_length(ts[cat == MEMORY], end[cat == MEMORY]),
+        "sync": union_length(ts[cat == WAIT], end[cat == WAIT]),
+        "both": intersection_length(comp, comm),
+        "exclusive": exclusive_breakdown(ts, end, cat, lo, hi),
+        "kernels": int(np.sum(work)),
+    }
+
+
 def _window_figures(
     number: int | None,
     ts: np.ndarray,
     end: np.ndarray,
     cat: np.ndarray,
+    device: np.ndarray,
+    devices: Sequence[int],
     lo: float,
     hi: float,
-    sync_busy: bool,
 ) -> tuple[StepTimeline, float]:
-    """One window's figures (in µs → s) and its |compute ∩ comm| in µs."""
-    ts, end = np.clip(ts, lo, hi), np.clip(end, lo, hi)
-    work = cat != WAIT if not sync_busy else np.ones(cat.size, dtype=bool)
-    busy = merge(ts[work], end[work])
-    comp = merge(ts[cat == COMPUTE], end[cat == COMPUTE])
-    comm = merge(ts[cat == COMM], end[cat == COMM])
-    busy_us = float(np.sum(busy[1] - busy[0]))
-    comm_us = float(np.sum(comm[1] - comm[0]))
-    both = intersection_length(comp, comm)
-    span = hi - lo
+    """One window's figures (in µs → s) and its |compute ∩ comm| in µs: each device's on the
+    union of its own streams, the window's their mean (module docstring)."""
+    per = [_device_figures(ts[device == d], end[device == d], cat[device == d], lo, hi) for d in devices]
+    n, span = len(per), hi - lo
+
+    def mean(key: str) -> float:
+        return sum(f[key] for f in per) / n
+
+    busy_us, comm_us, both = mean("busy"), mean("comm"), mean("both")
     kernels = cat != WAIT
     row = StepTimeline(
         step=number,
@@ -125,22 +180,44 @@ def _window_figures(
         span_s=span * US,
         busy_s=busy_us * US,
         idle_s=(span - busy_us) * US,
-        compute_s=float(np.sum(comp[1] - comp[0])) * US,
+        compute_s=mean("compute") * US,
         comm_s=comm_us * US,
-        memcpy_s=union_length(ts[cat == MEMORY], end[cat == MEMORY]) * US,
-        sync_s=union_length(ts[cat == WAIT], end[cat == WAIT]) * US,
+        memcpy_s=mean("memcpy") * US,
+        sync_s=mean("sync") * US,
         overlap_fraction=both / comm_us if comm_us > 0 else 0.0,
         kernels=int(np.sum(kernels)),
         kernel_time_s=float(np.sum((end - ts)[kernels])) * US,
-    )
+        exclusive={k: sum(f["exclusive"][k] for f in per) / n * US for k in per[0]["exclusive"]},
+        devices=tuple(
+            DeviceTimeline(d, f["busy"] * US, (span - f["busy"]) * US, f["compute"] * US, f["comm"] * US,
+                           f["kernels"])
+            for d, f in zip(devices, per, strict=True)
+        ) if n > 1 else (),
+    )  # fmt: skip
     return row, both
 
 
+def clock_skew(events: TraceEvents) -> tuple[int, float]:
+    """(GPU events that start more than :data:`SKEW_TOLERANCE_US` before their launch call
+    starts, the largest such lead in µs): the host's and the device's clocks disagree."""
+    g = events.gpu
+    linked = g.launch >= 0
+    lead = events.launches.ts_us[g.launch[linked]] - g.ts_us[linked]
+    early = lead > SKEW_TOLERANCE_US
+    return int(early.sum()), float(lead[early].max()) if early.any() else 0.0
+
+
 def _windows(events: TraceEvents, steps: tuple[int, int] | None) -> tuple[list, list[Notice]]:
-    """(step number, mask of its GPU events, lo, hi) per analyzed window, and notices."""
+    """(step number, mask of its GPU events, lo, hi) per analyzed window, and notices. With
+    clock skew (:func:`clock_skew`) a step's window is widened to hold its own GPU events."""
     g = events.gpu
     notices: list[Notice] = []
     end = g.ts_us + g.dur_us
+    skewed, lead = clock_skew(events) if len(events.steps) else (0, 0.0)
+    if skewed:
+        notices.append(
+            Notice("trace_clock_skew", {"file": events.path, "events": skewed, "lead_s": lead * US})
+        )
     out = []
     for i, s in enumerate(events.steps):
         if steps is not None and not steps[0] <= s.number <= steps[1]:
@@ -148,9 +225,10 @@ def _windows(events: TraceEvents, steps: tuple[int, int] | None) -> tuple[list, 
         mask = g.step == i
         if not mask.any():
             continue
-        lo, hi = (s.gpu_start_us, s.gpu_end_us) if s.gpu_start_us is not None else (None, None)
-        if lo is None:
-            lo, hi = float(g.ts_us[mask].min()), float(end[mask].max())
+        first, last = float(g.ts_us[mask].min()), float(end[mask].max())
+        lo, hi = (s.gpu_start_us, s.gpu_end_us) if s.gpu_start_us is not None else (first, last)
+        if skewed:
+            lo, hi = min(lo, first), max(hi, last)
         out.append((s.number, mask, lo, hi))
     if not out and len(g) and steps is None:
         notices.append(Notice("trace_no_steps", {"file": events.path}))
@@ -217,14 +295,17 @@ def rank_timeline(
     windows, notices = _windows(events, steps)
     if not len(g):
         notices.append(Notice("trace_no_gpu_events", {"file": events.path}))
-    rows, both_us, all_mask = [], 0.0, np.zeros(len(g), dtype=bool)
+    all_mask = np.zeros(len(g), dtype=bool)
+    for _, mask, _, _ in windows:
+        all_mask |= mask
+    devices = np.unique(g.device[all_mask & (cat != WAIT)]).tolist() or [0]
+    rows, both_us = [], 0.0
     for number, mask, lo, hi in windows:
         row, both = _window_figures(
-            number, g.ts_us[mask], (g.ts_us + g.dur_us)[mask], cat[mask], lo, hi, False
+            number, g.ts_us[mask], (g.ts_us + g.dur_us)[mask], cat[mask], g.device[mask], devices, lo, hi
         )
         rows.append(row)
         both_us += both
-        all_mask |= mask
     return _rank(events, tuple(rows), both_us * US, all_mask, notices)
 
 
@@ -239,6 +320,7 @@ def _rank(
     idle = sum(r.idle_s for r in rows)
     compute = sum(r.compute_s for r in rows)
     comm = sum(r.comm_s for r in rows)
+    exposed = sum(r.exclusive.get("comm", 0.0) for r in rows)
     times = np.array([r.span_s for r in rows]) if rows else np.zeros(1)
     queue = launch_queue(events, mask)
     if queue is not None and queue.backlogged:
@@ -251,12 +333,13 @@ def _rank(
         compute_fraction=compute / span if span else 0.0,
         non_compute_fraction=(span - idle - compute) / span if span else 0.0,
         overlap_fraction=both_s / comm if comm else 0.0,
-        comm_fraction=comm / span if span else 0.0,
+        comm_fraction=exposed / span if span else 0.0,
         step_time_median_s=float(np.median(times)),
         step_time_spread_s=float(times.max() - times.min()) if len(times) > 1 else None,
         streams=_streams(events, mask, span / US),
         launch_queue=queue,
         warnings=tuple(notices),
+        comm_overlapped_fraction=both_s / span if span else 0.0,
     )
 
 
@@ -383,9 +466,10 @@ def hta_rank_timeline(events: TraceEvents) -> RankTrace:
         compute_fraction=compute / span if span else 0.0,
         non_compute_fraction=(span - compute - idle) / span if span else 0.0,
         overlap_fraction=row.overlap_fraction,
-        comm_fraction=comm_us / span if span else 0.0,
+        comm_fraction=(comm_us - both) / span if span else 0.0,
         step_time_median_s=span * US,
         warnings=tuple(notices),
+        comm_overlapped_fraction=both / span if span else 0.0,
     )
 
 

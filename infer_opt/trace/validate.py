@@ -46,7 +46,7 @@ from infer_opt.results.validate_trace import (
 )
 from infer_opt.trace import calibrate as tc
 from infer_opt.trace.devices import DeviceSpec
-from infer_opt.trace.events import SYNC, TraceEvents
+from infer_opt.trace.events import SYNC, TraceEvents, fingerprint
 
 OPTION = "--against"
 WORST_OPS = 10
@@ -259,15 +259,20 @@ def validate_against(
         modelled_share=math.fsum(i.time_s for i in instances) / total if total > 0 else 0.0,
         predicted_gap_s=used.kernel_gap_s * max(int((gpu.kind != SYNC).sum()) - 1, 0),
         wall_s=time.perf_counter() - started,
-        warnings=_fitted_notice(events.path, calibration),
-        in_calibration=bool(_fitted_notice(events.path, calibration)),
+        warnings=_fitted_notice(events, calibration),
+        in_calibration=bool(_fitted_notice(events, calibration)),
     )
 
 
-def _fitted_notice(path: str, calibration: CalibrationResult) -> tuple[Notice, ...]:
-    """A notice when a trace of ``path``'s name is among the calibration's own (not held out)."""
-    name = Path(path).name
-    if name not in calibration.traces:
+def _fitted_notice(events: TraceEvents, calibration: CalibrationResult) -> tuple[Notice, ...]:
+    """A notice when the trace is among the calibration's own (not held out): by its events'
+    fingerprint (any name, folder or compression); by file name for a calibration that
+    recorded none (made before it did)."""
+    name = Path(events.path).name
+    if calibration.trace_ids:
+        if fingerprint(events) not in calibration.trace_ids:
+            return ()
+    elif name not in calibration.traces:
         return ()
     return (Notice("validate_trace_in_calibration", {"trace": name}),)
 

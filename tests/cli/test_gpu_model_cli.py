@@ -318,3 +318,37 @@ def test_predict_refuses_cpu_options_with_a_gpu_calibration(calibration, extra, 
     """Issue 42: an H100 step "predicted" for the CPU without a word (--threads, --device cpu)."""
     run = invoke("predict", "tiny", "--calibration", str(calibration), *extra)
     assert_one_line_error(run, named, "H100 SXM")
+
+
+def test_validate_knows_the_calibrations_own_traces_by_identity(calibration, traces, tmp_path):
+    """Issue 42: validating against a trace the calibration was built from said it "was not
+    among those the calibration was built from" (names compared). Now by the trace's events:
+    a renamed, gzipped copy is known; another trace of the same name is not."""
+    import gzip
+
+    a, _, held = traces
+    copy = tmp_path / "copy" / "renamed.json.gz"
+    copy.parent.mkdir()
+    copy.write_bytes(gzip.compress(a.read_bytes()))
+    same_name = tmp_path / "other" / "a.json"
+    same_name.parent.mkdir()
+    same_name.write_bytes(held.read_bytes())
+    for path, among in ((copy, True), (same_name, False), (held, False)):
+        run = invoke("validate", "--against", str(path), "--calibration", str(calibration), "--json")
+        assert run.exit_code == 0, run.stderr
+        result = run.json()["result"]
+        assert result["in_calibration"] is among, path
+        assert any(w["code"] == "validate_trace_in_calibration" for w in result["warnings"]) is among
+
+
+def test_one_trace_given_twice_to_calibrate_is_refused(traces, tmp_path):
+    import gzip
+
+    a, _, _ = traces
+    again = tmp_path / "again.json.gz"
+    again.write_bytes(gzip.compress(a.read_bytes()))
+    run = invoke(
+        "calibrate", "--from-trace", str(a), "--from-trace", str(again), "--out", str(tmp_path / "c.json")
+    )
+    assert_one_line_error(run, "--from-trace", "the same trace as")
+    assert not (tmp_path / "c.json").exists()

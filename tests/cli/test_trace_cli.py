@@ -292,8 +292,8 @@ def test_augment_of_several_ranks_never_writes_over_an_input_rank(tmp_path):
     """Issue 42: with two ranks, ``--augment t.json`` writes ``t.rank0.json`` and ``t.rank1.json``:
     when those are the inputs, refused before any work (an input trace was rewritten)."""
     ranks = [tmp_path / f"t.rank{i}.json" for i in range(2)]
-    for r in ranks:
-        r.write_text(Path(MODEL).read_text())
+    for i, r in enumerate(ranks):  # two files, not one twice (refused as such)
+        r.write_text(Path(MODEL).read_text() + " " * i)
     before = [r.read_bytes() for r in ranks]
     run = invoke("trace", *map(str, ranks), "--augment", str(tmp_path / "t.json"))
     assert_one_line_error(run, "--augment", "being read")

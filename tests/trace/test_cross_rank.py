@@ -151,8 +151,8 @@ def test_two_devices_refused(tmp_path):
 
 
 def test_duplicate_and_missing_rank_ids_named(tmp_path):
-    for name, rank in (("a.json", 0), ("b.json", 0), ("c.json", None)):
-        write_rank(tmp_path / name, rank, [(1, 0.0, [gemm(10, 5), allreduce(20, 5)])])
+    for i, (name, rank) in enumerate((("a.json", 0), ("b.json", 0), ("c.json", None))):  # 3 files, no copy
+        write_rank(tmp_path / name, rank, [(1, 0.0, [gemm(10, 5 + i), allreduce(20, 5)])])
     result = analyze([tmp_path], workers=1).result
     codes = {w.code: w.values for w in result.warnings}
     assert codes["trace_rank_duplicate"] == {"rank": 0, "files": ("a.json", "b.json")}

@@ -351,7 +351,7 @@ def test_traces_of_two_devices_are_not_ranks_of_one_job(tmp_path):
     assert "H100 SXM and MI300X" in str(err.value)
     with pytest.raises(InvalidInput, match="compare A B"):
         analyze([a, b], device="h100")  # --device does not make them one job
-    c = write_trace(tmp_path / "c.json", [add(1 << 20, 5.0)], device=H100)
+    c = write_trace(tmp_path / "c.json", [add(1 << 20, 6.0)], device=H100)  # another rank (a copy is refused)
     assert analyze([a, c]).result.device_name == "H100 SXM"  # two ranks of one H100 job
 
 
