@@ -63,6 +63,9 @@ from infer_opt.trace.reader import trace_files
 #: what-ifs that need a roofline (the others are the timeline's own)
 _NEED_PEAKS = ("category_at_bound", "matmul_at_peak_fraction", "fusion")
 CPU_OPS_KEPT = 50
+#: the joint replay of the ranks (the straggler's replayed cost) by default up to this many ranks:
+#: the driver holds every rank's graph at once (docs/benchmarks.md: its memory per rank)
+JOINT_AUTO_RANKS = 8
 
 
 @dataclass(frozen=True)
@@ -161,17 +164,22 @@ def analyze(
     capture: Sequence[str | os.PathLike[str]] | None = None,
     what_if_edits: Sequence[str] = (),
     kernels_from: str | os.PathLike[str] | None = None,
+    joint_replay: bool | None = None,
 ) -> Analysis:
     """The whole analysis of ``paths`` (files, or folders of ranks); the options: the module's doc."""
     _check_options(causal, hta_compat, steps)
+    paths = list(paths)
+    if joint_replay is None:  # the driver holds every rank's graph: by default for a few ranks only
+        joint_replay = 1 < len(trace_files(paths)) <= JOINT_AUTO_RANKS
     options = rk.RankOptions(
         steps=steps, hta_compat=hta_compat, device=device, peak_flops=peak_flops,
         peak_bandwidth=peak_bandwidth, roofline_fit=roofline_fit, causal=causal,
         matmul_peak_fraction=matmul_peak_fraction, keep_events=keep_events,
         what_if_edits=tuple(what_if_edits), kernels_from=kernels_from and os.fspath(kernels_from),
+        joint_replay=joint_replay,
     )  # fmt: skip
     how = {"scheduler": scheduler, "workers": workers, "progress": progress}
-    summaries, fold, links, spec, source, warnings = _gathered(list(paths), options, strict, how, capture)
+    summaries, fold, links, spec, source, warnings = _gathered(paths, options, strict, how, capture)
     has_gpu = any(s.has_gpu for s in summaries)
     peaks, known, more = _peaks(
         spec, source, has_gpu, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth, roofline_fit=roofline_fit
@@ -187,7 +195,7 @@ def analyze(
     warnings += tr.rate_checks(merged, peaks) if known else ()
     warnings += [] if has_gpu else [Notice("trace_cpu_only", {"files": len(summaries)})]
     warnings += [w for r in timelines for w in r.warnings]
-    crossed, job_notices = _cross_rank(summaries, timelines)
+    crossed, job_notices = _cross_rank(summaries, timelines, joint_replay)
     kernels, families, coverage, gaps = _coverages(summaries, fold.kernel_totals(spec), links, merged)
     warnings += gaps
     result = TraceResult(
@@ -378,10 +386,14 @@ def _merged_cpu_ops(
 
 
 def _cross_rank(
-    summaries: Sequence[rk.RankSummary], timelines: Sequence[RankTrace]
+    summaries: Sequence[rk.RankSummary], timelines: Sequence[RankTrace], joint_replay: bool
 ) -> tuple[CrossRank | None, list[Notice]]:
-    """Two or more ranks of one job: the cross-rank analysis, and what is wrong with the set."""
+    """Two or more ranks of one job: the cross-rank analysis, and what is wrong with the set;
+    the straggler's cost replayed (:mod:`.straggler_replay`) where every rank brought its graph."""
+    from dataclasses import replace
+
     from infer_opt.trace import cross_rank as xr
+    from infer_opt.trace import straggler_replay as tsr
 
     notices = job_notices(summaries)
     gpu = [i for i, s in enumerate(summaries) if s.has_gpu]
@@ -389,7 +401,16 @@ def _cross_rank(
     if len(gpu) < 2 or len(set(ids)) < len(ids):
         return None, notices
     records = {timelines[i].rank: summaries[i].records for i in gpu}
-    return xr.analyze_ranks([timelines[i] for i in gpu], records), notices
+    ranks = [timelines[i] for i in gpu]
+    crossed = xr.analyze_ranks(ranks, records)
+    if not joint_replay:
+        why = f"by default up to {JOINT_AUTO_RANKS} ranks: the driver holds each rank's graph; --joint-replay"
+        return replace(crossed, joint_replay_note=f"not replayed jointly ({why})"), notices
+    if any(summaries[i].joint is None for i in gpu):
+        why = "a rank without its replay (--hta-compat)"
+        return replace(crossed, joint_replay_note=f"not replayed jointly ({why})"), notices
+    found, check = tsr.on_time({timelines[i].rank: summaries[i].joint for i in gpu}, ranks, crossed.straggler)
+    return replace(crossed, straggler=found, joint_replay=check), notices
 
 
 def job_notices(summaries: Sequence[rk.RankSummary]) -> list[Notice]:
