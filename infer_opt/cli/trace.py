@@ -123,6 +123,12 @@ WorkersOpt = option(
 StrictOpt = option(
     bool, "--strict", help="Refuse the job when a rank cannot be read (default: report the rest, say which)."
 )
+JointReplayOpt = option(
+    bool,
+    "--joint-replay",
+    help="Replay the ranks jointly for the straggler's replayed cost with more than 8 ranks (the driver "
+    "then holds every rank's dependency graph; up to 8 ranks: always).",
+)
 
 
 @with_output(plot=True)
@@ -147,6 +153,7 @@ def trace_command(
     scheduler: SchedulerOpt = None,
     workers: WorkersOpt = None,
     strict: StrictOpt = False,
+    joint_replay: JointReplayOpt = False,
     what_if: WhatIfOpt = None,
     kernels_from: KernelsFromOpt = None,
     augment_what_if: AugmentWhatIfOpt = None,
@@ -185,6 +192,7 @@ def trace_command(
             capture=[capture] if capture is not None else None,
             what_if_edits=tuple(what_if or ()),
             kernels_from=kernels_from,
+            joint_replay=joint_replay or None,
         )
     if augment is not None:
         from infer_opt.errors import RunFailure

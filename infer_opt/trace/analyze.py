@@ -21,7 +21,9 @@ replays are linked to ``capture`` (or to capture traces found among or beside ``
 :mod:`infer_opt.trace.capture`). Each rank's dependency graph is replayed in the map
 (:mod:`infer_opt.trace.replay`, :mod:`infer_opt.trace.critical`); the what-ifs asked for are
 ``what_if_edits`` (:mod:`infer_opt.trace.user_edits`) and ``kernels_from``
-(:mod:`infer_opt.trace.kernels_from`).
+(:mod:`infer_opt.trace.kernels_from`). ``joint_replay`` (default: for 2 to ``JOINT_AUTO_RANKS``
+ranks) sends each rank's graph back for the ranks' joint replay and the straggler's replayed
+cost (:mod:`infer_opt.trace.straggler_replay`): the driver then holds every rank's graph.
 
 Pure: numpy and the standard library; nothing here imports torch or pandas.
 """
