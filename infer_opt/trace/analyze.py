@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -170,18 +170,14 @@ def analyze(
 ) -> Analysis:
     """The whole analysis of ``paths`` (files, or folders of ranks); the options: the module's doc."""
     _check_options(causal, hta_compat, steps)
-    paths = list(paths)
-    if joint_replay is None:  # the driver holds every rank's graph: by default for a few ranks only
-        joint_replay = 1 < len(trace_files(paths)) <= JOINT_AUTO_RANKS
     options = rk.RankOptions(
         steps=steps, hta_compat=hta_compat, device=device, peak_flops=peak_flops,
         peak_bandwidth=peak_bandwidth, roofline_fit=roofline_fit, causal=causal,
-        matmul_peak_fraction=matmul_peak_fraction, keep_events=keep_events,
+        matmul_peak_fraction=matmul_peak_fraction, keep_events=keep_events, joint_replay=joint_replay,
         what_if_edits=tuple(what_if_edits), kernels_from=kernels_from and os.fspath(kernels_from),
-        joint_replay=joint_replay,
     )  # fmt: skip
     how = {"scheduler": scheduler, "workers": workers, "progress": progress}
-    summaries, fold, links, spec, source, warnings = _gathered(paths, options, strict, how, capture)
+    summaries, fold, links, spec, source, warnings = _gathered(list(paths), options, strict, how, capture)
     has_gpu = any(s.has_gpu for s in summaries)
     peaks, known, more = _peaks(
         spec, source, has_gpu, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth, roofline_fit=roofline_fit
@@ -197,7 +193,7 @@ def analyze(
     warnings += tr.rate_checks(merged, peaks) if known else ()
     warnings += [] if has_gpu else [Notice("trace_cpu_only", {"files": len(summaries)})]
     warnings += [w for r in timelines for w in r.warnings]
-    crossed, job_notices = _cross_rank(summaries, timelines, joint_replay)
+    crossed, job_notices = _cross_rank(summaries, timelines)
     kernels, families, coverage, gaps = _coverages(summaries, fold.kernel_totals(spec), links, merged)
     warnings += gaps
     result = TraceResult(
@@ -259,6 +255,8 @@ def _gathered(
     job's device) and their running reduce (:mod:`.fold`: each summary's groups folded as it
     arrives), the capture links, the device, its source and what was said on the way."""
     files = trace_files(paths)
+    if options.joint_replay is None:  # the driver holds every rank's graph: by default for a few ranks
+        options = replace(options, joint_replay=1 < len(files) <= JOINT_AUTO_RANKS)
     fold = RankFold(files)
     summaries, warnings = _summaries(files, options, strict, {**how, "consume": fold.take})
     summaries, links, link_notices = _linked(summaries, paths, capture, options, how["workers"])
@@ -388,12 +386,10 @@ def _merged_cpu_ops(
 
 
 def _cross_rank(
-    summaries: Sequence[rk.RankSummary], timelines: Sequence[RankTrace], joint_replay: bool
+    summaries: Sequence[rk.RankSummary], timelines: Sequence[RankTrace]
 ) -> tuple[CrossRank | None, list[Notice]]:
     """Two or more ranks of one job: the cross-rank analysis, and what is wrong with the set;
     the straggler's cost replayed (:mod:`.straggler_replay`) where every rank brought its graph."""
-    from dataclasses import replace
-
     from infer_opt.trace import cross_rank as xr
     from infer_opt.trace import straggler_replay as tsr
 
@@ -405,12 +401,10 @@ def _cross_rank(
     records = {timelines[i].rank: summaries[i].records for i in gpu}
     ranks = [timelines[i] for i in gpu]
     crossed = xr.analyze_ranks(ranks, records)
-    if not joint_replay:
-        why = f"by default up to {JOINT_AUTO_RANKS} ranks: the driver holds each rank's graph; --joint-replay"
-        return replace(crossed, joint_replay_note=f"not replayed jointly ({why})"), notices
     if any(summaries[i].joint is None for i in gpu):
-        why = "a rank without its replay (--hta-compat)"
-        return replace(crossed, joint_replay_note=f"not replayed jointly ({why})"), notices
+        why = f"by default up to {JOINT_AUTO_RANKS} ranks: the driver holds each rank's graph"
+        note = f"not replayed jointly ({why}; --joint-replay to ask; never with --hta-compat)"
+        return replace(crossed, joint_replay_note=note), notices
     found, check = tsr.on_time({timelines[i].rank: summaries[i].joint for i in gpu}, ranks, crossed.straggler)
     return replace(crossed, straggler=found, joint_replay=check), notices
 

@@ -74,7 +74,7 @@ class RankOptions:
     keep_events: bool = False  # send the events back too (--augment, the kernels DataFrame)
     what_if_edits: tuple[str, ...] = ()  # --what-if edits (trace/user_edits.py), replayed per rank
     kernels_from: str | None = None  # --kernels-from: another GPU's trace of the same model
-    joint_replay: bool = False  # send the rank's graph back for the joint replay (straggler_replay.py)
+    joint_replay: bool | None = False  # send its graph back for the joint replay (None: analyze decides)
 
 
 @dataclass(frozen=True)
