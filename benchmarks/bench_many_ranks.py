@@ -10,6 +10,9 @@ per-rank jitter (uniform, ``--jitter-us``); written into a temp dir, never store
 measurement runs in a fresh child process (a fresh cluster), so each peak is its own.
 
     python benchmarks/bench_many_ranks.py [--ranks 64,128,256,512] [--ti-python /tmp/ti/bin/python]
+
+``--joint-replay``: instead, each size without and with the ranks' joint replay (the driver
+holds every rank's graph): the driver's peak and the straggler's replayed figures.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ PAIR = ("hta__timeline_analysis__sampled_rank-0.json.gz", "hta__trace_filter__sa
 CHILD = r"""
 import json, resource, sys, time
 mode, folder, workers = sys.argv[1], sys.argv[2], int(sys.argv[3])
+joint = {"joint": True, "off": False}.get(sys.argv[4] if len(sys.argv) > 4 else "auto")
 from infer_opt.trace.analyze import analyze
 def peak_mib():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -43,19 +47,23 @@ if mode == "dask":
     client = Client(cluster)
     out["driver_before_mib"] = peak_mib()
     start = time.perf_counter()
-    found = analyze([folder], scheduler=client, keep_events=False)
+    found = analyze([folder], scheduler=client, keep_events=False, joint_replay=joint)
     out["wall_s"] = time.perf_counter() - start
     out["worker_peak_mib"] = sorted(client.run(peak_mib).values())
     client.close(); cluster.close()
 else:
     out["driver_before_mib"] = peak_mib()
     start = time.perf_counter()
-    found = analyze([folder], workers=workers, keep_events=False)
+    found = analyze([folder], workers=workers, keep_events=False, joint_replay=joint)
     out["wall_s"] = time.perf_counter() - start
 r = found.result
 out["driver_peak_mib"] = peak_mib()
 out["ranks"] = len(r.ranks)
 out["stragglers"] = [[s.step, s.rank, s.cost_s] for s in r.cross_rank.straggler] if r.cross_rank else []
+out["replayed"] = [[s.step, s.rank, s.replayed_step_s, s.replayed_step_s_if_on_time, s.replayed_saving_s,
+                    s.on_time_scale] for s in r.cross_rank.straggler] if r.cross_rank else []
+check = r.cross_rank.joint_replay if r.cross_rank else None
+out["joint"] = check.__dict__ if check is not None else None
 out["matched"] = len(r.cross_rank.collectives) if r.cross_rank else 0
 print(json.dumps(out))
 """
@@ -95,10 +103,10 @@ def subset(job: Path, ranks: int, into: Path) -> Path:
     return into
 
 
-def child(mode: str, folder: Path, workers: int) -> dict:
+def child(mode: str, folder: Path, workers: int, joint: str = "auto") -> dict:
     env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
     run = subprocess.run(
-        [sys.executable, "-c", CHILD, mode, str(folder), str(workers)],
+        [sys.executable, "-c", CHILD, mode, str(folder), str(workers), joint],
         capture_output=True, text=True, env={**__import__("os").environ, **env}, check=False,
     )  # fmt: skip
     if run.returncode != 0:
@@ -112,7 +120,10 @@ def main() -> None:
     parser.add_argument("--jitter-us", type=float, default=2000.0)
     parser.add_argument("--compare-at", type=int, default=128, help="ranks for 1 vs 2 workers")
     parser.add_argument("--ti-python", default=None, help="a python with traceinsight 0.6.1")
+    parser.add_argument("--joint-replay", action="store_true", help="only: each size without and with it")
     args = parser.parse_args()
+    if args.joint_replay:
+        return joint_memory([int(x) for x in args.ranks.split(",")], args.jitter_us)
     counts = [int(x) for x in args.ranks.split(",")]
     with tempfile.TemporaryDirectory(prefix="many_ranks_") as tmp:
         job = Path(tmp) / "job"
@@ -145,6 +156,22 @@ def main() -> None:
                 [args.ti_python, "-c", TI, str(pair)], capture_output=True, text=True, check=False
             )
             print("shared pair, traceinsight 0.6.1:", ti.stdout.strip() or ti.stderr.strip()[-1500:])
+
+
+def joint_memory(counts: list[int], jitter_us: float) -> None:
+    """The driver's peak without and with the ranks' joint replay (every rank's graph sent
+    back and replayed jointly on the driver: straggler_replay.py), and its figures."""
+    with tempfile.TemporaryDirectory(prefix="many_ranks_") as tmp:
+        job = Path(tmp) / "job"
+        job.mkdir()
+        make_job(job, max(counts), jitter_us)
+        print("ranks  joint  wall_s  driver_peak_MiB  worker_peak_MiB  joint check / stragglers replayed")
+        for n in counts:
+            folder = subset(job, n, Path(tmp) / f"n{n}")
+            for joint in ("off", "joint"):
+                found = child("dask", folder, 2, joint)
+                print(f"{n:5d}  {joint:5s}  {found['wall_s']:6.1f}  {found['driver_peak_mib']:15.0f}  "
+                      f"{found['worker_peak_mib']}  {found['joint']} {found['replayed']}")  # fmt: skip
 
 
 if __name__ == "__main__":

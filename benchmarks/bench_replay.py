@@ -14,7 +14,9 @@
 5. Ranks replayed jointly (trace/replay_ranks.py) on the shared cross-rank pair (two ranks of a
    128-rank A100 job): matches kept and left out, iterations, and the unedited joint replay's
    largest |replayed − measured| GPU event end (exact: 0).
-6. ``--gb N``: a synthetic trace (bench_trace_speed.synthetic) through ``analyze()`` with and
+6. The straggler's replayed cost on that pair (trace/straggler_replay.py): per step, the waits'
+   Amdahl bound beside the replayed saving with the straggler as fast as the median rank.
+7. ``--gb N``: a synthetic trace (bench_trace_speed.synthetic) through ``analyze()`` with and
    without the replay in fresh processes: wall time and peak RSS.
 
     python benchmarks/bench_replay.py [--runs 5] [--gb 1.0]
@@ -165,6 +167,36 @@ def joint_ranks() -> None:
     )
 
 
+def straggler_cost() -> None:
+    """The shared pair through analyze(): each step's straggler, what the others waited for it
+    (the Amdahl bound) and its replayed saving (trace/straggler_replay.py), with and without
+    the joint replay's time."""
+    import tempfile
+
+    from infer_opt.trace.analyze import analyze
+
+    names = ["hta__timeline_analysis__sampled_rank-0.json.gz", "hta__trace_filter__sampled_rank-1.json.gz"]
+    if not all((SHARED / n).exists() for n in names):
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in names:
+            (Path(tmp) / n).symlink_to((SHARED / n).resolve())
+        spent = {}
+        for joint in (False, True):
+            t = time.perf_counter()
+            cross = analyze([tmp], workers=1, keep_events=False, joint_replay=joint).result.cross_rank
+            spent[joint] = time.perf_counter() - t
+    print(f"joint replay check: {cross.joint_replay}")
+    for st in cross.straggler:
+        ms = [x * 1e3 for x in (st.cost_s, st.replayed_step_s, st.replayed_step_s_if_on_time)]
+        print(
+            f"step #{st.step}: straggler rank {st.rank}, others waited {ms[0]:.2f} ms (Amdahl bound); "
+            f"replayed step {ms[1]:.2f} ms, on time {ms[2]:.2f} ms (k = {st.on_time_scale:.3f}): "
+            f"saving {st.replayed_saving_s * 1e3:.3f} ms — {st.replayed_vs_waits}"
+        )
+    print(f"analyze() of the pair: {spent[False]:.2f} s without the joint replay, {spent[True]:.2f} s with\n")
+
+
 def cost(runs: int) -> None:
     from infer_opt.trace import analyze as a
 
@@ -216,6 +248,7 @@ def main() -> None:
     honesty()
     kernels_from()
     joint_ranks()
+    straggler_cost()
     cost(args.runs)
     if args.gb > 0:
         synthetic(args.gb)

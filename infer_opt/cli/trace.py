@@ -126,6 +126,12 @@ StrictOpt = option(
 TracesArg = argument(
     list[Path], help="Trace files (.json, .json.gz) or folders of one file per rank.", show_default=False
 )
+JointReplayOpt = option(
+    bool,
+    "--joint-replay",
+    help="Replay the ranks jointly for the straggler's replayed cost with more than 8 ranks (the driver "
+    "then holds every rank's dependency graph; up to 8 ranks: always).",
+)
 
 
 @with_output(plot=True)
@@ -145,6 +151,7 @@ def trace_command(
     scheduler: SchedulerOpt = None,
     workers: WorkersOpt = None,
     strict: StrictOpt = False,
+    joint_replay: JointReplayOpt = False,
     what_if: WhatIfOpt = None,
     kernels_from: KernelsFromOpt = None,
     augment_what_if: AugmentWhatIfOpt = None,
@@ -183,6 +190,7 @@ def trace_command(
             capture=[capture] if capture is not None else None,
             what_if_edits=tuple(what_if or ()),
             kernels_from=kernels_from,
+            joint_replay=joint_replay or None,
         )
     if augment is not None:
         from infer_opt.errors import RunFailure

@@ -22,20 +22,40 @@ def straggler_table(r: TraceResult) -> Table | None:
         Column("step", "Step", _step, csv_header="step", is_key=True),
         Column("rank", "Straggler", csv_header="rank"),
         Column("cost_s", "Others waited", format_duration, csv_header="cost_s"),
+        Column("replayed_saving_s", "Replayed saving", format_duration, csv_header="replayed_saving_s"),
+        Column("replayed_step_s_if_on_time", "If on time", format_duration, csv_header="step_if_on_time_s"),
+        Column("replayed_step_s", "Replayed", format_duration, csv_header="replayed_step_s", importance=-2),
         Column("cause", "Its extra time", lambda c: c or "—", align="left", csv_header="cause"),
         Column("extra_compute_s", "+compute", format_duration, csv_header="extra_compute_s", importance=-1),
         Column("extra_host_s", "+host (idle)", format_duration, csv_header="extra_host_s", importance=-1),
         Column("extra_memcpy_s", "+memcpy", format_duration, csv_header="extra_memcpy_s", importance=-2),
         Column("extra_comm_s", "+comm", format_duration, csv_header="extra_comm_s", importance=-2),
         Column("collectives", "Collectives", csv_header="collectives", importance=-3),
+        Column("replayed_vs_waits", "vs waits", align="left", csv_header="replayed_vs_waits", importance=-3),
     ]
     return Table(
-        "Straggler per step (measured; cost an Amdahl bound)",
+        "Straggler per step (measured waits, an Amdahl bound; the saving replayed)",
         columns,
         rows_of(cross.straggler, columns),
         caption="The rank the others waited for longest in each step's collectives: what they waited for it "
         "alone (its start − the next-latest rank's), an upper bound on the step-time saving had it "
-        "arrived with them. Its extra time: its step less the median of the other ranks'.",
+        "arrived with them. Its extra time: its step less the median of the other ranks'. " + _joint(r),
+    )
+
+
+def _joint(r: TraceResult) -> str:
+    cross = r.cross_rank
+    check = cross.joint_replay if cross is not None else None
+    if check is None:
+        return f"Replayed saving: {cross.joint_replay_note or 'not replayed'}." if cross is not None else ""
+    converged = "" if check.converged else f", not converged in {check.iterations} iterations"
+    return (
+        "Replayed saving: the ranks replayed jointly (a collective ends after its last peer's start + its "
+        "transfer), the straggler's own work in the step scaled to the median rank's (on_time_scale in the "
+        f"JSON); the job's step ends with its last rank. Unedited joint replay against the trace: error "
+        f"median {check.error_median:.2%}, worst {check.error_max:.2%} over {check.steps} step(s); "
+        f"{check.matched} collectives matched, {check.left_out} left out (a member ended before its last "
+        f"peer started: not one collective){converged}."
     )
 
 

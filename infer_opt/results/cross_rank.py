@@ -47,6 +47,15 @@ class Straggler:
     extra_memcpy_s: float = 0.0
     extra_comm_s: float = 0.0
     collectives: int = 0  # in the step, matched across ranks
+    # replayed (dependencies kept; trace/straggler_replay.py): the ranks replayed jointly, the
+    # job's step (its last rank's end) unedited and with this rank's own work in the step (host
+    # and kernels, not its collectives) scaled by ``on_time_scale`` (the median other rank's
+    # step less communication / its own, ≤ 1): as fast as the median. None: not replayed
+    replayed_step_s: float | None = None
+    replayed_step_s_if_on_time: float | None = None
+    replayed_saving_s: float | None = None  # replayed_step_s − replayed_step_s_if_on_time
+    on_time_scale: float | None = None
+    replayed_vs_waits: str = ""  # how the replayed saving differs from cost_s, and why
 
 
 @dataclass(frozen=True)
@@ -72,6 +81,20 @@ class Spread:
 
 
 @dataclass(frozen=True)
+class JointReplayCheck:
+    """The ranks replayed jointly, unedited, against the trace: the job's step (its last rank's
+    end) per step, |replayed − measured| / measured."""
+
+    steps: int
+    error_median: float
+    error_max: float
+    matched: int  # collectives constraining the replay
+    left_out: int  # matches that cannot be one collective (a member ended before the last start)
+    iterations: int
+    converged: bool
+
+
+@dataclass(frozen=True)
 class CrossRank:
     """The cross-rank analysis of two or more ranks of one job."""
 
@@ -82,3 +105,5 @@ class CrossRank:
     spread: tuple[Spread, ...] = ()
     outlier_rule: str = "median ± 3·MAD (MAD × 1.4826) of the ranks' median step time"
     matched_by: str = "process group, collective, and order among each rank's calls of both"
+    joint_replay: JointReplayCheck | None = None  # None: not replayed (joint_replay_note says why)
+    joint_replay_note: str = ""

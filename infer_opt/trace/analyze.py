@@ -21,7 +21,9 @@ replays are linked to ``capture`` (or to capture traces found among or beside ``
 :mod:`infer_opt.trace.capture`). Each rank's dependency graph is replayed in the map
 (:mod:`infer_opt.trace.replay`, :mod:`infer_opt.trace.critical`); the what-ifs asked for are
 ``what_if_edits`` (:mod:`infer_opt.trace.user_edits`) and ``kernels_from``
-(:mod:`infer_opt.trace.kernels_from`).
+(:mod:`infer_opt.trace.kernels_from`). ``joint_replay`` (default: for 2 to ``JOINT_AUTO_RANKS``
+ranks) sends each rank's graph back for the ranks' joint replay and the straggler's replayed
+cost (:mod:`infer_opt.trace.straggler_replay`): the driver then holds every rank's graph.
 
 Pure: numpy and the standard library; nothing here imports torch or pandas.
 """
@@ -31,7 +33,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -63,6 +65,9 @@ from infer_opt.trace.reader import trace_files
 #: what-ifs that need a roofline (the others are the timeline's own)
 _NEED_PEAKS = ("category_at_bound", "matmul_at_peak_fraction", "fusion")
 CPU_OPS_KEPT = 50
+#: the joint replay of the ranks (the straggler's replayed cost) by default up to this many ranks:
+#: the driver holds every rank's graph at once (docs/benchmarks.md: its memory per rank)
+JOINT_AUTO_RANKS = 8
 
 
 @dataclass(frozen=True)
@@ -161,13 +166,14 @@ def analyze(
     capture: Sequence[str | os.PathLike[str]] | None = None,
     what_if_edits: Sequence[str] = (),
     kernels_from: str | os.PathLike[str] | None = None,
+    joint_replay: bool | None = None,
 ) -> Analysis:
     """The whole analysis of ``paths`` (files, or folders of ranks); the options: the module's doc."""
     _check_options(causal, hta_compat, steps)
     options = rk.RankOptions(
         steps=steps, hta_compat=hta_compat, device=device, peak_flops=peak_flops,
         peak_bandwidth=peak_bandwidth, roofline_fit=roofline_fit, causal=causal,
-        matmul_peak_fraction=matmul_peak_fraction, keep_events=keep_events,
+        matmul_peak_fraction=matmul_peak_fraction, keep_events=keep_events, joint_replay=joint_replay,
         what_if_edits=tuple(what_if_edits), kernels_from=kernels_from and os.fspath(kernels_from),
     )  # fmt: skip
     how = {"scheduler": scheduler, "workers": workers, "progress": progress}
@@ -249,6 +255,8 @@ def _gathered(
     job's device) and their running reduce (:mod:`.fold`: each summary's groups folded as it
     arrives), the capture links, the device, its source and what was said on the way."""
     files = trace_files(paths)
+    if options.joint_replay is None:  # the driver holds every rank's graph: by default for a few ranks
+        options = replace(options, joint_replay=1 < len(files) <= JOINT_AUTO_RANKS)
     fold = RankFold(files)
     summaries, warnings = _summaries(files, options, strict, {**how, "consume": fold.take})
     summaries, links, link_notices = _linked(summaries, paths, capture, options, how["workers"])
@@ -380,8 +388,10 @@ def _merged_cpu_ops(
 def _cross_rank(
     summaries: Sequence[rk.RankSummary], timelines: Sequence[RankTrace]
 ) -> tuple[CrossRank | None, list[Notice]]:
-    """Two or more ranks of one job: the cross-rank analysis, and what is wrong with the set."""
+    """Two or more ranks of one job: the cross-rank analysis, and what is wrong with the set;
+    the straggler's cost replayed (:mod:`.straggler_replay`) where every rank brought its graph."""
     from infer_opt.trace import cross_rank as xr
+    from infer_opt.trace import straggler_replay as tsr
 
     notices = job_notices(summaries)
     gpu = [i for i, s in enumerate(summaries) if s.has_gpu]
@@ -389,7 +399,14 @@ def _cross_rank(
     if len(gpu) < 2 or len(set(ids)) < len(ids):
         return None, notices
     records = {timelines[i].rank: summaries[i].records for i in gpu}
-    return xr.analyze_ranks([timelines[i] for i in gpu], records), notices
+    ranks = [timelines[i] for i in gpu]
+    crossed = xr.analyze_ranks(ranks, records)
+    if any(summaries[i].joint is None for i in gpu):
+        why = f"by default up to {JOINT_AUTO_RANKS} ranks: the driver holds each rank's graph"
+        note = f"not replayed jointly ({why}; --joint-replay to ask; never with --hta-compat)"
+        return replace(crossed, joint_replay_note=note), notices
+    found, check = tsr.on_time({timelines[i].rank: summaries[i].joint for i in gpu}, ranks, crossed.straggler)
+    return replace(crossed, straggler=found, joint_replay=check), notices
 
 
 def job_notices(summaries: Sequence[rk.RankSummary]) -> list[Notice]:

@@ -74,6 +74,7 @@ class RankOptions:
     keep_events: bool = False  # send the events back too (--augment, the kernels DataFrame)
     what_if_edits: tuple[str, ...] = ()  # --what-if edits (trace/user_edits.py), replayed per rank
     kernels_from: str | None = None  # --kernels-from: another GPU's trace of the same model
+    joint_replay: bool | None = False  # send its graph back for the joint replay (None: analyze decides)
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,7 @@ class RankSummary:
     events: TraceEvents | None = None  # keep_events only
     replay: Any = None  # keep_events only: its replay.RankReplay (None: not replayed)
     mask: np.ndarray | None = None  # keep_events only
+    joint: Any = None  # joint_replay only: its replay_ranks.RankInput (its graph: grows with its events)
 
 
 @dataclass(frozen=True)
@@ -191,6 +193,7 @@ def summarize_events(ev: TraceEvents, options: RankOptions) -> RankSummary:
     from infer_opt.trace import cross_rank
     from infer_opt.trace.analyze import _collective_calls
     from infer_opt.trace.kernel_table import kernel_totals
+    from infer_opt.trace.replay_ranks import rank_input
     from infer_opt.trace.whatif import what_ifs
 
     spec, source, found = _device_of(ev, options)
@@ -245,6 +248,7 @@ def summarize_events(ev: TraceEvents, options: RankOptions) -> RankSummary:
         events=ev if options.keep_events else None,
         replay=replayed if options.keep_events else None,
         mask=mask if options.keep_events else None,
+        joint=rank_input(ev, replayed.graph, mask) if options.joint_replay and replayed is not None else None,
     )
 
 

@@ -177,8 +177,14 @@ def step_replays(
     if any): an edit that lets a step's first event run early, while the device still works on
     the previous step, does not make that step longer."""
     windows, _ = tt._windows(events, None)
-    s_obs = events.gpu.ts_us
-    e_obs = s_obs + events.gpu.dur_us
+    return window_replays(windows, events.gpu.ts_us, events.gpu.ts_us + events.gpu.dur_us, rep, steps)
+
+
+def window_replays(
+    windows: list, s_obs: np.ndarray, e_obs: np.ndarray, rep: Replayed, steps: tuple[int, int] | None = None
+) -> list[StepReplay]:
+    """:func:`step_replays` from the windows (``timeline._windows``: number, its GPU events, lo,
+    hi) and the GPU events' observed starts and ends, without the events."""
     s_rep, e_rep = rep.gpu_start_us(), rep.gpu_end_us()
     out = []
     prev: tuple[float, float] | None = None  # the previous window's (measured, replayed) last end
@@ -217,4 +223,4 @@ def replay_rank(
     return RankReplay(graph, rep, step_bounds(events, rep, steps=steps, causal=causal))
 
 
-__all__ = ["RankReplay", "Replayed", "StepReplay", "replay", "replay_rank", "step_replays"]
+__all__ = ["RankReplay", "Replayed", "StepReplay", "replay", "replay_rank", "step_replays", "window_replays"]

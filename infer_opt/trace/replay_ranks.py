@@ -22,6 +22,11 @@ ranks are replayed again, until no wait moves by more than ``TOLERANCE_US`` (a f
 every collective ends at ``max(own start, last peer's start) + transfer``) or ``MAX_ITERATIONS``
 passes (``converged`` False: said, never hidden). Unedited, the fixed point is the trace: each
 kernel's measured end. Rank clocks are taken as comparable (as :mod:`.cross_rank` does).
+
+**What a rank brings** (:class:`RankInput`, built in the map): its graph, its collective
+kernels' keys and its analyzed windows (number, GPU events, GPU and CPU bounds) — arrays, not
+the events: the driver holds every rank's graph at once for the joint replay, which grows with
+the ranks' events (hence optional for many ranks: :mod:`.straggler_replay`).
 """
 
 from __future__ import annotations
@@ -62,6 +67,32 @@ class Collective:
 
 
 @dataclass(frozen=True, eq=False)
+class RankInput:
+    """What the joint replay needs of one rank (module docstring)."""
+
+    graph: RankGraph
+    collectives: list[tuple[tuple[str, str, int], int]]  # collective_events()
+    windows: list[tuple[int | None, np.ndarray, float, float, float, float]]  # number, GPU events,
+    # GPU lo/hi, CPU lo/hi (the ProfilerStep's CPU range; ±inf for a trace without steps)
+
+    def gpu_obs_us(self) -> tuple[np.ndarray, np.ndarray]:
+        """The GPU events' observed starts and ends, trace time."""
+        g, h = self.graph, self.graph.n_host
+        start = g.start[h:] + g.t0_us
+        return start, start + g.dur[h:]
+
+
+def rank_input(ev: TraceEvents, graph: RankGraph | None = None, mask: np.ndarray | None = None) -> RankInput:
+    """One rank's :class:`RankInput`; ``mask``: the collectives' GPU events (every one by default)."""
+    windows = []
+    cpu = {s.number: (s.cpu_start_us, s.cpu_end_us) for s in ev.steps}
+    for number, m, lo, hi in tt._windows(ev, None)[0]:
+        c_lo, c_hi = cpu.get(number, (-np.inf, np.inf))
+        windows.append((number, np.flatnonzero(m).astype(np.int32), lo, hi, c_lo, c_hi))
+    return RankInput(graph if graph is not None else build_graph(ev), collective_events(ev, mask), windows)
+
+
+@dataclass(frozen=True, eq=False)
 class JointReplay:
     """Each rank's replay at the fixed point, and each member's wait for its last peer (µs)."""
 
@@ -99,50 +130,59 @@ def collective_events(
 
 
 def match_collectives(
-    events: Mapping[int, TraceEvents],
-    durs: Mapping[int, np.ndarray],
-    graphs: Mapping[int, RankGraph],
-    masks: Mapping[int, np.ndarray] | None = None,
+    inputs: Mapping[int, RankInput], durs: Mapping[int, np.ndarray]
 ) -> tuple[tuple[Collective, ...], int]:
     """The collectives on two or more ranks, each member with its transfer, and how many matches
     were left out as not one collective (module docstring)."""
     found: dict[tuple[str, str, int], list[tuple[int, int]]] = defaultdict(list)
-    for rank in sorted(events):
-        for key, j in collective_events(events[rank], None if masks is None else masks.get(rank)):
+    obs = {}
+    for rank in sorted(inputs):
+        obs[rank] = inputs[rank].gpu_obs_us()
+        for key, j in inputs[rank].collectives:
             found[key].append((rank, j))
     out = []
     inconsistent = 0
     for (group, name, index), calls in found.items():
         if len(calls) < 2:
             continue
-        starts = [float(events[r].gpu.ts_us[j]) for r, j in calls]
+        starts = [float(obs[r][0][j]) for r, j in calls]
         last = max(starts)
-        ends = [s + float(events[r].gpu.dur_us[j]) for (r, j), s in zip(calls, starts, strict=True)]
-        if min(ends) < last - MATCH_SLACK_US:
+        if min(float(obs[r][1][j]) for r, j in calls) < last - MATCH_SLACK_US:
             inconsistent += 1
             continue
         members = []
         for (r, j), s in zip(calls, starts, strict=True):
-            d = float(durs[r][graphs[r].n_host + j])
+            d = float(durs[r][inputs[r].graph.n_host + j])
             members.append(Member(r, j, max(d - (last - s), 0.0)))
         out.append(Collective(group, name, index, tuple(members)))
     return tuple(out), inconsistent
 
 
 def replay_ranks(
-    events: Mapping[int, TraceEvents],
+    events: Mapping[int, TraceEvents | RankInput],
     *,
     durs: Mapping[int, np.ndarray] | None = None,
+    l2s: Mapping[int, np.ndarray] | None = None,
     graphs: Mapping[int, RankGraph] | None = None,
     masks: Mapping[int, np.ndarray] | None = None,
     max_iterations: int = MAX_ITERATIONS,
 ) -> JointReplay:
-    """The ranks replayed jointly to a fixed point of their collectives' waits (module
-    docstring); ``durs``: each rank's (edited) node durations, its graph's by default."""
-    graphs = dict(graphs) if graphs is not None else {r: build_graph(ev) for r, ev in events.items()}
-    base = {r: (durs[r] if durs is not None and r in durs else graphs[r].dur).copy() for r in events}
-    colls, inconsistent = match_collectives(events, base, graphs, masks)
+    """The ranks (their events, or :class:`RankInput` s) replayed jointly to a fixed point of
+    their collectives' waits (module docstring); ``durs``, ``l2s``: each rank's (edited) node
+    durations and end-referenced lags (host work between calls), its graph's by default."""
+    inputs = {
+        r: e if isinstance(e, RankInput)
+        else rank_input(e, (graphs or {}).get(r), None if masks is None else masks.get(r))
+        for r, e in events.items()
+    }  # fmt: skip
+    graphs = {r: inp.graph for r, inp in inputs.items()}
+    base = {r: (durs[r] if durs is not None and r in durs else graphs[r].dur).copy() for r in inputs}
+    colls, inconsistent = match_collectives(inputs, base)
     waits = {(m.rank, m.gpu): 0.0 for c in colls for m in c.members}
+    own: dict[int, list[Member]] = defaultdict(list)
+    for c in colls:
+        for m in c.members:
+            own[m.rank].append(m)
     replays: dict[int, Replayed] = {}
     converged = False
     iterations = 0
@@ -150,14 +190,13 @@ def replay_ranks(
         iterations += 1
         for r, g in graphs.items():
             dur = base[r].copy()
-            for c in colls:
-                for m in c.members:
-                    if m.rank == r:
-                        dur[g.n_host + m.gpu] = waits[(r, m.gpu)] + m.transfer_us
-            replays[r] = replay(g, dur=dur)
+            for m in own[r]:
+                dur[g.n_host + m.gpu] = waits[(r, m.gpu)] + m.transfer_us
+            replays[r] = replay(g, dur=dur, l2=None if l2s is None else l2s.get(r))
         moved = 0.0
+        gpu_starts = {r: rep.gpu_start_us() for r, rep in replays.items()}
         for c in colls:
-            starts = [float(replays[m.rank].gpu_start_us()[m.gpu]) for m in c.members]
+            starts = [float(gpu_starts[m.rank][m.gpu]) for m in c.members]
             last = max(starts)
             for m, s in zip(c.members, starts, strict=True):
                 new = max(0.0, last - s)
@@ -169,5 +208,5 @@ def replay_ranks(
     return JointReplay(replays, colls, waits, iterations, converged, inconsistent)
 
 
-__all__ = ["MAX_ITERATIONS", "Collective", "JointReplay", "Member", "collective_events", "match_collectives",
-           "replay_ranks"]  # fmt: skip
+__all__ = ["MAX_ITERATIONS", "Collective", "JointReplay", "Member", "RankInput", "collective_events",
+           "match_collectives", "rank_input", "replay_ranks"]  # fmt: skip

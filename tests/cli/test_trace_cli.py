@@ -235,6 +235,29 @@ def test_cross_rank_json_keys(tmp_path):
     assert all(isinstance(r["outlier"], bool) for r in cross["imbalance"])
 
 
+def test_joint_replay_past_eight_ranks_only_when_asked(tmp_path):
+    from tests.trace.rank_files import allreduce, gemm, write_rank
+
+    job = tmp_path / "job"
+    job.mkdir()
+    for rank in range(9):  # rank 8 computes 50 µs longer and arrives last
+        late = 50 if rank == 8 else 0
+        kernels = [gemm(10, 80 + late), allreduce(100 + late, 60 - late, size=9)]
+        write_rank(job / f"rank{rank}.json", rank, [(5, 0.0, kernels)], world_size=9)
+    run = invoke("trace", str(job), "--json", "--workers", "1")
+    assert run.exit_code == 0, run.stderr
+    cross = run.json()["result"]["cross_rank"]
+    assert cross["joint_replay"] is None and cross["joint_replay_note"].startswith("not replayed jointly")
+    assert cross["straggler"][0]["replayed_saving_s"] is None
+    run = invoke("trace", str(job), "--json", "--workers", "1", "--joint-replay")
+    assert run.exit_code == 0, run.stderr
+    cross = run.json()["result"]["cross_rank"]
+    assert cross["joint_replay"]["error_max"] == 0.0 and cross["joint_replay"]["matched"] == 1
+    (s,) = cross["straggler"]
+    assert s["rank"] == 8 and s["replayed_saving_s"] >= 0.0
+    assert s["replayed_step_s_if_on_time"] == pytest.approx(s["replayed_step_s"] - s["replayed_saving_s"])
+
+
 @pytest.mark.slow
 def test_unreachable_scheduler_is_one_line(tmp_path, monkeypatch):
     from tests.trace.rank_files import three_ranks

@@ -56,6 +56,27 @@ def test_cross_rank_in_json_and_reloaded(tmp_path):
     assert {"rank", "step_time_s", "compute_s", "idle_s", "outlier"} <= set(doc["imbalance"][0])
 
 
+def test_three_ranks_replayed_jointly(tmp_path):
+    # up to 8 ranks the ranks are replayed jointly by default: the unedited replay is the trace;
+    # rank 2's late all-reduce 1 starts where its launch (and the lag after it) puts it, not
+    # after its gemm: its gemm at the median's pace (k = 0.86) moves nothing — 0 saved, where
+    # the others waited 45 µs for it
+    cross = analyze([three_ranks(tmp_path / "job")], workers=1).result.cross_rank
+    check = cross.joint_replay
+    assert (check.steps, check.error_max, check.matched, check.left_out) == (1, 0.0, 2, 0) and check.converged
+    (s,) = cross.straggler
+    assert s.replayed_step_s == pytest.approx(350e-6) and s.replayed_saving_s == 0.0
+    # span − communication: 350 − 100, 350 − 65, 350 − 40 µs; the others' median over its own
+    assert s.on_time_scale == pytest.approx(267.5 / 310)
+    assert s.replayed_vs_waits.startswith("less")
+    off = analyze([three_ranks(tmp_path / "job2")], workers=1, joint_replay=False).result.cross_rank
+    assert off.joint_replay is None and off.straggler[0].replayed_saving_s is None
+    assert off.joint_replay_note.startswith("not replayed jointly")
+    doc = json.loads(json.dumps(to_jsonable(analyze([tmp_path / "job"], workers=1).result)))["cross_rank"]
+    assert {"replayed_step_s", "replayed_step_s_if_on_time", "replayed_saving_s"} <= set(doc["straggler"][0])
+    assert {"error_median", "error_max", "matched", "left_out"} <= set(doc["joint_replay"])
+
+
 def test_saved_result_round_trips(tmp_path):
     result = analyze([three_ranks(tmp_path / "job")], workers=1).result
     out = tmp_path / "saved.json"
