@@ -8,7 +8,11 @@ input shapes, held against the trace's step span (first GPU event's start to the
 
 * **before**: the serial sum of the predicted kernel time and the gap term (the traces' median
   kernel gap per launching call: a calibration without issue costs, as ``predict`` did);
-* **after**: the replayed step (host issuing each op after its issue cost, kernels queued).
+* **median**: the replayed step, the host issuing each op after its family's median issue cost in
+  the calibrating traces (kernels queued);
+* **after**: the replayed step, each op issued after the fitted host cost of the Python calls and
+  aten ops the recorder counted before it (``c_launch + c_python·p + c_op·o``,
+  :mod:`infer_opt.trace.host_fit`).
 
     python benchmarks/bench_predict_step.py [--traces ../shared/traces] [--json out.json]
 """
@@ -74,11 +78,15 @@ def rows(traces: Path) -> list[dict[str, Any]]:
                 continue
             cal = tc.read_and_calibrate([p for p in paths if p != held])
             after = _predict(spec, cal, config, batch, seq_len)
-            old = replace(cal, host_issue=(), host_issue_s=0.0, queued_gap_s=0.0)
+            median = _predict(spec, replace(cal, host_launch_s=0.0, host_python_s=0.0, host_op_s=0.0),
+                              config, batch, seq_len)  # fmt: skip
+            old = replace(cal, host_issue=(), host_issue_s=0.0, queued_gap_s=0.0, host_launch_s=0.0,
+                          host_python_s=0.0, host_op_s=0.0)  # fmt: skip
             before = _predict(spec, old, config, batch, seq_len)
             real = step_span_s(held)
             out.append({
                 "gpu": gpu, "model": label, "real_s": real, "before_s": before.step_time_s,
+                "median_s": median.step_time_s, "median_error": median.step_time_s / real - 1,
                 "after_s": after.step_time_s, "bound": after.bound, "kernel_s": after.op_time_s,
                 "host_s": after.host_s, "serial_s": after.serial_step_s,
                 "before_error": before.step_time_s / real - 1, "after_error": after.step_time_s / real - 1,
@@ -87,20 +95,24 @@ def rows(traces: Path) -> list[dict[str, Any]]:
 
 
 def table(found: list[dict[str, Any]]) -> str:
-    lines = ["| GPU | model | real step | before (serial) | after (replayed) | bound | kernels | host |",
-             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = ["| GPU | model | real step | before (serial) | per-family median (replayed) "
+             "| after (fitted host, replayed) | bound | kernels | host Σh |",
+             "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for r in found:
         lines.append(
             f"| {r['gpu']} | {r['model']} | {r['real_s'] * 1e3:.2f} ms | {r['before_s'] * 1e3:.2f} ms "
-            f"({100 * r['before_error']:+.0f}%) | {r['after_s'] * 1e3:.2f} ms "
-            f"({100 * r['after_error']:+.0f}%) "
+            f"({100 * r['before_error']:+.0f}%) | {r['median_s'] * 1e3:.2f} ms "
+            f"({100 * r['median_error']:+.0f}%) "
+            f"| {r['after_s'] * 1e3:.2f} ms "
+            f"({100 * r['after_error']:+.1f}%) "
             f"| {r['bound']} | {r['kernel_s'] * 1e3:.2f} ms | {r['host_s'] * 1e3:.2f} ms |"
         )
-    errors = [abs(r["after_error"]) for r in found]
-    if errors:
-        lines.append(
-            f"\nafter: median |error| {100 * float(np.median(errors)):.1f}%, worst {100 * max(errors):.1f}%"
-        )
+    for key in ("median", "after"):
+        errors = [abs(r[f"{key}_error"]) for r in found]
+        if errors:
+            within = sum(e <= 0.1 for e in errors)
+            lines.append(f"\n{key}: median |error| {100 * float(np.median(errors)):.1f}%, "
+                         f"worst {100 * max(errors):.1f}%, within 10%: {within}/{len(errors)}")  # fmt: skip
     return "\n".join(lines)
 
 

@@ -282,6 +282,15 @@ class CalibrationResult(Result):
     host_issue: tuple[HostIssue, ...] = ()
     host_issue_s: float = 0.0
     queued_gap_s: float = 0.0
+    #: the host's time between two launching ops as ``host_launch_s + host_python_s·p +
+    #: host_op_s·o`` (``p`` Python calls, ``o`` aten ops at the profiler's level in between:
+    #: :mod:`infer_opt.trace.host_fit`), fitted on the traces (all 0: not fitted — a calibration
+    #: made before it, ``predict`` then takes the per-family issue costs above), and per aten op
+    #: the mean ops its GPU kernel records below it (:func:`infer_opt.trace.host_fit.op_children`)
+    host_launch_s: float = 0.0
+    host_python_s: float = 0.0
+    host_op_s: float = 0.0
+    host_op_children: tuple[tuple[str, float], ...] = ()
 
     def family_map(self) -> dict[str, FamilyCalibration]:
         return {f.key: f for f in self.families}
@@ -575,6 +584,10 @@ class OpQuery:
     #: (:func:`context_distances`): where an op without a main operand sits between its hot and
     #: context states; None: unknown (hot)
     context_bytes: float | None = None
+    #: ``(Python calls, aten ops)`` a real run makes from the previous recorded call to this
+    #: one, its own included, as the profiler counts them
+    #: (:class:`~infer_opt.profilers.op_recorder.HostCounter`); None: not counted
+    host_counts: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)

@@ -159,3 +159,38 @@ def _design(t: GapCounts, cols: Sequence[str]) -> np.ndarray:
         "ops": np.asarray(t.ops if t.ops is not None else (), float),
     }
     return np.stack([values[c] for c in cols], axis=1)
+
+
+def op_children(traces: Sequence[TraceEvents]) -> tuple[tuple[str, float], ...]:
+    """Per aten op name, the mean ``cpu_op`` events a call of it holds below it (any depth) in
+    the traces, where that is > 0: what the GPU backend's kernel of the op records under it
+    (``aten::t``: its ``transpose`` and ``as_strided``; a GEMM: the ``aten::empty`` of its
+    output), which a call recorded on fake tensors cannot show (its kernel is the fake one)."""
+    calls: dict[str, int] = {}
+    below: dict[str, int] = {}
+    for t in traces:
+        parent = t.ops.parent.astype(np.int64)
+        held = np.zeros(parent.size, np.int64)
+        up = parent.copy()
+        while (live := up >= 0).any():
+            np.add.at(held, up[live], 1)
+            up[live] = parent[up[live]]
+        names = np.asarray(t.names, dtype=object)[t.ops.name] if parent.size else np.zeros(0, object)
+        for name in np.unique(names):
+            mine = names == name
+            calls[name] = calls.get(name, 0) + int(mine.sum())
+            below[name] = below.get(name, 0) + int(held[mine].sum())
+    return tuple((n, below[n] / calls[n]) for n in sorted(calls) if below[n] > 0)
+
+
+def fit_traces(traces: Sequence[TraceEvents], samples: Sequence[HostIssueSamples]) -> HostGapFit | None:
+    """The launch + Python-call + aten-op model over the traces' intervals (``samples[i]`` of
+    ``traces[i]``), Python calls read from each trace's file; launch + aten ops when a trace
+    was recorded without Python stacks (or its file is gone). None without intervals."""
+    counts = []
+    for t, s in zip(traces, samples, strict=True):
+        calls = python_calls(t.path) if t.path and Path(t.path).is_file() else None
+        empty = PythonCalls(np.zeros(0, np.int64), np.zeros(0), np.zeros(0, bool))
+        counts.append((gap_counts(s, calls if calls is not None else empty, t), calls is not None))
+    stacks = all(found and g.python.sum() > 0 for g, found in counts if g.issue_s.size)
+    return fit([g for g, _ in counts], ("launch", "python", "ops") if stacks else ("launch", "ops"))
