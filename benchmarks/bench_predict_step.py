@@ -42,6 +42,8 @@ QWEN = ("hidden_size=1024", "num_hidden_layers=24", "num_attention_heads=16", "n
         "tie_word_embeddings=true", "rms_norm_eps=1e-6")  # fmt: skip
 BERT = ("hidden_size=512", "num_hidden_layers=4", "num_attention_heads=8", "intermediate_size=2048")
 VIT = f"{Path(__file__).resolve().parent / 'bench_gpu_model.py'}:make_vit"
+#: the HF traces (as ``bench_host_fit``): the MI300X's resnet training trace is not one
+HF = ("Falconsai", "Qwen", "timesformer", "bert-small", "owlv2")
 #: (trace name part, MODEL, --hf-config, batch, seq_len, label): the traces' own input shapes
 MODELS = (
     ("Qwen_Qwen1.5-0.5B", "hf:qwen2", QWEN, 16, 559, "Qwen1.5-0.5B"),
@@ -71,7 +73,7 @@ def _predict(spec: str, cal: Any, config: tuple[str, ...], batch: int, seq_len: 
 def rows(traces: Path) -> list[dict[str, Any]]:
     out = []
     for gpu, pattern in GPUS.items():
-        paths = sorted(traces.glob(pattern))
+        paths = [p for p in sorted(traces.glob(pattern)) if any(m in p.name for m in HF)]
         for name, spec, config, batch, seq_len, label in MODELS:
             held = next((p for p in paths if name in p.name), None)
             if held is None:

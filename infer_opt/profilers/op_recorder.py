@@ -42,6 +42,9 @@ Two passes over the same step, because no single instrument gives both honestly:
    very ops timed (:func:`lean_profiler_records`; measured in docs/notebook/journal.md, "The
    profiler without list-argument values").
 
+With ``count_host``, :func:`record_ops` also counts what a real run's host does before each call
+as a profiler recording Python stacks would (:class:`HostCounter`: ``predict``'s host cost on a GPU).
+
 The uninstrumented step time is measured separately (:mod:`infer_opt.profilers.timing`); the
 per-op total divided by it is the *coverage*, the rest is host / launch / framework time.
 """

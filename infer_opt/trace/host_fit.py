@@ -17,6 +17,12 @@ copy, the GPU's queue full — are outliers, not host work), coefficients ≥ 0,
 samples weighted ``1/√n`` so a long trace does not set the coefficients alone. On noiseless
 gaps it recovers the coefficients exactly (tests).
 
+**Stored for ``predict``**: ``calibrate --from-trace`` keeps :func:`fit_traces`' launch +
+Python-call + aten-op coefficients and :func:`op_children` (per aten op, the ops its GPU kernel
+records below it) in the calibration; ``predict`` counts ``p`` and ``o`` over its fake run
+(:class:`infer_opt.profilers.op_recorder.HostCounter`) and issues each launching op after
+``c_launch + c_python·p + c_op·o`` (:func:`infer_opt.trace.gpu_predict.issue_cost`).
+
 Pure: numpy, scipy and the standard library.
 """
 
