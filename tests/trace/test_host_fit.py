@@ -89,6 +89,16 @@ def test_python_calls_light_scan(tmp_path):
     assert calls.tid.tolist() == [7, 7]
 
 
+def test_python_calls_of_odd_fields_are_read_by_the_loader(tmp_path):
+    # a string timestamp and thread: the typed pass gives up, the document loader reads them alike
+    event = {"ph": "X", "cat": "python_function", "name": "nn.Module: A", "ts": "3", "dur": 1, "tid": "9"}
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": [event]}))
+    assert host_fit._typed_rows(path) is None
+    calls = host_fit.python_calls(path)
+    assert calls.ts_us.tolist() == [3.0] and calls.tid.tolist() == [9] and calls.module.tolist() == [True]
+
+
 def test_bad_columns_and_no_samples():
     with pytest.raises(ValueError, match="launch"):
         host_fit.fit([], ("module",))
