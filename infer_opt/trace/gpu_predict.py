@@ -208,7 +208,9 @@ class GpuStepModel(tc.TraceOpModel):
             "attention": self.attention_family(True).removesuffix(".causal"),
             "gap_s": c.kernel_gap_s,
         }
-        if c.host_issue or c.host_issue_s > 0:
+        if self.counts_host:
+            values |= {"launch_s": c.host_launch_s, "python_s": c.host_python_s, "op_s": c.host_op_s}
+        if c.host_issue or c.host_issue_s > 0 or self.counts_host:
             values |= {"issue_s": c.host_issue_s, "queued_gap_s": c.queued_gap_s}
             return [Notice("gpu_trace_replay", values)]
         return [Notice("gpu_trace_prediction", values)]

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from infer_opt import messages
 from infer_opt.cost_models import op_model
 from infer_opt.trace import calibrate as tc
 from infer_opt.trace import gpu_predict as gp
@@ -58,7 +59,8 @@ def test_views_launch_no_kernel_and_the_gap_is_per_launching_call(calibration):
     (notice,) = model.notices()
     assert notice.code == "gpu_trace_replay" and notice.values["attention"] == "attention_flash"
     # a calibration made before the issue costs: the serial gap term, said so
-    old = gp.model_for(replace(calibration, host_issue=(), host_issue_s=0.0, queued_gap_s=0.0))
+    old = gp.model_for(replace(calibration, host_issue=(), host_issue_s=0.0, queued_gap_s=0.0,
+                               host_launch_s=0.0, host_python_s=0.0, host_op_s=0.0))  # fmt: skip
     assert [n.code for n in old.notices()] == ["gpu_trace_prediction"]
     assert old.replay_inputs([view, gemm], [old.estimate(view), old.estimate(gemm)]) is None
 
@@ -185,6 +187,9 @@ def test_the_fitted_host_per_call(calibration):
     # 2 calls and 1 op, 10 + 2 + 4 = 16; the second gemm: the view's 1 call and 1 op, its own 1
     # op and the aten::empty its kernel records (host_op_children), 10 + 1 + 4·3 = 23 µs
     assert host == pytest.approx([0.0, 10e-6, 16e-6, 0.0, 23e-6])
+    (notice,) = model.notices()  # says which host it issues with
+    assert notice.code == "gpu_trace_replay" and notice.values["python_s"] == 1e-6
+    assert "per Python call" in messages.text(notice)
     # without counts (a call recorded without the counter): the per-family medians as before
     plain = _counted([None] * 5)
     assert model.replay_inputs(plain, [model.estimate(q) for q in plain])[0] == pytest.approx(
