@@ -32,6 +32,7 @@ HF = ("Falconsai", "Qwen", "timesformer", "bert-small", "owlv2")
 MODELS = {
     "launch + module": ("launch", "module"),
     "launch + Python": ("launch", "python"),
+    "launch + aten ops": ("launch", "ops"),
     "launch + Python + aten ops": ("launch", "python", "ops"),
 }
 

@@ -391,9 +391,14 @@ MESSAGES: dict[str, Words] = {
     "gpu_trace_replay": lambda v: (
         f"predicted: GPU kernel time on {v['device']} ({v['source']}), fused attention as the "
         f"{v['attention']} kernel the traces ran; the step is replayed: the host issues each op after "
-        f"its family's issue cost in the traces (median {format_duration(v['issue_s'])}), each kernel "
-        f"starts when its launch arrives and the stream is free ({format_duration(v['queued_gap_s'])} "
-        "between queued kernels)"
+        + (
+            f"{format_duration(v['launch_s'])} + {format_duration(v['python_s'])} per Python call + "
+            f"{format_duration(v['op_s'])} per aten op since the previous one (fitted on the traces)"
+            if "launch_s" in v
+            else f"its family's issue cost in the traces (median {format_duration(v['issue_s'])})"
+        )
+        + f", each kernel starts when its launch arrives and the stream is free "
+        f"({format_duration(v['queued_gap_s'])} between queued kernels)"
     ),
     "validation_on_grid": lambda v: (
         f"{_pct(v['share'])} of the predicted op time is on shapes the calibration measured: this point "

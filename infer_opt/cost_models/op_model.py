@@ -273,6 +273,10 @@ class OpQuery:
     #: (:func:`context_distances`): where an op without a main operand sits between its hot and
     #: context states; None: unknown (hot)
     context_bytes: float | None = None
+    #: ``(Python calls, aten ops)`` a real run makes from the previous recorded call to this
+    #: one, its own included, as the profiler counts them
+    #: (:class:`~infer_opt.profilers.op_recorder.HostCounter`); None: not counted
+    host_counts: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,9 @@ class StepSpec:
     dtype: torch.dtype
     hf_overrides: Mapping[str, Any] | None = None
     device: torch.device | str = "cpu"
+    #: also count each call's host work as a profiler would
+    #: (:class:`~infer_opt.profilers.op_recorder.HostCounter`)
+    count_host: bool = False
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,8 @@ class RecordedStep(ModelStep):
     #: "fake tensors" or "real run"
     how: str
     notices: tuple[Notice, ...] = ()
+    #: per call ``(Python calls, aten ops)`` of a real run since the previous call (empty: not counted)
+    host_counts: tuple[tuple[int, int], ...] = ()
 
 
 # ---------------------------------------------------------------------------- fake models
@@ -183,7 +188,9 @@ def _real_mask_path() -> Iterator[None]:
 # ---------------------------------------------------------------------------- recording
 
 
-def _record(step: Any, model: Any, mode: str) -> tuple[FamilyRecorder, int, list[tuple[int, int, int]]]:
+def _record(
+    step: Any, model: Any, mode: str, count_host: bool = False
+) -> tuple[FamilyRecorder, int, list[tuple[int, int, int]]]:
     """Run the step once under the recorder; for generate split the ops by token."""
     recorder = FamilyRecorder()
     marks: list[tuple[int, int]] = []
@@ -197,7 +204,7 @@ def _record(step: Any, model: Any, mode: str) -> tuple[FamilyRecorder, int, list
                 return step.marks(mark)
             return step.fn()
 
-        op_recorder.record_ops(run, model, recorder=recorder)
+        op_recorder.record_ops(run, model, recorder=recorder, count_host=count_host)
     if not marks:
         marks = [(0, 0), (len(recorder.calls), counter.count)]
     segments = [(a[0], b[0], b[1] - a[1]) for a, b in itertools.pairwise(marks)]
@@ -233,6 +240,7 @@ def _recorded(
         tokens=step.tokens,
         flops_analytic=step.flops_analytic,
         how=how,
+        host_counts=tuple(recorder.host_counts),
     )
 
 
@@ -251,7 +259,7 @@ def record_fake(step: StepSpec, tp: int = 1) -> RecordedStep:
     loaded = to_fake(loaded, fake_mode, target)
     with fake_mode, _real_mask_path(), torch.no_grad():
         built = build_step(loaded, step.mode, context=step.context, new_tokens=step.new_tokens, device=target)
-        recorded = _record(built, loaded.model, step.mode)
+        recorded = _record(built, loaded.model, step.mode, step.count_host)
     return _recorded(loaded, built, recorded, HOW_FAKE, step)
 
 

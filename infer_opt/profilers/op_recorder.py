@@ -42,6 +42,9 @@ Two passes over the same step, because no single instrument gives both honestly:
    very ops timed (:func:`lean_profiler_records`; measured in docs/notebook/journal.md, "The
    profiler without list-argument values").
 
+With ``count_host``, :func:`record_ops` also counts what a real run's host does before each call
+as a profiler recording Python stacks would (:class:`HostCounter`: ``predict``'s host cost on a GPU).
+
 The uninstrumented step time is measured separately (:mod:`infer_opt.profilers.timing`); the
 per-op total divided by it is the *coverage*, the rest is host / launch / framework time.
 """
@@ -214,6 +217,8 @@ class OpRecorder(TorchDispatchMode):
     def __init__(self, module_stack: list[tuple[str, str]] | None = None) -> None:
         super().__init__()
         self.calls: list[OpCall] = []
+        #: per call ``(Python calls, aten ops)`` when recorded with ``count_host`` (:class:`HostCounter`)
+        self.host_counts: list[tuple[int, int]] = []
         self.module_stack = module_stack if module_stack is not None else []
 
     def __torch_dispatch__(
@@ -262,21 +267,146 @@ def _module_hooks(model: Any, stack: list[tuple[str, str]]) -> list[Any]:
 
 
 def record_ops(
-    fn: Callable[[], object], model: Any = None, *, recorder: OpRecorder | None = None
+    fn: Callable[[], object],
+    model: Any = None,
+    *,
+    recorder: OpRecorder | None = None,
+    count_host: bool = False,
 ) -> list[OpCall]:
     """Run ``fn`` once under :class:`OpRecorder` (and ``no_grad``) and return its calls.
-    ``recorder`` is a fresh recorder to use instead (a subclass that keeps more per call)."""
+    ``recorder`` is a fresh recorder to use instead (a subclass that keeps more per call);
+    ``count_host``: also set ``recorder.host_counts`` (:class:`HostCounter`)."""
     stack: list[tuple[str, str]] = []
     handles = _module_hooks(model, stack)
     recorder = recorder if recorder is not None else OpRecorder()
     recorder.module_stack = stack
     try:
         with torch.no_grad(), recorder:
-            fn()
+            if count_host:
+                recorder.host_counts = HostCounter(recorder).run(fn)
+            else:
+                fn()
     finally:
         for handle in handles:
             handle.remove()
     return recorder.calls
+
+
+#: marks a recorded call's own dispatch in the profiler: what runs inside is the fake tensors' kernel
+_MARK = "infer_opt::recorded_call"
+#: Python files that are not the model's: the recorder's, fake tensors', dispatch and compile machinery's
+_NOT_MODEL = (
+    "infer_opt/", "torch/_subclasses", "torch/_ops.py", "torch/utils/", "torch/_dynamo", "torch/_compile",
+    "torch/_prims", "torch/fx/", "torch/_library", "torch/_logging", "logging/", "torch/_decomp",
+    "torch/_refs", "torch/_meta_registrations", "torch/_guards", "torch/_higher_order", "torch/_stats",
+    "torch/profiler", "torch/autograd/profiler", "torch/autograd/grad_mode.py", "torch/compiler",
+    "contextlib.py", "weakref.py", "/weak.py", "threading.py",
+)  # fmt: skip
+_MODULE_PY = os.path.join("torch", "nn", "modules", "module.py")
+#: what the profiler's Python tracer records for one ``nn.Module`` call without hooks: ``nn.Module: X``,
+#: ``_call_impl`` and ``torch._C._get_tracing_state``
+PYTHON_CALLS_PER_MODULE = 3
+_RESUMABLE = 0x20 | 0x80 | 0x200  # CO_GENERATOR, CO_COROUTINE, CO_ASYNC_GENERATOR
+
+
+class HostCounter(TorchDispatchMode):
+    """What the host of a real run does between the recorded calls, counted as a profiler
+    recording ``with_stack`` counts it (the counts :mod:`infer_opt.trace.host_fit` models the
+    host's time with), per recorded call from the previous one to it, its own included:
+
+    * **aten ops**: the ``torch.profiler`` (CPU) events named ``aten::`` outside the recorded
+      calls' own dispatch — the composite wrappers around a call (``aten::linear`` around
+      ``aten::t`` and ``aten::addmm``) and the call's own event, not what the fake tensors'
+      kernel runs inside it (``empty_strided``, ``detach``, ``set_``; a trace's real kernel
+      records its own children instead: :func:`infer_opt.trace.host_fit.op_children`);
+    * **Python calls**: every call and builtin call the model's code makes (``sys.setprofile``),
+      without the recorder's, the fake tensors' and the dispatch machinery's frames, each
+      ``nn.Module`` call as the :data:`PYTHON_CALLS_PER_MODULE` the profiler records without
+      hooks (the recorder's hooks put ``_call_impl`` on its slow path), a resumed generator not
+      again.
+
+    It runs as a dispatch mode above the recorder, so it sees each call first."""
+
+    def __init__(self, recorder: OpRecorder) -> None:
+        super().__init__()
+        self.recorder = recorder
+        self.python: list[int] = []
+        self.recorded: list[bool] = []
+        self.pending = 0
+        self.depth = 0
+
+    def __torch_dispatch__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
+    ) -> Any:
+        before = len(self.recorder.calls)
+        self.depth += 1
+        try:
+            with torch._C._profiler._RecordFunctionFast(_MARK):
+                out = func(*args, **(kwargs or {}))
+        finally:
+            self.depth -= 1
+        self.recorded.append(len(self.recorder.calls) > before)
+        if self.recorded[-1]:
+            self.python.append(self.pending)
+            self.pending = 0
+        return out
+
+    def _profile(self, frame: Any, event: str, _arg: Any) -> None:
+        if self.depth or event not in ("call", "c_call"):
+            return
+        caller = frame if event == "c_call" else frame.f_back
+        where = caller.f_code.co_filename if caller is not None else "infer_opt/"
+        if any(part in where for part in _NOT_MODEL):
+            return
+        in_module = where.endswith(_MODULE_PY) and caller.f_code.co_name != "__getattr__"
+        code = frame.f_code
+        if event == "c_call":
+            self.pending += 0 if in_module else 1
+        elif code.co_filename.endswith(_MODULE_PY):
+            self.pending += {"_call_impl": PYTHON_CALLS_PER_MODULE, "__getattr__": 1}.get(code.co_name, 0)
+        elif not any(part in code.co_filename for part in _NOT_MODEL) and not (
+            (in_module and code.co_name != "forward") or (code.co_flags & _RESUMABLE and frame.f_lasti > 0)
+        ):
+            self.pending += 1
+
+    def run(self, fn: Callable[[], object]) -> list[tuple[int, int]]:
+        """Run ``fn`` counted; per recorded call ``(Python calls, aten ops)``."""
+        import sys
+
+        quiet_kineto()
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            previous = sys.getprofile()
+            sys.setprofile(self._profile)
+            try:
+                with self:
+                    fn()
+            finally:
+                sys.setprofile(previous)
+        return list(zip(self.python, self._aten_ops(prof.events()), strict=True))
+
+    def _aten_ops(self, events: Sequence[Any]) -> list[int]:
+        """Per recorded call, the ``aten::`` events outside every call's own dispatch since the
+        previous recorded call (a pre-order walk: a wrapper goes with the first call inside it)."""
+
+        def inside(e: Any) -> bool:
+            parent = e.cpu_parent
+            while parent is not None and parent.name != _MARK:
+                parent = parent.cpu_parent
+            return parent is not None
+
+        order = sorted(
+            (e for e in events if e.name == _MARK or (e.name.startswith("aten::") and not inside(e))),
+            key=lambda e: (e.time_range.start, -e.time_range.end, e.name == _MARK),
+        )
+        marks = iter(self.recorded)
+        out, pending = [], 0
+        for e in order:
+            if e.name != _MARK:
+                pending += 1
+            elif next(marks, False):
+                out.append(pending)
+                pending = 0
+        return out
 
 
 # ---------------------------------------------------------------------------- timing

@@ -68,6 +68,7 @@ def queries(recorded: meta_record.RecordedStep) -> list[op_model.OpQuery]:
     touches = [s.touches for s in recorded.signatures]
     reuse = op_model.reuse_distances(touches)
     context = op_model.context_distances([call.name for call in recorded.calls], touches)
+    counts = recorded.host_counts if len(recorded.host_counts) == len(recorded.calls) else None
     return [
         op_model.OpQuery(
             call.name,
@@ -78,9 +79,10 @@ def queries(recorded: meta_record.RecordedStep) -> list[op_model.OpQuery]:
             distance,
             main_bytes,
             since_same_op,
+            counts[i] if counts is not None else None,
         )
-        for call, sig, (distance, main_bytes), since_same_op in zip(
-            recorded.calls, recorded.signatures, reuse, context, strict=True
+        for i, (call, sig, (distance, main_bytes), since_same_op) in enumerate(
+            zip(recorded.calls, recorded.signatures, reuse, context, strict=True)
         )
     ]
 
@@ -492,7 +494,10 @@ def predict(
     model = model_for(calibration)
     device, device_notices = recording_device(calibration)
     device_notices += getattr(model, "notices", list)()
-    step = meta_record.StepSpec(spec, mode, batch, seq_len, context, new_tokens, dtype, hf_overrides, device)
+    step = meta_record.StepSpec(
+        spec, mode, batch, seq_len, context, new_tokens, dtype, hf_overrides, device,
+        count_host=getattr(model, "counts_host", False),
+    )  # fmt: skip
     total = 1 + (len(sweep[1]) if sweep else 0)
     if progress is not None:
         progress(0, total, "recording the step on fake tensors")

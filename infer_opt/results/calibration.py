@@ -234,6 +234,15 @@ class CalibrationResult(Result):
     host_issue: tuple[HostIssue, ...] = ()
     host_issue_s: float = 0.0
     queued_gap_s: float = 0.0
+    #: the host's time between two launching ops as ``host_launch_s + host_python_s·p +
+    #: host_op_s·o`` (``p`` Python calls, ``o`` aten ops at the profiler's level in between:
+    #: :mod:`infer_opt.trace.host_fit`), fitted on the traces (all 0: not fitted — a calibration
+    #: made before it, ``predict`` then takes the per-family issue costs above), and per aten op
+    #: the mean ops its GPU kernel records below it (:func:`infer_opt.trace.host_fit.op_children`)
+    host_launch_s: float = 0.0
+    host_python_s: float = 0.0
+    host_op_s: float = 0.0
+    host_op_children: tuple[tuple[str, float], ...] = ()
     #: derived from the fields above when the result is built (so ``--json`` carries what the view
     #: shows; a file saved before they were carried gets them on load): the probes' medians over
     #: the groups (None: not measured); its families' cache states checked against each other

@@ -62,7 +62,7 @@ from infer_opt.results.calibration import (
     GridPoint,
 )
 from infer_opt.run_key import RunKey
-from infer_opt.trace import host_costs
+from infer_opt.trace import host_costs, host_fit
 from infer_opt.trace.devices import (
     DTYPE_BYTES,
     DeviceSpec,
@@ -553,9 +553,9 @@ def calibrate_from_traces(
     floors = [kernel_floor_and_gap(t) for t in traces]
     floor = float(np.median([f for f, _ in floors]))
     gap = float(np.median([g for _, g in floors]))
-    issue, issue_s, queued_gap = host_costs.summarize(
-        [host_costs.issue_samples(t, causal=causal) for t in traces]
-    )
+    samples = [host_costs.issue_samples(t, causal=causal) for t in traces]
+    issue, issue_s, queued_gap = host_costs.summarize(samples)
+    host = host_fit.fit_traces(traces, samples)
     families, roofline = fit_families(_points(instances, dtype), floor, spec, precision_of(dtype, (), spec))
     few = sorted(f.family for f in families if len(f.points) < MIN_SHAPES)
     warnings = (
@@ -587,6 +587,10 @@ def calibrate_from_traces(
         host_issue=issue,
         host_issue_s=issue_s,
         queued_gap_s=queued_gap,
+        host_launch_s=host.launch_s if host is not None else 0.0,
+        host_python_s=host.python_s if host is not None else 0.0,
+        host_op_s=host.op_s if host is not None else 0.0,
+        host_op_children=host_fit.op_children(traces) if host is not None else (),
     )
     return replace(draft, device_key=device_key(draft), wall_s=time.perf_counter() - started)
 

@@ -24,6 +24,14 @@ trace calibration, which maps each recorded call onto the families a trace calib
   host read of a scalar (``_local_scalar_dense``, ``.item()``) makes the host wait for the
   device; each call's kernels take their predicted time plus the traces' gap between queued
   kernels per kernel it launches. The step is where the replay ends, host- or device-bound.
+* **the fitted host** (a calibration with ``host_launch_s``, ``host_python_s``, ``host_op_s``,
+  :mod:`infer_opt.trace.host_fit`): the recorder counts, per call, the Python calls and the aten
+  ops (the profiler's level) a real run makes before it
+  (:class:`~infer_opt.profilers.op_recorder.HostCounter`), each call's aten ops with those its
+  GPU kernel records below it in the traces (``host_op_children``); a launching call is issued
+  after :func:`issue_cost` of the counts since the previous launching call, the step's first
+  after ``c_launch`` alone (its span starts at its first kernel). This replaces the per-family
+  medians, which carry the calibrating models' Python (Qwen's host +45% from other models').
 * a calibration made before the issue costs were measured keeps the **gap term**: the traces'
   median gap between kernels, once per kernel-launching call, added serially (``host_s``);
 * the ops table names a recorded fused attention by the GPU backend it is costed as
@@ -81,6 +89,18 @@ def _attention(family: str, features: Sequence[float]) -> tuple[bool, tuple[floa
     return None
 
 
+def issue_cost(calibration: op_model.CalibrationResult, python: float, ops: float) -> float:
+    """``c_launch + c_python·p + c_op·o`` (:mod:`infer_opt.trace.host_fit`): the host's time to
+    issue a launching op after ``python`` Python calls and ``ops`` aten ops; coefficients and
+    counts below 0 (a hand-edited file) count as 0, so it is never negative."""
+    c = calibration
+    return (
+        max(c.host_launch_s, 0.0)
+        + max(c.host_python_s, 0.0) * max(python, 0.0)
+        + max(c.host_op_s, 0.0) * max(ops, 0.0)
+    )
+
+
 class GpuStepModel(tc.TraceOpModel):
     """A trace calibration's model over ``predict``'s recorded calls (module docstring)."""
 
@@ -124,7 +144,8 @@ class GpuStepModel(tc.TraceOpModel):
         """Per call its host issue cost, device time and host wait (module docstring); None for
         a calibration without issue costs (the serial gap term then)."""
         c = self.calibration
-        if not c.host_issue and c.host_issue_s <= 0:
+        counted = self.counts_host and all(q.host_counts is not None for q in queries)
+        if not c.host_issue and c.host_issue_s <= 0 and not counted:
             return None
         issue = {h.family: h for h in c.host_issue}
         host, device, sync = [], [], []
@@ -139,7 +160,38 @@ class GpuStepModel(tc.TraceOpModel):
             host.append(row.issue_s if row is not None else c.host_issue_s)
             device.append(e.time_s + c.queued_gap_s * (row.kernels if row is not None else 1.0))
             sync.append(False)
-        return host, device, sync
+        fitted = self.fitted_host(queries, [self.mapped(q) is not None for q in queries])
+        return (fitted if fitted is not None else host), device, sync
+
+    @property
+    def counts_host(self) -> bool:
+        """The calibration holds the fitted host model (``predict`` then has the recorder count
+        each call's Python calls and aten ops)."""
+        c = self.calibration
+        return max(c.host_launch_s, c.host_python_s, c.host_op_s) > 0
+
+    def fitted_host(
+        self, queries: Sequence[op_model.OpQuery], launching: Sequence[bool]
+    ) -> list[float] | None:
+        """Per call its host cost from the fitted model (module docstring): a launching call is
+        issued after :func:`issue_cost` of the counts since the previous launching call (the
+        step's first after ``c_launch`` alone: a step's span starts at its first kernel), each
+        call's aten ops with those its GPU kernel records below it; 0 for the others. None:
+        no fitted model, or a call without counts."""
+        if not self.counts_host or any(q.host_counts is None for q in queries):
+            return None
+        c = self.calibration
+        children = dict(c.host_op_children)
+        out, python, ops, first = [], 0, 0.0, True
+        for q, launches in zip(queries, launching, strict=True):
+            python += q.host_counts[0]
+            ops += q.host_counts[1] + children.get(self.op_name(q), 0.0)
+            if not launches:
+                out.append(0.0)
+                continue
+            out.append(issue_cost(c, 0, 0.0) if first else issue_cost(c, python, ops))
+            python, ops, first = 0, 0.0, False
+        return out
 
     def estimate(self, query: op_model.OpQuery) -> op_model.OpEstimate:
         mapped = self.mapped(query)
@@ -157,7 +209,9 @@ class GpuStepModel(tc.TraceOpModel):
             "attention": self.attention_family(True).removesuffix(".causal"),
             "gap_s": c.kernel_gap_s,
         }
-        if c.host_issue or c.host_issue_s > 0:
+        if self.counts_host:
+            values |= {"launch_s": c.host_launch_s, "python_s": c.host_python_s, "op_s": c.host_op_s}
+        if c.host_issue or c.host_issue_s > 0 or self.counts_host:
             values |= {"issue_s": c.host_issue_s, "queued_gap_s": c.queued_gap_s}
             return [Notice("gpu_trace_replay", values)]
         return [Notice("gpu_trace_prediction", values)]

@@ -17,15 +17,23 @@ copy, the GPU's queue full — are outliers, not host work), coefficients ≥ 0,
 samples weighted ``1/√n`` so a long trace does not set the coefficients alone. On noiseless
 gaps it recovers the coefficients exactly (tests).
 
+**Stored for ``predict``**: ``calibrate --from-trace`` keeps :func:`fit_traces`' launch +
+Python-call + aten-op coefficients and :func:`op_children` (per aten op, the ops its GPU kernel
+records below it) in the calibration; ``predict`` counts ``p`` and ``o`` over its fake run
+(:class:`infer_opt.profilers.op_recorder.HostCounter`) and issues each launching op after
+``c_launch + c_python·p + c_op·o`` (:func:`infer_opt.trace.gpu_predict.issue_cost`).
+
 Pure: numpy, scipy and the standard library.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -86,20 +94,62 @@ class HostGapFit:
 def python_calls(path: str | os.PathLike[str]) -> PythonCalls:
     """The ``python_function`` events of the trace at ``path`` (module docstring); empty arrays
     for a trace recorded without Python stacks."""
-    from infer_opt.trace.reader import _load_document
+    rows = _typed_rows(Path(path))
+    if rows is None:
+        from infer_opt.trace.reader import _load_document
 
-    doc, _ = _load_document(Path(path))
-    rows = [
-        (int(e.get("tid") or 0) if str(e.get("tid", "0")).lstrip("-").isdigit() else 0,
-         float(e["ts"]), str(e.get("name", "")).startswith("nn.Module"))
-        for e in doc.get("traceEvents", ())
-        if isinstance(e, dict) and e.get("cat") == "python_function" and e.get("ph") == "X" and "ts" in e
-    ]  # fmt: skip
+        doc, _ = _load_document(Path(path))
+        rows = [
+            (int(e.get("tid") or 0) if str(e.get("tid", "0")).lstrip("-").isdigit() else 0,
+             float(e["ts"]), str(e.get("name", "")).startswith("nn.Module"))
+            for e in doc.get("traceEvents", ())
+            if isinstance(e, dict) and e.get("cat") == "python_function" and e.get("ph") == "X" and "ts" in e
+        ]  # fmt: skip
     if not rows:
         return PythonCalls(np.zeros(0, np.int64), np.zeros(0), np.zeros(0, bool))
     tid, ts, module = (np.array(c) for c in zip(*rows, strict=True))
     order = np.lexsort((ts, tid))
     return PythonCalls(tid[order].astype(np.int64), ts[order].astype(float), module[order].astype(bool))
+
+
+@functools.cache
+def _event_types() -> Any:
+    """msgspec types that decode only what :func:`python_calls` reads of each event."""
+    import msgspec
+
+    fields = [("ph", str, ""), ("cat", str, ""), ("name", str, ""), ("ts", float | None, None),
+              ("tid", int | str | None, None)]  # fmt: skip
+    event = msgspec.defstruct("Event", fields)
+    events = ("traceEvents", list[event], msgspec.field(default_factory=list))
+    document = msgspec.defstruct("Document", [events])
+    return msgspec.json.Decoder(document), (msgspec.DecodeError, msgspec.ValidationError)
+
+
+def _typed_rows(path: Path) -> list[tuple[int, float, bool]] | None:
+    """:func:`python_calls`' rows decoded typed (several times faster than the whole document);
+    None where that cannot be (no msgspec, a cut file, a field of another type): the reader's
+    own loader then."""
+    from infer_opt.trace.reader import _gunzip, _quote_non_finite, _read_bytes
+
+    try:
+        decoder, errors = _event_types()
+    except ImportError:
+        return None
+    data = _read_bytes(path)
+    if data[:2] == b"\x1f\x8b":
+        data, cut = _gunzip(data, path)
+        if cut:
+            return None
+    try:
+        doc = decoder.decode(_quote_non_finite(data))
+    except errors:
+        return None
+    return [
+        (e.tid if isinstance(e.tid, int) else int(e.tid) if str(e.tid).lstrip("-").isdigit() else 0,
+         float(e.ts), e.name.startswith("nn.Module"))
+        for e in doc.traceEvents
+        if e.cat == "python_function" and e.ph == "X" and e.ts is not None
+    ]  # fmt: skip
 
 
 def _count(tid: np.ndarray, ts: np.ndarray, s: HostIssueSamples) -> np.ndarray:
@@ -159,3 +209,38 @@ def _design(t: GapCounts, cols: Sequence[str]) -> np.ndarray:
         "ops": np.asarray(t.ops if t.ops is not None else (), float),
     }
     return np.stack([values[c] for c in cols], axis=1)
+
+
+def op_children(traces: Sequence[TraceEvents]) -> tuple[tuple[str, float], ...]:
+    """Per aten op name, the mean ``cpu_op`` events a call of it holds below it (any depth) in
+    the traces, where that is > 0: what the GPU backend's kernel of the op records under it
+    (``aten::t``: its ``transpose`` and ``as_strided``; a GEMM: the ``aten::empty`` of its
+    output), which a call recorded on fake tensors cannot show (its kernel is the fake one)."""
+    calls: dict[str, int] = {}
+    below: dict[str, int] = {}
+    for t in traces:
+        parent = t.ops.parent.astype(np.int64)
+        held = np.zeros(parent.size, np.int64)
+        up = parent.copy()
+        while (live := up >= 0).any():
+            np.add.at(held, up[live], 1)
+            up[live] = parent[up[live]]
+        names = np.asarray(t.names, dtype=object)[t.ops.name] if parent.size else np.zeros(0, object)
+        for name in np.unique(names):
+            mine = names == name
+            calls[name] = calls.get(name, 0) + int(mine.sum())
+            below[name] = below.get(name, 0) + int(held[mine].sum())
+    return tuple((n, below[n] / calls[n]) for n in sorted(calls) if below[n] > 0)
+
+
+def fit_traces(traces: Sequence[TraceEvents], samples: Sequence[HostIssueSamples]) -> HostGapFit | None:
+    """The launch + Python-call + aten-op model over the traces' intervals (``samples[i]`` of
+    ``traces[i]``), Python calls read from each trace's file; launch + aten ops when a trace
+    was recorded without Python stacks (or its file is gone). None without intervals."""
+    counts = []
+    for t, s in zip(traces, samples, strict=True):
+        calls = python_calls(t.path) if t.path and Path(t.path).is_file() else None
+        empty = PythonCalls(np.zeros(0, np.int64), np.zeros(0), np.zeros(0, bool))
+        counts.append((gap_counts(s, calls if calls is not None else empty, t), calls is not None))
+    stacks = all(found and g.python.sum() > 0 for g, found in counts if g.issue_s.size)
+    return fit([g for g, _ in counts], ("launch", "python", "ops") if stacks else ("launch", "ops"))

@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from infer_opt import messages
 from infer_opt.cost_models import op_model
 from infer_opt.results.calibration import HostIssue
 from infer_opt.trace import calibrate as tc
@@ -57,7 +60,8 @@ def test_views_launch_no_kernel_and_the_gap_is_per_launching_call(calibration):
     (notice,) = model.notices()
     assert notice.code == "gpu_trace_replay" and notice.values["attention"] == "attention_flash"
     # a calibration made before the issue costs: the serial gap term, said so
-    old = gp.model_for(replace(calibration, host_issue=(), host_issue_s=0.0, queued_gap_s=0.0))
+    old = gp.model_for(replace(calibration, host_issue=(), host_issue_s=0.0, queued_gap_s=0.0,
+                               host_launch_s=0.0, host_python_s=0.0, host_op_s=0.0))  # fmt: skip
     assert [n.code for n in old.notices()] == ["gpu_trace_prediction"]
     assert old.replay_inputs([view, gemm], [old.estimate(view), old.estimate(gemm)]) is None
 
@@ -153,3 +157,79 @@ def test_a_recorded_cpu_attention_is_named_as_the_gpu_backend(calibration):
     )
     assert model.op_name(q) == "aten::_scaled_dot_product_flash_attention"
     assert model.op_name(op_model.OpQuery("aten::mm", "gemm.nn", (1.0, 2.0, 3.0), 1.0, 1.0)) == "aten::mm"
+
+
+NEW_FIELDS = ("host_launch_s", "host_python_s", "host_op_s", "host_op_children")
+
+
+def _fitted(calibration):
+    return replace(_replay_calibration(calibration), host_launch_s=10e-6, host_python_s=1e-6, host_op_s=4e-6,
+                   host_op_children=(("aten::mm", 1.0),))  # fmt: skip
+
+
+def _counted(host_counts):
+    view = op_model.OpQuery("aten::view", "view.view", (), 0.0, 0.0)
+    gemm = op_model.OpQuery("aten::mm", "gemm.nn", (128.0, 1024.0, 1024.0), 2.0 * 128 * 1024 * 1024, 1e6)
+    add_ = op_model.OpQuery("aten::add", "add.t", (4096.0,), 4096.0, 3 * 8192.0)
+    qs = [view, gemm, add_, view, gemm]
+    return [replace(q, host_counts=c) for q, c in zip(qs, host_counts, strict=True)]
+
+
+def test_issue_cost_worked_numbers(calibration):
+    # 10 µs + 1 µs per Python call + 4 µs per aten op: 5 calls and 3 ops, 27 µs
+    assert gp.issue_cost(_fitted(calibration), 5, 3) == pytest.approx(27e-6)
+
+
+def test_the_fitted_host_per_call(calibration):
+    model = gp.model_for(_fitted(calibration))
+    qs = _counted([(5, 2), (3, 1), (2, 1), (1, 1), (0, 1)])
+    host, _, _ = model.replay_inputs(qs, [model.estimate(q) for q in qs])
+    # the view: 0; the first gemm starts the step's span: c_launch alone, 10; the add: its own
+    # 2 calls and 1 op, 10 + 2 + 4 = 16; the second gemm: the view's 1 call and 1 op, its own 1
+    # op and the aten::empty its kernel records (host_op_children), 10 + 1 + 4·3 = 23 µs
+    assert host == pytest.approx([0.0, 10e-6, 16e-6, 0.0, 23e-6])
+    (notice,) = model.notices()  # says which host it issues with
+    assert notice.code == "gpu_trace_replay" and notice.values["python_s"] == 1e-6
+    assert "per Python call" in messages.text(notice)
+    # without counts (a call recorded without the counter): the per-family medians as before
+    plain = _counted([None] * 5)
+    assert model.replay_inputs(plain, [model.estimate(q) for q in plain])[0] == pytest.approx(
+        [0.0, 10e-6, 4e-6, 0.0, 10e-6]
+    )
+
+
+finite = st.floats(-1e-4, 1e-4, allow_nan=False)
+counts = st.integers(0, 10_000)
+
+
+@settings(max_examples=200, deadline=None)
+@given(finite, finite, finite, counts, counts, counts, counts)
+def test_issue_cost_is_non_negative_and_monotone_in_the_counts(launch, python, op, p, o, dp, do):
+    c = op_model.CalibrationResult("cuda", "H100", "", "bfloat16", 1, 0, 0, host_launch_s=launch,
+                                   host_python_s=python, host_op_s=op)  # fmt: skip
+    cost = gp.issue_cost(c, p, o)
+    assert cost >= 0.0
+    assert gp.issue_cost(c, p + dp, o + do) >= cost
+    assert gp.issue_cost(c, p, o) >= gp.issue_cost(c, 0, 0) == max(launch, 0.0)
+
+
+def test_a_calibration_saved_before_the_fit_loads_and_predicts_as_before(calibration):
+    saved = _replay_calibration(calibration).to_dict()
+    for name in NEW_FIELDS:
+        saved.pop(name, None)
+    loaded = op_model.CalibrationResult.from_dict(saved)
+    assert (loaded.host_launch_s, loaded.host_python_s, loaded.host_op_s, loaded.host_op_children) == (
+        0.0, 0.0, 0.0, ())  # fmt: skip
+    model = gp.model_for(loaded)
+    assert not model.counts_host
+    qs = _counted([(5, 2), (3, 1), (2, 1), (1, 1), (0, 1)])
+    est = [model.estimate(q) for q in qs]
+    # counts or not, the per-family issue costs of the calibration as it was
+    assert model.replay_inputs(qs, est) == model.replay_inputs(_counted([None] * 5), est)
+    assert model.replay_inputs(qs, est)[0] == pytest.approx([0.0, 10e-6, 4e-6, 0.0, 10e-6])
+
+
+def test_a_fitted_calibration_round_trips(calibration):
+    fitted = _fitted(calibration)
+    back = op_model.CalibrationResult.from_dict(fitted.to_dict())
+    assert [getattr(back, n) for n in NEW_FIELDS] == [getattr(fitted, n) for n in NEW_FIELDS]

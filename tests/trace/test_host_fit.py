@@ -89,6 +89,16 @@ def test_python_calls_light_scan(tmp_path):
     assert calls.tid.tolist() == [7, 7]
 
 
+def test_python_calls_of_odd_fields_are_read_by_the_loader(tmp_path):
+    # a string timestamp and thread: the typed pass gives up, the document loader reads them alike
+    event = {"ph": "X", "cat": "python_function", "name": "nn.Module: A", "ts": "3", "dur": 1, "tid": "9"}
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": [event]}))
+    assert host_fit._typed_rows(path) is None
+    calls = host_fit.python_calls(path)
+    assert calls.ts_us.tolist() == [3.0] and calls.tid.tolist() == [9] and calls.module.tolist() == [True]
+
+
 def test_bad_columns_and_no_samples():
     with pytest.raises(ValueError, match="launch"):
         host_fit.fit([], ("module",))
@@ -156,3 +166,35 @@ def test_counts_on_a_real_trace_recorded_with_stacks():
         and f.samples == s.issue_s.size
         and all(v >= 0 for v in (f.launch_s, f.module_s, f.python_s, f.op_s))
     )
+
+
+def _cpu_op(name, ts, dur):
+    return {"ph": "X", "cat": "cpu_op", "name": name, "ts": ts, "dur": dur, "pid": 1, "tid": 7}
+
+
+def test_op_children_worked_example(tmp_path):
+    from infer_opt.trace.reader import read_trace
+
+    # linear [0, 10] holds t [1, 4] (transpose, as_strided below it) and addmm [5, 9] (an empty);
+    # a second t [20, 23] holds a transpose alone
+    events = [_cpu_op("aten::linear", 0, 10), _cpu_op("aten::t", 1, 3), _cpu_op("aten::transpose", 1.5, 1),
+              _cpu_op("aten::as_strided", 1.8, 0.4), _cpu_op("aten::addmm", 5, 4),
+              _cpu_op("aten::empty", 5.5, 0.5), _cpu_op("aten::t", 20, 3),
+              _cpu_op("aten::transpose", 21, 1)]  # fmt: skip
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    children = dict(host_fit.op_children([read_trace(path)]))
+    # linear: 5 below it; t: (2 + 1) / 2; transpose: (1 + 0) / 2; addmm: 1; the leaves: not listed
+    assert children == pytest.approx(
+        {"aten::linear": 5.0, "aten::t": 1.5, "aten::transpose": 0.5, "aten::addmm": 1.0}
+    )
+
+
+def test_fit_traces_without_python_stacks_is_launch_and_aten_ops(tmp_path):
+    from infer_opt.trace.reader import read_trace
+    from tests.trace.gpu_traces import training_ops, write_trace
+
+    events = read_trace(write_trace(tmp_path / "a.json", training_ops()))
+    samples = host_costs.issue_samples(events)
+    f = host_fit.fit_traces([events], [samples])
+    assert f is not None and f.columns == ("launch", "ops") and f.python_s == 0.0
