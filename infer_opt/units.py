@@ -206,6 +206,10 @@ def parse_fraction(text: str | float, *, option: str, low: float = 0.0, high: fl
     return value
 
 
+#: the largest whole number a float holds exactly: counts above it (a counter of 1e308) are not counts
+MAX_WHOLE = 2**53
+
+
 def parse_int(text: str | int, *, option: str, low: int | None = None, high: int | None = None) -> int:
     """Parse a whole number (``"8"``, ``"1e3"``) and check ``low <= n <= high``; ``"2.5"`` is rejected."""
     if isinstance(text, bool):
@@ -217,7 +221,7 @@ def parse_int(text: str | int, *, option: str, low: int | None = None, high: int
     hi = "2^53" if high is None else str(high)
     if value != math.floor(value):
         raise InvalidInput(option, text, "expected a whole number")
-    if abs(value) > 2**53 or (low is not None and value < low) or (high is not None and value > high):
+    if abs(value) > MAX_WHOLE or (low is not None and value < low) or (high is not None and value > high):
         raise InvalidInput(option, text, f"must be a whole number in [{lo}, {hi}]")
     return int(value)
 

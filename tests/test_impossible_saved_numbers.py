@@ -118,3 +118,16 @@ def test_a_step_median_of_minus_one_second_is_refused_naming_it():
     _set(data, ("ranks", 0, "step_time_median_s"), -1.0)
     with pytest.raises(BadField, match=r"field ranks\[0\]\.step_time_median_s: must be a finite time >= 0"):
         parse_envelope(data, source="f.json")
+
+
+
+@pytest.mark.parametrize(
+    "features", [[-512.0, 64.0, 64.0], [1e400, 64.0, 64.0], [float("nan"), 64.0, 64.0], ["512", 64.0, 64.0]]
+)
+def test_a_calibration_whose_grid_holds_a_negative_or_absurd_size_is_refused(features):
+    """Issue 42's leftover: ``predict`` took a calibration whose shapes' features were negative
+    without a word; a grid point's features are sizes (M, N, K, tokens, ...)."""
+    data = _saved("calibration")
+    _set(data, ("families", 0, "points", 0, "features"), features)
+    with pytest.raises(BadField, match=r"families\[0\]\.points\[0\]\.features"):
+        parse_envelope(data, source="f.json")

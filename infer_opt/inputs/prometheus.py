@@ -33,6 +33,7 @@ from infer_opt.errors import InvalidInput
 from infer_opt.files import read_text
 from infer_opt.notices import Notice
 from infer_opt.results.speculative import Costs, MetricsResult, MetricsSource
+from infer_opt.units import MAX_WHOLE
 
 DRAFTS = "vllm:spec_decode_num_drafts_total"
 DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens_total"
@@ -170,10 +171,12 @@ def _pick_model(samples: list[Sample], model_name: str | None, source: str) -> s
 
 
 def _count(value: float, sample: Sample, source: str, param: str) -> int:
-    if not (math.isfinite(value) and value >= 0 and value == int(value)):
+    if not (math.isfinite(value) and 0 <= value <= MAX_WHOLE and value == int(value)):
         labels = ",".join(f'{k}="{v}"' for k, v in sorted(sample.labels.items()))
         raise InvalidInput(
-            param, f"{sample.name}{{{labels}}} {value:g}", f"{source}: a counter must be a whole number >= 0"
+            param,
+            f"{sample.name}{{{labels}}} {value:g}",
+            f"{source}: a counter must be a whole number in [0, 2^53]",
         )
     return int(value)
 

@@ -12,6 +12,7 @@ from infer_opt.cost_models import speculative as model
 from infer_opt.errors import InvalidInput
 from infer_opt.files import check_readable_file, read_text
 from infer_opt.notices import Notice
+from infer_opt.units import MAX_WHOLE
 
 _SEPARATORS = re.compile(r"[,;\s]+")
 
@@ -102,8 +103,13 @@ def _metric_key(key: str) -> str:
 
 
 def _whole(option: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value < 0:
-        raise InvalidInput(option, value, "counts must be non-negative whole numbers")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not 0 <= value <= MAX_WHOLE
+        or value != int(value)
+    ):
+        raise InvalidInput(option, value, "counts must be whole numbers in [0, 2^53]")
     return int(value)
 
 

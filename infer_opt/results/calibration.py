@@ -53,7 +53,10 @@ class GridPoint:
 
     def loaded_problems(self) -> list[tuple[str, Any, str]]:
         """What a saved point may not hold (a file read back: :meth:`Result.from_dict`)."""
-        return number_problems(self, finite_positive=("time_s",), non_negative=("flops", "bytes"))
+        out = number_problems(self, finite_positive=("time_s",), non_negative=("flops", "bytes"))
+        if not all(isinstance(f, (int, float)) and math.isfinite(f) and f >= 0 for f in self.features):
+            out.append(("features", list(self.features), "must be sizes: finite numbers >= 0"))
+        return out
 
 
 @dataclass(frozen=True)

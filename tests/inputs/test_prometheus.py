@@ -142,7 +142,7 @@ def test_a_file_that_is_not_an_exposition_is_refused(tmp_path):
         pm.metrics_from_prometheus(write(tmp_path, 'vllm:spec_decode_num_drafts_total{engine="0" 3\n'))
 
 
-@pytest.mark.parametrize("value", ["12.5", "-3", "NaN", "+Inf"])
+@pytest.mark.parametrize("value", ["12.5", "-3", "NaN", "+Inf", "1e308", "9007199254740994"])
 def test_a_counter_must_be_a_whole_number(tmp_path, value):
     with pytest.raises(InvalidInput, match="whole number") as err:
         pm.metrics_from_prometheus(write(tmp_path, exposition(drafts=value)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
@@ -37,3 +38,12 @@ def test_a_plan_log_without_rows_is_refused(tmp_path):
     path.write_text("plan,time,tokens\n")
     with pytest.raises(InvalidInput, match="no data rows"):
         si.read_plan_log(path)
+
+
+@pytest.mark.parametrize("drafts", [1e308, 2.0**53 + 2, -1, 0.5])
+def test_a_counter_file_holding_what_no_count_can_be_is_refused(tmp_path, drafts):
+    """A count past 2^53 (1e308 drafts) is no count: refused as the CLI's --drafts refuses it."""
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps({"drafts": drafts, "accepted_per_position": [10, 5]}))
+    with pytest.raises(InvalidInput, match=r"whole numbers in \[0, 2\^53\]"):
+        si.read_metrics(path)
