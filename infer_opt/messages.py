@@ -208,10 +208,10 @@ MESSAGES: dict[str, Words] = {
     ),
     "calibration_cache_rejected": lambda v: (
         f"the cached {v['kind']} at {v['path']} is not usable for this run (reasons below); it is "
-        "replaced when a good calibration is saved"
+        "replaced when a good one is saved"
     ),
     "roofline_calibration_rejected": lambda v: (
-        f"roofline calibration {v['attempt']}"
+        f"roofline sweep {v['attempt']}"
         + (f" ({v['threads']} threads)" if v.get("threads") else "")
         + " is unusable (reasons below)"
         + ("; measuring once more" if v["attempt"] == 1 else "; not cached")
