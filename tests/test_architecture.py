@@ -97,8 +97,14 @@ def test_docstrings_cite_no_document_outside_the_repository():
 def test_no_module_of_the_report_layer_imports_the_profilers():
     """A result kind's schema lives in ``infer_opt/results/``: views and plots read it there, so
     rendering a saved result never loads the modules that measure (and import torch)."""
+    offenders = _profiler_imports(sorted((ROOT / "infer_opt" / "reports").rglob("*.py")))
+    assert not offenders, offenders
+
+
+def _profiler_imports(paths: list[Path]) -> list[str]:
+    """``file:line`` of every import of ``infer_opt.profilers`` (at any depth) in ``paths``."""
     offenders = []
-    for path in sorted((ROOT / "infer_opt" / "reports").rglob("*.py")):
+    for path in paths:
         for node in ast.walk(ast.parse(path.read_text())):
             modules = []
             if isinstance(node, ast.Import):
@@ -107,7 +113,7 @@ def test_no_module_of_the_report_layer_imports_the_profilers():
                 modules = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
             if any(m == "infer_opt.profilers" or m.startswith("infer_opt.profilers.") for m in modules):
                 offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
-    assert not offenders, offenders
+    return offenders
 
 
 #: what a module of infer_opt/results/ may import from the package: the results beside it and
@@ -364,18 +370,8 @@ MEASURING_COMMANDS = {
 def test_only_the_commands_that_measure_import_the_profilers():
     """Calculators, the store, saved results and user inputs are torch-free: a command that only
     reads them (``compare``, ``report``, ``tune``, ``trace``) never reaches into the profilers."""
-    offenders = []
-    for path in sorted((ROOT / "infer_opt" / "cli").glob("*.py")):
-        if path.stem in MEASURING_COMMANDS:
-            continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            modules = []
-            if isinstance(node, ast.Import):
-                modules = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                modules = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
-            if any(m == "infer_opt.profilers" or m.startswith("infer_opt.profilers.") for m in modules):
-                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    paths = [p for p in sorted((ROOT / "infer_opt" / "cli").glob("*.py")) if p.stem not in MEASURING_COMMANDS]
+    offenders = _profiler_imports(paths)
     assert not offenders, offenders
 
 
