@@ -83,3 +83,28 @@ def test_speedup_heat_map_colour_bar_is_drawn(tmp_path):
         warnings.simplefilter("error", RuntimeWarning)
         path = plot_speedup_grid(result, model.speedup_grid(result), tmp_path / "grid.png")
     assert path.stat().st_size > 0
+
+
+def test_the_trace_roofline_legend_shows_only_the_colours_drawn(monkeypatch):
+    """A device without peaks draws every op grey: its legend says so, and no compute/bandwidth
+    colour stands in it for dots that are not there; a long op name is cut on the bar chart."""
+    import dataclasses
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from infer_opt.reports.plots import trace as trace_plot
+
+    result = fixture("trace")
+    ops = tuple(dataclasses.replace(g, bound="unknown", name="x" * 200) for g in result.ops)
+    result = dataclasses.replace(result, ops=ops)
+    fig, axes = plt.subplots(2, 1)
+    trace_plot._roofline(axes[0], result)
+    trace_plot._top_ops(axes[1], result)
+    labels = [t.get_text() for t in axes[0].get_legend().get_texts()]
+    assert not {"compute", "bandwidth", "launch"} & set(labels)
+    assert any("unknown" in label for label in labels)
+    assert all(len(t.get_text()) <= trace_plot.LABEL_CHARS for t in axes[1].get_yticklabels())
+    plt.close(fig)

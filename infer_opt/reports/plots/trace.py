@@ -87,8 +87,12 @@ def _roofline(ax, result: TraceResult) -> None:
     ax.set_xlabel("arithmetic intensity (FLOP/byte, from shapes)")
     ax.set_ylabel("achieved FLOP/s (measured)")
     ax.set_title("Ops on the device's roofline (size: kernel time; colour: bound)")
-    for bound, color in _BOUND_COLORS.items():
-        ax.scatter([], [], c=color, s=30, label=bound)
+    present = {g.bound for g in ops}
+    for bound, color in _BOUND_COLORS.items():  # only the bounds drawn: no colour without its dots
+        if bound in present:
+            ax.scatter([], [], c=color, s=30, label=bound)
+    if present - set(_BOUND_COLORS):
+        ax.scatter([], [], c=_UNKNOWN, s=30, label="bound unknown (no peaks for this device)")
     ax.legend(loc="lower right")
 
 
@@ -101,10 +105,19 @@ def _top_ops(ax, result: TraceResult) -> None:
     factor, unit = _style.time_unit(max(g.time_s for g in ops))
     y = np.arange(len(ops))[::-1]
     ax.barh(y, [g.time_s / factor for g in ops], color=[_BOUND_COLORS.get(g.bound, _UNKNOWN) for g in ops])
-    labels = [f"{short_name(g.name)} {_shapes(g.shapes, 24)}" for g in ops]
+    labels = [f"{_cut(short_name(g.name), LABEL_CHARS - 18)} {_shapes(g.shapes, 16)}" for g in ops]
     ax.set_yticks(y, labels, fontsize=8)
     ax.set_xlabel(f"kernel time ({unit}, measured, summed over the analyzed steps)")
     ax.set_title(f"Top {len(ops)} ops by GPU kernel time")
+
+
+#: an op's label on the bar chart about this long (its name cut, its shapes kept short), so a long
+#: name does not push every panel right
+LABEL_CHARS = 44
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def plot(result: TraceResult, path: Path) -> Path:
@@ -122,5 +135,5 @@ def plot(result: TraceResult, path: Path) -> Path:
         heatmap(axes[3], result)
     device = result.device_name or "unknown device"
     fig.suptitle(f"GPU trace on {device}", fontsize=13)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.985))  # room for the figure's title above the first panel's
     return _style.save(fig, path)
