@@ -12,6 +12,7 @@ matmul on an A100 runs as TF32 or FP32 and only the kernel name tells). Pure: no
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -662,6 +663,7 @@ DTYPE_BYTES = {
 _TF32_KERNEL = re.compile(r"tf32|s1688|s16816|tensorop_s|xmma.*tf32|xf32", re.IGNORECASE)
 
 
+@functools.lru_cache(maxsize=4096)  # pure; called for every argument of every op (half a rank's time)
 def normalize_dtype(text: str) -> str:
     """A trace's dtype spelling (``c10::BFloat16``, ``float``, ``long int``, ``Float8_e4m3fn``,
     ``torch.float16`` ...) as a short name (``bf16``, ``fp32``, ``int64``, ``fp8`` ...); ``""`` for
