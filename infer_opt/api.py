@@ -19,13 +19,28 @@ parameter), :class:`~infer_opt.errors.RunFailure` for a failure while running.
 from __future__ import annotations
 
 import functools
+import importlib
+import inspect
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from infer_opt.cost_models.amdahl import AmdahlResult, Part, combined
-from infer_opt.kinds.kernels import SuiteSettings
+from infer_opt.requests import (
+    MAX_SIZE,
+    Count,
+    Flag,
+    KernelsRequest,
+    Number,
+    NumberList,
+    PredictRequest,
+    ProfileRequest,
+    Request,
+    RooflineRequest,
+    Text,
+    Typed,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -58,35 +73,8 @@ def _parameter(option: str) -> str:
     return option
 
 
-def _typed(name: str, value: Any, kinds: tuple[type, ...], what: str) -> None:
-    """``value`` must be one of ``kinds`` (a bool is no number): :class:`InvalidInput` naming
-    the parameter, before any work — never "the model raised TypeError"."""
-    from infer_opt.errors import InvalidInput
-
-    if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
-        raise InvalidInput(name, value, f"must be {what}, not {type(value).__name__}")
-
-
-def _strings(name: str, value: Any, *, comma: bool = False) -> tuple[str, ...]:
-    """A sequence of strings (one string: one item, or its comma-separated items when
-    ``comma``, as the CLI reads ``--only a,b``)."""
-    if isinstance(value, str):
-        return tuple(v.strip() for v in value.split(",")) if comma else (value,)
-    _typed(name, value, (list, tuple), "a string or a list of strings")
-    for item in value:
-        _typed(name, item, (str,), "a list of strings")
-    return tuple(value)
-
-
-def _numbers(name: str, value: Any) -> list[float]:
-    """A sequence of numbers (not a string)."""
-    _typed(name, value, (list, tuple), "a list of numbers")
-    for item in value:
-        _typed(name, item, (int, float), "a list of numbers")
-    return list(value)
-
-
-_PATH = (str, os.PathLike)
+_NUMBERS = Typed((list, tuple), "a list of numbers")
+_PATH = Typed((str, os.PathLike), "a file path")
 
 
 @_api
@@ -101,11 +89,10 @@ def amdahl(
     """Amdahl's law ``S = 1/((1 - Σf_i) + Σ f_i/s_i + a)``: one part (``fraction``,
     ``speedup``) or several :class:`Part` s, added overhead ``added``, and with ``target`` the
     speedup the parts need to reach it."""
-    for name, value in (("fraction", fraction), ("speedup", speedup), ("target", target)):
+    for name, value in (("fraction", fraction), ("speedup", speedup), ("target", target), ("added", added)):
         if value is not None:
-            _typed(name, value, (int, float), "a number")
-    _typed("added", added, (int, float), "a number")
-    _typed("parts", parts, (list, tuple), "a list of Part")
+            Number(allow_inf=True).check(value, name)
+    Typed((list, tuple), "a list of Part").check(parts, "parts")
     all_parts = list(parts)
     if fraction is not None:
         all_parts.insert(0, Part("part", fraction, 1.0 if speedup is None else speedup))
@@ -119,7 +106,7 @@ def load(path: str | Path) -> Any:
     from infer_opt.errors import InvalidInput
     from infer_opt.results import load_result
 
-    _typed("path", path, _PATH, "a file path")
+    _PATH.check(path, "path")
     try:
         return load_result(path).result
     except InvalidInput as exc:
@@ -128,159 +115,52 @@ def load(path: str | Path) -> Any:
         raise
 
 
-@_api
-def profile(
-    model: str = "tiny",
-    *,
-    batch: int = 1,
-    seq_len: int = 128,
-    mode: str = "prefill",
-    context: int = 128,
-    new_tokens: int = 32,
-    device: str = "auto",
-    dtype: str = "auto",
-    warmup: int = 3,
-    reps: int = 20,
-    roofline: str | Path | bool | None = None,
-    hf_config: Sequence[str] = (),
-    trace: str | Path | None = None,
-) -> Any:
+def _runs(request: type[Request], run: str) -> Callable[[Callable[[], Any]], Any]:
+    """The API function of a command: its parameters are ``request``'s fields (the command's
+    options, with their defaults), and it hands the request they make to ``run``
+    (``"module:function"``, imported on first use)."""
+
+    def decorate(func: Callable[[], Any]) -> Any:
+        @functools.wraps(func)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            module, name = run.split(":")
+            return getattr(importlib.import_module(module), name)(request(*args, **kwargs))
+
+        call.__signature__ = inspect.signature(request).replace(return_annotation=Any)  # type: ignore[attr-defined]
+        return _api(call)
+
+    return decorate
+
+
+@_runs(ProfileRequest, "infer_opt.profilers.model_profile:run")
+def profile() -> Any:
     """Profile one step of ``model`` per aten operator, as ``infer-opt profile`` does: a
     built-in name, ``module:factory``, ``file.py:factory`` or ``hf:<model_type>``. ``roofline``:
     a fit file, None for the fit cached for this machine (calibrated now if there is none), or
     False for no roofline columns. Returns a
     :class:`~infer_opt.profilers.model_profile.ProfileResult`."""
-    from infer_opt.profilers import model_profile
-    from infer_opt.profilers.calibration_store import ResolvedFit
-    from infer_opt.steps import Shape, StepSettings
-
-    _counts(batch=(batch, 1), seq_len=(seq_len, 1), context=(context, 1), new_tokens=(new_tokens, 1))
-    _counts(warmup=(warmup, 0), reps=(reps, 1))
-    for name, value in (("model", model), ("mode", mode), ("device", device), ("dtype", dtype)):
-        _typed(name, value, (str,), "a string")
-    if roofline is not None:
-        _typed("roofline", roofline, (*_PATH, bool), "a fit file, None or False")
-    if trace is not None:
-        _typed("trace", trace, _PATH, "a file path")
-    hf_config = _strings("hf_config", hf_config)
-    shape = Shape(batch=batch, seq_len=seq_len, mode=mode, context=context, new_tokens=new_tokens)
-    settings = StepSettings(model, device, dtype, shape, warmup=warmup, reps=reps, hf_config=tuple(hf_config))
-    step = model_profile.load(settings)
-    resolved = ResolvedFit(None, "not used")
-    if roofline is not False:
-        path = None if roofline is None or roofline is True else Path(roofline)
-        resolved = model_profile.resolve_fit(step.device, step.dtype, path)
-    return model_profile.profile_model(step, resolved, trace_path=trace)
 
 
-@_api
-def predict(
-    model: str = "tiny",
-    *,
-    batch: int = 1,
-    seq_len: int = 128,
-    mode: str = "prefill",
-    context: int = 128,
-    new_tokens: int = 32,
-    calibration: str | Path | None = None,
-    device: str = "auto",
-    dtype: str = "auto",
-    threads: int | None = None,
-    hf_config: Sequence[str] = (),
-    sweep: str | None = None,
-) -> Any:
+@_runs(PredictRequest, "infer_opt.profilers.predict:run")
+def predict() -> Any:
     """Predict one step of ``model`` from the operator calibration without running it, as
     ``infer-opt predict`` does: ``calibration`` a file (``infer-opt calibrate --out``), else the
     one cached for ``device``, ``dtype`` and ``threads``; ``sweep`` as the CLI's
-    (``"batch=1,2,4"``). Checked as the CLI checks (:class:`InvalidInput` naming the parameter).
-    Returns a :class:`~infer_opt.kinds.predict.PredictResult`."""
-    from infer_opt.profilers import models
-    from infer_opt.profilers import predict as pr
-
-    _counts(batch=(batch, 1), seq_len=(seq_len, 1), context=(context, 0), new_tokens=(new_tokens, 1))
-    for name, value in (("model", model), ("mode", mode), ("device", device), ("dtype", dtype)):
-        _typed(name, value, (str,), "a string")
-    if threads is not None:
-        _counts(threads=(threads, 1))
-        if threads > (os.cpu_count() or 1):
-            from infer_opt.errors import InvalidInput
-
-            cores = os.cpu_count() or 1
-            raise InvalidInput("threads", threads, f"must be in [1, {cores}] (CPU threads here)")
-    if calibration is not None:
-        _typed("calibration", calibration, _PATH, "a calibration file")
-    overrides = models.parse_hf_overrides(list(_strings("hf_config", hf_config)))
-    parsed = None
-    if sweep is not None:
-        _typed("sweep", sweep, (str,), "a string such as 'batch=1,2,4'")
-        parsed = pr.parse_sweep(sweep, high=MAX_COUNT)
-    path = None if calibration is None else Path(calibration)
-    found = pr.calibration_for_run(path, dtype, threads, device, trace_ok=True)
-    return pr.predict(
-        model, found.calibration, calibration_source=found.source, mode=mode, batch=batch,
-        seq_len=seq_len, context=context, new_tokens=new_tokens, dtype=found.dtype,
-        hf_overrides=overrides, sweep=parsed,
-    )  # fmt: skip
+    (``"batch=1,2,4"``). Returns a :class:`~infer_opt.kinds.predict.PredictResult`."""
 
 
-@_api
-def kernels(
-    *,
-    suite: str = "quick",
-    only: Sequence[str] | None = None,
-    device: str = "auto",
-    dtype: str = "auto",
-    warmup: int = 5,
-    reps: int = 20,
-    flush_cache: bool = False,
-) -> Any:
+@_runs(KernelsRequest, "infer_opt.profilers.kernels:run")
+def kernels() -> Any:
     """Time the kernel suite (``infer-opt kernels``): a
     :class:`~infer_opt.profilers.kernels.KernelSuiteResult`."""
-    from infer_opt.profilers import device as devices
-    from infer_opt.profilers import kernels as suite_module
-
-    _counts(warmup=(warmup, 0), reps=(reps, 1))
-    for name, value in (("suite", suite), ("device", device), ("dtype", dtype)):
-        _typed(name, value, (str,), "a string")
-    _typed("flush_cache", flush_cache, (bool,), "True or False")
-    only = None if only is None else _strings("only", only, comma=True)
-    dev = devices.resolve_device(device)
-    torch_dtype = devices.parse_dtype(dtype, dev)
-    known = suite_module.all_cases("cuda" if devices.is_cuda(dev) else "cpu", suite)
-    cases = suite_module.select(known, list(only) if only is not None else None)
-    settings = SuiteSettings(warmup=warmup, reps=reps, flush_cache=flush_cache)
-    return suite_module.run_suite(cases, dev, torch_dtype, settings, suite=suite, all_known=known)
 
 
-@_api
-def fit_roofline(measurements: Any, *, bootstrap: int = 200, seed: int = 0) -> Any:
+@_runs(RooflineRequest, "infer_opt.profilers.roofline:run")
+def fit_roofline() -> Any:
     """Fit ``t ≈ t0 + max(F/R, Q/b)`` (``infer-opt roofline``) to a kernel-suite result, a
-    saved ``.json`` or a measurement ``.csv``: a :class:`~infer_opt.cost_models.roofline.RooflineFit`."""
-    from infer_opt.cost_models import roofline
-    from infer_opt.kinds.kernels import KernelSuiteResult
-
-    _typed("measurements", measurements, (*_PATH, KernelSuiteResult), "a kernels result or a file path")
-    _counts(bootstrap=(bootstrap, 0))
-    _typed("seed", seed, (int,), "an integer")
-    if isinstance(measurements, (str, os.PathLike)):
-        from infer_opt.profilers.calibration_store import load_points
-
-        points, meta = load_points(measurements)
-        source = str(measurements)
-    else:
-        from infer_opt.profilers.kernels import kernel_points
-
-        points = kernel_points(measurements)
-        meta = {k: getattr(measurements, k) for k in ("device", "dtype", "device_name", "device_key")}
-        source = "kernel suite"
-    return roofline.fit_roofline(
-        points,
-        bootstrap=bootstrap,
-        seed=seed,
-        source=source,
-        fit_families=roofline.default_fit_families(points),
-        **meta,
-    )
+    saved ``.json`` or a measurement ``.csv`` (None: the quick suite measured now), with the
+    datasheet peaks shown beside it: a :class:`~infer_opt.cost_models.roofline.RooflineFit`,
+    cached for ``profile`` unless ``no_save``."""
 
 
 @_api
@@ -296,13 +176,13 @@ def buckets(
     bounds with the least waste): ``lengths`` is a file path or a sequence of lengths."""
     from infer_opt.cost_models import bucketing
 
-    _typed("lengths", lengths, (*_PATH, list, tuple), "a file path or a list of lengths")
+    Typed((str, os.PathLike, list, tuple), "a file path or a list of lengths").check(lengths, "lengths")
     if bounds is not None:
-        _numbers("bounds", bounds)
+        NumberList().check(_NUMBERS.check(bounds, "bounds"), "bounds")
     if optimize is not None:
-        _counts(optimize=(optimize, 1))
-    _typed("cost", cost, (str,), "a string")
-    _counts(batch_size=(batch_size, 1))
+        Count(1, MAX_SIZE).check(optimize, "optimize")
+    Text().check(cost, "cost")
+    Count(1, MAX_SIZE).check(batch_size, "batch_size")
     if isinstance(lengths, (str, os.PathLike)):
         sample = bucketing.parse_lengths_text(_read(lengths, "lengths"), source=str(lengths))
     else:
@@ -321,7 +201,7 @@ def amortize_buckets(path: str | Path) -> Any:
     """Compile amortization per bucket from a bucket CSV (``infer-opt amortize --buckets``)."""
     from infer_opt.cost_models import amortization
 
-    _typed("path", path, _PATH, "a file path")
+    _PATH.check(path, "path")
     rows = amortization.read_bucket_csv(_read(path, "path"), source=str(path))
     return amortization.amortize_buckets(rows, source=str(path))
 
@@ -332,8 +212,8 @@ def acceptance(p: Sequence[float], q: Sequence[float], *, normalize: bool = Fals
     ``A = Σ min(p, q)``, the residual and both sampling rules' outputs."""
     from infer_opt.cost_models import speculative
 
-    p, q = _numbers("p", p), _numbers("q", q)
-    _typed("normalize", normalize, (bool,), "True or False")
+    p, q = (NumberList().check(_NUMBERS.check(v, name), name) for v, name in ((p, "p"), (q, "q")))
+    Flag().check(normalize, "normalize")
     p_arr, q_arr = speculative.validate_pair(list(p), list(q), normalize=normalize, names=("p", "q"))
     return speculative.acceptance_report(p_arr, q_arr, normalized=normalize)
 
@@ -401,19 +281,3 @@ def _read(path: str | Path, param: str) -> str:
     from infer_opt.files import read_text
 
     return read_text(path, param)
-
-
-#: the largest count the API takes for a shape or repetition parameter (as the CLI's Count bounds)
-MAX_COUNT = 1 << 20
-
-
-def _counts(**params: tuple[object, int]) -> None:
-    """Each ``name=(value, least)`` must be an integer in [least, MAX_COUNT], as the CLI's
-    option types check it: :class:`InvalidInput` naming the parameter otherwise."""
-    from infer_opt.errors import InvalidInput
-
-    for name, (value, least) in params.items():
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise InvalidInput(name, value, f"must be an integer >= {least}, not {type(value).__name__}")
-        if not least <= value <= MAX_COUNT:
-            raise InvalidInput(name, value, f"must be an integer in [{least}, {MAX_COUNT}]")

@@ -17,9 +17,9 @@ from infer_opt.cli.common import (
     warmup_option,
 )
 from infer_opt.cli.output import Outcome, with_output
-from infer_opt.cli.predict import CalibrationOpt, SweepType
+from infer_opt.cli.predict import CalibrationOpt
 from infer_opt.cli.profile import SHAPE_LENGTHS, StepShapes, given, ignored_shape_options
-from infer_opt.cli.types import Count
+from infer_opt.cli.types import Count, Sweep
 from infer_opt.cli.validate_trace import AgainstOpt, UnseenDeviceOpt
 from infer_opt.notices import Notice
 from infer_opt.steps import Shape, StepSettings
@@ -79,7 +79,7 @@ def validate(
     grid: option(
         list[Any] | None,
         "--grid",
-        parse=SweepType(),
+        parse=Sweep(),
         help="Values of batch=…, seq-len=… or context=… (repeatable); the points are their product.",
     ) = None,
     calibration: CalibrationOpt = None,
