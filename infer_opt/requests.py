@@ -364,7 +364,7 @@ class Warmup(Checker):
         if isinstance(text, tuple):
             calls, seconds = text
             return (None, self.parse(seconds, option)[1]) if calls is None else self.parse(calls, option)
-        if isinstance(text, int) or re.fullmatch(r"\s*\d+\s*", str(text)):
+        if isinstance(text, int) or re.fullmatch(r"\s*-?\d+\s*", str(text)):
             return units.parse_int(text, option=option, low=0, high=self.most_calls), None
         return None, Duration(most_s=self.most_s).parse(text, option)
 
