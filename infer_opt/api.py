@@ -40,6 +40,7 @@ from infer_opt.requests import (
     RooflineRequest,
     Text,
     Typed,
+    ValidateRequest,
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -163,6 +164,13 @@ def fit_roofline() -> Any:
     cached for ``profile`` unless ``no_save``."""
 
 
+@_runs(ValidateRequest, "infer_opt.profilers.validate:run")
+def validate() -> Any:
+    """Measure and predict ``model``'s step over a shape grid (``infer-opt validate``): ``grid``
+    as the CLI's ``--grid`` values (``["batch=1,3", "seq-len=48,200"]``). Returns a
+    :class:`~infer_opt.kinds.validate.ValidateResult`."""
+
+
 @_api
 def buckets(
     lengths: Any,
@@ -256,6 +264,7 @@ EXPORTS: dict[str, str] = {
     "profile": "infer_opt.api:profile",
     "kernels": "infer_opt.api:kernels",
     "predict": "infer_opt.api:predict",
+    "validate": "infer_opt.api:validate",
     "fit_roofline": "infer_opt.api:fit_roofline",
     "buckets": "infer_opt.api:buckets",
     "amortize": "infer_opt.cost_models.amortization:amortize",

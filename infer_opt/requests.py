@@ -100,6 +100,23 @@ class Strings(Checker):
         return tuple(itertools.chain.from_iterable(self.parse(Text().check(v, option), option) for v in text))
 
 
+class Each(Checker):
+    """A repeatable option's values, each passing ``checker``, as a tuple."""
+
+    takes, what = (list, tuple), "a list"
+
+    def __init__(self, checker: Checker):
+        self.checker = checker
+        self.name = checker.name
+
+    def check(self, value: Any, option: str) -> Any:
+        items = [value] if isinstance(value, str) else super().check(value, option)
+        return tuple(self.checker.check(item, option) for item in items)
+
+    def parse(self, text: Any, option: str) -> Any:
+        return text
+
+
 class Duration(Checker):
     """Seconds from ``3s``, ``1.5ms``, ``800us``; a bare number is in ``default_unit``."""
 
@@ -523,6 +540,19 @@ class PredictRequest(StepRequest):
     sweep: tuple[str, tuple[int, ...]] | None = option(None, Sweep())
     tp: int = option(1, Count(1, MAX_TP))
     comm: Path | None = option(None, InputFile())
+
+
+@dataclass(frozen=True)
+class ValidateRequest(StepRequest):
+    """``infer-opt validate`` over a shape grid (``--against`` a trace: the command line's)."""
+
+    mode: tuple[str, ...] | None = option(None, Each(Choice(MODES)))
+    new_tokens: int = option(8, Count(1, MAX_SIZE))
+    grid: tuple[tuple[str, tuple[int, ...]], ...] | None = option(None, Each(Sweep()))
+    calibration: Path | None = option(None, InputFile())
+    warmup: int = option(3, Count(0, MAX_REPS))
+    reps: int = option(10, Count(1, MAX_REPS))
+    passes: int = option(1, Count(1, 10))
 
 
 #: the kernel suite's bounds on its timing options

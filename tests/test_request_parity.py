@@ -20,6 +20,7 @@ COMMANDS = {
     "predict": ("predict", requests.PredictRequest),
     "kernels": ("kernels", requests.KernelsRequest),
     "roofline": ("fit_roofline", requests.RooflineRequest),
+    "validate": ("validate", requests.ValidateRequest),
 }
 #: how a result is shown or written: the API returns the result itself
 OUTPUT = {"json_out", "out", "markdown", "csv", "fmt", "plot"}
@@ -32,6 +33,7 @@ CLI_ONLY = {
         "timeout": "how long --tp waits for its ranks",
     },
     "predict": {"top": "rows of the table shown"},
+    "validate": {"against": "a trace's ops, not a grid (validate_trace)", "unseen_device": "with --against"},
 }
 #: per command, a bad value for each kind of check its options have: (flag, as typed, as passed)
 BAD = {
@@ -56,6 +58,12 @@ BAD = {
         ("--max-time", "0", 0),
         ("--runs", "0", 0),
         ("--resume", "/no/such/base.json", "/no/such/base.json"),
+    ],
+    "validate": [
+        ("--mode", "sideways", ["sideways"]),
+        ("--grid", "depth=1", ["depth=1"]),
+        ("--passes", "11", 11),
+        ("--calibration", "", ""),
     ],
     "roofline": [
         ("MEASUREMENTS", "/no/such/k.json", "/no/such/k.json"),
