@@ -26,13 +26,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from infer_opt.cost_models.amdahl import AmdahlResult, Part, combined
 from infer_opt.requests import (
     MAX_SIZE,
+    AmdahlRequest,
     Count,
     Flag,
     KernelsRequest,
-    Number,
     NumberList,
     PredictRequest,
     ProfileRequest,
@@ -78,26 +77,28 @@ _NUMBERS = Typed((list, tuple), "a list of numbers")
 _PATH = Typed((str, os.PathLike), "a file path")
 
 
-@_api
-def amdahl(
-    fraction: float | None = None,
-    speedup: float | None = None,
-    *,
-    parts: Sequence[Part] = (),
-    added: float = 0.0,
-    target: float | None = None,
-) -> AmdahlResult:
+def _runs(request: type[Request], run: str) -> Callable[[Callable[[], Any]], Any]:
+    """The API function of a command: its parameters are ``request``'s fields (the command's
+    options, with their defaults), and it hands the request they make to ``run``
+    (``"module:function"``, imported on first use)."""
+
+    def decorate(func: Callable[[], Any]) -> Any:
+        @functools.wraps(func)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            module, name = run.split(":")
+            return getattr(importlib.import_module(module), name)(request(*args, **kwargs))
+
+        call.__signature__ = inspect.signature(request).replace(return_annotation=Any)  # type: ignore[attr-defined]
+        return _api(call)
+
+    return decorate
+
+
+@_runs(AmdahlRequest, "infer_opt.cost_models.amdahl:run")
+def amdahl() -> Any:
     """Amdahl's law ``S = 1/((1 - Σf_i) + Σ f_i/s_i + a)``: one part (``fraction``,
-    ``speedup``) or several :class:`Part` s, added overhead ``added``, and with ``target`` the
-    speedup the parts need to reach it."""
-    for name, value in (("fraction", fraction), ("speedup", speedup), ("target", target), ("added", added)):
-        if value is not None:
-            Number(allow_inf=True).check(value, name)
-    Typed((list, tuple), "a list of Part").check(parts, "parts")
-    all_parts = list(parts)
-    if fraction is not None:
-        all_parts.insert(0, Part("part", fraction, 1.0 if speedup is None else speedup))
-    return combined(all_parts, added=added, target=target, speedup_given=speedup is not None or bool(parts))
+    ``speedup``) or several (``part``: :class:`Part` s or ``"NAME=F:S"``), added overhead
+    ``added``, and with ``target`` the speedup the parts need to reach it."""
 
 
 @_api
@@ -114,23 +115,6 @@ def load(path: str | Path) -> Any:
         if exc.option == "result file":  # the file itself (missing, a device): said as `path`
             raise exc.under("path", exc.value) from None
         raise
-
-
-def _runs(request: type[Request], run: str) -> Callable[[Callable[[], Any]], Any]:
-    """The API function of a command: its parameters are ``request``'s fields (the command's
-    options, with their defaults), and it hands the request they make to ``run``
-    (``"module:function"``, imported on first use)."""
-
-    def decorate(func: Callable[[], Any]) -> Any:
-        @functools.wraps(func)
-        def call(*args: Any, **kwargs: Any) -> Any:
-            module, name = run.split(":")
-            return getattr(importlib.import_module(module), name)(request(*args, **kwargs))
-
-        call.__signature__ = inspect.signature(request).replace(return_annotation=Any)  # type: ignore[attr-defined]
-        return _api(call)
-
-    return decorate
 
 
 @_runs(ProfileRequest, "infer_opt.profilers.model_profile:run")

@@ -428,6 +428,31 @@ class Resume(InputFile):
         return loaded.result
 
 
+class PartSpec(Checker):
+    """``NAME=F:S`` -> :class:`~infer_opt.cost_models.amdahl.Part` (``S`` may be ``inf``); a
+    Part is taken as it is (it checks itself)."""
+
+    name, what = "NAME=F:S", "a Part or 'NAME=F:S'"
+
+    def check(self, value: Any, option: str) -> Any:
+        from infer_opt.cost_models.amdahl import Part
+
+        self.takes = (Part,)
+        return value if isinstance(value, Part) else super().check(value, option)
+
+    def parse(self, text: Any, option: str) -> Any:
+        from infer_opt.cost_models.amdahl import MIN_SPEEDUP, Part
+
+        name, sep, rest = text.partition("=")
+        f_text, sep2, s_text = rest.partition(":")
+        if not sep or not sep2 or not name.strip():
+            raise InvalidInput(option, text, "expected NAME=FRACTION:SPEEDUP, e.g. attention=0.4:4")
+        where = f"{option} {name.strip()}"
+        fraction = units.parse_float(f_text, option=where, low=0, high=1)
+        speedup = units.parse_float(s_text, option=where, low=MIN_SPEEDUP, allow_inf=True)
+        return Part(name.strip(), fraction, speedup)
+
+
 # ----------------------------------------------------------------------------- requests
 
 
@@ -449,6 +474,18 @@ class Request:
                 continue
             flag = "--" + f.name.replace("_", "-")
             object.__setattr__(self, f.name, f.metadata["check"].check(value, flag))
+
+
+@dataclass(frozen=True)
+class AmdahlRequest(Request):
+    """``infer-opt amdahl``: one part (``fraction``, ``speedup``) or several, added overhead, a
+    target to solve for."""
+
+    fraction: float | None = option(None, Number(0, 1), positional=True)
+    speedup: float | None = option(None, Number(1e-9, allow_inf=True), positional=True)
+    part: tuple[Any, ...] | None = option(None, Each(PartSpec()))
+    added: float = option(0.0, Number(0))
+    target: float | None = option(None, Number(0, low_open=True))
 
 
 #: the most tokens, sequences or cache length a step takes (``--batch``, ``--seq-len``, …)

@@ -16,6 +16,7 @@ from tests.helpers import assert_one_line_error, invoke
 
 #: command -> its API function and its request
 COMMANDS = {
+    "amdahl": ("amdahl", requests.AmdahlRequest),
     "profile": ("profile", requests.ProfileRequest),
     "predict": ("predict", requests.PredictRequest),
     "kernels": ("kernels", requests.KernelsRequest),
@@ -37,6 +38,13 @@ CLI_ONLY = {
 }
 #: per command, a bad value for each kind of check its options have: (flag, as typed, as passed)
 BAD = {
+    "amdahl": [
+        ("--fraction", "1.5", 1.5),
+        ("--speedup", "0", 0),
+        ("--part", "attention", ["attention"]),
+        ("--added", "-1", -1),
+        ("--target", "0", 0),
+    ],
     "profile": [
         ("--batch", "0", 0),
         ("--mode", "sideways", "sideways"),

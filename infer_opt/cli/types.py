@@ -66,7 +66,9 @@ NumberList, CountList, CountRange, InputFile, OutputFile, OutputDir, TracePath =
     (requests.NumberList, requests.CountList, requests.CountRange, requests.InputFile,
      requests.OutputFile, requests.OutputDir, requests.TracePath),
 )  # fmt: skip
-Warmup, Reps, Sweep = map(_clicked, (requests.Warmup, requests.Reps, requests.Sweep))
+Warmup, Reps, Sweep, PartSpec = map(
+    _clicked, (requests.Warmup, requests.Reps, requests.Sweep, requests.PartSpec)
+)
 
 
 def png_name(path: Path, option: str) -> None:
