@@ -27,9 +27,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from infer_opt.requests import (
-    MAX_SIZE,
     AmdahlRequest,
-    Count,
+    BucketsRequest,
     Flag,
     KernelsRequest,
     NumberList,
@@ -37,7 +36,6 @@ from infer_opt.requests import (
     ProfileRequest,
     Request,
     RooflineRequest,
-    Text,
     Typed,
     ValidateRequest,
 )
@@ -155,37 +153,16 @@ def validate() -> Any:
     :class:`~infer_opt.kinds.validate.ValidateResult`."""
 
 
-@_api
-def buckets(
-    lengths: Any,
-    bounds: Sequence[int] | None = None,
-    *,
-    optimize: int | None = None,
-    cost: str = "linear",
-    batch_size: int = 1,
-) -> Any:
+@_runs(BucketsRequest, "infer_opt.api:_buckets")
+def buckets() -> Any:
     """Padding waste of a length sample under ``bounds`` (or, with ``optimize=K``, the K
-    bounds with the least waste): ``lengths`` is a file path or a sequence of lengths."""
+    bounds with the least waste): ``file`` is a file path or a sequence of lengths."""
+
+
+def _buckets(request: BucketsRequest) -> Any:
     from infer_opt.cost_models import bucketing
 
-    Typed((str, os.PathLike, list, tuple), "a file path or a list of lengths").check(lengths, "lengths")
-    if bounds is not None:
-        NumberList().check(_NUMBERS.check(bounds, "bounds"), "bounds")
-    if optimize is not None:
-        Count(1, MAX_SIZE).check(optimize, "optimize")
-    Text().check(cost, "cost")
-    Count(1, MAX_SIZE).check(batch_size, "batch_size")
-    if isinstance(lengths, (str, os.PathLike)):
-        sample = bucketing.parse_lengths_text(_read(lengths, "lengths"), source=str(lengths))
-    else:
-        sample = bucketing.sample_from_lengths(list(lengths))
-    if optimize is None:
-        if bounds is None:
-            from infer_opt.errors import InvalidInput
-
-            raise InvalidInput("bounds", "missing", "give bounds, or optimize=K to design them")
-        return bucketing.analyze(sample, bounds, batch_size=batch_size)
-    return bucketing.optimize(sample, optimize, cost=cost, batch_size=batch_size, given_bounds=bounds)  # type: ignore[arg-type]
+    return bucketing.run(request)[0]
 
 
 @_api

@@ -15,7 +15,7 @@ import itertools
 import os
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -453,12 +453,37 @@ class PartSpec(Checker):
         return Part(name.strip(), fraction, speedup)
 
 
+class Bounds(_Listed):
+    """``128,256,512`` -> (128, 256, 512): positive whole numbers, strictly increasing."""
+
+    name = "N,M,…"
+
+    def parse(self, text: Any, option: str) -> tuple[int, ...]:
+        from infer_opt.cost_models.bucketing import validate_bounds
+
+        return validate_bounds(units.parse_int_list(text, option=option, low=1), option)
+
+
+class Lengths(InputFile):
+    """A length sample: a file (``-`` = stdin), or the lengths themselves (the API's)."""
+
+    def __init__(self) -> None:
+        super().__init__(allow_stdin=True)
+
+    def check(self, value: Any, option: str) -> Any:
+        if not isinstance(value, (list, tuple)):
+            return super().check(value, option)
+        for item in value:
+            Count(0).check(item, option)
+        return tuple(value)
+
+
 # ----------------------------------------------------------------------------- requests
 
 
-def option(default: Any, check: Checker | None = None, *, positional: bool = False) -> Any:
-    """A request field: its default (the CLI option's) and the checker its value passes
-    (None: the default is the only value a field of that kind may be left at)."""
+def option(default: Any = MISSING, check: Checker | None = None, *, positional: bool = False) -> Any:
+    """A request field: its default (the CLI option's; none for a required argument) and the
+    checker its value passes (a string by default)."""
     return field(default=default, kw_only=not positional, metadata={"check": check or Text()})
 
 
@@ -486,6 +511,22 @@ class AmdahlRequest(Request):
     part: tuple[Any, ...] | None = option(None, Each(PartSpec()))
     added: float = option(0.0, Number(0))
     target: float | None = option(None, Number(0, low_open=True))
+
+
+@dataclass(frozen=True)
+class BucketsRequest(Request):
+    """``infer-opt buckets``: padding waste of a length sample under ``bounds``, or the
+    ``optimize`` bounds with the least."""
+
+    file: Any = option(check=Lengths(), positional=True)
+    bounds: tuple[int, ...] | None = option(None, Bounds(), positional=True)
+    batch_size: int = option(1, Count(1, 1 << 20))
+    allow_unbucketed: bool = option(False, Flag())
+    optimize: int | None = option(None, Count(1))
+    cost: str = option("linear", Choice(("linear", "quadratic")))
+    compile_cost: float | None = option(None, Duration("s"))
+    token_cost: float | None = option(None, Duration("us"))
+    requests: int | None = option(None, Count(1))
 
 
 #: the most tokens, sequences or cache length a step takes (``--batch``, ``--seq-len``, …)

@@ -16,6 +16,7 @@ from tests.helpers import assert_one_line_error, invoke
 
 #: command -> its API function and its request
 COMMANDS = {
+    "buckets": ("buckets", requests.BucketsRequest),
     "amdahl": ("amdahl", requests.AmdahlRequest),
     "profile": ("profile", requests.ProfileRequest),
     "predict": ("predict", requests.PredictRequest),
@@ -38,6 +39,13 @@ CLI_ONLY = {
 }
 #: per command, a bad value for each kind of check its options have: (flag, as typed, as passed)
 BAD = {
+    "buckets": [
+        ("FILE", "/no/such/lengths.txt", "/no/such/lengths.txt"),
+        ("--bounds", "8,4", [8, 4]),
+        ("--batch-size", "0", 0),
+        ("--cost", "cubic", "cubic"),
+        ("--compile-cost", "3parsecs", "3parsecs"),
+    ],
     "amdahl": [
         ("--fraction", "1.5", 1.5),
         ("--speedup", "0", 0),
@@ -84,6 +92,8 @@ BAD = {
         ("--save", "", ""),
     ],
 }
+#: what a command needs besides the bad value (a required argument), as typed and as passed
+NEEDS = {"buckets": (["lengths.txt"], {"file": [12, 40]})}
 #: checks no typed value fails (any string, a flag, repeatable strings)
 UNCHECKED = (requests.Text, requests.Flag, requests.Strings)
 
@@ -116,11 +126,15 @@ def test_every_option_has_the_api_default(command):
     for name, param in _options(command).items():
         if name in CLI_ONLY.get(command, {}):
             continue
+        if param.required:  # a required argument: none in the request either
+            assert _fields(command)[name].default is dataclasses.MISSING, name
+            continue
         default = param.default
         if isinstance(default, str) and hasattr(param.type, "parse"):
             default = param.type.convert(default, param, None)
         # the default as the command line gives it, made into the request, is the API's
-        assert getattr(request(**{name: default}), name) == getattr(request(), name), name
+        needs = NEEDS.get(command, ([], {}))[1]
+        assert getattr(request(**{**needs, name: default}), name) == getattr(request(**needs), name), name
         assert api[name].default == _fields(command)[name].default, name
 
 
@@ -128,12 +142,15 @@ def test_every_option_has_the_api_default(command):
     ("command", "flag", "typed", "passed"),
     [(command, *row) for command, rows in sorted(BAD.items()) for row in rows],
 )
-def test_a_bad_value_is_refused_alike(command, flag, typed, passed):
+def test_a_bad_value_is_refused_alike(command, flag, typed, passed, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "lengths.txt").write_text("12\n40\n")
     name = flag.removeprefix("--").replace("-", "_").lower()
+    args, kwargs = NEEDS.get(command, ([], {}))
     with pytest.raises(InvalidInput) as caught:
-        getattr(infer_opt, COMMANDS[command][0])(**{name: passed})
+        getattr(infer_opt, COMMANDS[command][0])(**{**kwargs, name: passed})
     assert caught.value.option == name
-    argv = [command, typed] if flag.isupper() else [command, flag, typed]
+    argv = [command, typed] if flag.isupper() else [command, *args, flag, typed]
     assert_one_line_error(invoke(*argv), f"Error: {flag}: {caught.value.expected} (got ")
 
 

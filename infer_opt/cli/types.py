@@ -66,8 +66,8 @@ NumberList, CountList, CountRange, InputFile, OutputFile, OutputDir, TracePath =
     (requests.NumberList, requests.CountList, requests.CountRange, requests.InputFile,
      requests.OutputFile, requests.OutputDir, requests.TracePath),
 )  # fmt: skip
-Warmup, Reps, Sweep, PartSpec = map(
-    _clicked, (requests.Warmup, requests.Reps, requests.Sweep, requests.PartSpec)
+Warmup, Reps, Sweep, PartSpec, Bounds = map(
+    _clicked, (requests.Warmup, requests.Reps, requests.Sweep, requests.PartSpec, requests.Bounds)
 )
 
 
