@@ -118,7 +118,8 @@ class Each(Checker):
 
 
 class Duration(Checker):
-    """Seconds from ``3s``, ``1.5ms``, ``800us``; a bare number is in ``default_unit``."""
+    """Seconds from ``3s``, ``1.5ms``, ``800us``; a bare number is in ``default_unit`` as text,
+    in seconds as a Python number (as the value the command line parsed is)."""
 
     name, takes, what = "DURATION", (int, float), "a duration"
 
@@ -126,9 +127,8 @@ class Duration(Checker):
         self.default_unit, self.allow_zero, self.most_s = default_unit, allow_zero, most_s
 
     def parse(self, text: Any, option: str) -> float:
-        seconds = units.parse_duration(
-            text, option=option, default_unit=self.default_unit, allow_zero=self.allow_zero
-        )
+        unit = self.default_unit if isinstance(text, str) else "s"  # from Python: seconds, always
+        seconds = units.parse_duration(text, option=option, default_unit=unit, allow_zero=self.allow_zero)
         if self.most_s is not None and seconds > self.most_s:
             raise InvalidInput(option, text, f"must be at most {units.format_duration(self.most_s)}")
         return seconds

@@ -163,3 +163,22 @@ def test_the_refusals_cover_every_kind_of_check(command):
         for flag, *_ in BAD[command]
     }
     assert checked <= tried, checked - tried
+
+
+@pytest.mark.parametrize(
+    ("checker", "typed", "value"),
+    [
+        (requests.Duration("us"), "2", 2e-6),
+        (requests.Duration("ms"), "1.5ms", 1.5e-3),
+        (requests.Warmup(10, 60.0), "200ms", (None, 0.2)),
+        (requests.Reps(10), "auto", None),
+        (requests.Sweep(), "seq-len=1,2", ("seq_len", (1, 2))),
+        (requests.Bounds(), "128,256", (128, 256)),
+        (requests.PartSpec(), "a=0.5:2", requests.PartSpec().parse("a=0.5:2", "")),
+    ],
+)
+def test_a_parsed_value_is_taken_back_unchanged(checker, typed, value):
+    """The CLI hands the request what its option type parsed: checked again, it is the same."""
+    parsed = checker.check(typed, "--x")
+    assert parsed == value
+    assert checker.check(parsed, "--x") == value
