@@ -49,8 +49,6 @@ Examples:
 """
 
 
-MAX_REPS = requests.MAX_KERNEL_REPS
-
 DtypeOpt = option(
     str,
     "--dtype",
@@ -78,7 +76,7 @@ WarmupOpt = option(
 RepsOpt = option(
     Any,
     "--reps",
-    parse=Reps(MAX_REPS),
+    parse=Reps(requests.MAX_KERNEL_REPS),
     help="Timed repetitions per case, or 'auto': repeat until IQR/median < 5% (--max-time caps).",
 )
 MaxTimeOpt = option(

@@ -30,7 +30,7 @@ from infer_opt.cli.profile_tp import TpOpt
 from infer_opt.cli.types import Choice, Count, InputFile, TracePath
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
-from infer_opt.requests import ProfileRequest
+from infer_opt.requests import MAX_SIZE, ProfileRequest
 from infer_opt.steps import MODES
 
 HELP = """Profile one step of a model: time, FLOPs and bytes per aten operator,
@@ -71,7 +71,6 @@ Examples:
 GROUPS = ("op", "category", "module")
 #: the shape options only some modes read (:func:`ignored_shape_options`)
 SHAPE_LENGTHS = ("seq_len", "context", "new_tokens")
-MAX_SIZE = 1 << 20
 
 ModeOpt = option(
     str,
