@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 from infer_opt.requests import (
     AmdahlRequest,
     BucketsRequest,
+    CalibrateRequest,
     Flag,
     KernelsRequest,
     NumberList,
@@ -146,6 +147,12 @@ def fit_roofline() -> Any:
     cached for ``profile`` unless ``no_save``."""
 
 
+@_runs(CalibrateRequest, "infer_opt.profilers.calibration:run")
+def calibrate() -> Any:
+    """The operator calibration ``predict`` and ``validate`` use (``infer-opt calibrate``), cached
+    for the device, dtype and threads: a :class:`~infer_opt.cost_models.op_model.CalibrationResult`."""
+
+
 @_runs(ValidateRequest, "infer_opt.profilers.validate:run")
 def validate() -> Any:
     """Measure and predict ``model``'s step over a shape grid (``infer-opt validate``): ``grid``
@@ -226,6 +233,7 @@ EXPORTS: dict[str, str] = {
     "kernels": "infer_opt.api:kernels",
     "predict": "infer_opt.api:predict",
     "validate": "infer_opt.api:validate",
+    "calibrate": "infer_opt.api:calibrate",
     "fit_roofline": "infer_opt.api:fit_roofline",
     "buckets": "infer_opt.api:buckets",
     "amortize": "infer_opt.cost_models.amortization:amortize",

@@ -633,6 +633,19 @@ class ValidateRequest(StepRequest):
     passes: int = option(1, Count(1, 10))
 
 
+@dataclass(frozen=True)
+class CalibrateRequest(Request):
+    """``infer-opt calibrate``: the operator calibration (``--from-trace``: the command line's)."""
+
+    device: str = option("auto")
+    dtype: str = option("auto")
+    threads: int | None = option(None, THREADS)
+    only: tuple[str, ...] | None = option(None, Strings())
+    grid: str = option("standard", Choice(("standard", "tiny")))
+    reps: int = option(5, Count(3, 1000))
+    resume: bool = option(False, Flag())
+
+
 #: the kernel suite's bounds on its timing options
 MAX_KERNEL_REPS = 100_000
 MAX_WARMUP_S = 600.0

@@ -16,6 +16,7 @@ from tests.helpers import assert_one_line_error, invoke
 
 #: command -> its API function and its request
 COMMANDS = {
+    "calibrate": ("calibrate", requests.CalibrateRequest),
     "buckets": ("buckets", requests.BucketsRequest),
     "amdahl": ("amdahl", requests.AmdahlRequest),
     "profile": ("profile", requests.ProfileRequest),
@@ -28,6 +29,10 @@ COMMANDS = {
 OUTPUT = {"json_out", "out", "markdown", "csv", "fmt", "plot"}
 #: the command line's own options, and why the API has none
 CLI_ONLY = {
+    "calibrate": {
+        "from_trace": "a calibration from GPU traces (validate_trace)",
+        "trace": "with --from-trace",
+    },
     "profile": {
         "top": "rows of the table shown",
         "by": "the table shown",
@@ -39,6 +44,7 @@ CLI_ONLY = {
 }
 #: per command, a bad value for each kind of check its options have: (flag, as typed, as passed)
 BAD = {
+    "calibrate": [("--grid", "huge", "huge"), ("--reps", "2", 2), ("--threads", "0", 0)],
     "buckets": [
         ("FILE", "/no/such/lengths.txt", "/no/such/lengths.txt"),
         ("--bounds", "8,4", [8, 4]),
