@@ -28,6 +28,8 @@ from typing import Any, TypeVar
 
 from infer_opt.requests import (
     AmdahlRequest,
+    AttentionMemoryRequest,
+    AttentionWindowRequest,
     BucketsRequest,
     CalibrateRequest,
     Flag,
@@ -114,6 +116,18 @@ def load(path: str | Path) -> Any:
         if exc.option == "result file":  # the file itself (missing, a device): said as `path`
             raise exc.under("path", exc.value) from None
         raise
+
+
+@_runs(AttentionMemoryRequest, "infer_opt.cost_models.attention:run_memory")
+def attention_memory() -> Any:
+    """Score-matrix memory, HBM traffic of explicit and tiled attention, and FLOPs
+    (``infer-opt attention memory``): ``tq``, ``tk``, ``heads``, ``head_dim`` by name."""
+
+
+@_runs(AttentionWindowRequest, "infer_opt.cost_models.attention:run_window")
+def window_bound() -> Any:
+    """The output error bound ``‖o - o'‖ ≤ 2·δ·M`` of dropping keys of softmax mass δ with
+    value norms at most M (``infer-opt attention window``)."""
 
 
 @_runs(ProfileRequest, "infer_opt.profilers.model_profile:run")
@@ -244,8 +258,8 @@ EXPORTS: dict[str, str] = {
     "compare_plans": "infer_opt.cost_models.speculative:compare_plans",
     "PlanRound": "infer_opt.cost_models.speculative:PlanRound",
     "rates_from_counts": "infer_opt.cost_models.speculative:rates_from_counts",
-    "attention_memory": "infer_opt.cost_models.attention:attention_memory",
-    "window_bound": "infer_opt.cost_models.attention:window_bound",
+    "attention_memory": "infer_opt.api:attention_memory",
+    "window_bound": "infer_opt.api:window_bound",
     "compare": "infer_opt.api:compare",
     "render": "infer_opt.reports.render:render",
     "load_trace": "infer_opt.trace.loaded:load_trace",

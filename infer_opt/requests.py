@@ -529,6 +529,27 @@ class BucketsRequest(Request):
     requests: int | None = option(None, Count(1))
 
 
+@dataclass(frozen=True)
+class AttentionMemoryRequest(Request):
+    """``infer-opt attention memory``: score-matrix memory, HBM traffic and FLOPs of attention."""
+
+    tq: int = option(check=Count(1, 1 << 30))
+    tk: int = option(check=Count(1, 1 << 30))
+    heads: int = option(check=Count(1, 1 << 30))
+    head_dim: int = option(check=Count(1, 1 << 30))
+    batch: int = option(1, Count(1, 1 << 30))
+    dtype: str = option("float16")
+    causal: bool = option(False, Flag())
+
+
+@dataclass(frozen=True)
+class AttentionWindowRequest(Request):
+    """``infer-opt attention window``: the output error bound ``2·δ·M`` of dropping keys."""
+
+    dropped_mass: float = option(check=Number(0, 1, high_open=True), positional=True)
+    value_norm: float = option(check=Number(0), positional=True)
+
+
 #: the most tokens, sequences or cache length a step takes (``--batch``, ``--seq-len``, …)
 MAX_SIZE = 1 << 20
 #: the most timed (or untimed) calls a step-timing command takes

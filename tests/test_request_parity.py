@@ -16,6 +16,8 @@ from tests.helpers import assert_one_line_error, invoke
 
 #: command -> its API function and its request
 COMMANDS = {
+    "attention memory": ("attention_memory", requests.AttentionMemoryRequest),
+    "attention window": ("window_bound", requests.AttentionWindowRequest),
     "calibrate": ("calibrate", requests.CalibrateRequest),
     "buckets": ("buckets", requests.BucketsRequest),
     "amdahl": ("amdahl", requests.AmdahlRequest),
@@ -44,6 +46,8 @@ CLI_ONLY = {
 }
 #: per command, a bad value for each kind of check its options have: (flag, as typed, as passed)
 BAD = {
+    "attention memory": [("--heads", "0", 0)],
+    "attention window": [("--dropped-mass", "1", 1), ("--value-norm", "-1", -1)],
     "calibrate": [("--grid", "huge", "huge"), ("--reps", "2", 2), ("--threads", "0", 0)],
     "buckets": [
         ("FILE", "/no/such/lengths.txt", "/no/such/lengths.txt"),
@@ -99,13 +103,26 @@ BAD = {
     ],
 }
 #: what a command needs besides the bad value (a required argument), as typed and as passed
-NEEDS = {"buckets": (["lengths.txt"], {"file": [12, 40]})}
+NEEDS = {
+    "buckets": (["lengths.txt"], {"file": [12, 40]}),
+    "attention memory": (
+        ["--tq", "8", "--tk", "8", "--heads", "2", "--head-dim", "8"],
+        {"tq": 8, "tk": 8, "heads": 2, "head_dim": 8},
+    ),
+    "attention window": (
+        ["--dropped-mass", "0.5", "--value-norm", "1"],
+        {"dropped_mass": 0.5, "value_norm": 1},
+    ),
+}
 #: checks no typed value fails (any string, a flag, repeatable strings)
 UNCHECKED = (requests.Text, requests.Flag, requests.Strings)
 
 
 def _options(command: str) -> dict[str, object]:
-    return {p.name: p for p in _load_command(command).params if p.name not in OUTPUT}
+    group, _, sub = command.partition(" ")
+    loaded = _load_command(group)
+    loaded = loaded.commands[sub] if sub else loaded
+    return {p.name: p for p in loaded.params if p.name not in OUTPUT}
 
 
 def _api(command: str) -> inspect.Signature:
@@ -156,7 +173,7 @@ def test_a_bad_value_is_refused_alike(command, flag, typed, passed, tmp_path, mo
     with pytest.raises(InvalidInput) as caught:
         getattr(infer_opt, COMMANDS[command][0])(**{**kwargs, name: passed})
     assert caught.value.option == name
-    argv = [command, typed] if flag.isupper() else [command, *args, flag, typed]
+    argv = [*command.split(), typed] if flag.isupper() else [*command.split(), *args, flag, typed]
     assert_one_line_error(invoke(*argv), f"Error: {flag}: {caught.value.expected} (got ")
 
 
