@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 
 from infer_opt.requests import (
     AmdahlRequest,
+    AttentionCheckRequest,
     AttentionMemoryRequest,
     AttentionWindowRequest,
     BucketsRequest,
@@ -128,6 +129,12 @@ def attention_memory() -> Any:
 def window_bound() -> Any:
     """The output error bound ``‖o - o'‖ ≤ 2·δ·M`` of dropping keys of softmax mass δ with
     value norms at most M (``infer-opt attention window``)."""
+
+
+@_runs(AttentionCheckRequest, "infer_opt.checks.mask_alignment:run")
+def attention_check() -> Any:
+    """The attention kernels checked exact over causal, decode and window masks
+    (``infer-opt attention check``): an ``AttentionCheckResult`` (``.passed``)."""
 
 
 @_runs(ProfileRequest, "infer_opt.profilers.model_profile:run")
@@ -260,6 +267,7 @@ EXPORTS: dict[str, str] = {
     "rates_from_counts": "infer_opt.cost_models.speculative:rates_from_counts",
     "attention_memory": "infer_opt.api:attention_memory",
     "window_bound": "infer_opt.api:window_bound",
+    "attention_check": "infer_opt.api:attention_check",
     "compare": "infer_opt.api:compare",
     "render": "infer_opt.reports.render:render",
     "load_trace": "infer_opt.trace.loaded:load_trace",

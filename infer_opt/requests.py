@@ -550,6 +550,20 @@ class AttentionWindowRequest(Request):
     value_norm: float = option(check=Number(0), positional=True)
 
 
+@dataclass(frozen=True)
+class AttentionCheckRequest(Request):
+    """``infer-opt attention check``: the attention kernels' exactness over the masks."""
+
+    tq: int = option(4, Count(1, 8192))
+    tk: int = option(128, Count(1, 8192))
+    heads: int = option(4, Count(1, 128))
+    head_dim: int = option(32, Count(1, 1024))
+    block_size: int = option(32, Count(1, 8192))
+    window: int = option(48, Count(1, 8192))
+    seed: int = option(0, Count(0))
+    dtype: str = option("float32", Choice(("float32", "float64")))
+
+
 #: the most tokens, sequences or cache length a step takes (``--batch``, ``--seq-len``, …)
 MAX_SIZE = 1 << 20
 #: the most timed (or untimed) calls a step-timing command takes

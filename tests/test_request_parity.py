@@ -16,6 +16,7 @@ from tests.helpers import assert_one_line_error, invoke
 
 #: command -> its API function and its request
 COMMANDS = {
+    "attention check": ("attention_check", requests.AttentionCheckRequest),
     "attention memory": ("attention_memory", requests.AttentionMemoryRequest),
     "attention window": ("window_bound", requests.AttentionWindowRequest),
     "calibrate": ("calibrate", requests.CalibrateRequest),
@@ -46,6 +47,7 @@ CLI_ONLY = {
 }
 #: per command, a bad value for each kind of check its options have: (flag, as typed, as passed)
 BAD = {
+    "attention check": [("--heads", "129", 129), ("--dtype", "float16", "float16")],
     "attention memory": [("--heads", "0", 0)],
     "attention window": [("--dropped-mass", "1", 1), ("--value-norm", "-1", -1)],
     "calibrate": [("--grid", "huge", "huge"), ("--reps", "2", 2), ("--threads", "0", 0)],
