@@ -419,13 +419,7 @@ class Resume(InputFile):
         path = super().parse(text, option)
         if path.suffix.lower() != ".json":
             raise InvalidInput(option, str(path), "expected the .json file a run wrote with --out FILE.json")
-        try:
-            loaded = load_result(path)
-        except InvalidInput as exc:
-            raise exc.under(option, str(path)) from None
-        if loaded.kind != self.kind:
-            raise InvalidInput(option, str(path), f"not {self.what_kind} (kind {loaded.kind})")
-        return loaded.result
+        return load_result(path, expect=(self.kind,), option=option, what=self.what_kind).result
 
 
 class PartSpec(Checker):

@@ -50,7 +50,7 @@ BAD = [
     ("acceptance", {"p": None, "q": [0.5, 0.5]}, "p"),
     ("acceptance", {"p": "ab", "q": [0.5, 0.5]}, "p"),
     ("amdahl", {"fraction": "0.4", "speedup": 2}, "fraction"),
-    ("amdahl", {"fraction": 0.4, "speedup": 2, "target": "x"}, "target"),
+    ("amdahl", {"fraction": 0.4, "speedup": 2, "target_speedup": "x"}, "target_speedup"),
     ("load", {"path": 5}, "path"),
     ("load", {"path": "/dev/zero"}, "path"),
     ("load", {"path": "/no/such/result.json"}, "path"),
