@@ -20,7 +20,7 @@ _API = {
     "amdahl", "Part", "load", "profile", "predict", "kernels", "fit_roofline", "buckets", "amortize",
     "amortize_buckets", "speculative_speedup", "Costs", "acceptance", "compare_plans", "PlanRound",
     "rates_from_counts", "attention_memory", "window_bound", "compare", "render", "load_trace",
-    "InvalidInput", "RunFailure",
+    "InvalidInput", "RunFailure", "validate", "calibrate", "attention_check",
 }  # fmt: skip
 
 __all__ = ["__version__", *sorted(_API)]

@@ -50,7 +50,7 @@ def test_an_unwritable_cache_is_an_error_naming_it(unwritable):
 @pytest.mark.parametrize(
     ("argv", "measure"),
     [
-        (["roofline", "--threads", "1"], "infer_opt.cli.roofline._measure_now"),
+        (["roofline", "--threads", "1"], "infer_opt.profilers.roofline._measure_now"),
         (["calibrate", "--shapes", "tiny", "--threads", "1"], "infer_opt.profilers.calibration.calibrate"),
     ],
 )

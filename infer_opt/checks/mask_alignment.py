@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,6 +36,9 @@ from infer_opt.checks.blocked_attention import (
 )
 from infer_opt.errors import InvalidInput
 from infer_opt.results.attention_check import AttentionCase, AttentionCheckResult
+
+if TYPE_CHECKING:
+    from infer_opt.requests import AttentionCheckRequest
 
 #: max |output - float64 reference| allowed per dtype, for unit-variance random q, k, v
 TOLERANCES: dict[str, float] = {"float64": 1e-10, "float32": 1e-4, "float16": 5e-3, "bfloat16": 3e-2}
@@ -421,3 +424,13 @@ def _window_rows(run: _Run, tq: int, tk: int, window: int) -> list[AttentionCase
         row(torch_run, path=run.blocked_torch),
         row(partial(F.scaled_dot_product_attention, x.q, x.k, x.v, attn_mask=mask), path="SDPA"),
     ]
+
+
+def run(request: AttentionCheckRequest) -> AttentionCheckResult:
+    """``infer-opt attention check``: :func:`check_attention` of the request (no more new
+    queries than keys)."""
+    if request.tq > request.tk:
+        raise InvalidInput(
+            "--tq", request.tq, f"must be <= --tk = {request.tk} (new queries cannot outnumber the keys)"
+        )
+    return check_attention(**{f: getattr(request, f) for f in request.__dataclass_fields__})

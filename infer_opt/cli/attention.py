@@ -13,6 +13,7 @@ from infer_opt.cli.common import option
 from infer_opt.cli.output import with_output
 from infer_opt.cli.types import Count, Number
 from infer_opt.cost_models import attention as model
+from infer_opt.requests import AttentionMemoryRequest, AttentionWindowRequest
 from infer_opt.results.attention import AttentionMemoryResult, WindowBoundResult
 
 #: a sequence, head count or batch beyond this is not a model anyone runs (and would overflow)
@@ -63,9 +64,10 @@ def memory(
     dtype: DtypeOpt = "float16",
     causal: CausalOpt = False,
 ) -> AttentionMemoryResult:
-    return model.attention_memory(
-        tq=tq, tk=tk, heads=heads, batch=batch, head_dim=head_dim, dtype=dtype, causal=causal
+    request = AttentionMemoryRequest(
+        tq=tq, tk=tk, heads=heads, head_dim=head_dim, batch=batch, dtype=dtype, causal=causal
     )
+    return model.run_memory(request)
 
 
 WINDOW_HELP = """Bound on the output error of sliding-window (or any key-dropping) attention.
@@ -100,7 +102,7 @@ def window(
     dropped_mass: DroppedMassOpt,
     value_norm: ValueNormOpt,
 ) -> WindowBoundResult:
-    return model.window_bound(dropped_mass, value_norm)
+    return model.run_window(AttentionWindowRequest(dropped_mass, value_norm))
 
 
 app.command("memory", help=MEMORY_HELP)(memory)

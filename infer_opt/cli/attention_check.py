@@ -6,7 +6,8 @@ from infer_opt.cli.attention import app
 from infer_opt.cli.common import option, seed_option
 from infer_opt.cli.output import Outcome, with_output
 from infer_opt.cli.types import Choice, Count
-from infer_opt.errors import InvalidInput, RunFailure
+from infer_opt.errors import RunFailure
+from infer_opt.requests import AttentionCheckRequest
 
 DTYPES = ("float32", "float64")
 
@@ -60,20 +61,13 @@ def check(
     seed: SeedOpt = 0,
     dtype: DtypeOpt = "float32",
 ) -> Outcome:
-    if tq > tk:
-        raise InvalidInput("--tq", tq, f"must be <= --tk = {tk} (new queries cannot outnumber the keys)")
-    from infer_opt.checks.mask_alignment import check_attention
+    from infer_opt.checks.mask_alignment import run
 
-    result = check_attention(
+    request = AttentionCheckRequest(
+        tq=tq, tk=tk, heads=heads, head_dim=head_dim, block_size=block_size, window=window, seed=seed,
         dtype=dtype,
-        tq=tq,
-        tk=tk,
-        heads=heads,
-        head_dim=head_dim,
-        block_size=block_size,
-        window=window,
-        seed=seed,
-    )
+    )  # fmt: skip
+    result = run(request)
     if result.passed:
         return Outcome(result)
     failed = sum(not c.passed for c in result.cases)

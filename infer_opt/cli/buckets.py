@@ -7,13 +7,12 @@ from typing import Any
 
 import typer
 
-from infer_opt.cli.common import argument, option, read_text
+from infer_opt.cli.common import argument, option
 from infer_opt.cli.output import Outcome, with_output
-from infer_opt.cli.types import Choice, Count, Duration, InputFile, Parsed
+from infer_opt.cli.types import Bounds, Choice, Count, Duration, InputFile
 from infer_opt.cost_models import bucketing as model
-from infer_opt.errors import InvalidInput
+from infer_opt.requests import BucketsRequest
 from infer_opt.results.buckets import BucketsResult
-from infer_opt.units import parse_int_list
 
 #: a batch larger than this is not a batch a server forms
 MAX_BATCH = 1 << 20
@@ -37,16 +36,6 @@ HELP = (
     "  infer-opt buckets lengths.txt --optimize 8 --cost quadratic\n\n"
     "  infer-opt buckets lengths.txt --optimize 16 --compile-cost 40s --token-cost 2us --requests 1e7\n"
 )
-
-
-class Bounds(Parsed):
-    """``128,256,512`` -> (128, 256, 512): positive whole numbers, strictly increasing."""
-
-    name = "N,M,…"
-    listed = True
-
-    def parse(self, text: str, option: str) -> tuple[int, ...]:
-        return model.validate_bounds(parse_int_list(text, option=option, low=1), option)
 
 
 FileArg = argument(
@@ -111,31 +100,11 @@ def buckets(
     token_cost: TokenCostOpt = None,
     requests: RequestsOpt = None,
 ) -> Outcome:
-    if optimize is None:
-        for option, raw in (
-            ("--compile-cost", compile_cost),
-            ("--token-cost", token_cost),
-            ("--requests", requests),
-        ):
-            if raw is not None:
-                raise InvalidInput(option, raw, "only used with --optimize K")
-        if bounds is None:
-            raise InvalidInput("--bounds", "missing", "give --bounds (or --optimize K to design them)")
-    text, source = read_text(file, "FILE")
-    sample = model.parse_lengths_text(text, source=source)
-    if optimize is None:
-        result = model.analyze(sample, bounds, batch_size=batch_size, allow_unbucketed=allow_unbucketed)
-    else:
-        result = model.optimize(
-            sample,
-            optimize,
-            cost=cost,  # type: ignore[arg-type]
-            compile_cost_s=compile_cost,
-            token_cost_s=token_cost,
-            requests=requests,
-            batch_size=batch_size,
-            given_bounds=bounds,
-        )
+    request = BucketsRequest(
+        file, bounds, batch_size=batch_size, allow_unbucketed=allow_unbucketed, optimize=optimize, cost=cost,
+        compile_cost=compile_cost, token_cost=token_cost, requests=requests,
+    )  # fmt: skip
+    result, sample = model.run(request)
     return Outcome(result, plot=lambda res, path: _plot(res, sample, path), warnings=sample.notices)
 
 

@@ -12,6 +12,7 @@ from infer_opt.cli.output import Outcome, Output, with_output
 from infer_opt.cli.types import Choice, Count, InputFile
 from infer_opt.cli.validate_trace import FromTraceOpt
 from infer_opt.notices import Notice
+from infer_opt.requests import CalibrateRequest
 
 HELP = """Calibrate the device's operators for predict and validate: matmuls (linear
 with and without bias, row-major weights, batched) over a log-spaced (M, N, K)
@@ -50,66 +51,6 @@ Examples:
 GROUP_NAMES = ("linear", "addmm_nn", "bmm", "sdpa", "norms", "elementwise", "memory", "views", "host")
 
 
-def _only(values: list[str] | None) -> list[str] | None:
-    from infer_opt.errors import InvalidInput
-
-    if not values:
-        return None
-    if any(not v.strip() for item in values for v in item.split(",")):
-        shown = ",".join(values)
-        raise InvalidInput("only", shown, f"an empty group name; give groups among {', '.join(GROUP_NAMES)}")
-    names = [v.strip() for item in values for v in item.split(",") if v.strip()]
-    unknown = sorted(set(names) - set(GROUP_NAMES))
-    if unknown:
-        raise InvalidInput("only", ",".join(unknown), f"unknown group; known: {', '.join(GROUP_NAMES)}")
-    return names
-
-
-def _resume_from(output: Output, device: Any, dtype: Any, grid: str) -> tuple[Any, tuple[Notice, ...]]:
-    """The run to continue — the first ``--out`` JSON file that exists, else the cached one —
-    and what to say: nothing saved (a new run starts). A saved run of another grid is refused:
-    continuing it would mix two grids in one calibration."""
-    from infer_opt.errors import InvalidInput
-    from infer_opt.profilers import calibration
-
-    found = [p for p in output.out if p.suffix.lower() == ".json" and p.exists()]
-    cached = calibration.cache_path(device, dtype)
-    path = found[0] if found else cached if cached.exists() else None
-    if path is None:
-        return None, (Notice("calibration_nothing_to_resume", {"cache": str(cached)}),)
-    previous = calibration.load_calibration(path, option="resume", to_use=False)
-    if previous.grid and previous.grid != grid:
-        raise InvalidInput(
-            "resume",
-            str(path),
-            f"the saved run is of the {previous.grid} grid and this one --shapes {grid}: give --shapes "
-            f"{previous.grid} to continue it, or drop --continue to start over",
-        )
-    return previous, ()
-
-
-def _to_update(device: Any, dtype: Any, grid: str) -> tuple[Any, str | None]:
-    """For ``--only`` without ``--continue``: ``(the cached calibration of the same grid, whose
-    groups are measured again and replaced, or None; why the run must not be cached, or None)``.
-    A run of another grid is not cached over a complete calibration (the cache keeps one per
-    device, dtype and thread count)."""
-    from infer_opt.errors import InvalidInput
-    from infer_opt.profilers import calibration
-
-    path = calibration.cache_path(device, dtype)
-    if not path.exists():
-        return None, None
-    try:
-        cached = calibration.load_calibration(path, option="only", to_use=False)
-    except InvalidInput:
-        return None, None
-    if cached.grid == grid:
-        return cached, None
-    if cached.complete:
-        return None, f"{path} keeps its complete {cached.grid} calibration (this run is --shapes {grid})"
-    return None, None
-
-
 DeviceOpt = option(
     str,
     "--device",
@@ -119,14 +60,14 @@ DeviceOpt = option(
 OnlyOpt = option(
     list[str] | None, "--only", help=f"Measure only these groups (repeatable): {', '.join(GROUP_NAMES)}."
 )
-GridOpt = option(
+ShapesOpt = option(
     str,
     "--shapes",
     parse=Choice(("standard", "tiny")),
     help="standard, or tiny (a few shapes per group: a smoke test, not one to predict with).",
 )
 RepsOpt = option(int, "--reps", parse=Count(3, 1000), help="Profiled repetitions per shape.")
-ResumeOpt = option(bool, "--continue", help="Continue the saved run: skip the groups it finished.")
+ContinueOpt = option(bool, "--continue", help="Continue the saved run: skip the groups it finished.")
 TraceArg = argument(
     list[Path] | None,
     metavar="TRACE",
@@ -142,9 +83,9 @@ def calibrate(
     dtype: AutoDtypeOpt = "auto",
     threads: ThreadsOpt = None,
     only: OnlyOpt = None,
-    grid: GridOpt = "standard",
+    shapes: ShapesOpt = "standard",
     reps: RepsOpt = 5,
-    resume: ResumeOpt = False,
+    continue_: ContinueOpt = False,
     from_trace: FromTraceOpt = None,
     trace: TraceArg = None,
     *,
@@ -160,38 +101,20 @@ def calibrate(
         from_trace = [*from_trace, *(trace or [])]
 
         used = {"--dtype": dtype != "auto", "--threads": threads is not None}
-        used |= {"--only": bool(only), "--shapes": grid != "standard", "--continue": resume}
+        used |= {"--only": bool(only), "--shapes": shapes != "standard", "--continue": continue_}
         return from_traces(from_trace, given=used, device=device)
     from infer_opt.profilers import calibration
-    from infer_opt.profilers import device as devices
 
-    groups = _only(only)
-    dev = devices.resolve_device(device)
-    if threads is not None:
-        devices.set_threads(threads)
-    torch_dtype = devices.parse_dtype(dtype, dev)
-    previous, said = _resume_from(output, dev, torch_dtype, grid) if resume else (None, ())
-    base, not_cached = _to_update(dev, torch_dtype, grid) if groups and not resume else (None, None)
-    stored: list[Any] = []
-    if not_cached is None:  # before any measurement: the cache must take what is measured
-        calibration.watch_cache(dev, torch_dtype)
-
-    def save(result: Any) -> None:
-        if not_cached is None:
-            stored.append(calibration.cache_calibration(result))
-        output.save_partial(result)
-
+    request = CalibrateRequest(
+        device=device, dtype=dtype, threads=threads, only=only, shapes=shapes, reps=reps, continue_=continue_
+    )
+    notices: list[Notice] = []
     with progress_bar("calibrate") as bar:
-        result = calibration.calibrate(
-            dev, torch_dtype, grid=grid, only=groups, reps=reps, resume_from=previous, update=base,
-            on_group=save, progress=bar,
+        result = calibration.run(
+            request, saved=output.out, on_group=output.save_partial, progress=bar, noticed=notices.append,
+            said=lambda line: typer.echo(line, err=True),
         )  # fmt: skip
-    notices = (*said, *dict.fromkeys(n for s in stored for n in s.notices))
-    if stored and stored[-1].saved:
-        typer.echo(f"saved {stored[-1].path}", err=True)
-    if not_cached is not None:
-        typer.echo(f"not cached: {not_cached}", err=True)
-    return Outcome(result, exit_code=0 if result.complete or groups else 130, warnings=notices)
+    return Outcome(result, exit_code=0 if result.complete or only else 130, warnings=tuple(notices))
 
 
 def register(app: typer.Typer) -> None:

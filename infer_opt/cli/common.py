@@ -17,6 +17,7 @@ from infer_opt import files
 from infer_opt.cli._click import ParamType
 from infer_opt.cli.types import Count, InputFile
 from infer_opt.errors import InvalidInput
+from infer_opt.requests import MAX_REPS, MAX_RUNS
 
 
 def option(kind: Any, *flags: str, parse: ParamType | None = None, help: str, **extra: Any) -> Any:
@@ -128,12 +129,6 @@ def read_text(path: str | Path, option: str) -> tuple[str, str]:
     if str(path) == "-":
         return sys.stdin.read(), "stdin"
     return files.read_text(path, option), Path(path).name
-
-
-#: the most timed (or untimed) calls a step-timing command takes
-MAX_REPS = 10_000
-#: the most independent runs (``--runs``)
-MAX_RUNS = 1000
 
 
 def warmup_option(help: str, most: int = MAX_REPS) -> Any:

@@ -13,14 +13,13 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
-from pathlib import Path
 from typing import Any
 
 import typer
 
 from infer_opt.cli._click import Context, click
 from infer_opt.cli.common import option
-from infer_opt.cli.types import Choice, Count, Duration, Parsed, given_path
+from infer_opt.cli.types import Choice, Count, Duration
 from infer_opt.errors import InvalidInput
 
 MAX_RANKS = 4096
@@ -47,20 +46,6 @@ BackendOpt = option(
     parse=Choice(BACKENDS),
     help="torch.distributed backend: auto (NCCL on CUDA, gloo on the CPU), gloo or nccl.",
 )
-
-
-class TracePath(Parsed):
-    """``--trace``: a file for one rank, or a folder (one ``rank<r>.json`` per rank) with ``--tp``."""
-
-    name = "PATH"
-
-    def parse(self, text: str, option: str) -> Path:
-        from infer_opt.files import check_writable
-
-        path = given_path(text, option, "a file or folder name")
-        if path.is_dir():
-            return path
-        return check_writable(text, option)
 
 
 def _as_text(value: Any) -> str:

@@ -3,24 +3,22 @@ softmax, layer norm, attention variants, fused bias+GELU) on one device and dtyp
 
 from __future__ import annotations
 
-import re
 import shlex
 import sys
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 
-from infer_opt import units
-from infer_opt.cli.common import DeviceOpt, ThreadsOpt, option, progress_bar, read_resume, runs_option
+from infer_opt import requests
+from infer_opt.cli.common import DeviceOpt, ThreadsOpt, option, progress_bar, runs_option
 from infer_opt.cli.output import Outcome, Output, with_output
-from infer_opt.cli.types import Choice, Duration, InputFile, Parsed
-from infer_opt.errors import Interrupted, RunFailure, UnsupportedOnDevice
+from infer_opt.cli.types import Choice, Duration, InputFile, Reps, Warmup
+from infer_opt.errors import Interrupted, RunFailure
 
 if TYPE_CHECKING:
-    from infer_opt.results.kernels import KernelSuiteResult, SuiteSettings
+    from infer_opt.results.kernels import KernelSuiteResult
 
 HELP = """Time real kernels with known FLOPs F and minimum bytes Q: matmul sweep (compute
 bound), copy/add/scale sweep (bandwidth bound), tiny adds (launch floor), softmax, layer
@@ -51,32 +49,6 @@ Examples:
 """
 
 
-class WarmupType(Parsed):
-    """A count of calls (``5``) or a duration (``200ms``): ``(calls, None)`` or ``(None, seconds)``."""
-
-    name = "N|DURATION"
-
-    def parse(self, text: str, option: str) -> tuple[int | None, float | None]:
-        if re.fullmatch(r"\s*\d+\s*", text):
-            return units.parse_int(text, option=option, low=0, high=MAX_WARMUP_CALLS), None
-        return None, Duration(most_s=MAX_WARMUP_S).parse(text, option)
-
-
-class RepsType(Parsed):
-    """A count of repetitions, or ``auto`` (None: repeat until the spread settles)."""
-
-    name = "N|auto"
-
-    def parse(self, text: str, option: str) -> int | None:
-        if text.strip().lower() == "auto":
-            return None
-        return units.parse_int(text, option=option, low=1, high=MAX_REPS)
-
-
-MAX_REPS = 100_000
-MAX_WARMUP_CALLS = 100_000
-MAX_WARMUP_S = 600.0
-
 DtypeOpt = option(
     str,
     "--dtype",
@@ -98,13 +70,13 @@ FlushOpt = option(
 WarmupOpt = option(
     Any,
     "--warmup",
-    parse=WarmupType(),
+    parse=Warmup(requests.MAX_KERNEL_REPS, requests.MAX_WARMUP_S),
     help="Warm-up calls before timing: a count (5) or a duration (200ms).",
 )
 RepsOpt = option(
     Any,
     "--reps",
-    parse=RepsType(),
+    parse=Reps(requests.MAX_KERNEL_REPS),
     help="Timed repetitions per case, or 'auto': repeat until IQR/median < 5% (--max-time caps).",
 )
 MaxTimeOpt = option(
@@ -120,69 +92,8 @@ RunsOpt = runs_option(
 )
 
 
-def suite_settings(
-    warmup: tuple[int | None, float | None],
-    reps: int | None,
-    max_time_s: float | None,
-    *,
-    flush: bool,
-    cuda_graphs: bool,
-) -> SuiteSettings:
-    """The timing options as :class:`SuiteSettings` (``reps`` None = adaptive, capped at 2 s)."""
-    from infer_opt.results.kernels import SuiteSettings
-
-    calls, seconds = warmup
-    if reps is None and max_time_s is None:
-        max_time_s = 2.0
-    return SuiteSettings(
-        warmup=calls,
-        warmup_time_s=seconds,
-        reps=reps,
-        max_time_s=max_time_s,
-        flush_cache=flush,
-        cuda_graphs=cuda_graphs,
-    )
-
-
-def run_suite_cli(
-    *,
-    device: str,
-    dtype: str,
-    suite: str,
-    only: list[str] | None,
-    settings: SuiteSettings,
-    threads: int | None = None,
-    label: str = "kernels",
-    on_row: Callable[[Any], None] | None = None,
-    runs: int = 1,
-    previous: KernelSuiteResult | None = None,
-) -> KernelSuiteResult:
-    """Resolve device and dtype, select cases, run ``runs`` passes under a progress bar
-    (``on_row`` gets the result after every case; ``previous`` is a saved result to resume).
-    Shared by ``kernels`` and ``roofline``."""
-    from infer_opt.profilers import device as devices
-    from infer_opt.profilers import kernels
-
-    dev = devices.resolve_device(device)
-    torch_dtype = devices.parse_dtype(dtype, dev)
-    if threads is not None:
-        devices.set_threads(threads)
-    if settings.cuda_graphs and not devices.is_cuda(dev):
-        raise UnsupportedOnDevice(
-            f"--cuda-graphs: CUDA graphs need a CUDA device; this run is on {dev} (drop --cuda-graphs)"
-        )
-    kind = "cuda" if devices.is_cuda(dev) else "cpu"
-    known = kernels.all_cases(kind, suite)
-    cases = kernels.select(known, only)
-    if previous is not None:
-        kernels.check_resumable(previous, dev, torch_dtype, settings, suite)
-        held = sum(1 for r in previous.rows if r.runs >= max(runs, previous.runs) or r.time_s is None)
-        typer.echo(f"resuming: {held} case(s) already measured in every run", err=True)
-    with progress_bar(label) as update:
-        return kernels.run_passes(
-            cases, dev, torch_dtype, settings, runs=runs, suite=suite, all_known=known, previous=previous,
-            progress=update, on_row=on_row,
-        )  # fmt: skip
+def _say(line: str) -> None:
+    typer.echo(line, err=True)
 
 
 def resume_command(argv: list[str], file: str) -> str:
@@ -257,14 +168,16 @@ def kernels_command(
     *,
     output: Output,
 ) -> Outcome:
-    settings = suite_settings(warmup, reps, max_time, flush=l2_flush, cuda_graphs=cuda_graphs)
-    previous = read_resume(resume, "kernels", "a kernels result")
+    from infer_opt.profilers import kernels
+
+    request = requests.KernelsRequest(
+        device=device, dtype=dtype, suite=suite, only=only, l2_flush=l2_flush, cuda_graphs=cuda_graphs,
+        warmup=warmup, reps=reps, max_time=max_time, threads=threads, runs=runs, resume=resume,
+    )  # fmt: skip
     if resume is not None and resume not in output.out:
         output = replace(output, out=(*output.out, resume))
-    result = run_suite_cli(
-        device=device, dtype=dtype, suite=suite, only=only, settings=settings, threads=threads,
-        on_row=output.save_partial, runs=runs, previous=previous,
-    )  # fmt: skip
+    with progress_bar("kernels") as update:
+        result = kernels.run(request, progress=update, on_row=output.save_partial, said=_say)
     also = () if resume is None else (resume,)
     if not result.complete:
         return Outcome(result, error=_incomplete(result, output), also_write=also)

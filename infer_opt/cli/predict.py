@@ -11,8 +11,8 @@ import typer
 from infer_opt.cli.common import AutoDtypeOpt, HfConfigOpt, ModelArg, ThreadsOpt, option, progress_bar
 from infer_opt.cli.output import Outcome, with_output
 from infer_opt.cli.profile import StepShape, TopOpt, ignored_shape_options
-from infer_opt.cli.types import Count, InputFile, Parsed
-from infer_opt.errors import InvalidInput
+from infer_opt.cli.types import Count, InputFile, Sweep
+from infer_opt.requests import PredictRequest
 
 HELP = """Predict one step of a model from the device's operator calibration, without
 running it: the operators are recorded on fake tensors (no data, no weights: a 7B
@@ -36,24 +36,6 @@ Examples:
 
   infer-opt predict llama-small --calibration other-machine.json --json
 """
-
-
-class SweepType(Parsed):
-    """``batch=1,2,4`` (or ``seq-len=…``, ``context=…``): the parameter and its values."""
-
-    name = "PARAM=V1,V2,…"
-    listed = True
-    once = "predict sweeps one parameter, its values in one --sweep (validate --grid takes several)"
-
-    def parse(self, text: str, option: str) -> tuple[str, tuple[int, ...]]:
-        from infer_opt.cli.profile import MAX_SIZE
-        from infer_opt.errors import InvalidInput
-        from infer_opt.profilers.predict import parse_sweep
-
-        try:
-            return parse_sweep(text, high=MAX_SIZE)
-        except InvalidInput as exc:
-            raise InvalidInput(option, text, exc.expected) from None
 
 
 TpOpt = option(
@@ -90,7 +72,7 @@ PredictDeviceOpt = option(
 SweepOpt = option(
     Any,
     "--sweep",
-    parse=SweepType(),
+    parse=Sweep(),
     help="Predict over batch=…, seq-len=… or context=… (comma-separated, increasing; one "
     "parameter: validate --grid takes several).",
 )
@@ -110,68 +92,17 @@ def predict(
     tp: TpOpt = 1,
     comm: CommOpt = None,
 ) -> Any:
-    from infer_opt.profilers import models
     from infer_opt.profilers import predict as pr
-    from infer_opt.profilers.comm import comm_for
 
-    overrides = models.parse_hf_overrides(list(hf_config or ()))
-    if comm is not None and tp == 1:
-        needs = "prices the collectives of --tp N > 1; give --tp N or drop --comm"
-        raise InvalidInput("--comm", str(comm), needs)
-    found = pr.calibration_for_run(calibration, dtype, threads, device, trace_ok=True)
-    _threads_used(found.calibration, calibration, threads)
-    _device_used(found.calibration, calibration, device, threads)
-    sweep_comm = (
-        None
-        if tp == 1
-        else comm_for(tp, "cuda" if found.calibration.device.startswith("cuda") else "cpu", comm)
-    )
+    request = PredictRequest(
+        model, device=device, dtype=dtype, **asdict(shape), calibration=calibration, sweep=sweep,
+        threads=threads, hf_config=hf_config, tp=tp, comm=comm,
+    )  # fmt: skip
+    notices: list[Any] = []
     with progress_bar("predict") as update:
-        result = pr.predict(
-            model, found.calibration, calibration_source=found.source, **asdict(shape),
-            dtype=found.dtype, hf_overrides=overrides, sweep=sweep, progress=update,
-            tp=tp, comm=sweep_comm,
-        )  # fmt: skip
+        result = pr.run(request, progress=update, noticed=notices.append)
     ignored = ignored_shape_options((shape.mode,))
-    return Outcome(result, view={"top": top}, warnings=(*found.notices, *ignored))
-
-
-def _threads_used(found: Any, given: Path | None, threads: int | None) -> None:
-    """A calibration file predicts for the thread count it was made at: a --threads that differs
-    would be ignored, so it is refused."""
-    if given is None or threads is None or found.device.startswith("cuda") or found.threads == threads:
-        return
-    raise InvalidInput(
-        "--threads",
-        threads,
-        f"{given} was calibrated at {found.threads} thread(s), and a prediction is for its thread count: "
-        f"drop --threads, or calibrate at --threads {threads}",
-    )
-
-
-def _device_used(found: Any, given: Path | None, device: str, threads: int | None) -> None:
-    """A calibration file predicts for the device it was made on: a ``--device`` of another kind
-    (cpu for a GPU calibration, cuda for a CPU one) or ``--threads`` with a GPU calibration
-    would be ignored, so they are refused."""
-    from infer_opt.cli.profile import given as typed
-
-    if given is None:
-        return
-    gpu = str(found.device).startswith("cuda")
-    if gpu and threads is not None:
-        raise InvalidInput(
-            "--threads",
-            threads,
-            f"{given} is a calibration of {found.device_name or 'a GPU'}: the prediction is for that GPU, "
-            "whose time no CPU thread count changes; drop --threads",
-        )
-    if "device" in typed(["device"]) and device != "auto" and device.startswith("cuda") != gpu:
-        where = f"{found.device_name or 'a GPU'} ({found.device})" if gpu else f"the CPU ({found.device})"
-        raise InvalidInput(
-            "--device",
-            device,
-            f"{given} is a calibration of {where}: the prediction is for it; drop --device",
-        )
+    return Outcome(result, view={"top": top}, warnings=(*notices, *ignored))
 
 
 def register(app: typer.Typer) -> None:

@@ -24,13 +24,14 @@ from infer_opt.cli.common import (
     runs_option,
     warmup_option,
 )
-from infer_opt.cli.distributed import TimeoutOpt, TracePath
+from infer_opt.cli.distributed import TimeoutOpt
 from infer_opt.cli.output import Outcome, Output, with_output
 from infer_opt.cli.profile_tp import TpOpt
-from infer_opt.cli.types import Choice, Count, InputFile
+from infer_opt.cli.types import Choice, Count, InputFile, TracePath
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
-from infer_opt.steps import MODES, StepSettings
+from infer_opt.requests import MAX_SIZE, ProfileRequest
+from infer_opt.steps import MODES
 
 HELP = """Profile one step of a model: time, FLOPs and bytes per aten operator,
 grouped by operator, category and module, each op placed against the device's
@@ -70,7 +71,6 @@ Examples:
 GROUPS = ("op", "category", "module")
 #: the shape options only some modes read (:func:`ignored_shape_options`)
 SHAPE_LENGTHS = ("seq_len", "context", "new_tokens")
-MAX_SIZE = 1 << 20
 
 ModeOpt = option(
     str,
@@ -187,9 +187,9 @@ def profile(
 ) -> Any:
     from infer_opt.profilers import model_profile
 
-    settings = StepSettings(
-        model, device, dtype, steps.Shape(**asdict(shape)), warmup=warmup, reps=reps, runs=runs,
-        threads=threads, hf_config=tuple(hf_config or ()),
+    request = ProfileRequest(
+        model, device=device, dtype=dtype, **asdict(shape), warmup=warmup, reps=reps, runs=runs,
+        roofline=roofline, trace=trace, threads=threads, hf_config=hf_config,
     )  # fmt: skip
     ignored = ignored_shape_options((shape.mode,))
     if profile_tp.wanted(tp):
@@ -198,17 +198,15 @@ def profile(
         arguments = {**asdict(shape), "model": model, "device": device, "dtype": dtype, "warmup": warmup,
                      "reps": reps, "threads": threads, "tp": tp}  # fmt: skip
         outcome = profile_tp.profile_tp(
-            settings, tp=tp, timeout_s=timeout, arguments=arguments, roofline=roofline, trace=trace, top=top,
-            by=by,
+            request.settings(), tp=tp, timeout_s=timeout, arguments=arguments, roofline=roofline, trace=trace,
+            top=top, by=by,
         )  # fmt: skip
         return outcome if outcome is None else replace(outcome, warnings=(*outcome.warnings, *ignored))
     if trace is not None and trace.is_dir():
         raise InvalidInput("trace", str(trace), "is a folder; without --tp give a file name")
     output.check_distinct((("--trace", trace),))
     with progress_bar("profile") as update:
-        step = model_profile.load(settings, progress=update)
-        resolved = model_profile.resolve_fit(step.device, step.dtype, roofline, progress=update)
-        result = model_profile.profile_model(step, resolved, trace_path=trace, progress=update)
+        result = model_profile.run(request, progress=update)
     if trace is not None:
         typer.echo(f"wrote {trace}", err=True)
     return Outcome(result, view={"top": top, "by": by}, warnings=ignored, error=_interrupted(result, output))

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import typer
 
-from infer_opt.cli.common import DeviceOpt, ThreadsOpt, argument, option, seed_option
+from infer_opt.cli.common import DeviceOpt, ThreadsOpt, argument, option, progress_bar, seed_option
 from infer_opt.cli.kernels import DtypeOpt, FlushOpt, RepsOpt, SuiteOpt, WarmupOpt
 from infer_opt.cli.output import with_output
 from infer_opt.cli.types import Bandwidth, Count, FlopRate, InputFile, OutputFile
-from infer_opt.cost_models import roofline as model
-from infer_opt.cost_models.roofline import KernelPoint
-from infer_opt.errors import Interrupted, InvalidInput
+from infer_opt.requests import RooflineRequest
 from infer_opt.results.roofline import RooflineFit
 
 HELP = """Fit the empirical roofline t ≈ t0 + max(F/R, Q/b) — compute rate R, bandwidth b,
@@ -94,99 +91,15 @@ def roofline_command(
     save: SaveOpt = None,
     no_save: NoSaveOpt = False,
 ) -> RooflineFit:
-    if measurements is not None:
-        from infer_opt.inputs.measurements import load_points
+    from infer_opt.profilers import roofline
 
-        points, meta = load_points(measurements)
-        source = str(measurements)
-    else:
-        if not no_save:  # before measuring: a cache that cannot take the fit is said now
-            from infer_opt.store import check_writable
-
-            check_writable("roofline", instead="give --no-save (with --save FILE or --out FILE.json)")
-        points, meta, source = _measure_now(device, dtype, suite, l2_flush, warmup, reps, threads)
-    fit = model.fit_roofline(
-        points, bootstrap=bootstrap, seed=seed, source=source, fit_families=_families(fit_on, points), **meta
-    )
-    fit = model.with_datasheet(fit, flops=peak_flops, bytes_per_s=peak_bandwidth)
-    _save(fit, save, no_save)
-    return fit
-
-
-def _measure_now(
-    device: str, dtype: str, suite: str, flush: bool, warmup: Any, reps: Any, threads: int | None
-) -> tuple[list[KernelPoint], dict[str, Any], str]:
-    """Run the suite now: its points, the device it ran on, and a source line."""
-    from infer_opt.cli.kernels import run_suite_cli, suite_settings
-    from infer_opt.inputs.measurements import kernel_points
-
-    settings = suite_settings(warmup, reps, None, flush=flush, cuda_graphs=False)
-    result = run_suite_cli(
-        device=device,
-        dtype=dtype,
-        suite=suite,
-        only=None,
-        settings=settings,
-        threads=threads,
-        label="roofline",
-    )
-    if not result.complete:
-        raise Interrupted(f"interrupted after {len(result.rows)} kernel(s); nothing was fitted")
-    from infer_opt.inputs.measurements import measurement_meta
-
-    return (
-        kernel_points(result),
-        measurement_meta(result),
-        f"measured now ({suite} suite, {result.wall_s:.0f} s)",
-    )
-
-
-def _families(text: str, points: list[KernelPoint]) -> tuple[str, ...] | None:
-    choice = text.strip().lower()
-    if choice == "auto":
-        return model.default_fit_families(points)
-    if choice == "all":
-        return None
-    wanted = tuple(f.strip() for f in text.split(","))
-    known = sorted({p.family for p in points if p.family})
-    choices = (
-        f"auto, all, or families among: {', '.join(known)}" if known else "auto or all (no families named)"
-    )
-    if any(f == "" for f in wanted):
-        raise InvalidInput("--fit-on", text, f"empty item in the list; expected {choices}")
-    unknown = [f for f in wanted if f not in known]
-    if unknown:
-        raise InvalidInput(
-            "--fit-on", text, f"unknown famil{'ies' if len(unknown) > 1 else 'y'}; expected {choices}"
-        )
-    return wanted
-
-
-def _save(fit: RooflineFit, save: Path | None, no_save: bool) -> None:
-    from infer_opt.messages import text
-    from infer_opt.profilers import roofline_calibration
-
-    if save is not None:
-        typer.echo(f"saved fit to {roofline_calibration.save_fit(fit, save)}", err=True)
-    if no_save:
-        return
-    if not fit.device:
-        if save is None:
-            typer.echo("not cached: the measurements do not name their device (use --save FILE)", err=True)
-        return
-    try:
-        stored = roofline_calibration.cache_fit(fit)
-    except OSError as exc:  # the fit is still shown and written to --out
-        why = exc.strerror or type(exc).__name__
-        typer.echo(f"not cached: {why} writing the cache; --out keeps it", err=True)
-        return
-    if stored.saved:
-        for notice in stored.notices:
-            typer.echo(f"warning: {text(notice)}", err=True)
-        typer.echo(f"saved fit to {stored.path}", err=True)
-    else:
-        why = "; ".join(text(n) for n in stored.notices)
-        typer.echo(f"not cached (profile would not use it): {why}", err=True)
+    request = RooflineRequest(
+        measurements, device=device, dtype=dtype, suite=suite, l2_flush=l2_flush, warmup=warmup, reps=reps,
+        threads=threads, bootstrap=bootstrap, seed=seed, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth,
+        fit_on=fit_on, save=save, no_save=no_save,
+    )  # fmt: skip
+    with progress_bar("roofline") as update:
+        return roofline.run(request, progress=update, said=lambda line: typer.echo(line, err=True))
 
 
 def register(app: typer.Typer) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 import typer
@@ -17,12 +18,12 @@ from infer_opt.cli.common import (
     warmup_option,
 )
 from infer_opt.cli.output import Outcome, with_output
-from infer_opt.cli.predict import CalibrationOpt, SweepType
+from infer_opt.cli.predict import CalibrationOpt
 from infer_opt.cli.profile import SHAPE_LENGTHS, StepShapes, given, ignored_shape_options
-from infer_opt.cli.types import Count
+from infer_opt.cli.types import Count, Sweep
 from infer_opt.cli.validate_trace import AgainstOpt, UnseenDeviceOpt
 from infer_opt.notices import Notice
-from infer_opt.steps import Shape, StepSettings
+from infer_opt.requests import ValidateRequest
 
 HELP = """Validate the predictor: on every point of a shape grid, measure the step as
 profile does and predict it from the calibration (ops recorded on fake tensors),
@@ -72,7 +73,7 @@ DeviceOpt = option(
 GridOpt = option(
     list[Any] | None,
     "--grid",
-    parse=SweepType(),
+    parse=Sweep(),
     help="Values of batch=…, seq-len=… or context=… (repeatable); the points are their product.",
 )
 
@@ -105,35 +106,21 @@ def validate(
         typed = given(["model", "reps", "warmup", "dtype", "hf_config", "batch", *SHAPE_LENGTHS, "mode"])
         used |= {("MODEL" if n == "model" else "--" + n.replace("_", "-")): True for n in typed}
         return against_trace(against[0], calibration, unseen_device, given=used, device=device)
-    from infer_opt.errors import InvalidInput
-    from infer_opt.profilers import device as devices
-    from infer_opt.profilers import models
-    from infer_opt.profilers import predict as pr
     from infer_opt.profilers import validate as validate_module
 
-    models.parse_hf_overrides(list(hf_config or ()))  # a bad --hf-config before any calibration
-    found = pr.calibration_for_run(calibration, dtype, threads, device)
-    dev = devices.resolve_device(device)
-    validate_module.measure_as_calibrated(found.calibration, threads, dev)
-    params = [param for param, _ in grid or ()]
-    if len(set(params)) != len(params):
-        raise InvalidInput("grid", ",".join(params), "name each of batch, seq-len and context at most once")
-    modes = tuple(dict.fromkeys(shape.mode or ["prefill"]))
-    lengths = Shape(shape.batch, shape.seq_len, modes[0], shape.context, shape.new_tokens)
-    settings = StepSettings(
-        model, str(dev), found.calibration.dtype, lengths, warmup=warmup, reps=reps,
-        hf_config=tuple(hf_config or ()),
+    request = ValidateRequest(
+        model, device=device, dtype=dtype, **asdict(shape), grid=grid, calibration=calibration, warmup=warmup,
+        reps=reps, passes=passes, threads=threads, hf_config=hf_config,
     )  # fmt: skip
+    found: list[Notice] = []
     with progress_bar("validate") as update:
-        result = validate_module.validate(
-            settings, found.calibration, calibration_source=found.source, modes=modes, grid=dict(grid or ()),
-            passes=passes, progress=update,
-        )  # fmt: skip
+        result = validate_module.run(request, progress=update, noticed=found.append)
+    modes = tuple(dict.fromkeys(shape.mode or ["prefill"]))
     gridded = dict(grid or ())
     fixed = [name for name in SHAPE_LENGTHS if name not in gridded]  # a grid's are checked
     flags = ["--" + name.replace("_", "-") for name in given(list(gridded))]
     overridden = [Notice("option_overridden", {"option": flag}) for flag in flags]
-    notices = (*found.notices, *ignored_shape_options(modes, fixed), *overridden)
+    notices = (*found, *ignored_shape_options(modes, fixed), *overridden)
     return Outcome(result, warnings=notices, error=_interrupted(result))
 
 

@@ -10,10 +10,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
 from infer_opt.results.amdahl import AmdahlResult, PartResult
+
+if TYPE_CHECKING:
+    from infer_opt.requests import AmdahlRequest
 
 #: Σf may exceed 1 by this much (rounding of user-entered fractions).
 FRACTION_SUM_TOLERANCE = 1e-9
@@ -181,3 +185,29 @@ def part_curves(result: AmdahlResult, points: int = 200) -> list[Curve]:
         values = tuple(_ratio(1.0, rest + part.fraction / s) for s in grid)
         curves.append(Curve(part.name, grid, values, _ratio(1.0, rest), part.speedup, result.speedup))
     return curves
+
+
+def run(request: AmdahlRequest) -> AmdahlResult:
+    """``infer-opt amdahl``: the ``--part`` items, or one part from ``fraction``/``speedup``
+    (s = 1 when only ``target_speedup`` is given: the parts are solved for, not evaluated), combined."""
+    fraction, speedup, parts, target = (
+        request.fraction,
+        request.speedup,
+        list(request.part or ()),
+        request.target_speedup,
+    )
+    if fraction is None:
+        if speedup is not None:
+            raise InvalidInput("--speedup", speedup, "needs --fraction (or use --part NAME=F:S)")
+        if not parts:
+            raise InvalidInput(
+                "--fraction", "missing", "give --fraction and --speedup, or one or more --part"
+            )
+    elif parts:
+        raise InvalidInput("--fraction", fraction, "use either --fraction/--speedup or --part, not both")
+    elif speedup is None and target is None:
+        raise InvalidInput("--speedup", "missing", "give --speedup (or --target-speedup to solve for it)")
+    else:
+        parts = [Part("part", fraction, 1.0 if speedup is None else speedup)]
+    given = fraction is None or speedup is not None
+    return combined(parts, added=request.added, target=target, speedup_given=given)

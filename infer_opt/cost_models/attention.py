@@ -13,9 +13,13 @@ sliding-window truncation bound.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from infer_opt.errors import InvalidInput
 from infer_opt.results.attention import AttentionMemoryResult, TrafficItem, WindowBoundResult
+
+if TYPE_CHECKING:
+    from infer_opt.requests import AttentionMemoryRequest, AttentionWindowRequest
 
 #: element sizes in bytes of the dtypes the CLI knows by name
 DTYPE_BYTES: dict[str, float] = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "fp8": 1}
@@ -159,3 +163,13 @@ def window_bound(dropped_mass: float, value_norm: float) -> WindowBoundResult:
         bound=bound,
         relative_bound=2.0 * dropped_mass,
     )
+
+
+def run_memory(request: AttentionMemoryRequest) -> AttentionMemoryResult:
+    """``infer-opt attention memory``: :func:`attention_memory` of the request."""
+    return attention_memory(**{f: getattr(request, f) for f in request.__dataclass_fields__})
+
+
+def run_window(request: AttentionWindowRequest) -> WindowBoundResult:
+    """``infer-opt attention window``: :func:`window_bound` of the request."""
+    return window_bound(request.dropped_mass, request.value_norm)

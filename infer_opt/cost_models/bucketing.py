@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
@@ -40,6 +41,7 @@ from infer_opt.results.buckets import (
 
 if TYPE_CHECKING:
     from infer_opt.inputs.tables import Table
+    from infer_opt.requests import BucketsRequest
 
 Cost = Literal["linear", "quadratic"]
 #: Largest accepted length (and count): keeps every sum exact in int64 / float64 ranges.
@@ -648,3 +650,35 @@ def plot_data(sample: LengthSample, bounds: Sequence[int], bins: int = 80) -> Bu
         lengths=tuple(float(x) for x in np.repeat(v, 2)),
         padded=tuple(float(x) for x in np.repeat(b, 2)),
     )
+
+
+def run(request: BucketsRequest) -> tuple[BucketsResult, LengthSample]:
+    """``infer-opt buckets``: the request's sample (its file, ``-`` = stdin, or its lengths)
+    under its bounds, or the ``optimize`` bounds designed; with the sample (for its plot)."""
+    if request.optimize is None:
+        for option, raw in (
+            ("--compile-cost", request.compile_cost),
+            ("--token-cost", request.token_cost),
+            ("--requests", request.requests),
+        ):
+            if raw is not None:
+                raise InvalidInput(option, raw, "only used with --optimize K")
+        if request.bounds is None:
+            raise InvalidInput("--bounds", "missing", "give --bounds (or --optimize K to design them)")
+    if isinstance(request.file, tuple):
+        sample = sample_from_lengths(list(request.file))
+    elif str(request.file) == "-":
+        sample = parse_lengths_text(sys.stdin.read(), source="stdin")
+    else:
+        from infer_opt.files import read_text
+
+        sample = parse_lengths_text(read_text(request.file, "FILE"), source=request.file.name)
+    if request.optimize is None:
+        return analyze(
+            sample, request.bounds, batch_size=request.batch_size, allow_unbucketed=request.allow_unbucketed
+        ), sample
+    return optimize(
+        sample, request.optimize, cost=request.cost, compile_cost_s=request.compile_cost,  # type: ignore[arg-type]
+        token_cost_s=request.token_cost, requests=request.requests, batch_size=request.batch_size,
+        given_bounds=request.bounds,
+    ), sample  # fmt: skip

@@ -57,7 +57,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
@@ -69,6 +69,9 @@ from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
 from infer_opt.profilers import calibration_cases, op_recorder, speed_probe
 from infer_opt.profilers.op_families import FamilyRecorder, ModuleCounter, Signature
+
+if TYPE_CHECKING:
+    from infer_opt.requests import CalibrateRequest
 from infer_opt.results import save_result
 from infer_opt.results.calibration import (
     OP_TIMING,
@@ -955,3 +958,105 @@ def resolve_calibration(
             f"{why}: run infer-opt calibrate (same --dtype and --threads) first, or give a calibration file",
         )
     return found.result, str(found.path), found.notices
+
+
+def run(
+    request: CalibrateRequest,
+    *,
+    saved: Sequence[Path] = (),
+    on_group: Callable[[CalibrationResult], None] | None = None,
+    progress: Progress | None = None,
+    said: Callable[[str], None] = lambda line: None,
+    noticed: Callable[[Notice], None] = lambda notice: None,
+) -> CalibrationResult:
+    """``infer-opt calibrate``: :func:`calibrate` on the request's device, dtype and threads,
+    cached after every group (and handed to ``on_group``); ``continue_`` goes on from the first of
+    ``saved`` (the ``--out`` files) that exists, else the cached run; ``only`` measures groups
+    again in the cached calibration of the same grid."""
+    from infer_opt.profilers import device as devices
+
+    groups = _only(list(request.only) if request.only else None)
+    dev = devices.resolve_device(request.device)
+    if request.threads is not None:
+        devices.set_threads(request.threads)
+    dtype = devices.parse_dtype(request.dtype, dev)
+    previous, notices = _resume_from(saved, dev, dtype, request.shapes) if request.continue_ else (None, ())
+    base, not_cached = (
+        _to_update(dev, dtype, request.shapes) if groups and not request.continue_ else (None, None)
+    )
+    stored: list[Any] = []
+    if not_cached is None:  # before any measurement: the cache must take what is measured
+        watch_cache(dev, dtype)
+
+    def save(result: CalibrationResult) -> None:
+        if not_cached is None:
+            stored.append(cache_calibration(result))
+        if on_group is not None:
+            on_group(result)
+
+    result = calibrate(
+        dev, dtype, grid=request.shapes, only=groups, reps=request.reps, resume_from=previous, update=base,
+        on_group=save, progress=progress,
+    )  # fmt: skip
+    for notice in (*notices, *dict.fromkeys(n for s in stored for n in s.notices)):
+        noticed(notice)
+    if stored and stored[-1].saved:
+        said(f"saved {stored[-1].path}")
+    if not_cached is not None:
+        said(f"not cached: {not_cached}")
+    return result
+
+
+GROUP_NAMES = (*calibration_cases.GROUPS, HOST_GROUP)
+
+
+def _only(values: list[str] | None) -> list[str] | None:
+    if not values:
+        return None
+    if any(not v.strip() for item in values for v in item.split(",")):
+        shown = ",".join(values)
+        raise InvalidInput("only", shown, f"an empty group name; give groups among {', '.join(GROUP_NAMES)}")
+    names = [v.strip() for item in values for v in item.split(",") if v.strip()]
+    unknown = sorted(set(names) - set(GROUP_NAMES))
+    if unknown:
+        raise InvalidInput("only", ",".join(unknown), f"unknown group; known: {', '.join(GROUP_NAMES)}")
+    return names
+
+
+def _resume_from(saved: Sequence[Path], device: Any, dtype: Any, grid: str) -> tuple[Any, tuple[Notice, ...]]:
+    """The run to continue — the first ``--out`` JSON file that exists, else the cached one —
+    and what to say: nothing saved (a new run starts). A saved run of another grid is refused:
+    continuing it would mix two grids in one calibration."""
+    found = [p for p in saved if p.suffix.lower() == ".json" and p.exists()]
+    cached = cache_path(device, dtype)
+    path = found[0] if found else cached if cached.exists() else None
+    if path is None:
+        return None, (Notice("calibration_nothing_to_resume", {"cache": str(cached)}),)
+    previous = load_calibration(path, option="continue", to_use=False)
+    if previous.grid and previous.grid != grid:
+        raise InvalidInput(
+            "continue",
+            str(path),
+            f"the saved run is of the {previous.grid} grid and this one --shapes {grid}: give --shapes "
+            f"{previous.grid} to continue it, or drop --continue to start over",
+        )
+    return previous, ()
+
+
+def _to_update(device: Any, dtype: Any, grid: str) -> tuple[Any, str | None]:
+    """For ``--only`` without ``--continue``: ``(the cached calibration of the same grid, whose
+    groups are measured again and replaced, or None; why the run must not be cached, or None)``.
+    A run of another grid is not cached over a complete calibration (the cache keeps one per
+    device, dtype and thread count)."""
+    path = cache_path(device, dtype)
+    if not path.exists():
+        return None, None
+    try:
+        cached = load_calibration(path, option="only", to_use=False)
+    except InvalidInput:
+        return None, None
+    if cached.grid == grid:
+        return cached, None
+    if cached.complete:
+        return None, f"{path} keeps its complete {cached.grid} calibration (this run is --shapes {grid})"
+    return None, None

@@ -52,7 +52,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
@@ -63,6 +63,9 @@ from infer_opt.profilers import device as devices
 from infer_opt.profilers.timing import CaptureFailed, Measurement, measure
 from infer_opt.results.kernels import KernelRow, KernelSuiteResult, SuiteSettings
 from infer_opt.stats import Summary
+
+if TYPE_CHECKING:
+    from infer_opt.requests import KernelsRequest
 
 SUITES = ("quick", "full")
 #: relative error (norm-wise) an optimized variant may have against its reference
@@ -801,6 +804,37 @@ def _needs_pass(row: KernelRow | None, index: int) -> bool:
     if row is None:
         return True
     return row.time_s is not None and row.runs <= index
+
+
+def run(
+    request: KernelsRequest,
+    *,
+    progress: Progress | None = None,
+    on_row: Callable[[KernelSuiteResult], None] | None = None,
+    said: Callable[[str], None] = lambda line: None,
+) -> KernelSuiteResult:
+    """``infer-opt kernels``: the request's device and dtype resolved, its cases selected and
+    :func:`run_passes` over them (going on from ``request.resume``, which ``said`` reports)."""
+    dev = devices.resolve_device(request.device)
+    dtype = devices.parse_dtype(request.dtype, dev)
+    if request.threads is not None:
+        devices.set_threads(request.threads)
+    settings = request.settings()
+    if settings.cuda_graphs and not devices.is_cuda(dev):
+        raise UnsupportedOnDevice(
+            f"--cuda-graphs: CUDA graphs need a CUDA device; this run is on {dev} (drop --cuda-graphs)"
+        )
+    known = all_cases("cuda" if devices.is_cuda(dev) else "cpu", request.suite)
+    cases = select(known, request.only)
+    previous = request.resume
+    if previous is not None:
+        check_resumable(previous, dev, dtype, settings, request.suite)
+        held = sum(1 for r in previous.rows if r.runs >= max(request.runs, previous.runs) or r.time_s is None)
+        said(f"resuming: {held} case(s) already measured in every run")
+    return run_passes(
+        cases, dev, dtype, settings, runs=request.runs, suite=request.suite, all_known=known,
+        previous=previous, progress=progress, on_row=on_row,
+    )  # fmt: skip
 
 
 def run_passes(

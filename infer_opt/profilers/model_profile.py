@@ -46,6 +46,7 @@ from infer_opt.notices import Notice
 from infer_opt.profilers import models, op_recorder
 from infer_opt.profilers.models import DecoderLM, LoadedModel, random_tokens
 from infer_opt.profilers.roofline_calibration import ResolvedFit
+from infer_opt.requests import ProfileRequest
 from infer_opt.results.profile import (
     CategoryStat,
     GenerationStats,
@@ -804,6 +805,16 @@ def _fit_warnings(ops: Sequence[OpStat], fit: RooflineFit | None, run_key: str) 
     if fit_key and fit_key != run_key:
         out.append(Notice("fit_for_other_device", {"fit": fit_key, "run": run_key}))
     return out
+
+
+def run(request: ProfileRequest, *, progress: Progress | None = None) -> ProfileResult:
+    """``infer-opt profile`` on one rank: the request's step loaded, its fit resolved (none for
+    ``roofline=False``), profiled."""
+    step = load(request.settings(), progress=progress)
+    resolved = ResolvedFit(None, "not used")
+    if request.roofline is not False:
+        resolved = resolve_fit(step.device, step.dtype, request.roofline, progress=progress)
+    return profile_model(step, resolved, trace_path=request.trace, progress=progress)
 
 
 def profile_model(

@@ -24,7 +24,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -43,6 +43,9 @@ from infer_opt.results.predict import (
     SweepPoint,
     TPPrediction,
 )
+
+if TYPE_CHECKING:
+    from infer_opt.requests import PredictRequest
 
 Progress = Callable[[int, int, str], None]
 SWEEP_PARAMS = ("batch", "seq_len", "context")
@@ -462,6 +465,64 @@ def check_param_modes(param: str, values: Sequence[int], modes: Sequence[str], o
         f"{name}={','.join(str(v) for v in values)}",
         f"{name} does not change a {' or '.join(modes)} step ({steps.not_read(param, '{}=…')})",
     )
+
+
+def run(
+    request: PredictRequest,
+    *,
+    progress: Callable[[int, int, str], None] | None = None,
+    noticed: Callable[[Notice], None] = lambda notice: None,
+) -> PredictResult:
+    """``infer-opt predict``: the request's calibration found (what finding it noticed goes to
+    ``noticed``), a ``--threads`` or ``--device`` it would ignore refused, its step predicted
+    (over ``tp`` ranks with their comm sweep)."""
+    from infer_opt.profilers.comm import comm_for
+
+    r = request
+    overrides = models.parse_hf_overrides(list(r.hf_config))
+    if request.comm is not None and request.tp == 1:
+        needs = "prices the collectives of --tp N > 1; give --tp N or drop --comm"
+        raise InvalidInput("--comm", str(request.comm), needs)
+    found = calibration_for_run(r.calibration, r.dtype, r.threads, r.device, trace_ok=True)
+    for notice in found.notices:
+        noticed(notice)
+    if request.calibration is not None:
+        _file_ignores_nothing(found.calibration, request)
+    gpu = found.calibration.device.startswith("cuda")
+    comm = None if request.tp == 1 else comm_for(request.tp, "cuda" if gpu else "cpu", request.comm)
+    return predict(
+        r.model, found.calibration, calibration_source=found.source, **r.shape(), dtype=found.dtype,
+        hf_overrides=overrides, sweep=r.sweep, progress=progress, tp=r.tp, comm=comm,
+    )  # fmt: skip
+
+
+def _file_ignores_nothing(found: Any, request: PredictRequest) -> None:
+    """A calibration file predicts for the device and thread count it was made on: a
+    ``--threads`` that differs (any, for a GPU's) or a ``--device`` of another kind (cpu for a
+    GPU calibration, cuda for a CPU one) would be ignored, so they are refused."""
+    given, threads, device = request.calibration, request.threads, request.device
+    gpu = str(found.device).startswith("cuda")
+    if threads is not None and not gpu and found.threads != threads:
+        raise InvalidInput(
+            "--threads",
+            threads,
+            f"{given} was calibrated at {found.threads} thread(s), and a prediction is for its thread count: "
+            f"drop --threads, or calibrate at --threads {threads}",
+        )
+    if gpu and threads is not None:
+        raise InvalidInput(
+            "--threads",
+            threads,
+            f"{given} is a calibration of {found.device_name or 'a GPU'}: the prediction is for that GPU, "
+            "whose time no CPU thread count changes; drop --threads",
+        )
+    if device != "auto" and device.startswith("cuda") != gpu:
+        where = f"{found.device_name or 'a GPU'} ({found.device})" if gpu else f"the CPU ({found.device})"
+        raise InvalidInput(
+            "--device",
+            device,
+            f"{given} is a calibration of {where}: the prediction is for it; drop --device",
+        )
 
 
 def predict(

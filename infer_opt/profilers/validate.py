@@ -44,6 +44,7 @@ from infer_opt.notices import Notice
 from infer_opt.profilers import meta_record, model_profile, models, speed_probe
 from infer_opt.profilers import predict as pr
 from infer_opt.profilers.roofline_calibration import ResolvedFit
+from infer_opt.requests import ValidateRequest
 from infer_opt.results.calibration import CalibrationResult
 from infer_opt.results.profile import ProfileResult
 from infer_opt.results.roofline import RooflineFit
@@ -57,7 +58,7 @@ from infer_opt.results.validate import (
     ValidatePoint,
     ValidateResult,
 )
-from infer_opt.steps import StepSettings
+from infer_opt.steps import Shape, StepSettings
 
 Progress = Callable[[int, int, str], None]
 #: a point whose predicted op time is more than this share on measured grid shapes is flagged
@@ -487,6 +488,37 @@ class _Passes:
         self.probes[1].append(dispatch)
         points.append(point)
         ops.extend(compared)
+
+
+def run(
+    request: ValidateRequest,
+    *,
+    progress: Progress | None = None,
+    noticed: Callable[[Notice], None] = lambda notice: None,
+) -> ValidateResult:
+    """``infer-opt validate``: the request's calibration found (``noticed`` gets what finding it
+    noticed), the step measured as it was calibrated, and :func:`validate` over its grid."""
+    from infer_opt.profilers import device as devices
+
+    models.parse_hf_overrides(list(request.hf_config))  # a bad --hf-config before any calibration
+    found = pr.calibration_for_run(request.calibration, request.dtype, request.threads, request.device)
+    for notice in found.notices:
+        noticed(notice)
+    dev = devices.resolve_device(request.device)
+    measure_as_calibrated(found.calibration, request.threads, dev)
+    params = [param for param, _ in request.grid or ()]
+    if len(set(params)) != len(params):
+        raise InvalidInput("grid", ",".join(params), "name each of batch, seq-len and context at most once")
+    modes = tuple(dict.fromkeys(request.mode or ["prefill"]))
+    lengths = Shape(**{**request.shape(), "mode": modes[0]})
+    settings = StepSettings(
+        request.model, str(dev), found.calibration.dtype, lengths, warmup=request.warmup, reps=request.reps,
+        hf_config=request.hf_config,
+    )  # fmt: skip
+    return validate(
+        settings, found.calibration, calibration_source=found.source, modes=modes,
+        grid=dict(request.grid or ()), passes=request.passes, progress=progress,
+    )  # fmt: skip
 
 
 def validate(

@@ -239,30 +239,30 @@ def load_trace(
     ``scheduler``: a Dask scheduler address (or ``distributed.Client``) to read the ranks on;
     ``workers``: local processes (default the cores); ``strict``: refuse when a rank cannot be read."""
     paths = _paths(paths)
-    _check_options(steps, device, peak_flops, peak_bandwidth, hta_compat, causal_flops, matmul_fraction)
+    o = _check_options(
+        steps=steps, device=device, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth,
+        hta_compat=hta_compat, causal_flops=causal_flops, matmul_fraction=matmul_fraction, workers=workers,
+        strict=strict,
+    )  # fmt: skip
     captures = [capture] if isinstance(capture, (str, os.PathLike)) else capture
     for p in captures or ():
         if not isinstance(p, (str, os.PathLike)) or not os.path.exists(p):
             raise InvalidInput("capture", repr(p), "an existing capture trace file (str or os.PathLike)")
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
-        raise InvalidInput("workers", repr(workers), "None or a whole number of processes >= 1")
-    if not isinstance(strict, bool):
-        raise InvalidInput("strict", repr(strict), "True or False")
     try:
         return LoadedTrace(
             analyze(
                 paths,
-                steps=parse_steps(steps),
-                hta_compat=hta_compat,
-                device=device,
-                peak_flops=peak_flops,
-                peak_bandwidth=peak_bandwidth,
-                causal=causal_flops,
-                matmul_peak_fraction=float(matmul_fraction),
+                steps=parse_steps(o["steps"]),
+                hta_compat=o["hta_compat"],
+                device=o["device"],
+                peak_flops=o["peak_flops"],
+                peak_bandwidth=o["peak_bandwidth"],
+                causal=o["causal_flops"],
+                matmul_peak_fraction=o["matmul_fraction"],
                 capture=list(captures) if captures is not None else None,
                 scheduler=scheduler,
-                workers=workers,
-                strict=strict,
+                workers=o["workers"],
+                strict=o["strict"],
                 keep_events=scheduler is None,
             )
         )
@@ -299,27 +299,16 @@ def _paths(paths: Any) -> list[str | os.PathLike[str]]:
     return paths
 
 
-def _check_options(
-    steps: Any, device: Any, peak_flops: Any, peak_bandwidth: Any, hta_compat: Any, causal: Any, fraction: Any
-) -> None:
-    """Each option of :func:`load_trace` of its type and range, named as its parameter."""
-    if steps is not None and not isinstance(steps, str):
-        raise InvalidInput(
-            "steps", repr(steps), "None or a range of ProfilerStep numbers as a string ('3-5')"
-        )
-    if device is not None and not isinstance(device, str):
-        raise InvalidInput("device", repr(device), "None or a GPU name as a string ('h100')")
-    if not isinstance(hta_compat, bool):
-        raise InvalidInput("hta_compat", repr(hta_compat), "True or False")
-    for name, value in (("peak_flops", peak_flops), ("peak_bandwidth", peak_bandwidth)):
-        number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if value is not None and not (number and 0 < value < float("inf")):
-            raise InvalidInput(name, repr(value), "a positive finite number (per second)")
-    number = isinstance(fraction, (int, float)) and not isinstance(fraction, bool)
-    if not number or not 0 < fraction <= 1:
-        raise InvalidInput("matmul_fraction", repr(fraction), "a fraction in (0, 1]")
-    if not isinstance(causal, str) or causal not in CAUSAL_CONVENTIONS:
-        raise InvalidInput("causal_flops", repr(causal), f"one of {', '.join(CAUSAL_CONVENTIONS)}")
+def _check_options(**options: Any) -> dict[str, Any]:
+    """Each option of :func:`load_trace` checked as the CLI's flag is (None passes), named as
+    its parameter; the values the analysis takes."""
+    from infer_opt import requests as r
+
+    checks = {"steps": r.Text(), "device": r.Text(), "hta_compat": r.Flag(), "peak_flops": r.FlopRate(),
+              "peak_bandwidth": r.Bandwidth(), "causal_flops": r.Choice(CAUSAL_CONVENTIONS),
+              "matmul_fraction": r.Fraction(low=0.01), "workers": r.Count(1, 1024),
+              "strict": r.Flag()}  # fmt: skip
+    return {k: v if v is None else checks[k].check(v, k) for k, v in options.items()}
 
 
 __all__ = ["LoadedTrace", "load_trace"]
