@@ -98,6 +98,8 @@ def test_an_impossible_number_in_any_field_is_refused_by_name_or_renders(case, v
         ("time_s", float("nan"), True),
         ("wall_s", float("inf"), True),
         ("net_gain_s", -2.0, False),  # a gain may be negative
+        ("measured_host_s", -0.0246, False),  # step less its ops: a difference (validate, under load)
+        ("predicted_host_s", -0.0246, True),
         ("bytes_per_s", float("inf"), False),  # a rate of work not done
         ("bytes_per_s", -5.0, True),
         ("bytes_per_s", float("nan"), True),

@@ -197,7 +197,11 @@ RATE_LIMIT = 1e21
 #: any other finite number beyond this magnitude is none (a count, bytes, FLOPs, a ratio)
 NUMBER_LIMIT = 1e30
 #: times that may be negative (a gain, a saving, a gap): every other ``*_s`` is >= 0
-_SIGNED_TIME = re.compile(r"(gain|sav(ing|ed)|gap|unattributed|delta|diff|error|offset|skew|extra)")
+#: ``measured_host_s`` (validate) is the step less its ops' times, as profile's ``unattributed_s``:
+#: a difference of two measurements, below 0 when the ops' times ran long in their own run
+_SIGNED_TIME = re.compile(
+    r"(gain|sav(ing|ed)|gap|unattributed|measured_host|delta|diff|error|offset|skew|extra)"
+)
 #: counts and sizes: whole-run quantities that are >= 0 and finite
 _COUNT = re.compile(r"^(n|n_\w+|\w*_count|count|calls|\w+_calls|kernels|events|runs|reps|steps|bytes|"
                     r"\w+_bytes|flops|flops_\w+|tokens|\w+_tokens|\w*length|\w*padding\w*|\w*waste|"
