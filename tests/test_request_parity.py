@@ -27,6 +27,8 @@ COMMANDS = {
     "kernels": ("kernels", requests.KernelsRequest),
     "roofline": ("fit_roofline", requests.RooflineRequest),
     "validate": ("validate", requests.ValidateRequest),
+    # group 2: measuring
+    "speculative verify": ("speculative_verify", requests.SpeculativeVerifyRequest),
 }
 #: how a result is shown or written: the API returns the result itself
 OUTPUT = {"json_out", "out", "markdown", "csv", "fmt", "plot"}
@@ -103,6 +105,8 @@ BAD = {
         ("--peak-bandwidth", "-1", -1),
         ("--save", "", ""),
     ],
+    # group 2: measuring
+    "speculative verify": [("--vocab", "1", 1), ("--alpha-target", "1", 1)],
 }
 #: what a command needs besides the bad value (a required argument), as typed and as passed
 NEEDS = {
