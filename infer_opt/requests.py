@@ -824,7 +824,7 @@ class SpeculativeVerifyRequest(Request):
 
 
 #: the longest draft ``speculative measure`` and ``run`` time
-MAX_DRAFT = 64
+MAX_K = 64
 
 
 @dataclass(frozen=True)
@@ -834,7 +834,7 @@ class SpeculativeMeasureRequest(Request):
 
     target: str = option("gpt2-small")
     draft: str = option("tiny")
-    k_max: int = option(8, Count(1, MAX_DRAFT))
+    k_max: int = option(8, Count(1, MAX_K))
     context: int = option(128, Count(0, MAX_SIZE))
     device: str = option("auto")
     dtype: str = option("auto")
@@ -843,7 +843,7 @@ class SpeculativeMeasureRequest(Request):
     alpha: float | None = option(None, Number(0, 1))
     alphas: tuple[float, ...] | None = option(None, NumberList(low=0, high=1))
     metrics: Path | None = option(None, InputFile())
-    k: int | None = option(None, Count(1, MAX_DRAFT))
+    k: int | None = option(None, Count(1, MAX_K))
     simulate_acceptance: bool = option(False, Flag())
     rounds: int = option(32, Count(1, 100_000))
     seed: int = option(0, Count(0))
@@ -855,8 +855,8 @@ class SpeculativeRunRequest(Request):
 
     target: str = option("gpt2-small")
     draft: str = option("self:4")
-    k: int | None = option(None, Count(1, MAX_DRAFT))
-    sweep_k: tuple[int, ...] | None = option(None, CountRange(1, MAX_DRAFT))
+    k: int | None = option(None, Count(1, MAX_K))
+    sweep_k: tuple[int, ...] | None = option(None, CountRange(1, MAX_K))
     new_tokens: int = option(64, Count(1, 100_000))
     greedy: bool = option(False, Flag())
     temperature: float | None = option(None, Number(0, low_open=True))

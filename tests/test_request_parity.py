@@ -29,6 +29,7 @@ COMMANDS = {
     "validate": ("validate", requests.ValidateRequest),
     # group 2: measuring
     "speculative verify": ("speculative_verify", requests.SpeculativeVerifyRequest),
+    "speculative measure": ("speculative_measure", requests.SpeculativeMeasureRequest),
 }
 #: how a result is shown or written: the API returns the result itself
 OUTPUT = {"json_out", "out", "markdown", "csv", "fmt", "plot"}
@@ -107,6 +108,12 @@ BAD = {
     ],
     # group 2: measuring
     "speculative verify": [("--vocab", "1", 1), ("--alpha-target", "1", 1)],
+    "speculative measure": [
+        ("--k-max", "0", 0),
+        ("--alpha", "2", 2),
+        ("--alphas", "0.5,2", [0.5, 2]),
+        ("--metrics", "/no/such/m.json", "/no/such/m.json"),
+    ],
 }
 #: what a command needs besides the bad value (a required argument), as typed and as passed
 NEEDS = {
