@@ -30,6 +30,7 @@ COMMANDS = {
     # group 2: measuring
     "speculative verify": ("speculative_verify", requests.SpeculativeVerifyRequest),
     "speculative measure": ("speculative_measure", requests.SpeculativeMeasureRequest),
+    "speculative run": ("speculative_run", requests.SpeculativeRunRequest),
 }
 #: how a result is shown or written: the API returns the result itself
 OUTPUT = {"json_out", "out", "markdown", "csv", "fmt", "plot"}
@@ -113,6 +114,12 @@ BAD = {
         ("--alpha", "2", 2),
         ("--alphas", "0.5,2", [0.5, 2]),
         ("--metrics", "/no/such/m.json", "/no/such/m.json"),
+    ],
+    "speculative run": [
+        ("--k", "65", 65),
+        ("--sweep-k", "3..1", "3..1"),
+        ("--temperature", "0", 0),
+        ("--threads", "0", 0),
     ],
 }
 #: what a command needs besides the bad value (a required argument), as typed and as passed

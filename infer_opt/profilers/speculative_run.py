@@ -48,7 +48,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -64,6 +64,9 @@ from infer_opt.results.speculative import Costs
 from infer_opt.results.speculative_measure import MeasuredCost
 from infer_opt.results.speculative_run import RunPoint, SpecRunResult
 from infer_opt.stats import VARIANCE_THRESHOLD, Summary
+
+if TYPE_CHECKING:
+    from infer_opt.requests import SpeculativeRunRequest
 
 Progress = Callable[[int, int, str], None]
 SELF_PREFIX = "self:"
@@ -682,14 +685,24 @@ def _result(
     )
 
 
-def run_speculative(
-    target: str = "gpt2-small",
-    draft: str = "self:4",
-    *,
-    dtype: Any = None,
-    device: Any = "cpu",
-    **options: Any,
-) -> SpecRunResult:
-    """Load the pair (:func:`load_run_pair`; float32 unless ``dtype``) and :func:`run_pair`."""
-    pair = load_run_pair(target, draft, device=device, dtype=dtype if dtype is not None else torch.float32)
-    return run_pair(pair, device=device, **options)
+def run(request: SpeculativeRunRequest, *, progress: Progress | None = None) -> SpecRunResult:
+    """``infer-opt speculative run``: one draft length (``k``, default 4) or a sweep (``sweep_k``),
+    greedy unless ``temperature``; the pair loaded (:func:`load_run_pair`) and :func:`run_pair`."""
+    from infer_opt.profilers import device as devices
+
+    if request.k is not None and request.sweep_k is not None:
+        raise InvalidInput("--sweep-k", "with --k", "give one draft length (--k) or a sweep (--sweep-k)")
+    if request.greedy and request.temperature is not None:
+        raise InvalidInput("--temperature", request.temperature, "give --greedy or --temperature, not both")
+    device = devices.resolve_device(request.device)
+    if request.threads is not None:
+        torch.set_num_threads(request.threads)
+    pair = load_run_pair(
+        request.target, request.draft, device=device, dtype=devices.parse_dtype(request.dtype, device)
+    )
+    ks = [4 if request.k is None else request.k] if request.sweep_k is None else list(request.sweep_k)
+    return run_pair(
+        pair, ks=ks, new_tokens=request.new_tokens, prompt_len=request.prompt_len,
+        temperature=request.temperature, seed=request.seed, device=device, warmup=request.warmup,
+        reps=request.reps, cost_reps=request.cost_reps, sweep=request.sweep_k is not None, progress=progress,
+    )  # fmt: skip
