@@ -31,6 +31,7 @@ COMMANDS = {
     "speculative verify": ("speculative_verify", requests.SpeculativeVerifyRequest),
     "speculative measure": ("speculative_measure", requests.SpeculativeMeasureRequest),
     "speculative run": ("speculative_run", requests.SpeculativeRunRequest),
+    "ab": ("ab", requests.AbRequest),
 }
 #: how a result is shown or written: the API returns the result itself
 OUTPUT = {"json_out", "out", "markdown", "csv", "fmt", "plot"}
@@ -121,6 +122,12 @@ BAD = {
         ("--temperature", "0", 0),
         ("--threads", "0", 0),
     ],
+    "ab": [
+        ("--rounds", "0", 0),
+        ("--threshold", "2", 2),
+        ("--significance", "1", 1),
+        ("--dir", "lengths.txt", "lengths.txt"),
+    ],
 }
 #: what a command needs besides the bad value (a required argument), as typed and as passed
 NEEDS = {
@@ -133,6 +140,8 @@ NEEDS = {
         ["--dropped-mass", "0.5", "--value-norm", "1"],
         {"dropped_mass": 0.5, "value_norm": 1},
     ),
+    # group 2: measuring
+    "ab": (["--base", "infer-opt kernels", "--new", "infer-opt kernels"], {"base": "x", "new": "x"}),
 }
 #: checks no typed value fails (any string, a flag, repeatable strings)
 UNCHECKED = (requests.Text, requests.Flag, requests.Strings)
