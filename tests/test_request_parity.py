@@ -32,6 +32,7 @@ COMMANDS = {
     "speculative measure": ("speculative_measure", requests.SpeculativeMeasureRequest),
     "speculative run": ("speculative_run", requests.SpeculativeRunRequest),
     "ab": ("ab", requests.AbRequest),
+    "comm": ("comm", requests.CommRequest),
 }
 #: how a result is shown or written: the API returns the result itself
 OUTPUT = {"json_out", "out", "markdown", "csv", "fmt", "plot"}
@@ -49,6 +50,8 @@ CLI_ONLY = {
     },
     "predict": {"top": "rows of the table shown"},
     "validate": {"against": "a trace's ops, not a grid (validate_trace)", "unseen_device": "with --against"},
+    # group 2: measuring
+    "comm": {"nproc": "starts its ranks through torchrun: a launch, not a call"},
 }
 #: per command, a bad value for each kind of check its options have: (flag, as typed, as passed)
 BAD = {
@@ -127,6 +130,13 @@ BAD = {
         ("--threshold", "2", 2),
         ("--significance", "1", 1),
         ("--dir", "lengths.txt", "lengths.txt"),
+    ],
+    "comm": [
+        ("--collective", "all_sum", ["all_sum"]),
+        ("--min-size", "4parsecs", "4parsecs"),
+        ("--factor", "1", 1),
+        ("--timeout", "0", 0),
+        ("--dist-backend", "mpi", "mpi"),
     ],
 }
 #: what a command needs besides the bad value (a required argument), as typed and as passed
