@@ -21,6 +21,8 @@ _API = {
     "amortize_buckets", "speculative_speedup", "Costs", "acceptance", "compare_plans", "PlanRound",
     "rates_from_counts", "attention_memory", "window_bound", "compare", "render", "load_trace",
     "InvalidInput", "RunFailure", "validate", "calibrate", "attention_check",
+    # group 2: measuring
+    "comm", "ab", "speculative_verify", "speculative_measure", "speculative_run",
 }  # fmt: skip
 
 __all__ = ["__version__", *sorted(_API)]

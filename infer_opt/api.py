@@ -27,12 +27,14 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from infer_opt.requests import (
+    AbRequest,
     AmdahlRequest,
     AttentionCheckRequest,
     AttentionMemoryRequest,
     AttentionWindowRequest,
     BucketsRequest,
     CalibrateRequest,
+    CommRequest,
     Flag,
     KernelsRequest,
     NumberList,
@@ -40,6 +42,9 @@ from infer_opt.requests import (
     ProfileRequest,
     Request,
     RooflineRequest,
+    SpeculativeMeasureRequest,
+    SpeculativeRunRequest,
+    SpeculativeVerifyRequest,
     Typed,
     ValidateRequest,
 )
@@ -274,4 +279,44 @@ EXPORTS: dict[str, str] = {
     "load_trace": "infer_opt.trace.loaded:load_trace",
     "InvalidInput": "infer_opt.errors:InvalidInput",
     "RunFailure": "infer_opt.errors:RunFailure",
+    # group 2: measuring
+    "comm": "infer_opt.api:comm",
+    "ab": "infer_opt.api:ab",
+    "speculative_verify": "infer_opt.api:speculative_verify",
+    "speculative_measure": "infer_opt.api:speculative_measure",
+    "speculative_run": "infer_opt.api:speculative_run",
 }
+
+
+# ----------------------------------------------------------------------------- group 2: measuring
+
+
+@_runs(CommRequest, "infer_opt.profilers.comm:run")
+def comm() -> Any:
+    """Time the collectives over message sizes and fit ``t ≈ α + S/β`` (``infer-opt comm``) on
+    this rank: a job of one (the local copy) outside torchrun; under torchrun rank 0 returns the
+    :class:`~infer_opt.results.comm.CommResult`, the other ranks None."""
+
+
+@_runs(AbRequest, "infer_opt.profilers.ab:run")
+def ab() -> Any:
+    """Run the command lines ``base`` and ``new`` alternately for ``rounds`` rounds and compare
+    their results (``infer-opt ab``): an :class:`~infer_opt.results.ab.AbResult`."""
+
+
+@_runs(SpeculativeVerifyRequest, "infer_opt.checks.speculative_sampler:run")
+def speculative_verify() -> Any:
+    """Check that the speculative sampler's output is distributed exactly as the target
+    (``infer-opt speculative verify``): a result with ``.passed``."""
+
+
+@_runs(SpeculativeMeasureRequest, "infer_opt.profilers.speculative_measure:run")
+def speculative_measure() -> Any:
+    """Measure c_t, c_d, c_v(k) and c_m of a target/draft pair and decide k
+    (``infer-opt speculative measure``)."""
+
+
+@_runs(SpeculativeRunRequest, "infer_opt.profilers.speculative_run:run")
+def speculative_run() -> Any:
+    """Run speculative decoding, time it against plain decoding and hold it against the cost
+    model (``infer-opt speculative run``)."""

@@ -27,6 +27,12 @@ COMMANDS = {
     "kernels": ("kernels", requests.KernelsRequest),
     "roofline": ("fit_roofline", requests.RooflineRequest),
     "validate": ("validate", requests.ValidateRequest),
+    # group 2: measuring
+    "speculative verify": ("speculative_verify", requests.SpeculativeVerifyRequest),
+    "speculative measure": ("speculative_measure", requests.SpeculativeMeasureRequest),
+    "speculative run": ("speculative_run", requests.SpeculativeRunRequest),
+    "ab": ("ab", requests.AbRequest),
+    "comm": ("comm", requests.CommRequest),
 }
 #: how a result is shown or written: the API returns the result itself
 OUTPUT = {"json_out", "out", "markdown", "csv", "fmt", "plot"}
@@ -44,6 +50,8 @@ CLI_ONLY = {
     },
     "predict": {"top": "rows of the table shown"},
     "validate": {"against": "a trace's ops, not a grid (validate_trace)", "unseen_device": "with --against"},
+    # group 2: measuring
+    "comm": {"nproc": "starts its ranks through torchrun: a launch, not a call"},
 }
 #: per command, a bad value for each kind of check its options have: (flag, as typed, as passed)
 BAD = {
@@ -103,6 +111,33 @@ BAD = {
         ("--peak-bandwidth", "-1", -1),
         ("--save", "", ""),
     ],
+    # group 2: measuring
+    "speculative verify": [("--vocab", "1", 1), ("--alpha-target", "1", 1)],
+    "speculative measure": [
+        ("--k-max", "0", 0),
+        ("--alpha", "2", 2),
+        ("--alphas", "0.5,2", [0.5, 2]),
+        ("--metrics", "/no/such/m.json", "/no/such/m.json"),
+    ],
+    "speculative run": [
+        ("--k", "65", 65),
+        ("--sweep-k", "3..1", "3..1"),
+        ("--temperature", "0", 0),
+        ("--threads", "0", 0),
+    ],
+    "ab": [
+        ("--rounds", "0", 0),
+        ("--threshold", "2", 2),
+        ("--significance", "1", 1),
+        ("--dir", "lengths.txt", "lengths.txt"),
+    ],
+    "comm": [
+        ("--collective", "all_sum", ["all_sum"]),
+        ("--min-size", "4parsecs", "4parsecs"),
+        ("--factor", "1", 1),
+        ("--timeout", "0", 0),
+        ("--dist-backend", "mpi", "mpi"),
+    ],
 }
 #: what a command needs besides the bad value (a required argument), as typed and as passed
 NEEDS = {
@@ -115,6 +150,8 @@ NEEDS = {
         ["--dropped-mass", "0.5", "--value-norm", "1"],
         {"dropped_mass": 0.5, "value_norm": 1},
     ),
+    # group 2: measuring
+    "ab": (["--base", "infer-opt kernels", "--new", "infer-opt kernels"], {"base": "x", "new": "x"}),
 }
 #: checks no typed value fails (any string, a flag, repeatable strings)
 UNCHECKED = (requests.Text, requests.Flag, requests.Strings)

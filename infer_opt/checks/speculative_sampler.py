@@ -33,7 +33,7 @@ Checks:
   horizon ``H = min(k+1, L)`` and compares with H autoregressive target steps: the exact
   rule agrees to rounding, the wrong rule does not.
 * :func:`simulate_rounds` is a vectorised Monte-Carlo of the same round for position-wise
-  (context-independent) p and q; :func:`verify_sampler` (``infer-opt speculative verify``)
+  (context-independent) p and q; :func:`run` (``infer-opt speculative verify``)
   runs chi-square tests at significance 1e-3 and compares the measured acceptance rates and
   committed tokens with the calculators in :mod:`infer_opt.cost_models.speculative`.
 """
@@ -44,7 +44,7 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -59,6 +59,9 @@ from infer_opt.results.speculative_verify import (
     RuleVerdict,
     SpeculativeVerifyResult,
 )
+
+if TYPE_CHECKING:
+    from infer_opt.requests import SpeculativeVerifyRequest
 
 Rule = Literal["exact", "resample-p"]
 RULES: tuple[str, ...] = ("exact", "resample-p")
@@ -752,13 +755,7 @@ def _rates(p: np.ndarray, q: np.ndarray, k: int, trials: int, mc: _MonteCarlo) -
     return out
 
 
-def verify_sampler(
-    vocab: int = 4,
-    k: int = 3,
-    trials: int = 20_000,
-    seed: int = 0,
-    alpha_target: float | None = None,
-) -> SpeculativeVerifyResult:
+def run(request: SpeculativeVerifyRequest) -> SpeculativeVerifyResult:
     """The check behind ``infer-opt speculative verify``: random position-wise p and q over
     ``vocab`` tokens (seeded Dirichlet), then for the exact rule and the wrong "resample
     from p" rule: (1) exact enumeration of the round's output distribution against the
@@ -769,17 +766,10 @@ def verify_sampler(
     errors. With a fixed seed the result is deterministic; over random seeds the exact
     rule fails by chance with probability about 2e-3 (two chi-square tests at 1e-3, plus
     k+2 comparisons at 5.7e-7 each)."""
-    vocab = _int("vocab", vocab, 2)
-    k = _int("k", k, 1)
-    trials = _int("trials", trials, 1)
-    seed = _int("seed", seed, 0)
-    if alpha_target is not None and not (
-        isinstance(alpha_target, (int, float)) and math.isfinite(alpha_target) and 0 < alpha_target < 1
-    ):
-        raise InvalidInput("alpha_target", alpha_target, "must be in (0, 1)")
+    vocab, k, trials, seed = request.vocab, request.k, request.trials, request.seed
     _enumeration_size(vocab, k + 1)
     streams = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3)]
-    p, q = random_pair(vocab, k, streams[0], alpha_target)
+    p, q = random_pair(vocab, k, streams[0], request.alpha_target)
     target_seq = target_distribution(p, k + 1)
 
     mc_exact = _monte_carlo(p, q, k, trials, streams[1], "exact")
@@ -808,7 +798,7 @@ def verify_sampler(
         mean_drafted=mc_exact.drafted_sum / trials,
         mean_kv_kept=float(np.dot(np.arange(k + 1), mc_exact.accepted_hist)) / trials,
         mean_emitted=mc_exact.emitted_sum / trials,
-        alpha_target=alpha_target,
+        alpha_target=request.alpha_target,
         warnings=(Notice("wrong_rule_missed_by_sampling", {"trials": trials}),)
         if wrong.exact_differs and not wrong.chi2_rejects
         else (),

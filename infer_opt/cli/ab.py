@@ -3,7 +3,6 @@ run-level statistics; the same command twice (an A/A) measures and saves the noi
 
 from __future__ import annotations
 
-import datetime as _dt
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +12,7 @@ from infer_opt.cli.common import option, progress_bar
 from infer_opt.cli.compare import AlphaOpt, ForceOpt, SeedOpt, ThresholdOpt
 from infer_opt.cli.output import with_output
 from infer_opt.cli.types import Count
-from infer_opt.errors import InvalidInput
-
-MAX_ROUNDS = 1000
+from infer_opt.requests import MAX_AB_ROUNDS, AbRequest
 
 HELP = (
     "Run two infer-opt kernels or profile command lines alternately, A B A B … for --rounds rounds "
@@ -39,29 +36,12 @@ HELP = (
 )
 
 
-def _folder(folder: Path | None) -> Path:
-    """The folder the rounds' result files go to (created): ``--dir``, else a new one under
-    the cache (``<cache>/ab/<UTC time>``)."""
-    if folder is None:
-        from infer_opt.files import cache_dir
-
-        stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S%f")
-        folder = cache_dir() / "ab" / stamp
-    if folder.exists() and not folder.is_dir():
-        raise InvalidInput("--dir", str(folder), "is a file; give a folder for the rounds' results")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InvalidInput("--dir", str(folder), f"cannot create it ({exc.strerror})") from None
-    return folder
-
-
 BaseOpt = option(str, "--base", help="The baseline command line (quoted).")
 NewOpt = option(str, "--new", help="The command line to compare with it (quoted).")
 RoundsOpt = option(
     int,
     "--rounds",
-    parse=Count(1, MAX_ROUNDS),
+    parse=Count(1, MAX_AB_ROUNDS),
     help="Rounds of A then B: 2 or more give a run-level t test (3 or more to trust it); one "
     "leans on the within-run spread and the noise floor.",
 )
@@ -84,24 +64,21 @@ def ab(
     rounds: RoundsOpt = 3,
     base_env: BaseEnvOpt = None,
     new_env: NewEnvOpt = None,
-    folder: FolderOpt = None,
+    dir: FolderOpt = None,
     threshold: ThresholdOpt = "5%",
-    alpha: AlphaOpt = 0.05,
+    significance: AlphaOpt = 0.05,
     force: ForceOpt = False,
     save_floor: SaveFloorOpt = True,
     seed: SeedOpt = 0,
 ) -> Any:
     from infer_opt.profilers import ab as core
 
-    sides = core.side("base", base, base_env or ()), core.side("new", new, new_env or ())
-    where = _folder(folder)
-    typer.echo(f"rounds' results go to {where}", err=True)
-    options = {"alpha": alpha, "threshold": threshold, "force": force, "seed": seed}
+    request = AbRequest(
+        base=base, new=new, rounds=rounds, base_env=base_env, new_env=new_env, dir=dir, threshold=threshold,
+        significance=significance, force=force, save_floor=save_floor, seed=seed,
+    )  # fmt: skip
     with progress_bar("ab") as update:
-        return core.run_ab(
-            *sides, rounds=rounds, folder=where, compare_options=options, save_floor=save_floor,
-            progress=update,
-        )  # fmt: skip
+        return core.run(request, progress=update, said=lambda line: typer.echo(line, err=True))
 
 
 def register(app: typer.Typer) -> None:

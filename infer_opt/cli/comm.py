@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import Any
 
 import typer
 
-from infer_opt.cli.common import DeviceOpt, option, reps_option, warmup_option
-from infer_opt.cli.distributed import BackendOpt, NprocOpt, TimeoutOpt, progress_for, rank_job, relaunch
+from infer_opt.cli.common import DeviceOpt, option, progress_bar, reps_option, warmup_option
+from infer_opt.cli.distributed import BackendOpt, NprocOpt, TimeoutOpt, relaunch
 from infer_opt.cli.output import Outcome, Output, with_output
 from infer_opt.cli.types import Choice, Count, Size
 from infer_opt.errors import Interrupted
+from infer_opt.requests import COLLECTIVES, MAX_COMM_REPS, CommRequest
 
 HELP = """Time the collectives of torch.distributed — all_reduce, all_gather,
 reduce_scatter, broadcast, all_to_all and send/recv — over message sizes on
@@ -37,26 +39,12 @@ Examples:
       --rdzv-endpoint host0:29500 -m infer_opt comm --device cuda
 """
 
-COLLECTIVE_NAMES = (
-    "all",
-    "all_reduce",
-    "all_gather",
-    "reduce_scatter",
-    "broadcast",
-    "all_to_all",
-    "send_recv",
-)
-MAX_REPS = 100_000
-#: a rank holds about this many buffers of the largest message (input, output, the check's copy)
-BUFFERS_PER_SIZE = 3
-#: the largest default --max-size (a GPU's), what --nproc checks memory for when it is not given
-DEFAULT_MAX_BYTES = 64 << 20
-WarmupOpt = warmup_option("Untimed calls per size and rank.", MAX_REPS)
-RepsOpt = reps_option("Timed calls per size and rank.", MAX_REPS)
+WarmupOpt = warmup_option("Untimed calls per size and rank.", MAX_COMM_REPS)
+RepsOpt = reps_option("Timed calls per size and rank.", MAX_COMM_REPS)
 CollectiveOpt = option(
     list[str] | None,
     "--collective",
-    parse=Choice(COLLECTIVE_NAMES),
+    parse=Choice(COLLECTIVES),
     help="A collective to time (repeatable); default: all.",
 )
 MinSizeOpt = option(float, "--min-size", parse=Size(), help="Smallest message S (bytes or 4KiB, …).")
@@ -81,65 +69,35 @@ def comm(
     reps: RepsOpt = 20,
     device: DeviceOpt = "auto",
     dtype: DtypeOpt = "float32",
-    backend: BackendOpt = "auto",
+    dist_backend: BackendOpt = "auto",
     timeout: TimeoutOpt = "60s",
     nproc: NprocOpt = None,
     no_save: NoSaveOpt = False,
     *,
     output: Output,
 ) -> Any:
+    from infer_opt.profilers import comm as sweep
+    from infer_opt.profilers.distributed import env_rank
+
+    request = CommRequest(
+        collective=collective, min_size=min_size, max_size=max_size, factor=factor, warmup=warmup, reps=reps,
+        device=device, dtype=dtype, dist_backend=dist_backend, timeout=timeout, no_save=no_save,
+    )  # fmt: skip
     if nproc is not None:
-        largest = max_size if max_size is not None else DEFAULT_MAX_BYTES
+        largest = max_size if max_size is not None else sweep.DEFAULT_MAX_BYTES_CUDA  # a GPU's, the largest
         relaunch(
-            nproc,
-            timeout,
-            device,
-            per_rank_bytes=BUFFERS_PER_SIZE * largest,
-            size_option="max_size",
+            nproc, timeout, device, per_rank_bytes=sweep.BUFFERS_PER_SIZE * largest, size_option="max_size",
             size_value=max_size,
-        )
-    arguments = {
-        "collective": collective, "min_size": min_size, "max_size": max_size, "factor": factor,
-        "warmup": warmup, "reps": reps, "device": device, "dtype": dtype, "backend": backend,
-    }  # fmt: skip
-    with rank_job(backend, device, timeout, arguments) as ctx:
-        settings = _settings(ctx, collective, min_size, max_size, factor, warmup, reps, dtype)
-        with progress_for(ctx, "comm") as update:
-            result = _sweep(ctx, settings, update, output)
-    if result is None:
-        return None
-    if not result.complete:
+        )  # fmt: skip
+    with progress_bar("comm") if env_rank() == 0 else nullcontext(None) as update:  # rank 0 shows it
+        result = sweep.run(request, progress=update, on_update=output.save_partial, said=_say)
+    if result is not None and not result.complete:
         return Outcome(result, error=Interrupted(_interrupted(result, output)))
-    if not no_save:
-        _save(result)
     return result
 
 
-def _settings(ctx: Any, collective: Any, min_size: float, max_size: float | None, factor: int,
-              warmup: int, reps: int, dtype: str) -> Any:  # fmt: skip
-    from infer_opt.profilers import comm as sweep
-    from infer_opt.profilers.device import parse_dtype
-
-    largest = int(max_size) if max_size is not None else sweep.default_max_bytes(ctx.device)
-    if ctx.device.type == "cpu":  # the buffers live in this node's memory: check before allocating
-        from infer_opt.profilers.distributed import check_machine
-
-        check_machine(ctx.local_world_size, "nproc", BUFFERS_PER_SIZE * largest, "max_size", max_size)
-    torch_dtype = parse_dtype(dtype, ctx.device)
-    element = sweep.torch.empty((), dtype=torch_dtype).element_size()
-    return sweep.SweepSettings(
-        collectives=sweep.parse_collectives(collective or ["all"], ctx.world_size),
-        sizes=tuple(sweep.message_sizes(int(min_size), largest, factor, element)),
-        dtype=torch_dtype,
-        warmup=warmup,
-        reps=reps,
-    )
-
-
-def _sweep(ctx: Any, settings: Any, update: Any, output: Output) -> Any:
-    from infer_opt.profilers import comm as sweep
-
-    return sweep.run_sweep(ctx, settings, progress=update, on_update=output.save_partial)
+def _say(line: str) -> None:
+    typer.echo(line, err=True)
 
 
 def _interrupted(result: Any, output: Output) -> str:
@@ -147,15 +105,6 @@ def _interrupted(result: Any, output: Output) -> str:
     files = [str(p) for p, _ in output.targets() if str(p) != "-"]
     kept = f"; kept in {', '.join(files)}" if files else ""
     return f"interrupted after {measured} message size(s){kept}"
-
-
-def _save(result: Any) -> None:
-    from infer_opt.store import COMM
-
-    try:
-        typer.echo(f"saved the fit to {COMM.save(result).path}", err=True)
-    except OSError as exc:
-        typer.echo(f"could not save the fit to the cache ({exc.strerror}); use --out FILE.json", err=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -21,9 +21,9 @@ from infer_opt.cli._click import Context, click
 from infer_opt.cli.common import option
 from infer_opt.cli.types import Choice, Count, Duration
 from infer_opt.errors import InvalidInput
+from infer_opt.requests import DIST_BACKENDS
 
 MAX_RANKS = 4096
-BACKENDS = ("auto", "gloo", "nccl")
 
 NprocOpt = option(
     int | None,
@@ -43,7 +43,7 @@ TimeoutOpt = option(
 BackendOpt = option(
     str,
     "--dist-backend",
-    parse=Choice(BACKENDS),
+    parse=Choice(DIST_BACKENDS),
     help="torch.distributed backend: auto (NCCL on CUDA, gloo on the CPU), gloo or nccl.",
 )
 

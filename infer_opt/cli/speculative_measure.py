@@ -17,13 +17,7 @@ from infer_opt.cli.common import (
 from infer_opt.cli.output import with_output
 from infer_opt.cli.speculative import app
 from infer_opt.cli.types import Count, InputFile, Number, NumberList
-from infer_opt.errors import InvalidInput
-from infer_opt.inputs.speculative import read_metrics
-
-#: --k-max, --context and repetitions above these would run for a very long time
-MAX_K = 64
-MAX_CONTEXT = 1 << 20
-MAX_ROUNDS = 100_000
+from infer_opt.requests import MAX_K, MAX_SIZE, SpeculativeMeasureRequest
 
 # Rich keeps single newlines in help text, so each paragraph is one (concatenated) line.
 HELP = (
@@ -42,38 +36,10 @@ HELP = (
 )
 
 
-def _alpha_inputs(
-    alpha: float | None, alphas: tuple[float, ...] | None, metrics: Path | None
-) -> tuple[Any, Any, str | None]:
-    given = [
-        name
-        for name, v in (("--alpha", alpha), ("--alphas", alphas), ("--metrics", metrics))
-        if v is not None
-    ]
-    if len(given) > 1:
-        raise InvalidInput(given[1], "with " + given[0], "give one of --alpha, --alphas or --metrics")
-    if alpha is not None:
-        return alpha, None, None
-    if alphas is not None:
-        return None, list(alphas), "--alphas"
-    if metrics is None:
-        return None, None, None
-    from infer_opt.cost_models import speculative as calc
-    from infer_opt.cost_models.speculative_measure import defined_alphas
-
-    try:
-        counters = read_metrics(metrics)
-        rates = calc.rates_from_counts(**counters)
-    except InvalidInput as exc:
-        where = exc.option if exc.option != "--file" else "--metrics"
-        raise InvalidInput(where, exc.value, exc.expected) from None
-    return None, defined_alphas([p.conditional for p in rates.positions]), f"--metrics {metrics.name}"
-
-
 TargetOpt = option(str, "--target", help="Target model: built-in name or a factory returning DecoderLM.")
 DraftOpt = option(str, "--draft", help="Draft model (a built-in is built with the target's vocabulary).")
 KMaxOpt = option(int, "--k-max", parse=Count(1, MAX_K), help="Measure c_v(k) for k = 1..K_MAX.")
-ContextOpt = option(int, "--context", parse=Count(0, MAX_CONTEXT), help="KV-cache length the steps run over.")
+ContextOpt = option(int, "--context", parse=Count(0, MAX_SIZE), help="KV-cache length the steps run over.")
 WarmupOpt = warmup_option("Untimed calls before each measurement.")
 RepsOpt = reps_option("Timed repetitions per measurement.")
 AlphaOpt = option(
@@ -97,7 +63,7 @@ SimulateOpt = option(
     help="Run the reference sampler with the two models' distributions to estimate α "
     "(random weights: a plumbing check, not a quality estimate).",
 )
-RoundsOpt = option(int, "--rounds", parse=Count(1, MAX_ROUNDS), help="Rounds for --simulate-acceptance.")
+RoundsOpt = option(int, "--rounds", parse=Count(1, 100_000), help="Rounds for --simulate-acceptance.")
 SeedOpt = seed_option("the prompts and the sampler")
 
 
@@ -120,17 +86,12 @@ def measure(
     rounds: RoundsOpt = 32,
     seed: SeedOpt = 0,
 ) -> Any:
-    if k is not None and k > k_max:
-        raise InvalidInput("--k", k, f"must be a whole number in [1, {k_max}] (--k-max)")
-    a, rates, rates_source = _alpha_inputs(alpha, alphas, metrics)
-    from infer_opt.profilers import device as devices
-    from infer_opt.profilers.speculative_measure import measure_speculative
+    from infer_opt.profilers.speculative_measure import run
 
-    dev = devices.resolve_device(device)
-    torch_dtype = devices.parse_dtype(dtype, dev)
+    request = SpeculativeMeasureRequest(
+        target=target, draft=draft, k_max=k_max, context=context, device=device, dtype=dtype, warmup=warmup,
+        reps=reps, alpha=alpha, alphas=alphas, metrics=metrics, k=k, simulate_acceptance=simulate_acceptance,
+        rounds=rounds, seed=seed,
+    )  # fmt: skip
     with progress_bar("speculative measure") as update:
-        return measure_speculative(
-            target, draft, k_max=k_max, context=context, device=dev, dtype=torch_dtype, warmup=warmup,
-            reps=reps, alpha=a, alphas=rates, alphas_source=rates_source, k=k, simulate=simulate_acceptance,
-            simulate_rounds=rounds, seed=seed, progress=update,
-        )  # fmt: skip
+        return run(request, progress=update)

@@ -18,7 +18,8 @@ from infer_opt.cli.common import (
 from infer_opt.cli.output import Outcome, with_output
 from infer_opt.cli.speculative import app
 from infer_opt.cli.types import Count, CountRange, Number
-from infer_opt.errors import InvalidInput, RunFailure
+from infer_opt.errors import RunFailure
+from infer_opt.requests import MAX_K, SpeculativeRunRequest
 
 SeedOpt = seed_option("the prompt and the sampler")
 WarmupOpt = warmup_option("Untimed decodings before timing.")
@@ -48,27 +49,13 @@ Examples:
 """
 
 
-def _draft_lengths(k: int | None, sweep_k: tuple[int, ...] | None) -> tuple[list[int], bool]:
-    if k is not None and sweep_k is not None:
-        raise InvalidInput("--sweep-k", "with --k", "give one draft length (--k) or a sweep (--sweep-k)")
-    if sweep_k is not None:
-        return list(sweep_k), True
-    return [4 if k is None else k], False
-
-
-def _temperature(greedy: bool, temperature: float | None) -> float | None:
-    if greedy and temperature is not None:
-        raise InvalidInput("--temperature", temperature, "give --greedy or --temperature, not both")
-    return temperature
-
-
 TargetOpt = option(str, "--target", help="Target model: built-in name or a factory returning DecoderLM.")
 DraftOpt = option(
     str, "--draft", help="self:N (the target's first N layers) or a model sharing its vocabulary."
 )
-KOpt = option(int | None, "--k", parse=Count(1, 64), help="Draft length (default 4).")
+KOpt = option(int | None, "--k", parse=Count(1, MAX_K), help="Draft length (default 4).")
 SweepKOpt = option(
-    Any, "--sweep-k", parse=CountRange(1, 64), help="Run every k in A..B (or a list 1,2,4); plot S vs k."
+    Any, "--sweep-k", parse=CountRange(1, MAX_K), help="Run every k in A..B (or a list 1,2,4); plot S vs k."
 )
 NewTokensOpt = option(int, "--new-tokens", parse=Count(1, 100_000), help="Tokens N to decode.")
 GreedyOpt = option(bool, "--greedy", help="Greedy decoding (the default).")
@@ -100,23 +87,15 @@ def run(
     reps: RepsOpt = 5,
     cost_reps: CostRepsOpt = 20,
 ) -> Any:
-    ks, sweep = _draft_lengths(k, sweep_k)
-    temp = _temperature(greedy, temperature)
-    from infer_opt.profilers import device as devices
-    from infer_opt.profilers.speculative_run import run_speculative
+    from infer_opt.profilers import speculative_run as core
 
-    dev = devices.resolve_device(device)
-    if threads is not None:
-        import torch
-
-        torch.set_num_threads(threads)
-    torch_dtype = devices.parse_dtype(dtype, dev)
+    request = SpeculativeRunRequest(
+        target=target, draft=draft, k=k, sweep_k=sweep_k, new_tokens=new_tokens, greedy=greedy,
+        temperature=temperature, prompt_len=prompt_len, seed=seed, threads=threads, device=device,
+        dtype=dtype, warmup=warmup, reps=reps, cost_reps=cost_reps,
+    )  # fmt: skip
     with progress_bar("speculative run") as update:
-        result = run_speculative(
-            target, draft, device=dev, dtype=torch_dtype, ks=ks, new_tokens=new_tokens, prompt_len=prompt_len,
-            temperature=temp, seed=seed, warmup=warmup, reps=reps, cost_reps=cost_reps, sweep=sweep,
-            progress=update,
-        )  # fmt: skip
+        result = core.run(request, progress=update)
     if result.tokens_identical is False:
         failed = ", ".join(str(p.k) for p in result.points if p.tokens_identical is False)
         error = RunFailure(

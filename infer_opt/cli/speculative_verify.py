@@ -7,13 +7,7 @@ from infer_opt.cli.output import Outcome, with_output
 from infer_opt.cli.speculative import app
 from infer_opt.cli.types import Count, Number
 from infer_opt.errors import RunFailure
-
-#: more trials than this would run for minutes; the checks need far fewer
-MAX_TRIALS = 10_000_000
-#: a vocabulary or draft larger than these turns the exact enumeration into hours; the check
-#: is about the rule, which small cases settle
-MAX_VOCAB = 4096
-MAX_K = 16
+from infer_opt.requests import MAX_TRIALS, MAX_VERIFY_K, MAX_VOCAB, SpeculativeVerifyRequest
 
 HELP = """Exactness check of the speculative sampler: its output is distributed exactly as the target p.
 
@@ -35,7 +29,7 @@ Examples:
 
 
 VocabOpt = option(int, "--vocab", parse=Count(2, MAX_VOCAB), help="Vocabulary size V, >= 2.")
-KOpt = option(int, "--k", parse=Count(1, MAX_K), help="Draft length k, >= 1.")
+KOpt = option(int, "--k", parse=Count(1, MAX_VERIFY_K), help="Draft length k, >= 1.")
 TrialsOpt = option(int, "--trials", parse=Count(1, MAX_TRIALS), help="Monte-Carlo rounds per rule.")
 SeedOpt = seed_option("p, q and the sampler")
 AlphaTargetOpt = option(
@@ -55,8 +49,9 @@ def verify(
     seed: SeedOpt = 0,
     alpha_target: AlphaTargetOpt = None,
 ) -> Outcome:
-    from infer_opt.checks.speculative_sampler import verify_sampler
+    from infer_opt.checks.speculative_sampler import run
 
-    result = verify_sampler(vocab=vocab, k=k, trials=trials, seed=seed, alpha_target=alpha_target)
+    request = SpeculativeVerifyRequest(vocab=vocab, k=k, trials=trials, seed=seed, alpha_target=alpha_target)
+    result = run(request)
     error = None if result.passed else RunFailure("speculative verify failed (see the verdict above)")
     return Outcome(result, error=error)

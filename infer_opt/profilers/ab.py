@@ -19,6 +19,7 @@ Nothing here imports torch: the commands do the measuring.
 
 from __future__ import annotations
 
+import datetime as _dt
 import os
 import shlex
 import subprocess
@@ -27,7 +28,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from infer_opt.cost_models.run_stats import Noise, compare_results, noise_floor
 from infer_opt.errors import Interrupted, InvalidInput, RunFailure
@@ -35,6 +36,9 @@ from infer_opt.notices import Notice
 from infer_opt.results import load_result
 from infer_opt.results.ab import AbResult, AbRun
 from infer_opt.results.noise_floor import NoiseFloor
+
+if TYPE_CHECKING:
+    from infer_opt.requests import AbRequest
 
 SIDES = ("base", "new")
 #: lines of a failed command's stderr quoted in the failure
@@ -197,36 +201,48 @@ def _save(record: NoiseFloor) -> tuple[str | None, list[Notice]]:
     return str(stored.path), list(stored.notices)
 
 
-def run_ab(
-    base: Side,
-    new: Side,
+def _folder(folder: Path | None) -> Path:
+    """The folder the rounds' result files go to (created): ``dir``, else a new one under the
+    cache (``<cache>/ab/<UTC time>``)."""
+    if folder is None:
+        from infer_opt.files import cache_dir
+
+        stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S%f")
+        folder = cache_dir() / "ab" / stamp
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InvalidInput("--dir", str(folder), f"cannot create it ({exc.strerror})") from None
+    return folder
+
+
+def run(
+    request: AbRequest,
     *,
-    rounds: int,
-    folder: Path,
-    compare_options: Mapping[str, Any],
-    save_floor: bool = True,
     runner: Runner = subprocess_runner,
     progress: Progress | None = None,
+    said: Callable[[str], None] = lambda line: None,
 ) -> AbResult:
-    """Alternate the two sides (:func:`alternate`), compare all base rounds with all new
-    rounds (runs pooled per side), and after an A/A measure and save the noise floor.
-    ``compare_options``: ``alpha``, ``threshold``, ``force``, ``seed`` for the comparison."""
+    """``infer-opt ab``: alternate the two sides (:func:`alternate`) into the request's folder
+    (``said`` names it), compare all base rounds with all new rounds (runs pooled per side),
+    and after an A/A measure and save the noise floor (unless not ``save_floor``)."""
     from infer_opt import store
 
-    if rounds < 1:
-        raise InvalidInput("rounds", rounds, "must be at least 1")
+    base, new = side("base", request.base, request.base_env), side("new", request.new, request.new_env)
+    folder, rounds = _folder(request.dir), request.rounds
+    said(f"rounds' results go to {folder}")
     runs = alternate(base, new, rounds, folder, runner=runner, progress=progress)
     bases, news = _load(runs, "base"), _load(runs, "new")
     aa = base.argv == new.argv and base.env == new.env
     noise = Noise() if aa else store.noise_for([*bases, *news])
     comparison = compare_results(
         bases, news, base_name="base", new_name="new", noise=noise, commands=(base.command, new.command),
-        **compare_options,
+        alpha=request.significance, threshold=request.threshold, force=request.force, seed=request.seed,
     )  # fmt: skip
     record, saved, warnings = None, None, list(noise.notices)
     if aa and len(runs) >= 2:
         record = noise_floor([*bases, *news], command=base.command)
-        if save_floor:
+        if request.save_floor:
             saved, notices = _save(record)
             warnings += notices
     return AbResult(

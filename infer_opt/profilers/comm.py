@@ -27,7 +27,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.distributed as dist
@@ -38,6 +38,9 @@ from infer_opt.notices import Notice
 from infer_opt.profilers.distributed import RankContext, barrier, gather_to_reporter
 from infer_opt.results.comm import CollectiveSweep, CommPoint, CommResult
 from infer_opt.stats import VARIANCE_THRESHOLD
+
+if TYPE_CHECKING:
+    from infer_opt.requests import CommRequest
 
 Progress = Callable[[int, int, str], None]
 
@@ -57,8 +60,6 @@ def message_sizes(
         raise InvalidInput("min_size", min_bytes, "must be a whole number of bytes >= 1")
     if not isinstance(max_bytes, int) or max_bytes < min_bytes:
         raise InvalidInput("max_size", max_bytes, f"must be at least the smallest size ({min_bytes} B)")
-    if not isinstance(factor, int) or factor < 2:
-        raise InvalidInput("factor", factor, "must be an integer >= 2")
     low = -(-min_bytes // element) * element
     if low > max_bytes:
         raise InvalidInput(
@@ -245,21 +246,11 @@ def checked(op: CollectiveOp, rank: int, tol: float = 0.0) -> CollectiveOp:
 
 
 def parse_collectives(names: Sequence[str], world_size: int) -> tuple[str, ...]:
-    """The collectives to run, in the canonical order; one rank has none (local copy only)."""
-    chosen = []
-    for name in names:
-        key = name.strip().lower().replace("-", "_")
-        if key == "all":
-            chosen.extend(comm_module.COLLECTIVES)
-        elif key in comm_module.COLLECTIVES:
-            chosen.append(key)
-        else:
-            raise InvalidInput(
-                "collectives", name, f"expected all or some of {', '.join(comm_module.COLLECTIVES)}"
-            )
+    """The collectives ``names`` (checked by the request; ``all``: every one) in the canonical
+    order; one rank has none (local copy only)."""
     if world_size == 1:
         return (comm_module.LOCAL_COPY,)
-    return tuple(c for c in comm_module.COLLECTIVES if c in chosen)
+    return tuple(c for c in comm_module.COLLECTIVES if c in names or "all" in names)
 
 
 # ---------------------------------------------------------------------------- the sweep
@@ -415,9 +406,65 @@ def run_sweep(
     return _result(ctx, settings, got, complete=True) if ctx.reporter else None
 
 
+#: a rank holds about this many buffers of the largest message (input, output, the check's copy)
+BUFFERS_PER_SIZE = 3
+
+
 def default_max_bytes(device: torch.device) -> int:
     """64 MiB on a GPU, 16 MiB on the CPU."""
     return DEFAULT_MAX_BYTES_CUDA if device.type == "cuda" else DEFAULT_MAX_BYTES_CPU
+
+
+def _settings(ctx: RankContext, request: CommRequest) -> SweepSettings:
+    """The sweep the request asks for on this job (the buffers checked against this node's
+    memory on the CPU, before any is allocated)."""
+    from infer_opt.profilers.device import parse_dtype
+
+    largest = int(request.max_size) if request.max_size is not None else default_max_bytes(ctx.device)
+    if ctx.device.type == "cpu":
+        from infer_opt.profilers.distributed import check_machine
+
+        check_machine(ctx.local_world_size, "nproc", BUFFERS_PER_SIZE * largest, "max_size", request.max_size)
+    dtype = parse_dtype(request.dtype, ctx.device)
+    element = torch.empty((), dtype=dtype).element_size()
+    return SweepSettings(
+        collectives=parse_collectives(request.collective or ["all"], ctx.world_size),
+        sizes=tuple(message_sizes(int(request.min_size), largest, request.factor, element)),
+        dtype=dtype,
+        warmup=request.warmup,
+        reps=request.reps,
+    )
+
+
+def run(
+    request: CommRequest,
+    *,
+    progress: Progress | None = None,
+    on_update: Callable[[CommResult], None] | None = None,
+    said: Callable[[str], None] = lambda line: None,
+) -> CommResult | None:
+    """``infer-opt comm`` on this rank: join the job (a job of one outside torchrun), check that
+    every rank has the same request, :func:`run_sweep`, and cache a complete sweep's fit unless
+    ``no_save`` (``said`` reports where). Rank 0 returns the result; the other ranks None, also
+    when rank 0 reports a failure."""
+    from infer_opt.profilers import distributed
+
+    try:
+        with distributed.rank_job(request.dist_backend, request.device, request.timeout) as ctx:
+            distributed.check_same_arguments(
+                ctx, {f: getattr(request, f) for f in request.__dataclass_fields__}
+            )
+            result = run_sweep(ctx, _settings(ctx, request), progress=progress, on_update=on_update)
+    except distributed.ReportedByRankZero:
+        return None
+    if result is not None and result.complete and not request.no_save:
+        from infer_opt.store import COMM
+
+        try:
+            said(f"saved the fit to {COMM.save(result).path}")
+        except OSError as exc:
+            said(f"could not save the fit to the cache ({exc.strerror}); use --out FILE.json")
+    return result
 
 
 # ---------------------------------------------------------------------------- saved fits

@@ -35,9 +35,9 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -50,6 +50,9 @@ from infer_opt.results.speculative_measure import (
     SpecMeasureResult,
 )
 from infer_opt.stats import Summary, variance_notice
+
+if TYPE_CHECKING:
+    from infer_opt.requests import SpeculativeMeasureRequest
 
 #: c_m is a sub-microsecond host operation: batch calls until a sample lasts this long
 BOOKKEEPING_SAMPLE_S = 1e-3
@@ -415,56 +418,50 @@ def simulate_acceptance(
 # ----------------------------------------------------------------------------- the command
 
 
-def measure_speculative(
-    target: str = "gpt2-small",
-    draft: str = "tiny",
-    *,
-    k_max: int = 8,
-    context: int = 128,
-    device: Any = "cpu",
-    dtype: Any = None,
-    warmup: int = 3,
-    reps: int = 20,
-    alpha: float | None = None,
-    alphas: Sequence[float] | None = None,
-    alphas_source: str | None = None,
-    k: int | None = None,
-    simulate: bool = False,
-    simulate_rounds: int = 32,
-    seed: int = 0,
-    progress: Progress | None = None,
-) -> SpecMeasureResult:
-    """Load the pair, measure the costs, optionally simulate acceptance, and analyze."""
+def _alpha_inputs(request: SpeculativeMeasureRequest) -> tuple[Any, Any, str | None]:
+    """The acceptance to predict for: ``alpha``, ``alphas`` or the rates of ``metrics`` (one)."""
+    given = [f"--{n}" for n in ("alpha", "alphas", "metrics") if getattr(request, n) is not None]
+    if len(given) > 1:
+        raise InvalidInput(given[1], "with " + given[0], "give one of --alpha, --alphas or --metrics")
+    if request.metrics is None:
+        alphas = None if request.alphas is None else list(request.alphas)
+        return request.alpha, alphas, None if alphas is None else "--alphas"
+    from infer_opt.cost_models.speculative_measure import defined_alphas
+    from infer_opt.inputs.speculative import read_metrics
+
+    try:
+        rates = calc.rates_from_counts(**read_metrics(request.metrics))
+    except InvalidInput as exc:
+        where = exc.option if exc.option != "--file" else "--metrics"
+        raise InvalidInput(where, exc.value, exc.expected) from None
+    alphas = defined_alphas([p.conditional for p in rates.positions])
+    return None, alphas, f"--metrics {request.metrics.name}"
+
+
+def run(request: SpeculativeMeasureRequest, *, progress: Progress | None = None) -> SpecMeasureResult:
+    """``infer-opt speculative measure``: load the pair, measure the costs, optionally simulate
+    acceptance, and analyze for the request's acceptance."""
     import torch
 
     from infer_opt.profilers import device as devices
 
-    if k_max < 1:
-        raise InvalidInput("--k-max", k_max, "must be an integer >= 1")
-    dtype = dtype if dtype is not None else torch.float32
-    pair = load_pair(target, draft, device=device, dtype=dtype)
+    k_max, context, seed = request.k_max, request.context, request.seed
+    if request.k is not None and request.k > k_max:
+        raise InvalidInput("--k", request.k, f"must be a whole number in [1, {k_max}] (--k-max)")
+    alpha, alphas, alphas_source = _alpha_inputs(request)
+    device = devices.resolve_device(request.device)
+    dtype = devices.parse_dtype(request.dtype, device)
+    pair = load_pair(request.target, request.draft, device=device, dtype=dtype)
     _check_positions(pair, context, k_max)
     measured = measure_costs(
-        pair,
-        context=context,
-        k_max=k_max,
-        device=device,
-        warmup=warmup,
-        reps=reps,
-        progress=progress,
-        seed=seed,
-    )
+        pair, context=context, k_max=k_max, device=device, warmup=request.warmup, reps=request.reps,
+        progress=progress, seed=seed,
+    )  # fmt: skip
     simulation = None
-    if simulate:
+    if request.simulate_acceptance:
         simulation = simulate_acceptance(
-            pair,
-            context=context,
-            k=k_max,
-            device=device,
-            rounds=simulate_rounds,
-            seed=seed,
-            progress=progress,
-        )
+            pair, context=context, k=k_max, device=device, rounds=request.rounds, seed=seed, progress=progress
+        )  # fmt: skip
     return analyze(
         measured,
         target=pair.target_name,
@@ -475,12 +472,12 @@ def measure_speculative(
         device_name=devices.device_name(device),
         dtype=devices.dtype_name(dtype),
         threads=None if devices.is_cuda(device) else torch.get_num_threads(),
-        warmup=warmup,
-        reps=reps,
+        warmup=request.warmup,
+        reps=request.reps,
         alpha=alpha,
         alphas=alphas,
         alphas_source=alphas_source,
-        k=k,
+        k=request.k,
         simulation=simulation,
         draft_note=pair.draft_note,
     )

@@ -45,10 +45,9 @@ every draft, so the draft never has to catch up.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -64,6 +63,9 @@ from infer_opt.results.speculative import Costs
 from infer_opt.results.speculative_measure import MeasuredCost
 from infer_opt.results.speculative_run import RunPoint, SpecRunResult
 from infer_opt.stats import VARIANCE_THRESHOLD, Summary
+
+if TYPE_CHECKING:
+    from infer_opt.requests import SpeculativeRunRequest
 
 Progress = Callable[[int, int, str], None]
 SELF_PREFIX = "self:"
@@ -383,9 +385,6 @@ def run_notices(
 
 # ----------------------------------------------------------------------------- measuring
 
-#: --new-tokens, --prompt-len and --k above these would run for a very long time
-MAX_NEW_TOKENS = 100_000
-MAX_K = 64
 #: c_m is sub-microsecond: untimed calls before it (it needs no interleaving)
 BOOKKEEPING_WARMUP = 3
 
@@ -459,23 +458,6 @@ def _rounds(
                 time_cold=False,
             )
             job.samples_s.extend(m.samples_s)
-
-
-def _check_args(ks: Sequence[int], new_tokens: int, prompt_len: int, temperature: float | None) -> None:
-    if not ks or any(isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K for k in ks):
-        raise InvalidInput("k", list(ks), f"draft lengths must be integers in 1..{MAX_K}")
-    if isinstance(new_tokens, bool) or not isinstance(new_tokens, int) or new_tokens > MAX_NEW_TOKENS:
-        raise InvalidInput("new_tokens", new_tokens, f"must be an integer <= {MAX_NEW_TOKENS}")
-    if new_tokens < max(ks) + 1:
-        raise InvalidInput(
-            "new_tokens",
-            new_tokens,
-            f"must be >= k + 1 = {max(ks) + 1} (so that a round drafts all k tokens)",
-        )
-    if isinstance(prompt_len, bool) or not isinstance(prompt_len, int) or prompt_len < 1:
-        raise InvalidInput("prompt_len", prompt_len, "must be an integer >= 1")
-    if temperature is not None and not (math.isfinite(temperature) and temperature > 0):
-        raise InvalidInput("temperature", temperature, "must be a finite number > 0")
 
 
 def _check_positions(pair: ModelPair, prompt_len: int, new_tokens: int, k_max: int) -> int:
@@ -583,7 +565,12 @@ def run_pair(
     from infer_opt.profilers.model_profile import guard
     from infer_opt.profilers.timing import measure
 
-    _check_args(ks, new_tokens, prompt_len, temperature)
+    if new_tokens < max(ks) + 1:  # the request checked each option; this is their pairing
+        raise InvalidInput(
+            "new_tokens",
+            new_tokens,
+            f"must be >= k + 1 = {max(ks) + 1} (so that a round drafts all k tokens)",
+        )
     _check_positions(pair, prompt_len, new_tokens, max(ks))
     timer = timer or measure
     prompt = random_tokens(1, prompt_len, pair.vocab_size, seed=seed)[0].tolist()
@@ -682,14 +669,24 @@ def _result(
     )
 
 
-def run_speculative(
-    target: str = "gpt2-small",
-    draft: str = "self:4",
-    *,
-    dtype: Any = None,
-    device: Any = "cpu",
-    **options: Any,
-) -> SpecRunResult:
-    """Load the pair (:func:`load_run_pair`; float32 unless ``dtype``) and :func:`run_pair`."""
-    pair = load_run_pair(target, draft, device=device, dtype=dtype if dtype is not None else torch.float32)
-    return run_pair(pair, device=device, **options)
+def run(request: SpeculativeRunRequest, *, progress: Progress | None = None) -> SpecRunResult:
+    """``infer-opt speculative run``: one draft length (``k``, default 4) or a sweep (``sweep_k``),
+    greedy unless ``temperature``; the pair loaded (:func:`load_run_pair`) and :func:`run_pair`."""
+    from infer_opt.profilers import device as devices
+
+    if request.k is not None and request.sweep_k is not None:
+        raise InvalidInput("--sweep-k", "with --k", "give one draft length (--k) or a sweep (--sweep-k)")
+    if request.greedy and request.temperature is not None:
+        raise InvalidInput("--temperature", request.temperature, "give --greedy or --temperature, not both")
+    device = devices.resolve_device(request.device)
+    if request.threads is not None:
+        torch.set_num_threads(request.threads)
+    pair = load_run_pair(
+        request.target, request.draft, device=device, dtype=devices.parse_dtype(request.dtype, device)
+    )
+    ks = [4 if request.k is None else request.k] if request.sweep_k is None else list(request.sweep_k)
+    return run_pair(
+        pair, ks=ks, new_tokens=request.new_tokens, prompt_len=request.prompt_len,
+        temperature=request.temperature, seed=request.seed, device=device, warmup=request.warmup,
+        reps=request.reps, cost_reps=request.cost_reps, sweep=request.sweep_k is not None, progress=progress,
+    )  # fmt: skip

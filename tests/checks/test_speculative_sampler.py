@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import infer_opt
 from infer_opt.checks import speculative_sampler
 from infer_opt.cost_models import speculative as calc
 from infer_opt.errors import InvalidInput
@@ -203,7 +204,7 @@ def test_chi_square_edge_cases():
 
 
 def test_verify_sampler_default_passes_and_detects_wrong_rule():
-    r = speculative_sampler.verify_sampler(vocab=4, k=3, trials=20_000, seed=0)
+    r = infer_opt.speculative_verify(vocab=4, k=3, trials=20_000, seed=0)
     assert r.passed and r.exact_rule_ok and r.wrong_rule_detected and r.rates_ok
     assert r.exact.exact_max_abs_error < speculative_sampler.EXACT_TOLERANCE
     assert (
@@ -221,14 +222,14 @@ def test_verify_sampler_default_passes_and_detects_wrong_rule():
 
 
 def test_verify_sampler_is_deterministic_and_round_trips():
-    a = speculative_sampler.verify_sampler(vocab=3, k=2, trials=2000, seed=9)
-    b = speculative_sampler.verify_sampler(vocab=3, k=2, trials=2000, seed=9)
+    a = infer_opt.speculative_verify(vocab=3, k=2, trials=2000, seed=9)
+    b = infer_opt.speculative_verify(vocab=3, k=2, trials=2000, seed=9)
     assert a == b
     assert type(a).from_dict(a.to_dict()) == a
 
 
 def test_alpha_target_tunes_the_draft():
-    r = speculative_sampler.verify_sampler(vocab=5, k=2, trials=20_000, seed=3, alpha_target=0.9)
+    r = infer_opt.speculative_verify(vocab=5, k=2, trials=20_000, seed=3, alpha_target=0.9)
     assert [x.predicted for x in r.rates[:2]] == pytest.approx([0.9, 0.9], abs=1e-9)
     assert r.passed
 
@@ -246,7 +247,7 @@ def test_alpha_target_tunes_the_draft():
 )
 def test_verify_sampler_rejects_bad_input(kwargs, needle):
     with pytest.raises(InvalidInput, match=needle):
-        speculative_sampler.verify_sampler(**{"trials": 100, **kwargs})
+        infer_opt.speculative_verify(**{"trials": 100, **kwargs})
 
 
 def test_bad_distributions_are_rejected():
@@ -263,7 +264,7 @@ def test_bad_distributions_are_rejected():
 def test_mean_committed_tokens_uses_the_predicted_spread_not_the_sample_one():
     # With one trial the sample variance of N is 0; judging E[N] against a zero standard
     # error reported "measured rates disagree" (z = ∞) for a correct sampler.
-    result = speculative_sampler.verify_sampler(trials=1)
+    result = infer_opt.speculative_verify(trials=1)
     en = next(r for r in result.rates if r.quantity.startswith("E[N]"))
     p, q = speculative_sampler.random_pair(4, 3, np.random.default_rng(np.random.SeedSequence(0).spawn(3)[0]))
     alphas = [calc.acceptance(p[i], q[i]).acceptance_rate for i in range(3)]

@@ -35,7 +35,7 @@ COMMANDS = [
     (["amortize", "measure", "--bounds", "8"], "infer_opt.profilers.amortize_measure_sweep.run"),
     (
         ["speculative", "measure", "--target", "tiny"],
-        "infer_opt.profilers.speculative_measure.measure_speculative",
+        "infer_opt.profilers.speculative_measure.load_pair",
     ),
     (["compare", "{kernels}", "{kernels}"], "infer_opt.cost_models.run_stats.compare_results"),
 ]

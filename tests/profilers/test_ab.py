@@ -16,6 +16,7 @@ from infer_opt import store
 from infer_opt.cost_models import run_stats
 from infer_opt.errors import Interrupted, InvalidInput, RunFailure
 from infer_opt.profilers import ab
+from infer_opt.requests import AbRequest
 from infer_opt.results import load_result
 from infer_opt.results.ab import AbResult
 from infer_opt.results.compare import NOISE
@@ -61,16 +62,10 @@ class FakeRunner:
         return 0, ""
 
 
-OPTIONS = {"alpha": 0.05, "threshold": 0.05, "force": False, "seed": 0}
-
-
 def _run(tmp_path, base="infer-opt kernels --only matmul", new="infer-opt kernels --only matmul --speed 2",
          runner=None, rounds=3, **kwargs):  # fmt: skip
     runner = runner or FakeRunner()
-    result = ab.run_ab(
-        ab.side("base", base, kwargs.pop("base_env", ())), ab.side("new", new, kwargs.pop("new_env", ())),
-        rounds=rounds, folder=tmp_path, compare_options=OPTIONS, runner=runner, **kwargs,
-    )  # fmt: skip
+    result = ab.run(AbRequest(base=base, new=new, rounds=rounds, dir=tmp_path, **kwargs), runner=runner)
     return result, runner
 
 

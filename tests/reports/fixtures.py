@@ -148,9 +148,9 @@ def attention_check() -> Result:
 
 
 def speculative_verify() -> Result:
-    from infer_opt.checks.speculative_sampler import verify_sampler
+    import infer_opt
 
-    return verify_sampler(vocab=3, k=2, trials=2000, seed=0)
+    return infer_opt.speculative_verify(vocab=3, k=2, trials=2000, seed=0)
 
 
 def _summary(median_s: float, rel: float = 0.02):

@@ -91,9 +91,9 @@ def _metrics_with_short_drafts():
 
 
 def _verify_with_too_few_trials():
-    from infer_opt.checks import speculative_sampler
+    import infer_opt
 
-    return speculative_sampler.verify_sampler(vocab=3, k=2, trials=3, seed=0)
+    return infer_opt.speculative_verify(vocab=3, k=2, trials=3, seed=0)
 
 
 def _amdahl_with_a_slower_part():
