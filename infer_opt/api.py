@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 
 from infer_opt.requests import (
     AmdahlRequest,
+    AmortizeRequest,
     AttentionCheckRequest,
     AttentionMemoryRequest,
     AttentionWindowRequest,
@@ -194,17 +195,6 @@ def _buckets(request: BucketsRequest) -> Any:
 
 
 @_api
-def amortize_buckets(path: str | Path) -> Any:
-    """Compile amortization per bucket from a bucket CSV (``infer-opt amortize --buckets``)."""
-    from infer_opt.cost_models import amortization
-    from infer_opt.files import read_text
-
-    _PATH.check(path, "path")
-    rows = amortization.read_bucket_csv(read_text(path, "path"), source=str(path))
-    return amortization.amortize_buckets(rows, source=str(path))
-
-
-@_api
 def acceptance(p: Sequence[float], q: Sequence[float], *, normalize: bool = False) -> Any:
     """Acceptance of draft tokens ``x ~ q`` against the target ``p``: ``a(x) = min(1, p/q)``,
     ``A = Σ min(p, q)``, the residual and both sampling rules' outputs."""
@@ -246,6 +236,33 @@ def compare(base: Any, new: Any, **options: Any) -> Any:
     return compare_results(base, new, **options)
 
 
+# ----------------------------------------------------------------------------- group 1: calculators
+
+
+@_runs(AmortizeRequest, "infer_opt.api:_amortize")
+def amortize() -> Any:
+    """Break-even calls and net gain of a compile (``infer-opt amortize``): one shape
+    (``compile_cost``, ``eager``, ``compiled`` in seconds, ``calls``) or a bucket CSV
+    (``buckets``, its calls from a ``lengths`` sample scaled to ``requests``)."""
+
+
+def _amortize(request: AmortizeRequest) -> Any:
+    from infer_opt.cost_models import amortization
+
+    return amortization.run(request)[0]
+
+
+@_api
+def amortize_buckets(path: str | Path) -> Any:
+    """Compile amortization per bucket from a bucket CSV (``infer-opt amortize --buckets``)."""
+    from infer_opt.errors import InvalidInput
+
+    try:
+        return amortize(buckets=_PATH.check(path, "path"))
+    except InvalidInput as exc:
+        raise (exc.under("path", exc.value) if exc.option == "buckets" else exc) from None
+
+
 #: name -> "module:attribute", for infer_opt.__getattr__ (each imported on first use)
 EXPORTS: dict[str, str] = {
     "amdahl": "infer_opt.api:amdahl",
@@ -258,7 +275,7 @@ EXPORTS: dict[str, str] = {
     "calibrate": "infer_opt.api:calibrate",
     "fit_roofline": "infer_opt.api:fit_roofline",
     "buckets": "infer_opt.api:buckets",
-    "amortize": "infer_opt.cost_models.amortization:amortize",
+    "amortize": "infer_opt.api:amortize",
     "amortize_buckets": "infer_opt.api:amortize_buckets",
     "speculative_speedup": "infer_opt.cost_models.speculative:speculative_speedup",
     "Costs": "infer_opt.results.speculative:Costs",

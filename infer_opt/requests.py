@@ -740,3 +740,20 @@ class RooflineRequest(SuiteRequest):
     fit_on: str = option("auto")
     save: Path | None = option(None, OutputFile())
     no_save: bool = option(False, Flag())
+
+
+# ----------------------------------------------------------------------------- group 1: calculators
+
+
+@dataclass(frozen=True)
+class AmortizeRequest(Request):
+    """``infer-opt amortize``: one shape (seconds from Python; ``eager``/``compiled`` bare
+    numbers are ms on the command line) or a bucket CSV, its calls from a length sample."""
+
+    compile_cost: float | None = option(None, Duration("s"), positional=True)
+    eager: float | None = option(None, Duration("ms"), positional=True)
+    compiled: float | None = option(None, Duration("ms"), positional=True)
+    calls: int | None = option(None, Count(0), positional=True)
+    buckets: Path | None = option(None, InputFile(allow_stdin=True))
+    lengths: Path | None = option(None, InputFile(allow_stdin=True))
+    requests: int | None = option(None, Count(1))

@@ -27,6 +27,8 @@ COMMANDS = {
     "kernels": ("kernels", requests.KernelsRequest),
     "roofline": ("fit_roofline", requests.RooflineRequest),
     "validate": ("validate", requests.ValidateRequest),
+    # group 1: calculators
+    "amortize": ("amortize", requests.AmortizeRequest),
 }
 #: how a result is shown or written: the API returns the result itself
 OUTPUT = {"json_out", "out", "markdown", "csv", "fmt", "plot"}
@@ -102,6 +104,14 @@ BAD = {
         ("--peak-flops", "fast", "fast"),
         ("--peak-bandwidth", "-1", -1),
         ("--save", "", ""),
+    ],
+    # group 1: calculators
+    "amortize": [
+        ("--compile-cost", "3parsecs", "3parsecs"),
+        ("--eager", "-1", -1),
+        ("--calls", "-1", -1),
+        ("--buckets", "/no/such/buckets.csv", "/no/such/buckets.csv"),
+        ("--requests", "0", 0),
     ],
 }
 #: what a command needs besides the bad value (a required argument), as typed and as passed

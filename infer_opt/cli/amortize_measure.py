@@ -19,13 +19,13 @@ from infer_opt.cli.common import (
     option,
     progress_bar,
     read_resume,
-    read_text,
     reps_option,
     warmup_option,
 )
 from infer_opt.cli.output import Outcome, Output, with_output
 from infer_opt.cli.types import Choice, CountList, InputFile
 from infer_opt.errors import Interrupted, InvalidInput, UnsupportedOnDevice
+from infer_opt.files import read_input
 from infer_opt.units import format_duration
 
 MAX_BATCH = 1 << 16
@@ -84,7 +84,7 @@ def _calls(
     from infer_opt.cost_models import bucketing
     from infer_opt.profilers.amortize_measure import calls_from_sample
 
-    text, source = read_text(lengths, "--lengths")
+    text, source = read_input(lengths, "--lengths")
     sample = bucketing.parse_lengths_text(text, source=source)
     batch = specs[0].batch
     per_bound = calls_from_sample(bounds, sample, batch=batch, requests=requests)

@@ -1,11 +1,10 @@
 """Options several commands share: the model to run (``MODEL``, ``--device``, ``--dtype``,
-``--hf-config``), ``--threads``, the progress bar and reading a text input. Output options
+``--hf-config``), ``--threads`` and the progress bar. Output options
 live in :mod:`infer_opt.cli.output`; option types in :mod:`infer_opt.cli.types`."""
 
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,7 +12,6 @@ from typing import Annotated, Any
 
 import typer
 
-from infer_opt import files
 from infer_opt.cli._click import ParamType
 from infer_opt.cli.types import Count, InputFile
 from infer_opt.errors import InvalidInput
@@ -122,13 +120,6 @@ def progress_bar(label: str) -> Iterator[Callable[[int, int, str], None]]:
 
     with bar:
         yield update
-
-
-def read_text(path: str | Path, option: str) -> tuple[str, str]:
-    """The text of ``path`` (``-`` = stdin) and a name for it in messages."""
-    if str(path) == "-":
-        return sys.stdin.read(), "stdin"
-    return files.read_text(path, option), Path(path).name
 
 
 def warmup_option(help: str, most: int = MAX_REPS) -> Any:
