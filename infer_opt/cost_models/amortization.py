@@ -69,13 +69,6 @@ def net_gain(calls: float, compile_cost_s: float, saving_s: float) -> float:
     return float(_exact(calls) * _exact(saving_s) - _exact(compile_cost_s))
 
 
-def _check_duration(option: str, value: float, *, signed: bool = False) -> None:
-    if not isinstance(value, (int, float)) or math.isnan(value) or math.isinf(value):
-        raise InvalidInput(option, value, "must be a finite duration")
-    if value < 0 and not signed:
-        raise InvalidInput(option, value, "duration must be >= 0")
-
-
 def checkpoint(
     label: str, calls: float, compile_cost_s: float, eager_s: float, compiled_s: float
 ) -> Checkpoint:
@@ -92,12 +85,7 @@ def amortize(
 
     Worked check: C = 3 s, 2 ms -> 1.5 ms gives 6000 (gain from 6001 calls). Numbers whose
     break-even or totals do not fit a float are bad input (one line naming the largest), never
-    an overflow or an infinite result."""
-    _check_duration("compile_cost", compile_cost_s)
-    _check_duration("eager", eager_s)
-    _check_duration("compiled", compiled_s)
-    if calls is not None and (calls < 0 or int(calls) != calls):
-        raise InvalidInput("calls", calls, "must be an integer >= 0")
+    an overflow or an infinite result. The values are checked ones (:class:`AmortizeRequest`)."""
     try:
         result = _amortize(compile_cost_s, eager_s, compiled_s, calls)
     except OverflowError:
