@@ -22,11 +22,12 @@ import functools
 import importlib
 import inspect
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from infer_opt.requests import (
+    AcceptanceRequest,
     AmdahlRequest,
     AmortizeRequest,
     AttentionCheckRequest,
@@ -34,13 +35,14 @@ from infer_opt.requests import (
     AttentionWindowRequest,
     BucketsRequest,
     CalibrateRequest,
-    Flag,
+    FromMetricsRequest,
     KernelsRequest,
-    NumberList,
+    PlansRequest,
     PredictRequest,
     ProfileRequest,
     Request,
     RooflineRequest,
+    SpecSpeedupRequest,
     Typed,
     ValidateRequest,
 )
@@ -76,7 +78,6 @@ def _parameter(option: str) -> str:
     return option
 
 
-_NUMBERS = Typed((list, tuple), "a list of numbers")
 _PATH = Typed((str, os.PathLike), "a file path")
 
 
@@ -194,18 +195,6 @@ def _buckets(request: BucketsRequest) -> Any:
     return bucketing.run(request)[0]
 
 
-@_api
-def acceptance(p: Sequence[float], q: Sequence[float], *, normalize: bool = False) -> Any:
-    """Acceptance of draft tokens ``x ~ q`` against the target ``p``: ``a(x) = min(1, p/q)``,
-    ``A = Σ min(p, q)``, the residual and both sampling rules' outputs."""
-    from infer_opt.cost_models import speculative
-
-    p, q = (NumberList().check(_NUMBERS.check(v, name), name) for v, name in ((p, "p"), (q, "q")))
-    Flag().check(normalize, "normalize")
-    p_arr, q_arr = speculative.validate_pair(list(p), list(q), normalize=normalize, names=("p", "q"))
-    return speculative.acceptance_report(p_arr, q_arr, normalized=normalize)
-
-
 def compare(base: Any, new: Any, **options: Any) -> Any:
     """Two results compared as ``infer-opt compare`` compares them: two trace results (the
     ``trace`` analysis, or a :class:`~infer_opt.trace.loaded.LoadedTrace`) op by op
@@ -263,6 +252,38 @@ def amortize_buckets(path: str | Path) -> Any:
         raise (exc.under("path", exc.value) if exc.option == "buckets" else exc) from None
 
 
+@_runs(SpecSpeedupRequest, "infer_opt.cost_models.speculative:run_speedup")
+def spec_speedup() -> Any:
+    """Expected committed tokens per round and the speedup over plain decoding
+    (``infer-opt speculative speedup``): durations in seconds, ``verify_cost_model`` as
+    ``"12ms+0.5ms*k"`` or ``(A, B)`` seconds. :func:`speculative_speedup` takes a :class:`Costs`."""
+
+
+@_runs(AcceptanceRequest, "infer_opt.cost_models.speculative:run_acceptance")
+def acceptance() -> Any:
+    """Acceptance of draft tokens ``x ~ q`` against the target ``p`` (``infer-opt speculative
+    acceptance``): ``a(x) = min(1, p/q)``, ``A = Σ min(p, q)``, the residual and both sampling
+    rules' outputs; ``p``/``q`` as lists or ``p_file``/``q_file``, as ``logits`` at temperatures."""
+
+
+@_runs(PlansRequest, "infer_opt.api:_spec_plans")
+def spec_plans() -> Any:
+    """The long-run cost per committed token of the plans logged in ``file`` (``infer-opt
+    speculative plans``); :func:`compare_plans` takes the rounds themselves."""
+
+
+def _spec_plans(request: PlansRequest) -> Any:
+    from infer_opt.cost_models import speculative
+
+    return speculative.run_plans(request)[0]
+
+
+@_runs(FromMetricsRequest, "infer_opt.cost_models.speculative:run_from_metrics")
+def spec_from_metrics() -> Any:
+    """Per-position acceptance from serving counters (``infer-opt speculative from-metrics``):
+    given, a JSON ``file`` or a ``prometheus`` snapshot; with costs (seconds) the speedup."""
+
+
 #: name -> "module:attribute", for infer_opt.__getattr__ (each imported on first use)
 EXPORTS: dict[str, str] = {
     "amdahl": "infer_opt.api:amdahl",
@@ -291,4 +312,8 @@ EXPORTS: dict[str, str] = {
     "load_trace": "infer_opt.trace.loaded:load_trace",
     "InvalidInput": "infer_opt.errors:InvalidInput",
     "RunFailure": "infer_opt.errors:RunFailure",
+    # group 1: calculators
+    "spec_speedup": "infer_opt.api:spec_speedup",
+    "spec_plans": "infer_opt.api:spec_plans",
+    "spec_from_metrics": "infer_opt.api:spec_from_metrics",
 }

@@ -29,6 +29,10 @@ COMMANDS = {
     "validate": ("validate", requests.ValidateRequest),
     # group 1: calculators
     "amortize": ("amortize", requests.AmortizeRequest),
+    "speculative speedup": ("spec_speedup", requests.SpecSpeedupRequest),
+    "speculative acceptance": ("acceptance", requests.AcceptanceRequest),
+    "speculative plans": ("spec_plans", requests.PlansRequest),
+    "speculative from-metrics": ("spec_from_metrics", requests.FromMetricsRequest),
 }
 #: how a result is shown or written: the API returns the result itself
 OUTPUT = {"json_out", "out", "markdown", "csv", "fmt", "plot"}
@@ -46,6 +50,8 @@ CLI_ONLY = {
     },
     "predict": {"top": "rows of the table shown"},
     "validate": {"against": "a trace's ops, not a grid (validate_trace)", "unseen_device": "with --against"},
+    # group 1: calculators
+    "speculative speedup": {"plot_grid": "a figure written: the API returns the result"},
 }
 #: per command, a bad value for each kind of check its options have: (flag, as typed, as passed)
 BAD = {
@@ -112,6 +118,27 @@ BAD = {
         ("--calls", "-1", -1),
         ("--buckets", "/no/such/buckets.csv", "/no/such/buckets.csv"),
         ("--requests", "0", 0),
+    ],
+    "speculative speedup": [
+        ("--k", "0", 0),
+        ("--alpha", "1.5", 1.5),
+        ("--alphas", "0.5,2", [0.5, 2]),
+        ("--target-cost", "0", 0),
+        ("--verify-cost-model", "12ms+k", "12ms+k"),
+        ("--k-max", "0", 0),
+    ],
+    "speculative acceptance": [
+        ("--p", "0.5,x", "0.5,x"),
+        ("--p-file", "/no/such/p.npy", "/no/such/p.npy"),
+        ("--p-temperature", "0", 0),
+    ],
+    "speculative plans": [("FILE", "/no/such/rounds.csv", "/no/such/rounds.csv")],
+    "speculative from-metrics": [
+        ("--drafts", "0", 0),
+        ("--accepted-per-position", "1,-1", [1, -1]),
+        ("--prometheus", "/no/such/m.prom", "/no/such/m.prom"),
+        ("--overhead", "-1", -1),
+        ("--verify-cost-model", "k*", "k*"),
     ],
 }
 #: what a command needs besides the bad value (a required argument), as typed and as passed
