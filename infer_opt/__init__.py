@@ -21,7 +21,7 @@ _API = {
     "amortize_buckets", "speculative_speedup", "Costs", "acceptance", "compare_plans", "PlanRound",
     "rates_from_counts", "attention_memory", "window_bound", "compare", "render", "load_trace",
     "InvalidInput", "RunFailure", "validate", "calibrate", "attention_check",
-    "spec_speedup", "spec_plans", "spec_from_metrics",  # group 1: calculators
+    "spec_speedup", "spec_plans", "spec_from_metrics", "amortize_measure",  # group 1: calculators
 }  # fmt: skip
 
 __all__ = ["__version__", *sorted(_API)]

@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 from infer_opt.requests import (
     AcceptanceRequest,
     AmdahlRequest,
+    AmortizeMeasureRequest,
     AmortizeRequest,
     AttentionCheckRequest,
     AttentionMemoryRequest,
@@ -284,6 +285,18 @@ def spec_from_metrics() -> Any:
     given, a JSON ``file`` or a ``prometheus`` snapshot; with costs (seconds) the speedup."""
 
 
+@_runs(AmortizeMeasureRequest, "infer_opt.api:_amortize_measure")
+def amortize_measure() -> Any:
+    """Measure compile cost and steady times per (batch, bound) bucket of ``model`` and decide
+    which to compile (``infer-opt amortize measure``): an ``AmortizeMeasureResult``."""
+
+
+def _amortize_measure(request: AmortizeMeasureRequest) -> Any:
+    from infer_opt.profilers import amortize_measure_sweep
+
+    return amortize_measure_sweep.run(amortize_measure_sweep.sweep_of(request), previous=request.resume)
+
+
 #: name -> "module:attribute", for infer_opt.__getattr__ (each imported on first use)
 EXPORTS: dict[str, str] = {
     "amdahl": "infer_opt.api:amdahl",
@@ -316,4 +329,5 @@ EXPORTS: dict[str, str] = {
     "spec_speedup": "infer_opt.api:spec_speedup",
     "spec_plans": "infer_opt.api:spec_plans",
     "spec_from_metrics": "infer_opt.api:spec_from_metrics",
+    "amortize_measure": "infer_opt.api:amortize_measure",
 }

@@ -866,3 +866,24 @@ class FromMetricsRequest(SpecCostsRequest):
     prometheus: Path | None = option(None, InputFile())
     before: Path | None = option(None, InputFile())
     model_name: str | None = option(None)
+
+
+@dataclass(frozen=True)
+class AmortizeMeasureRequest(Request):
+    """``infer-opt amortize measure``: compile cost and steady times per (batch, bound) bucket of
+    a model, the calls per bucket given or from a length sample; ``resume`` a saved sweep."""
+
+    model: str = option("tiny", positional=True)
+    bounds: tuple[int, ...] = option((32, 64), Bounds())
+    batch_sizes: tuple[int, ...] = option((1,), CountList(1, 1 << 16))
+    calls_per_bucket: tuple[int, ...] | None = option(None, CountList(0))
+    lengths: Path | None = option(None, InputFile(allow_stdin=True))
+    requests: int | None = option(None, Count(1))
+    device: str = option("auto")
+    dtype: str = option("auto")
+    warmup: int = option(3, Count(0, MAX_REPS))
+    reps: int = option(20, Count(1, MAX_REPS))
+    backend: str = option("inductor", Choice(("inductor", "eager", "aot_eager", "cudagraphs")))
+    cuda_graphs: bool | None = option(None, Flag())
+    resume: Any = option(None, Resume("amortize-measure", "an amortize measure result"))
+    hf_config: tuple[str, ...] = option((), Strings())

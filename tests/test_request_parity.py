@@ -33,6 +33,7 @@ COMMANDS = {
     "speculative acceptance": ("acceptance", requests.AcceptanceRequest),
     "speculative plans": ("spec_plans", requests.PlansRequest),
     "speculative from-metrics": ("spec_from_metrics", requests.FromMetricsRequest),
+    "amortize measure": ("amortize_measure", requests.AmortizeMeasureRequest),
 }
 #: how a result is shown or written: the API returns the result itself
 OUTPUT = {"json_out", "out", "markdown", "csv", "fmt", "plot"}
@@ -139,6 +140,16 @@ BAD = {
         ("--prometheus", "/no/such/m.prom", "/no/such/m.prom"),
         ("--overhead", "-1", -1),
         ("--verify-cost-model", "k*", "k*"),
+    ],
+    "amortize measure": [
+        ("--bounds", "8,4", [8, 4]),
+        ("--batch-sizes", "0", [0]),
+        ("--calls-per-bucket", "1,-1", [1, -1]),
+        ("--lengths", "/no/such/lengths.txt", "/no/such/lengths.txt"),
+        ("--requests", "0", 0),
+        ("--warmup", "-1", -1),
+        ("--backend", "fast", "fast"),
+        ("--resume", "/no/such/sweep.json", "/no/such/sweep.json"),
     ],
 }
 #: what a command needs besides the bad value (a required argument), as typed and as passed

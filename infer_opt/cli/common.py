@@ -14,7 +14,6 @@ import typer
 
 from infer_opt.cli._click import ParamType
 from infer_opt.cli.types import Count, InputFile
-from infer_opt.errors import InvalidInput
 from infer_opt.requests import MAX_REPS, MAX_RUNS
 
 
@@ -140,15 +139,3 @@ def seed_option(of: str) -> Any:
 def runs_option(help: str) -> Any:
     """``--runs N``: independent passes, 1 to :data:`MAX_RUNS`."""
     return option(int, "--runs", parse=Count(1, MAX_RUNS), help=help)
-
-
-def read_resume(path: Path | None, kind: str, what: str) -> Any:
-    """The saved result ``--resume`` names (None without one): a ``.json`` file of result kind
-    ``kind`` (``what`` names it in the refusal, e.g. "an amortize measure result")."""
-    if path is None:
-        return None
-    from infer_opt.results import load_result
-
-    if path.suffix.lower() != ".json":
-        raise InvalidInput("--resume", str(path), "expected the .json file a run wrote with --out FILE.json")
-    return load_result(path, expect=(kind,), option="--resume", what=what).result
