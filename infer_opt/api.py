@@ -82,16 +82,18 @@ def _parameter(option: str) -> str:
 _PATH = Typed((str, os.PathLike), "a file path")
 
 
-def _runs(request: type[Request], run: str) -> Callable[[Callable[[], Any]], Any]:
+def _runs(request: type[Request], run: str, *, first: bool = False) -> Callable[[Callable[[], Any]], Any]:
     """The API function of a command: its parameters are ``request``'s fields (the command's
     options, with their defaults), and it hands the request they make to ``run``
-    (``"module:function"``, imported on first use)."""
+    (``"module:function"``, imported on first use); ``first``: ``run`` returns the result and
+    what only the command line shows (notices, a sample to plot), and the API returns the result."""
 
     def decorate(func: Callable[[], Any]) -> Any:
         @functools.wraps(func)
         def call(*args: Any, **kwargs: Any) -> Any:
             module, name = run.split(":")
-            return getattr(importlib.import_module(module), name)(request(*args, **kwargs))
+            done = getattr(importlib.import_module(module), name)(request(*args, **kwargs))
+            return done[0] if first else done
 
         call.__signature__ = inspect.signature(request).replace(return_annotation=Any)  # type: ignore[attr-defined]
         return _api(call)
@@ -184,16 +186,10 @@ def validate() -> Any:
     :class:`~infer_opt.results.validate.ValidateResult`."""
 
 
-@_runs(BucketsRequest, "infer_opt.api:_buckets")
+@_runs(BucketsRequest, "infer_opt.cost_models.bucketing:run", first=True)
 def buckets() -> Any:
     """Padding waste of a length sample under ``bounds`` (or, with ``optimize=K``, the K
     bounds with the least waste): ``file`` is a file path or a sequence of lengths."""
-
-
-def _buckets(request: BucketsRequest) -> Any:
-    from infer_opt.cost_models import bucketing
-
-    return bucketing.run(request)[0]
 
 
 def compare(base: Any, new: Any, **options: Any) -> Any:
@@ -229,17 +225,11 @@ def compare(base: Any, new: Any, **options: Any) -> Any:
 # ----------------------------------------------------------------------------- group 1: calculators
 
 
-@_runs(AmortizeRequest, "infer_opt.api:_amortize")
+@_runs(AmortizeRequest, "infer_opt.cost_models.amortization:run", first=True)
 def amortize() -> Any:
     """Break-even calls and net gain of a compile (``infer-opt amortize``): one shape
     (``compile_cost``, ``eager``, ``compiled`` in seconds, ``calls``) or a bucket CSV
     (``buckets``, its calls from a ``lengths`` sample scaled to ``requests``)."""
-
-
-def _amortize(request: AmortizeRequest) -> Any:
-    from infer_opt.cost_models import amortization
-
-    return amortization.run(request)[0]
 
 
 @_api
@@ -267,16 +257,10 @@ def acceptance() -> Any:
     rules' outputs; ``p``/``q`` as lists or ``p_file``/``q_file``, as ``logits`` at temperatures."""
 
 
-@_runs(PlansRequest, "infer_opt.api:_spec_plans")
+@_runs(PlansRequest, "infer_opt.cost_models.speculative:run_plans", first=True)
 def spec_plans() -> Any:
     """The long-run cost per committed token of the plans logged in ``file`` (``infer-opt
     speculative plans``); :func:`compare_plans` takes the rounds themselves."""
-
-
-def _spec_plans(request: PlansRequest) -> Any:
-    from infer_opt.cost_models import speculative
-
-    return speculative.run_plans(request)[0]
 
 
 @_runs(FromMetricsRequest, "infer_opt.cost_models.speculative:run_from_metrics")
