@@ -23,6 +23,7 @@ _API = {
     "InvalidInput", "RunFailure", "validate", "calibrate", "attention_check",
     # group 2: measuring
     "comm", "ab", "speculative_verify", "speculative_measure", "speculative_run",
+    "spec_speedup", "spec_plans", "spec_from_metrics", "amortize_measure",  # group 1: calculators
 }  # fmt: skip
 
 __all__ = ["__version__", *sorted(_API)]

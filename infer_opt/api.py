@@ -22,26 +22,30 @@ import functools
 import importlib
 import inspect
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from infer_opt.requests import (
     AbRequest,
+    AcceptanceRequest,
     AmdahlRequest,
+    AmortizeMeasureRequest,
+    AmortizeRequest,
     AttentionCheckRequest,
     AttentionMemoryRequest,
     AttentionWindowRequest,
     BucketsRequest,
     CalibrateRequest,
     CommRequest,
-    Flag,
+    FromMetricsRequest,
     KernelsRequest,
-    NumberList,
+    PlansRequest,
     PredictRequest,
     ProfileRequest,
     Request,
     RooflineRequest,
+    SpecSpeedupRequest,
     SpeculativeMeasureRequest,
     SpeculativeRunRequest,
     SpeculativeVerifyRequest,
@@ -80,20 +84,21 @@ def _parameter(option: str) -> str:
     return option
 
 
-_NUMBERS = Typed((list, tuple), "a list of numbers")
 _PATH = Typed((str, os.PathLike), "a file path")
 
 
-def _runs(request: type[Request], run: str) -> Callable[[Callable[[], Any]], Any]:
+def _runs(request: type[Request], run: str, *, first: bool = False) -> Callable[[Callable[[], Any]], Any]:
     """The API function of a command: its parameters are ``request``'s fields (the command's
     options, with their defaults), and it hands the request they make to ``run``
-    (``"module:function"``, imported on first use)."""
+    (``"module:function"``, imported on first use); ``first``: ``run`` returns the result and
+    what only the command line shows (notices, a sample to plot), and the API returns the result."""
 
     def decorate(func: Callable[[], Any]) -> Any:
         @functools.wraps(func)
         def call(*args: Any, **kwargs: Any) -> Any:
             module, name = run.split(":")
-            return getattr(importlib.import_module(module), name)(request(*args, **kwargs))
+            done = getattr(importlib.import_module(module), name)(request(*args, **kwargs))
+            return done[0] if first else done
 
         call.__signature__ = inspect.signature(request).replace(return_annotation=Any)  # type: ignore[attr-defined]
         return _api(call)
@@ -186,39 +191,10 @@ def validate() -> Any:
     :class:`~infer_opt.results.validate.ValidateResult`."""
 
 
-@_runs(BucketsRequest, "infer_opt.api:_buckets")
+@_runs(BucketsRequest, "infer_opt.cost_models.bucketing:run", first=True)
 def buckets() -> Any:
     """Padding waste of a length sample under ``bounds`` (or, with ``optimize=K``, the K
     bounds with the least waste): ``file`` is a file path or a sequence of lengths."""
-
-
-def _buckets(request: BucketsRequest) -> Any:
-    from infer_opt.cost_models import bucketing
-
-    return bucketing.run(request)[0]
-
-
-@_api
-def amortize_buckets(path: str | Path) -> Any:
-    """Compile amortization per bucket from a bucket CSV (``infer-opt amortize --buckets``)."""
-    from infer_opt.cost_models import amortization
-    from infer_opt.files import read_text
-
-    _PATH.check(path, "path")
-    rows = amortization.read_bucket_csv(read_text(path, "path"), source=str(path))
-    return amortization.amortize_buckets(rows, source=str(path))
-
-
-@_api
-def acceptance(p: Sequence[float], q: Sequence[float], *, normalize: bool = False) -> Any:
-    """Acceptance of draft tokens ``x ~ q`` against the target ``p``: ``a(x) = min(1, p/q)``,
-    ``A = Σ min(p, q)``, the residual and both sampling rules' outputs."""
-    from infer_opt.cost_models import speculative
-
-    p, q = (NumberList().check(_NUMBERS.check(v, name), name) for v, name in ((p, "p"), (q, "q")))
-    Flag().check(normalize, "normalize")
-    p_arr, q_arr = speculative.validate_pair(list(p), list(q), normalize=normalize, names=("p", "q"))
-    return speculative.acceptance_report(p_arr, q_arr, normalized=normalize)
 
 
 def compare(base: Any, new: Any, **options: Any) -> Any:
@@ -251,6 +227,65 @@ def compare(base: Any, new: Any, **options: Any) -> Any:
     return compare_results(base, new, **options)
 
 
+# ----------------------------------------------------------------------------- group 1: calculators
+
+
+@_runs(AmortizeRequest, "infer_opt.cost_models.amortization:run", first=True)
+def amortize() -> Any:
+    """Break-even calls and net gain of a compile (``infer-opt amortize``): one shape
+    (``compile_cost``, ``eager``, ``compiled`` in seconds, ``calls``) or a bucket CSV
+    (``buckets``, its calls from a ``lengths`` sample scaled to ``requests``)."""
+
+
+@_api
+def amortize_buckets(path: str | Path) -> Any:
+    """Compile amortization per bucket from a bucket CSV (``infer-opt amortize --buckets``)."""
+    from infer_opt.errors import InvalidInput
+
+    try:
+        return amortize(buckets=_PATH.check(path, "path"))
+    except InvalidInput as exc:
+        raise (exc.under("path", exc.value) if exc.option == "buckets" else exc) from None
+
+
+@_runs(SpecSpeedupRequest, "infer_opt.cost_models.speculative:run_speedup")
+def spec_speedup() -> Any:
+    """Expected committed tokens per round and the speedup over plain decoding
+    (``infer-opt speculative speedup``): durations in seconds, ``verify_cost_model`` as
+    ``"12ms+0.5ms*k"`` or ``(A, B)`` seconds. :func:`speculative_speedup` takes a :class:`Costs`."""
+
+
+@_runs(AcceptanceRequest, "infer_opt.cost_models.speculative:run_acceptance")
+def acceptance() -> Any:
+    """Acceptance of draft tokens ``x ~ q`` against the target ``p`` (``infer-opt speculative
+    acceptance``): ``a(x) = min(1, p/q)``, ``A = Σ min(p, q)``, the residual and both sampling
+    rules' outputs; ``p``/``q`` as lists or ``p_file``/``q_file``, as ``logits`` at temperatures."""
+
+
+@_runs(PlansRequest, "infer_opt.cost_models.speculative:run_plans", first=True)
+def spec_plans() -> Any:
+    """The long-run cost per committed token of the plans logged in ``file`` (``infer-opt
+    speculative plans``); :func:`compare_plans` takes the rounds themselves."""
+
+
+@_runs(FromMetricsRequest, "infer_opt.cost_models.speculative:run_from_metrics")
+def spec_from_metrics() -> Any:
+    """Per-position acceptance from serving counters (``infer-opt speculative from-metrics``):
+    given, a JSON ``file`` or a ``prometheus`` snapshot; with costs (seconds) the speedup."""
+
+
+@_runs(AmortizeMeasureRequest, "infer_opt.api:_amortize_measure")
+def amortize_measure() -> Any:
+    """Measure compile cost and steady times per (batch, bound) bucket of ``model`` and decide
+    which to compile (``infer-opt amortize measure``): an ``AmortizeMeasureResult``."""
+
+
+def _amortize_measure(request: AmortizeMeasureRequest) -> Any:
+    from infer_opt.profilers import amortize_measure_sweep
+
+    return amortize_measure_sweep.run(amortize_measure_sweep.sweep_of(request), previous=request.resume)
+
+
 #: name -> "module:attribute", for infer_opt.__getattr__ (each imported on first use)
 EXPORTS: dict[str, str] = {
     "amdahl": "infer_opt.api:amdahl",
@@ -263,7 +298,7 @@ EXPORTS: dict[str, str] = {
     "calibrate": "infer_opt.api:calibrate",
     "fit_roofline": "infer_opt.api:fit_roofline",
     "buckets": "infer_opt.api:buckets",
-    "amortize": "infer_opt.cost_models.amortization:amortize",
+    "amortize": "infer_opt.api:amortize",
     "amortize_buckets": "infer_opt.api:amortize_buckets",
     "speculative_speedup": "infer_opt.cost_models.speculative:speculative_speedup",
     "Costs": "infer_opt.results.speculative:Costs",
@@ -285,6 +320,11 @@ EXPORTS: dict[str, str] = {
     "speculative_verify": "infer_opt.api:speculative_verify",
     "speculative_measure": "infer_opt.api:speculative_measure",
     "speculative_run": "infer_opt.api:speculative_run",
+    # group 1: calculators
+    "spec_speedup": "infer_opt.api:spec_speedup",
+    "spec_plans": "infer_opt.api:spec_plans",
+    "spec_from_metrics": "infer_opt.api:spec_from_metrics",
+    "amortize_measure": "infer_opt.api:amortize_measure",
 }
 
 

@@ -161,6 +161,13 @@ def read_text(path: str | os.PathLike[str], param: str) -> str:
         raise InvalidInput(param, str(path), f"cannot read it ({exc.strerror})") from None
 
 
+def read_input(path: str | os.PathLike[str], param: str) -> tuple[str, str]:
+    """The text of ``path`` (``-`` = stdin) and a name for it in messages."""
+    if os.fspath(path) == "-":
+        return sys.stdin.read(), "stdin"
+    return read_text(path, param), Path(path).name
+
+
 def write_text(path: str | os.PathLike[str], text: str) -> Path:
     """Write ``text`` to ``path`` ('-' = stdout): atomically for a regular file (through a
     symlink to its target), in place for a FIFO or device. Raises OSError on failure."""

@@ -122,7 +122,6 @@ def test_a_step_median_of_minus_one_second_is_refused_naming_it():
         parse_envelope(data, source="f.json")
 
 
-
 @pytest.mark.parametrize(
     "features", [[-512.0, 64.0, 64.0], [1e400, 64.0, 64.0], [float("nan"), 64.0, 64.0], ["512", 64.0, 64.0]]
 )

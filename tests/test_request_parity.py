@@ -33,6 +33,13 @@ COMMANDS = {
     "speculative run": ("speculative_run", requests.SpeculativeRunRequest),
     "ab": ("ab", requests.AbRequest),
     "comm": ("comm", requests.CommRequest),
+    # group 1: calculators
+    "amortize": ("amortize", requests.AmortizeRequest),
+    "speculative speedup": ("spec_speedup", requests.SpecSpeedupRequest),
+    "speculative acceptance": ("acceptance", requests.AcceptanceRequest),
+    "speculative plans": ("spec_plans", requests.PlansRequest),
+    "speculative from-metrics": ("spec_from_metrics", requests.FromMetricsRequest),
+    "amortize measure": ("amortize_measure", requests.AmortizeMeasureRequest),
 }
 #: how a result is shown or written: the API returns the result itself
 OUTPUT = {"json_out", "out", "markdown", "csv", "fmt", "plot"}
@@ -52,6 +59,8 @@ CLI_ONLY = {
     "validate": {"against": "a trace's ops, not a grid (validate_trace)", "unseen_device": "with --against"},
     # group 2: measuring
     "comm": {"nproc": "starts its ranks through torchrun: a launch, not a call"},
+    # group 1: calculators
+    "speculative speedup": {"plot_grid": "a figure written: the API returns the result"},
 }
 #: per command, a bad value for each kind of check its options have: (flag, as typed, as passed)
 BAD = {
@@ -137,6 +146,45 @@ BAD = {
         ("--factor", "1", 1),
         ("--timeout", "0", 0),
         ("--dist-backend", "mpi", "mpi"),
+    ],
+    # group 1: calculators
+    "amortize": [
+        ("--compile-cost", "3parsecs", "3parsecs"),
+        ("--eager", "-1", -1),
+        ("--calls", "-1", -1),
+        ("--buckets", "/no/such/buckets.csv", "/no/such/buckets.csv"),
+        ("--requests", "0", 0),
+    ],
+    "speculative speedup": [
+        ("--k", "0", 0),
+        ("--alpha", "1.5", 1.5),
+        ("--alphas", "0.5,2", [0.5, 2]),
+        ("--target-cost", "0", 0),
+        ("--verify-cost-model", "12ms+k", "12ms+k"),
+        ("--k-max", "0", 0),
+    ],
+    "speculative acceptance": [
+        ("--p", "0.5,x", "0.5,x"),
+        ("--p-file", "/no/such/p.npy", "/no/such/p.npy"),
+        ("--p-temperature", "0", 0),
+    ],
+    "speculative plans": [("FILE", "/no/such/rounds.csv", "/no/such/rounds.csv")],
+    "speculative from-metrics": [
+        ("--drafts", "0", 0),
+        ("--accepted-per-position", "1,-1", [1, -1]),
+        ("--prometheus", "/no/such/m.prom", "/no/such/m.prom"),
+        ("--overhead", "-1", -1),
+        ("--verify-cost-model", "k*", "k*"),
+    ],
+    "amortize measure": [
+        ("--bounds", "8,4", [8, 4]),
+        ("--batch-sizes", "0", [0]),
+        ("--calls-per-bucket", "1,-1", [1, -1]),
+        ("--lengths", "/no/such/lengths.txt", "/no/such/lengths.txt"),
+        ("--requests", "0", 0),
+        ("--warmup", "-1", -1),
+        ("--backend", "fast", "fast"),
+        ("--resume", "/no/such/sweep.json", "/no/such/sweep.json"),
     ],
 }
 #: what a command needs besides the bad value (a required argument), as typed and as passed

@@ -9,13 +9,11 @@ from pathlib import Path
 
 import typer
 
-from infer_opt.cli.common import option, read_text
+from infer_opt.cli.common import option
 from infer_opt.cli.output import Outcome, with_output
 from infer_opt.cli.types import Count, Duration, InputFile
 from infer_opt.cost_models import amortization as model
-from infer_opt.cost_models import bucketing
-from infer_opt.errors import InvalidInput
-from infer_opt.results import Result
+from infer_opt.requests import AmortizeRequest
 
 # Rich keeps single newlines in help text, so each paragraph is one (concatenated) line.
 HELP = (
@@ -86,11 +84,11 @@ def amortize(
     buckets: BucketsOpt = None,
     lengths: LengthsOpt = None,
     requests: RequestsOpt = None,
-) -> Result | Outcome | None:
+) -> Outcome | None:
     if ctx.invoked_subcommand is not None:
         return None
-    one_shape = {"--compile-cost": compile_cost, "--eager": eager, "--compiled": compiled, "--calls": calls}
-    if buckets is None and all(v is None for v in (*one_shape.values(), lengths, requests)):
+    given = (compile_cost, eager, compiled, calls, buckets, lengths, requests)
+    if all(v is None for v in given):
         import contextlib
 
         from infer_opt.cli.output import tool_stdout
@@ -98,34 +96,7 @@ def amortize(
         with contextlib.redirect_stdout(tool_stdout()):  # rich prints the help as it formats it
             typer.echo(ctx.get_help())
         raise typer.Exit(0)
-    if buckets is not None:
-        given = [name for name, value in one_shape.items() if value is not None]
-        if given:
-            raise InvalidInput(
-                given[0], one_shape[given[0]], "use either --buckets FILE or the one-shape options"
-            )
-        return _buckets(buckets, lengths, requests)
-    for flag, value in (("--lengths", lengths), ("--requests", requests)):
-        if value is not None:
-            raise InvalidInput(flag, str(value), "only used with --buckets FILE")
-    for flag in ("--compile-cost", "--eager", "--compiled"):
-        if one_shape[flag] is None:
-            raise InvalidInput(flag, "missing", "give --compile-cost, --eager and --compiled (or --buckets)")
-    return model.amortize(compile_cost, eager, compiled, calls)  # type: ignore[arg-type]
-
-
-def _buckets(path: Path, lengths: Path | None, requests: int | None) -> Outcome:
-    if requests is not None and lengths is None:
-        raise InvalidInput("--requests", requests, "only used with --lengths FILE")
-    text, source = read_text(path, "--buckets")
-    rows = model.read_bucket_csv(text, source=source, calls_required=lengths is None)
-    if lengths is None:
-        return Outcome(model.amortize_buckets(rows, source=source), warnings=rows.notices)
-    sample_text, sample_source = read_text(lengths, "--lengths")
-    sample = bucketing.parse_lengths_text(sample_text, source=sample_source)
-    counted, n = model.calls_from_lengths(rows, sample, requests=requests, source=source)
-    how = f"{sample_source} ({n} lengths" + (
-        f", scaled to {requests} calls)" if requests is not None else ")"
+    result, notices = model.run(
+        AmortizeRequest(*given[:4], buckets=buckets, lengths=lengths, requests=requests)
     )
-    result = model.amortize_buckets(counted, source=source, calls_source=how)
-    return Outcome(result, warnings=rows.notices + sample.notices)
+    return Outcome(result, warnings=notices)

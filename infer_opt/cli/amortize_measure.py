@@ -18,14 +18,13 @@ from infer_opt.cli.common import (
     ModelArg,
     option,
     progress_bar,
-    read_resume,
-    read_text,
     reps_option,
     warmup_option,
 )
 from infer_opt.cli.output import Outcome, Output, with_output
 from infer_opt.cli.types import Choice, CountList, InputFile
-from infer_opt.errors import Interrupted, InvalidInput, UnsupportedOnDevice
+from infer_opt.errors import Interrupted
+from infer_opt.requests import AmortizeMeasureRequest
 from infer_opt.units import format_duration
 
 MAX_BATCH = 1 << 16
@@ -54,45 +53,6 @@ HELP = (
     "  infer-opt amortize measure gpt2-small --device cuda --bounds 128,256 --lengths lengths.txt "
     "--requests 1e6\n"
 )
-
-
-def _calls(
-    calls: tuple[int, ...] | None,
-    lengths: Path | None,
-    requests: int | None,
-    specs: tuple[Any, ...],
-    bounds: tuple[int, ...],
-) -> tuple[dict[str, float] | None, str | None]:
-    if calls is not None and lengths is not None:
-        raise InvalidInput(
-            "--calls-per-bucket", ",".join(map(str, calls)), "give --calls-per-bucket or --lengths, not both"
-        )
-    if requests is not None and lengths is None:
-        raise InvalidInput("--requests", requests, "only used with --lengths FILE")
-    if calls is not None:
-        if len(calls) != len(specs):
-            names = ", ".join(s.name for s in specs)
-            shown = ",".join(map(str, calls))
-            raise InvalidInput(
-                "--calls-per-bucket", shown, f"give one call count per bucket ({len(specs)}: {names})"
-            )
-        return {s.name: float(n) for s, n in zip(specs, calls, strict=True)}, "--calls-per-bucket"
-    if lengths is None:
-        return None, None
-    if len({s.batch for s in specs}) > 1:
-        raise InvalidInput("--lengths", str(lengths), "with --lengths give one --batch-sizes value")
-    from infer_opt.cost_models import bucketing
-    from infer_opt.profilers.amortize_measure import calls_from_sample
-
-    text, source = read_text(lengths, "--lengths")
-    sample = bucketing.parse_lengths_text(text, source=source)
-    batch = specs[0].batch
-    per_bound = calls_from_sample(bounds, sample, batch=batch, requests=requests)
-    how = f"{source} ({sample.total} lengths" + (
-        f", scaled to {requests} requests" if requests is not None else ""
-    )
-    how += f", {batch} per call)" if batch > 1 else ")"
-    return {s.name: per_bound[s.seq_len] for s in specs}, how
 
 
 def _say_estimate(estimate: Any) -> None:
@@ -141,7 +101,7 @@ def measure(
     model: ModelArg = "tiny",
     bounds: BoundsOpt = "32,64",
     batch_sizes: BatchSizesOpt = "1",
-    calls: CallsOpt = None,
+    calls_per_bucket: CallsOpt = None,
     lengths: LengthsOpt = None,
     requests: RequestsOpt = None,
     device: DeviceOpt = "auto",
@@ -157,25 +117,21 @@ def measure(
 ) -> Any:
     """Measure each bucket (resuming a saved sweep), saving after every bucket, then decide."""
     from infer_opt.profilers import amortize_measure_sweep
-    from infer_opt.profilers import device as devices
-    from infer_opt.profilers.models import parse_hf_overrides
 
-    specs = amortize_measure_sweep.buckets_of(bounds, batch_sizes)
-    call_map, calls_source = _calls(calls, lengths, requests, specs, bounds)
-    previous = read_resume(resume, "amortize-measure", "an amortize measure result")
+    request = AmortizeMeasureRequest(
+        model, bounds=bounds, batch_sizes=batch_sizes, calls_per_bucket=calls_per_bucket, lengths=lengths,
+        requests=requests, device=device, dtype=dtype, warmup=warmup, reps=reps, backend=backend,
+        cuda_graphs=cuda_graphs, resume=resume, hf_config=hf_config,
+    )  # fmt: skip
+    previous = request.resume
     if resume is not None and resume not in output.out:
         output = replace(output, out=(*output.out, resume))
-    dev = devices.resolve_device(device)
-    graphs = devices.is_cuda(dev) if cuda_graphs is None else cuda_graphs
-    if graphs and not devices.is_cuda(dev):
-        raise UnsupportedOnDevice(f"--cuda-graphs: CUDA graphs need a CUDA device; this run is on {dev}")
-    sweep = amortize_measure_sweep.Sweep(
-        model, dev, devices.parse_dtype(dtype, dev), backend, graphs, warmup, reps, specs,
-        call_map, calls_source, parse_hf_overrides(hf_config or []),
-    )  # fmt: skip
+    sweep = amortize_measure_sweep.sweep_of(request)
     kept = amortize_measure_sweep.kept_rows(sweep, previous)
     if kept:
-        typer.echo(f"resuming {resume}: {len(kept)} of {len(specs)} bucket(s) already measured", err=True)
+        typer.echo(
+            f"resuming {resume}: {len(kept)} of {len(sweep.buckets)} bucket(s) already measured", err=True
+        )
     saved: list[Any] = []
 
     def save(result: Any) -> None:

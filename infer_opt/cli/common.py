@@ -1,11 +1,10 @@
 """Options several commands share: the model to run (``MODEL``, ``--device``, ``--dtype``,
-``--hf-config``), ``--threads``, the progress bar and reading a text input. Output options
+``--hf-config``), ``--threads`` and the progress bar. Output options
 live in :mod:`infer_opt.cli.output`; option types in :mod:`infer_opt.cli.types`."""
 
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,10 +12,8 @@ from typing import Annotated, Any
 
 import typer
 
-from infer_opt import files
 from infer_opt.cli._click import ParamType
 from infer_opt.cli.types import Count, InputFile
-from infer_opt.errors import InvalidInput
 from infer_opt.requests import MAX_REPS, MAX_RUNS
 
 
@@ -124,13 +121,6 @@ def progress_bar(label: str) -> Iterator[Callable[[int, int, str], None]]:
         yield update
 
 
-def read_text(path: str | Path, option: str) -> tuple[str, str]:
-    """The text of ``path`` (``-`` = stdin) and a name for it in messages."""
-    if str(path) == "-":
-        return sys.stdin.read(), "stdin"
-    return files.read_text(path, option), Path(path).name
-
-
 def warmup_option(help: str, most: int = MAX_REPS) -> Any:
     """``--warmup N``: untimed calls before timing, 0 to ``most``."""
     return option(int, "--warmup", parse=Count(0, most), help=help)
@@ -149,15 +139,3 @@ def seed_option(of: str) -> Any:
 def runs_option(help: str) -> Any:
     """``--runs N``: independent passes, 1 to :data:`MAX_RUNS`."""
     return option(int, "--runs", parse=Count(1, MAX_RUNS), help=help)
-
-
-def read_resume(path: Path | None, kind: str, what: str) -> Any:
-    """The saved result ``--resume`` names (None without one): a ``.json`` file of result kind
-    ``kind`` (``what`` names it in the refusal, e.g. "an amortize measure result")."""
-    if path is None:
-        return None
-    from infer_opt.results import load_result
-
-    if path.suffix.lower() != ".json":
-        raise InvalidInput("--resume", str(path), "expected the .json file a run wrote with --out FILE.json")
-    return load_result(path, expect=(kind,), option="--resume", what=what).result

@@ -5,8 +5,6 @@ modules that import ``app`` from here (they are imported by :mod:`infer_opt.cli.
 
 from __future__ import annotations
 
-import math
-import re
 from pathlib import Path
 from typing import Any
 
@@ -19,17 +17,16 @@ from infer_opt.cli.types import (
     CountList,
     Duration,
     InputFile,
+    KMax,
     Number,
     NumberList,
     OutputFile,
-    Parsed,
+    VerifyModel,
     png_name,
 )
 from infer_opt.cost_models import speculative as model
-from infer_opt.errors import InvalidInput
-from infer_opt.inputs.speculative import read_metrics, read_plan_log, read_vector
-from infer_opt.results.speculative import AcceptanceResult, Costs, MetricsResult, SpeedupResult
-from infer_opt.units import parse_duration
+from infer_opt.requests import AcceptanceRequest, FromMetricsRequest, PlansRequest, SpecSpeedupRequest
+from infer_opt.results.speculative import AcceptanceResult, MetricsResult, SpeedupResult
 
 app = typer.Typer(
     help="Speculative decoding: expected committed tokens, speedup, acceptance, plan comparison.",
@@ -60,74 +57,12 @@ OverheadOpt = option(
 )
 
 
-class VerifyModel(Parsed):
-    """``"12ms + 0.5ms*k"`` -> ``(0.012, 0.0005)`` seconds (see :func:`parse_verify_model`)."""
-
-    name = "A+B*k"
-
-    def parse(self, text: str, option: str) -> tuple[float, float]:
-        return parse_verify_model(text, option)
-
-
 VerifyModelOpt = option(
     Any,
     "--verify-cost-model",
     parse=VerifyModel(),
     help="c_v(k) as 'A + B*k', e.g. '12ms+0.5ms*k' (bare numbers = ms).",
 )
-
-_VERIFY_MODEL_EXPECTED = "expected 'A + B*k' with durations >= 0, e.g. '12ms+0.5ms*k' (bare numbers are ms)"
-_K_TERM = re.compile(r"^(?:(?P<pre>.+?)\s*[*·×]?\s*k|k\s*[*·×]\s*(?P<post>.+))$", re.IGNORECASE)
-
-
-def parse_verify_model(text: str, option: str = "--verify-cost-model") -> tuple[float, float]:
-    """``"12ms + 0.5ms*k"`` -> ``(0.012, 0.0005)`` seconds: terms joined by ``+``, each a
-    duration or a duration times ``k`` (``0.5ms*k``, ``k*0.5ms``, ``0.5ms·k``)."""
-    terms = [t.strip() for t in re.split(r"(?<![eE])\+", str(text))]
-    if not terms or any(t == "" for t in terms):
-        raise InvalidInput(option, text, _VERIFY_MODEL_EXPECTED)
-    base = per_k = 0.0
-    for term in terms:
-        match = _K_TERM.match(term)
-        coefficient = (match.group("pre") or match.group("post")).strip() if match else term
-        try:
-            value = parse_duration(coefficient, option=option, default_unit="ms")
-        except InvalidInput:
-            shown = term if len(term) <= 40 else term[:30] + "…"
-            raise InvalidInput(option, text, f"{_VERIFY_MODEL_EXPECTED}; {shown!r} is not") from None
-        if match:
-            per_k += value
-        else:
-            base += value
-    return base, per_k
-
-
-def parse_costs(
-    target_cost: float | None,
-    draft_cost: float | None,
-    verify_cost: float | None,
-    verify_cost_model: tuple[float, float] | None,
-    overhead: float,
-) -> Costs:
-    """The per-round costs from the shared options; c_v = c_t (flagged as assumed) if neither
-    ``--verify-cost`` nor ``--verify-cost-model`` is given."""
-    if target_cost is None:
-        raise InvalidInput(
-            "--target-cost", "missing", "give c_t, the cost of one plain target step (e.g. 10ms)"
-        )
-    if draft_cost is None:
-        raise InvalidInput("--draft-cost", "missing", "give c_d, the cost of one draft token (e.g. 1ms)")
-    if verify_cost is not None and verify_cost_model is not None:
-        raise InvalidInput(
-            "--verify-cost", verify_cost, "give --verify-cost or --verify-cost-model, not both"
-        )
-    if verify_cost is not None:
-        return Costs(target_cost, draft_cost, verify_cost, 0.0, overhead)
-    if verify_cost_model is not None:
-        base, per_k = verify_cost_model
-        return Costs(target_cost, draft_cost, base, per_k, overhead)
-    return Costs(target_cost, draft_cost, target_cost, 0.0, overhead, verify_assumed=True)
-
 
 # ------------------------------------------------------------------------------------ speedup
 
@@ -168,20 +103,6 @@ BudgetOpt = option(
 )
 
 
-class KMax(Count):
-    """``--k-max KMAX``: the sweep always starts at k = 1, so a range (``speculative run``'s
-    ``--sweep-k A..B``) is refused with what to give instead."""
-
-    name = "KMAX"
-
-    def parse(self, text: str, option: str) -> int:
-        _, dots, last = text.partition("..")
-        if dots:
-            example = last.strip() if last.strip().isdigit() else "8"
-            raise InvalidInput(option, text, f"the sweep runs k = 1..KMAX: give KMAX alone, e.g. {example}")
-        return super().parse(text, option)
-
-
 SweepKOpt = option(
     int | None,
     "--k-max",
@@ -207,32 +128,17 @@ def speedup(
     verify_cost_model: VerifyModelOpt = None,
     overhead: OverheadOpt = 0.0,
     budget: BudgetOpt = None,
-    sweep_k: SweepKOpt = None,
+    k_max: SweepKOpt = None,
     plot_grid: PlotGridOpt = None,
     *,
     output: Output,
 ) -> SpeedupResult:
-    if (alpha is None) == (alphas is None):
-        raise InvalidInput("--alpha", "both or neither", "give one constant --alpha or per-position --alphas")
-    if k is None and alphas is None:
-        raise InvalidInput("--k", "missing", "give the draft length --k (an integer >= 1)")
-    k_val = len(alphas) if k is None else k
-    if (
-        alphas is not None
-        and len(alphas) > k_val
-        and sweep_k is None
-        and output.plot is None
-        and plot_grid is None
-    ):
-        raise InvalidInput(
-            "--alphas", ",".join(f"{a:g}" for a in alphas),
-            f"give exactly k = {k_val} rates (longer lists only with --k-max or --plot)",
-        )  # fmt: skip
-    costs = parse_costs(target_cost, draft_cost, verify_cost, verify_cost_model, overhead)
-    rates = None if alphas is None else list(alphas)
-    result = model.speculative_speedup(
-        k_val, costs, alpha=alpha, alphas=rates, budget=budget, sweep_kmax=sweep_k
-    )
+    request = SpecSpeedupRequest(
+        target_cost=target_cost, draft_cost=draft_cost, verify_cost=verify_cost,
+        verify_cost_model=verify_cost_model, overhead=overhead, k=k, alpha=alpha, alphas=alphas,
+        budget=budget, k_max=k_max,
+    )  # fmt: skip
+    result = model.run_speedup(request, plotted=output.plot is not None or plot_grid is not None)
     if plot_grid is not None:
         from infer_opt.reports.plots import speculative as plots
 
@@ -253,25 +159,6 @@ Example:
 
   infer-opt speculative acceptance --p 0.5,0.3,0.2 --q 0.2,0.5,0.3
 """
-
-
-def _vector(inline: tuple[float, ...] | None, file: Path | None, name: str) -> tuple[list[float], str]:
-    if (inline is None) == (file is None):
-        raise InvalidInput(f"--{name}", "both or neither", f"give --{name} (inline) or --{name}-file")
-    if file is not None:
-        return read_vector(file, f"--{name}-file"), f"--{name}-file"
-    return list(inline), f"--{name}"  # type: ignore[arg-type]
-
-
-def _temperatures(
-    p_temperature: float | None, q_temperature: float | None, logits: bool
-) -> list[float | None]:
-    temps: list[float | None] = []
-    for value, flag in ((p_temperature, "--p-temperature"), (q_temperature, "--q-temperature")):
-        if value is not None and not logits:
-            raise InvalidInput(flag, value, "a temperature applies only to logits; add --logits")
-        temps.append((1.0 if value is None else value) if logits else None)
-    return temps
 
 
 DistributionOpt = NumberList(allow_inf=True)
@@ -313,20 +200,11 @@ def acceptance(
     q_temperature: QTemperatureOpt = None,
     normalize: NormalizeOpt = False,
 ) -> AcceptanceResult:
-    p_vals, p_name = _vector(p, p_file, "p")
-    q_vals, q_name = _vector(q, q_file, "q")
-    if not logits:
-        for name, values in ((p_name, p_vals), (q_name, q_vals)):
-            if any(math.isinf(v) for v in values):
-                raise InvalidInput(name, ",".join(f"{v:g}" for v in values), "probabilities must be finite")
-    temps = _temperatures(p_temperature, q_temperature, logits)
-    if logits:
-        p_vals = model.softmax(p_vals, temps[0], name=p_name).tolist()  # type: ignore[arg-type]
-        q_vals = model.softmax(q_vals, temps[1], name=q_name).tolist()  # type: ignore[arg-type]
-    p_arr, q_arr = model.validate_pair(p_vals, q_vals, normalize=normalize, names=(p_name, q_name))
-    return model.acceptance_report(
-        p_arr, q_arr, normalized=normalize, from_logits=logits, p_temperature=temps[0], q_temperature=temps[1]
-    )
+    request = AcceptanceRequest(
+        p, q, p_file=p_file, q_file=q_file, logits=logits, p_temperature=p_temperature,
+        q_temperature=q_temperature, normalize=normalize,
+    )  # fmt: skip
+    return model.run_acceptance(request)
 
 
 # -------------------------------------------------------------------------------------- plans
@@ -353,8 +231,8 @@ FileArg = argument(
 def plans(
     file: FileArg,
 ) -> Outcome:
-    rounds, notices = read_plan_log(file)
-    return Outcome(model.compare_plans(rounds), warnings=notices)
+    result, notices = model.run_plans(PlansRequest(file))
+    return Outcome(result, warnings=notices)
 
 
 # ------------------------------------------------------------------------------- from-metrics
@@ -403,38 +281,6 @@ ModelNameOpt = option(
 )
 
 
-def _counters(
-    drafts: int | None, accepted_per_position: Any, draft_tokens: int | None, file: Path | None
-) -> dict[str, Any]:
-    """The counters from --file or from the options."""
-    if file is not None:
-        if drafts is not None or accepted_per_position is not None or draft_tokens is not None:
-            raise InvalidInput("--file", str(file), "give the counters in --file or as options, not both")
-        return read_metrics(file)
-    if drafts is None or accepted_per_position is None:
-        raise InvalidInput(
-            "--drafts", "missing", "give --drafts and --accepted-per-position (or --file, or --prometheus)"
-        )
-    counters: dict[str, Any] = {"drafts": drafts, "accepted_per_position": list(accepted_per_position)}
-    if draft_tokens is not None:
-        counters["draft_tokens"] = draft_tokens
-    return counters
-
-
-def _prometheus_only(
-    prometheus: Path | None, before: Path | None, model_name: str | None, **others: Any
-) -> None:
-    """--before and --model-name need --prometheus, which replaces the other counter options."""
-    if prometheus is None:
-        for flag, value in (("--before", before), ("--model-name", model_name)):
-            if value is not None:
-                raise InvalidInput(flag, str(value), "applies to --prometheus files only")
-        return
-    for flag, value in others.items():
-        if value is not None:
-            raise InvalidInput(flag, str(value), "give the counters as --prometheus or as this, not both")
-
-
 @with_output()
 def from_metrics(
     drafts: DraftsOpt = None,
@@ -450,24 +296,13 @@ def from_metrics(
     verify_cost_model: VerifyModelOpt = None,
     overhead: OverheadOpt = 0.0,
 ) -> MetricsResult:
-    others = {"--drafts": drafts, "--accepted-per-position": accepted_per_position}
-    _prometheus_only(
-        prometheus, before, model_name, **others, **{"--draft-tokens": draft_tokens, "--file": file}
-    )
-    costs = None
-    if target_cost is not None:
-        costs = parse_costs(target_cost, draft_cost, verify_cost, verify_cost_model, overhead)
-    elif any(c is not None for c in (draft_cost, verify_cost, verify_cost_model)) or overhead:
-        raise InvalidInput(
-            "--target-cost", "missing", "costs need c_t too (the cost of one plain target step)"
-        )
-    if prometheus is not None:
-        from infer_opt.inputs.prometheus import metrics_from_prometheus
-
-        return metrics_from_prometheus(prometheus, before=before, model_name=model_name, costs=costs)
-    return model.rates_from_counts(
-        **_counters(drafts, accepted_per_position, draft_tokens, file), costs=costs
-    )
+    request = FromMetricsRequest(
+        drafts=drafts, accepted_per_position=accepted_per_position, draft_tokens=draft_tokens, file=file,
+        prometheus=prometheus, before=before, model_name=model_name, target_cost=target_cost,
+        draft_cost=draft_cost, verify_cost=verify_cost, verify_cost_model=verify_cost_model,
+        overhead=overhead,
+    )  # fmt: skip
+    return model.run_from_metrics(request)
 
 
 app.command("speedup", help=SPEEDUP_HELP)(speedup)

@@ -69,6 +69,7 @@ NumberList, CountList, CountRange, InputFile, OutputFile, OutputDir, TracePath =
 Warmup, Reps, Sweep, PartSpec, Bounds = map(
     _clicked, (requests.Warmup, requests.Reps, requests.Sweep, requests.PartSpec, requests.Bounds)
 )
+VerifyModel, KMax = map(_clicked, (requests.VerifyModel, requests.KMax))  # group 1: calculators
 
 
 def png_name(path: Path, option: str) -> None:

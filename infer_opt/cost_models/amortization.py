@@ -21,16 +21,21 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from infer_opt.cost_models import bucketing
 from infer_opt.errors import InvalidInput
+from infer_opt.files import read_input
 from infer_opt.inputs.tables import Field
 from infer_opt.notices import Notice
 from infer_opt.results.amortize import AmortizeBucketsResult, AmortizeResult, BucketAmortization, Checkpoint
 from infer_opt.units import parse_float
+
+if TYPE_CHECKING:
+    from infer_opt.requests import AmortizeRequest
 
 NEVER_PAYS = "compiled time is not below eager time: compiling never pays"
 
@@ -64,13 +69,6 @@ def net_gain(calls: float, compile_cost_s: float, saving_s: float) -> float:
     return float(_exact(calls) * _exact(saving_s) - _exact(compile_cost_s))
 
 
-def _check_duration(option: str, value: float, *, signed: bool = False) -> None:
-    if not isinstance(value, (int, float)) or math.isnan(value) or math.isinf(value):
-        raise InvalidInput(option, value, "must be a finite duration")
-    if value < 0 and not signed:
-        raise InvalidInput(option, value, "duration must be >= 0")
-
-
 def checkpoint(
     label: str, calls: float, compile_cost_s: float, eager_s: float, compiled_s: float
 ) -> Checkpoint:
@@ -87,12 +85,7 @@ def amortize(
 
     Worked check: C = 3 s, 2 ms -> 1.5 ms gives 6000 (gain from 6001 calls). Numbers whose
     break-even or totals do not fit a float are bad input (one line naming the largest), never
-    an overflow or an infinite result."""
-    _check_duration("compile_cost", compile_cost_s)
-    _check_duration("eager", eager_s)
-    _check_duration("compiled", compiled_s)
-    if calls is not None and (calls < 0 or int(calls) != calls):
-        raise InvalidInput("calls", calls, "must be an integer >= 0")
+    an overflow or an infinite result. The values are checked ones (:class:`AmortizeRequest`)."""
     try:
         result = _amortize(compile_cost_s, eager_s, compiled_s, calls)
     except OverflowError:
@@ -542,3 +535,44 @@ def _bounds(table: BucketTable, source: str) -> np.ndarray:
             "with --lengths, buckets are integer upper bounds",
         )
     return values.astype(np.int64)
+
+
+def run(request: AmortizeRequest) -> tuple[AmortizeResult | AmortizeBucketsResult, tuple[Notice, ...]]:
+    """``infer-opt amortize``: one shape, or the request's bucket CSV (calls from ``lengths``,
+    scaled to ``requests``); with the notices of the files read."""
+    one_shape = {
+        "--compile-cost": request.compile_cost, "--eager": request.eager,
+        "--compiled": request.compiled, "--calls": request.calls,
+    }  # fmt: skip
+    if request.buckets is not None:
+        given = [name for name, value in one_shape.items() if value is not None]
+        if given:
+            raise InvalidInput(
+                given[0], one_shape[given[0]], "use either --buckets FILE or the one-shape options"
+            )
+        return _run_buckets(request.buckets, request.lengths, request.requests)
+    for flag, value in (("--lengths", request.lengths), ("--requests", request.requests)):
+        if value is not None:
+            raise InvalidInput(flag, str(value), "only used with --buckets FILE")
+    for flag in ("--compile-cost", "--eager", "--compiled"):
+        if one_shape[flag] is None:
+            raise InvalidInput(flag, "missing", "give --compile-cost, --eager and --compiled (or --buckets)")
+    return amortize(request.compile_cost, request.eager, request.compiled, request.calls), ()  # type: ignore[arg-type]
+
+
+def _run_buckets(
+    path: Path, lengths: Path | None, requests: int | None
+) -> tuple[AmortizeBucketsResult, tuple[Notice, ...]]:
+    if requests is not None and lengths is None:
+        raise InvalidInput("--requests", requests, "only used with --lengths FILE")
+    text, source = read_input(path, "--buckets")
+    rows = read_bucket_csv(text, source=source, calls_required=lengths is None)
+    if lengths is None:
+        return amortize_buckets(rows, source=source), rows.notices
+    sample_text, sample_source = read_input(lengths, "--lengths")
+    sample = bucketing.parse_lengths_text(sample_text, source=sample_source)
+    counted, n = calls_from_lengths(rows, sample, requests=requests, source=source)
+    how = f"{sample_source} ({n} lengths" + (
+        f", scaled to {requests} calls)" if requests is not None else ")"
+    )
+    return amortize_buckets(counted, source=source, calls_source=how), rows.notices + sample.notices

@@ -15,8 +15,11 @@ natural and raise :class:`~infer_opt.errors.InvalidInput` on bad input.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -33,6 +36,10 @@ from infer_opt.results.speculative import (
     SweepPoint,
     TokenAcceptance,
 )
+from infer_opt.units import parse_duration
+
+if TYPE_CHECKING:
+    from infer_opt.requests import AcceptanceRequest, FromMetricsRequest, PlansRequest, SpecSpeedupRequest
 
 #: a distribution's entries must sum to 1 within this (absolute) unless asked to normalise
 DISTRIBUTION_TOLERANCE = 1e-6
@@ -420,10 +427,10 @@ def speculative_speedup(
     curve: tuple[SweepPoint, ...] = ()
     best_k = best_s = None
     if sweep_kmax is not None:
-        validate_k(sweep_kmax, "sweep_k")
+        validate_k(sweep_kmax, "--k-max")
         if arr is not None and arr.size < sweep_kmax:
             raise InvalidInput(
-                "sweep_k",
+                "--k-max",
                 sweep_kmax,
                 f"a sweep to K_max = {sweep_kmax} needs a constant --alpha or >= {sweep_kmax} per-position "
                 f"rates in --alphas (got {arr.size})",
@@ -699,3 +706,140 @@ def _metrics_notices(
         values = {"draft_tokens": draft_tokens, "drafts": drafts, "k": k}
         found = (Notice("short_drafts", values), *found)
     return found
+
+
+_VERIFY_MODEL_EXPECTED = "expected 'A + B*k' with durations >= 0, e.g. '12ms+0.5ms*k' (bare numbers are ms)"
+_K_TERM = re.compile(r"^(?:(?P<pre>.+?)\s*[*·×]?\s*k|k\s*[*·×]\s*(?P<post>.+))$", re.IGNORECASE)
+
+
+def parse_verify_model(text: str, option: str = "--verify-cost-model") -> tuple[float, float]:
+    """``"12ms + 0.5ms*k"`` -> ``(0.012, 0.0005)`` seconds: terms joined by ``+``, each a
+    duration or a duration times ``k`` (``0.5ms*k``, ``k*0.5ms``, ``0.5ms·k``)."""
+    terms = [t.strip() for t in re.split(r"(?<![eE])\+", str(text))]
+    if not terms or any(t == "" for t in terms):
+        raise InvalidInput(option, text, _VERIFY_MODEL_EXPECTED)
+    base = per_k = 0.0
+    for term in terms:
+        match = _K_TERM.match(term)
+        coefficient = (match.group("pre") or match.group("post")).strip() if match else term
+        try:
+            value = parse_duration(coefficient, option=option, default_unit="ms")
+        except InvalidInput:
+            shown = term if len(term) <= 40 else term[:30] + "…"
+            raise InvalidInput(option, text, f"{_VERIFY_MODEL_EXPECTED}; {shown!r} is not") from None
+        if match:
+            per_k += value
+        else:
+            base += value
+    return base, per_k
+
+
+def run_speedup(request: SpecSpeedupRequest, *, plotted: bool = False) -> SpeedupResult:
+    """``infer-opt speculative speedup``: one constant ``alpha`` or per-position ``alphas``
+    (longer than ``k`` only for a sweep, or where a curve is ``plotted``)."""
+    alpha, alphas, k = request.alpha, request.alphas, request.k
+    if (alpha is None) == (alphas is None):
+        raise InvalidInput("--alpha", "both or neither", "give one constant --alpha or per-position --alphas")
+    if k is None and alphas is None:
+        raise InvalidInput("--k", "missing", "give the draft length --k (an integer >= 1)")
+    k_val = len(alphas) if k is None else k  # type: ignore[arg-type]
+    if alphas is not None and len(alphas) > k_val and request.k_max is None and not plotted:
+        raise InvalidInput(
+            "--alphas", ",".join(f"{a:g}" for a in alphas),
+            f"give exactly k = {k_val} rates (longer lists only with --k-max or --plot)",
+        )  # fmt: skip
+    rates = None if alphas is None else list(alphas)
+    return speculative_speedup(
+        k_val, request.costs(), alpha=alpha, alphas=rates, budget=request.budget, sweep_kmax=request.k_max
+    )
+
+
+def _vector(inline: tuple[float, ...] | None, file: Path | None, name: str) -> tuple[list[float], str]:
+    from infer_opt.inputs.speculative import read_vector
+
+    if (inline is None) == (file is None):
+        raise InvalidInput(f"--{name}", "both or neither", f"give --{name} (inline) or --{name}-file")
+    if file is not None:
+        return read_vector(file, f"--{name}-file"), f"--{name}-file"
+    return list(inline), f"--{name}"  # type: ignore[arg-type]
+
+
+def run_acceptance(request: AcceptanceRequest) -> AcceptanceResult:
+    """``infer-opt speculative acceptance``: p and q given or from files, as probabilities or
+    as logits at their temperatures (1 unless given)."""
+    p_vals, p_name = _vector(request.p, request.p_file, "p")
+    q_vals, q_name = _vector(request.q, request.q_file, "q")
+    logits = request.logits
+    temps: list[float | None] = []
+    for value, flag in (
+        (request.p_temperature, "--p-temperature"),
+        (request.q_temperature, "--q-temperature"),
+    ):
+        if value is not None and not logits:
+            raise InvalidInput(flag, value, "a temperature applies only to logits; add --logits")
+        temps.append((1.0 if value is None else value) if logits else None)
+    for name, values in ((p_name, p_vals), (q_name, q_vals)):
+        if not logits and any(math.isinf(v) for v in values):
+            raise InvalidInput(name, ",".join(f"{v:g}" for v in values), "probabilities must be finite")
+    if logits:
+        p_vals = softmax(p_vals, temps[0], name=p_name).tolist()  # type: ignore[arg-type]
+        q_vals = softmax(q_vals, temps[1], name=q_name).tolist()  # type: ignore[arg-type]
+    p_arr, q_arr = validate_pair(p_vals, q_vals, normalize=request.normalize, names=(p_name, q_name))
+    return acceptance_report(
+        p_arr, q_arr, normalized=request.normalize, from_logits=logits,
+        p_temperature=temps[0], q_temperature=temps[1],
+    )  # fmt: skip
+
+
+def run_plans(request: PlansRequest) -> tuple[PlansResult, tuple[Notice, ...]]:
+    """``infer-opt speculative plans``: the logged rounds of ``file`` compared, with what the
+    reader noticed."""
+    from infer_opt.inputs.speculative import read_plan_log
+
+    rounds, notices = read_plan_log(request.file)
+    return compare_plans(rounds), notices
+
+
+def run_from_metrics(request: FromMetricsRequest) -> MetricsResult:
+    """``infer-opt speculative from-metrics``: the counters as options, a JSON ``file`` or a
+    Prometheus snapshot (``before``: the interval since another), with costs the speedup."""
+    r = request
+    given = {"--drafts": r.drafts, "--accepted-per-position": r.accepted_per_position}
+    if r.prometheus is None:
+        for flag, value in (("--before", r.before), ("--model-name", r.model_name)):
+            if value is not None:
+                raise InvalidInput(flag, str(value), "applies to --prometheus files only")
+    else:
+        for flag, value in {**given, "--draft-tokens": r.draft_tokens, "--file": r.file}.items():
+            if value is not None:
+                raise InvalidInput(flag, str(value), "give the counters as --prometheus or as this, not both")
+    costs = None
+    if r.target_cost is not None:
+        costs = r.costs()
+    elif any(c is not None for c in (r.draft_cost, r.verify_cost, r.verify_cost_model)) or r.overhead:
+        raise InvalidInput(
+            "--target-cost", "missing", "costs need c_t too (the cost of one plain target step)"
+        )
+    if r.prometheus is not None:
+        from infer_opt.inputs.prometheus import metrics_from_prometheus
+
+        return metrics_from_prometheus(r.prometheus, before=r.before, model_name=r.model_name, costs=costs)
+    return rates_from_counts(**_counters(r), costs=costs)
+
+
+def _counters(r: FromMetricsRequest) -> dict[str, Any]:
+    """The counters from ``file`` or from the options."""
+    if r.file is not None:
+        from infer_opt.inputs.speculative import read_metrics
+
+        if r.drafts is not None or r.accepted_per_position is not None or r.draft_tokens is not None:
+            raise InvalidInput("--file", str(r.file), "give the counters in --file or as options, not both")
+        return read_metrics(r.file)
+    if r.drafts is None or r.accepted_per_position is None:
+        raise InvalidInput(
+            "--drafts", "missing", "give --drafts and --accepted-per-position (or --file, or --prometheus)"
+        )
+    counters: dict[str, Any] = {"drafts": r.drafts, "accepted_per_position": list(r.accepted_per_position)}
+    if r.draft_tokens is not None:
+        counters["draft_tokens"] = r.draft_tokens
+    return counters

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from infer_opt.errors import InvalidInput
 from infer_opt.profilers import amortize_measure
 from infer_opt.results.amortize_measure import AmortizeMeasureResult, BucketSpec, MeasuredBucket
+
+if TYPE_CHECKING:
+    from infer_opt.requests import AmortizeMeasureRequest
 
 Progress = Callable[[int, int, str], None]
 
@@ -163,3 +166,59 @@ def buckets_of(bounds: Sequence[int], batch_sizes: Sequence[int]) -> tuple[Bucke
     if len(set(batch_sizes)) != len(batch_sizes):
         raise InvalidInput("batch_sizes", ",".join(map(str, batch_sizes)), "batch sizes must be distinct")
     return tuple(BucketSpec(b, t) for b in batch_sizes for t in bounds)
+
+
+def sweep_of(request: AmortizeMeasureRequest) -> Sweep:
+    """``infer-opt amortize measure``'s sweep: the request's buckets on its device (CUDA graphs
+    by default there), their calls given or read from its length sample. ``run(sweep,
+    previous=request.resume)`` measures it."""
+    from infer_opt.errors import UnsupportedOnDevice
+    from infer_opt.profilers import device as devices
+    from infer_opt.profilers.models import parse_hf_overrides
+
+    specs = buckets_of(request.bounds, request.batch_sizes)
+    call_map, calls_source = _calls(request, specs)
+    dev = devices.resolve_device(request.device)
+    graphs = devices.is_cuda(dev) if request.cuda_graphs is None else request.cuda_graphs
+    if graphs and not devices.is_cuda(dev):
+        raise UnsupportedOnDevice(f"--cuda-graphs: CUDA graphs need a CUDA device; this run is on {dev}")
+    return Sweep(
+        request.model, dev, devices.parse_dtype(request.dtype, dev), request.backend, graphs, request.warmup,
+        request.reps, specs, call_map, calls_source, parse_hf_overrides(list(request.hf_config)),
+    )  # fmt: skip
+
+
+def _calls(
+    request: AmortizeMeasureRequest, specs: tuple[BucketSpec, ...]
+) -> tuple[dict[str, float] | None, str | None]:
+    calls, lengths, requests = request.calls_per_bucket, request.lengths, request.requests
+    if calls is not None and lengths is not None:
+        raise InvalidInput(
+            "--calls-per-bucket", ",".join(map(str, calls)), "give --calls-per-bucket or --lengths, not both"
+        )
+    if requests is not None and lengths is None:
+        raise InvalidInput("--requests", requests, "only used with --lengths FILE")
+    if calls is not None:
+        if len(calls) != len(specs):
+            names = ", ".join(s.name for s in specs)
+            shown = ",".join(map(str, calls))
+            raise InvalidInput(
+                "--calls-per-bucket", shown, f"give one call count per bucket ({len(specs)}: {names})"
+            )
+        return {s.name: float(n) for s, n in zip(specs, calls, strict=True)}, "--calls-per-bucket"
+    if lengths is None:
+        return None, None
+    if len({s.batch for s in specs}) > 1:
+        raise InvalidInput("--lengths", str(lengths), "with --lengths give one --batch-sizes value")
+    from infer_opt.cost_models import bucketing
+    from infer_opt.files import read_input
+
+    text, source = read_input(lengths, "--lengths")
+    sample = bucketing.parse_lengths_text(text, source=source)
+    batch = specs[0].batch
+    per_bound = amortize_measure.calls_from_sample(request.bounds, sample, batch=batch, requests=requests)
+    how = f"{source} ({sample.total} lengths" + (
+        f", scaled to {requests} requests" if requests is not None else ""
+    )
+    how += f", {batch} per call)" if batch > 1 else ")"
+    return {s.name: per_bound[s.seq_len] for s in specs}, how

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import infer_opt
 from infer_opt.cost_models import bucketing
 from infer_opt.cost_models.amortization import (
     BucketInput,
@@ -98,13 +99,13 @@ def test_checkpoints_totals():
 )
 def test_rejects_bad_durations(args, option):
     with pytest.raises(InvalidInput) as info:
-        amortize(*args)
+        infer_opt.amortize(*args)
     assert info.value.option == option
 
 
 def test_rejects_fractional_calls():
     with pytest.raises(InvalidInput, match="calls"):
-        amortize(1.0, 0.002, 0.001, calls=2.5)  # type: ignore[arg-type]
+        infer_opt.amortize(1.0, 0.002, 0.001, calls=2.5)
 
 
 ms = st.integers(min_value=0, max_value=10**5).map(lambda k: k / 1000 * 1e-3)  # 0..100 ms in µs steps

@@ -222,7 +222,7 @@ def test_sweep_with_per_position_rates_uses_the_prefixes():
 
 
 def test_sweep_needs_enough_per_position_rates():
-    with pytest.raises(InvalidInput, match="sweep_k"):
+    with pytest.raises(InvalidInput, match="k-max"):
         speculative_speedup(2, SPEC_COSTS, alphas=[0.9, 0.7, 0.5], sweep_kmax=5)
 
 
