@@ -30,7 +30,7 @@ import torch
 
 from infer_opt.profilers import speculative_run
 from infer_opt.profilers.models import random_tokens
-from infer_opt.profilers.speculative_measure import ModelPair
+from infer_opt.profilers.speculative_costs import ModelPair
 from infer_opt.results.speculative_run import SpecRunResult
 
 

@@ -202,7 +202,7 @@ def compare(base: Any, new: Any, **options: Any) -> Any:
     ``trace`` analysis, or a :class:`~infer_opt.trace.loaded.LoadedTrace`) op by op
     (``base_name``, ``new_name``, ``threshold``); two profiles or kernel-suite runs (or lists
     of them, the rounds of an ``ab``) with the run-level statistics of
-    :func:`~infer_opt.cost_models.run_stats.compare_results`."""
+    :func:`~infer_opt.cost_models.compare_runs.compare_results`."""
     from infer_opt.results.trace import TraceResult
 
     sides = [getattr(x, "result", x) if type(x).__name__ == "LoadedTrace" else x for x in (base, new)]
@@ -222,7 +222,7 @@ def compare(base: Any, new: Any, **options: Any) -> Any:
         which = "new" if traces[0] else "base"
         other = sides[1] if traces[0] else sides[0]
         raise InvalidInput(which, type(other).__name__, "a trace compares with a trace result")
-    from infer_opt.cost_models.run_stats import compare_results
+    from infer_opt.cost_models.compare_runs import compare_results
 
     return compare_results(base, new, **options)
 
@@ -350,7 +350,7 @@ def speculative_verify() -> Any:
     (``infer-opt speculative verify``): a result with ``.passed``."""
 
 
-@_runs(SpeculativeMeasureRequest, "infer_opt.profilers.speculative_measure:run")
+@_runs(SpeculativeMeasureRequest, "infer_opt.profilers.speculative_costs:run")
 def speculative_measure() -> Any:
     """Measure c_t, c_d, c_v(k) and c_m of a target/draft pair and decide k
     (``infer-opt speculative measure``)."""

@@ -91,7 +91,7 @@ MESSAGES: dict[str, Words] = {
         f"the roofline fit is for {v['fit']} but this run is {v['run']}: bounds and efficiencies may not "
         "apply (run infer-opt roofline on this device, or drop --roofline)"
     ),
-    # ---- speculative measure (profilers/speculative_measure.py)
+    # ---- speculative measure (profilers/speculative_costs.py)
     "verify_cost_not_linear": lambda v: (
         f"c_v(k) is not close to a + b·k here (fit error up to {_pct(v['max_rel_error'])}): "
         "the predictions use the fit; compare with the measured c_v(k)"
@@ -111,7 +111,7 @@ MESSAGES: dict[str, Words] = {
         f"to {v['per_position']} (a scrape taken between two updates?); the rates use the per-position counts"
     ),
     # ---- GPU paths and calibrations (profilers/timing.py, kernels.py, amortize_measure.py,
-    #      store.py, profilers/roofline_calibration.py; cost_models/roofline.py's fit checks)
+    #      store.py, profilers/roofline_sweep.py; cost_models/roofline.py's fit checks)
     "graph_capture_failed": lambda v: f"{v['reason']}; t_c is without a graph",
     "high_variance_cases": lambda v: (
         f"high variance (IQR/median > 10%) in {len(v['cases'])} case(s): "
@@ -280,7 +280,7 @@ MESSAGES: dict[str, Words] = {
         f"the sizes do not pin the fit's {' and '.join(v['parameters'])} (it ended at the edge of "
         "its range): widen --min-size/--max-size around the crossover"
     ),
-    # ---- compare, ab, noise floors (cost_models/run_stats.py, profilers/ab.py)
+    # ---- compare, ab, noise floors (cost_models/compare_runs.py, profilers/ab.py)
     "compared_despite_differences": lambda v: (
         f"compared with --force although the runs differ in {', '.join(v['differences'])}"
     ),

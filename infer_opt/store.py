@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from infer_opt.cost_models.comm import CommResult
+from infer_opt.cost_models.compare_runs import Noise, NoiseFloor, noise_floor_problems
 from infer_opt.cost_models.roofline import RooflineFit, fit_problems
-from infer_opt.cost_models.run_stats import Noise, NoiseFloor, noise_floor_problems
 from infer_opt.errors import InvalidInput
 from infer_opt.files import CACHE_ENV, cache_dir, read_text
 from infer_opt.inputs.tables import read_json

@@ -388,7 +388,7 @@ PLOT_CURVES = {
     "infer_opt.cost_models.roofline:precision_label",
     "infer_opt.cost_models.speculative:speedup_curves",
     "infer_opt.cost_models.speculative:speedup_grid",
-    "infer_opt.cost_models.speculative_measure:plot_data",
+    "infer_opt.cost_models.speculative_cost_fit:plot_data",
 }
 
 

@@ -11,7 +11,7 @@ import typer
 from infer_opt.cli.common import argument, option, seed_option
 from infer_opt.cli.output import with_output
 from infer_opt.cli.types import Fraction, InputFile, Number
-from infer_opt.cost_models import run_stats as model
+from infer_opt.cost_models import compare_runs as model
 from infer_opt.results import load_result
 
 # Rich keeps single newlines in help text, so each paragraph is one (concatenated) line.

@@ -86,7 +86,7 @@ def measure(
     rounds: RoundsOpt = 32,
     seed: SeedOpt = 0,
 ) -> Any:
-    from infer_opt.profilers.speculative_measure import run
+    from infer_opt.profilers.speculative_costs import run
 
     request = SpeculativeMeasureRequest(
         target=target, draft=draft, k_max=k_max, context=context, device=device, dtype=dtype, warmup=warmup,

@@ -1,5 +1,5 @@
 """``infer-opt ab``: two command lines run alternately — A B A B … — each writing its
-result, then compared with the run-level statistics of :mod:`infer_opt.cost_models.run_stats`.
+result, then compared with the run-level statistics of :mod:`infer_opt.cost_models.compare_runs`.
 
 Alternation puts drift (other load, clock speed, a first run that compiles) on both sides
 alike; each round is a new process, so the spread between rounds includes what changes from
@@ -11,7 +11,7 @@ runs this infer-opt (``python -m infer_opt`` with this interpreter); any other p
 environment variables (``KEY=VALUE``).
 
 The same command on both sides (an A/A) measures the device's run-to-run noise
-(:func:`infer_opt.cost_models.run_stats.noise_floor`), saved per device key by
+(:func:`infer_opt.cost_models.compare_runs.noise_floor`), saved per device key by
 :mod:`infer_opt.store` as the default floor of later comparisons.
 
 Nothing here imports torch: the commands do the measuring.
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from infer_opt.cost_models.run_stats import Noise, compare_results, noise_floor
+from infer_opt.cost_models.compare_runs import Noise, compare_results, noise_floor
 from infer_opt.errors import Interrupted, InvalidInput, RunFailure
 from infer_opt.notices import Notice
 from infer_opt.results import load_result

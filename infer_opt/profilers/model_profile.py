@@ -45,7 +45,7 @@ from infer_opt.errors import InferOptError, InvalidInput, RunFailure, out_of_mem
 from infer_opt.notices import Notice
 from infer_opt.profilers import models, op_recorder
 from infer_opt.profilers.models import DecoderLM, LoadedModel, random_tokens
-from infer_opt.profilers.roofline_calibration import ResolvedFit
+from infer_opt.profilers.roofline_sweep import ResolvedFit
 from infer_opt.requests import ProfileRequest
 from infer_opt.results.profile import (
     CategoryStat,
@@ -555,15 +555,15 @@ def resolve_fit(
     """The roofline fit to use: the file given (``roofline``, refused unless it is valid and
     made for this device, dtype, threads, matmul precision and operator timing), else the one
     cached for this run's key, else a quick calibration now, cached if it passes validation
-    (:func:`infer_opt.profilers.roofline_calibration.fit_for_run`: one retry, then no fit and a
+    (:func:`infer_opt.profilers.roofline_sweep.fit_for_run`: one retry, then no fit and a
     warning saying why). ``ResolvedFit.fit`` is None when no usable fit could be had: the
     profile then goes on without roofline columns."""
-    from infer_opt.profilers import roofline_calibration
+    from infer_opt.profilers import roofline_sweep
 
     op_recorder.quiet_kineto()
     if path is not None:
-        return ResolvedFit(roofline_calibration.read_fit_for_run(path, device, dtype), str(path))
-    return roofline_calibration.fit_for_run(device, dtype, progress=progress)
+        return ResolvedFit(roofline_sweep.read_fit_for_run(path, device, dtype), str(path))
+    return roofline_sweep.fit_for_run(device, dtype, progress=progress)
 
 
 # ---------------------------------------------------------------------------- the profile

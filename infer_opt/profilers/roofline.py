@@ -84,10 +84,10 @@ def _families(text: str, points: list[KernelPoint]) -> tuple[str, ...] | None:
 
 def _save(fit: RooflineFit, request: RooflineRequest, said: Callable[[str], None]) -> None:
     from infer_opt.messages import text
-    from infer_opt.profilers import roofline_calibration
+    from infer_opt.profilers import roofline_sweep
 
     if request.save is not None:
-        said(f"saved fit to {roofline_calibration.save_fit(fit, request.save)}")
+        said(f"saved fit to {roofline_sweep.save_fit(fit, request.save)}")
     if request.no_save:
         return
     if not fit.device:
@@ -95,7 +95,7 @@ def _save(fit: RooflineFit, request: RooflineRequest, said: Callable[[str], None
             said("not cached: the measurements do not name their device (use --save FILE)")
         return
     try:
-        stored = roofline_calibration.cache_fit(fit)
+        stored = roofline_sweep.cache_fit(fit)
     except OSError as exc:  # the fit is still shown and written to --out
         said(f"not cached: {exc.strerror or type(exc).__name__} writing the cache; --out keeps it")
         return

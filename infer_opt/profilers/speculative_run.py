@@ -58,7 +58,7 @@ from infer_opt.cost_models import speculative as calc
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
 from infer_opt.profilers.models import DecoderLM, KVCache, random_tokens
-from infer_opt.profilers.speculative_measure import CostJob, ModelPair, cost_jobs, load_decoder, load_pair
+from infer_opt.profilers.speculative_costs import CostJob, ModelPair, cost_jobs, load_decoder, load_pair
 from infer_opt.results.speculative import Costs
 from infer_opt.results.speculative_measure import MeasuredCost
 from infer_opt.results.speculative_run import RunPoint, SpecRunResult

@@ -43,7 +43,7 @@ from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
 from infer_opt.profilers import meta_record, model_profile, models, speed_probe
 from infer_opt.profilers import predict as pr
-from infer_opt.profilers.roofline_calibration import ResolvedFit
+from infer_opt.profilers.roofline_sweep import ResolvedFit
 from infer_opt.requests import ValidateRequest
 from infer_opt.results.calibration import CalibrationResult
 from infer_opt.results.profile import ProfileResult

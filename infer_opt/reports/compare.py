@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-from infer_opt.cost_models.run_stats import BELOW_THRESHOLD, FASTER, ONLY_BASE, ONLY_NEW, SLOWER, WITHHELD
+from infer_opt.cost_models.compare_runs import BELOW_THRESHOLD, FASTER, ONLY_BASE, ONLY_NEW, SLOWER, WITHHELD
 from infer_opt.reports.view import Column, Formatter, Table, View
 from infer_opt.results.compare import NOISE, CompareResult, CompareRow, Headline
 from infer_opt.units import format_duration, format_percent, format_with_spread

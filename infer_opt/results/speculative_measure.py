@@ -1,6 +1,6 @@
 """The ``speculative-measure`` result kind: the measured costs of a draft/target pair (c_t, c_d,
 c_v(k)), the verify fit, and the speedups they predict (built by
-:mod:`infer_opt.profilers.speculative_measure`, read by :mod:`infer_opt.reports.speculative_measure`)."""
+:mod:`infer_opt.profilers.speculative_costs`, read by :mod:`infer_opt.reports.speculative_measure`)."""
 
 from __future__ import annotations
 

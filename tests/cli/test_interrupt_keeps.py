@@ -16,7 +16,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 @pytest.fixture
 def fit(tmp_path):
     """A roofline fit file for this machine at one thread (no calibration run in the test)."""
-    from infer_opt.profilers.roofline_calibration import save_fit
+    from infer_opt.profilers.roofline_sweep import save_fit
     from tests.helpers import usable_fit
 
     return str(save_fit(usable_fit(), tmp_path / "fit.json"))

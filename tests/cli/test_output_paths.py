@@ -35,9 +35,9 @@ COMMANDS = [
     (["amortize", "measure", "--bounds", "8"], "infer_opt.profilers.amortize_measure_sweep.run"),
     (
         ["speculative", "measure", "--target", "tiny"],
-        "infer_opt.profilers.speculative_measure.load_pair",
+        "infer_opt.profilers.speculative_costs.load_pair",
     ),
-    (["compare", "{kernels}", "{kernels}"], "infer_opt.cost_models.run_stats.compare_results"),
+    (["compare", "{kernels}", "{kernels}"], "infer_opt.cost_models.compare_runs.compare_results"),
 ]
 #: options that write a file, with a good name to use, and the commands that have them
 OPTIONS = [

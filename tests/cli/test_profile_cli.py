@@ -27,9 +27,9 @@ def _private_cache(tmp_path, monkeypatch, one_thread):
     """A private roofline cache holding a hand-made fit for this (one-thread) run, so no test
     calibrates."""
     monkeypatch.setenv("INFER_OPT_CACHE", str(tmp_path / "cache"))
-    from infer_opt.profilers import roofline_calibration
+    from infer_opt.profilers import roofline_sweep
 
-    assert roofline_calibration.cache_fit(usable_fit()).saved
+    assert roofline_sweep.cache_fit(usable_fit()).saved
 
 
 def _profile(*args: str) -> Run:
@@ -137,16 +137,14 @@ def test_no_usable_fit_profiles_without_roofline_columns(tmp_path, monkeypatch):
     from dataclasses import replace
 
     from infer_opt.notices import Notice
-    from infer_opt.profilers import roofline_calibration
+    from infer_opt.profilers import roofline_sweep
 
-    cached = roofline_calibration.fit_path("cpu", "float32")
+    cached = roofline_sweep.fit_path("cpu", "float32")
     cached.write_text(
         cached.read_text().replace('"compute_rate_flops": 100000000000.0', '"compute_rate_flops": -1.0')
     )
     bad = usable_fit(warnings=(Notice("fit_tick_quantized", {"times_s": [8e-3], "kernels": 6}),))
-    monkeypatch.setattr(
-        roofline_calibration, "calibrate", lambda *a, **k: replace(bad, median_abs_rel_error=0.9)
-    )
+    monkeypatch.setattr(roofline_sweep, "calibrate", lambda *a, **k: replace(bad, median_abs_rel_error=0.9))
     png = tmp_path / "p.png"
     run = _profile("--json", "--plot", str(png))
     assert run.exit_code == 0, run.stderr

@@ -11,7 +11,7 @@ from infer_opt.cost_models.roofline import KernelPoint, fit_roofline
 from infer_opt.inputs import measurements
 from infer_opt.messages import text
 from infer_opt.profilers import kernels as K
-from infer_opt.profilers import roofline_calibration
+from infer_opt.profilers import roofline_sweep
 from infer_opt.results import save_result
 from tests.helpers import assert_one_line_error, invoke, usable_fit
 
@@ -113,14 +113,14 @@ def test_save_file_and_cache_from_a_kernels_result(tmp_path, cache):
     saved = tmp_path / "fit.json"
     run = invoke("roofline", str(kernels_json), "--bootstrap", "0", "--save", str(saved), "--json")
     assert run.exit_code == 0, run.stderr
-    fit = roofline_calibration.load_fit(saved)
+    fit = roofline_sweep.load_fit(saved)
     assert fit.device == "cpu" and fit.dtype == "float32" and fit.timing == "cpu-clock"
     assert fit.threads == torch.get_num_threads() and fit.matmul_precision == "ieee"
     assert fit.n_points == 8
     # copies and tiny adds alone pin no compute rate: saved where asked, but not cached for profile
     assert "not cached (profile would not use it)" in run.stderr
     assert "lacks the kernels that pin R (matmul)" in run.stderr
-    assert not roofline_calibration.fit_path("cpu", "float32").exists()
+    assert not roofline_sweep.fit_path("cpu", "float32").exists()
 
 
 def test_no_file_runs_the_suite_first(monkeypatch):
@@ -139,7 +139,7 @@ def test_no_file_runs_the_suite_first(monkeypatch):
     assert r["timing"] == "cpu-clock" and r["threads"] == torch.get_num_threads()
     # five kernels are too few to be trusted by profile
     assert "only 5 kernels were fitted" in run.stderr and "not cached" in run.stderr
-    assert not roofline_calibration.fit_path("cpu", "float32").exists()
+    assert not roofline_sweep.fit_path("cpu", "float32").exists()
 
 
 def test_reads_the_sectioned_csv_that_kernels_writes(tmp_path):
@@ -230,11 +230,11 @@ def test_cache_dir_follows_the_environment(cache, monkeypatch):
 
 def test_cache_round_trip_under_the_run_key(cache):
     fit = usable_fit()
-    stored = roofline_calibration.cache_fit(fit)
-    assert stored.saved and stored.path == roofline_calibration.fit_path("cpu", "float32")
+    stored = roofline_sweep.cache_fit(fit)
+    assert stored.saved and stored.path == roofline_sweep.fit_path("cpu", "float32")
     assert stored.path.parent == cache / "roofline" and stored.path.name.endswith("-float32-cpu-clock.json")
-    assert roofline_calibration.ROOFLINE.load(store_key()).result == fit
-    assert roofline_calibration.ROOFLINE.load(store_key(dtype="bfloat16")).result is None
+    assert roofline_sweep.ROOFLINE.load(store_key()).result == fit
+    assert roofline_sweep.ROOFLINE.load(store_key(dtype="bfloat16")).result is None
 
 
 def store_key(dtype="float32"):
@@ -244,10 +244,10 @@ def store_key(dtype="float32"):
 
 
 def test_a_corrupt_cache_file_is_reported_moved_aside_and_replaced(tmp_path):
-    path = roofline_calibration.fit_path("cpu", "float32")
+    path = roofline_sweep.fit_path("cpu", "float32")
     path.parent.mkdir(parents=True)
     path.write_text("{not json")
-    found = roofline_calibration.ROOFLINE.load(store_key())
+    found = roofline_sweep.ROOFLINE.load(store_key())
     assert found.result is None
     (corrupt,) = found.notices
     assert corrupt.code == "calibration_cache_corrupt" and corrupt["path"] == str(path)
@@ -256,9 +256,9 @@ def test_a_corrupt_cache_file_is_reported_moved_aside_and_replaced(tmp_path):
     assert not path.exists()
     # saving over a corrupt file says so too
     path.write_text("[]")
-    stored = roofline_calibration.cache_fit(usable_fit())
+    stored = roofline_sweep.cache_fit(usable_fit())
     assert stored.saved and [n.code for n in stored.notices] == ["calibration_cache_corrupt"]
-    assert roofline_calibration.ROOFLINE.load(store_key()).result == usable_fit()
+    assert roofline_sweep.ROOFLINE.load(store_key()).result == usable_fit()
 
 
 def test_explicit_files_missing_or_unreadable_are_errors(tmp_path):
@@ -267,9 +267,9 @@ def test_explicit_files_missing_or_unreadable_are_errors(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     with pytest.raises(InvalidInput, match="roofline: not valid JSON"):
-        roofline_calibration.load_fit(bad)
+        roofline_sweep.load_fit(bad)
     with pytest.raises(InvalidInput, match="does not exist"):
-        roofline_calibration.load_fit(tmp_path / "missing.json")
+        roofline_sweep.load_fit(tmp_path / "missing.json")
 
 
 @pytest.mark.parametrize(
@@ -285,17 +285,17 @@ def test_explicit_files_missing_or_unreadable_are_errors(tmp_path):
 def test_bad_fits_are_neither_cached_nor_used(changes, code):
     """Each of these was once accepted and cached (issue 12): R = -1, R = NaN, b = 0 (a
     ZeroDivisionError after profiling), median error 0.90, an interrupted 4-row file."""
-    stored = roofline_calibration.cache_fit(usable_fit(**changes))
+    stored = roofline_sweep.cache_fit(usable_fit(**changes))
     assert not stored.saved and code in {n.code for n in stored.notices}
     assert not stored.path.exists()
     # hand-written into the cache, it is refused at use and replaced by the next good fit
     save_result(stored.path, usable_fit(**changes))
-    found = roofline_calibration.ROOFLINE.load(store_key())
+    found = roofline_sweep.ROOFLINE.load(store_key())
     assert found.result is None and found.notices[0].code == "calibration_cache_rejected"
     assert code in {n.code for n in found.notices[1:]}
     assert (
-        roofline_calibration.cache_fit(usable_fit()).saved
-        and roofline_calibration.ROOFLINE.load(store_key()).result is not None
+        roofline_sweep.cache_fit(usable_fit()).saved
+        and roofline_sweep.ROOFLINE.load(store_key()).result is not None
     )
 
 
@@ -304,14 +304,12 @@ def test_calibrate_runs_a_small_sweep_and_fits(monkeypatch):
 
     def few(kind, suite):
         return [
-            c
-            for c in real(kind, suite)
-            if c.size <= 2**14 and c.name in roofline_calibration.CALIBRATION_CASES
+            c for c in real(kind, suite) if c.size <= 2**14 and c.name in roofline_sweep.CALIBRATION_CASES
         ]
 
     monkeypatch.setattr(K, "all_cases", few)
     seen = []
-    fit = roofline_calibration.calibrate("cpu", "float32", progress=lambda i, n, d: seen.append(d))
+    fit = roofline_sweep.calibrate("cpu", "float32", progress=lambda i, n, d: seen.append(d))
     assert fit.KIND == "roofline" and fit.n_points >= 5
     assert math.isfinite(fit.compute_rate_flops) and fit.launch_overhead_s > 0
     assert fit.source == "calibration sweep" and fit.device_key.startswith("cpu-")

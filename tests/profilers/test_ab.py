@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from infer_opt import store
-from infer_opt.cost_models import run_stats
+from infer_opt.cost_models import compare_runs
 from infer_opt.errors import Interrupted, InvalidInput, RunFailure
 from infer_opt.profilers import ab
 from infer_opt.requests import AbRequest
@@ -86,7 +86,7 @@ def test_rounds_are_pooled_and_a_real_change_is_found(tmp_path):
     comparison = result.comparison
     assert (comparison.runs_base, comparison.runs_new) == (3, 3)
     rows = {r.key: r for r in comparison.rows}
-    assert rows["matmul [n=64]"].verdict == run_stats.FASTER and rows[
+    assert rows["matmul [n=64]"].verdict == compare_runs.FASTER and rows[
         "matmul [n=64]"
     ].speedup == pytest.approx(2.0)
     assert rows["copy [N=2^16]"].verdict == NOISE and rows["copy [N=2^16]"].runs_base == 3
@@ -100,7 +100,7 @@ def test_an_aa_measures_and_saves_the_noise_floor(tmp_path, monkeypatch):
     result, _ = _run(tmp_path, base=same, new=same)
     assert result.is_aa and result.comparison.headline.verdict == NOISE
     record = result.noise_floor
-    assert record.runs == 6 and {g.key for g in record.groups} >= {"matmul", run_stats.OVERALL}
+    assert record.runs == 6 and {g.key for g in record.groups} >= {"matmul", compare_runs.OVERALL}
     # the fake's drift per round (1, 1.03, 0.98) hits both sides alike: that is the run-to-run noise
     logs = [math.log(d) for d in (1.0, 1.0, 1.03, 1.03, 0.98, 0.98)]
     mean = sum(logs) / 6

@@ -500,29 +500,29 @@ def test_a_run_slower_across_the_board_is_within_noise_a_larger_change_is_slower
     """The fake clock plants a drift: NEW's second run is 30% slower for every case, and one
     case is 2× slower in every run. Unchanged cases stay 'within noise', the changed one is
     'slower', and the headline sees no significant difference."""
-    from infer_opt.cost_models import run_stats
+    from infer_opt.cost_models import compare_runs
     from infer_opt.results.compare import NOISE
 
     base = _suite(clock, [1e-3] * 6, (1.0, 1.0, 1.0))
     new = _suite(clock, [1e-3] * 5 + [2e-3], (1.0, 1.3, 1.0))
-    result = run_stats.compare_results(base, new)
+    result = compare_runs.compare_results(base, new)
     verdicts = [r.verdict for r in result.rows]
-    assert verdicts == [NOISE] * 5 + [run_stats.SLOWER], verdicts
+    assert verdicts == [NOISE] * 5 + [compare_runs.SLOWER], verdicts
     assert result.rows[5].ratio == pytest.approx(2.0 * 1.3 ** (1 / 3))
     assert result.headline.verdict == NOISE and result.headline.floor is None
 
 
 def test_a_planted_20_percent_slowdown_of_one_kernel_is_found(clock):
-    from infer_opt.cost_models import run_stats
+    from infer_opt.cost_models import compare_runs
     from infer_opt.results.compare import NOISE
 
     base = _suite(clock, [1e-3] * 6, (1.0, 1.0, 1.0))
     new = _suite(clock, [1e-3] * 5 + [1.2e-3], (1.0, 1.0, 1.0))
-    rows = run_stats.compare_results(base, new).rows
-    assert [r.verdict for r in rows] == [NOISE] * 5 + [run_stats.SLOWER]
+    rows = compare_runs.compare_results(base, new).rows
+    assert [r.verdict for r in rows] == [NOISE] * 5 + [compare_runs.SLOWER]
     assert rows[5].ratio == pytest.approx(1.2)
-    faster = run_stats.compare_results(new, base).rows
-    assert faster[5].verdict == run_stats.FASTER
+    faster = compare_runs.compare_results(new, base).rows
+    assert faster[5].verdict == compare_runs.FASTER
 
 
 def test_each_pass_rotates_the_case_order_and_keeps_compiling_cases_last():

@@ -9,7 +9,7 @@ import torch
 from infer_opt.errors import InvalidInput, RunFailure
 from infer_opt.profilers import model_profile as mp
 from infer_opt.profilers import models, op_recorder
-from infer_opt.profilers.roofline_calibration import ResolvedFit
+from infer_opt.profilers.roofline_sweep import ResolvedFit
 from infer_opt.results import save_result
 from infer_opt.results.profile import ProfileResult
 from infer_opt.results.roofline import RooflineFit
@@ -278,14 +278,14 @@ def test_out_of_memory_names_the_cause_and_the_fix():
 
 
 def test_resolve_fit_prefers_the_file_then_the_saved_fit(tmp_path, monkeypatch):
-    from infer_opt.profilers import roofline_calibration
+    from infer_opt.profilers import roofline_sweep
 
     monkeypatch.setenv("INFER_OPT_CACHE", str(tmp_path / "cache"))
     fit = usable_fit()
     path = save_result(tmp_path / "fit.json", fit)
     resolved = mp.resolve_fit("cpu", torch.float32, path)
     assert resolved.fit == fit and resolved.source == str(path)
-    assert roofline_calibration.cache_fit(fit).saved
+    assert roofline_sweep.cache_fit(fit).saved
     resolved = mp.resolve_fit("cpu", torch.float32)
     assert resolved.fit == fit and resolved.source.startswith("saved fit")
     with pytest.raises(InvalidInput, match=r"^roofline: .*does not exist"):

@@ -14,7 +14,7 @@ from infer_opt.checks import speculative_sampler
 from infer_opt.cost_models import speculative as calc
 from infer_opt.errors import InvalidInput
 from infer_opt.profilers import models, speculative_run
-from infer_opt.profilers.speculative_measure import ModelPair
+from infer_opt.profilers.speculative_costs import ModelPair
 from infer_opt.profilers.timing import Measurement
 from infer_opt.results import dumps, parse_envelope
 from infer_opt.stats import Summary

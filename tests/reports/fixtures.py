@@ -330,7 +330,7 @@ def kernels_runs_again() -> Result:
 
 
 def compare() -> Result:
-    from infer_opt.cost_models.run_stats import compare_results
+    from infer_opt.cost_models.compare_runs import compare_results
 
     return compare_results(
         kernels_runs(), kernels_runs_new(), base_name="base.json", new_name="new.json", bootstrap=500,
@@ -342,14 +342,14 @@ AA_COMMAND = "infer-opt kernels --suite quick --threads 1"
 
 
 def noise_floor() -> Result:
-    from infer_opt.cost_models.run_stats import noise_floor as measure
+    from infer_opt.cost_models.compare_runs import noise_floor as measure
 
     return measure([kernels_runs(), kernels_runs_again()], command=AA_COMMAND)
 
 
 def ab() -> Result:
     """An A/A of :data:`AA_COMMAND` (two rounds of three runs a side), as ``infer-opt ab`` saves it."""
-    from infer_opt.cost_models.run_stats import compare_results
+    from infer_opt.cost_models.compare_runs import compare_results
     from infer_opt.results.ab import AbResult, AbRun
 
     comparison = compare_results(kernels_runs(), kernels_runs_again(), base_name="base", new_name="new")

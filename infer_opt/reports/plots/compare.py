@@ -9,7 +9,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import NullFormatter
 
-from infer_opt.cost_models.run_stats import BELOW_THRESHOLD, FASTER, SLOWER
+from infer_opt.cost_models.compare_runs import BELOW_THRESHOLD, FASTER, SLOWER
 from infer_opt.reports.compare import headline_text
 from infer_opt.reports.plots._style import PALETTE, figure, plain_log_ticks, save
 from infer_opt.results.compare import NOISE, CompareResult

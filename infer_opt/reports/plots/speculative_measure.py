@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from infer_opt.cost_models.speculative_measure import PlotData, plot_data
+from infer_opt.cost_models.speculative_cost_fit import PlotData, plot_data
 from infer_opt.reports.plots._style import PALETTE, figure, save, time_unit
 from infer_opt.reports.speculative_measure import fit_formula
 from infer_opt.results.speculative_measure import SpecMeasureResult

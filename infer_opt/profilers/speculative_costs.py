@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from infer_opt.cost_models import speculative as calc
-from infer_opt.cost_models.speculative_measure import analyze
+from infer_opt.cost_models.speculative_cost_fit import analyze
 from infer_opt.errors import InvalidInput
 from infer_opt.results.speculative_measure import (
     AcceptanceSimulation,
@@ -426,7 +426,7 @@ def _alpha_inputs(request: SpeculativeMeasureRequest) -> tuple[Any, Any, str | N
     if request.metrics is None:
         alphas = None if request.alphas is None else list(request.alphas)
         return request.alpha, alphas, None if alphas is None else "--alphas"
-    from infer_opt.cost_models.speculative_measure import defined_alphas
+    from infer_opt.cost_models.speculative_cost_fit import defined_alphas
     from infer_opt.inputs.speculative import read_metrics
 
     try:

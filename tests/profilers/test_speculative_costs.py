@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from infer_opt.cost_models import speculative as calc
-from infer_opt.cost_models.speculative_measure import (
+from infer_opt.cost_models.speculative_cost_fit import (
     ALPHA_GRID,
     analyze,
     break_even_alpha,
@@ -19,7 +19,7 @@ from infer_opt.cost_models.speculative_measure import (
     speedup_rows,
 )
 from infer_opt.errors import InvalidInput
-from infer_opt.profilers import models, speculative_measure
+from infer_opt.profilers import models, speculative_costs
 from infer_opt.results import Result
 from infer_opt.results.speculative import Costs
 from infer_opt.results.speculative_measure import MeasuredCost, SpecMeasureResult
@@ -233,8 +233,8 @@ def test_analyze_warns_when_c_v_is_not_linear():
 
 
 def test_measure_costs_on_tiny_models():
-    pair = speculative_measure.load_pair("tiny", "tiny", device="cpu", dtype=torch.float32)
-    costs = speculative_measure.measure_costs(
+    pair = speculative_costs.load_pair("tiny", "tiny", device="cpu", dtype=torch.float32)
+    costs = speculative_costs.measure_costs(
         pair, context=8, k_max=2, device="cpu", warmup=0, reps=2, rounds=2
     )
     assert [m.name for m in costs] == ["c_t", "c_d", "c_v(1)", "c_v(2)", "c_m"]
@@ -248,47 +248,47 @@ def test_each_repetition_sees_the_same_cache_state():
     ids = models.random_tokens(1, 8, model.config.vocab_size)
     with torch.no_grad():
         model(ids, cache)
-    step = speculative_measure._forward_from(model, cache, 8, ids[:, :3])
+    step = speculative_costs._forward_from(model, cache, 8, ids[:, :3])
     first, second = step(), step()
     assert torch.equal(first, second) and cache.length == 11
 
 
 def test_a_builtin_draft_takes_the_targets_vocabulary(mini_factory):
-    pair = speculative_measure.load_pair(f"{mini_factory}:make", "tiny", device="cpu", dtype=torch.float32)
+    pair = speculative_costs.load_pair(f"{mini_factory}:make", "tiny", device="cpu", dtype=torch.float32)
     assert pair.vocab_size == 2048 and pair.draft.config.vocab_size == 2048
     assert pair.draft_note and "2048" in pair.draft_note and "1024" in pair.draft_note
 
 
 def test_a_factory_draft_with_another_vocabulary_is_refused(mini_factory):
     with pytest.raises(InvalidInput, match=r"--draft.*share the target's vocabulary"):
-        speculative_measure.load_pair(
+        speculative_costs.load_pair(
             f"{mini_factory}:make", f"{mini_factory}:make_1024", device="cpu", dtype=torch.float32
         )
 
 
 def test_unknown_models_and_models_without_a_cache_are_refused():
     with pytest.raises(InvalidInput, match="--target"):
-        speculative_measure.load_pair("nope", "tiny", device="cpu", dtype=torch.float32)
+        speculative_costs.load_pair("nope", "tiny", device="cpu", dtype=torch.float32)
     with pytest.raises(InvalidInput, match=r"--draft.*KV cache"):
-        speculative_measure.load_pair("tiny", "hf:gpt2", device="cpu", dtype=torch.float32)
+        speculative_costs.load_pair("tiny", "hf:gpt2", device="cpu", dtype=torch.float32)
 
 
 def test_one_verification_forward_gives_every_prefix_distribution():
     model = models.build_builtin("llama-tiny")
     prompt = models.random_tokens(1, 6, model.config.vocab_size, seed=4)
     drafts = (5, 17, 3)
-    batched = speculative_measure._NextToken(model, prompt, 4)
+    batched = speculative_costs._NextToken(model, prompt, 4)
     batched.lookahead = drafts
     batched(())
     assert batched.forwards == 1 and set(batched.memo) == {(), (5,), (5, 17), drafts}
     for i in range(len(drafts) + 1):
-        single = speculative_measure._NextToken(model, prompt, 4)
+        single = speculative_costs._NextToken(model, prompt, 4)
         np.testing.assert_allclose(batched.memo[drafts[:i]], single(drafts[:i]), rtol=1e-4, atol=1e-9)
 
 
 def test_identical_models_accept_every_draft():
-    pair = speculative_measure.load_pair("tiny", "tiny", device="cpu", dtype=torch.float32)
-    sim = speculative_measure.simulate_acceptance(
+    pair = speculative_costs.load_pair("tiny", "tiny", device="cpu", dtype=torch.float32)
+    sim = speculative_costs.simulate_acceptance(
         pair, context=6, k=3, device="cpu", prompts=2, rounds=4, seed=0
     )
     assert sim.accepted_per_position == (4, 4, 4) and sim.alphas == (1.0, 1.0, 1.0)
@@ -297,8 +297,8 @@ def test_identical_models_accept_every_draft():
 
 
 def test_different_models_accept_some_drafts():
-    pair = speculative_measure.load_pair("tiny", "llama-tiny", device="cpu", dtype=torch.float32)
-    sim = speculative_measure.simulate_acceptance(
+    pair = speculative_costs.load_pair("tiny", "llama-tiny", device="cpu", dtype=torch.float32)
+    sim = speculative_costs.simulate_acceptance(
         pair, context=6, k=3, device="cpu", prompts=2, rounds=12, seed=1
     )
     acc = sim.accepted_per_position

@@ -1,6 +1,6 @@
 """The analysis of ``speculative measure``'s measured costs (pure math on the measured c_t, c_d,
 c_m and c_v(k)): the linear fit c_v(k) = a + b·k, the break-even acceptance rate per k, the
-speedup table over α, and what the plot draws. :mod:`infer_opt.profilers.speculative_measure` measures
+speedup table over α, and what the plot draws. :mod:`infer_opt.profilers.speculative_costs` measures
 the costs and calls :func:`analyze`."""
 
 from __future__ import annotations

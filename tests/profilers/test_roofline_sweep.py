@@ -11,7 +11,7 @@ import torch
 
 from infer_opt.messages import text
 from infer_opt.notices import Notice
-from infer_opt.profilers import roofline_calibration
+from infer_opt.profilers import roofline_sweep
 from infer_opt.results.kernels import KernelSuiteResult
 from tests.helpers import usable_fit
 
@@ -40,7 +40,7 @@ class Calibrations:
 
 
 def _resolve(calibrations, load=0.0):
-    return roofline_calibration.fit_for_run("cpu", "float32", calibrate_fn=calibrations, load=lambda: load)
+    return roofline_sweep.fit_for_run("cpu", "float32", calibrate_fn=calibrations, load=lambda: load)
 
 
 def test_a_good_calibration_is_cached_and_reused():
@@ -56,20 +56,20 @@ def test_a_bad_calibration_is_measured_again_and_the_good_one_used():
     assert resolved.fit is not None and "second try" in resolved.source
     assert calibrations.threads == [torch.get_num_threads()] * 2  # a quiet machine: same threads
     assert [n.code for n in resolved.warnings][:2] == ["roofline_calibration_rejected", "fit_error_high"]
-    assert roofline_calibration.ROOFLINE.load(store_key()).result == resolved.fit
+    assert roofline_sweep.ROOFLINE.load(store_key()).result == resolved.fit
 
 
 def test_twice_bad_is_not_cached_and_the_run_goes_on_without_a_fit():
     resolved = _resolve(Calibrations(True, True))
     assert resolved.fit is None
-    assert not roofline_calibration.fit_path("cpu", "float32").exists()
+    assert not roofline_sweep.fit_path("cpu", "float32").exists()
     codes = [n.code for n in resolved.warnings]
     assert codes.count("roofline_calibration_rejected") == 2 and codes[-1] == "roofline_unavailable"
     assert "Run `infer-opt roofline` on a quiet machine" in text(resolved.warnings[-1])
 
 
 def test_on_a_loaded_machine_the_retry_uses_one_thread(monkeypatch):
-    monkeypatch.setattr(roofline_calibration, "machine_loaded", lambda threads, load=None: True)
+    monkeypatch.setattr(roofline_sweep, "machine_loaded", lambda threads, load=None: True)
     torch.set_num_threads(2)
     calibrations = Calibrations(True, False)
     resolved = _resolve(calibrations)
@@ -84,12 +84,12 @@ def test_on_a_loaded_machine_the_retry_uses_one_thread(monkeypatch):
 
 
 def test_a_cache_that_cannot_be_written_after_the_second_try_is_said_not_raised(monkeypatch):
-    monkeypatch.setattr(roofline_calibration, "machine_loaded", lambda threads, load=None: True)
+    monkeypatch.setattr(roofline_sweep, "machine_loaded", lambda threads, load=None: True)
 
     def full(fit):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(roofline_calibration, "cache_fit", full)
+    monkeypatch.setattr(roofline_sweep, "cache_fit", full)
     torch.set_num_threads(2)
     try:
         resolved = _resolve(Calibrations(True, False))
@@ -101,15 +101,15 @@ def test_a_cache_that_cannot_be_written_after_the_second_try_is_said_not_raised(
 
 def test_machine_loaded_compares_the_load_with_the_free_cores(monkeypatch):
     monkeypatch.setattr("infer_opt.profilers.device.available_cpus", lambda: 2)
-    assert not roofline_calibration.machine_loaded(2, lambda: 0.2)
-    assert roofline_calibration.machine_loaded(2, lambda: 1.0)
-    assert not roofline_calibration.machine_loaded(1, lambda: 1.0)
-    assert not roofline_calibration.machine_loaded(2, lambda: None)
+    assert not roofline_sweep.machine_loaded(2, lambda: 0.2)
+    assert roofline_sweep.machine_loaded(2, lambda: 1.0)
+    assert not roofline_sweep.machine_loaded(1, lambda: 1.0)
+    assert not roofline_sweep.machine_loaded(2, lambda: None)
 
 
 def test_a_cached_fit_for_other_threads_or_precision_is_not_used():
     torch.set_num_threads(1)
-    assert roofline_calibration.cache_fit(usable_fit()).saved
+    assert roofline_sweep.cache_fit(usable_fit()).saved
     torch.set_num_threads(2)
     resolved = _resolve(Calibrations(False))
     assert resolved.source.startswith("calibrated now")  # the 1-thread fit is another key
@@ -123,9 +123,9 @@ def test_an_explicit_fit_for_another_run_is_refused_naming_why(tmp_path):
     with pytest.raises(
         InvalidInput, match=r"^roofline: not usable for this run: the fit's timing is cuda-events"
     ):
-        roofline_calibration.read_fit_for_run(path, "cpu", "float32")
+        roofline_sweep.read_fit_for_run(path, "cpu", "float32")
     good = save_result(tmp_path / "good.json", usable_fit())
-    assert roofline_calibration.read_fit_for_run(good, "cpu", "float32") == usable_fit()
+    assert roofline_sweep.read_fit_for_run(good, "cpu", "float32") == usable_fit()
 
 
 def store_key():
@@ -150,11 +150,11 @@ def test_a_cuda_calibration_is_timed_as_profile_times_operators(monkeypatch):
     monkeypatch.setattr(devices, "resolve_device", lambda spec: torch.device("cuda", 0))
     monkeypatch.setattr(devices, "parse_dtype", lambda name, dev: torch.bfloat16)
     monkeypatch.setattr(kernels, "run_suite", run_suite)
-    monkeypatch.setattr(roofline_calibration, "kernel_points", lambda result: synthetic_points())
-    fit = roofline_calibration.calibrate("cuda", "bfloat16")
+    monkeypatch.setattr(roofline_sweep, "kernel_points", lambda result: synthetic_points())
+    fit = roofline_sweep.calibrate("cuda", "bfloat16")
     assert seen["settings"].flush_cache and seen["settings"].cuda_graphs
-    assert fit.timing == roofline_calibration.CALIBRATION_TIMING["cuda"] == "cuda-graph-flushed"
-    assert fit.timing in roofline_calibration.PROFILE_TIMINGS["cuda"] and fit.threads is None
+    assert fit.timing == roofline_sweep.CALIBRATION_TIMING["cuda"] == "cuda-graph-flushed"
+    assert fit.timing in roofline_sweep.PROFILE_TIMINGS["cuda"] and fit.threads is None
 
 
 def synthetic_points():
