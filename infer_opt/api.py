@@ -40,6 +40,7 @@ from infer_opt.requests import (
     ProfileRequest,
     Request,
     RooflineRequest,
+    TraceRequest,
     Typed,
     ValidateRequest,
 )
@@ -271,7 +272,19 @@ EXPORTS: dict[str, str] = {
     "attention_check": "infer_opt.api:attention_check",
     "compare": "infer_opt.api:compare",
     "render": "infer_opt.reports.render:render",
-    "load_trace": "infer_opt.trace.loaded:load_trace",
+    "load_trace": "infer_opt.api:load_trace",
     "InvalidInput": "infer_opt.errors:InvalidInput",
     "RunFailure": "infer_opt.errors:RunFailure",
 }
+
+
+# --------------------------------------------------------------- group 3: traces and engine settings
+
+
+@_runs(TraceRequest, "infer_opt.trace.loaded:run")
+def load_trace() -> Any:
+    """Analyze trace file(s) as ``infer-opt trace`` does (``paths``: a file, a folder of ranks, or a
+    list of them): a :class:`~infer_opt.trace.loaded.LoadedTrace`, the result with its tables as
+    DataFrames. ``scheduler``: a Dask scheduler address (or ``distributed.Client``) to read the
+    ranks on; ``workers``: local processes (default the cores); ``strict``: refuse when a rank
+    cannot be read."""

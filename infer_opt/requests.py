@@ -110,7 +110,7 @@ class Each(Checker):
         self.name = checker.name
 
     def check(self, value: Any, option: str) -> Any:
-        items = [value] if isinstance(value, str) else super().check(value, option)
+        items = [value] if isinstance(value, (str, os.PathLike)) else super().check(value, option)
         return tuple(self.checker.check(item, option) for item in items)
 
     def parse(self, text: Any, option: str) -> Any:
@@ -740,3 +740,74 @@ class RooflineRequest(SuiteRequest):
     fit_on: str = option("auto")
     save: Path | None = option(None, OutputFile())
     no_save: bool = option(False, Flag())
+
+
+# --------------------------------------------------------------- group 3: traces and engine settings
+
+
+class TraceInput(Checker):
+    """A trace file, or a folder of one file per rank: it must exist (the reader checks the rest).
+    On the command line (an argument's name, upper case) refused as ``TRACE``, as the reader is."""
+
+    name, takes, what = "path", (Path,), "a trace file or folder (a str or os.PathLike)"
+
+    def parse(self, text: Any, option: str) -> Path:
+        from infer_opt.trace.reader import PARAM
+
+        option = PARAM if option.isupper() else option
+        path = given_path(str(text), option, "a trace file or folder")
+        if not path.exists():
+            raise InvalidInput(option, str(text), "file does not exist")
+        if not path.is_dir() and not os.access(path, os.R_OK):
+            raise InvalidInput(option, str(text), "cannot read it (permission denied)")
+        return path
+
+
+class Steps(Checker):
+    """``N-M`` or ``N`` (ProfilerStep numbers) -> (N, M); the pair is taken back as it is."""
+
+    name, takes, what = "N-M", (tuple,), "'N-M' or 'N' (ProfilerStep numbers)"
+
+    def parse(self, text: Any, option: str) -> tuple[int, int] | None:
+        from infer_opt.trace.analyze import parse_steps
+
+        return parse_steps(text if isinstance(text, str) else "-".join(map(str, text)))
+
+
+class Edits(Strings):
+    """``--what-if`` edits, each parsed (bad syntax refused before a trace is read)."""
+
+    def parse(self, text: Any, option: str) -> tuple[str, ...]:
+        from infer_opt.trace.user_edits import parse_edit
+
+        if isinstance(text, str):  # a list: each item comes here
+            parse_edit(text)
+        return super().parse(text, option)
+
+
+#: a Dask scheduler: its address, or (the API's) a ``distributed.Client``
+SCHEDULER = Text()
+SCHEDULER.takes, SCHEDULER.what = (object,), "a scheduler address or a distributed.Client"
+
+
+@dataclass(frozen=True)
+class TraceRequest(Request):
+    """``infer-opt trace`` and ``load_trace``: the traces (files, or folders of ranks) and how
+    they are analyzed (``--augment`` and the display are the command line's)."""
+
+    paths: tuple[Path, ...] = option(check=Each(TraceInput()), positional=True)
+    steps: tuple[int, int] | None = option(None, Steps())
+    device: str | None = option(None)
+    peak_flops: float | None = option(None, FlopRate())
+    peak_bandwidth: float | None = option(None, Bandwidth())
+    hta_compat: bool = option(False, Flag())
+    causal_flops: str = option("half", Choice(("half", "full")))
+    matmul_fraction: float = option(0.7, Fraction(low=0.01))
+    capture: tuple[Path, ...] | None = option(None, Each(InputFile()))
+    scheduler: Any = option(None, SCHEDULER)
+    workers: int | None = option(None, Count(1, 1024))
+    strict: bool = option(False, Flag())
+    roofline: Path | None = option(None, InputFile())
+    joint_replay: bool = option(False, Flag())
+    what_if: tuple[str, ...] = option((), Edits())
+    kernels_from: Path | None = option(None, InputFile())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+from pathlib import Path
 
 import pytest
 
@@ -27,6 +28,8 @@ COMMANDS = {
     "kernels": ("kernels", requests.KernelsRequest),
     "roofline": ("fit_roofline", requests.RooflineRequest),
     "validate": ("validate", requests.ValidateRequest),
+    # group 3: traces and engine settings
+    "trace": ("load_trace", requests.TraceRequest),
 }
 #: how a result is shown or written: the API returns the result itself
 OUTPUT = {"json_out", "out", "markdown", "csv", "fmt", "plot"}
@@ -44,7 +47,15 @@ CLI_ONLY = {
     },
     "predict": {"top": "rows of the table shown"},
     "validate": {"against": "a trace's ops, not a grid (validate_trace)", "unseen_device": "with --against"},
+    # group 3: traces and engine settings
+    "trace": {
+        "top": "rows of the tables shown",
+        "augment": "writes the trace back annotated: an output file",
+        "augment_what_if": "with --augment",
+    },
 }
+#: an argument's name on the command line (its help's metavar) -> the API's parameter
+RENAMED = {"trace": {"traces": "paths"}}
 #: per command, a bad value for each kind of check its options have: (flag, as typed, as passed)
 BAD = {
     "attention check": [("--heads", "129", 129), ("--dtype", "float16", "float16")],
@@ -103,7 +114,20 @@ BAD = {
         ("--peak-bandwidth", "-1", -1),
         ("--save", "", ""),
     ],
+    # group 3: traces and engine settings
+    "trace": [
+        ("--steps", "5-3", "5-3"),
+        ("--peak-flops", "fast", "fast"),
+        ("--peak-bandwidth", "-1", -1),
+        ("--causal-flops", "most", "most"),
+        ("--matmul-fraction", "0", 0),
+        ("--capture", "/no/such/capture.json", "/no/such/capture.json"),
+        ("--workers", "0", 0),
+        ("--roofline", "/no/such/fit.json", "/no/such/fit.json"),
+        ("--what-if", "gemm*", ["gemm*"]),
+    ],
 }
+TRACE = Path(__file__).parent / "trace" / "fixtures" / "model_step.json"
 #: what a command needs besides the bad value (a required argument), as typed and as passed
 NEEDS = {
     "buckets": (["lengths.txt"], {"file": [12, 40]}),
@@ -115,6 +139,8 @@ NEEDS = {
         ["--dropped-mass", "0.5", "--value-norm", "1"],
         {"dropped_mass": 0.5, "value_norm": 1},
     ),
+    # group 3: traces and engine settings
+    "trace": ([str(TRACE)], {"paths": str(TRACE)}),
 }
 #: checks no typed value fails (any string, a flag, repeatable strings)
 UNCHECKED = (requests.Text, requests.Flag, requests.Strings)
@@ -124,7 +150,8 @@ def _options(command: str) -> dict[str, object]:
     group, _, sub = command.partition(" ")
     loaded = _load_command(group)
     loaded = loaded.commands[sub] if sub else loaded
-    return {p.name: p for p in loaded.params if p.name not in OUTPUT}
+    renamed = RENAMED.get(command, {})
+    return {renamed.get(p.name, p.name): p for p in loaded.params if p.name not in OUTPUT}
 
 
 def _api(command: str) -> inspect.Signature:

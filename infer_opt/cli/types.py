@@ -69,6 +69,8 @@ NumberList, CountList, CountRange, InputFile, OutputFile, OutputDir, TracePath =
 Warmup, Reps, Sweep, PartSpec, Bounds = map(
     _clicked, (requests.Warmup, requests.Reps, requests.Sweep, requests.PartSpec, requests.Bounds)
 )
+# group 3: traces and engine settings
+TraceInput = _clicked(requests.TraceInput)
 
 
 def png_name(path: Path, option: str) -> None:
