@@ -41,6 +41,8 @@ from infer_opt.requests import (
     Request,
     RooflineRequest,
     TraceRequest,
+    TuneCaptureSizesRequest,
+    TuneSpeculativeRequest,
     Typed,
     ValidateRequest,
 )
@@ -275,6 +277,9 @@ EXPORTS: dict[str, str] = {
     "load_trace": "infer_opt.api:load_trace",
     "InvalidInput": "infer_opt.errors:InvalidInput",
     "RunFailure": "infer_opt.errors:RunFailure",
+    # group 3: traces and engine settings
+    "tune_capture_sizes": "infer_opt.api:tune_capture_sizes",
+    "tune_speculative": "infer_opt.api:tune_speculative",
 }
 
 
@@ -288,3 +293,18 @@ def load_trace() -> Any:
     DataFrames. ``scheduler``: a Dask scheduler address (or ``distributed.Client``) to read the
     ranks on; ``workers``: local processes (default the cores); ``strict``: refuse when a rank
     cannot be read."""
+
+
+@_runs(TuneCaptureSizesRequest, "infer_opt.cost_models.capture_tuning:run")
+def tune_capture_sizes() -> Any:
+    """The CUDA-graph capture list minimising the expected decode step time (``infer-opt tune
+    capture-sizes``): ``cost_file`` a list of cost files (``"FILE@B"`` for a trace result at batch
+    B), ``batches`` or ``prometheus`` (``before``: a window) the batch sizes seen; durations in
+    seconds. A :class:`~infer_opt.results.tune_capture_sizes.TuneCaptureSizesResult`."""
+
+
+@_runs(TuneSpeculativeRequest, "infer_opt.cost_models.speculative_tuning:run")
+def tune_speculative() -> Any:
+    """The draft length per batch size (``infer-opt tune speculative``) from ``alphas`` (or the
+    ``prometheus`` window) and the target's and draft's cost files; ``overhead`` in seconds. A
+    :class:`~infer_opt.results.tune_speculative.TuneSpeculativeResult`."""

@@ -811,3 +811,62 @@ class TraceRequest(Request):
     joint_replay: bool = option(False, Flag())
     what_if: tuple[str, ...] = option((), Edits())
     kernels_from: Path | None = option(None, InputFile())
+
+
+class CostSource(Checker):
+    """``FILE``, or ``FILE@B``: a saved trace result and the batch size B it ran at (a trace
+    does not record it) -> ``(path, B or None)``. A path that exists as written is a file, ``@``
+    and all; the pair is taken back as it is."""
+
+    name, takes, what = "FILE[@B]", (Path, tuple), "a file path, 'FILE@B' or (path, B)"
+
+    def parse(self, text: Any, option: str) -> tuple[Path, int | None]:
+        if isinstance(text, tuple):
+            path, batch = text
+            return InputFile().check(path, option), None if batch is None else Count(1).check(batch, option)
+        text = str(text)
+        if "@" in text and not Path(text).exists():
+            path_text, _, batch = text.rpartition("@")
+            if not batch.isdigit() or int(batch) < 1:
+                raise InvalidInput(
+                    option, text, "after @ comes the batch size the trace ran at, a whole number >= 1"
+                )
+            return InputFile().parse(path_text, option), int(batch)
+        return InputFile().parse(text, option), None
+
+
+@dataclass(frozen=True)
+class TuneCaptureSizesRequest(Request):
+    """``infer-opt tune capture-sizes``: the batch sizes seen (a table, or Prometheus snapshots),
+    the step cost, the limits (count, memory) and the current list."""
+
+    cost_file: tuple[Any, ...] | None = option(None, Each(CostSource()))
+    batches: Path | None = option(None, InputFile())
+    prometheus: Path | None = option(None, InputFile())
+    before: Path | None = option(None, InputFile())
+    max_captures: int | None = option(None, Count(1, 1 << 16))
+    memory_per_capture: float | None = option(None, Size())
+    memory: Path | None = option(None, InputFile())
+    memory_budget: float | None = option(None, Size())
+    current: tuple[int, ...] | None = option(None, CountList(0))
+    engine: str = option("vllm")
+    engine_max_size: int | None = option(None, Count(1, 1 << 20))
+    eager_cost_file: tuple[Any, ...] | None = option(None, Each(CostSource()))
+    eager_overhead: float | None = option(None, Duration("ms"))
+    capture_time: float | None = option(None, Duration("s"))
+
+
+@dataclass(frozen=True)
+class TuneSpeculativeRequest(Request):
+    """``infer-opt tune speculative``: the acceptance rates (given, or from Prometheus snapshots),
+    the target's and the draft's step cost, and the batch sizes."""
+
+    target_cost_file: tuple[Any, ...] = option(check=Each(CostSource()))
+    draft_cost_file: tuple[Any, ...] = option(check=Each(CostSource()))
+    alphas: tuple[float, ...] | None = option(None, NumberList(low=0, high=1))
+    prometheus: Path | None = option(None, InputFile())
+    before: Path | None = option(None, InputFile())
+    overhead: float = option(0.0, Duration("ms"))
+    batches: Path | None = option(None, InputFile())
+    batch_sizes: tuple[int, ...] | None = option(None, CountList(1, 1 << 20, increasing=True))
+    k_max: int | None = option(None, Count(1, 64))

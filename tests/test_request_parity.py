@@ -30,6 +30,8 @@ COMMANDS = {
     "validate": ("validate", requests.ValidateRequest),
     # group 3: traces and engine settings
     "trace": ("load_trace", requests.TraceRequest),
+    "tune capture-sizes": ("tune_capture_sizes", requests.TuneCaptureSizesRequest),
+    "tune speculative": ("tune_speculative", requests.TuneSpeculativeRequest),
 }
 #: how a result is shown or written: the API returns the result itself
 OUTPUT = {"json_out", "out", "markdown", "csv", "fmt", "plot"}
@@ -126,6 +128,22 @@ BAD = {
         ("--roofline", "/no/such/fit.json", "/no/such/fit.json"),
         ("--what-if", "gemm*", ["gemm*"]),
     ],
+    "tune capture-sizes": [
+        ("--cost-file", "cost.csv@0", ["cost.csv@0"]),
+        ("--batches", "/no/such/b.csv", "/no/such/b.csv"),
+        ("--max-captures", "0", 0),
+        ("--memory-per-capture", "lots", "lots"),
+        ("--current", "1,-1", [1, -1]),
+        ("--eager-overhead", "3parsecs", "3parsecs"),
+    ],
+    "tune speculative": [
+        ("--alphas", "0.8,1.5", [0.8, 1.5]),
+        ("--overhead", "-1ms", "-1ms"),
+        ("--batch-sizes", "8,4", [8, 4]),
+        ("--k-max", "65", 65),
+        ("--prometheus", "/no/such/a.prom", "/no/such/a.prom"),
+        ("--draft-cost-file", "/no/such/d.csv", ["/no/such/d.csv"]),
+    ],
 }
 TRACE = Path(__file__).parent / "trace" / "fixtures" / "model_step.json"
 #: what a command needs besides the bad value (a required argument), as typed and as passed
@@ -141,6 +159,10 @@ NEEDS = {
     ),
     # group 3: traces and engine settings
     "trace": ([str(TRACE)], {"paths": str(TRACE)}),
+    "tune speculative": (
+        ["--target-cost-file", str(TRACE), "--draft-cost-file", str(TRACE)],
+        {"target_cost_file": [str(TRACE)], "draft_cost_file": [str(TRACE)]},
+    ),
 }
 #: checks no typed value fails (any string, a flag, repeatable strings)
 UNCHECKED = (requests.Text, requests.Flag, requests.Strings)

@@ -70,7 +70,7 @@ Warmup, Reps, Sweep, PartSpec, Bounds = map(
     _clicked, (requests.Warmup, requests.Reps, requests.Sweep, requests.PartSpec, requests.Bounds)
 )
 # group 3: traces and engine settings
-TraceInput = _clicked(requests.TraceInput)
+TraceInput, CostSource = map(_clicked, (requests.TraceInput, requests.CostSource))
 
 
 def png_name(path: Path, option: str) -> None:
