@@ -33,6 +33,7 @@ from infer_opt.requests import (
     AttentionWindowRequest,
     BucketsRequest,
     CalibrateRequest,
+    CompareRequest,
     Flag,
     KernelsRequest,
     NumberList,
@@ -219,36 +220,6 @@ def acceptance(p: Sequence[float], q: Sequence[float], *, normalize: bool = Fals
     return speculative.acceptance_report(p_arr, q_arr, normalized=normalize)
 
 
-def compare(base: Any, new: Any, **options: Any) -> Any:
-    """Two results compared as ``infer-opt compare`` compares them: two trace results (the
-    ``trace`` analysis, or a :class:`~infer_opt.trace.loaded.LoadedTrace`) op by op
-    (``base_name``, ``new_name``, ``threshold``); two profiles or kernel-suite runs (or lists
-    of them, the rounds of an ``ab``) with the run-level statistics of
-    :func:`~infer_opt.cost_models.run_stats.compare_results`."""
-    from infer_opt.results.trace import TraceResult
-
-    sides = [getattr(x, "result", x) if type(x).__name__ == "LoadedTrace" else x for x in (base, new)]
-    traces = [isinstance(x, TraceResult) for x in sides]
-    if all(traces):
-        from infer_opt.errors import InvalidInput
-        from infer_opt.trace.compare import compare_traces
-
-        unknown = set(options) - {"base_name", "new_name", "threshold"}
-        if unknown:
-            allowed = "base_name, new_name, threshold"
-            raise InvalidInput(sorted(unknown)[0], options[sorted(unknown)[0]], f"two traces take {allowed}")
-        return compare_traces(sides[0], sides[1], **options)
-    if any(traces):
-        from infer_opt.errors import InvalidInput
-
-        which = "new" if traces[0] else "base"
-        other = sides[1] if traces[0] else sides[0]
-        raise InvalidInput(which, type(other).__name__, "a trace compares with a trace result")
-    from infer_opt.cost_models.run_stats import compare_results
-
-    return compare_results(base, new, **options)
-
-
 #: name -> "module:attribute", for infer_opt.__getattr__ (each imported on first use)
 EXPORTS: dict[str, str] = {
     "amdahl": "infer_opt.api:amdahl",
@@ -308,3 +279,12 @@ def tune_speculative() -> Any:
     """The draft length per batch size (``infer-opt tune speculative``) from ``alphas`` (or the
     ``prometheus`` window) and the target's and draft's cost files; ``overhead`` in seconds. A
     :class:`~infer_opt.results.tune_speculative.TuneSpeculativeResult`."""
+
+
+@_runs(CompareRequest, "infer_opt.cost_models.run_stats:run")
+def compare() -> Any:
+    """Two results compared as ``infer-opt compare`` compares them (each a file, a result, or a
+    list of results: the rounds of an ``ab``): two trace results (or
+    :class:`~infer_opt.trace.loaded.LoadedTrace` s) op by op (``threshold`` only); two profiles
+    or kernel-suite runs with the run-level statistics of
+    :func:`~infer_opt.cost_models.run_stats.compare_results`."""

@@ -870,3 +870,31 @@ class TuneSpeculativeRequest(Request):
     batches: Path | None = option(None, InputFile())
     batch_sizes: tuple[int, ...] | None = option(None, CountList(1, 1 << 20, increasing=True))
     k_max: int | None = option(None, Count(1, 64))
+
+
+class ResultSide(InputFile):
+    """A side of ``compare``: a result's file or a trace file, or (the API's) a result, a
+    :class:`~infer_opt.trace.loaded.LoadedTrace` or a list of results (the rounds of an ``ab``)."""
+
+    what = "a file path, a result or a list of results"
+
+    def check(self, value: Any, option: str) -> Any:
+        if isinstance(value, (str, os.PathLike)):
+            return super().check(value, option)
+        if value is None or isinstance(value, (bool, int, float, bytes)):
+            raise InvalidInput(option, repr(value), f"must be {self.what}, not {type(value).__name__}")
+        return value
+
+
+@dataclass(frozen=True)
+class CompareRequest(Request):
+    """``infer-opt compare``: two results (or traces), the change worth reporting and the test's
+    settings (run-level: not for two traces)."""
+
+    base: Any = option(check=ResultSide(), positional=True)
+    new: Any = option(check=ResultSide(), positional=True)
+    threshold: float = option(0.05, Fraction(0, 1))
+    significance: float = option(0.05, Number(0, 1, low_open=True, high_open=True))
+    force: bool = option(False, Flag())
+    seed: int = option(0, Count(0))
+    noise_floor: float | None = option(None, Fraction(0, 10))

@@ -32,6 +32,7 @@ COMMANDS = {
     "trace": ("load_trace", requests.TraceRequest),
     "tune capture-sizes": ("tune_capture_sizes", requests.TuneCaptureSizesRequest),
     "tune speculative": ("tune_speculative", requests.TuneSpeculativeRequest),
+    "compare": ("compare", requests.CompareRequest),
 }
 #: how a result is shown or written: the API returns the result itself
 OUTPUT = {"json_out", "out", "markdown", "csv", "fmt", "plot"}
@@ -144,6 +145,12 @@ BAD = {
         ("--prometheus", "/no/such/a.prom", "/no/such/a.prom"),
         ("--draft-cost-file", "/no/such/d.csv", ["/no/such/d.csv"]),
     ],
+    "compare": [
+        ("BASE", "/no/such/base.json", "/no/such/base.json"),
+        ("--threshold", "2", 2),
+        ("--significance", "1", 1),
+        ("--seed", "-1", -1),
+    ],
 }
 TRACE = Path(__file__).parent / "trace" / "fixtures" / "model_step.json"
 #: what a command needs besides the bad value (a required argument), as typed and as passed
@@ -163,6 +170,7 @@ NEEDS = {
         ["--target-cost-file", str(TRACE), "--draft-cost-file", str(TRACE)],
         {"target_cost_file": [str(TRACE)], "draft_cost_file": [str(TRACE)]},
     ),
+    "compare": ([str(TRACE)], {"base": str(TRACE), "new": str(TRACE)}),
 }
 #: checks no typed value fails (any string, a flag, repeatable strings)
 UNCHECKED = (requests.Text, requests.Flag, requests.Strings)
