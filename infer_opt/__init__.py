@@ -21,7 +21,7 @@ _API = {
     "amortize_buckets", "speculative_speedup", "Costs", "acceptance", "compare_plans", "PlanRound",
     "rates_from_counts", "attention_memory", "window_bound", "compare", "render", "load_trace",
     "InvalidInput", "RunFailure", "validate", "calibrate", "attention_check",
-    "tune_capture_sizes", "tune_speculative",  # group 3: traces and engine settings
+    "tune_capture_sizes", "tune_speculative", "report",  # group 3: traces and engine settings
 }  # fmt: skip
 
 __all__ = ["__version__", *sorted(_API)]

@@ -39,6 +39,7 @@ from infer_opt.requests import (
     NumberList,
     PredictRequest,
     ProfileRequest,
+    ReportRequest,
     Request,
     RooflineRequest,
     TraceRequest,
@@ -251,6 +252,7 @@ EXPORTS: dict[str, str] = {
     # group 3: traces and engine settings
     "tune_capture_sizes": "infer_opt.api:tune_capture_sizes",
     "tune_speculative": "infer_opt.api:tune_speculative",
+    "report": "infer_opt.api:report",
 }
 
 
@@ -288,3 +290,10 @@ def compare() -> Any:
     :class:`~infer_opt.trace.loaded.LoadedTrace` s) op by op (``threshold`` only); two profiles
     or kernel-suite runs with the run-level statistics of
     :func:`~infer_opt.cost_models.run_stats.compare_results`."""
+
+
+@_runs(ReportRequest, "infer_opt.reports.report:run")
+def report() -> Any:
+    """Saved results (files, any mix of kinds) as one report (``infer-opt report``), without its
+    plots: a :class:`~infer_opt.reports.render.Document` (``infer_opt.render`` or a renderer
+    writes it as markdown or HTML)."""

@@ -898,3 +898,12 @@ class CompareRequest(Request):
     force: bool = option(False, Flag())
     seed: int = option(0, Count(0))
     noise_floor: float | None = option(None, Fraction(0, 10))
+
+
+@dataclass(frozen=True)
+class ReportRequest(Request):
+    """``infer-opt report``: the saved results, in order, and the report's title (where it is
+    written, with its plots and an HTML copy, is the command line's)."""
+
+    results: tuple[Path, ...] = option(check=Each(InputFile()), positional=True)
+    title: str = option("infer-opt report")

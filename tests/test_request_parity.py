@@ -33,6 +33,7 @@ COMMANDS = {
     "tune capture-sizes": ("tune_capture_sizes", requests.TuneCaptureSizesRequest),
     "tune speculative": ("tune_speculative", requests.TuneSpeculativeRequest),
     "compare": ("compare", requests.CompareRequest),
+    "report": ("report", requests.ReportRequest),
 }
 #: how a result is shown or written: the API returns the result itself
 OUTPUT = {"json_out", "out", "markdown", "csv", "fmt", "plot"}
@@ -56,9 +57,15 @@ CLI_ONLY = {
         "augment": "writes the trace back annotated: an output file",
         "augment_what_if": "with --augment",
     },
+    "report": {
+        "html": "writes FILE.html beside --out: an output file",
+        "no_plots": "the plots are files beside --out",
+    },
 }
 #: an argument's name on the command line (its help's metavar) -> the API's parameter
 RENAMED = {"trace": {"traces": "paths"}}
+#: a refusal's name on the command line (an argument's metavar) -> the API's parameter
+REFUSED_AS = {"RESULT.JSON...": "results"}
 #: per command, a bad value for each kind of check its options have: (flag, as typed, as passed)
 BAD = {
     "attention check": [("--heads", "129", 129), ("--dtype", "float16", "float16")],
@@ -151,8 +158,10 @@ BAD = {
         ("--significance", "1", 1),
         ("--seed", "-1", -1),
     ],
+    "report": [("RESULT.JSON...", "/no/such/r.json", ["/no/such/r.json"])],
 }
 TRACE = Path(__file__).parent / "trace" / "fixtures" / "model_step.json"
+RESULT = Path(__file__).parent / "reports" / "fixtures" / "profile.json"
 #: what a command needs besides the bad value (a required argument), as typed and as passed
 NEEDS = {
     "buckets": (["lengths.txt"], {"file": [12, 40]}),
@@ -171,6 +180,7 @@ NEEDS = {
         {"target_cost_file": [str(TRACE)], "draft_cost_file": [str(TRACE)]},
     ),
     "compare": ([str(TRACE)], {"base": str(TRACE), "new": str(TRACE)}),
+    "report": ([], {"results": [str(RESULT)]}),
 }
 #: checks no typed value fails (any string, a flag, repeatable strings)
 UNCHECKED = (requests.Text, requests.Flag, requests.Strings)
@@ -227,7 +237,7 @@ def test_every_option_has_the_api_default(command):
 def test_a_bad_value_is_refused_alike(command, flag, typed, passed, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "lengths.txt").write_text("12\n40\n")
-    name = flag.removeprefix("--").replace("-", "_").lower()
+    name = REFUSED_AS.get(flag, flag.removeprefix("--").replace("-", "_").lower())
     args, kwargs = NEEDS.get(command, ([], {}))
     with pytest.raises(InvalidInput) as caught:
         getattr(infer_opt, COMMANDS[command][0])(**{**kwargs, name: passed})
@@ -241,7 +251,9 @@ def test_the_refusals_cover_every_kind_of_check(command):
     fields = _fields(command)
     checked = {type(f.metadata["check"]) for f in fields.values()} - set(UNCHECKED)
     tried = {
-        type(fields[flag.removeprefix("--").replace("-", "_").lower()].metadata["check"])
+        type(
+            fields[REFUSED_AS.get(flag, flag.removeprefix("--").replace("-", "_").lower())].metadata["check"]
+        )
         for flag, *_ in BAD[command]
     }
     assert checked <= tried, checked - tried
