@@ -24,6 +24,7 @@ _API = {
     # group 2: measuring
     "comm", "ab", "speculative_verify", "speculative_measure", "speculative_run",
     "spec_speedup", "spec_plans", "spec_from_metrics", "amortize_measure",  # group 1: calculators
+    "tune_capture_sizes", "tune_speculative", "report",  # group 3: traces and engine settings
 }  # fmt: skip
 
 __all__ = ["__version__", *sorted(_API)]

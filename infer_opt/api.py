@@ -38,17 +38,22 @@ from infer_opt.requests import (
     BucketsRequest,
     CalibrateRequest,
     CommRequest,
+    CompareRequest,
     FromMetricsRequest,
     KernelsRequest,
     PlansRequest,
     PredictRequest,
     ProfileRequest,
+    ReportRequest,
     Request,
     RooflineRequest,
     SpecSpeedupRequest,
     SpeculativeMeasureRequest,
     SpeculativeRunRequest,
     SpeculativeVerifyRequest,
+    TraceRequest,
+    TuneCaptureSizesRequest,
+    TuneSpeculativeRequest,
     Typed,
     ValidateRequest,
 )
@@ -197,39 +202,6 @@ def buckets() -> Any:
     bounds with the least waste): ``file`` is a file path or a sequence of lengths."""
 
 
-def compare(base: Any, new: Any, **options: Any) -> Any:
-    """Two results compared as ``infer-opt compare`` compares them: two trace results (the
-    ``trace`` analysis, or a :class:`~infer_opt.trace.loaded.LoadedTrace`) op by op
-    (``base_name``, ``new_name``, ``threshold``); two profiles or kernel-suite runs (or lists
-    of them, the rounds of an ``ab``) with the run-level statistics of
-    :func:`~infer_opt.cost_models.compare_runs.compare_results`."""
-    from infer_opt.results.trace import TraceResult
-
-    sides = [getattr(x, "result", x) if type(x).__name__ == "LoadedTrace" else x for x in (base, new)]
-    traces = [isinstance(x, TraceResult) for x in sides]
-    if all(traces):
-        from infer_opt.errors import InvalidInput
-        from infer_opt.trace.compare import compare_traces
-
-        unknown = set(options) - {"base_name", "new_name", "threshold"}
-        if unknown:
-            allowed = "base_name, new_name, threshold"
-            raise InvalidInput(sorted(unknown)[0], options[sorted(unknown)[0]], f"two traces take {allowed}")
-        return compare_traces(sides[0], sides[1], **options)
-    if any(traces):
-        from infer_opt.errors import InvalidInput
-
-        which = "new" if traces[0] else "base"
-        other = sides[1] if traces[0] else sides[0]
-        raise InvalidInput(which, type(other).__name__, "a trace compares with a trace result")
-    from infer_opt.cost_models.compare_runs import compare_results
-
-    return compare_results(base, new, **options)
-
-
-# ----------------------------------------------------------------------------- group 1: calculators
-
-
 @_runs(AmortizeRequest, "infer_opt.cost_models.amortization:run", first=True)
 def amortize() -> Any:
     """Break-even calls and net gain of a compile (``infer-opt amortize``): one shape
@@ -311,7 +283,7 @@ EXPORTS: dict[str, str] = {
     "attention_check": "infer_opt.api:attention_check",
     "compare": "infer_opt.api:compare",
     "render": "infer_opt.reports.render:render",
-    "load_trace": "infer_opt.trace.loaded:load_trace",
+    "load_trace": "infer_opt.api:load_trace",
     "InvalidInput": "infer_opt.errors:InvalidInput",
     "RunFailure": "infer_opt.errors:RunFailure",
     # group 2: measuring
@@ -325,6 +297,10 @@ EXPORTS: dict[str, str] = {
     "spec_plans": "infer_opt.api:spec_plans",
     "spec_from_metrics": "infer_opt.api:spec_from_metrics",
     "amortize_measure": "infer_opt.api:amortize_measure",
+    # group 3: traces and engine settings
+    "tune_capture_sizes": "infer_opt.api:tune_capture_sizes",
+    "tune_speculative": "infer_opt.api:tune_speculative",
+    "report": "infer_opt.api:report",
 }
 
 
@@ -360,3 +336,46 @@ def speculative_measure() -> Any:
 def speculative_run() -> Any:
     """Run speculative decoding, time it against plain decoding and hold it against the cost
     model (``infer-opt speculative run``)."""
+
+
+# --------------------------------------------------------------- group 3: traces and engine settings
+
+
+@_runs(TraceRequest, "infer_opt.trace.loaded:run")
+def load_trace() -> Any:
+    """Analyze trace file(s) as ``infer-opt trace`` does (``paths``: a file, a folder of ranks, or a
+    list of them): a :class:`~infer_opt.trace.loaded.LoadedTrace`, the result with its tables as
+    DataFrames. ``scheduler``: a Dask scheduler address (or ``distributed.Client``) to read the
+    ranks on; ``workers``: local processes (default the cores); ``strict``: refuse when a rank
+    cannot be read."""
+
+
+@_runs(TuneCaptureSizesRequest, "infer_opt.cost_models.capture_tuning:run")
+def tune_capture_sizes() -> Any:
+    """The CUDA-graph capture list minimising the expected decode step time (``infer-opt tune
+    capture-sizes``): ``cost_file`` a list of cost files (``"FILE@B"`` for a trace result at batch
+    B), ``batches`` or ``prometheus`` (``before``: a window) the batch sizes seen; durations in
+    seconds. A :class:`~infer_opt.results.tune_capture_sizes.TuneCaptureSizesResult`."""
+
+
+@_runs(TuneSpeculativeRequest, "infer_opt.cost_models.speculative_tuning:run")
+def tune_speculative() -> Any:
+    """The draft length per batch size (``infer-opt tune speculative``) from ``alphas`` (or the
+    ``prometheus`` window) and the target's and draft's cost files; ``overhead`` in seconds. A
+    :class:`~infer_opt.results.tune_speculative.TuneSpeculativeResult`."""
+
+
+@_runs(CompareRequest, "infer_opt.cost_models.compare_runs:run")
+def compare() -> Any:
+    """Two results compared as ``infer-opt compare`` compares them (each a file, a result, or a
+    list of results: the rounds of an ``ab``): two trace results (or
+    :class:`~infer_opt.trace.loaded.LoadedTrace` s) op by op (``threshold`` only); two profiles
+    or kernel-suite runs with the run-level statistics of
+    :func:`~infer_opt.cost_models.compare_runs.compare_results`."""
+
+
+@_runs(ReportRequest, "infer_opt.reports.report:run")
+def report() -> Any:
+    """Saved results (files, any mix of kinds) as one report (``infer-opt report``), without its
+    plots: a :class:`~infer_opt.reports.render.Document` (``infer_opt.render`` or a renderer
+    writes it as markdown or HTML)."""

@@ -110,7 +110,7 @@ class Each(Checker):
         self.name = checker.name
 
     def check(self, value: Any, option: str) -> Any:
-        items = [value] if isinstance(value, str) else super().check(value, option)
+        items = [value] if isinstance(value, (str, os.PathLike)) else super().check(value, option)
         return tuple(self.checker.check(item, option) for item in items)
 
     def parse(self, text: Any, option: str) -> Any:
@@ -1015,3 +1015,168 @@ class AmortizeMeasureRequest(Request):
     cuda_graphs: bool | None = option(None, Flag())
     resume: Any = option(None, Resume("amortize-measure", "an amortize measure result"))
     hf_config: tuple[str, ...] = option((), Strings())
+# --------------------------------------------------------------- group 3: traces and engine settings
+
+
+class TraceInput(Checker):
+    """A trace file, or a folder of one file per rank: it must exist (the reader checks the rest).
+    On the command line (an argument's name, upper case) refused as ``TRACE``, as the reader is."""
+
+    name, takes, what = "path", (Path,), "a trace file or folder (a str or os.PathLike)"
+
+    def parse(self, text: Any, option: str) -> Path:
+        from infer_opt.trace.reader import PARAM
+
+        option = PARAM if option.isupper() else option
+        path = given_path(str(text), option, "a trace file or folder")
+        if not path.exists():
+            raise InvalidInput(option, str(text), "file does not exist")
+        if not path.is_dir() and not os.access(path, os.R_OK):
+            raise InvalidInput(option, str(text), "cannot read it (permission denied)")
+        return path
+
+
+class Steps(Checker):
+    """``N-M`` or ``N`` (ProfilerStep numbers) -> (N, M); the pair is taken back as it is."""
+
+    name, takes, what = "N-M", (tuple,), "'N-M' or 'N' (ProfilerStep numbers)"
+
+    def parse(self, text: Any, option: str) -> tuple[int, int] | None:
+        from infer_opt.trace.analyze import parse_steps
+
+        return parse_steps(text if isinstance(text, str) else "-".join(map(str, text)))
+
+
+class Edits(Strings):
+    """``--what-if`` edits, each parsed (bad syntax refused before a trace is read)."""
+
+    def parse(self, text: Any, option: str) -> tuple[str, ...]:
+        from infer_opt.trace.user_edits import parse_edit
+
+        if isinstance(text, str):  # a list: each item comes here
+            parse_edit(text)
+        return super().parse(text, option)
+
+
+#: a Dask scheduler: its address, or (the API's) a ``distributed.Client``
+SCHEDULER = Text()
+SCHEDULER.takes, SCHEDULER.what = (object,), "a scheduler address or a distributed.Client"
+
+
+@dataclass(frozen=True)
+class TraceRequest(Request):
+    """``infer-opt trace`` and ``load_trace``: the traces (files, or folders of ranks) and how
+    they are analyzed (``--augment`` and the display are the command line's)."""
+
+    paths: tuple[Path, ...] = option(check=Each(TraceInput()), positional=True)
+    steps: tuple[int, int] | None = option(None, Steps())
+    device: str | None = option(None)
+    peak_flops: float | None = option(None, FlopRate())
+    peak_bandwidth: float | None = option(None, Bandwidth())
+    hta_compat: bool = option(False, Flag())
+    causal_flops: str = option("half", Choice(("half", "full")))
+    matmul_fraction: float = option(0.7, Fraction(low=0.01))
+    capture: tuple[Path, ...] | None = option(None, Each(InputFile()))
+    scheduler: Any = option(None, SCHEDULER)
+    workers: int | None = option(None, Count(1, 1024))
+    strict: bool = option(False, Flag())
+    roofline: Path | None = option(None, InputFile())
+    joint_replay: bool = option(False, Flag())
+    what_if: tuple[str, ...] = option((), Edits())
+    kernels_from: Path | None = option(None, InputFile())
+
+
+class CostSource(Checker):
+    """``FILE``, or ``FILE@B``: a saved trace result and the batch size B it ran at (a trace
+    does not record it) -> ``(path, B or None)``. A path that exists as written is a file, ``@``
+    and all; the pair is taken back as it is."""
+
+    name, takes, what = "FILE[@B]", (Path, tuple), "a file path, 'FILE@B' or (path, B)"
+
+    def parse(self, text: Any, option: str) -> tuple[Path, int | None]:
+        if isinstance(text, tuple):
+            path, batch = text
+            return InputFile().check(path, option), None if batch is None else Count(1).check(batch, option)
+        text = str(text)
+        if "@" in text and not Path(text).exists():
+            path_text, _, batch = text.rpartition("@")
+            if not batch.isdigit() or int(batch) < 1:
+                raise InvalidInput(
+                    option, text, "after @ comes the batch size the trace ran at, a whole number >= 1"
+                )
+            return InputFile().parse(path_text, option), int(batch)
+        return InputFile().parse(text, option), None
+
+
+@dataclass(frozen=True)
+class TuneCaptureSizesRequest(Request):
+    """``infer-opt tune capture-sizes``: the batch sizes seen (a table, or Prometheus snapshots),
+    the step cost, the limits (count, memory) and the current list."""
+
+    cost_file: tuple[Any, ...] | None = option(None, Each(CostSource()))
+    batches: Path | None = option(None, InputFile())
+    prometheus: Path | None = option(None, InputFile())
+    before: Path | None = option(None, InputFile())
+    max_captures: int | None = option(None, Count(1, 1 << 16))
+    memory_per_capture: float | None = option(None, Size())
+    memory: Path | None = option(None, InputFile())
+    memory_budget: float | None = option(None, Size())
+    current: tuple[int, ...] | None = option(None, CountList(0))
+    engine: str = option("vllm")
+    engine_max_size: int | None = option(None, Count(1, 1 << 20))
+    eager_cost_file: tuple[Any, ...] | None = option(None, Each(CostSource()))
+    eager_overhead: float | None = option(None, Duration("ms"))
+    capture_time: float | None = option(None, Duration("s"))
+
+
+@dataclass(frozen=True)
+class TuneSpeculativeRequest(Request):
+    """``infer-opt tune speculative``: the acceptance rates (given, or from Prometheus snapshots),
+    the target's and the draft's step cost, and the batch sizes."""
+
+    target_cost_file: tuple[Any, ...] = option(check=Each(CostSource()))
+    draft_cost_file: tuple[Any, ...] = option(check=Each(CostSource()))
+    alphas: tuple[float, ...] | None = option(None, NumberList(low=0, high=1))
+    prometheus: Path | None = option(None, InputFile())
+    before: Path | None = option(None, InputFile())
+    overhead: float = option(0.0, Duration("ms"))
+    batches: Path | None = option(None, InputFile())
+    batch_sizes: tuple[int, ...] | None = option(None, CountList(1, 1 << 20, increasing=True))
+    k_max: int | None = option(None, Count(1, 64))
+
+
+class ResultSide(InputFile):
+    """A side of ``compare``: a result's file or a trace file, or (the API's) a result, a
+    :class:`~infer_opt.trace.loaded.LoadedTrace` or a list of results (the rounds of an ``ab``)."""
+
+    what = "a file path, a result or a list of results"
+
+    def check(self, value: Any, option: str) -> Any:
+        if isinstance(value, (str, os.PathLike)):
+            return super().check(value, option)
+        if value is None or isinstance(value, (bool, int, float, bytes)):
+            raise InvalidInput(option, repr(value), f"must be {self.what}, not {type(value).__name__}")
+        return value
+
+
+@dataclass(frozen=True)
+class CompareRequest(Request):
+    """``infer-opt compare``: two results (or traces), the change worth reporting and the test's
+    settings (run-level: not for two traces)."""
+
+    base: Any = option(check=ResultSide(), positional=True)
+    new: Any = option(check=ResultSide(), positional=True)
+    threshold: float = option(0.05, Fraction(0, 1))
+    significance: float = option(0.05, Number(0, 1, low_open=True, high_open=True))
+    force: bool = option(False, Flag())
+    seed: int = option(0, Count(0))
+    noise_floor: float | None = option(None, Fraction(0, 10))
+
+
+@dataclass(frozen=True)
+class ReportRequest(Request):
+    """``infer-opt report``: the saved results, in order, and the report's title (where it is
+    written, with its plots and an HTML copy, is the command line's)."""
+
+    results: tuple[Path, ...] = option(check=Each(InputFile()), positional=True)
+    title: str = option("infer-opt report")

@@ -330,7 +330,7 @@ def test_the_inline_declaration_check_sees_every_form():
 OWN_READS = {
     "infer_opt/files.py": "the one reader, after its size and regular-file checks",
     "infer_opt/trace/reader.py": "a trace (up to 8 GiB): its own regular-file and size checks first",
-    "infer_opt/cli/compare.py": "a trace's first bytes, after checking it is a regular file",
+    "infer_opt/inputs/sides.py": "a trace's first bytes, after checking it is a regular file",
     "infer_opt/cli/output.py": "os.devnull, written",
     "infer_opt/store.py": "a lock file, appended to",
     "infer_opt/profilers/device.py": "/proc and /sys: the machine's own files",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+from pathlib import Path
 
 import pytest
 
@@ -40,6 +41,12 @@ COMMANDS = {
     "speculative plans": ("spec_plans", requests.PlansRequest),
     "speculative from-metrics": ("spec_from_metrics", requests.FromMetricsRequest),
     "amortize measure": ("amortize_measure", requests.AmortizeMeasureRequest),
+    # group 3: traces and engine settings
+    "trace": ("load_trace", requests.TraceRequest),
+    "tune capture-sizes": ("tune_capture_sizes", requests.TuneCaptureSizesRequest),
+    "tune speculative": ("tune_speculative", requests.TuneSpeculativeRequest),
+    "compare": ("compare", requests.CompareRequest),
+    "report": ("report", requests.ReportRequest),
 }
 #: how a result is shown or written: the API returns the result itself
 OUTPUT = {"json_out", "out", "markdown", "csv", "fmt", "plot"}
@@ -61,7 +68,21 @@ CLI_ONLY = {
     "comm": {"nproc": "starts its ranks through torchrun: a launch, not a call"},
     # group 1: calculators
     "speculative speedup": {"plot_grid": "a figure written: the API returns the result"},
+    # group 3: traces and engine settings
+    "trace": {
+        "top": "rows of the tables shown",
+        "augment": "writes the trace back annotated: an output file",
+        "augment_what_if": "with --augment",
+    },
+    "report": {
+        "html": "writes FILE.html beside --out: an output file",
+        "no_plots": "the plots are files beside --out",
+    },
 }
+#: an argument's name on the command line (its help's metavar) -> the API's parameter
+RENAMED = {"trace": {"traces": "paths"}}
+#: a refusal's name on the command line (an argument's metavar) -> the API's parameter
+REFUSED_AS = {"RESULT.JSON...": "results"}
 #: per command, a bad value for each kind of check its options have: (flag, as typed, as passed)
 BAD = {
     "attention check": [("--heads", "129", 129), ("--dtype", "float16", "float16")],
@@ -186,7 +207,44 @@ BAD = {
         ("--backend", "fast", "fast"),
         ("--resume", "/no/such/sweep.json", "/no/such/sweep.json"),
     ],
+    # group 3: traces and engine settings
+    "trace": [
+        ("--steps", "5-3", "5-3"),
+        ("--peak-flops", "fast", "fast"),
+        ("--peak-bandwidth", "-1", -1),
+        ("--causal-flops", "most", "most"),
+        ("--matmul-fraction", "0", 0),
+        ("--capture", "/no/such/capture.json", "/no/such/capture.json"),
+        ("--workers", "0", 0),
+        ("--roofline", "/no/such/fit.json", "/no/such/fit.json"),
+        ("--what-if", "gemm*", ["gemm*"]),
+    ],
+    "tune capture-sizes": [
+        ("--cost-file", "cost.csv@0", ["cost.csv@0"]),
+        ("--batches", "/no/such/b.csv", "/no/such/b.csv"),
+        ("--max-captures", "0", 0),
+        ("--memory-per-capture", "lots", "lots"),
+        ("--current", "1,-1", [1, -1]),
+        ("--eager-overhead", "3parsecs", "3parsecs"),
+    ],
+    "tune speculative": [
+        ("--alphas", "0.8,1.5", [0.8, 1.5]),
+        ("--overhead", "-1ms", "-1ms"),
+        ("--batch-sizes", "8,4", [8, 4]),
+        ("--k-max", "65", 65),
+        ("--prometheus", "/no/such/a.prom", "/no/such/a.prom"),
+        ("--draft-cost-file", "/no/such/d.csv", ["/no/such/d.csv"]),
+    ],
+    "compare": [
+        ("BASE", "/no/such/base.json", "/no/such/base.json"),
+        ("--threshold", "2", 2),
+        ("--significance", "1", 1),
+        ("--seed", "-1", -1),
+    ],
+    "report": [("RESULT.JSON...", "/no/such/r.json", ["/no/such/r.json"])],
 }
+TRACE = Path(__file__).parent / "trace" / "fixtures" / "model_step.json"
+RESULT = Path(__file__).parent / "reports" / "fixtures" / "profile.json"
 #: what a command needs besides the bad value (a required argument), as typed and as passed
 NEEDS = {
     "buckets": (["lengths.txt"], {"file": [12, 40]}),
@@ -200,6 +258,14 @@ NEEDS = {
     ),
     # group 2: measuring
     "ab": (["--base", "infer-opt kernels", "--new", "infer-opt kernels"], {"base": "x", "new": "x"}),
+    # group 3: traces and engine settings
+    "trace": ([str(TRACE)], {"paths": str(TRACE)}),
+    "tune speculative": (
+        ["--target-cost-file", str(TRACE), "--draft-cost-file", str(TRACE)],
+        {"target_cost_file": [str(TRACE)], "draft_cost_file": [str(TRACE)]},
+    ),
+    "compare": ([str(TRACE)], {"base": str(TRACE), "new": str(TRACE)}),
+    "report": ([], {"results": [str(RESULT)]}),
 }
 #: checks no typed value fails (any string, a flag, repeatable strings)
 UNCHECKED = (requests.Text, requests.Flag, requests.Strings)
@@ -209,7 +275,8 @@ def _options(command: str) -> dict[str, object]:
     group, _, sub = command.partition(" ")
     loaded = _load_command(group)
     loaded = loaded.commands[sub] if sub else loaded
-    return {p.name: p for p in loaded.params if p.name not in OUTPUT}
+    renamed = RENAMED.get(command, {})
+    return {renamed.get(p.name, p.name): p for p in loaded.params if p.name not in OUTPUT}
 
 
 def _api(command: str) -> inspect.Signature:
@@ -255,7 +322,7 @@ def test_every_option_has_the_api_default(command):
 def test_a_bad_value_is_refused_alike(command, flag, typed, passed, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "lengths.txt").write_text("12\n40\n")
-    name = flag.removeprefix("--").replace("-", "_").lower()
+    name = REFUSED_AS.get(flag, flag.removeprefix("--").replace("-", "_").lower())
     args, kwargs = NEEDS.get(command, ([], {}))
     with pytest.raises(InvalidInput) as caught:
         getattr(infer_opt, COMMANDS[command][0])(**{**kwargs, name: passed})
@@ -269,7 +336,9 @@ def test_the_refusals_cover_every_kind_of_check(command):
     fields = _fields(command)
     checked = {type(f.metadata["check"]) for f in fields.values()} - set(UNCHECKED)
     tried = {
-        type(fields[flag.removeprefix("--").replace("-", "_").lower()].metadata["check"])
+        type(
+            fields[REFUSED_AS.get(flag, flag.removeprefix("--").replace("-", "_").lower())].metadata["check"]
+        )
         for flag, *_ in BAD[command]
     }
     assert checked <= tried, checked - tried

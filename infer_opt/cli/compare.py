@@ -12,7 +12,7 @@ from infer_opt.cli.common import argument, option, seed_option
 from infer_opt.cli.output import with_output
 from infer_opt.cli.types import Fraction, InputFile, Number
 from infer_opt.cost_models import compare_runs as model
-from infer_opt.results import load_result
+from infer_opt.requests import CompareRequest
 
 # Rich keeps single newlines in help text, so each paragraph is one (concatenated) line.
 HELP = (
@@ -69,120 +69,16 @@ def compare(
     base: BaseArg,
     new: NewArg,
     threshold: ThresholdOpt = "5%",
-    alpha: AlphaOpt = 0.05,
+    significance: AlphaOpt = 0.05,
     force: ForceOpt = False,
     seed: SeedOpt = 0,
     noise_floor: NoiseFloorOpt = None,
 ) -> Any:
-    distinct = base.name != new.name
-    names = (base.name if distinct else str(base), new.name if distinct else str(new))
-    traces = _traces(base, new)
-    if traces is not None:
-        from infer_opt.trace.compare import compare_traces
-
-        return compare_traces(*traces, base_name=names[0], new_name=names[1], threshold=threshold)
-    loaded_base, loaded_new = load_result(base), load_result(new)
-    if noise_floor is not None:
-        noise = model.Noise.given(noise_floor)
-    else:
-        from infer_opt.store import noise_for
-
-        noise = noise_for([loaded_base.result, loaded_new.result])
-    return model.compare_results(
-        loaded_base.result,
-        loaded_new.result,
-        base_name=names[0],
-        new_name=names[1],
-        force=force,
-        alpha=alpha,
-        threshold=threshold,
-        seed=seed,
-        noise=noise,
-        commands=(loaded_base.envelope.get("command", ""), loaded_new.envelope.get("command", "")),
-    )
-
-
-#: how far :func:`_is_trace_file` reads for a top-level key that decides
-SNIFF_BYTES = 64 << 20
-
-
-def _is_trace_file(path: Path) -> bool:
-    """A torch.profiler trace (gzip, a bare array of events, or an object with ``traceEvents``),
-    not a saved result (an object whose ``schema`` is ``infer-opt/<kind>``): the top-level keys
-    are read in order, their values skipped, until one decides (at most :data:`SNIFF_BYTES`,
-    the read doubling so each value is parsed a bounded number of times). Only a regular file
-    is opened (a FIFO would never end: the reader it goes to refuses it)."""
-    import json
-
-    if not path.is_file():
-        return False
-    decoder = json.JSONDecoder()
-    with open(path, "rb") as handle:
-        raw = handle.read(1 << 16)
-        if raw[:2] == b"\x1f\x8b":
-            return True
-        while True:
-            text = raw.decode("utf-8", "replace")
-            pos = len(text) - len(text.lstrip(" \t\r\n\ufeff"))
-            if text[pos : pos + 1] == "[":
-                return True
-            decided = _top_level_decides(decoder, text, pos + 1) if text[pos : pos + 1] == "{" else False
-            if decided is not None or len(raw) >= SNIFF_BYTES:
-                return bool(decided)
-            more = handle.read(len(raw))
-            if not more:
-                return False
-            raw += more
-
-
-def _top_level_decides(decoder: Any, text: str, pos: int) -> bool | None:
-    """True at a ``traceEvents`` key, False at an ``infer-opt/`` schema or the object's end,
-    None when ``text`` ends first (read more)."""
-    while True:
-        while pos < len(text) and text[pos] in " \t\r\n,":
-            pos += 1
-        if pos >= len(text):
-            return None
-        if text[pos] == "}":
-            return False
-        try:
-            key, pos = decoder.raw_decode(text, pos)
-            while pos < len(text) and text[pos] in " \t\r\n:":
-                pos += 1
-            if key == "traceEvents":
-                return True
-            value, pos = decoder.raw_decode(text, pos)
-        except ValueError:
-            return None
-        if pos >= len(text):  # a number may go on in the next read
-            return None
-        if key == "schema" and isinstance(value, str) and value.startswith("infer-opt/"):
-            return False
-
-
-def _traces(base: Path, new: Path) -> tuple | None:
-    """The two trace analyses when the inputs are trace files or saved trace results; None when
-    both are other results; a mix is refused."""
-    from infer_opt.errors import InvalidInput
-
-    sides = []
-    for path in (base, new):
-        if _is_trace_file(path):
-            from infer_opt.trace.analyze import analyze
-
-            sides.append(analyze([path]).result)
-        else:
-            loaded = load_result(path)
-            sides.append(loaded.result if loaded.kind == "trace" else loaded.kind)
-    kinds = ["trace" if not isinstance(s, str) else s for s in sides]
-    if kinds == ["trace", "trace"]:
-        return sides[0], sides[1]
-    if "trace" in kinds:
-        other = next(k for k in kinds if k != "trace")
-        which = "NEW" if kinds[0] == "trace" else "BASE"
-        where = new if which == "NEW" else base
-        raise InvalidInput(which, str(where), f"a {other} result; a trace compares with a trace")
-    return None
+    request = CompareRequest(
+        base, new, threshold=threshold, significance=significance, force=force, seed=seed,
+        noise_floor=noise_floor,
+    )  # fmt: skip
+    return model.run(request)
 
 
 def register(app: typer.Typer) -> None:

@@ -3,24 +3,18 @@ plots beside it, and optionally the same report as one self-contained HTML file.
 
 from __future__ import annotations
 
-import datetime as _dt
 import sys
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import typer
 
-from infer_opt import __version__
 from infer_opt.cli.common import argument, option
 from infer_opt.cli.types import InputFile, OutputFile
 from infer_opt.errors import InvalidInput, RunFailure
 from infer_opt.files import check_writable, keep_unsaved, write_text
-from infer_opt.registry import KINDS, plotter
-from infer_opt.results import LoadedResult, load_result
-
-if TYPE_CHECKING:
-    from infer_opt.reports.render import Figure
+from infer_opt.registry import KINDS
+from infer_opt.requests import ReportRequest
 
 # Rich keeps single newlines in help text, so each paragraph is one (concatenated) line.
 HELP = (
@@ -56,29 +50,6 @@ def assets_dir(out: Path) -> Path:
     return out.with_name(f"{out.stem}_assets")
 
 
-def _figures(
-    loaded: list[LoadedResult], titles: list[str], folder: Path, link_prefix: str
-) -> list[list[Figure]]:
-    """Each result's plot(s), written to ``folder`` as ``NN-<kind>.png`` (+ extras beside)."""
-    from infer_opt.reports.render import Figure
-
-    out: list[list[Figure]] = []
-    for i, (item, title) in enumerate(zip(loaded, titles, strict=True), start=1):
-        if plotter(item.kind) is None:
-            out.append([])
-            continue
-        base = folder / f"{i:02d}-{item.kind}.png"
-        figures = []
-        from infer_opt.reports.plots import write_plots
-
-        for path in write_plots(item.result, base):
-            extra = path.stem[len(base.stem) :].strip("-_ ")
-            caption = f"{title} ({extra})" if extra else title
-            figures.append(Figure(path, f"{link_prefix}{path.name}", caption))
-        out.append(figures)
-    return out
-
-
 ResultsArg = argument(
     list[Path], metavar="RESULT.json...", parse=InputFile(), help="Saved results (any --out FILE.json)."
 )
@@ -103,8 +74,7 @@ def report(
 ) -> None:
     from infer_opt.reports.console import ConsoleRenderer
     from infer_opt.reports.render import Document, get_renderer
-    from infer_opt.reports.report import build_report
-    from infer_opt.reports.view import build_view
+    from infer_opt.reports.report import run
 
     to_stdout = str(out) == "-"
     fmt = "markdown" if to_stdout else report_format(out)
@@ -112,26 +82,10 @@ def report(
     if html and (to_stdout or html_only):
         raise InvalidInput("--html", str(out), "--html writes FILE.html next to a FILE.md given with --out")
     _check_companions(out, html=html, plots=not (no_plots or to_stdout or html_only))
-    loaded = [load_result(p) for p in results]
-    titles = [build_view(item.result).title for item in loaded]
-    generated = (
-        _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC") + f" by infer-opt {__version__}"
-    )
+    request = ReportRequest(results, title=title)
     with tempfile.TemporaryDirectory(prefix="infer-opt-report-") as tmp:
-        if no_plots or to_stdout:
-            figures: list[list[Figure]] = [[] for _ in loaded]
-        elif html_only:
-            figures = _figures(loaded, titles, Path(tmp), "")
-        else:
-            folder = assets_dir(out)
-            figures = _figures(loaded, titles, folder, f"{folder.name}/")
-        doc = build_report(
-            loaded,
-            sources=[str(p) for p in results],
-            figures=figures,
-            title=title,
-            generated=generated,
-        )
+        plots = None if no_plots or to_stdout else (Path(tmp), "") if html_only else assets_dir(out)
+        doc = run(request, plots=plots)
         if to_stdout:
             sys.stdout.write(get_renderer("markdown").render(doc))
             return
@@ -141,9 +95,9 @@ def report(
         written = _write_all(files)
     summary = Document(sections=[], title=title, highlights=doc.highlights)
     sys.stdout.write(ConsoleRenderer(terminal=True).render(summary))
-    n_figures = sum(len(f) for f in figures)
+    n_figures = sum(len(section.figures) for section in doc.sections)
     for path in written:
-        typer.echo(f"wrote {path} ({len(loaded)} results, {n_figures} plots)", err=True)
+        typer.echo(f"wrote {path} ({len(doc.sections)} results, {n_figures} plots)", err=True)
 
 
 def _check_companions(out: Path, *, html: bool, plots: bool) -> None:

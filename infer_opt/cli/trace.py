@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +9,17 @@ import typer
 
 from infer_opt.cli.common import argument, option, progress_bar
 from infer_opt.cli.output import Outcome, Output, with_output
-from infer_opt.cli.types import Bandwidth, Choice, Count, FlopRate, Fraction, InputFile, OutputFile
+from infer_opt.cli.types import (
+    Bandwidth,
+    Choice,
+    Count,
+    FlopRate,
+    Fraction,
+    InputFile,
+    OutputFile,
+    TraceInput,
+)
+from infer_opt.requests import TraceRequest
 
 HELP = """Read torch.profiler / Kineto traces of a GPU (a .json or .json.gz file, several files,
 or a folder of one file per rank) and say where the time went (the union timeline per step and
@@ -124,7 +133,10 @@ StrictOpt = option(
     bool, "--strict", help="Refuse the job when a rank cannot be read (default: report the rest, say which)."
 )
 TracesArg = argument(
-    list[Path], help="Trace files (.json, .json.gz) or folders of one file per rank.", show_default=False
+    list[Path],
+    parse=TraceInput(),
+    help="Trace files (.json, .json.gz) or folders of one file per rank.",
+    show_default=False,
 )
 JointReplayOpt = option(
     bool,
@@ -159,38 +171,24 @@ def trace_command(
     output: Output,
 ) -> Any:
     from infer_opt.errors import InvalidInput
-    from infer_opt.trace.analyze import analyze, parse_steps
-    from infer_opt.trace.ranks import scheduler_address
+    from infer_opt.trace.analyze import run
     from infer_opt.trace.user_edits import parse_edit
 
-    for edit in [*(what_if or ()), *([augment_what_if] if augment_what_if not in (None, "none") else [])]:
-        parse_edit(edit)  # bad syntax: refused before the trace is read
+    request = TraceRequest(
+        traces, steps=steps, hta_compat=hta_compat, device=device, peak_flops=peak_flops,
+        peak_bandwidth=peak_bandwidth, roofline=roofline, causal_flops=causal_flops,
+        matmul_fraction=matmul_fraction, capture=capture, scheduler=scheduler, workers=workers,
+        strict=strict, joint_replay=joint_replay, what_if=what_if, kernels_from=kernels_from,
+    )  # fmt: skip
+    if augment_what_if not in (None, "none"):
+        parse_edit(augment_what_if)  # bad syntax: refused before the trace is read
     if augment_what_if is not None and augment is None:
         raise InvalidInput("--augment-what-if", augment_what_if, "needs --augment FILE to write to")
-    inputs = [_checked(p) for p in traces]
     output.check_distinct((("--augment", augment),))
-    _never_over_an_input(inputs, output, augment)
-    fit = _roofline(roofline) if roofline is not None else None
+    _never_over_an_input(request.paths, output, augment)
     with progress_bar("trace") as bar:
-        found = analyze(
-            inputs,
-            steps=parse_steps(steps),
-            hta_compat=hta_compat,
-            device=device,
-            peak_flops=peak_flops,
-            peak_bandwidth=peak_bandwidth,
-            roofline_fit=fit,
-            causal=causal_flops,
-            matmul_peak_fraction=matmul_fraction,
-            workers=workers,
-            scheduler=scheduler_address(scheduler),
-            strict=strict,
-            progress=lambda done, total: bar(done, total, "ranks"),
-            keep_events=augment is not None,
-            capture=[capture] if capture is not None else None,
-            what_if_edits=tuple(what_if or ()),
-            kernels_from=kernels_from,
-            joint_replay=joint_replay or None,
+        found = run(
+            request, progress=lambda done, total: bar(done, total, "ranks"), keep_events=augment is not None
         )
     if augment is not None:
         from infer_opt.errors import RunFailure
@@ -206,7 +204,7 @@ def trace_command(
     return Outcome(found.result, view={"top": top})
 
 
-def _never_over_an_input(inputs: list[Path], output: Output, augment: Path | None) -> None:
+def _never_over_an_input(inputs: tuple[Path, ...], output: Output, augment: Path | None) -> None:
     """No output may replace a trace being read (``--out trace.json`` on trace.json)."""
     from infer_opt.errors import InvalidInput
     from infer_opt.files import same_file_key
@@ -223,26 +221,6 @@ def _never_over_an_input(inputs: list[Path], output: Output, augment: Path | Non
     for flag, path in named:
         if path is not None and str(path) != "-" and same_file_key(path) in read:
             raise InvalidInput(flag, str(path), "is a trace being read; write to another file")
-
-
-def _checked(path: Path) -> Path:
-    from infer_opt.errors import InvalidInput
-
-    if not path.exists():
-        raise InvalidInput("TRACE", str(path), "file does not exist")
-    if path.is_dir():
-        return path
-    if not os.access(path, os.R_OK):
-        raise InvalidInput("TRACE", str(path), "cannot read it (permission denied)")
-    # regular files only, up to the reader's own limit (8 GiB: traces run larger than the 1 GiB
-    # other inputs are held to); trace/reader.py checks both before reading a byte
-    return path
-
-
-def _roofline(path: Path) -> Any:
-    from infer_opt.results import load_result
-
-    return load_result(path, expect=("roofline",), option="--roofline", what="a roofline fit").result
 
 
 def register(app: typer.Typer) -> None:

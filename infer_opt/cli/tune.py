@@ -11,8 +11,9 @@ from typer.core import TyperCommand
 
 from infer_opt.cli.common import BeforeOpt, deprecated, option
 from infer_opt.cli.output import with_output
-from infer_opt.cli.types import Count, CountList, Duration, InputFile, NumberList, Parsed, Size
+from infer_opt.cli.types import CostSource, Count, CountList, Duration, InputFile, NumberList, Size
 from infer_opt.errors import InvalidInput
+from infer_opt.requests import TuneCaptureSizesRequest, TuneSpeculativeRequest
 from infer_opt.results.tune_capture_sizes import TuneCaptureSizesResult
 from infer_opt.results.tune_speculative import TuneSpeculativeResult
 
@@ -105,23 +106,6 @@ class SnapshotsCommand(TyperCommand):
         return super().parse_args(ctx, old_window(list(args), f"tune {self.name}"))
 
 
-class CostSource(Parsed):
-    """``FILE``, or ``FILE@B``: a saved trace result and the batch size B it ran at (a trace
-    does not record it). A path that exists as written is a file, ``@`` and all."""
-
-    name = "FILE[@B]"
-
-    def parse(self, text: str, option: str) -> tuple[Path, int | None]:
-        if "@" in text and not Path(text).exists():
-            path_text, _, batch = text.rpartition("@")
-            if not batch.isdigit() or int(batch) < 1:
-                raise InvalidInput(
-                    option, text, "after @ comes the batch size the trace ran at, a whole number >= 1"
-                )
-            return InputFile().parse(path_text, option), int(batch)
-        return InputFile().parse(text, option), None
-
-
 CostOpt = option(
     list[Any] | None,
     "--cost-file",
@@ -170,42 +154,10 @@ CaptureTimeOpt = option(
 )
 
 
-def _window(after: Path | None, before: Path | None) -> list[Path] | None:
-    """The snapshots ``--prometheus AFTER --before BEFORE`` name, the earlier first."""
-    if after is None and before is not None:
-        raise InvalidInput("--before", str(before), "applies to --prometheus files only")
-    return None if after is None else [p for p in (before, after) if p is not None]
-
-
-def _distribution(batches: Path | None, prometheus: list[Path] | None) -> dict[str, Any]:
-    from infer_opt.inputs.tune import read_distribution, read_histogram
-
-    if (batches is None) == (not prometheus):
-        raise InvalidInput(
-            "--batches",
-            "missing" if batches is None else str(batches),
-            "give --batches FILE or --prometheus SNAPSHOT, one of them",
-        )
-    if batches is not None:
-        dist, notices = read_distribution(batches)
-        return {"dist": dist, "notices": notices, "label": f"{batches.name} (as given)"}
-    return read_histogram(prometheus)
-
-
-def _current(
-    current: tuple[int, ...] | None, engine: str, max_size: int | None
-) -> tuple[tuple[int, ...], str]:
-    from infer_opt.cost_models import capture_sizes as cs
-
-    if current is not None:
-        return cs.validate_list(current, "--current"), "--current (as given)"
-    return cs.engine_default(engine, max_size)
-
-
 @app.command("capture-sizes", help=CAPTURE_HELP, cls=SnapshotsCommand)
 @with_output(plot=True)
 def capture_sizes(
-    cost: CostOpt = None,
+    cost_file: CostOpt = None,
     batches: BatchesOpt = None,
     prometheus: PrometheusOpt = None,
     before: BeforeOpt = None,
@@ -216,62 +168,19 @@ def capture_sizes(
     current: CurrentOpt = None,
     engine: EngineOpt = "vllm",
     engine_max_size: MaxSizeOpt = None,
-    eager_cost: EagerCostOpt = None,
+    eager_cost_file: EagerCostOpt = None,
     eager_overhead: EagerOverheadOpt = None,
     capture_time: CaptureTimeOpt = None,
 ) -> TuneCaptureSizesResult:
-    from infer_opt.cost_models import capture_tuning as ct
-    from infer_opt.inputs.tune import read_costs, read_memory
+    from infer_opt.cost_models.capture_tuning import run
 
-    if memory_per_capture is not None and memory is not None:
-        raise InvalidInput("--memory", str(memory), "give --memory-per-capture or --memory, not both")
-    if eager_cost and eager_overhead is not None:  # (the measured table wins: the other is unused)
-        raise InvalidInput(
-            "--eager-overhead",
-            f"{eager_overhead:g} s",
-            "give --eager-cost-file FILE or --eager-overhead D, not both",
-        )
-    got = _distribution(batches, _window(prometheus, before))
-    curve, cost_label, cost_notices = read_costs(cost or [], "--cost-file")
-    eager = read_costs(eager_cost, "--eager-cost-file")[0] if eager_cost else None
-    mem = None
-    if memory_per_capture is not None:
-        mem = ct.Memory(per_capture=memory_per_capture)
-    elif memory is not None:
-        sizes, nbytes = read_memory(memory)
-        mem = ct.Memory(sizes=sizes, bytes_=nbytes, source=memory.name)
-    listed, listed_source = _current(current, engine, engine_max_size)
-    inputs = (
-        ("distribution", got["label"]),
-        ("cost", cost_label),
-        ("eager", "measured table" if eager is not None else "estimated: cost(b) + --eager-overhead"),
-        (
-            "memory",
-            "none"
-            if mem is None
-            else ("--memory-per-capture (as given)" if memory is None else f"{memory.name} (measured)"),
-        ),
-        ("current", listed_source),
-    )
-    return ct.tune(
-        ct.Inputs(
-            dist=got["dist"],
-            curve=curve,
-            current=listed,
-            current_source=listed_source,
-            engine=engine.partition("@")[0],
-            dist_low=got.get("dist_low"),
-            overflow_share=got.get("overflow_share", 0.0),
-            max_captures=max_captures,
-            memory=mem,
-            memory_budget=memory_budget,
-            eager_overhead_s=eager_overhead,
-            eager=eager,
-            capture_time_s=capture_time,
-            inputs=inputs,
-            notices=(*got["notices"], *cost_notices),
-        )
-    )
+    request = TuneCaptureSizesRequest(
+        cost_file=cost_file, batches=batches, prometheus=prometheus, before=before,
+        max_captures=max_captures, memory_per_capture=memory_per_capture, memory=memory,
+        memory_budget=memory_budget, current=current, engine=engine, engine_max_size=engine_max_size,
+        eager_cost_file=eager_cost_file, eager_overhead=eager_overhead, capture_time=capture_time,
+    )  # fmt: skip
+    return run(request)
 
 
 AlphasOpt = option(
@@ -309,27 +218,11 @@ KMaxOpt = option(
 )
 
 
-def _alphas(alphas: tuple[float, ...] | None, prometheus: list[Path] | None) -> tuple[tuple[float, ...], str]:
-    if (alphas is None) == (not prometheus):
-        raise InvalidInput(
-            "--alphas",
-            "missing" if alphas is None else "both",
-            "give --alphas LIST or --prometheus AFTER --before BEFORE, one of them",
-        )
-    if alphas is not None:
-        return tuple(alphas), "--alphas (as given)"
-    if len(prometheus) != 2:
-        raise InvalidInput("--before", "missing", "give two snapshots: --prometheus AFTER --before BEFORE")
-    from infer_opt.inputs.tune import alphas_from_prometheus
-
-    return alphas_from_prometheus(prometheus[0], prometheus[1])
-
-
 @app.command("speculative", help=SPEC_HELP, cls=SnapshotsCommand)
 @with_output(plot=True)
 def speculative(
-    target_cost: TargetCostOpt,
-    draft_cost: DraftCostOpt,
+    target_cost_file: TargetCostOpt,
+    draft_cost_file: DraftCostOpt,
     alphas: AlphasOpt = None,
     prometheus: PrometheusOpt = None,
     before: BeforeOpt = None,
@@ -338,28 +231,11 @@ def speculative(
     batch_sizes: BatchSizesOpt = None,
     k_max: KMaxOpt = None,
 ) -> TuneSpeculativeResult:
-    from infer_opt.cost_models import capture_sizes as cs
-    from infer_opt.cost_models import speculative_tuning as st
-    from infer_opt.inputs.tune import read_costs, read_distribution
+    from infer_opt.cost_models.speculative_tuning import run
 
-    rates, rates_label = _alphas(alphas, _window(prometheus, before))
-    if (batches is None) == (batch_sizes is None):
-        raise InvalidInput(
-            "--batches",
-            "missing" if batches is None else "both",
-            "give --batches FILE or --batch-sizes LIST, one of them",
-        )
-    if batches is not None:
-        dist, _ = read_distribution(batches)
-    else:
-        dist = cs.distribution(batch_sizes, [1.0] * len(batch_sizes), source="--batch-sizes")
-    target, target_label, _ = read_costs(target_cost, "--target-cost-file")
-    draft, draft_label, _ = read_costs(draft_cost, "--draft-cost-file")
-    inputs = {
-        "alphas": rates_label,
-        "target_cost": target_label,
-        "draft_cost": draft_label,
-        "overhead": "--overhead (as given)",
-        "distribution": dist.source,
-    }
-    return st.tune(rates, target, draft, dist, overhead_s=overhead, k_max=k_max, inputs=inputs)
+    request = TuneSpeculativeRequest(
+        target_cost_file=target_cost_file, draft_cost_file=draft_cost_file, alphas=alphas,
+        prometheus=prometheus, before=before, overhead=overhead, batches=batches, batch_sizes=batch_sizes,
+        k_max=k_max,
+    )  # fmt: skip
+    return run(request)

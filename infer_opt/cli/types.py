@@ -70,6 +70,8 @@ Warmup, Reps, Sweep, PartSpec, Bounds = map(
     _clicked, (requests.Warmup, requests.Reps, requests.Sweep, requests.PartSpec, requests.Bounds)
 )
 VerifyModel, KMax = map(_clicked, (requests.VerifyModel, requests.KMax))  # group 1: calculators
+# group 3: traces and engine settings
+TraceInput, CostSource = map(_clicked, (requests.TraceInput, requests.CostSource))
 
 
 def png_name(path: Path, option: str) -> None:

@@ -14,6 +14,7 @@ from infer_opt.cost_models import capture_sizes as cs
 from infer_opt.cost_models.amortization import break_even
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
+from infer_opt.requests import TuneCaptureSizesRequest
 from infer_opt.results.tune_capture_sizes import (
     CaptureBucket,
     CostPoint,
@@ -229,3 +230,68 @@ def _notices(inp: Inputs) -> list[Notice]:
     if inp.overflow_share > 0:
         found.append(Notice("histogram_overflow", {"share": inp.overflow_share}))
     return found
+
+
+def _current(
+    current: tuple[int, ...] | None, engine: str, max_size: int | None
+) -> tuple[tuple[int, ...], str]:
+    if current is not None:
+        return cs.validate_list(current, "--current"), "--current (as given)"
+    return cs.engine_default(engine, max_size)
+
+
+def run(request: TuneCaptureSizesRequest) -> TuneCaptureSizesResult:
+    """``infer-opt tune capture-sizes``: the request's files read (:mod:`infer_opt.inputs.tune`)
+    and :func:`tune` on them."""
+    from infer_opt.inputs.tune import batch_distribution, read_costs, read_memory, window
+
+    r = request
+    if r.memory_per_capture is not None and r.memory is not None:
+        raise InvalidInput("--memory", str(r.memory), "give --memory-per-capture or --memory, not both")
+    if r.eager_cost_file and r.eager_overhead is not None:  # (the measured table wins: the other is unused)
+        raise InvalidInput(
+            "--eager-overhead",
+            f"{r.eager_overhead:g} s",
+            "give --eager-cost-file FILE or --eager-overhead D, not both",
+        )
+    got = batch_distribution(r.batches, window(r.prometheus, r.before))
+    curve, cost_label, cost_notices = read_costs(r.cost_file or [], "--cost-file")
+    eager = read_costs(r.eager_cost_file, "--eager-cost-file")[0] if r.eager_cost_file else None
+    mem = None
+    if r.memory_per_capture is not None:
+        mem = Memory(per_capture=r.memory_per_capture)
+    elif r.memory is not None:
+        sizes, nbytes = read_memory(r.memory)
+        mem = Memory(sizes=sizes, bytes_=nbytes, source=r.memory.name)
+    listed, listed_source = _current(r.current, r.engine, r.engine_max_size)
+    inputs = (
+        ("distribution", got["label"]),
+        ("cost", cost_label),
+        ("eager", "measured table" if eager is not None else "estimated: cost(b) + --eager-overhead"),
+        (
+            "memory",
+            "none"
+            if mem is None
+            else ("--memory-per-capture (as given)" if r.memory is None else f"{r.memory.name} (measured)"),
+        ),
+        ("current", listed_source),
+    )
+    return tune(
+        Inputs(
+            dist=got["dist"],
+            curve=curve,
+            current=listed,
+            current_source=listed_source,
+            engine=r.engine.partition("@")[0],
+            dist_low=got.get("dist_low"),
+            overflow_share=got.get("overflow_share", 0.0),
+            max_captures=r.max_captures,
+            memory=mem,
+            memory_budget=r.memory_budget,
+            eager_overhead_s=r.eager_overhead,
+            eager=eager,
+            capture_time_s=r.capture_time,
+            inputs=inputs,
+            notices=(*got["notices"], *cost_notices),
+        )
+    )

@@ -51,6 +51,7 @@ import shlex
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 from statistics import NormalDist
 from typing import Any
 
@@ -59,6 +60,7 @@ import numpy as np
 from infer_opt import steps
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
+from infer_opt.requests import CompareRequest
 from infer_opt.results.compare import (
     ALPHA,
     BOOTSTRAP,
@@ -1072,3 +1074,53 @@ def noise_floor(results: Sequence[Any], *, command: str = "") -> NoiseFloor:
         timing=key.timing,
         command=command,
     )
+
+
+def run(request: CompareRequest) -> Any:
+    """``infer-opt compare`` and ``infer_opt.compare``: two traces op by op
+    (:func:`~infer_opt.trace.compare.compare_traces`), else two profiles or kernel-suite runs
+    (:func:`compare_results`); a side given as a file is read first, and names its side."""
+    from infer_opt.inputs.sides import side
+    from infer_opt.results.trace import TraceResult
+
+    r = request
+    sides, commands, kinds = [], [], []
+    for x in (r.base, r.new):
+        result, command, kind = side(x) if isinstance(x, Path) else (_unwrapped(x), "", type(x).__name__)
+        sides.append(result)
+        commands.append(command)
+        kinds.append(kind)
+    named = {}
+    if isinstance(r.base, Path) and isinstance(r.new, Path):
+        distinct = r.base.name != r.new.name
+        named = {"base_name": r.base.name if distinct else str(r.base)}
+        named["new_name"] = r.new.name if distinct else str(r.new)
+    traces = [isinstance(x, TraceResult) for x in sides]
+    if all(traces):
+        from infer_opt.trace.compare import compare_traces
+
+        run_level = (("--significance", r.significance, ALPHA), ("--force", r.force, False),
+                     ("--seed", r.seed, 0), ("--noise-floor", r.noise_floor, None))  # fmt: skip
+        given = [(f, v) for f, v, default in run_level if v != default]
+        if given:
+            raise InvalidInput(given[0][0], given[0][1], "two traces compare with --threshold only")
+        return compare_traces(sides[0], sides[1], threshold=r.threshold, **named)
+    if any(traces):
+        which = "NEW" if traces[0] else "BASE"
+        where, other = (r.new, kinds[1]) if traces[0] else (r.base, kinds[0])
+        raise InvalidInput(which, str(where), f"a {other} result; a trace compares with a trace")
+    if r.noise_floor is not None:
+        noise = Noise.given(r.noise_floor)
+    else:
+        from infer_opt.store import noise_for
+
+        noise = noise_for(sides)
+    return compare_results(
+        sides[0], sides[1], force=r.force, alpha=r.significance, threshold=r.threshold, seed=r.seed,
+        noise=noise, commands=(commands[0], commands[1]), **named,
+    )  # fmt: skip
+
+
+def _unwrapped(x: Any) -> Any:
+    """A :class:`~infer_opt.trace.loaded.LoadedTrace` as its result; anything else as it is."""
+    return x.result if type(x).__name__ == "LoadedTrace" else x

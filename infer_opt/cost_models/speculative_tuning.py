@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -22,6 +23,7 @@ from infer_opt.cost_models.capture_sizes import CostCurve, Distribution
 from infer_opt.cost_models.speculative import expected_tokens, validate_alphas
 from infer_opt.errors import InvalidInput
 from infer_opt.notices import Notice
+from infer_opt.requests import TuneSpeculativeRequest
 from infer_opt.results.tune_speculative import KRow, TuneSpeculativeResult
 
 VLLM_KEY = "num_speculative_tokens_per_batch_size"
@@ -144,3 +146,49 @@ def tune(
         inputs=inputs or {},
         warnings=tuple(notes),
     )
+
+
+def _alphas(alphas: tuple[float, ...] | None, prometheus: list[Path] | None) -> tuple[tuple[float, ...], str]:
+    if (alphas is None) == (not prometheus):
+        raise InvalidInput(
+            "--alphas",
+            "missing" if alphas is None else "both",
+            "give --alphas LIST or --prometheus AFTER --before BEFORE, one of them",
+        )
+    if alphas is not None:
+        return tuple(alphas), "--alphas (as given)"
+    if len(prometheus) != 2:
+        raise InvalidInput("--before", "missing", "give two snapshots: --prometheus AFTER --before BEFORE")
+    from infer_opt.inputs.tune import alphas_from_prometheus
+
+    return alphas_from_prometheus(prometheus[0], prometheus[1])
+
+
+def run(request: TuneSpeculativeRequest) -> TuneSpeculativeResult:
+    """``infer-opt tune speculative``: the request's files read (:mod:`infer_opt.inputs.tune`)
+    and :func:`tune` on them."""
+    from infer_opt.cost_models import capture_sizes as cs
+    from infer_opt.inputs.tune import read_costs, read_distribution, window
+
+    r = request
+    rates, rates_label = _alphas(r.alphas, window(r.prometheus, r.before))
+    if (r.batches is None) == (r.batch_sizes is None):
+        raise InvalidInput(
+            "--batches",
+            "missing" if r.batches is None else "both",
+            "give --batches FILE or --batch-sizes LIST, one of them",
+        )
+    if r.batches is not None:
+        dist, _ = read_distribution(r.batches)
+    else:
+        dist = cs.distribution(r.batch_sizes, [1.0] * len(r.batch_sizes), source="--batch-sizes")
+    target, target_label, _ = read_costs(r.target_cost_file, "--target-cost-file")
+    draft, draft_label, _ = read_costs(r.draft_cost_file, "--draft-cost-file")
+    inputs = {
+        "alphas": rates_label,
+        "target_cost": target_label,
+        "draft_cost": draft_label,
+        "overhead": "--overhead (as given)",
+        "distribution": dist.source,
+    }
+    return tune(rates, target, draft, dist, overhead_s=r.overhead, k_max=r.k_max, inputs=inputs)

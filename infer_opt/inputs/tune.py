@@ -181,6 +181,27 @@ def read_memory(path: Path, param: str = "memory") -> tuple[np.ndarray, np.ndarr
     return frame["batch_size"].to_numpy(dtype=float), frame["bytes"].to_numpy(dtype=float)
 
 
+def window(after: Path | None, before: Path | None) -> list[Path] | None:
+    """The snapshots ``--prometheus AFTER --before BEFORE`` name, the earlier first."""
+    if after is None and before is not None:
+        raise InvalidInput("--before", str(before), "applies to --prometheus files only")
+    return None if after is None else [p for p in (before, after) if p is not None]
+
+
+def batch_distribution(batches: Path | None, prometheus: list[Path] | None) -> dict[str, Any]:
+    """The batch sizes seen, from ``--batches`` or the ``--prometheus`` window (one of them)."""
+    if (batches is None) == (not prometheus):
+        raise InvalidInput(
+            "--batches",
+            "missing" if batches is None else str(batches),
+            "give --batches FILE or --prometheus SNAPSHOT, one of them",
+        )
+    if batches is not None:
+        dist, notices = read_distribution(batches)
+        return {"dist": dist, "notices": notices, "label": f"{batches.name} (as given)"}
+    return read_histogram(prometheus)
+
+
 # ----------------------------------------------------------------------------- Prometheus snapshots
 
 

@@ -7,11 +7,14 @@ figures. Any renderer then formats it (markdown for ``infer-opt report``, HTML w
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
+from infer_opt.registry import plotter
 from infer_opt.reports.highlights import highlights
 from infer_opt.reports.render import Document, Figure, Section
 from infer_opt.reports.view import Column, Table, View, build_view
+from infer_opt.requests import ReportRequest
 from infer_opt.results import LoadedResult
 
 
@@ -107,3 +110,45 @@ def build_report(
         about=environment_view(items, [s.view.title for s in sections], generated),
         commands=[s.command for s in sorted(sections, key=_created) if s.command],
     )
+
+
+def _figures(
+    loaded: list[LoadedResult], titles: list[str], folder: Path, link_prefix: str
+) -> list[list[Figure]]:
+    """Each result's plot(s), written to ``folder`` as ``NN-<kind>.png`` (+ extras beside)."""
+    out: list[list[Figure]] = []
+    for i, (item, title) in enumerate(zip(loaded, titles, strict=True), start=1):
+        if plotter(item.kind) is None:
+            out.append([])
+            continue
+        base = folder / f"{i:02d}-{item.kind}.png"
+        figures = []
+        from infer_opt.reports.plots import write_plots
+
+        for path in write_plots(item.result, base):
+            extra = path.stem[len(base.stem) :].strip("-_ ")
+            caption = f"{title} ({extra})" if extra else title
+            figures.append(Figure(path, f"{link_prefix}{path.name}", caption))
+        out.append(figures)
+    return out
+
+
+def run(request: ReportRequest, *, plots: Path | tuple[Path, str] | None = None) -> Document:
+    """``infer-opt report`` and ``infer_opt.report``: the report of the request's saved results,
+    each one's plots written into ``plots`` (a folder, linked by its name; or ``(folder, link
+    prefix)``), none when None."""
+    import datetime as _dt
+
+    from infer_opt import __version__
+    from infer_opt.results import load_result
+
+    loaded = [load_result(p) for p in request.results]
+    titles = [build_view(item.result).title for item in loaded]
+    if isinstance(plots, Path):
+        plots = (plots, f"{plots.name}/")
+    figures = [[] for _ in loaded] if plots is None else _figures(loaded, titles, *plots)
+    generated = (
+        _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC") + f" by infer-opt {__version__}"
+    )
+    sources = [str(p) for p in request.results]
+    return build_report(loaded, sources=sources, figures=figures, title=request.title, generated=generated)

@@ -40,6 +40,7 @@ import numpy as np
 
 from infer_opt.errors import InvalidInput, RunFailure
 from infer_opt.notices import Notice
+from infer_opt.requests import TraceRequest
 from infer_opt.results.cross_rank import CrossRank
 from infer_opt.results.trace import (
     AlphaBetaRow,
@@ -227,6 +228,34 @@ def analyze(
     whole = len(kept) == len(summaries)
     replays = tuple(s.replay for s in summaries) if whole else ()
     return Analysis(result, kept if whole else (), masks if kept else (), steps, replays)
+
+
+def run(
+    request: TraceRequest,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    keep_events: bool | None = None,
+) -> Analysis:
+    """``infer-opt trace`` and ``load_trace``: the analysis ``request`` asks for. The events are
+    kept (``--augment``, the frames) where ``keep_events`` says, by default unless the ranks are
+    read on a Dask cluster (``--scheduler``, else ``$INFER_OPT_SCHEDULER``)."""
+    from infer_opt.results import load_result
+
+    r = request
+    if not r.paths:
+        raise InvalidInput("--paths", "[]", "give at least one trace file or folder")
+    fit = None
+    if r.roofline is not None:
+        fit = load_result(r.roofline, expect=("roofline",), option="--roofline", what="a roofline fit").result
+    scheduler = rk.scheduler_address(r.scheduler)  # a distributed.Client as it is
+    return analyze(
+        r.paths, steps=r.steps, hta_compat=r.hta_compat, device=r.device, peak_flops=r.peak_flops,
+        peak_bandwidth=r.peak_bandwidth, roofline_fit=fit, causal=r.causal_flops,
+        matmul_peak_fraction=r.matmul_fraction, workers=r.workers, scheduler=scheduler, strict=r.strict,
+        progress=progress, keep_events=scheduler is None if keep_events is None else keep_events,
+        capture=r.capture, what_if_edits=r.what_if, kernels_from=r.kernels_from,
+        joint_replay=r.joint_replay or None,
+    )  # fmt: skip
 
 
 def _coverages(summaries: Sequence[rk.RankSummary], totals: dict, links: tuple, merged: tuple) -> tuple:
@@ -463,4 +492,4 @@ def _unique(notices: Sequence[Notice]) -> tuple[Notice, ...]:
     return tuple(out)
 
 
-__all__ = ["Analysis", "analyze", "cpu_ops", "parse_steps"]
+__all__ = ["Analysis", "analyze", "cpu_ops", "parse_steps", "run"]

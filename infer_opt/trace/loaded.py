@@ -23,16 +23,17 @@ pandas is imported only when a frame is first asked for.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
 from dataclasses import asdict
 from functools import cached_property
 from typing import Any
 
 from infer_opt.errors import BadField, InvalidInput
+from infer_opt.requests import TraceRequest
 from infer_opt.results.trace import TraceResult
-from infer_opt.trace.analyze import Analysis, analyze, parse_steps
+from infer_opt.trace import analyze
+from infer_opt.trace.analyze import Analysis
 from infer_opt.trace.events import GPU_KIND_NAMES
-from infer_opt.trace.op_costs import CAUSAL_CONVENTIONS
+from infer_opt.trace.reader import PARAM
 
 
 class LoadedTrace:
@@ -219,96 +220,15 @@ class LoadedTrace:
         return self.result.to_frame()
 
 
-def load_trace(
-    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
-    *,
-    steps: str | None = None,
-    device: str | None = None,
-    peak_flops: float | None = None,
-    peak_bandwidth: float | None = None,
-    hta_compat: bool = False,
-    causal_flops: str = "half",
-    matmul_fraction: float = 0.7,
-    capture: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None = None,
-    scheduler: Any | None = None,
-    workers: int | None = None,
-    strict: bool = False,
-) -> LoadedTrace:
-    """Analyze trace file(s) as ``infer-opt trace`` does; bad input raises
-    :class:`~infer_opt.errors.InvalidInput` naming the parameter, as the CLI refuses it.
-    ``scheduler``: a Dask scheduler address (or ``distributed.Client``) to read the ranks on;
-    ``workers``: local processes (default the cores); ``strict``: refuse when a rank cannot be read."""
-    paths = _paths(paths)
-    o = _check_options(
-        steps=steps, device=device, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth,
-        hta_compat=hta_compat, causal_flops=causal_flops, matmul_fraction=matmul_fraction, workers=workers,
-        strict=strict,
-    )  # fmt: skip
-    captures = [capture] if isinstance(capture, (str, os.PathLike)) else capture
-    for p in captures or ():
-        if not isinstance(p, (str, os.PathLike)) or not os.path.exists(p):
-            raise InvalidInput("capture", repr(p), "an existing capture trace file (str or os.PathLike)")
+def run(request: TraceRequest) -> LoadedTrace:
+    """:func:`infer_opt.load_trace`: the analysis as ``infer-opt trace`` runs it, with its frames;
+    a trace the reader refuses (``TRACE``) is said as the parameter ``paths``."""
     try:
-        return LoadedTrace(
-            analyze(
-                paths,
-                steps=parse_steps(o["steps"]),
-                hta_compat=o["hta_compat"],
-                device=o["device"],
-                peak_flops=o["peak_flops"],
-                peak_bandwidth=o["peak_bandwidth"],
-                causal=o["causal_flops"],
-                matmul_peak_fraction=o["matmul_fraction"],
-                capture=list(captures) if captures is not None else None,
-                scheduler=scheduler,
-                workers=o["workers"],
-                strict=o["strict"],
-                keep_events=scheduler is None,
-            )
-        )
-    except InvalidInput as err:  # the CLI's flag (--device) said as this function's parameter
-        if isinstance(err, BadField) or err.option not in _PARAMETER:
+        return LoadedTrace(analyze.run(request))
+    except InvalidInput as err:
+        if isinstance(err, BadField) or err.option != PARAM:
             raise
-        raise InvalidInput(_PARAMETER[err.option], err.value, err.expected) from None
+        raise err.under("paths", err.value) from None
 
 
-#: the CLI's flags the analysis names, as load_trace's parameters
-_PARAMETER = {"--steps": "steps", "--device": "device", "--peak-flops": "peak_flops",
-              "--peak-bandwidth": "peak_bandwidth", "--hta-compat": "hta_compat",
-              "--causal-flops": "causal_flops", "--matmul-fraction": "matmul_fraction",
-              "--matmul-peak-fraction": "matmul_fraction", "TRACE": "paths",
-              "--capture": "capture", "--scheduler": "scheduler",
-              "--workers": "workers", "--strict": "strict"}  # fmt: skip
-_PATHS = "a trace file or folder (a str or os.PathLike), or a list of them"
-
-
-def _paths(paths: Any) -> list[str | os.PathLike[str]]:
-    """``paths`` as a list of paths that exist; anything else refused naming ``paths``."""
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]
-    elif isinstance(paths, (bytes, bytearray)) or not isinstance(paths, Iterable):
-        raise InvalidInput("paths", repr(paths), _PATHS)
-    paths = list(paths)
-    if not paths:
-        raise InvalidInput("paths", "[]", "give at least one trace file or folder")
-    for p in paths:
-        if not isinstance(p, (str, os.PathLike)) or isinstance(os.fspath(p), bytes):
-            raise InvalidInput("paths", repr(p), _PATHS)
-        if not os.path.exists(p):
-            raise InvalidInput("paths", os.fspath(p), "file does not exist")
-    return paths
-
-
-def _check_options(**options: Any) -> dict[str, Any]:
-    """Each option of :func:`load_trace` checked as the CLI's flag is (None passes), named as
-    its parameter; the values the analysis takes."""
-    from infer_opt import requests as r
-
-    checks = {"steps": r.Text(), "device": r.Text(), "hta_compat": r.Flag(), "peak_flops": r.FlopRate(),
-              "peak_bandwidth": r.Bandwidth(), "causal_flops": r.Choice(CAUSAL_CONVENTIONS),
-              "matmul_fraction": r.Fraction(low=0.01), "workers": r.Count(1, 1024),
-              "strict": r.Flag()}  # fmt: skip
-    return {k: v if v is None else checks[k].check(v, k) for k, v in options.items()}
-
-
-__all__ = ["LoadedTrace", "load_trace"]
+__all__ = ["LoadedTrace", "run"]

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from infer_opt.cli.compare import _is_trace_file
+from infer_opt.inputs.sides import is_trace_file as _is_trace_file
 from tests.helpers import invoke
 from tests.trace import timeline_traces as tt
 

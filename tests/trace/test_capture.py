@@ -214,7 +214,7 @@ def test_the_shared_capture_and_replay_pairs_link_every_replayed_kernel(replay, 
 
 
 def test_load_trace_gives_the_kernel_table_as_a_frame_and_takes_the_capture(pair):
-    from infer_opt.trace.loaded import load_trace
+    from infer_opt.api import load_trace
 
     replay, capture = pair
     t = load_trace(replay, capture=capture)

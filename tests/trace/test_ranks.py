@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from infer_opt.api import load_trace
 from infer_opt.errors import InvalidInput
 from infer_opt.results import to_jsonable
 from infer_opt.trace import ranks as rk
 from infer_opt.trace.analyze import analyze
-from infer_opt.trace.loaded import load_trace
 from tests.trace.rank_files import allreduce, gemm, three_ranks, write_rank
 
 TRACES = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces"
