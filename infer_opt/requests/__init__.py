@@ -495,69 +495,6 @@ class Request:
             object.__setattr__(self, f.name, f.metadata["check"].check(value, flag))
 
 
-@dataclass(frozen=True)
-class AmdahlRequest(Request):
-    """``infer-opt amdahl``: one part (``fraction``, ``speedup``) or several, added overhead, a
-    target to solve for."""
-
-    fraction: float | None = option(None, Number(0, 1), positional=True)
-    speedup: float | None = option(None, Number(1e-9, allow_inf=True), positional=True)
-    part: tuple[Any, ...] | None = option(None, Each(PartSpec()))
-    added: float = option(0.0, Number(0))
-    target_speedup: float | None = option(None, Number(0, low_open=True))
-
-
-@dataclass(frozen=True)
-class BucketsRequest(Request):
-    """``infer-opt buckets``: padding waste of a length sample under ``bounds``, or the
-    ``optimize`` bounds with the least."""
-
-    file: Any = option(check=Lengths(), positional=True)
-    bounds: tuple[int, ...] | None = option(None, Bounds(), positional=True)
-    batch_size: int = option(1, Count(1, 1 << 20))
-    allow_unbucketed: bool = option(False, Flag())
-    optimize: int | None = option(None, Count(1))
-    cost: str = option("linear", Choice(("linear", "quadratic")))
-    compile_cost: float | None = option(None, Duration("s"))
-    token_cost: float | None = option(None, Duration("us"))
-    requests: int | None = option(None, Count(1))
-
-
-@dataclass(frozen=True)
-class AttentionMemoryRequest(Request):
-    """``infer-opt attention memory``: score-matrix memory, HBM traffic and FLOPs of attention."""
-
-    tq: int = option(check=Count(1, 1 << 30))
-    tk: int = option(check=Count(1, 1 << 30))
-    heads: int = option(check=Count(1, 1 << 30))
-    head_dim: int = option(check=Count(1, 1 << 30))
-    batch: int = option(1, Count(1, 1 << 30))
-    dtype: str = option("float16")
-    causal: bool = option(False, Flag())
-
-
-@dataclass(frozen=True)
-class AttentionWindowRequest(Request):
-    """``infer-opt attention window``: the output error bound ``2·δ·M`` of dropping keys."""
-
-    dropped_mass: float = option(check=Number(0, 1, high_open=True), positional=True)
-    value_norm: float = option(check=Number(0), positional=True)
-
-
-@dataclass(frozen=True)
-class AttentionCheckRequest(Request):
-    """``infer-opt attention check``: the attention kernels' exactness over the masks."""
-
-    tq: int = option(4, Count(1, 8192))
-    tk: int = option(128, Count(1, 8192))
-    heads: int = option(4, Count(1, 128))
-    head_dim: int = option(32, Count(1, 1024))
-    block_size: int = option(32, Count(1, 8192))
-    window: int = option(48, Count(1, 8192))
-    seed: int = option(0, Count(0))
-    dtype: str = option("float32", Choice(("float32", "float64")))
-
-
 #: the most tokens, sequences or cache length a step takes (``--batch``, ``--seq-len``, …)
 MAX_SIZE = 1 << 20
 #: the most timed (or untimed) calls a step-timing command takes
@@ -571,25 +508,6 @@ DTYPES = ("auto", "float32", "bfloat16", "float16")
 THREADS = Count(1, os.cpu_count() or 1)
 
 
-@dataclass(frozen=True)
-class StepRequest(Request):
-    """A model step (``profile``, ``predict``): the model, where it runs and its shape."""
-
-    model: str = option("tiny", positional=True)
-    batch: int = option(1, Count(1, MAX_SIZE))
-    seq_len: int = option(128, Count(1, MAX_SIZE))
-    mode: str = option("prefill", Choice(MODES))
-    context: int = option(128, Count(0, MAX_SIZE))
-    new_tokens: int = option(32, Count(1, MAX_SIZE))
-    device: str = option("auto")
-    dtype: str = option("auto")
-    threads: int | None = option(None, THREADS)
-    hf_config: tuple[str, ...] = option((), Strings())
-
-    def shape(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in ("batch", "seq_len", "mode", "context", "new_tokens")}
-
-
 class Fit(InputFile):
     """A roofline fit file, or False for no roofline columns (the API's; the CLI always has one)."""
 
@@ -599,25 +517,6 @@ class Fit(InputFile):
         if text is True:
             return None
         return text if text is False else super().parse(text, option)
-
-
-@dataclass(frozen=True)
-class ProfileRequest(StepRequest):
-    """``infer-opt profile`` on one rank (``--tp`` starts ranks: the command line's)."""
-
-    warmup: int = option(3, Count(0, MAX_REPS))
-    reps: int = option(20, Count(1, MAX_REPS))
-    runs: int = option(1, Count(1, MAX_RUNS))
-    roofline: Path | None = option(None, Fit())
-    trace: Path | None = option(None, TracePath())
-
-    def settings(self) -> Any:
-        from infer_opt.steps import Shape, StepSettings
-
-        return StepSettings(
-            self.model, self.device, self.dtype, Shape(**self.shape()), warmup=self.warmup, reps=self.reps,
-            runs=self.runs, threads=self.threads, hf_config=self.hf_config,
-        )  # fmt: skip
 
 
 class Sweep(Checker):
@@ -639,84 +538,9 @@ class Sweep(Checker):
             raise InvalidInput(option, text, exc.expected) from None
 
 
-@dataclass(frozen=True)
-class PredictRequest(StepRequest):
-    """``infer-opt predict``: a step's time from a calibration, without running it."""
-
-    calibration: Path | None = option(None, InputFile())
-    sweep: tuple[str, tuple[int, ...]] | None = option(None, Sweep())
-    tp: int = option(1, Count(1, MAX_TP))
-    comm: Path | None = option(None, InputFile())
-
-
-@dataclass(frozen=True)
-class ValidateRequest(StepRequest):
-    """``infer-opt validate`` over a shape grid (``--against`` a trace: the command line's)."""
-
-    mode: tuple[str, ...] | None = option(None, Each(Choice(MODES)))
-    new_tokens: int = option(8, Count(1, MAX_SIZE))
-    grid: tuple[tuple[str, tuple[int, ...]], ...] | None = option(None, Each(Sweep()))
-    calibration: Path | None = option(None, InputFile())
-    warmup: int = option(3, Count(0, MAX_REPS))
-    reps: int = option(10, Count(1, MAX_REPS))
-    passes: int = option(1, Count(1, 10))
-
-
-@dataclass(frozen=True)
-class CalibrateRequest(Request):
-    """``infer-opt calibrate``: the operator calibration (``--from-trace``: the command line's)."""
-
-    device: str = option("auto")
-    dtype: str = option("auto")
-    threads: int | None = option(None, THREADS)
-    only: tuple[str, ...] | None = option(None, Strings())
-    shapes: str = option("standard", Choice(("standard", "tiny")))
-    reps: int = option(5, Count(3, 1000))
-    continue_: bool = option(False, Flag())
-
-
 #: the kernel suite's bounds on its timing options
 MAX_KERNEL_REPS = 100_000
 MAX_WARMUP_S = 600.0
-
-
-@dataclass(frozen=True)
-class SuiteRequest(Request):
-    """The kernel suite's device and timing options (``kernels``, ``roofline`` measuring now)."""
-
-    device: str = option("auto")
-    dtype: str = option("auto", Choice(DTYPES))
-    suite: str = option("quick", Choice(("quick", "full")))
-    l2_flush: bool = option(False, Flag())
-    warmup: Any = option(5, Warmup(MAX_KERNEL_REPS, MAX_WARMUP_S))
-    reps: Any = option(20, Reps(MAX_KERNEL_REPS))
-    threads: int | None = option(None, THREADS)
-
-    def settings(self, max_time_s: float | None = None, cuda_graphs: bool = False) -> Any:
-        """The timing options as :class:`SuiteSettings` (``reps`` None = adaptive, capped at 2 s)."""
-        from infer_opt.results.kernels import SuiteSettings
-
-        calls, seconds = self.warmup
-        if self.reps is None and max_time_s is None:
-            max_time_s = 2.0
-        return SuiteSettings(
-            warmup=calls, warmup_time_s=seconds, reps=self.reps, max_time_s=max_time_s,
-            flush_cache=self.l2_flush, cuda_graphs=cuda_graphs,
-        )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class KernelsRequest(SuiteRequest):
-    """``infer-opt kernels``: time the kernel suite."""
-
-    only: tuple[str, ...] | None = option(None, Strings(comma=True))
-    cuda_graphs: bool = option(False, Flag())
-    max_time: float | None = option(None, Duration(allow_zero=False, most_s=24 * 3600.0))
-    runs: int = option(1, Count(1, MAX_RUNS))
-    resume: Any = option(None, Resume("kernels", "a kernels result"))
-
-    def settings(self, max_time_s: float | None = None, cuda_graphs: bool = False) -> Any:
-        return super().settings(self.max_time, self.cuda_graphs)
 
 
 class Measurements(InputFile):
@@ -728,43 +552,12 @@ class Measurements(InputFile):
         return value if isinstance(value, KernelSuiteResult) else super().check(value, option)
 
 
-@dataclass(frozen=True)
-class RooflineRequest(SuiteRequest):
-    """``infer-opt roofline``: fit the empirical roofline to measurements, or measure now."""
-
-    measurements: Any = option(None, Measurements(), positional=True)
-    bootstrap: int = option(200, Count(0, 100_000))
-    seed: int = option(0, Count(0))
-    peak_flops: float | None = option(None, FlopRate())
-    peak_bandwidth: float | None = option(None, Bandwidth())
-    fit_on: str = option("auto")
-    save: Path | None = option(None, OutputFile())
-    no_save: bool = option(False, Flag())
-
-
 # ----------------------------------------------------------------------------- group 2: measuring
 
 #: the most timed (or untimed) calls per message size (``comm``)
 MAX_COMM_REPS = 100_000
 COLLECTIVES = ("all", "all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "send_recv")
 DIST_BACKENDS = ("auto", "gloo", "nccl")
-
-
-@dataclass(frozen=True)
-class CommRequest(Request):
-    """``infer-opt comm`` on this rank (``--nproc`` starts the ranks: the command line's)."""
-
-    collective: tuple[str, ...] | None = option(None, Each(Choice(COLLECTIVES)))
-    min_size: float = option(4.0, Size())
-    max_size: float | None = option(None, Size())
-    factor: int = option(2, Count(2, 1024))
-    warmup: int = option(5, Count(0, MAX_COMM_REPS))
-    reps: int = option(20, Count(1, MAX_COMM_REPS))
-    device: str = option("auto")
-    dtype: str = option("float32", Choice(("float32", "bfloat16", "float16")))
-    dist_backend: str = option("auto", Choice(DIST_BACKENDS))
-    timeout: float = option(60.0, Duration("s", allow_zero=False, most_s=24 * 3600.0))
-    no_save: bool = option(False, Flag())
 
 
 class Folder(Checker):
@@ -786,24 +579,6 @@ class Folder(Checker):
 MAX_AB_ROUNDS = 1000
 
 
-@dataclass(frozen=True)
-class AbRequest(Request):
-    """``infer-opt ab``: two command lines (``base``, ``new``: the commands it runs, as text)
-    alternated for ``rounds`` rounds, then compared."""
-
-    base: str = option()
-    new: str = option()
-    rounds: int = option(3, Count(1, MAX_AB_ROUNDS))
-    base_env: tuple[str, ...] = option((), Strings())
-    new_env: tuple[str, ...] = option((), Strings())
-    dir: Path | None = option(None, Folder("the rounds' results"))
-    threshold: float = option(0.05, Fraction(0, 1))
-    significance: float = option(0.05, Number(0, 1, low_open=True, high_open=True))
-    force: bool = option(False, Flag())
-    save_floor: bool = option(True, Flag())
-    seed: int = option(0, Count(0))
-
-
 #: more trials than this would run for minutes; the checks need far fewer
 MAX_TRIALS = 10_000_000
 #: a vocabulary or draft larger than these turns the exact enumeration into hours; the check
@@ -812,79 +587,11 @@ MAX_VOCAB = 4096
 MAX_VERIFY_K = 16
 
 
-@dataclass(frozen=True)
-class SpeculativeVerifyRequest(Request):
-    """``infer-opt speculative verify``: the sampler's exactness over random p, q."""
-
-    vocab: int = option(4, Count(2, MAX_VOCAB))
-    k: int = option(3, Count(1, MAX_VERIFY_K))
-    trials: int = option(20000, Count(1, MAX_TRIALS))
-    seed: int = option(0, Count(0))
-    alpha_target: float | None = option(None, Number(0, 1, low_open=True, high_open=True))
-
-
 #: the longest draft ``speculative measure`` and ``run`` time
 MAX_K = 64
 
 
-@dataclass(frozen=True)
-class SpeculativeMeasureRequest(Request):
-    """``infer-opt speculative measure``: the costs of a target/draft pair, and the decisions
-    for one of ``alpha``, ``alphas`` or ``metrics`` (a serving engine's counters)."""
-
-    target: str = option("gpt2-small")
-    draft: str = option("tiny")
-    k_max: int = option(8, Count(1, MAX_K))
-    context: int = option(128, Count(0, MAX_SIZE))
-    device: str = option("auto")
-    dtype: str = option("auto")
-    warmup: int = option(2, Count(0, MAX_REPS))
-    reps: int = option(10, Count(1, MAX_REPS))
-    alpha: float | None = option(None, Number(0, 1))
-    alphas: tuple[float, ...] | None = option(None, NumberList(low=0, high=1))
-    metrics: Path | None = option(None, InputFile())
-    k: int | None = option(None, Count(1, MAX_K))
-    simulate_acceptance: bool = option(False, Flag())
-    rounds: int = option(32, Count(1, 100_000))
-    seed: int = option(0, Count(0))
-
-
-@dataclass(frozen=True)
-class SpeculativeRunRequest(Request):
-    """``infer-opt speculative run``: speculative decoding run and timed against plain decoding."""
-
-    target: str = option("gpt2-small")
-    draft: str = option("self:4")
-    k: int | None = option(None, Count(1, MAX_K))
-    sweep_k: tuple[int, ...] | None = option(None, CountRange(1, MAX_K))
-    new_tokens: int = option(64, Count(1, 100_000))
-    greedy: bool = option(False, Flag())
-    temperature: float | None = option(None, Number(0, low_open=True))
-    prompt_len: int = option(32, Count(1, MAX_SIZE))
-    seed: int = option(0, Count(0))
-    threads: int | None = option(None, THREADS)
-    device: str = option("auto")
-    dtype: str = option("auto")
-    warmup: int = option(1, Count(0, MAX_REPS))
-    reps: int = option(5, Count(1, MAX_REPS))
-    cost_reps: int = option(20, Count(1, MAX_REPS))
-
-
 # ----------------------------------------------------------------------------- group 1: calculators
-
-
-@dataclass(frozen=True)
-class AmortizeRequest(Request):
-    """``infer-opt amortize``: one shape (seconds from Python; ``eager``/``compiled`` bare
-    numbers are ms on the command line) or a bucket CSV, its calls from a length sample."""
-
-    compile_cost: float | None = option(None, Duration("s"), positional=True)
-    eager: float | None = option(None, Duration("ms"), positional=True)
-    compiled: float | None = option(None, Duration("ms"), positional=True)
-    calls: int | None = option(None, Count(0), positional=True)
-    buckets: Path | None = option(None, InputFile(allow_stdin=True))
-    lengths: Path | None = option(None, InputFile(allow_stdin=True))
-    requests: int | None = option(None, Count(1))
 
 
 class VerifyModel(Checker):
@@ -920,101 +627,6 @@ class KMax(Count):
 MAX_DRAFT = 1024
 
 
-@dataclass(frozen=True)
-class SpecCostsRequest(Request):
-    """The per-round costs of a speculative calculator (seconds from Python; bare numbers are
-    ms on the command line): c_v = c_t (said as assumed) without ``verify_cost(_model)``."""
-
-    target_cost: float | None = option(None, Duration("ms", allow_zero=False))
-    draft_cost: float | None = option(None, Duration("ms"))
-    verify_cost: float | None = option(None, Duration("ms"))
-    verify_cost_model: tuple[float, float] | None = option(None, VerifyModel())
-    overhead: float = option(0.0, Duration("ms"))
-
-    def costs(self) -> Any:
-        from infer_opt.results.speculative import Costs
-
-        c_t, c_d, c_v, model = self.target_cost, self.draft_cost, self.verify_cost, self.verify_cost_model
-        if c_t is None:
-            raise InvalidInput(
-                "--target-cost", "missing", "give c_t, the cost of one plain target step (e.g. 10ms)"
-            )
-        if c_d is None:
-            raise InvalidInput("--draft-cost", "missing", "give c_d, the cost of one draft token (e.g. 1ms)")
-        if c_v is not None and model is not None:
-            raise InvalidInput("--verify-cost", c_v, "give --verify-cost or --verify-cost-model, not both")
-        if c_v is not None:
-            return Costs(c_t, c_d, c_v, 0.0, self.overhead)
-        if model is not None:
-            return Costs(c_t, c_d, model[0], model[1], self.overhead)
-        return Costs(c_t, c_d, c_t, 0.0, self.overhead, verify_assumed=True)
-
-
-@dataclass(frozen=True)
-class SpecSpeedupRequest(SpecCostsRequest):
-    """``infer-opt speculative speedup``: E[N] and the speedup of one draft length (or a sweep)."""
-
-    k: int | None = option(None, Count(1, MAX_DRAFT))
-    alpha: float | None = option(None, Number(0, 1))
-    alphas: tuple[float, ...] | None = option(None, NumberList(low=0, high=1))
-    budget: int | None = option(None, Count(1))
-    k_max: int | None = option(None, KMax(1, MAX_DRAFT))
-
-
-@dataclass(frozen=True)
-class AcceptanceRequest(Request):
-    """``infer-opt speculative acceptance``: draft tokens ``x ~ q`` against the target ``p``."""
-
-    p: tuple[float, ...] | None = option(None, NumberList(allow_inf=True), positional=True)
-    q: tuple[float, ...] | None = option(None, NumberList(allow_inf=True), positional=True)
-    p_file: Path | None = option(None, InputFile())
-    q_file: Path | None = option(None, InputFile())
-    logits: bool = option(False, Flag())
-    p_temperature: float | None = option(None, Number(0, low_open=True))
-    q_temperature: float | None = option(None, Number(0, low_open=True))
-    normalize: bool = option(False, Flag())
-
-
-@dataclass(frozen=True)
-class PlansRequest(Request):
-    """``infer-opt speculative plans``: the long-run cost per committed token of logged plans."""
-
-    file: Path = option(check=InputFile(), positional=True)
-
-
-@dataclass(frozen=True)
-class FromMetricsRequest(SpecCostsRequest):
-    """``infer-opt speculative from-metrics``: per-position acceptance from serving counters
-    (given, a JSON ``file`` or a ``prometheus`` snapshot, ``before`` another), with costs the speedup."""
-
-    drafts: int | None = option(None, Count(1))
-    accepted_per_position: tuple[int, ...] | None = option(None, CountList(0))
-    draft_tokens: int | None = option(None, Count(0))
-    file: Path | None = option(None, InputFile())
-    prometheus: Path | None = option(None, InputFile())
-    before: Path | None = option(None, InputFile())
-    model_name: str | None = option(None)
-
-
-@dataclass(frozen=True)
-class AmortizeMeasureRequest(Request):
-    """``infer-opt amortize measure``: compile cost and steady times per (batch, bound) bucket of
-    a model, the calls per bucket given or from a length sample; ``resume`` a saved sweep."""
-
-    model: str = option("tiny", positional=True)
-    bounds: tuple[int, ...] = option((32, 64), Bounds())
-    batch_sizes: tuple[int, ...] = option((1,), CountList(1, 1 << 16))
-    calls_per_bucket: tuple[int, ...] | None = option(None, CountList(0))
-    lengths: Path | None = option(None, InputFile(allow_stdin=True))
-    requests: int | None = option(None, Count(1))
-    device: str = option("auto")
-    dtype: str = option("auto")
-    warmup: int = option(3, Count(0, MAX_REPS))
-    reps: int = option(20, Count(1, MAX_REPS))
-    backend: str = option("inductor", Choice(("inductor", "eager", "aot_eager", "cudagraphs")))
-    cuda_graphs: bool | None = option(None, Flag())
-    resume: Any = option(None, Resume("amortize-measure", "an amortize measure result"))
-    hf_config: tuple[str, ...] = option((), Strings())
 # --------------------------------------------------------------- group 3: traces and engine settings
 
 
@@ -1063,29 +675,6 @@ SCHEDULER = Text()
 SCHEDULER.takes, SCHEDULER.what = (object,), "a scheduler address or a distributed.Client"
 
 
-@dataclass(frozen=True)
-class TraceRequest(Request):
-    """``infer-opt trace`` and ``load_trace``: the traces (files, or folders of ranks) and how
-    they are analyzed (``--augment`` and the display are the command line's)."""
-
-    paths: tuple[Path, ...] = option(check=Each(TraceInput()), positional=True)
-    steps: tuple[int, int] | None = option(None, Steps())
-    device: str | None = option(None)
-    peak_flops: float | None = option(None, FlopRate())
-    peak_bandwidth: float | None = option(None, Bandwidth())
-    hta_compat: bool = option(False, Flag())
-    causal_flops: str = option("half", Choice(("half", "full")))
-    matmul_fraction: float = option(0.7, Fraction(low=0.01))
-    capture: tuple[Path, ...] | None = option(None, Each(InputFile()))
-    scheduler: Any = option(None, SCHEDULER)
-    workers: int | None = option(None, Count(1, 1024))
-    strict: bool = option(False, Flag())
-    roofline: Path | None = option(None, InputFile())
-    joint_replay: bool = option(False, Flag())
-    what_if: tuple[str, ...] = option((), Edits())
-    kernels_from: Path | None = option(None, InputFile())
-
-
 class CostSource(Checker):
     """``FILE``, or ``FILE@B``: a saved trace result and the batch size B it ran at (a trace
     does not record it) -> ``(path, B or None)``. A path that exists as written is a file, ``@``
@@ -1108,43 +697,6 @@ class CostSource(Checker):
         return InputFile().parse(text, option), None
 
 
-@dataclass(frozen=True)
-class TuneCaptureSizesRequest(Request):
-    """``infer-opt tune capture-sizes``: the batch sizes seen (a table, or Prometheus snapshots),
-    the step cost, the limits (count, memory) and the current list."""
-
-    cost_file: tuple[Any, ...] | None = option(None, Each(CostSource()))
-    batches: Path | None = option(None, InputFile())
-    prometheus: Path | None = option(None, InputFile())
-    before: Path | None = option(None, InputFile())
-    max_captures: int | None = option(None, Count(1, 1 << 16))
-    memory_per_capture: float | None = option(None, Size())
-    memory: Path | None = option(None, InputFile())
-    memory_budget: float | None = option(None, Size())
-    current: tuple[int, ...] | None = option(None, CountList(0))
-    engine: str = option("vllm")
-    engine_max_size: int | None = option(None, Count(1, 1 << 20))
-    eager_cost_file: tuple[Any, ...] | None = option(None, Each(CostSource()))
-    eager_overhead: float | None = option(None, Duration("ms"))
-    capture_time: float | None = option(None, Duration("s"))
-
-
-@dataclass(frozen=True)
-class TuneSpeculativeRequest(Request):
-    """``infer-opt tune speculative``: the acceptance rates (given, or from Prometheus snapshots),
-    the target's and the draft's step cost, and the batch sizes."""
-
-    target_cost_file: tuple[Any, ...] = option(check=Each(CostSource()))
-    draft_cost_file: tuple[Any, ...] = option(check=Each(CostSource()))
-    alphas: tuple[float, ...] | None = option(None, NumberList(low=0, high=1))
-    prometheus: Path | None = option(None, InputFile())
-    before: Path | None = option(None, InputFile())
-    overhead: float = option(0.0, Duration("ms"))
-    batches: Path | None = option(None, InputFile())
-    batch_sizes: tuple[int, ...] | None = option(None, CountList(1, 1 << 20, increasing=True))
-    k_max: int | None = option(None, Count(1, 64))
-
-
 class ResultSide(InputFile):
     """A side of ``compare``: a result's file or a trace file, or (the API's) a result, a
     :class:`~infer_opt.trace.loaded.LoadedTrace` or a list of results (the rounds of an ``ab``)."""
@@ -1159,24 +711,45 @@ class ResultSide(InputFile):
         return value
 
 
-@dataclass(frozen=True)
-class CompareRequest(Request):
-    """``infer-opt compare``: two results (or traces), the change worth reporting and the test's
-    settings (run-level: not for two traces)."""
+#: each command's request, in the module of its group, imported on first use (building a request
+#: class costs ~1 ms: a command pays for its group's, not for all thirty)
+_REQUESTS = {
+    "StepRequest": "steps",
+    "ProfileRequest": "steps",
+    "PredictRequest": "steps",
+    "ValidateRequest": "steps",
+    "CalibrateRequest": "steps",
+    "SuiteRequest": "steps",
+    "KernelsRequest": "steps",
+    "RooflineRequest": "steps",
+    "AmdahlRequest": "calculators",
+    "BucketsRequest": "calculators",
+    "AttentionMemoryRequest": "calculators",
+    "AttentionWindowRequest": "calculators",
+    "AttentionCheckRequest": "calculators",
+    "AmortizeRequest": "calculators",
+    "SpecCostsRequest": "calculators",
+    "SpecSpeedupRequest": "calculators",
+    "AcceptanceRequest": "calculators",
+    "PlansRequest": "calculators",
+    "FromMetricsRequest": "calculators",
+    "AmortizeMeasureRequest": "calculators",
+    "CommRequest": "measuring",
+    "AbRequest": "measuring",
+    "SpeculativeVerifyRequest": "measuring",
+    "SpeculativeMeasureRequest": "measuring",
+    "SpeculativeRunRequest": "measuring",
+    "TraceRequest": "traces",
+    "TuneCaptureSizesRequest": "traces",
+    "TuneSpeculativeRequest": "traces",
+    "CompareRequest": "traces",
+    "ReportRequest": "traces",
+}
 
-    base: Any = option(check=ResultSide(), positional=True)
-    new: Any = option(check=ResultSide(), positional=True)
-    threshold: float = option(0.05, Fraction(0, 1))
-    significance: float = option(0.05, Number(0, 1, low_open=True, high_open=True))
-    force: bool = option(False, Flag())
-    seed: int = option(0, Count(0))
-    noise_floor: float | None = option(None, Fraction(0, 10))
 
+def __getattr__(name: str) -> Any:
+    if name in _REQUESTS:
+        import importlib
 
-@dataclass(frozen=True)
-class ReportRequest(Request):
-    """``infer-opt report``: the saved results, in order, and the report's title (where it is
-    written, with its plots and an HTML copy, is the command line's)."""
-
-    results: tuple[Path, ...] = option(check=Each(InputFile()), positional=True)
-    title: str = option("infer-opt report")
+        return getattr(importlib.import_module(f"infer_opt.requests.{_REQUESTS[name]}"), name)
+    raise AttributeError(f"module 'infer_opt.requests' has no attribute {name!r}")

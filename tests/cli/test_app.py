@@ -84,6 +84,8 @@ def test_every_example_in_the_help_parses(name, argv, tmp_path, monkeypatch):
         if "." in word and word.rsplit(".", 1)[1] in ("txt", "csv", "json", "md", "png", "prom", "gz"):
             (tmp_path / word).parent.mkdir(parents=True, exist_ok=True)
             (tmp_path / word).touch()
+        elif word.endswith("/") and not word.startswith("-"):  # a folder of ranks
+            (tmp_path / word).mkdir(parents=True, exist_ok=True)
     assert parse_command_line(argv).command.name in argv[:2]
 
 
