@@ -1,4 +1,4 @@
-"""The requests of traces and engine settings (trace, tune, compare, report):
+"""The requests of traces and engine settings (trace, tune, report):
 :mod:`infer_opt.requests`."""
 
 from __future__ import annotations
@@ -21,10 +21,8 @@ from infer_opt.requests import (
     FlopRate,
     Fraction,
     InputFile,
-    Number,
     NumberList,
     Request,
-    ResultSide,
     Size,
     Steps,
     TraceInput,
@@ -90,20 +88,6 @@ class TuneSpeculativeRequest(Request):
     batches: Path | None = option(None, InputFile())
     batch_sizes: tuple[int, ...] | None = option(None, CountList(1, 1 << 20, increasing=True))
     k_max: int | None = option(None, Count(1, 64))
-
-
-@dataclass(frozen=True)
-class CompareRequest(Request):
-    """``infer-opt compare``: two results (or traces), the change worth reporting and the test's
-    settings (run-level: not for two traces)."""
-
-    base: Any = option(check=ResultSide(), positional=True)
-    new: Any = option(check=ResultSide(), positional=True)
-    threshold: float = option(0.05, Fraction(0, 1))
-    significance: float = option(0.05, Number(0, 1, low_open=True, high_open=True))
-    force: bool = option(False, Flag())
-    seed: int = option(0, Count(0))
-    noise_floor: float | None = option(None, Fraction(0, 10))
 
 
 @dataclass(frozen=True)
