@@ -1014,6 +1014,39 @@ def _steps(cols: _Columns) -> tuple[Step, ...]:
     )
 
 
+#: the share of a step's launched GPU events its GPU-side span must hold (Kineto's span is
+#: their extent, so a true one holds them all; a few may be skewed or spill by rounding)
+GPU_SPAN_HOLDS = 0.9
+
+
+def _trusted_gpu_spans(
+    steps: tuple[Step, ...], g_step: np.ndarray, g_start: np.ndarray, g_end: np.ndarray
+) -> tuple[tuple[Step, ...], dict[str, Any]]:
+    """``steps`` without the GPU-side spans that do not hold their own step: a GPU-side
+    ``ProfilerStep`` annotation that holds (start to end, within 1 µs) fewer than
+    :data:`GPU_SPAN_HOLDS` of the GPU events its step launched is no window of that step (a ROCm
+    trace's annotation can be a few µs long and sit anywhere in its step, or end halfway); the
+    step is then measured from its events. With what was dropped (how many steps; the first
+    one's number, span and events held) for a notice, empty when nothing was."""
+    out, first, count = [], None, 0
+    for i, s in enumerate(steps):
+        mine = g_step == i
+        if s.gpu_start_us is None or s.gpu_end_us is None or not mine.any():
+            out.append(s)
+            continue
+        starts, ends = g_start[mine], g_end[mine]
+        held = int(((starts >= s.gpu_start_us - 1.0) & (ends <= s.gpu_end_us + 1.0)).sum())
+        if held >= GPU_SPAN_HOLDS * starts.size:
+            out.append(s)
+            continue
+        count += 1
+        if first is None:
+            first = {"step": s.number, "span_s": (s.gpu_end_us - s.gpu_start_us) * 1e-6, "held": held,
+                     "events": int(starts.size)}  # fmt: skip
+        out.append(Step(s.number, s.cpu_start_us, s.cpu_end_us))
+    return tuple(out), ({"steps": count, **first} if first is not None else {})
+
+
 def _step_of(steps: tuple[Step, ...], t: np.ndarray, gpu: bool = False) -> np.ndarray:
     out = np.full(t.shape[0], -1, dtype=np.int32)
     for i, s in enumerate(steps):
@@ -1056,6 +1089,9 @@ def _build(cols: _Columns, path: str) -> tuple[GpuEvents, Launches, CpuOps, tupl
     steps = _steps(cols)
     g_step = np.full(g[0].size, -1, dtype=i4)
     g_step[linked] = _step_of(steps, la[0][g_launch[linked]])
+    steps, dropped = _trusted_gpu_spans(steps, g_step, g[0], g[0] + g[1])
+    if dropped:
+        notices.append(Notice("trace_gpu_step_spans_ignored", {"file": path, **dropped}))
     g_step[~linked] = _step_of(steps, g[0][~linked], gpu=True)
     gpu = GpuEvents(
         g[0],

@@ -250,3 +250,15 @@ def test_every_shared_trace_analyzes_with_consistent_sums(path):
         if g.bound != "unknown":
             assert g.peak_fraction >= 0
     assert r.ops or r.cpu_ops or not any(rank.steps for rank in r.ranks) or r.coverage
+    # the replay (issue 40): unedited it is the trace; no what-if replays to nothing or past its step
+    for rank in r.ranks:
+        for s in rank.steps:
+            assert s.replayed_span_s == pytest.approx(s.span_s, rel=0.01)
+            assert s.bound in ("host", "device")
+    if r.idle_causes:
+        most = max(s.idle_s for rank in r.ranks for s in rank.steps)
+        assert math.fsum(c.time_s for c in r.idle_causes) <= most * 1.02 + 1e-9
+    for w in r.what_if:
+        if w.replayed_step_s is not None:
+            assert 0 < w.replayed_step_s <= w.step_s * (1 + 1e-9), w.scenario
+            assert math.isfinite(w.replayed_speedup), w.scenario

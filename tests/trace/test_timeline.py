@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from infer_opt.trace import timeline as tl
 from infer_opt.trace.reader import read_trace, read_traces
 from infer_opt.trace.timeline import (
     COMM,
@@ -116,3 +117,6 @@ def test_every_shared_trace_has_a_consistent_timeline(path):
             assert w.compute_s <= w.busy_s * (1 + 1e-9) + 1e-12 or compat
         if r.steps and not compat:
             assert r.idle_fraction + r.compute_fraction + r.non_compute_fraction == pytest.approx(1.0)
+    for _, mask, lo, hi in tl._windows(t, None)[0]:  # each step's window holds its own GPU events
+        start, end = t.gpu.ts_us[mask], t.gpu.ts_us[mask] + t.gpu.dur_us[mask]
+        assert np.mean((start >= lo - 1) & (end <= hi + 1)) >= 0.9

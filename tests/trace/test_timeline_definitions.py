@@ -131,6 +131,30 @@ def test_kernels_before_their_launch_stay_in_their_step(tmp_path, gpu_annotation
     _assert_within_definitions(rank)
 
 
+@pytest.mark.parametrize(("lo", "dur"), [(1500, 18), (995, 500), (2500, 400)])
+def test_a_gpu_step_span_that_does_not_hold_its_kernels_is_not_the_step(tmp_path, lo, dur):
+    # a stub inside the step, one holding the first two of four kernels, one after them all
+    result, rank = _rank(tmp_path, tt.gpu_span(lo, dur))
+    (step,) = rank.steps
+    assert step.span_s == pytest.approx(1000e-6)  # 1000 µs .. 2000 µs: its kernels' extent
+    assert step.busy_s == pytest.approx(400e-6) and step.idle_s == pytest.approx(600e-6)
+    (notice,) = [w for w in result.warnings if w.code == "trace_gpu_step_spans_ignored"]
+    held = {1500: 0, 995: 2, 2500: 0}[lo]
+    assert (notice.values["steps"], notice.values["step"], notice.values["held"]) == (1, 1, held)
+    assert notice.values["events"] == 4 and notice.values["span_s"] == pytest.approx(dur * 1e-6)
+    for w in result.what_if:  # never a step replayed shorter than nothing
+        assert w.replayed_step_s is None or w.replayed_step_s > 0
+    _assert_within_definitions(rank)
+
+
+def test_a_gpu_step_span_that_holds_its_kernels_is_the_step(tmp_path):
+    result, rank = _rank(tmp_path, tt.gpu_span(900, 1300))
+    (step,) = rank.steps
+    assert step.span_s == pytest.approx(1300e-6)  # the annotation's span, idle at both ends
+    assert step.idle_s == pytest.approx(900e-6)
+    assert not [w for w in result.warnings if w.code == "trace_gpu_step_spans_ignored"]
+
+
 def test_no_skew_no_warning(tmp_path):
     result, _ = _rank(tmp_path, tt.overlapped())
     assert not [w for w in result.warnings if w.code == "trace_clock_skew"]
