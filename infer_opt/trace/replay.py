@@ -191,8 +191,8 @@ def window_replays(
     for number, mask, lo, hi in windows:
         first, last = float(s_obs[mask].min()), float(e_obs[mask].max())
         r_lo, r_hi = float(s_rep[mask].min()), float(e_rep[mask].max())
-        if prev is not None:
-            r_lo = max(r_lo, prev[1] + min(0.0, first - prev[0]))
+        if prev is not None:  # never past the step's own replayed end
+            r_lo = min(max(r_lo, prev[1] + min(0.0, first - prev[0])), r_hi)
         prev = (last, r_hi)
         if steps is not None and not (number is not None and steps[0] <= number <= steps[1]):
             continue

@@ -208,8 +208,9 @@ def clock_skew(events: TraceEvents) -> tuple[int, float]:
 
 
 def _windows(events: TraceEvents, steps: tuple[int, int] | None) -> tuple[list, list[Notice]]:
-    """(step number, mask of its GPU events, lo, hi) per analyzed window, and notices. With
-    clock skew (:func:`clock_skew`) a step's window is widened to hold its own GPU events."""
+    """(step number, mask of its GPU events, lo, hi) per analyzed window, and notices. A step's
+    window is widened to hold its own GPU events (clock skew, :func:`clock_skew`; a GPU-side span
+    that misses a few of them: the reader drops one that misses many)."""
     g = events.gpu
     notices: list[Notice] = []
     end = g.ts_us + g.dur_us
@@ -227,8 +228,7 @@ def _windows(events: TraceEvents, steps: tuple[int, int] | None) -> tuple[list, 
             continue
         first, last = float(g.ts_us[mask].min()), float(end[mask].max())
         lo, hi = (s.gpu_start_us, s.gpu_end_us) if s.gpu_start_us is not None else (first, last)
-        if skewed:
-            lo, hi = min(lo, first), max(hi, last)
+        lo, hi = min(lo, first), max(hi, last)  # skewed clocks, or a GPU span that misses a few
         out.append((s.number, mask, lo, hi))
     if not out and len(g) and steps is None:
         notices.append(Notice("trace_no_steps", {"file": events.path}))

@@ -155,6 +155,16 @@ def test_a_gpu_step_span_that_holds_its_kernels_is_the_step(tmp_path):
     assert not [w for w in result.warnings if w.code == "trace_gpu_step_spans_ignored"]
 
 
+def test_a_gpu_step_span_that_misses_a_few_of_its_kernels_is_widened_to_hold_them(tmp_path):
+    # ten kernels 1000 .. 3800 µs; the span ends at 3750 µs, in the last kernel: 9 of 10 held
+    result, rank = _rank(tmp_path, tt.gpu_span(900, 2850, kernels=10))
+    (step,) = rank.steps
+    assert step.span_s == pytest.approx(2900e-6)  # 900 .. 3800 µs
+    assert step.busy_s == pytest.approx(1000e-6) and step.replayed_span_s == pytest.approx(step.span_s)
+    assert not [w for w in result.warnings if w.code == "trace_gpu_step_spans_ignored"]
+    _assert_within_definitions(rank)
+
+
 def test_no_skew_no_warning(tmp_path):
     result, _ = _rank(tmp_path, tt.overlapped())
     assert not [w for w in result.warnings if w.code == "trace_clock_skew"]

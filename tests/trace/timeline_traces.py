@@ -71,13 +71,13 @@ def same_named_steps(count: int = 3) -> dict[str, Any]:
     return _doc(events)
 
 
-def gpu_span(lo: float, dur: float) -> dict[str, Any]:
-    """One step (CPU 0–3000 µs) of four 100 µs kernels at 1000, 1300, 1600 and 1900 µs, its
-    GPU-side ``ProfilerStep#1`` annotation at ``[lo, lo + dur]`` (a true one: 1000, 1000; a
-    ROCm-like stub: a few µs anywhere, or one that ends halfway)."""
-    events = [_x("user_annotation", "ProfilerStep#1", 0, 3000, 100, 1, {}),
+def gpu_span(lo: float, dur: float, kernels: int = 4) -> dict[str, Any]:
+    """One step (CPU 0–3000 µs) of ``kernels`` 100 µs kernels 300 µs apart from 1000 µs (four:
+    1000, 1300, 1600, 1900), its GPU-side ``ProfilerStep#1`` annotation at ``[lo, lo + dur]`` (a
+    true one: 1000, 1000; a ROCm-like stub: a few µs anywhere, or one that ends halfway)."""
+    events = [_x("user_annotation", "ProfilerStep#1", 0, 300 * kernels + 2000, 100, 1, {}),
               _x("gpu_user_annotation", "ProfilerStep#1", lo, dur, 0, 7, {})]  # fmt: skip
-    for i in range(4):
+    for i in range(kernels):
         events += _launched("sm90_gemm_a", 10 + 30 * i, 1000 + 300 * i, 100, i + 1)
     return _doc(events)
 
