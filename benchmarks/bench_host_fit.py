@@ -7,11 +7,15 @@ events, aten ops from its ``cpu_op`` events), against its measured host
 time (the sum of its intervals, waits at syncs left out) — and beside it the per-op median that
 ``predict`` uses today (:func:`infer_opt.trace.host_costs.summarize`'s overall median × ops).
 
+With ``--same-ops``: per GPU, the median host time of each top-level aten op (its ``cpu_op``
+duration: dispatch, kernel launch and the ops below it) that at least three of the HF traces
+call, per trace — whether one trace's host runs the same ops faster than the others'.
+
 With ``--by-model DIR``: the same leave-one-model-out over one folder's traces of one GPU, a
 trace's model being its file name up to ``-prefill`` / ``-decode`` (this project's H200 runs:
 ``docs/gpu_runs/2026-12-04-h200/traces/``, recorded without Python stacks: launch + aten ops).
 
-    python benchmarks/bench_host_fit.py [--traces ../shared/traces] [--by-model DIR]
+    python benchmarks/bench_host_fit.py [--traces ../shared/traces] [--by-model DIR | --same-ops]
 """
 
 from __future__ import annotations
@@ -89,6 +93,72 @@ def by_model(folder: Path) -> str:
     return "\n".join(lines)
 
 
+def same_ops(traces: Path) -> str:
+    """Per GPU and top-level aten op called by >= 3 HF traces: its median host time per trace,
+    and each trace's median ratio to the other traces' median over those ops (module docstring)."""
+    import numpy as np
+
+    lines = []
+    for gpu, pattern in GPUS.items():
+        per: dict[str, dict[str, tuple[float, int]]] = {}
+        for p in sorted(traces.glob(pattern)):
+            if not any(m in p.name for m in HF):
+                continue
+            t = read_trace(p)
+            top = np.flatnonzero(t.ops.parent < 0)
+            names = np.asarray(t.names, dtype=object)[t.ops.name[top]]
+            durs = t.ops.dur_us[top]
+            model = p.name.split("__")[2][:24]
+            for name in np.unique(names):
+                if str(name).startswith("aten::"):
+                    mine = names == name
+                    per.setdefault(str(name), {})[model] = (float(np.median(durs[mine])), int(mine.sum()))
+        models = sorted({m for v in per.values() for m in v})
+        common = sorted(n for n, v in per.items() if len(v) >= 3)
+        lines += [f"**{gpu}** (µs, median host time of the op; calls in brackets)", "",
+                  "| op | " + " | ".join(models) + " |", "|---" * (1 + len(models)) + "|"]  # fmt: skip
+        ratios: dict[str, list[float]] = {m: [] for m in models}
+        for n in common:
+            v = per[n]
+            cells = [f"{v[m][0]:.1f} ({v[m][1]})" if m in v else "—" for m in models]
+            lines.append(f"| {n} | " + " | ".join(cells) + " |")
+            for m in v:
+                others = [v[o][0] for o in v if o != m]
+                ratios[m].append(v[m][0] / float(np.median(others)))
+        cells = [f"{np.median(r):.2f}×" if r else "—" for r in ratios.values()]
+        lines += ["| *median ratio to the others* | " + " | ".join(cells) + " |", ""]
+    lines += ["Each trace's host intervals split: the launching op's own host time (its `cpu_op`, from the",
+              "interval's start) and the rest (Python glue and the ops between):", "",
+              "| GPU | trace | intervals | aten ops | Python calls | launching ops' own time | per launching op |"
+              " per aten op | the rest | per Python call |", "|---" * 10 + "|"]  # fmt: skip
+    for gpu, pattern in GPUS.items():
+        for p in sorted(traces.glob(pattern)):
+            if any(m in p.name for m in HF):
+                lines.append(_split(gpu, p))
+    return "\n".join(lines)
+
+
+def _split(gpu: str, path: Path) -> str:
+    """One trace's row of :func:`same_ops`' second table."""
+    import numpy as np
+
+    t = read_trace(path)
+    s = host_costs.issue_samples(t)
+    g = host_fit.gap_counts(s, host_fit.python_calls(path), t)
+    order = np.lexsort((t.ops.ts_us, t.ops.tid))
+    tid, ts, dur = t.ops.tid[order], t.ops.ts_us[order], t.ops.dur_us[order]
+    own = np.zeros(s.issue_s.size)
+    for k, (th, lo) in enumerate(zip(s.tid.tolist(), s.lo_us.tolist(), strict=True)):
+        lane = np.flatnonzero(tid == th)
+        i = lane[np.searchsorted(ts[lane], lo)]  # the launching op that starts the interval
+        own[k] = min(float(dur[i]) * 1e-6, float(s.issue_s[k]))
+    rest = s.issue_s - own
+    n, ops, py = s.issue_s.size, int(g.ops.sum()), int(g.python.sum())
+    return (f"| {gpu} | {path.name.split('__')[2][:24]} | {n} | {ops} | {py} | {own.sum() * 1e3:.2f} ms | "
+            f"{own.sum() / n * 1e6:.1f} µs | {own.sum() / max(ops, 1) * 1e6:.2f} µs | {rest.sum() * 1e3:.2f} ms | "
+            f"{rest.sum() / max(py, 1) * 1e6:.2f} µs |")  # fmt: skip
+
+
 def _coefficients(f: host_fit.HostGapFit) -> str:
     values = {"launch": f.launch_s, "module": f.module_s, "python": f.python_s, "ops": f.op_s}
     return ", ".join(f"{values[c] * 1e6:.2f}" for c in f.columns)
@@ -111,7 +181,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--traces", type=Path, default=DEFAULT)
     parser.add_argument("--by-model", type=Path, default=None)
+    parser.add_argument("--same-ops", action="store_true")
     args = parser.parse_args(argv)
+    if args.same_ops:
+        print(same_ops(args.traces))
+        return 0
     if args.by_model is not None:
         print(by_model(args.by_model))
         return 0
