@@ -1,7 +1,8 @@
 """Whole-step prediction on real GPU traces, leave-one-out (issue 40, item 7).
 
 For each HF model of ``../shared/traces`` that ``predict`` can build from its config (Qwen1.5-0.5B
-as ``hf:qwen2`` at its config, bert-small as ``hf:bert``, Falconsai's ViT-base through
+as ``hf:qwen2:base`` at its config — the traces ran the model without its LM head —, bert-small as
+``hf:bert``, its MLM head included as in its traces, Falconsai's ViT-base through
 ``bench_gpu_model.make_vit``), on the H100 and the MI300X: a calibration from the OTHER HF traces
 of the same GPU (``calibrate --from-trace``), then ``predict`` of the model's step at the trace's
 input shapes, held against the trace's step span (first GPU event's start to the last's end):
@@ -46,7 +47,7 @@ VIT = f"{Path(__file__).resolve().parent / 'bench_gpu_model.py'}:make_vit"
 HF = ("Falconsai", "Qwen", "timesformer", "bert-small", "owlv2")
 #: (trace name part, MODEL, --hf-config, batch, seq_len, label): the traces' own input shapes
 MODELS = (
-    ("Qwen_Qwen1.5-0.5B", "hf:qwen2", QWEN, 16, 559, "Qwen1.5-0.5B"),
+    ("Qwen_Qwen1.5-0.5B", "hf:qwen2:base", QWEN, 16, 559, "Qwen1.5-0.5B"),
     ("gaunernst_bert-small", "hf:bert", BERT, 1, 141, "bert-small"),
     ("Falconsai_nsfw", VIT, (), 4, 197, "ViT-base (Falconsai)"),
 )

@@ -155,7 +155,7 @@ def attention_check() -> Any:
 @_runs(ProfileRequest, "infer_opt.profilers.model_profile:run")
 def profile() -> Any:
     """Profile one step of ``model`` per aten operator, as ``infer-opt profile`` does: a
-    built-in name, ``module:factory``, ``file.py:factory`` or ``hf:<model_type>``. ``roofline``:
+    built-in name, ``module:factory``, ``file.py:factory`` or ``hf:<model_type>[:base]``. ``roofline``:
     a fit file, None for the fit cached for this machine (calibrated now if there is none), or
     False for no roofline columns. Returns a
     :class:`~infer_opt.profilers.model_profile.ProfileResult`."""

@@ -57,7 +57,7 @@ class StepSettings:
     by the result (like ``torch.utils.benchmark``'s ``TaskSpec`` inside its ``Measurement``).
 
     What to load: ``model`` (a built-in, ``module:factory``, ``file.py:factory`` or
-    ``hf:<model_type>``) and ``hf_config`` (``key=value`` overrides of an ``hf:`` config); where:
+    ``hf:<model_type>[:base]``) and ``hf_config`` (``key=value`` overrides of an ``hf:`` config); where:
     ``device`` and ``dtype`` (``"auto"`` until loaded: the result carries them resolved, as
     ``"cpu"``, ``"float32"``) and the CPU's intra-op ``threads`` (None: as torch is set; resolved,
     the count the step ran at, None on CUDA); the step's :class:`Shape`; how it is timed:

@@ -101,3 +101,15 @@ def test_load_result_says_every_file_problem_under_the_option(tmp_path):
     with pytest.raises(InvalidInput) as err:
         load_result(broken, option="--resume")
     assert err.value.option == "--resume" and "broken.json field" in str(err.value)
+
+
+def test_the_environment_names_the_libraries_already_imported_and_imports_none(monkeypatch):
+    import sys
+    import types
+
+    from infer_opt.results.base import environment_info
+
+    monkeypatch.delitem(sys.modules, "transformers", raising=False)
+    assert "transformers" not in environment_info() and "transformers" not in sys.modules
+    monkeypatch.setitem(sys.modules, "transformers", types.SimpleNamespace(__version__="4.49.0"))
+    assert environment_info()["transformers"] == "4.49.0"  # an hf: model is that version's code

@@ -44,7 +44,7 @@ HELP = (
     "line, or CSV with length[,count]) mapped to the smallest bound >= T, scaled to --requests N; "
     "each call serves one batch.\n\n"
     "MODEL: a built-in (tiny, the default), package.module:factory or path/to/file.py:factory "
-    "taking batch_size and seq_len, or hf:<model_type>.\n\n"
+    "taking batch_size and seq_len, or hf:<model_type>[:base].\n\n"
     "Examples:\n\n"
     "  infer-opt amortize measure\n\n"
     "  infer-opt amortize measure tiny --bounds 32,64,128 --calls-per-bucket 1000,500,200 "

@@ -34,7 +34,7 @@ AutoDtypeOpt = option(
     str, "--dtype", help="auto (float32 on CPU, bfloat16 on CUDA), float32, bfloat16, float16."
 )
 ModelArg = argument(
-    str, help="Built-in name, package.module:factory, path/to/file.py:factory, or hf:<model_type>."
+    str, help="Built-in name, package.module:factory, path/to/file.py:factory, or hf:<model_type>[:base]."
 )
 HfConfigOpt = option(
     list[str] | None, "--hf-config", help="Config override for hf: models, KEY=VALUE (repeatable)."

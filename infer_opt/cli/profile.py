@@ -43,7 +43,8 @@ per category f: 1/(1-f) if free, 1/((1-f) + f/s) at its roofline bound.
 MODEL: a built-in (tiny, the default; gpt2-small, llama-tiny, llama-small);
 a factory, package.module:factory or path/to/file.py:factory, returning
 (model, example_inputs) (see examples/my_model.py); or hf:<model_type>,
-built from its config with random weights (pip install 'infer-opt\\[hf]').
+built from its config with random weights (pip install 'infer-opt\\[hf]'): its
+causal LM, or with :base the model without its head (hf:bert:base, hf:qwen2:base).
 
 --runs N: N independent passes over the step (each with its own warm-up), every op,
 category and the step keeping each run's median; 1 for a look, 3 or more for anything

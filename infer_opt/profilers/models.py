@@ -22,7 +22,9 @@ preallocated per layer (:class:`KVCache`); the mask rule (checked by :mod:`infer
 
 A user's model is ``package.module:factory`` or ``path/to/file.py:factory``; see
 ``examples/my_model.py`` for the contract. ``hf:<model_type>`` builds
-``AutoModelForCausalLM.from_config(AutoConfig.for_model(model_type, **overrides))``.
+``AutoModelForCausalLM.from_config(AutoConfig.for_model(model_type, **overrides))``;
+``hf:<model_type>:base`` the model without its head (``AutoModel``: what an embedding or encoder
+forward runs, and what traces of ``AutoModel`` record — no LM head over every token).
 """
 
 from __future__ import annotations
@@ -534,10 +536,12 @@ def load_model(
     dtype: torch.dtype = torch.float32,
     hf_overrides: Mapping[str, Any] | None = None,
 ) -> LoadedModel:
-    """Resolve ``MODEL``: a built-in name, ``hf:<model_type>``, or a factory spec."""
+    """Resolve ``MODEL``: a built-in name, ``hf:<model_type>[:base]``, or a factory spec."""
     if spec.startswith("hf:"):
+        model_type, base = hf_spec(spec)
         return load_hf(
-            spec[3:], hf_overrides or {}, batch_size=batch_size, seq_len=seq_len, device=device, dtype=dtype
+            model_type, hf_overrides or {}, batch_size=batch_size, seq_len=seq_len, device=device, dtype=dtype,
+            base=base,
         )
     if hf_overrides:
         raise InvalidInput("--hf-config", ",".join(hf_overrides), "only applies to hf:<model_type> models")
@@ -549,7 +553,7 @@ def load_model(
             "MODEL",
             spec,
             f"unknown built-in model; known: {', '.join(builtin_names())} "
-            "(or module:factory, path/to/file.py:factory, hf:<model_type>)",
+            "(or module:factory, path/to/file.py:factory, hf:<model_type>[:base])",
         )
     config = BUILTIN_CONFIGS[key]
     if seq_len > config.max_seq_len:
@@ -785,6 +789,17 @@ def _literal(text: str) -> Any:
     return text
 
 
+HF_SPEC = "hf:<model_type> (its causal LM) or hf:<model_type>:base (the model without its head)"
+
+
+def hf_spec(spec: str) -> tuple[str, bool]:
+    """``hf:<model_type>[:base]`` -> (model type, whether the base model without its head)."""
+    model_type, sep, kind = spec.removeprefix("hf:").partition(":")
+    if not model_type or (sep and kind != "base"):
+        raise InvalidInput("MODEL", spec, f"expected {HF_SPEC}, e.g. hf:gpt2, hf:llama or hf:bert:base")
+    return model_type, bool(sep)
+
+
 def load_hf(
     model_type: str,
     overrides: Mapping[str, Any],
@@ -793,39 +808,44 @@ def load_hf(
     seq_len: int,
     device: torch.device | str,
     dtype: torch.dtype | None = None,
+    base: bool = False,
 ) -> LoadedModel:
-    """``AutoModelForCausalLM.from_config(AutoConfig.for_model(model_type, **overrides))``:
-    random weights, nothing downloaded. Prefill only (a forward on random ``input_ids``)."""
+    """``AutoModelForCausalLM.from_config(AutoConfig.for_model(model_type, **overrides))`` —
+    ``AutoModel`` with ``base``: random weights, nothing downloaded. A forward on random
+    ``input_ids`` (decode: :mod:`infer_opt.profilers.model_profile`)."""
+    name = f"hf:{model_type}" + (":base" if base else "")
     try:
         import transformers
     except ImportError:
-        raise InvalidInput("MODEL", f"hf:{model_type}", HF_EXTRA_MESSAGE) from None
+        raise InvalidInput("MODEL", name, HF_EXTRA_MESSAGE) from None
     if not model_type:
-        raise InvalidInput("MODEL", "hf:", "expected hf:<model_type>, e.g. hf:gpt2 or hf:llama")
+        raise InvalidInput("MODEL", "hf:", f"expected {HF_SPEC}, e.g. hf:gpt2 or hf:llama")
     # what the config refuses is the user's input: the model type, or --hf-config's values (a
     # ValueError, or huggingface_hub's StrictDataclassError in newer transformers)
-    option, given = ("hf_config", _overrides_text(overrides)) if overrides else ("MODEL", f"hf:{model_type}")
+    option, given = ("hf_config", _overrides_text(overrides)) if overrides else ("MODEL", name)
     config = _hf_config(transformers, model_type, overrides, option, given)
+    auto = transformers.AutoModel if base else transformers.AutoModelForCausalLM
     torch.manual_seed(DEFAULT_SEED)
     if str(device) != "meta":
-        _check_hf_weights(transformers, config, dtype, device, given)
+        _check_hf_weights(auto, config, dtype, device, given)
     try:
-        model = transformers.AutoModelForCausalLM.from_config(config)
+        model = auto.from_config(config)
     except Exception as exc:
         if out_of_memory(exc) is not None:
             raise
+        what = "model" if base else "causal LM"
         raise InvalidInput(
-            option, given, f"transformers built no causal LM from this config: {_exception_text(exc)}"
+            option, given, f"transformers built no {what} from this config: {_exception_text(exc)}"
         ) from None
     model = model.to(device=device, dtype=dtype).eval() if dtype else model.to(device).eval()
     vocab = int(getattr(config, "vocab_size", 1000) or 1000)
     max_pos = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
     if max_pos is not None and seq_len > int(max_pos):
-        raise InvalidInput("seq_len", seq_len, f"hf:{model_type} has {max_pos} positions")
+        raise InvalidInput("seq_len", seq_len, f"{name} has {max_pos} positions")
     ids = random_tokens(batch_size, seq_len, vocab, device=device)
     analytic = hf_prefill_flops(model, config, batch_size, seq_len)
     return LoadedModel(
-        f"hf:{model_type}",
+        name,
         "hf",
         model,
         (),
@@ -861,7 +881,7 @@ def _hf_config(
     return config
 
 
-def _check_hf_weights(transformers: Any, config: Any, dtype: Any, device: Any, given: str) -> None:
+def _check_hf_weights(auto: Any, config: Any, dtype: Any, device: Any, given: str) -> None:
     """A model built with real weights must fit in memory: counted on the meta device first."""
     from infer_opt.profilers import hf_config
     from infer_opt.profilers.distributed import available_memory
@@ -870,7 +890,7 @@ def _check_hf_weights(transformers: Any, config: Any, dtype: Any, device: Any, g
         return
     try:
         with torch.device("meta"):
-            meta = transformers.AutoModelForCausalLM.from_config(config)
+            meta = auto.from_config(config)
     except Exception:  # what cannot be built is reported by the real build
         return
     n_params = sum(p.numel() for p in meta.parameters())

@@ -327,8 +327,8 @@ class Result:
 
 
 def environment_info() -> dict[str, Any]:
-    """Where a result was produced. Reads torch's details only when torch is already
-    imported (a calculator must not pay for importing it)."""
+    """Where a result was produced. Reads torch's (and transformers') details only when already
+    imported (a calculator must not pay for importing them)."""
     env: dict[str, Any] = {
         "infer_opt": __version__,
         "python": platform.python_version(),
@@ -346,6 +346,9 @@ def environment_info() -> dict[str, Any]:
         if cuda:
             env["cuda"] = torch.version.cuda
             env["device_name"] = torch.cuda.get_device_name()
+    transformers = sys.modules.get("transformers")  # an hf: model is this version's code
+    if transformers is not None and isinstance(getattr(transformers, "__version__", None), str):
+        env["transformers"] = transformers.__version__
     return env
 
 

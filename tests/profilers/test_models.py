@@ -362,6 +362,32 @@ def test_hf_llama_builds_from_small_overrides_with_analytic_flops():
     assert loaded.flops_analytic == 2 * p_matmul * t + 4 * 4 * t * t * 16 * 1 // 2  # causal: half
 
 
+def test_hf_base_is_the_model_without_its_head():
+    """``hf:<type>:base`` builds ``AutoModel``: the hidden states, no LM head over every token
+    (its matmul weights and FLOPs lose exactly the head's ``d × vocab``)."""
+    pytest.importorskip("transformers")
+    lm = models.load_model("hf:llama", seq_len=16, hf_overrides=HF_LLAMA)
+    base = models.load_model("hf:llama:base", seq_len=16, hf_overrides=HF_LLAMA)
+    assert base.name == "hf:llama:base" and lm.name == "hf:llama"
+    assert not hasattr(base.model, "lm_head")
+    with torch.no_grad():
+        assert base.prefill().last_hidden_state.shape == (1, 16, 64)
+    head = 64 * 256
+    assert models.matmul_weight_count(lm.model) - models.matmul_weight_count(base.model) == head
+    assert lm.flops_analytic - base.flops_analytic == 2 * head * 16
+    encoder = {"num_hidden_layers": 1, "hidden_size": 32, "num_attention_heads": 2, "intermediate_size": 64,
+               "vocab_size": 128}  # fmt: skip
+    with torch.no_grad():  # an encoder has no causal LM; its base model is what its traces run
+        assert models.load_model("hf:bert:base", seq_len=8, hf_overrides=encoder).prefill()[0].shape == (1, 8, 32)
+
+
+@pytest.mark.parametrize("spec", ["hf:llama:head", "hf:llama:", "hf::base", "hf:"])
+def test_a_bad_hf_spec_says_what_is_allowed(spec):
+    with pytest.raises(InvalidInput) as info:
+        models.load_model(spec)
+    assert info.value.option == "MODEL" and "hf:<model_type>:base" in str(info.value)
+
+
 def test_hf_tied_lm_head_counts_once_and_embeddings_not_at_all():
     pytest.importorskip("transformers")
     loaded = models.load_model(
