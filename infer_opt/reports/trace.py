@@ -388,18 +388,47 @@ def _family_lines(r: TraceResult) -> list[tuple[str, str]]:
 KERNEL_WIDTH = 28
 
 
-def _kernel_label(name: str, width: int = KERNEL_WIDTH) -> str:
-    """A kernel name without ``void`` and cut at ``width`` (whole in the JSON and CSV)."""
+#: characters of a long kernel name's start kept before the part that tells it from another's
+KERNEL_HEAD = 12
+
+
+def _kernel_label(name: str, width: int = KERNEL_WIDTH, differs_at: int = 0) -> str:
+    """A kernel name without ``void`` and cut at ``width`` (whole in the JSON and CSV); where
+    its first ``differs_at`` characters are another shown name's too (ROCm's Tensile GEMMs share
+    40), its start, then from just before where it differs."""
     text = name.removeprefix("void ")
-    return text if len(text) <= width else text[: width - 1] + "…"
+    if len(text) <= width:
+        return text
+    if differs_at < width - 1:
+        return text[: width - 1] + "…"
+    rest = text[max(differs_at - 4, KERNEL_HEAD) :]
+    tail = width - KERNEL_HEAD - 1
+    return text[:KERNEL_HEAD] + "…" + (rest if len(rest) <= tail else rest[: tail - 1] + "…")
+
+
+def _kernel_labels(names: Sequence[str], width: int = KERNEL_WIDTH) -> dict[str, str]:
+    """Each shown kernel name's label (:func:`_kernel_label`), told apart from the others': a
+    name a plain cut would show like another's is cut where it parts from the nearest of them."""
+    groups: dict[str, list[str]] = {}
+    for n in dict.fromkeys(names):
+        groups.setdefault(_kernel_label(n, width), []).append(n)
+    out = {}
+    for members in groups.values():
+        texts = {m: m.removeprefix("void ") for m in members}
+        for m, t in texts.items():
+            shared = max((len(os.path.commonprefix([t, o])) for k, o in texts.items() if k != m), default=0)
+            out[m] = _kernel_label(m, width, shared)
+    return out
 
 
 def _kernels_table(r: TraceResult, top: int) -> Table | None:
     if not r.kernels:
         return None
     shown = r.kernels[:top]
+    labels = _kernel_labels([k.name for k in shown])
     columns = [
-        Column("name", "Kernel", _kernel_label, align="left", csv_header="name", is_key=True),
+        Column("name", "Kernel", lambda n: labels.get(n) or _kernel_label(n), align="left", csv_header="name",
+               is_key=True),  # fmt: skip
         Column("calls", "Calls", csv_header="calls"),
         Column("time_s", "Time", format_duration, csv_header="time_s", importance=2),
         Column("fraction", "Share", format_percent, csv_header="fraction", importance=2),
