@@ -326,8 +326,9 @@ def trace_device(
         seen = ", ".join(values.get("seen", ())) or "nothing"
         fits = values.get("candidates", ())
         fit = f" (it fits {' and '.join(fits)})" if 1 < len(fits) <= 3 else ""
+        example = f"'{fits[0]}'" if fits else "h100"  # one it fits, not another vendor's
         raise InvalidInput(
-            option, path, f"its GPU is not identified from {seen}{fit}: give --device NAME (e.g. mi250)"
+            option, path, f"its GPU is not identified from {seen}{fit}: give --device NAME (e.g. {example})"
         )
     return TraceDevice(path, spec or device, main_dtype(instances), tuple(instances))
 

@@ -252,6 +252,22 @@ def test_an_unknown_gpu_is_refused(tmp_path):
         tc.calibrate_from_traces([ev])
 
 
+def test_an_ambiguous_gpu_is_refused_with_a_device_it_fits_as_the_example(tmp_path):
+    import json
+
+    path = write_trace(tmp_path / "a.json", training_ops())
+    doc = json.loads(path.read_text())
+    doc["deviceProperties"] = [{"id": 0}]  # no name: only the kernels' names say sm80 (an A100)
+    for e in doc["traceEvents"]:
+        if e["cat"] == "kernel":
+            e["name"] = "sm80_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize128x128x32_cutlass"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(InvalidInput) as info:
+        tc.calibrate_from_traces([read_trace(path)])
+    assert "it fits A100 40GB and A100 80GB SXM" in str(info.value)
+    assert "(e.g. 'A100 40GB')" in str(info.value) and "mi250" not in str(info.value)
+
+
 # ---------------------------------------------------------------------------- interpolation
 
 
