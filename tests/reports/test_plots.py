@@ -106,5 +106,10 @@ def test_the_trace_roofline_legend_shows_only_the_colours_drawn(monkeypatch):
     labels = [t.get_text() for t in axes[0].get_legend().get_texts()]
     assert not {"compute", "bandwidth", "launch"} & set(labels)
     assert any("unknown" in label for label in labels)
-    assert all(len(t.get_text()) <= trace_plot.LABEL_CHARS for t in axes[1].get_yticklabels())
+    texts = axes[1].texts  # each op's label on its bar, no tick label to push the panels right
+    assert len(texts) == min(len(ops), trace_plot.TOP_OPS) and not any(
+        t.get_text() for t in axes[1].get_yticklabels()
+    )
+    assert all(len(t.get_text()) <= trace_plot.LABEL_CHARS for t in texts)
+    assert all(0 <= t.get_position()[0] <= axes[1].get_xlim()[1] for t in texts)
     plt.close(fig)

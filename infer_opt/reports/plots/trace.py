@@ -104,9 +104,19 @@ def _top_ops(ax, result: TraceResult) -> None:
         return
     factor, unit = _style.time_unit(max(g.time_s for g in ops))
     y = np.arange(len(ops))[::-1]
-    ax.barh(y, [g.time_s / factor for g in ops], color=[_BOUND_COLORS.get(g.bound, _UNKNOWN) for g in ops])
+    widths = [g.time_s / factor for g in ops]
+    ax.barh(y, widths, color=[_BOUND_COLORS.get(g.bound, _UNKNOWN) for g in ops])
     labels = [f"{_cut(short_name(g.name), LABEL_CHARS - 18)} {_shapes(g.shapes, 16)}" for g in ops]
-    ax.set_yticks(y, labels, fontsize=8)
+    # each label on its bar (inside a long one, after a short one): no tick labels to push the
+    # figure's shared left margin, and so every panel, to the right
+    most = max(widths)
+    ax.set_xlim(0, most * 1.02)
+    ax.set_yticks(y, [])
+    ax.tick_params(axis="y", length=0)
+    for yi, w, label in zip(y, widths, labels, strict=True):
+        inside = w > 0.55 * most
+        ax.text(w - most * 0.01 if inside else w + most * 0.01, yi, label, va="center",
+                ha="right" if inside else "left", fontsize=8, color="white" if inside else "black")  # fmt: skip
     ax.set_xlabel(f"kernel time ({unit}, measured, summed over the analyzed steps)")
     ax.set_title(f"Top {len(ops)} ops by GPU kernel time")
 
