@@ -129,8 +129,9 @@ def same_ops(traces: Path) -> str:
         lines += ["| *median ratio to the others* | " + " | ".join(cells) + " |", ""]
     lines += ["Each trace's host intervals split: the launching op's own host time (its `cpu_op`, from the",
               "interval's start) and the rest (Python glue and the ops between):", "",
-              "| GPU | trace | intervals | aten ops | Python calls | launching ops' own time | per launching op |"
-              " per aten op | the rest | per Python call |", "|---" * 10 + "|"]  # fmt: skip
+              "| GPU | trace | intervals | aten ops | Python calls | launching ops' own time "
+              "| per launching op | per aten op | the rest | per Python call |",
+              "|---" * 10 + "|"]  # fmt: skip
     for gpu, pattern in GPUS.items():
         for p in sorted(traces.glob(pattern)):
             if any(m in p.name for m in HF):
@@ -154,9 +155,10 @@ def _split(gpu: str, path: Path) -> str:
         own[k] = min(float(dur[i]) * 1e-6, float(s.issue_s[k]))
     rest = s.issue_s - own
     n, ops, py = s.issue_s.size, int(g.ops.sum()), int(g.python.sum())
-    return (f"| {gpu} | {path.name.split('__')[2][:24]} | {n} | {ops} | {py} | {own.sum() * 1e3:.2f} ms | "
-            f"{own.sum() / n * 1e6:.1f} µs | {own.sum() / max(ops, 1) * 1e6:.2f} µs | {rest.sum() * 1e3:.2f} ms | "
-            f"{rest.sum() / max(py, 1) * 1e6:.2f} µs |")  # fmt: skip
+    o, r = own.sum(), rest.sum()
+    return (f"| {gpu} | {path.name.split('__')[2][:24]} | {n} | {ops} | {py} | {o * 1e3:.2f} ms | "
+            f"{o / n * 1e6:.1f} µs | {o / max(ops, 1) * 1e6:.2f} µs | {r * 1e3:.2f} ms | "
+            f"{r / max(py, 1) * 1e6:.2f} µs |")  # fmt: skip
 
 
 def _coefficients(f: host_fit.HostGapFit) -> str:

@@ -461,8 +461,8 @@ MESSAGES: dict[str, Words] = {
         "step keeps the GPU events it launched, its window widened to hold them"
     ),
     "trace_gpu_step_spans_ignored": lambda v: (
-        f"{os.path.basename(v['file'])}: the GPU-side ProfilerStep span of {v['steps']} step(s) does not hold "
-        f"the step's own kernels (#{v['step']}: {format_duration(v['span_s'])}, {v['held']} of its "
+        f"{os.path.basename(v['file'])}: the GPU-side ProfilerStep span of {v['steps']} step(s) does not "
+        f"hold the step's own kernels (#{v['step']}: {format_duration(v['span_s'])}, {v['held']} of its "
         f"{v['events']} GPU events in it): each such step is measured from its own GPU events"
     ),
     "trace_repeated_steps": lambda v: (

@@ -540,9 +540,9 @@ def load_model(
     if spec.startswith("hf:"):
         model_type, base = hf_spec(spec)
         return load_hf(
-            model_type, hf_overrides or {}, batch_size=batch_size, seq_len=seq_len, device=device, dtype=dtype,
-            base=base,
-        )
+            model_type, hf_overrides or {}, batch_size=batch_size, seq_len=seq_len, device=device,
+            dtype=dtype, base=base,
+        )  # fmt: skip
     if hf_overrides:
         raise InvalidInput("--hf-config", ",".join(hf_overrides), "only applies to hf:<model_type> models")
     if ":" in spec:
@@ -910,16 +910,20 @@ def _exception_text(exc: BaseException) -> str:
 _MOE_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
 
 
-def matmul_weight_count(model: nn.Module) -> int:
+def matmul_weight_count(model: nn.Module, *, pooler: bool | None = None) -> int:
     """Weights that multiply activations: the 2-D parameters of every module that is not an
-    embedding (``Linear``, transformers' ``Conv1D``, the LM head; a tied head counted once)."""
+    embedding (``Linear``, transformers' ``Conv1D``, the LM head; a tied head counted once).
+    ``pooler``: only those inside a transformers ``*Pooler`` (True) or only those outside (False);
+    every one by default."""
+    inside = {id(p) for m in model.modules() if type(m).__name__.endswith("Pooler") for p in m.parameters()}
     seen: set[int] = set()
     total = 0
     for module in model.modules():
         if isinstance(module, nn.Embedding):
             continue
         for param in module.parameters(recurse=False):
-            if param.ndim == 2 and id(param) not in seen:
+            wanted = pooler is None or (id(param) in inside) == pooler
+            if param.ndim == 2 and id(param) not in seen and wanted:
                 seen.add(id(param))
                 total += param.numel()
     return total
@@ -931,11 +935,12 @@ def _config_int(config: Any, name: str) -> int | None:
 
 
 def hf_prefill_flops(model: nn.Module, config: Any, batch: int, seq_len: int) -> int | None:
-    """Analytic prefill FLOPs of a dense transformers decoder, as for the built-ins:
-    ``2·P_matmul·B·T + 4·B·H·T²·d·L / 2`` (:func:`matmul_weight_count`; causal attention halved,
-    the one convention of ``profile``, ``predict`` and ``trace``; dense for ``eager`` attention,
-    which multiplies the whole score matrix). ``None`` for a mixture of
-    experts or when the config does not name heads and layers."""
+    """Analytic prefill FLOPs of a dense transformers model, as for the built-ins:
+    ``2·P_matmul·B·T + 2·P_pooler·B + 4·B·H·T²·d·L / 2`` (:func:`matmul_weight_count`; causal
+    attention halved, the one convention of ``profile``, ``predict`` and ``trace``; dense for
+    ``eager`` attention, which multiplies the whole score matrix, and for an encoder's; a pooler
+    reads one token a sequence). ``None`` for a mixture of experts or when the config does not
+    name heads and layers."""
     if any((_config_int(config, key) or 0) > 1 for key in _MOE_KEYS):
         return None
     heads = _config_int(config, "num_attention_heads")
@@ -948,9 +953,22 @@ def hf_prefill_flops(model: nn.Module, config: Any, batch: int, seq_len: int) ->
         return None
     tokens = batch * seq_len
     attention = 4 * batch * heads * seq_len * seq_len * head_dim * layers
-    # eager attention multiplies the whole T×T score matrix: dense, the work it does
-    causal_kernel = seq_len > 1 and getattr(config, "_attn_implementation", "sdpa") != "eager"
-    return 2 * matmul_weight_count(model) * tokens + (attention // 2 if causal_kernel else attention)
+    # eager attention multiplies the whole T×T score matrix: dense, the work it does; so does an
+    # encoder's (bert, ViT: its attention modules say is_causal=False), causal or not
+    eager = getattr(config, "_attn_implementation", "sdpa") == "eager"
+    causal_kernel = seq_len > 1 and not eager and _causal_attention(model)
+    # a pooler (bert's, ViT's) reads one token of each sequence
+    pooled = matmul_weight_count(model, pooler=True)
+    matmuls = 2 * matmul_weight_count(model, pooler=False) * tokens + 2 * pooled * batch
+    return matmuls + (attention // 2 if causal_kernel else attention)
+
+
+def _causal_attention(model: nn.Module) -> bool:
+    """Whether the model's self-attention is causal: what its attention modules' ``is_causal``
+    say (transformers sets it: True in a decoder's, False in an encoder's); causal where none
+    says (an older transformers)."""
+    said = [m.is_causal for m in model.modules() if isinstance(getattr(m, "is_causal", None), bool)]
+    return any(said) if said else True
 
 
 def param_count_analytic(config: TransformerConfig) -> int:

@@ -377,8 +377,26 @@ def test_hf_base_is_the_model_without_its_head():
     assert lm.flops_analytic - base.flops_analytic == 2 * head * 16
     encoder = {"num_hidden_layers": 1, "hidden_size": 32, "num_attention_heads": 2, "intermediate_size": 64,
                "vocab_size": 128}  # fmt: skip
+    bert = models.load_model("hf:bert:base", seq_len=8, hf_overrides=encoder)
     with torch.no_grad():  # an encoder has no causal LM; its base model is what its traces run
-        assert models.load_model("hf:bert:base", seq_len=8, hf_overrides=encoder).prefill()[0].shape == (1, 8, 32)
+        assert bert.prefill()[0].shape == (1, 8, 32)
+
+
+def test_an_encoders_analytic_flops_count_its_attention_whole_and_its_pooler_once_a_sequence():
+    """bert attends both ways (its attention modules say is_causal=False): the T×T term whole; its
+    pooler reads the first token of each sequence. A decoder's attention stays halved."""
+    pytest.importorskip("transformers")
+    d, f, heads, t, b = 32, 64, 2, 8, 3
+    encoder = {"num_hidden_layers": 1, "hidden_size": d, "num_attention_heads": heads, "intermediate_size": f,
+               "vocab_size": 128}  # fmt: skip
+    bert = models.load_model("hf:bert:base", batch_size=b, seq_len=t, hf_overrides=encoder)
+    layer = 4 * d * d + 2 * d * f  # q, k, v, o and the MLP
+    assert models.matmul_weight_count(bert.model, pooler=True) == d * d
+    assert models.matmul_weight_count(bert.model, pooler=False) == layer
+    assert bert.flops_analytic == 2 * layer * b * t + 2 * d * d * b + 4 * b * heads * t * t * (d // heads)
+    llama = models.load_model("hf:llama:base", seq_len=16, hf_overrides=HF_LLAMA)
+    attention = 4 * 1 * 4 * 16 * 16 * 16
+    assert llama.flops_analytic == 2 * models.matmul_weight_count(llama.model) * 16 + attention // 2
 
 
 @pytest.mark.parametrize("spec", ["hf:llama:head", "hf:llama:", "hf::base", "hf:"])

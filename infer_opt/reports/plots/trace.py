@@ -115,8 +115,8 @@ def _top_ops(ax, result: TraceResult) -> None:
     ax.tick_params(axis="y", length=0)
     for yi, w, label in zip(y, widths, labels, strict=True):
         inside = w > 0.55 * most
-        ax.text(w - most * 0.01 if inside else w + most * 0.01, yi, label, va="center",
-                ha="right" if inside else "left", fontsize=8, color="white" if inside else "black")  # fmt: skip
+        x, ha, colour = (w - most * 0.01, "right", "white") if inside else (w + most * 0.01, "left", "black")
+        ax.text(x, yi, label, va="center", ha=ha, fontsize=8, color=colour)
     ax.set_xlabel(f"kernel time ({unit}, measured, summed over the analyzed steps)")
     ax.set_title(f"Top {len(ops)} ops by GPU kernel time")
 
