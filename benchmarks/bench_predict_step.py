@@ -2,8 +2,9 @@
 
 For each HF model of ``../shared/traces`` that ``predict`` can build from its config (Qwen1.5-0.5B
 as ``hf:qwen2:base`` at its config — the traces ran the model without its LM head —, bert-small as
-``hf:bert``, its MLM head included as in its traces, Falconsai's ViT-base through
-``bench_gpu_model.make_vit``), on the H100 and the MI300X: a calibration from the OTHER HF traces
+``hf:bert``, its MLM head included as in its traces, Falconsai's ViT-base as ``hf:vit:base`` at
+4 images: ``ViTModel`` with its pooler, as traced — a 768×768 ``linear`` and a ``tanh`` on the class
+tokens, no classifier), on the H100 and the MI300X: a calibration from the OTHER HF traces
 of the same GPU (``calibrate --from-trace``), then ``predict`` of the model's step at the trace's
 input shapes, held against the trace's step span (first GPU event's start to the last's end):
 
@@ -42,14 +43,15 @@ QWEN = ("hidden_size=1024", "num_hidden_layers=24", "num_attention_heads=16", "n
         "intermediate_size=2816", "vocab_size=151936", "max_position_embeddings=32768",
         "tie_word_embeddings=true", "rms_norm_eps=1e-6")  # fmt: skip
 BERT = ("hidden_size=512", "num_hidden_layers=4", "num_attention_heads=8", "intermediate_size=2048")
-VIT = f"{Path(__file__).resolve().parent / 'bench_gpu_model.py'}:make_vit"
+VIT_CONFIG = ("hidden_size=768", "num_hidden_layers=12", "num_attention_heads=12", "intermediate_size=3072",
+              "image_size=224", "patch_size=16")  # fmt: skip
 #: the HF traces (as ``bench_host_fit``): the MI300X's resnet training trace is not one
 HF = ("Falconsai", "Qwen", "timesformer", "bert-small", "owlv2")
 #: (trace name part, MODEL, --hf-config, batch, seq_len, label): the traces' own input shapes
 MODELS = (
     ("Qwen_Qwen1.5-0.5B", "hf:qwen2:base", QWEN, 16, 559, "Qwen1.5-0.5B"),
     ("gaunernst_bert-small", "hf:bert", BERT, 1, 141, "bert-small"),
-    ("Falconsai_nsfw", VIT, (), 4, 197, "ViT-base (Falconsai)"),
+    ("Falconsai_nsfw", "hf:vit:base", VIT_CONFIG, 4, 197, "ViT-base (Falconsai)"),
 )
 
 

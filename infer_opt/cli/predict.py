@@ -20,8 +20,12 @@ configuration in seconds), each predicted from its family's measured grid
 (interpolated in log space; outside the grid extrapolated and flagged), plus the
 host cost per dispatched op and per module call.
 
-step = Σ t̂(op) + c_op·n_ops + c_mod·n_module_calls, with the calibration's
-uncertainty band; the same tables as profile, labelled predicted.
+On a CPU calibration: step = Σ t̂(op) + c_op·n_ops + c_mod·n_module_calls. On a GPU
+calibration (calibrate --from-trace): the step is replayed — the host issues each op
+after its fitted cost (c_launch + c_python·Python calls + c_op·aten ops before it),
+each kernel starts when its launch arrives and its stream is free — and the report
+says whether the host or the device set it. With the calibration's uncertainty band;
+the same tables as profile, labelled predicted.
 
 --sweep batch=1,2,4,... (or seq-len=, context=) predicts each value: step time,
 tokens/s, a plot, and where decode turns from bandwidth- to compute-bound.
@@ -35,6 +39,8 @@ Examples:
   infer-opt predict gpt2-small --mode decode --sweep batch=1,2,4,8,16,32 --plot sweep.png
 
   infer-opt predict llama-small --calibration other-machine.json --json
+
+  infer-opt predict hf:vit:base --batch 4 --calibration h100-from-traces.json
 """
 
 

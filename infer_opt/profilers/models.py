@@ -24,7 +24,9 @@ A user's model is ``package.module:factory`` or ``path/to/file.py:factory``; see
 ``examples/my_model.py`` for the contract. ``hf:<model_type>`` builds
 ``AutoModelForCausalLM.from_config(AutoConfig.for_model(model_type, **overrides))``;
 ``hf:<model_type>:base`` the model without its head (``AutoModel``: what an embedding or encoder
-forward runs, and what traces of ``AutoModel`` record — no LM head over every token).
+forward runs, and what traces of ``AutoModel`` record — no LM head over every token); an image or
+video model (``vit``, ``timesformer``: its input is ``pixel_values``) takes random pixels at its
+config's image size.
 """
 
 from __future__ import annotations
@@ -838,6 +840,20 @@ def load_hf(
             option, given, f"transformers built no {what} from this config: {_exception_text(exc)}"
         ) from None
     model = model.to(device=device, dtype=dtype).eval() if dtype else model.to(device).eval()
+    attention = f"{getattr(model.config, '_attn_implementation', None) or 'default'} attention"
+    main = getattr(model, "main_input_name", "input_ids")
+    if main == "pixel_values":
+        pixels = hf_pixels(config, batch_size, device=device, dtype=dtype)
+        shape = "×".join(map(str, pixels.shape[1:]))
+        return LoadedModel(
+            name, "hf", model, (), {"pixel_values": pixels},
+            description=f"transformers {type(model).__name__} from its config (random weights), {attention}, "
+            f"{batch_size} input(s) of {shape} pixels (the config's image size; --seq-len is unused)",
+            batch=batch_size,
+        )  # fmt: skip
+    if main != "input_ids":
+        takes = "hf: models take input_ids (text) or pixel_values (images, video)"
+        raise InvalidInput("MODEL", name, f"its input is {main}: {takes}")
     vocab = int(getattr(config, "vocab_size", 1000) or 1000)
     max_pos = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
     if max_pos is not None and seq_len > int(max_pos):
@@ -853,12 +869,24 @@ def load_hf(
         # profiler pass must run the same ops)
         {"input_ids": ids, "use_cache": False},
         tokens=batch_size * seq_len,
-        description=f"transformers {type(model).__name__} from its config (random weights), "
-        f"{getattr(model.config, '_attn_implementation', None) or 'default'} attention",
+        description=f"transformers {type(model).__name__} from its config (random weights), {attention}",
         batch=batch_size,
         seq_len=seq_len,
         flops_analytic=float(analytic) if analytic is not None else None,
     )
+
+
+def hf_pixels(config: Any, batch: int, *, device: Any, dtype: Any, seed: int = DEFAULT_SEED) -> torch.Tensor:
+    """Random ``pixel_values`` for an image (or video) model: ``(batch, [num_frames,] channels,
+    H, W)`` at the config's ``image_size`` (224 where it has none), ``num_channels`` (3) and
+    ``num_frames`` (a video model's)."""
+    size = getattr(config, "image_size", None) or 224
+    h, w = (int(size[0]), int(size[1])) if isinstance(size, (list, tuple)) else (int(size), int(size))
+    channels = int(getattr(config, "num_channels", None) or 3)
+    frames = getattr(config, "num_frames", None)
+    shape = (batch, int(frames), channels, h, w) if frames else (batch, channels, h, w)
+    generator = torch.Generator().manual_seed(seed + 2)
+    return torch.randn(shape, generator=generator, dtype=dtype or torch.float32).to(device)
 
 
 def _hf_config(

@@ -25,6 +25,8 @@ def _shape_line(r: PredictResult) -> str:
         return step_shape(r) or ""
     if r.batch is not None and r.seq_len is not None:
         return f"batch {r.batch} × {r.seq_len} tokens"
+    if r.batch is not None:  # an hf: image or video model: its config's image size
+        return f"batch {r.batch} of the model's example inputs"
     return "the factory's example inputs"
 
 

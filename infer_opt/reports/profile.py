@@ -258,6 +258,8 @@ def _shape_line(r: ProfileResult) -> str:
         return step_shape(r) or ""
     if r.model_source == "factory":
         return f"the factory's example inputs: {r.inputs}"
+    if r.seq_len is None:  # an hf: image or video model
+        return f"batch {r.batch}: {r.inputs}"
     return f"batch {r.batch} × {r.seq_len} tokens"
 
 

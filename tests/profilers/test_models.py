@@ -399,6 +399,21 @@ def test_an_encoders_analytic_flops_count_its_attention_whole_and_its_pooler_onc
     assert llama.flops_analytic == 2 * models.matmul_weight_count(llama.model) * 16 + attention // 2
 
 
+def test_an_hf_image_or_video_model_takes_random_pixels_at_its_configs_size():
+    pytest.importorskip("transformers")
+    small = {"num_hidden_layers": 1, "hidden_size": 32, "num_attention_heads": 2, "intermediate_size": 64,
+             "image_size": 32, "patch_size": 16}  # fmt: skip
+    vit = models.load_model("hf:vit:base", batch_size=3, seq_len=999, hf_overrides=small)
+    assert tuple(vit.kwargs["pixel_values"].shape) == (3, 3, 32, 32) and vit.seq_len is None
+    assert vit.tokens is None and vit.batch == 3 and "pixel_values 3×3×32×32" in vit.inputs()
+    with torch.no_grad():  # (32 / 16)² patches and the class token
+        assert vit.prefill().last_hidden_state.shape == (3, 5, 32)
+    video = models.load_model("hf:timesformer:base", batch_size=1, hf_overrides={**small, "num_frames": 2})
+    assert tuple(video.kwargs["pixel_values"].shape) == (1, 2, 3, 32, 32)
+    with pytest.raises(InvalidInput, match=r"its input is input_values: hf: models take input_ids"):
+        models.load_model("hf:wav2vec2:base", hf_overrides={"num_hidden_layers": 1})
+
+
 @pytest.mark.parametrize("spec", ["hf:llama:head", "hf:llama:", "hf::base", "hf:"])
 def test_a_bad_hf_spec_says_what_is_allowed(spec):
     with pytest.raises(InvalidInput) as info:
