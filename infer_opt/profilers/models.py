@@ -836,8 +836,9 @@ def load_hf(
         if out_of_memory(exc) is not None:
             raise
         what = "model" if base else "causal LM"
+        hint = "" if base else f" (hf:{model_type}:base builds the model without a head)"
         raise InvalidInput(
-            option, given, f"transformers built no {what} from this config: {_exception_text(exc)}"
+            option, given, f"transformers built no {what} from this config{hint}: {_exception_text(exc)}"
         ) from None
     model = model.to(device=device, dtype=dtype).eval() if dtype else model.to(device).eval()
     attention = f"{getattr(model.config, '_attn_implementation', None) or 'default'} attention"

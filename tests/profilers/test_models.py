@@ -414,6 +414,12 @@ def test_an_hf_image_or_video_model_takes_random_pixels_at_its_configs_size():
         models.load_model("hf:wav2vec2:base", hf_overrides={"num_hidden_layers": 1})
 
 
+def test_a_model_type_with_no_causal_lm_points_to_its_base_model():
+    pytest.importorskip("transformers")
+    with pytest.raises(InvalidInput, match=r"built no causal LM from this config \(hf:vit:base builds"):
+        models.load_model("hf:vit", hf_overrides={"num_hidden_layers": 1})
+
+
 @pytest.mark.parametrize("spec", ["hf:llama:head", "hf:llama:", "hf::base", "hf:"])
 def test_a_bad_hf_spec_says_what_is_allowed(spec):
     with pytest.raises(InvalidInput) as info:
