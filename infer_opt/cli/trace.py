@@ -141,8 +141,9 @@ TracesArg = argument(
 JointReplayOpt = option(
     bool,
     "--joint-replay",
-    help="Replay the ranks jointly for the straggler's replayed cost with more than 8 ranks (the driver "
-    "then holds every rank's dependency graph; up to 8 ranks: always).",
+    help="Replay the ranks jointly for the straggler's replayed cost with more than 8 ranks (up to 8: "
+    "always). On a Dask cluster each rank's dependency graph stays on its worker; locally the driver "
+    "holds every one.",
 )
 
 

@@ -22,8 +22,11 @@ replays are linked to ``capture`` (or to capture traces found among or beside ``
 (:mod:`infer_opt.trace.replay`, :mod:`infer_opt.trace.critical`); the what-ifs asked for are
 ``what_if_edits`` (:mod:`infer_opt.trace.user_edits`) and ``kernels_from``
 (:mod:`infer_opt.trace.kernels_from`). ``joint_replay`` (default: for 2 to ``JOINT_AUTO_RANKS``
-ranks) sends each rank's graph back for the ranks' joint replay and the straggler's replayed
-cost (:mod:`infer_opt.trace.straggler_replay`): the driver then holds every rank's graph.
+ranks) keeps each rank's graph for the ranks' joint replay and the straggler's replayed cost
+(:mod:`infer_opt.trace.straggler_replay`): on a Dask cluster on the worker that made it (each
+round of the replay sends a rank its collectives' durations and gets their starts back), in a
+local run on the driver, which then holds every rank's graph. A ``scheduler`` address is
+connected to once for the whole analysis.
 
 Pure: numpy and the standard library; nothing here imports torch or pandas.
 """
@@ -67,7 +70,7 @@ from infer_opt.trace.reader import trace_files
 _NEED_PEAKS = ("category_at_bound", "matmul_at_peak_fraction", "fusion")
 CPU_OPS_KEPT = 50
 #: the joint replay of the ranks (the straggler's replayed cost) by default up to this many ranks:
-#: the driver holds every rank's graph at once (docs/benchmarks.md: its memory per rank)
+#: a local run holds every rank's graph on the driver (docs/benchmarks.md: its memory per rank)
 JOINT_AUTO_RANKS = 8
 
 
@@ -171,6 +174,18 @@ def analyze(
 ) -> Analysis:
     """The whole analysis of ``paths`` (files, or folders of ranks); the options: the module's doc."""
     _check_options(causal, hta_compat, steps)
+    if isinstance(scheduler, str):  # one client for the map, the device's second map and the joint replay
+        client = rk.connect(scheduler)
+        try:
+            return analyze(
+                paths, steps=steps, hta_compat=hta_compat, device=device, peak_flops=peak_flops,
+                peak_bandwidth=peak_bandwidth, roofline_fit=roofline_fit, causal=causal,
+                matmul_peak_fraction=matmul_peak_fraction, workers=workers, scheduler=client, strict=strict,
+                progress=progress, keep_events=keep_events, capture=capture, what_if_edits=what_if_edits,
+                kernels_from=kernels_from, joint_replay=joint_replay,
+            )  # fmt: skip
+        finally:
+            client.close()
     options = rk.RankOptions(
         steps=steps, hta_compat=hta_compat, device=device, peak_flops=peak_flops,
         peak_bandwidth=peak_bandwidth, roofline_fit=roofline_fit, causal=causal,
@@ -284,7 +299,7 @@ def _gathered(
     job's device) and their running reduce (:mod:`.fold`: each summary's groups folded as it
     arrives), the capture links, the device, its source and what was said on the way."""
     files = trace_files(paths)
-    if options.joint_replay is None:  # the driver holds every rank's graph: by default for a few ranks
+    if options.joint_replay is None:  # a local run holds every rank's graph: by default for a few ranks
         options = replace(options, joint_replay=1 < len(files) <= JOINT_AUTO_RANKS)
     fold = RankFold(files)
     summaries, warnings = _summaries(files, options, strict, {**how, "consume": fold.take})
@@ -431,7 +446,7 @@ def _cross_rank(
     ranks = [timelines[i] for i in gpu]
     crossed = xr.analyze_ranks(ranks, records)
     if any(summaries[i].joint is None for i in gpu):
-        why = f"by default up to {JOINT_AUTO_RANKS} ranks: the driver holds each rank's graph"
+        why = f"by default up to {JOINT_AUTO_RANKS} ranks: a local run holds each rank's graph"
         note = f"not replayed jointly ({why}; --joint-replay to ask; never with --hta-compat)"
         return replace(crossed, joint_replay_note=note), notices
     found, check = tsr.on_time({timelines[i].rank: summaries[i].joint for i in gpu}, ranks, crossed.straggler)

@@ -111,7 +111,8 @@ class RankSummary:
     events: TraceEvents | None = None  # keep_events only
     replay: Any = None  # keep_events only: its replay.RankReplay (None: not replayed)
     mask: np.ndarray | None = None  # keep_events only
-    joint: Any = None  # joint_replay only: its replay_ranks.RankInput (its graph: grows with its events)
+    joint: Any = None  # joint_replay only: its replay_ranks.RankInput (its graph: grows with its events),
+    # or on a Dask cluster a future of it, left on the worker that made it
 
 
 @dataclass(frozen=True)
@@ -376,6 +377,12 @@ def _dask(
     client = connect(scheduler) if isinstance(scheduler, str) else scheduler
     try:
         futures = client.map(task, list(files), options=options, pure=False)
+        joints: list[Any] = []
+        if options.joint_replay and not isinstance(scheduler, str):
+            # each rank's graph stays on the worker that made it, for the joint replay's rounds
+            # (straggler_replay.Ranks): the driver gets the summary without it
+            joints = client.map(_joint_part, futures, pure=False)
+            futures = client.map(_without_joint, futures, pure=False)
         where = {f.key: i for i, f in enumerate(futures)}
         arriving = dask_completed(futures)
         del futures  # a result stays in its worker's memory while a future holds it
@@ -383,7 +390,10 @@ def _dask(
         lost = []
         for done, future in enumerate(arriving, 1):
             i = where[future.key]
-            found[i] = consume(_outcome(future, files[i]))
+            outcome = _outcome(future, files[i])
+            if joints and isinstance(outcome, RankSummary) and outcome.joint == REMOTE:
+                outcome = replace(outcome, joint=joints[i])
+            found[i] = consume(outcome)
             future.release()
             if isinstance(found[i], _Lost):
                 lost.append(i)
@@ -396,6 +406,22 @@ def _dask(
         if isinstance(scheduler, str):
             client.close()
     return [f for f in found if f is not None]
+
+
+def _joint_part(found: RankSummary | RankFailure) -> Any:
+    """On the worker: a summary's graph for the joint replay (None for a failure)."""
+    return found.joint if isinstance(found, RankSummary) else None
+
+
+#: a summary's ``joint`` while its graph is on the worker that made it
+REMOTE = "on its worker"
+
+
+def _without_joint(found: RankSummary | RankFailure) -> RankSummary | RankFailure:
+    """On the worker: the summary without its graph, which stays there (:data:`REMOTE`)."""
+    if isinstance(found, RankSummary) and found.joint is not None:
+        return replace(found, joint=REMOTE)
+    return found
 
 
 class _Lost(RankFailure):

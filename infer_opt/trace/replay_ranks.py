@@ -25,14 +25,16 @@ kernel's measured end. Rank clocks are taken as comparable (as :mod:`.cross_rank
 
 **What a rank brings** (:class:`RankInput`, built in the map): its graph, its collective
 kernels' keys and its analyzed windows (number, GPU events, GPU and CPU bounds) — arrays, not
-the events: the driver holds every rank's graph at once for the joint replay, which grows with
-the ranks' events (hence optional for many ranks: :mod:`.straggler_replay`).
+the events. :func:`replay_ranks` replays them all here; :func:`fixed_point` takes the rounds'
+replays as a function, so that :mod:`.straggler_replay` can run each rank's where its input is
+(a Dask worker): matching needs only each rank's :class:`CollectiveSummary`, a round only each
+member's duration out and replayed start back.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -129,33 +131,104 @@ def collective_events(
     return out
 
 
-def match_collectives(
-    inputs: Mapping[int, RankInput], durs: Mapping[int, np.ndarray]
-) -> tuple[tuple[Collective, ...], int]:
+@dataclass(frozen=True)
+class CollectiveSummary:
+    """What matching needs of one rank's collective kernels (small: it crosses the cluster):
+    their keys and, per kernel (GPU event index), its measured start and end and its duration
+    to replay with (µs)."""
+
+    keys: list[tuple[tuple[str, str, int], int]]
+    start_us: dict[int, float]
+    end_us: dict[int, float]
+    dur_us: dict[int, float]
+
+
+def collective_summary(inp: RankInput, dur: np.ndarray | None = None) -> CollectiveSummary:
+    """``inp``'s :class:`CollectiveSummary`, its durations ``dur`` (the graph's by default)."""
+    s_obs, e_obs = inp.gpu_obs_us()
+    dur = inp.graph.dur if dur is None else dur
+    h = inp.graph.n_host
+    js = [j for _, j in inp.collectives]
+    return CollectiveSummary(
+        list(inp.collectives), {j: float(s_obs[j]) for j in js}, {j: float(e_obs[j]) for j in js},
+        {j: float(dur[h + j]) for j in js},
+    )  # fmt: skip
+
+
+def match_summaries(summaries: Mapping[int, CollectiveSummary]) -> tuple[tuple[Collective, ...], int]:
     """The collectives on two or more ranks, each member with its transfer, and how many matches
     were left out as not one collective (module docstring)."""
     found: dict[tuple[str, str, int], list[tuple[int, int]]] = defaultdict(list)
-    obs = {}
-    for rank in sorted(inputs):
-        obs[rank] = inputs[rank].gpu_obs_us()
-        for key, j in inputs[rank].collectives:
+    for rank in sorted(summaries):
+        for key, j in summaries[rank].keys:
             found[key].append((rank, j))
     out = []
     inconsistent = 0
     for (group, name, index), calls in found.items():
         if len(calls) < 2:
             continue
-        starts = [float(obs[r][0][j]) for r, j in calls]
+        starts = [summaries[r].start_us[j] for r, j in calls]
         last = max(starts)
-        if min(float(obs[r][1][j]) for r, j in calls) < last - MATCH_SLACK_US:
+        if min(summaries[r].end_us[j] for r, j in calls) < last - MATCH_SLACK_US:
             inconsistent += 1
             continue
         members = []
         for (r, j), s in zip(calls, starts, strict=True):
-            d = float(durs[r][inputs[r].graph.n_host + j])
-            members.append(Member(r, j, max(d - (last - s), 0.0)))
+            members.append(Member(r, j, max(summaries[r].dur_us[j] - (last - s), 0.0)))
         out.append(Collective(group, name, index, tuple(members)))
     return tuple(out), inconsistent
+
+
+def match_collectives(
+    inputs: Mapping[int, RankInput], durs: Mapping[int, np.ndarray]
+) -> tuple[tuple[Collective, ...], int]:
+    """:func:`match_summaries` of the ranks' inputs, with their durations ``durs``."""
+    return match_summaries({r: collective_summary(inputs[r], durs[r]) for r in inputs})
+
+
+#: per rank, its matched collective kernels (GPU event index) -> the duration to replay them with
+Assign = dict[int, dict[int, float]]
+
+
+def fixed_point(
+    colls: tuple[Collective, ...],
+    starts: Callable[[Assign], Mapping[int, Mapping[int, float]]],
+    max_iterations: int = MAX_ITERATIONS,
+) -> tuple[Assign, dict[tuple[int, int], float], int, bool]:
+    """The collectives' waits iterated to their fixed point (module docstring): ``starts``
+    replays the ranks with each member's duration ``wait + transfer`` and gives back each
+    member's replayed start (wherever the ranks are: here, or on a cluster's workers). Returns
+    the durations of the last replay, the waits, the iterations and whether they converged."""
+    waits = {(m.rank, m.gpu): 0.0 for c in colls for m in c.members}
+    own: dict[int, list[Member]] = defaultdict(list)
+    for c in colls:
+        for m in c.members:
+            own[m.rank].append(m)
+    assign: Assign = {}
+    converged = False
+    iterations = 0
+    while iterations < max_iterations:
+        iterations += 1
+        assign = {r: {m.gpu: waits[(r, m.gpu)] + m.transfer_us for m in ms} for r, ms in own.items()}
+        got = starts(assign)
+        moved = 0.0
+        for c in colls:
+            times = [float(got[m.rank][m.gpu]) for m in c.members]
+            last = max(times)
+            for m, t in zip(c.members, times, strict=True):
+                new = max(0.0, last - t)
+                moved = max(moved, abs(new - waits[(m.rank, m.gpu)]))
+                waits[(m.rank, m.gpu)] = new
+        if moved <= TOLERANCE_US:
+            converged = True
+            break
+    return assign, waits, iterations, converged
+
+
+def starts_of(rep: Replayed, gpus: Mapping[int, float]) -> dict[int, float]:
+    """The replayed starts (µs) of the GPU events ``gpus`` names."""
+    idx = list(gpus)
+    return dict(zip(idx, rep.gpu_start_us()[idx].tolist(), strict=True))
 
 
 def replay_ranks(
@@ -168,8 +241,8 @@ def replay_ranks(
     max_iterations: int = MAX_ITERATIONS,
 ) -> JointReplay:
     """The ranks (their events, or :class:`RankInput` s) replayed jointly to a fixed point of
-    their collectives' waits (module docstring); ``durs``, ``l2s``: each rank's (edited) node
-    durations and end-referenced lags (host work between calls), its graph's by default."""
+    their collectives' waits (module docstring), here; ``durs``, ``l2s``: each rank's (edited)
+    node durations and end-referenced lags (host work between calls), its graph's by default."""
     inputs = {
         r: e if isinstance(e, RankInput)
         else rank_input(e, (graphs or {}).get(r), None if masks is None else masks.get(r))
@@ -178,35 +251,20 @@ def replay_ranks(
     graphs = {r: inp.graph for r, inp in inputs.items()}
     base = {r: (durs[r] if durs is not None and r in durs else graphs[r].dur).copy() for r in inputs}
     colls, inconsistent = match_collectives(inputs, base)
-    waits = {(m.rank, m.gpu): 0.0 for c in colls for m in c.members}
-    own: dict[int, list[Member]] = defaultdict(list)
-    for c in colls:
-        for m in c.members:
-            own[m.rank].append(m)
     replays: dict[int, Replayed] = {}
-    converged = False
-    iterations = 0
-    while iterations < max_iterations:
-        iterations += 1
+
+    def starts(assign: Assign) -> dict[int, dict[int, float]]:
         for r, g in graphs.items():
             dur = base[r].copy()
-            for m in own[r]:
-                dur[g.n_host + m.gpu] = waits[(r, m.gpu)] + m.transfer_us
+            for j, d in assign.get(r, {}).items():
+                dur[g.n_host + j] = d
             replays[r] = replay(g, dur=dur, l2=None if l2s is None else l2s.get(r))
-        moved = 0.0
-        gpu_starts = {r: rep.gpu_start_us() for r, rep in replays.items()}
-        for c in colls:
-            starts = [float(gpu_starts[m.rank][m.gpu]) for m in c.members]
-            last = max(starts)
-            for m, s in zip(c.members, starts, strict=True):
-                new = max(0.0, last - s)
-                moved = max(moved, abs(new - waits[(m.rank, m.gpu)]))
-                waits[(m.rank, m.gpu)] = new
-        if moved <= TOLERANCE_US:
-            converged = True
-            break
+        return {r: starts_of(replays[r], a) for r, a in assign.items()}
+
+    _, waits, iterations, converged = fixed_point(colls, starts, max_iterations)
     return JointReplay(replays, colls, waits, iterations, converged, inconsistent)
 
 
-__all__ = ["MAX_ITERATIONS", "Collective", "JointReplay", "Member", "RankInput", "collective_events",
-           "match_collectives", "rank_input", "replay_ranks"]  # fmt: skip
+__all__ = ["MAX_ITERATIONS", "Assign", "Collective", "CollectiveSummary", "JointReplay", "Member",
+           "RankInput", "collective_events", "collective_summary", "fixed_point", "match_collectives",
+           "match_summaries", "rank_input", "replay_ranks", "starts_of"]  # fmt: skip

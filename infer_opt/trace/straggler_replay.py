@@ -27,26 +27,32 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
 from infer_opt.results.cross_rank import JointReplayCheck, Straggler
 from infer_opt.results.trace import RankTrace
 from infer_opt.trace import replay as trp
-from infer_opt.trace.replay_ranks import JointReplay, RankInput, replay_ranks
+from infer_opt.trace.replay import replay
+from infer_opt.trace.replay_ranks import (
+    RankInput,
+    collective_summary,
+    fixed_point,
+    match_summaries,
+    starts_of,
+)
 
 #: a replayed saving within this of the waits' cost (relative) is "the same"
 SAME = 0.05
 
 
-def job_steps(inputs: Mapping[int, RankInput], joint: JointReplay) -> dict[int | None, tuple]:
-    """Per step: (measured job step s, replayed job step s, the last rank's replayed end µs)."""
+def job_steps(windows: Mapping[int, Sequence[tuple[trp.StepReplay, float]]]) -> dict[int | None, tuple]:
+    """Per step: (measured job step s, replayed job step s, the last rank's replayed end µs), from
+    each rank's windows (its replay and measured end, :func:`rank_call`'s "windows")."""
     found: dict[int | None, list[tuple[trp.StepReplay, float]]] = {}
-    for r, inp in inputs.items():
-        s_obs, e_obs = inp.gpu_obs_us()
-        windows = [(n, idx, lo, hi) for n, idx, lo, hi, _, _ in inp.windows]
-        replayed = trp.window_replays(windows, s_obs, e_obs, joint.replays[r])
-        for w, (_, _, _, hi) in zip(replayed, windows, strict=True):
+    for ws in windows.values():
+        for w, hi in ws:
             found.setdefault(w.step, []).append((w, hi))
     out = {}
     for step, ws in found.items():
@@ -101,22 +107,89 @@ def _versus(cost_s: float, saving_s: float) -> str:
     return "more: its lateness cascaded through later collectives"
 
 
+def rank_call(
+    inp: RankInput, what: str, assign: Mapping[int, float], edit: tuple[int | None, float] | None = None
+) -> Any:
+    """One rank's part of a joint replay, run where its input is (here, or on the Dask worker that
+    made it: only this small answer crosses the cluster). ``what``: "collectives" (its
+    :class:`~.replay_ranks.CollectiveSummary`), "starts" (its matched collectives' replayed starts,
+    replayed with their durations ``assign``) or "windows" (each analyzed window's replay and
+    measured end); ``edit`` = (step, k): its own work in that step × k (:func:`edited`)."""
+    dur, l2 = edited(inp, *edit) if edit is not None else (inp.graph.dur, None)
+    if what == "collectives":
+        return collective_summary(inp, dur)
+    dur = dur.copy()
+    for j, d in assign.items():
+        dur[inp.graph.n_host + j] = d
+    rep = replay(inp.graph, dur=dur, l2=l2)
+    if what == "starts":
+        return starts_of(rep, assign)
+    s_obs, e_obs = inp.gpu_obs_us()
+    windows = [(n, idx, lo, hi) for n, idx, lo, hi, _, _ in inp.windows]
+    replayed = trp.window_replays(windows, s_obs, e_obs, rep)
+    return [(w, hi) for w, (_, _, _, hi) in zip(replayed, windows, strict=True)]
+
+
+#: a straggler's edit: (its rank, the step, k)
+Edit = tuple[int, int | None, float]
+
+
+class Ranks:
+    """The ranks of a joint replay wherever their inputs are: a :class:`RankInput` here, or a Dask
+    future of one, left on the worker that made it (the driver then holds no rank's graph: each
+    round sends a rank its collectives' durations and gets their starts back)."""
+
+    def __init__(self, inputs: Mapping[int, Any]) -> None:
+        self.inputs = dict(inputs)
+
+    def ask(
+        self,
+        what: str,
+        assign: Mapping[int, Mapping[int, float]],
+        edit: Edit | None,
+        ranks: Sequence[int] | None = None,
+    ) -> dict[int, Any]:
+        """:func:`rank_call` on each of ``ranks`` (every one by default); ``edit`` = (rank, step, k)."""
+        out, remote = {}, {}
+        for r in self.inputs if ranks is None else ranks:
+            mine = (edit[1], edit[2]) if edit is not None and edit[0] == r else None
+            inp = self.inputs[r]
+            if isinstance(inp, RankInput):
+                out[r] = rank_call(inp, what, dict(assign.get(r, {})), mine)
+            else:  # a distributed Future: run where the input is
+                remote[r] = inp.client.submit(rank_call, inp, what, dict(assign.get(r, {})), mine, pure=False)
+        if remote:
+            client = next(iter(remote.values())).client
+            out.update(zip(remote, client.gather(list(remote.values())), strict=True))
+        return out
+
+
+def joint(ranks: Ranks, edit: Edit | None = None) -> tuple:
+    """The ranks replayed jointly (:mod:`.replay_ranks`), ``edit`` = (rank, step, k) applied:
+    (collectives, left out, iterations, converged, each rank's windows)."""
+    colls, inconsistent = match_summaries(ranks.ask("collectives", {}, edit))
+    assign, _, iterations, converged = fixed_point(colls, lambda a: ranks.ask("starts", a, edit, list(a)))
+    return colls, inconsistent, iterations, converged, ranks.ask("windows", assign, edit)
+
+
 def on_time(
-    inputs: Mapping[int, RankInput], ranks: Sequence[RankTrace], found: Sequence[Straggler]
+    inputs: Mapping[int, Any], ranks: Sequence[RankTrace], found: Sequence[Straggler]
 ) -> tuple[tuple[Straggler, ...], JointReplayCheck]:
     """Each straggler with its replayed step, unedited and on time, and the unedited joint
-    replay's check against the trace (module docstring)."""
-    joint = replay_ranks(inputs)
-    steps = job_steps(inputs, joint)
+    replay's check against the trace (module docstring). ``inputs``: each rank's
+    :class:`RankInput`, or a Dask future of one (:class:`Ranks`)."""
+    where = Ranks(inputs)
+    colls, inconsistent, iterations, converged, windows = joint(where)
+    steps = job_steps(windows)
     errors = [abs(r - m) / m for m, r, _ in steps.values() if m > 0]
     check = JointReplayCheck(
         steps=len(steps),
         error_median=float(np.median(errors)) if errors else 0.0,
         error_max=max(errors, default=0.0),
-        matched=len(joint.collectives),
-        left_out=joint.inconsistent,
-        iterations=joint.iterations,
-        converged=joint.converged,
+        matched=len(colls),
+        left_out=inconsistent,
+        iterations=iterations,
+        converged=converged,
     )
     out = []
     for s in found:
@@ -127,9 +200,8 @@ def on_time(
         k = scale(ranks, s.rank, s.step)
         saving = 0.0
         if k < 1.0:
-            dur, l2 = edited(inputs[s.rank], s.step, k)
-            faster = replay_ranks(inputs, durs={s.rank: dur}, l2s={s.rank: l2})
-            saving = (end - job_steps(inputs, faster)[s.step][2]) * 1e-6
+            faster = job_steps(joint(where, (s.rank, s.step, k))[4])
+            saving = (end - faster[s.step][2]) * 1e-6
         out.append(
             replace(
                 s, replayed_step_s=replayed, replayed_step_s_if_on_time=replayed - saving,
@@ -139,4 +211,4 @@ def on_time(
     return tuple(out), check
 
 
-__all__ = ["edited", "job_steps", "on_time", "scale"]
+__all__ = ["Ranks", "edited", "job_steps", "joint", "on_time", "rank_call", "scale"]

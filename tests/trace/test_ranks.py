@@ -103,6 +103,28 @@ def cluster():
 
 
 @pytest.mark.slow
+def test_on_a_cluster_each_ranks_graph_stays_on_its_worker_for_the_joint_replay(tmp_path, cluster, monkeypatch):
+    """The joint replay's rounds run where each rank's graph was made: the driver gets futures,
+    never a graph, and the straggler's replayed cost is the one a local run gives."""
+    from distributed import Future
+
+    from infer_opt.trace import straggler_replay as tsr
+
+    _, client = cluster
+    job = _job(tmp_path)
+    seen = []
+    real = tsr.on_time
+    monkeypatch.setattr(tsr, "on_time", lambda inputs, *a: seen.append(dict(inputs)) or real(inputs, *a))
+    remote = analyze([job], scheduler=client, joint_replay=True).result
+    assert seen and all(isinstance(v, Future) for v in seen[-1].values())
+    local = analyze([job], workers=1, joint_replay=True).result
+    assert not any(isinstance(v, Future) for v in seen[-1].values())
+    (s,) = remote.cross_rank.straggler
+    assert s.replayed_step_s is not None and s.on_time_scale < 1.0
+    assert _same(remote, local)
+
+
+@pytest.mark.slow
 def test_local_cluster_equals_local_exactly(tmp_path, cluster):
     c, client = cluster
     job = _job(tmp_path)
