@@ -33,6 +33,7 @@ Pure: numpy and the standard library; nothing here imports torch or pandas.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 from collections.abc import Callable, Iterable, Sequence
@@ -173,19 +174,11 @@ def analyze(
     joint_replay: bool | None = None,
 ) -> Analysis:
     """The whole analysis of ``paths`` (files, or folders of ranks); the options: the module's doc."""
-    _check_options(causal, hta_compat, steps)
     if isinstance(scheduler, str):  # one client for the map, the device's second map and the joint replay
-        client = rk.connect(scheduler)
-        try:
-            return analyze(
-                paths, steps=steps, hta_compat=hta_compat, device=device, peak_flops=peak_flops,
-                peak_bandwidth=peak_bandwidth, roofline_fit=roofline_fit, causal=causal,
-                matmul_peak_fraction=matmul_peak_fraction, workers=workers, scheduler=client, strict=strict,
-                progress=progress, keep_events=keep_events, capture=capture, what_if_edits=what_if_edits,
-                kernels_from=kernels_from, joint_replay=joint_replay,
-            )  # fmt: skip
-        finally:
-            client.close()
+        return _connected(
+            paths, scheduler, {k: v for k, v in locals().items() if k not in ("paths", "scheduler")}
+        )
+    _check_options(causal, hta_compat, steps)
     options = rk.RankOptions(
         steps=steps, hta_compat=hta_compat, device=device, peak_flops=peak_flops,
         peak_bandwidth=peak_bandwidth, roofline_fit=roofline_fit, causal=causal,
@@ -238,11 +231,25 @@ def analyze(
         family_coverage=families,
         captures=links,
     )
+    return _analysis(result, summaries, steps)
+
+
+def _analysis(
+    result: TraceResult, summaries: Sequence[rk.RankSummary], steps: tuple[int, int] | None
+) -> Analysis:
+    """The result with every rank's events, masks and replays where the map kept them all."""
     kept = tuple(s.events for s in summaries if s.events is not None)
     masks = tuple(s.mask for s in summaries if s.mask is not None)
     whole = len(kept) == len(summaries)
     replays = tuple(s.replay for s in summaries) if whole else ()
     return Analysis(result, kept if whole else (), masks if kept else (), steps, replays)
+
+
+def _connected(paths: Iterable[str | os.PathLike[str]], address: str, given: dict[str, Any]) -> Analysis:
+    """:func:`analyze` on the Dask scheduler at ``address``, one client for the whole analysis
+    (the map, the device's second map, the joint replay's rounds), closed after it."""
+    with contextlib.closing(rk.connect(address)) as client:
+        return analyze(paths, scheduler=client, **given)
 
 
 def run(

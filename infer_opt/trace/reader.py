@@ -1028,21 +1028,25 @@ def _trusted_gpu_spans(
     trace's annotation can be a few µs long and sit anywhere in its step, or end halfway); the
     step is then measured from its events. With what was dropped (how many steps; the first
     one's number, span and events held) for a notice, empty when nothing was."""
+    if not steps or not any(s.gpu_start_us is not None for s in steps):
+        return steps, {}
+    lo = np.array([s.gpu_start_us if s.gpu_start_us is not None else np.nan for s in steps])
+    hi = np.array([s.gpu_end_us if s.gpu_end_us is not None else np.nan for s in steps])
+    mine = g_step >= 0
+    which = g_step[mine]
+    inside = (g_start[mine] >= lo[which] - 1.0) & (g_end[mine] <= hi[which] + 1.0)
+    events = np.bincount(which, minlength=len(steps))
+    held = np.bincount(which, weights=inside, minlength=len(steps)).astype(np.int64)
     out, first, count = [], None, 0
     for i, s in enumerate(steps):
-        mine = g_step == i
-        if s.gpu_start_us is None or s.gpu_end_us is None or not mine.any():
-            out.append(s)
-            continue
-        starts, ends = g_start[mine], g_end[mine]
-        held = int(((starts >= s.gpu_start_us - 1.0) & (ends <= s.gpu_end_us + 1.0)).sum())
-        if held >= GPU_SPAN_HOLDS * starts.size:
+        spanned = s.gpu_start_us is not None and s.gpu_end_us is not None
+        if not spanned or not events[i] or held[i] >= GPU_SPAN_HOLDS * events[i]:
             out.append(s)
             continue
         count += 1
         if first is None:
-            first = {"step": s.number, "span_s": (s.gpu_end_us - s.gpu_start_us) * 1e-6, "held": held,
-                     "events": int(starts.size)}  # fmt: skip
+            first = {"step": s.number, "span_s": (s.gpu_end_us - s.gpu_start_us) * 1e-6, "held": int(held[i]),
+                     "events": int(events[i])}  # fmt: skip
         out.append(Step(s.number, s.cpu_start_us, s.cpu_end_us))
     return tuple(out), ({"steps": count, **first} if first is not None else {})
 
