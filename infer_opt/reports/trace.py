@@ -406,11 +406,6 @@ def _kernel_label(name: str, width: int = KERNEL_WIDTH, differs_at: int = 0) -> 
     return text[:KERNEL_HEAD] + "…" + (rest if len(rest) <= tail else rest[: tail - 1] + "…")
 
 
-def _common(a: str, b: str) -> int:
-    """How many leading characters ``a`` and ``b`` share."""
-    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
-
-
 def _kernel_labels(names: Sequence[str], width: int = KERNEL_WIDTH) -> dict[str, str]:
     """Each shown kernel name's label (:func:`_kernel_label`), told apart from the others': a
     name a plain cut would show like another's is cut where it parts from the nearest of them."""
@@ -421,7 +416,8 @@ def _kernel_labels(names: Sequence[str], width: int = KERNEL_WIDTH) -> dict[str,
     for members in groups.values():
         texts = {m: m.removeprefix("void ") for m in members}
         for m, t in texts.items():
-            shared = max((_common(t, o) for k, o in texts.items() if k != m), default=0)
+            others = (o for k, o in texts.items() if k != m)  # characters shared: not paths
+            shared = max((len(os.path.commonprefix([t, o])) for o in others), default=0)  # noqa: RUF071
             out[m] = _kernel_label(m, width, shared)
     return out
 
@@ -431,9 +427,8 @@ def _kernels_table(r: TraceResult, top: int) -> Table | None:
         return None
     shown = r.kernels[:top]
     labels = _kernel_labels([k.name for k in shown])
-    label = lambda n: labels.get(n) or _kernel_label(n)  # noqa: E731
     columns = [
-        Column("name", "Kernel", label, align="left", csv_header="name", is_key=True),
+        Column("name", "Kernel", labels.__getitem__, align="left", csv_header="name", is_key=True),
         Column("calls", "Calls", csv_header="calls"),
         Column("time_s", "Time", format_duration, csv_header="time_s", importance=2),
         Column("fraction", "Share", format_percent, csv_header="fraction", importance=2),

@@ -225,6 +225,16 @@ def fixed_point(
     return assign, waits, iterations, converged
 
 
+def replay_assigned(
+    graph: RankGraph, dur: np.ndarray, assign: Mapping[int, float], l2: np.ndarray | None = None
+) -> Replayed:
+    """``graph`` replayed with durations ``dur``, its collective kernels' set to ``assign``."""
+    dur = dur.copy()
+    for j, d in assign.items():
+        dur[graph.n_host + j] = d
+    return replay(graph, dur=dur, l2=l2)
+
+
 def starts_of(rep: Replayed, gpus: Mapping[int, float]) -> dict[int, float]:
     """The replayed starts (µs) of the GPU events ``gpus`` names."""
     idx = list(gpus)
@@ -255,10 +265,7 @@ def replay_ranks(
 
     def starts(assign: Assign) -> dict[int, dict[int, float]]:
         for r, g in graphs.items():
-            dur = base[r].copy()
-            for j, d in assign.get(r, {}).items():
-                dur[g.n_host + j] = d
-            replays[r] = replay(g, dur=dur, l2=None if l2s is None else l2s.get(r))
+            replays[r] = replay_assigned(g, base[r], assign.get(r, {}), None if l2s is None else l2s.get(r))
         return {r: starts_of(replays[r], a) for r, a in assign.items()}
 
     _, waits, iterations, converged = fixed_point(colls, starts, max_iterations)
@@ -267,4 +274,4 @@ def replay_ranks(
 
 __all__ = ["MAX_ITERATIONS", "Assign", "Collective", "CollectiveSummary", "JointReplay", "Member",
            "RankInput", "collective_events", "collective_summary", "fixed_point", "match_collectives",
-           "match_summaries", "rank_input", "replay_ranks", "starts_of"]  # fmt: skip
+           "match_summaries", "rank_input", "replay_assigned", "replay_ranks", "starts_of"]  # fmt: skip

@@ -34,12 +34,12 @@ import numpy as np
 from infer_opt.results.cross_rank import JointReplayCheck, Straggler
 from infer_opt.results.trace import RankTrace
 from infer_opt.trace import replay as trp
-from infer_opt.trace.replay import replay
 from infer_opt.trace.replay_ranks import (
     RankInput,
     collective_summary,
     fixed_point,
     match_summaries,
+    replay_assigned,
     starts_of,
 )
 
@@ -118,10 +118,7 @@ def rank_call(
     dur, l2 = edited(inp, *edit) if edit is not None else (inp.graph.dur, None)
     if what == "collectives":
         return collective_summary(inp, dur)
-    dur = dur.copy()
-    for j, d in assign.items():
-        dur[inp.graph.n_host + j] = d
-    rep = replay(inp.graph, dur=dur, l2=l2)
+    rep = replay_assigned(inp.graph, dur, assign, l2)
     if what == "starts":
         return starts_of(rep, assign)
     s_obs, e_obs = inp.gpu_obs_us()
